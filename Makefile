@@ -1,0 +1,76 @@
+# cordon build: `make` builds the binary and library, `make demo` runs the demo, `make test`
+# builds and runs every test in release mode and under ASan+UBSan. Relies on GNU make and
+# scripts/deps.sh for the Debian packages.
+
+MODE   ?= release
+BUILD  := build/$(MODE)
+CC     ?= cc
+PKGS   := lmdb libmicrohttpd jansson cmocka libutf8proc libxxhash
+
+CFLAGS_BASE := -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes \
+               -Iinclude -Isrc -pthread -MMD -MP
+ifeq ($(MODE),asan)
+CFLAGS_MODE := -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer \
+               -fno-sanitize-recover=all -DCDN_DEBUG=1
+LDFLAGS_MODE := -fsanitize=address,undefined
+else ifeq ($(MODE),debug)
+CFLAGS_MODE := -O0 -g -DCDN_DEBUG=1
+else
+CFLAGS_MODE := -O2 -g -DNDEBUG
+endif
+CFLAGS  := $(CFLAGS_BASE) $(CFLAGS_MODE) $(EXTRA_CFLAGS)
+LDLIBS  := -llmdb -lroaring -lmicrohttpd -lstemmer -lxxhash -ljansson -lutf8proc -lsqlite3 -lm -pthread
+LDFLAGS := $(LDFLAGS_MODE)
+
+LIB_SRC   := $(filter-out src/cli/%,$(wildcard src/*/*.c))
+CLI_SRC   := $(wildcard src/cli/*.c) $(wildcard bench/*.c)
+TEST_SRC  := $(wildcard tests/unit/*/test_*.c)
+LIB_OBJ   := $(LIB_SRC:%.c=$(BUILD)/%.o)
+CLI_OBJ   := $(CLI_SRC:%.c=$(BUILD)/%.o)
+TEST_BIN  := $(TEST_SRC:%.c=$(BUILD)/%)
+SHARED_DATA ?= $(abspath ../shared/data)
+
+.PHONY: all deps demo test unit check-unit clean format
+all: $(BUILD)/cordon $(BUILD)/libcordon.a
+
+deps:
+	@bash scripts/deps.sh
+
+$(BUILD)/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -c $< -o $@
+
+$(BUILD)/libcordon.a: $(LIB_OBJ)
+	@rm -f $@
+	ar rcs $@ $^
+
+$(BUILD)/cordon: $(CLI_OBJ) $(BUILD)/libcordon.a
+	$(CC) $(LDFLAGS) -o $@ $(CLI_OBJ) $(BUILD)/libcordon.a $(LDLIBS)
+
+$(BUILD)/tests/unit/%: tests/unit/%.c $(BUILD)/libcordon.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -Itests -o $@ $< $(BUILD)/libcordon.a $(LDLIBS) -lcmocka $(LDFLAGS)
+
+unit: $(TEST_BIN) $(BUILD)/cordon
+
+# Runs every unit test binary of this MODE; prints one closing line with the counts.
+check-unit: unit
+	@CORDON_SHARED_DATA=$(SHARED_DATA) CORDON_BIN=$(abspath $(BUILD)/cordon) \
+	  bash scripts/run-tests.sh $(MODE) $(TEST_BIN)
+
+demo: deps
+	@$(MAKE) --no-print-directory MODE=release all
+	./build/release/cordon demo --data build/demo-data
+
+test: deps
+	@$(MAKE) --no-print-directory MODE=release check-unit
+	@$(MAKE) --no-print-directory MODE=asan check-unit
+	@bash scripts/run-tests.sh --summary
+
+format:
+	clang-format -i $$(git ls-files '*.c' '*.h')
+
+clean:
+	rm -rf build
+
+-include $(LIB_OBJ:.o=.d) $(CLI_OBJ:.o=.d)

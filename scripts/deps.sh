@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# Installs the Debian packages cordon needs to build, test and benchmark, when they are missing.
+# Relies on dpkg and apt-get (root, as on the project's machines and CI).
+set -euo pipefail
+pkgs=(build-essential pkg-config liblmdb-dev libroaring-dev libmicrohttpd-dev libstemmer-dev
+      libxxhash-dev libjansson-dev libcmocka-dev libutf8proc-dev libsqlite3-dev
+      python3 python3-pytest python3-requests)
+missing=()
+for p in "${pkgs[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+echo "deps: installing ${missing[*]}"
+SUDO=""
+[ "$(id -u)" -ne 0 ] && SUDO="sudo"
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null

@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Runs cordon's unit-test binaries, records their results under build/, and with --summary
+# prints the closing line over every mode run so far. Relies on bash and cmocka's exit codes.
+set -u
+results=build/test-results.txt
+if [ "${1:-}" = "--summary" ]; then
+    # Each line: "<mode>/<binary> PASS|FAIL <cases passed> <cases failed>".
+    passed=$(awk '{p += $3} END {print p + 0}' "$results" 2>/dev/null || echo 0)
+    failed=$(awk '{f += $4 + ($2 == "FAIL" && $4 == 0)} END {print f + 0}' "$results" 2>/dev/null || echo 0)
+    rm -f "$results"
+    echo "tests: ${passed:-0} passed, ${failed:-0} failed"
+    [ "${failed:-0}" -eq 0 ] && [ "${passed:-0}" -gt 0 ]
+    exit $?
+fi
+mode=$1; shift
+mkdir -p build
+fail=0
+for t in "$@"; do
+    name=${t#build/$mode/tests/unit/}
+    log=build/$mode/logs/$name.log
+    mkdir -p "$(dirname "$log")"
+    start=$(date +%s)
+    "$t" >"$log" 2>&1
+    rc=$?
+    np=$(sed -n 's/^\[  PASSED  \] \([0-9]*\) test.*/\1/p' "$log" | awk '{s += $1} END {print s + 0}')
+    nf=$(sed -n 's/^\[  FAILED  \] \([0-9]*\) test.*/\1/p' "$log" | awk '{s += $1} END {print s + 0}')
+    if [ $rc -eq 0 ]; then
+        echo "[$mode] $name: $np passed ($(( $(date +%s) - start ))s)"
+        echo "$mode/$name PASS $np $nf" >>"$results"
+    else
+        echo "[$mode] $name: FAILED, log follows"
+        tail -n 60 "$log"
+        echo "$mode/$name FAIL $np $nf" >>"$results"
+        fail=1
+    fi
+    grep -h '^SKIP:' "$log" | sed "s|^|[$mode] $name: |" || true
+done
+exit $fail

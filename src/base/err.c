@@ -1,0 +1,64 @@
+/* err.c: status code names and the error record's setters.
+ * Relies on libc's vsnprintf only. */
+#include "base/err.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+
+int cdn_err_set(cdn_err_t *err, int code, const char *fmt, ...)
+{
+    if (err) {
+        va_list ap;
+        err->code = code;
+        va_start(ap, fmt);
+        vsnprintf(err->msg, sizeof err->msg, fmt, ap);
+        va_end(ap);
+    }
+    return code;
+}
+
+void cdn_err_clear(cdn_err_t *err)
+{
+    if (err) {
+        err->code = CDN_OK;
+        err->msg[0] = '\0';
+    }
+}
+
+const char *cdn_strerror(int code)
+{
+    switch (code) {
+    case CDN_OK: return "success";
+    case CDN_ERR_NOMEM: return "out of memory";
+    case CDN_ERR_INVALID: return "invalid argument";
+    case CDN_ERR_NOT_FOUND: return "not found";
+    case CDN_ERR_EXISTS: return "already exists";
+    case CDN_ERR_IO: return "input/output error";
+    case CDN_ERR_CORRUPT: return "stored data is corrupt";
+    case CDN_ERR_DENIED: return "permission denied";
+    case CDN_ERR_LIMIT: return "size limit exceeded";
+    case CDN_ERR_CONFLICT: return "conflicts with current state";
+    case CDN_ERR_UNSUPPORTED: return "not supported";
+    case CDN_ERR_INTERNAL: return "internal error";
+    default: return "unknown error";
+    }
+}
+
+const char *cdn_errname(int code)
+{
+    switch (code) {
+    case CDN_OK: return "ok";
+    case CDN_ERR_NOMEM: return "nomem";
+    case CDN_ERR_INVALID: return "invalid";
+    case CDN_ERR_NOT_FOUND: return "not_found";
+    case CDN_ERR_EXISTS: return "exists";
+    case CDN_ERR_IO: return "io";
+    case CDN_ERR_CORRUPT: return "corrupt";
+    case CDN_ERR_DENIED: return "denied";
+    case CDN_ERR_LIMIT: return "limit";
+    case CDN_ERR_CONFLICT: return "conflict";
+    case CDN_ERR_UNSUPPORTED: return "unsupported";
+    case CDN_ERR_INTERNAL: return "internal";
+    default: return "unknown";
+    }
+}

@@ -1,0 +1,28 @@
+/* mem.h: the one allocator every module calls, with a failure-injection hook for tests.
+ * Relies on libc malloc; memory from these functions is released with cdn_free. */
+#ifndef CDN_MEM_H
+#define CDN_MEM_H
+
+#include <stddef.h>
+
+/* Like malloc/calloc/realloc/strdup but they may be made to fail by cdn_mem_fail_after.
+ * Each returns NULL on failure; callers turn that into CDN_ERR_NOMEM. */
+void *cdn_malloc(size_t n);
+void *cdn_calloc(size_t count, size_t size);
+void *cdn_realloc(void *p, size_t n);
+char *cdn_strdup(const char *s);
+char *cdn_strndup(const char *s, size_t n);
+void cdn_free(void *p);
+
+/* Allocates n bytes aligned to `align` (a power of two, >= sizeof(void*)); free with cdn_free. */
+void *cdn_aligned_alloc(size_t align, size_t n);
+
+/* Grows *p (holding *cap elements of `size` bytes) to hold at least `need`; doubles.
+ * Returns 0 or CDN_ERR_NOMEM (then *p and *cap are unchanged). */
+int cdn_grow(void **p, size_t *cap, size_t need, size_t size);
+
+/* Test hook: the n-th allocation from now fails (0 = the next one); -1 disables. Process-wide;
+ * tests only. */
+void cdn_mem_fail_after(long n);
+
+#endif

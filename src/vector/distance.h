@@ -1,0 +1,60 @@
+/* distance.h: float32 distance kernels (cosine, dot product, L2) with scalar, AVX2 and AVX-512
+ * paths chosen once at run time. Relies on nothing but the CPU; pure functions, no state. */
+#ifndef CDN_DISTANCE_H
+#define CDN_DISTANCE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* How a collection compares vectors. Values are stored on disk: never renumber. */
+typedef enum vec_metric {
+    VEC_METRIC_COSINE = 0, /* vectors are L2-normalised on ingest; distance = 1 - dot */
+    VEC_METRIC_DOT = 1,    /* distance = -dot */
+    VEC_METRIC_L2 = 2,     /* distance = squared Euclidean distance */
+} vec_metric_t;
+
+/* Instruction sets a kernel can use, best last. */
+typedef enum vec_isa { VEC_ISA_SCALAR = 0, VEC_ISA_AVX2 = 1, VEC_ISA_AVX512 = 2 } vec_isa_t;
+
+/* A kernel: lower is nearer, for every metric. `n` may be any length (no multiple needed). */
+typedef float (*vec_dist_fn)(const float *a, const float *b, size_t n);
+
+/* Rows of equal dimension laid out at a fixed stride (in floats, >= dim); the memory belongs
+ * to whoever made the view (typically store/vecfile) and outlives any search over it. */
+typedef struct vec_view {
+    const float *base;
+    size_t stride;
+    uint32_t dim;
+    uint32_t count; /* rows 0 .. count-1 are readable */
+} vec_view_t;
+
+static inline const float *vec_row(const vec_view_t *v, uint32_t id)
+{
+    return v->base + (size_t)id * v->stride;
+}
+
+/* The distance kernel for metric m using the best instruction set this CPU has. */
+vec_dist_fn vec_dist_for(vec_metric_t m);
+/* The kernel for metric m with a given instruction set, or NULL if the CPU lacks it. */
+vec_dist_fn vec_dist_for_isa(vec_metric_t m, vec_isa_t isa);
+
+/* Dot product and squared L2 with the best instruction set. */
+float vec_dot(const float *a, const float *b, size_t n);
+float vec_l2sq(const float *a, const float *b, size_t n);
+
+/* The instruction set vec_dist_for uses on this CPU, and its name ("avx512", "avx2", "scalar").*/
+vec_isa_t vec_isa_best(void);
+const char *vec_isa_name(vec_isa_t isa);
+
+/* Converts a distance to the score a caller sees (higher is better): cosine and dot give the
+ * dot product, L2 gives 1 / (1 + squared distance), as Elasticsearch does. */
+float vec_score_from_dist(vec_metric_t m, float dist);
+
+/* Scales v in place to unit length (zero vectors are left as they are). */
+void vec_normalize(float *v, size_t n);
+
+/* Parses "cosine" / "dot_product" / "l2_norm" (the Elasticsearch names); 0 or CDN_ERR_INVALID.*/
+int vec_metric_parse(const char *s, vec_metric_t *out);
+const char *vec_metric_name(vec_metric_t m);
+
+#endif

@@ -1,12 +1,40 @@
 /* main.c: the cordon command line, dispatching to one function per subcommand.
- * Relies on the public API in include/cordon.h. */
+ * Relies on cli.h; each subcommand parses its own options. */
+#include "cli/cli.h"
+
 #include <stdio.h>
 #include <string.h>
 
+static const struct command {
+    const char *name;
+    int (*run)(int argc, char **argv);
+    const char *what;
+} commands[] = {
+    {"bench", cli_bench, "run a benchmark and print its figures"},
+    {NULL, NULL, NULL},
+};
+
+static void usage(FILE *f)
+{
+    fprintf(f, "usage: cordon COMMAND [options]   (cordon COMMAND --help for options)\n\n");
+    for (const struct command *c = commands; c->name; c++)
+        fprintf(f, "  %-8s %s\n", c->name, c->what);
+}
+
 int main(int argc, char **argv)
 {
-    (void)argc;
-    (void)argv;
-    puts("cordon: usage: cordon <serve|demo|load|search|check|bench> [options]");
-    return 0;
+    if (argc < 2) {
+        usage(stderr);
+        return 2;
+    }
+    if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
+        usage(stdout);
+        return 0;
+    }
+    for (const struct command *c = commands; c->name; c++)
+        if (!strcmp(argv[1], c->name))
+            return c->run(argc - 1, argv + 1);
+    fprintf(stderr, "cordon: unknown command '%s'\n", argv[1]);
+    usage(stderr);
+    return 2;
 }

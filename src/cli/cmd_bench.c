@@ -1,0 +1,36 @@
+/* cmd_bench.c: `cordon bench NAME ...`, dispatching to the benchmark programs under bench/.
+ * Relies on each bench/bench_NAME.h exporting `int bench_NAME_main(int argc, char **argv)`. */
+#include "cli/cli.h"
+
+#include <stdio.h>
+#include <string.h>
+
+/* Add one line per benchmark (and its #include above). */
+static const struct bench_entry {
+    const char *name;
+    int (*main)(int argc, char **argv);
+    const char *what;
+} benches[] = {
+    {NULL, NULL, NULL},
+};
+
+static void usage(FILE *f)
+{
+    fprintf(f, "usage: cordon bench NAME [options]   (cordon bench NAME --help for options)\n");
+    for (const struct bench_entry *b = benches; b->name; b++)
+        fprintf(f, "  %-12s %s\n", b->name, b->what);
+}
+
+int cli_bench(int argc, char **argv)
+{
+    if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
+        usage(argc < 2 ? stderr : stdout);
+        return argc < 2 ? 2 : 0;
+    }
+    for (const struct bench_entry *b = benches; b->name; b++)
+        if (!strcmp(argv[1], b->name))
+            return b->main(argc - 1, argv + 1);
+    fprintf(stderr, "cordon bench: unknown benchmark '%s'\n", argv[1]);
+    usage(stderr);
+    return 2;
+}

@@ -1,0 +1,273 @@
+/* hnsw_search.c: graph traversal for inserts and queries, including the permission-filtered
+ * search (two-hop expansion, entry points from the allowed set, visit budget). Relies on
+ * hnsw_int.h and CRoaring. */
+#include "vector/hnsw_int.h"
+
+#include <string.h>
+
+#include "base/err.h"
+
+/* Entry points sampled from the allowed set in FILTERED mode: they reach allowed regions the
+ * greedy descent would miss when the allowed subgraph falls apart into islands. */
+#define HNSW_FILTER_SEEDS 16u
+
+void hnsw_descend(hnsw_t *h, const vec_view_t *view, const float *q, uint32_t top, uint32_t stop,
+                  uint32_t *ep, float *ep_dist, uint64_t *ndist)
+{
+    uint32_t buf[HNSW_M_MAX + 1];
+    for (uint32_t l = top; l > stop; l--) {
+        int changed = 1;
+        while (changed) {
+            changed = 0;
+            uint32_t n = hnsw_read_list(h, *ep, l, buf);
+            for (uint32_t i = 0; i < n; i++) {
+                float d = h->dist(q, vec_row(view, buf[i]), h->dim);
+                (*ndist)++;
+                if (d < *ep_dist) {
+                    *ep = buf[i];
+                    *ep_dist = d;
+                    changed = 1;
+                }
+            }
+        }
+    }
+}
+
+int hnsw_search_layer_build(hnsw_t *h, const vec_view_t *view, const float *q, uint32_t level,
+                            const hnsw_hit_t *eps, uint32_t n_eps, uint32_t ef,
+                            hnsw_heap_t *out)
+{
+    hnsw_visited_t *vis;
+    hnsw_heap_t cand; /* min-heap: distances negated */
+    int rc = hnsw_visited_get(h, &vis);
+    if (rc)
+        return rc;
+    if (hnsw_heap_init(&cand, 2 * ef)) {
+        hnsw_visited_put(h, vis);
+        return CDN_ERR_NOMEM;
+    }
+    uint32_t buf[2 * HNSW_M_MAX + 1];
+    uint16_t tag = vis->tag, *marks = vis->marks;
+    out->n = 0;
+    for (uint32_t i = 0; i < n_eps && !rc; i++) {
+        if (marks[eps[i].id] == tag)
+            continue;
+        marks[eps[i].id] = tag;
+        rc = hnsw_heap_push(&cand, eps[i].id, -eps[i].dist);
+        rc = rc ? rc : hnsw_heap_push(out, eps[i].id, eps[i].dist);
+        if (out->n > ef)
+            hnsw_heap_pop(out);
+    }
+    while (cand.n && !rc) {
+        hnsw_hit_t c = cand.a[0];
+        if (out->n >= ef && -c.dist > out->a[0].dist)
+            break;
+        hnsw_heap_pop(&cand);
+        uint32_t n = hnsw_read_list(h, c.id, level, buf);
+        for (uint32_t i = 0; i < n && !rc; i++) {
+            uint32_t u = buf[i];
+            if (marks[u] == tag)
+                continue;
+            marks[u] = tag;
+            float d = h->dist(q, vec_row(view, u), h->dim);
+            if (out->n < ef || d < out->a[0].dist) {
+                rc = hnsw_heap_push(&cand, u, -d);
+                rc = rc ? rc : hnsw_heap_push(out, u, d);
+                if (out->n > ef)
+                    hnsw_heap_pop(out);
+            }
+        }
+    }
+    hnsw_heap_free(&cand);
+    hnsw_visited_put(h, vis);
+    return rc;
+}
+
+/* ---------- query search ---------- */
+
+typedef struct qctx {
+    hnsw_t *h;
+    const vec_view_t *view;
+    const float *q;
+    uint16_t *marks;
+    uint16_t tag;
+    hnsw_heap_t cand; /* min-heap (negated): nodes to expand, admissible or not */
+    hnsw_heap_t res;  /* max-heap of admissible nodes: the ef best so far */
+    const roaring_bitmap_t *allowed; /* NULL: every live node is admissible */
+    uint32_t ef;
+    uint64_t max_visits;
+    uint64_t adm_evaluated;
+    hnsw_stats_t *st;
+    int stop;
+    int rc;
+} qctx_t;
+
+static int admissible(const qctx_t *c, uint32_t id)
+{
+    if (hnsw_flags(c->h, id) & HNSW_F_DELETED)
+        return 0;
+    return !c->allowed || roaring_bitmap_contains(c->allowed, id);
+}
+
+/* Computes u's distance (u already marked visited) and keeps it as a candidate if it can still
+ * matter; only admissible nodes enter the results. Honours the visit budget. */
+static void consider(qctx_t *c, uint32_t u, int adm)
+{
+    if (c->max_visits && c->st->distances >= c->max_visits) {
+        c->st->exhausted_budget = 1;
+        c->stop = 1;
+        return;
+    }
+    float d = c->h->dist(c->q, vec_row(c->view, u), c->h->dim);
+    c->st->distances++;
+    c->adm_evaluated += (uint64_t)adm;
+    if (c->res.n < c->ef || d < c->res.a[0].dist) {
+        c->rc = hnsw_heap_push(&c->cand, u, -d);
+        if (adm && !c->rc) {
+            c->rc = hnsw_heap_push(&c->res, u, d);
+            if (c->res.n > c->ef)
+                hnsw_heap_pop(&c->res);
+        }
+        if (c->rc)
+            c->stop = 1;
+    }
+}
+
+/* ACORN-style bridge: u is not admissible and sits in a mostly inadmissible neighbourhood, so
+ * instead of routing through u we look straight at u's admissible neighbours. */
+static void expand_two_hop(qctx_t *c, uint32_t u, uint32_t *buf)
+{
+    uint32_t n = hnsw_read_list(c->h, u, 0, buf);
+    c->st->two_hop_expansions++;
+    for (uint32_t i = 0; i < n && !c->stop; i++) {
+        uint32_t w = buf[i];
+        if (c->marks[w] == c->tag || !admissible(c, w))
+            continue;
+        c->marks[w] = c->tag;
+        c->st->visited++;
+        consider(c, w, 1);
+    }
+}
+
+/* Expands the nearest candidate until the ef-th admissible result is nearer than every
+ * remaining candidate, the budget runs out or nothing is left. */
+static void search_level0(qctx_t *c)
+{
+    uint32_t buf[2 * HNSW_M_MAX + 1], buf2[2 * HNSW_M_MAX + 1];
+    uint8_t adm[2 * HNSW_M_MAX];
+    while (c->cand.n && !c->stop) {
+        hnsw_hit_t top = c->cand.a[0];
+        if (c->res.n >= c->ef && -top.dist > c->res.a[0].dist)
+            break;
+        hnsw_heap_pop(&c->cand);
+        uint32_t n = hnsw_read_list(c->h, top.id, 0, buf), n_adm = 0;
+        for (uint32_t i = 0; i < n; i++) {
+            adm[i] = (uint8_t)admissible(c, buf[i]);
+            n_adm += adm[i];
+        }
+        int sparse = 2 * n_adm < n;
+        for (uint32_t i = 0; i < n && !c->stop; i++) {
+            uint32_t u = buf[i];
+            if (c->marks[u] == c->tag)
+                continue;
+            c->marks[u] = c->tag;
+            c->st->visited++;
+            if (!adm[i] && sparse)
+                expand_two_hop(c, u, buf2);
+            else
+                consider(c, u, adm[i]);
+        }
+    }
+}
+
+/* Adds up to HNSW_FILTER_SEEDS allowed ids, spread evenly over the set's ranks, as extra
+ * entry points. */
+static void seed_from_allowed(qctx_t *c)
+{
+    uint64_t card = roaring_bitmap_get_cardinality(c->allowed);
+    uint32_t s = card < HNSW_FILTER_SEEDS ? (uint32_t)card : HNSW_FILTER_SEEDS;
+    uint64_t off = card ? ((uint64_t)c->h->p.seed * 0x9e3779b97f4a7c15ull) % card : 0;
+    for (uint32_t i = 0; i < s && !c->stop; i++) {
+        uint32_t id;
+        uint64_t rank = (off + i * card / s) % card;
+        if (!roaring_bitmap_select(c->allowed, (uint32_t)rank, &id) || id >= c->h->span)
+            continue;
+        if (!(hnsw_flags(c->h, id) & HNSW_F_PRESENT) || c->marks[id] == c->tag)
+            continue;
+        c->marks[id] = c->tag;
+        c->st->visited++;
+        c->st->seeds++;
+        consider(c, id, admissible(c, id));
+    }
+}
+
+/* The whole search with grow_lock held for reading and c's heaps ready. */
+static void search_locked(qctx_t *c, hnsw_mode_t mode, uint64_t *admissible_total)
+{
+    hnsw_t *h = c->h;
+    uint64_t e = atomic_load(&h->entry);
+    uint32_t live = atomic_load(&h->n_nodes) - atomic_load(&h->n_deleted);
+    *admissible_total = live;
+    if (mode == HNSW_MODE_FILTERED && c->allowed)
+        *admissible_total = roaring_bitmap_get_cardinality(c->allowed);
+    if (e == HNSW_NO_ENTRY)
+        return;
+    uint32_t ep = (uint32_t)e;
+    float ep_dist = h->dist(c->q, vec_row(c->view, ep), h->dim);
+    c->st->distances++;
+    hnsw_descend(h, c->view, c->q, (uint32_t)(e >> 32), 0, &ep, &ep_dist, &c->st->distances);
+    c->marks[ep] = c->tag;
+    c->st->visited++;
+    consider(c, ep, admissible(c, ep));
+    if (mode == HNSW_MODE_FILTERED && c->allowed)
+        seed_from_allowed(c);
+    search_level0(c);
+}
+
+int hnsw_search(hnsw_t *h, const vec_view_t *view, const float *query, uint32_t k, uint32_t ef,
+                const roaring_bitmap_t *allowed, hnsw_mode_t mode, uint64_t max_visits,
+                hnsw_stats_t *stats, hnsw_hit_t *out_hits, uint32_t *n_out)
+{
+    hnsw_stats_t local;
+    hnsw_stats_t *st = stats ? stats : &local;
+    memset(st, 0, sizeof(*st));
+    st->incomplete = 1;
+    *n_out = 0;
+    if (!h || !view || !query || !out_hits || k == 0 || view->dim != h->dim)
+        return CDN_ERR_INVALID;
+    if (ef == 0)
+        ef = h->p.ef_search;
+    if (ef < k)
+        ef = k;
+    if (ef > HNSW_EF_MAX)
+        ef = HNSW_EF_MAX;
+    qctx_t c = {.h = h, .view = view, .q = query, .ef = ef, .max_visits = max_visits, .st = st};
+    c.allowed = mode == HNSW_MODE_FILTERED ? allowed : NULL;
+    if (hnsw_heap_init(&c.cand, 4 * ef) || hnsw_heap_init(&c.res, ef + 1)) {
+        hnsw_heap_free(&c.cand);
+        return CDN_ERR_NOMEM;
+    }
+    pthread_rwlock_rdlock(&h->grow_lock);
+    hnsw_visited_t *vis = NULL;
+    uint64_t adm_total = 0;
+    c.rc = hnsw_visited_get(h, &vis);
+    if (!c.rc) {
+        c.marks = vis->marks;
+        c.tag = vis->tag;
+        search_locked(&c, mode, &adm_total);
+        hnsw_visited_put(h, vis);
+    }
+    pthread_rwlock_unlock(&h->grow_lock);
+    if (!c.rc) {
+        hnsw_heap_sort(&c.res);
+        uint32_t n = c.res.n < k ? c.res.n : k;
+        memcpy(out_hits, c.res.a, n * sizeof(hnsw_hit_t));
+        *n_out = n;
+        /* Exact only if every admissible node was evaluated (conservative when the allowed
+         * set names ids the graph lacks). */
+        st->incomplete = !(c.adm_evaluated >= adm_total && !st->exhausted_budget);
+    }
+    hnsw_heap_free(&c.cand);
+    hnsw_heap_free(&c.res);
+    return c.rc;
+}

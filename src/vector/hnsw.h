@@ -39,8 +39,8 @@ typedef struct hnsw_hit {
     float dist;
 } hnsw_hit_t;
 
-/* What a search did. `visited`: nodes whose neighbour lists or distance were touched, including
- * two-hop bridges; `distances`: distance computations (what max_visits bounds);
+/* What a search did. `visited`: level-0 nodes reached (evaluated, seeded or crossed as two-hop
+ * bridges), which max_visits bounds; `distances`: distance computations, upper levels included;
  * `exhausted_budget`: the search stopped at max_visits, so the caller should scan exactly;
  * `incomplete`: 1 unless the search evaluated every admissible node (then the hits are the
  * exact top-k of the admissible nodes the graph holds). */
@@ -98,8 +98,8 @@ int hnsw_delete(hnsw_t *h, uint32_t id);
 /* Nearest k ids to `query` (dim floats; unit length for cosine). `ef` is the search list size
  * (0 = params.ef_search; raised to k). In FILTERED mode only ids in `allowed` (NULL = all) that
  * are not deleted are returned; in UNFILTERED mode `allowed` is ignored and only deleted ids are
- * dropped. `max_visits` bounds distance computations (0 = no bound): when reached, the search
- * stops with stats->exhausted_budget set. out_hits (room for k) receives *n_out <= k hits,
+ * dropped. `max_visits` bounds stats->visited (0 = no bound): when reached, the search stops
+ * with stats->exhausted_budget set (hits so far are still returned). out_hits (room for k) receives *n_out <= k hits,
  * nearest first. stats may be NULL. Safe alongside inserts and other searches.
  * Returns 0, CDN_ERR_INVALID (dim mismatch, k = 0) or CDN_ERR_NOMEM. */
 int hnsw_search(hnsw_t *h, const vec_view_t *view, const float *query, uint32_t k, uint32_t ef,

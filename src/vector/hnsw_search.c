@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "base/err.h"
+#include "base/mem.h"
 
 /* Entry points sampled from the allowed set in FILTERED mode: they reach allowed regions the
  * greedy descent would miss when the allowed subgraph falls apart into islands. */
@@ -93,6 +94,8 @@ typedef struct qctx {
     uint16_t tag;
     hnsw_heap_t cand; /* min-heap (negated): nodes to expand, admissible or not */
     hnsw_heap_t res;  /* max-heap of admissible nodes: the ef best so far */
+    uint32_t *bridges; /* inadmissible nodes crossed by two-hop expansion, not yet routed */
+    size_t n_bridges, cap_bridges, next_bridge;
     const roaring_bitmap_t *allowed; /* NULL: every live node is admissible */
     uint32_t ef;
     uint64_t max_visits;
@@ -109,15 +112,25 @@ static int admissible(const qctx_t *c, uint32_t id)
     return !c->allowed || roaring_bitmap_contains(c->allowed, id);
 }
 
-/* Computes u's distance (u already marked visited) and keeps it as a candidate if it can still
- * matter; only admissible nodes enter the results. Honours the visit budget. */
-static void consider(qctx_t *c, uint32_t u, int adm)
+/* Marks u visited unless the visit budget is spent; returns 0 when u must be skipped. */
+static int visit(qctx_t *c, uint32_t u)
 {
-    if (c->max_visits && c->st->distances >= c->max_visits) {
+    if (c->marks[u] == c->tag)
+        return 0;
+    if (c->max_visits && c->st->visited >= c->max_visits) {
         c->st->exhausted_budget = 1;
         c->stop = 1;
-        return;
+        return 0;
     }
+    c->marks[u] = c->tag;
+    c->st->visited++;
+    return 1;
+}
+
+/* Computes u's distance and keeps it as a candidate if it can still matter; only admissible
+ * nodes enter the results. */
+static void consider(qctx_t *c, uint32_t u, int adm)
+{
     float d = c->h->dist(c->q, vec_row(c->view, u), c->h->dim);
     c->st->distances++;
     c->adm_evaluated += (uint64_t)adm;
@@ -134,19 +147,37 @@ static void consider(qctx_t *c, uint32_t u, int adm)
 }
 
 /* ACORN-style bridge: u is not admissible and sits in a mostly inadmissible neighbourhood, so
- * instead of routing through u we look straight at u's admissible neighbours. */
+ * instead of routing through u we look straight at u's admissible neighbours. u is remembered
+ * in case the admissible nodes alone run dry. */
 static void expand_two_hop(qctx_t *c, uint32_t u, uint32_t *buf)
 {
+    if (c->n_bridges == c->cap_bridges) {
+        void *p = c->bridges;
+        if (cdn_grow(&p, &c->cap_bridges, c->n_bridges + 1, sizeof(uint32_t)) == CDN_OK)
+            c->bridges = p;
+    }
+    if (c->n_bridges < c->cap_bridges)
+        c->bridges[c->n_bridges++] = u;
     uint32_t n = hnsw_read_list(c->h, u, 0, buf);
     c->st->two_hop_expansions++;
     for (uint32_t i = 0; i < n && !c->stop; i++) {
         uint32_t w = buf[i];
         if (c->marks[w] == c->tag || !admissible(c, w))
             continue;
-        c->marks[w] = c->tag;
-        c->st->visited++;
-        consider(c, w, 1);
+        if (visit(c, w))
+            consider(c, w, 1);
     }
+}
+
+/* When the admissible nodes reachable by two hops are used up before ef results are found
+ * (islands of allowed nodes), the search goes on through the bridges it skipped, oldest (so
+ * nearest the query's start) first, as ordinary routing nodes. */
+static int resume_from_bridges(qctx_t *c)
+{
+    size_t before = c->cand.n;
+    while (c->next_bridge < c->n_bridges && c->cand.n == before && !c->stop)
+        consider(c, c->bridges[c->next_bridge++], 0);
+    return c->cand.n > before;
 }
 
 /* Expands the nearest candidate until the ef-th admissible result is nearer than every
@@ -155,7 +186,9 @@ static void search_level0(qctx_t *c)
 {
     uint32_t buf[2 * HNSW_M_MAX + 1], buf2[2 * HNSW_M_MAX + 1];
     uint8_t adm[2 * HNSW_M_MAX];
-    while (c->cand.n && !c->stop) {
+    while (!c->stop) {
+        if (!c->cand.n && (c->res.n >= c->ef || !resume_from_bridges(c)))
+            break;
         hnsw_hit_t top = c->cand.a[0];
         if (c->res.n >= c->ef && -top.dist > c->res.a[0].dist)
             break;
@@ -167,37 +200,35 @@ static void search_level0(qctx_t *c)
         }
         int sparse = 2 * n_adm < n;
         for (uint32_t i = 0; i < n && !c->stop; i++) {
-            uint32_t u = buf[i];
-            if (c->marks[u] == c->tag)
+            if (!visit(c, buf[i]))
                 continue;
-            c->marks[u] = c->tag;
-            c->st->visited++;
             if (!adm[i] && sparse)
-                expand_two_hop(c, u, buf2);
+                expand_two_hop(c, buf[i], buf2);
             else
-                consider(c, u, adm[i]);
+                consider(c, buf[i], adm[i]);
         }
     }
 }
 
-/* Adds up to HNSW_FILTER_SEEDS allowed ids, spread evenly over the set's ranks, as extra
- * entry points. */
+/* Adds allowed ids, spread evenly over the set's ranks, as extra entry points: at least
+ * HNSW_FILTER_SEEDS, and the whole set when it is no bigger than ef (then the search is
+ * exact at the cost of an exact scan). */
 static void seed_from_allowed(qctx_t *c)
 {
     uint64_t card = roaring_bitmap_get_cardinality(c->allowed);
-    uint32_t s = card < HNSW_FILTER_SEEDS ? (uint32_t)card : HNSW_FILTER_SEEDS;
+    uint64_t s = card <= c->ef ? card : HNSW_FILTER_SEEDS;
     uint64_t off = card ? ((uint64_t)c->h->p.seed * 0x9e3779b97f4a7c15ull) % card : 0;
-    for (uint32_t i = 0; i < s && !c->stop; i++) {
+    for (uint64_t i = 0; i < s && !c->stop; i++) {
         uint32_t id;
         uint64_t rank = (off + i * card / s) % card;
         if (!roaring_bitmap_select(c->allowed, (uint32_t)rank, &id) || id >= c->h->span)
             continue;
-        if (!(hnsw_flags(c->h, id) & HNSW_F_PRESENT) || c->marks[id] == c->tag)
+        if (!(hnsw_flags(c->h, id) & HNSW_F_PRESENT))
             continue;
-        c->marks[id] = c->tag;
-        c->st->visited++;
-        c->st->seeds++;
-        consider(c, id, admissible(c, id));
+        if (visit(c, id)) {
+            c->st->seeds++;
+            consider(c, id, admissible(c, id));
+        }
     }
 }
 
@@ -216,9 +247,8 @@ static void search_locked(qctx_t *c, hnsw_mode_t mode, uint64_t *admissible_tota
     float ep_dist = h->dist(c->q, vec_row(c->view, ep), h->dim);
     c->st->distances++;
     hnsw_descend(h, c->view, c->q, (uint32_t)(e >> 32), 0, &ep, &ep_dist, &c->st->distances);
-    c->marks[ep] = c->tag;
-    c->st->visited++;
-    consider(c, ep, admissible(c, ep));
+    if (visit(c, ep))
+        consider(c, ep, admissible(c, ep));
     if (mode == HNSW_MODE_FILTERED && c->allowed)
         seed_from_allowed(c);
     search_level0(c);
@@ -269,5 +299,6 @@ int hnsw_search(hnsw_t *h, const vec_view_t *view, const float *query, uint32_t 
     }
     hnsw_heap_free(&c.cand);
     hnsw_heap_free(&c.res);
+    cdn_free(c.bridges);
     return c.rc;
 }

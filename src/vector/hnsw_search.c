@@ -100,6 +100,7 @@ typedef struct qctx {
     uint32_t ef;
     uint64_t max_visits;
     uint64_t adm_evaluated;
+    uint64_t adm_total; /* admissible nodes that exist (an upper bound when filtering) */
     hnsw_stats_t *st;
     int stop;
     int rc;
@@ -134,6 +135,9 @@ static void consider(qctx_t *c, uint32_t u, int adm)
     float d = c->h->dist(c->q, vec_row(c->view, u), c->h->dim);
     c->st->distances++;
     c->adm_evaluated += (uint64_t)adm;
+    /* Every admissible node has been seen: nothing left to find, and the result is exact. */
+    if (c->adm_evaluated >= c->adm_total)
+        c->stop = 1;
     if (c->res.n < c->ef || d < c->res.a[0].dist) {
         c->rc = hnsw_heap_push(&c->cand, u, -d);
         if (adm && !c->rc) {
@@ -210,13 +214,16 @@ static void search_level0(qctx_t *c)
     }
 }
 
-/* Adds allowed ids, spread evenly over the set's ranks, as extra entry points: at least
- * HNSW_FILTER_SEEDS, and the whole set when it is no bigger than ef (then the search is
- * exact at the cost of an exact scan). */
+/* Adds max(ef, HNSW_FILTER_SEEDS) allowed ids, spread evenly over the set's ranks, as extra
+ * entry points: they reach islands of allowed nodes the query's neighbourhood does not link to,
+ * and fill the result list at once, so the distance bound is finite from the first step. When
+ * the set is no bigger than that the whole set is seeded and the search is exact. */
 static void seed_from_allowed(qctx_t *c)
 {
     uint64_t card = roaring_bitmap_get_cardinality(c->allowed);
-    uint64_t s = card <= c->ef ? card : HNSW_FILTER_SEEDS;
+    uint64_t s = c->ef > HNSW_FILTER_SEEDS ? c->ef : HNSW_FILTER_SEEDS;
+    if (s > card)
+        s = card;
     uint64_t off = card ? ((uint64_t)c->h->p.seed * 0x9e3779b97f4a7c15ull) % card : 0;
     for (uint64_t i = 0; i < s && !c->stop; i++) {
         uint32_t id;
@@ -233,14 +240,13 @@ static void seed_from_allowed(qctx_t *c)
 }
 
 /* The whole search with grow_lock held for reading and c's heaps ready. */
-static void search_locked(qctx_t *c, hnsw_mode_t mode, uint64_t *admissible_total)
+static void search_locked(qctx_t *c, hnsw_mode_t mode)
 {
     hnsw_t *h = c->h;
     uint64_t e = atomic_load(&h->entry);
-    uint32_t live = atomic_load(&h->n_nodes) - atomic_load(&h->n_deleted);
-    *admissible_total = live;
+    c->adm_total = atomic_load(&h->n_nodes) - atomic_load(&h->n_deleted);
     if (mode == HNSW_MODE_FILTERED && c->allowed)
-        *admissible_total = roaring_bitmap_get_cardinality(c->allowed);
+        c->adm_total = roaring_bitmap_get_cardinality(c->allowed);
     if (e == HNSW_NO_ENTRY)
         return;
     uint32_t ep = (uint32_t)e;
@@ -279,12 +285,11 @@ int hnsw_search(hnsw_t *h, const vec_view_t *view, const float *query, uint32_t 
     }
     pthread_rwlock_rdlock(&h->grow_lock);
     hnsw_visited_t *vis = NULL;
-    uint64_t adm_total = 0;
     c.rc = hnsw_visited_get(h, &vis);
     if (!c.rc) {
         c.marks = vis->marks;
         c.tag = vis->tag;
-        search_locked(&c, mode, &adm_total);
+        search_locked(&c, mode);
         hnsw_visited_put(h, vis);
     }
     pthread_rwlock_unlock(&h->grow_lock);
@@ -295,7 +300,7 @@ int hnsw_search(hnsw_t *h, const vec_view_t *view, const float *query, uint32_t 
         *n_out = n;
         /* Exact only if every admissible node was evaluated (conservative when the allowed
          * set names ids the graph lacks). */
-        st->incomplete = !(c.adm_evaluated >= adm_total && !st->exhausted_budget);
+        st->incomplete = !(c.adm_evaluated >= c.adm_total && !st->exhausted_budget);
     }
     hnsw_heap_free(&c.cand);
     hnsw_heap_free(&c.res);

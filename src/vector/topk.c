@@ -98,11 +98,13 @@ bool topk_pop_worst(topk_t *t, vec_hit_t *out)
 {
     if (t->n == 0)
         return false;
-    if (out)
-        *out = t->heap[0];
+    /* Write *out last: it may be the slot the heap just gave up (in-place extraction). */
+    vec_hit_t worst = t->heap[0];
     t->heap[0] = t->heap[--t->n];
     if (t->n)
         sift_down(t->heap, t->n, 0);
+    if (out)
+        *out = worst;
     return true;
 }
 

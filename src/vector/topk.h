@@ -56,7 +56,8 @@ bool topk_push(topk_t *t, uint32_t id, float dist);
 bool topk_pop_worst(topk_t *t, vec_hit_t *out);
 
 /* Writes the held hits to out (room for topk_size(t) hits) sorted nearest first, ties by
- * smaller id, sets *n_out to their number, and leaves t empty. */
+ * smaller id, sets *n_out to their number, and leaves t empty. out may be the storage given to
+ * topk_init_buf (an in-place heap sort), so a search can keep its heap in the caller's array. */
 void topk_extract(topk_t *t, vec_hit_t *out, size_t *n_out);
 
 #endif

@@ -271,6 +271,11 @@ static void test_exact_ignores_allowed_ids_beyond_the_view(void **state)
     assert_int_equal(scanned, 2);
     for (size_t i = 0; i < n; i++)
         assert_true(got[i].id == 3 || got[i].id == 49);
+    roaring_bitmap_t *outside = roaring_bitmap_of(2, 50, 70);
+    assert_int_equal(exact_search(&v, VEC_METRIC_L2, q, outside, 10, got, &n, &scanned), 0);
+    assert_int_equal(n, 0);
+    assert_int_equal(scanned, 0);
+    roaring_bitmap_free(outside);
     uint32_t ids[] = {99, 49, 50, 3, UINT32_MAX};
     assert_int_equal(exact_search_ids(&v, VEC_METRIC_L2, q, ids, 5, 10, got, &n, &scanned), 0);
     assert_int_equal(n, 2);

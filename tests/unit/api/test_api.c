@@ -35,22 +35,28 @@ static int setup(void **state)
     assert_non_null(tu_tmpdir(f->dir, sizeof f->dir));
     assert_int_equal(cordon_open(f->dir, NULL, &f->db, NULL), 0);
     assert_int_equal(cordon_collection_create(f->db, &spec, NULL), 0);
+    /* Batches of 100: one transaction (one fsync) each. */
+    static char ids[NCHUNK][16], gnames[NCHUNK][16], dnames[NCHUNK][16];
+    static const char *allowed[NCHUNK][1], *denied[NCHUNK][1];
+    static cordon_chunk batch[NCHUNK];
+    static cordon_field body = {"body", "some text"};
     for (int i = 0; i < NCHUNK; i++) {
-        char id[16], gname[16], dname[16];
-        const char *allowed[1] = {gname}, *denied[1] = {dname};
         for (int d = 0; d < DIM; d++)
             f->vecs[i][d] = tu_randf(&seed) * 2 - 1;
         f->group[i] = (int)(tu_rand(&seed) % (NGROUP + 1)) - 1;
         f->denied[i] = (tu_rand(&seed) % 10 == 0) ? (int)(tu_rand(&seed) % NGROUP) : -1;
-        chunk_id(i, id, sizeof id);
-        snprintf(gname, sizeof gname, "g%d", f->group[i]);
-        snprintf(dname, sizeof dname, "group:g%d", f->denied[i]);
-        cordon_field body = {"body", "some text"};
-        cordon_chunk c = {.id = id, .vector = f->vecs[i], .fields = &body, .n_fields = 1,
-                          .allowed = allowed, .n_allowed = f->group[i] >= 0,
-                          .denied = denied, .n_denied = f->denied[i] >= 0};
-        assert_int_equal(cordon_put(f->db, "docs", &c, 1, NULL, NULL), 0);
+        chunk_id(i, ids[i], sizeof ids[i]);
+        snprintf(gnames[i], sizeof gnames[i], "g%d", f->group[i]);
+        snprintf(dnames[i], sizeof dnames[i], "group:g%d", f->denied[i]);
+        allowed[i][0] = gnames[i];
+        denied[i][0] = dnames[i];
+        batch[i] = (cordon_chunk){.id = ids[i], .vector = f->vecs[i], .fields = &body,
+                                  .n_fields = 1, .allowed = allowed[i],
+                                  .n_allowed = f->group[i] >= 0, .denied = denied[i],
+                                  .n_denied = f->denied[i] >= 0};
     }
+    for (int i = 0; i < NCHUNK; i += 100)
+        assert_int_equal(cordon_put(f->db, "docs", batch + i, 100, NULL, NULL), 0);
     *state = f;
     return 0;
 }

@@ -38,6 +38,15 @@ vec_dist_fn vec_dist_for(vec_metric_t m);
 /* The kernel for metric m with a given instruction set, or NULL if the CPU lacks it. */
 vec_dist_fn vec_dist_for_isa(vec_metric_t m, vec_isa_t isa);
 
+/* Distances from one query to four rows at once (out[j] = kernel(q, rows[j], n)): the query is
+ * loaded once per block for four rows, which the exact scan uses to cut load traffic. */
+typedef void (*vec_dist4_fn)(const float *q, const float *const rows[4], size_t n, float out[4]);
+
+/* The 4-row kernel for metric m with the best instruction set / a given one (NULL if the CPU
+ * lacks it). Results equal the single-row kernel of the same ISA up to float rounding. */
+vec_dist4_fn vec_dist4_for(vec_metric_t m);
+vec_dist4_fn vec_dist4_for_isa(vec_metric_t m, vec_isa_t isa);
+
 /* Dot product and squared L2 with the best instruction set. */
 float vec_dot(const float *a, const float *b, size_t n);
 float vec_l2sq(const float *a, const float *b, size_t n);

@@ -9,6 +9,7 @@
 #include <roaring/roaring.h>
 
 #include "vector/distance.h"
+#include "vector/topk.h"
 
 /* Build and search parameters. m: links per node on upper levels (level 0 gets 2*m);
  * ef_construction: candidate list size while inserting; ef_search: default search list size;
@@ -32,12 +33,9 @@ typedef struct hnsw_params {
  *   sparse neighbourhoods are crossed by two-hop expansion, and allowed ids seed the search. */
 typedef enum hnsw_mode { HNSW_MODE_UNFILTERED = 0, HNSW_MODE_FILTERED = 1 } hnsw_mode_t;
 
-/* One result: the row id and its distance to the query (lower is nearer). Same layout as
- * vec_hit_t in vector/topk.h. */
-typedef struct hnsw_hit {
-    uint32_t id;
-    float dist;
-} hnsw_hit_t;
+/* One result: the row id and its distance to the query (lower is nearer); the exact scan's
+ * hit type, so the planner can hand either path's hits on unchanged. */
+typedef vec_hit_t hnsw_hit_t;
 
 /* What a search did. `visited`: level-0 nodes reached (evaluated, seeded or crossed as two-hop
  * bridges), which max_visits bounds; `distances`: distance computations, upper levels included;

@@ -1,6 +1,7 @@
 /* cmd_bench.c: `cordon bench NAME ...`, dispatching to the benchmark programs under bench/.
  * Relies on each bench/bench_NAME.h exporting `int bench_NAME_main(int argc, char **argv)`. */
 #include "cli/cli.h"
+#include "../../bench/bench_hnsw.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -11,6 +12,7 @@ static const struct bench_entry {
     int (*main)(int argc, char **argv);
     const char *what;
 } benches[] = {
+    {"hnsw", bench_hnsw_main, "HNSW build, memory, save/load, recall and latency under filters"},
     {NULL, NULL, NULL},
 };
 

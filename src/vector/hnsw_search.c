@@ -3,6 +3,7 @@
  * hnsw_int.h and CRoaring. */
 #include "vector/hnsw_int.h"
 
+#include <stdbool.h>
 #include <string.h>
 
 #include "base/err.h"
@@ -97,6 +98,7 @@ typedef struct qctx {
     uint32_t *bridges; /* inadmissible nodes crossed by two-hop expansion, not yet routed */
     size_t n_bridges, cap_bridges, next_bridge;
     const roaring_bitmap_t *allowed; /* NULL: every live node is admissible */
+    uint64_t *bits; /* allowed as a flat bitset over the span, when worth building */
     uint32_t ef;
     uint64_t max_visits;
     uint64_t adm_evaluated;
@@ -110,7 +112,41 @@ static int admissible(const qctx_t *c, uint32_t id)
 {
     if (hnsw_flags(c->h, id) & HNSW_F_DELETED)
         return 0;
+    if (c->bits)
+        return (int)(c->bits[id >> 6] >> (id & 63)) & 1;
     return !c->allowed || roaring_bitmap_contains(c->allowed, id);
+}
+
+typedef struct bits_fill {
+    uint64_t *bits;
+    uint32_t span;
+} bits_fill_t;
+
+static bool set_bit(uint32_t id, void *arg)
+{
+    bits_fill_t *f = arg;
+    if (id >= f->span)
+        return false; /* ids come in ascending order: the rest are past the span too */
+    f->bits[id >> 6] |= 1ull << (id & 63);
+    return true;
+}
+
+/* Sparse allowed sets are held by roaring as sorted arrays, so each membership test is a
+ * binary search; a filtered search makes tens of thousands of them (two-hop expansion checks
+ * every neighbour of every bridge). Past HNSW_BITSET_MIN ids a flat bitset, built in one pass
+ * over the set, pays for itself. A failed allocation just keeps the roaring path. */
+#define HNSW_BITSET_MIN 64u
+
+static void build_bits(qctx_t *c)
+{
+    uint32_t span = c->h->span;
+    if (roaring_bitmap_get_cardinality(c->allowed) < HNSW_BITSET_MIN || span == 0)
+        return;
+    c->bits = cdn_calloc(((size_t)span + 63) / 64, sizeof(uint64_t));
+    if (!c->bits)
+        return;
+    bits_fill_t f = {c->bits, span};
+    roaring_iterate(c->allowed, set_bit, &f);
 }
 
 /* Marks u visited unless the visit budget is spent; returns 0 when u must be skipped. */
@@ -245,8 +281,10 @@ static void search_locked(qctx_t *c, hnsw_mode_t mode)
     hnsw_t *h = c->h;
     uint64_t e = atomic_load(&h->entry);
     c->adm_total = atomic_load(&h->n_nodes) - atomic_load(&h->n_deleted);
-    if (mode == HNSW_MODE_FILTERED && c->allowed)
+    if (mode == HNSW_MODE_FILTERED && c->allowed) {
         c->adm_total = roaring_bitmap_get_cardinality(c->allowed);
+        build_bits(c);
+    }
     if (e == HNSW_NO_ENTRY)
         return;
     uint32_t ep = (uint32_t)e;
@@ -305,5 +343,6 @@ int hnsw_search(hnsw_t *h, const vec_view_t *view, const float *query, uint32_t 
     hnsw_heap_free(&c.cand);
     hnsw_heap_free(&c.res);
     cdn_free(c.bridges);
+    cdn_free(c.bits);
     return c.rc;
 }

@@ -27,7 +27,8 @@ typedef struct hb_opts {
 } hb_opts_t;
 
 /* One measured configuration. plan: "hnsw" (unfiltered), "filtered", "postfilter" (unfiltered
- * traversal, then drop disallowed hits), "exact". */
+ * traversal, then drop disallowed hits), "exact", "fallback" (filtered with a visit budget of
+ * |allowed|, then the exact scan when the budget runs out: what a planner would run). */
 typedef struct hb_row {
     const char *plan;
     double pct;
@@ -296,16 +297,21 @@ static void exact_rows(hb_run_t *r, const roaring_bitmap_t *allowed, double pct,
 static void hnsw_row(hb_run_t *r, const char *plan, const roaring_bitmap_t *allowed, double pct,
                      uint64_t card, uint32_t ef)
 {
-    int post = !strcmp(plan, "postfilter");
-    hnsw_mode_t mode = !strcmp(plan, "filtered") ? HNSW_MODE_FILTERED : HNSW_MODE_UNFILTERED;
+    int post = !strcmp(plan, "postfilter"), fallback = !strcmp(plan, "fallback");
+    hnsw_mode_t mode = post || !allowed ? HNSW_MODE_UNFILTERED : HNSW_MODE_FILTERED;
     vec_hit_t *buf = malloc(sizeof(vec_hit_t) * ef);
     double rec = 0, vis = 0, dist = 0, over = 0;
     for (size_t q = 0; buf && q < r->o.queries; q++) {
         hnsw_stats_t st;
         uint32_t n = 0, k = post ? ef : BK;
         uint64_t t0 = cdn_clock_ns();
-        hnsw_search(r->h, &r->view, r->queries + q * r->o.dim, k, ef, allowed, mode, 0, &st, buf,
-                    &n);
+        const float *qv = r->queries + q * r->o.dim;
+        hnsw_search(r->h, &r->view, qv, k, ef, allowed, mode, fallback ? card : 0, &st, buf, &n);
+        if (fallback && st.exhausted_budget) {
+            size_t ne = 0;
+            exact_search(&r->view, VEC_METRIC_COSINE, qv, allowed, BK, buf, &ne, NULL);
+            n = (uint32_t)ne;
+        }
         uint32_t kept = n;
         if (post) {
             kept = 0;
@@ -342,6 +348,8 @@ static void measure(hb_run_t *r)
                 hnsw_row(r, "hnsw", NULL, pcts[i], card, efs_unf[e]);
         for (size_t e = 0; e < sizeof efs_filt / sizeof efs_filt[0]; e++)
             hnsw_row(r, "filtered", allowed, pcts[i], card, efs_filt[e]);
+        if (frac < 1.0)
+            hnsw_row(r, "fallback", allowed, pcts[i], card, 64);
         /* Post-filtering needs about k / share candidates to keep k allowed ones. */
         double want = ceil(2.0 * BK / frac);
         uint32_t ef = want < 64 ? 64 : want > 4000 ? 4000 : (uint32_t)want;

@@ -225,6 +225,29 @@ static void test_deleted_ids_never_returned_and_recall_holds(void **state)
     roaring_bitmap_free(deleted);
 }
 
+/* The allowed set may name rows the graph has not indexed yet (or never will): they are
+ * neither returned nor counted as seen, so the result cannot claim to be complete. */
+static void test_allowed_ids_missing_from_graph_are_skipped_and_flagged(void **state)
+{
+    fixture_t *f = *state;
+    roaring_bitmap_t *allowed = roaring_bitmap_create();
+    for (uint32_t i = 0; i < 40; i++)
+        roaring_bitmap_add(allowed, i * 97);
+    roaring_bitmap_add_range(allowed, N, N + 200); /* sparse: the flat-bitset path */
+    hnsw_hit_t hits[K];
+    uint32_t n;
+    hnsw_stats_t st;
+    assert_int_equal(hnsw_search(f->h, &f->view, f->queries, K, 64, allowed, HNSW_MODE_FILTERED,
+                                 0, &st, hits, &n), 0);
+    assert_int_equal(n, K);
+    for (uint32_t i = 0; i < n; i++) {
+        assert_true(hits[i].id < N);
+        assert_int_equal(hits[i].id % 97, 0);
+    }
+    assert_int_equal(st.incomplete, 1);
+    roaring_bitmap_free(allowed);
+}
+
 static void test_delete_unknown_id_is_not_found(void **state)
 {
     fixture_t *f = *state;
@@ -306,6 +329,7 @@ int main(void)
         cmocka_unit_test(test_tiny_allowed_set_is_searched_exactly_and_says_complete),
         cmocka_unit_test(test_visit_budget_stops_search_and_flags_it),
         cmocka_unit_test(test_bad_arguments_are_rejected),
+        cmocka_unit_test(test_allowed_ids_missing_from_graph_are_skipped_and_flagged),
         cmocka_unit_test(test_delete_unknown_id_is_not_found),
         /* Deletes change the shared index: keep last. */
         cmocka_unit_test(test_deleted_ids_never_returned_and_recall_holds),

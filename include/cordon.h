@@ -160,10 +160,16 @@ int cordon_set_acl(cordon_t *db, const char *collection, const cordon_acl_change
 
 /* ---- Subjects: who is asking. ---- */
 typedef struct cordon_subject {
-    /* The principals the subject holds: "user:alice", "group:eng", "role:auditor" (a bare
-     * name is a group). A subject that holds no principal reads nothing. */
+    /* Asserted mode, for a trusted caller whose groups live elsewhere: the principals the
+     * subject holds: "user:alice", "group:eng", "role:auditor" (a bare name is a group). A
+     * subject that holds no principal reads nothing. Ignored when subject_id is set. */
     const char *const *principals;
     size_t n_principals;
+    /* Model mode: a subject of the permission model. Its view (itself, its groups
+     * transitively, its roles) is computed at the current revision, and it must hold the
+     * action ("search" for searches, "read" for cordon_get) on "collection:<name>"; otherwise
+     * the collection reads as missing (CORDON_ERR_NOT_FOUND). */
+    const char *subject_id;
 } cordon_subject;
 
 /* A chunk as a subject reads it. */
@@ -226,7 +232,63 @@ int cordon_search(cordon_t *db, const char *collection, const cordon_subject *su
                   const cordon_query *query, cordon_result **out, cordon_error *err);
 void cordon_result_free(cordon_result *r);
 
-/* Frees memory the API handed out as a plain array (cordon_collection_list). */
+/* ---- The permission model (docs/internals/authz.md has the operation vocabulary). ---- */
+
+/* Applies one model operation, e.g.
+ * {"op":"add_member","group":"eng","member":"alice","member_kind":"subject"}; durable and
+ * visible to every later check and search once this returns. A bad operation (unknown
+ * operator, malformed condition, cyclic group, unknown subject) changes nothing. */
+int cordon_model_apply(cordon_t *db, const char *op_json, uint64_t *revision, cordon_error *err);
+/* Replaces the whole model by one JSON document (the shape cordon_model_export writes). */
+int cordon_model_import(cordon_t *db, const char *doc_json, uint64_t *revision,
+                        cordon_error *err);
+/* The whole model as one JSON document; free *json with cordon_free. */
+int cordon_model_export(cordon_t *db, char **json, cordon_error *err);
+
+typedef struct cordon_authz_request {
+    const char *subject;        /* subject id */
+    const char *resource;       /* "type:id", e.g. "collection:hr-payroll" */
+    const char *action;         /* case-insensitive */
+    const char *context_json;   /* NULL or a JSON object: operands "context.*" */
+    const char *resource_json;  /* NULL or a JSON object: operands "resource.*" */
+    const char *scope_type;     /* both NULL for no scope */
+    const char *scope_id;
+} cordon_authz_request;
+
+typedef struct cordon_decision {
+    int authorized;
+    char reason[48];            /* e.g. "PERMISSION_GRANTED_NO_CONDITION" */
+    char resource[256];         /* the matched permission's resource pattern, or "" */
+    char action[64];
+    char condition[1024];       /* its condition as JSON, or "" */
+    char role[128];             /* the role that carried it, "" for a direct grant */
+    char granted_to[144];       /* "user:alice", "group:eng", ... */
+    uint64_t revision;
+} cordon_decision;
+
+/* Decides whether subject may do action on resource. Returns CORDON_OK whenever a decision was
+ * made (denials included: see out->reason). */
+int cordon_is_authorized(cordon_t *db, const cordon_authz_request *req, cordon_decision *out,
+                         cordon_error *err);
+
+/* The principals of a subject's view, sorted; free with cordon_strings_free. */
+int cordon_view(cordon_t *db, const char *subject_id, char ***principals, size_t *n,
+                uint64_t *revision, cordon_error *err);
+void cordon_strings_free(char **v, size_t n);
+
+typedef struct cordon_explanation {
+    int readable;
+    char principal[144];        /* the view principal that decided, or "" */
+    char message[256];          /* one sentence */
+    uint64_t revision;
+} cordon_explanation;
+
+/* Explains why subject_id may or may not read chunk id (an administrator's question: it
+ * names the chunk's ACL principals). CORDON_ERR_NOT_FOUND if the chunk does not exist. */
+int cordon_explain(cordon_t *db, const char *collection, const char *subject_id, const char *id,
+                   cordon_explanation *out, cordon_error *err);
+
+/* Frees memory the API handed out as a plain array (cordon_collection_list) or string. */
 void cordon_free(void *p);
 
 #ifdef __cplusplus

@@ -83,11 +83,11 @@ int cordon_set_acl(cordon_t *db, const char *coll, const cordon_acl_change *chan
     return api_ret(rc, &e, err);
 }
 
-static int check_subject(const cordon_subject *s, cdn_err_t *e)
+int api_check_subject(const cordon_subject *s, cdn_err_t *e)
 {
     if (!s)
         return cdn_err_set(e, CDN_ERR_INVALID, "a subject is required: say who is asking");
-    if (s->n_principals && !s->principals)
+    if (!s->subject_id && s->n_principals && !s->principals)
         return cdn_err_set(e, CDN_ERR_INVALID, "subject principals is NULL");
     return CDN_OK;
 }
@@ -103,11 +103,16 @@ int cordon_search(cordon_t *db, const char *coll, const cordon_subject *subject,
     if (!db || !coll || !q || !out)
         return api_ret(cdn_err_set(&e, CDN_ERR_INVALID, "cordon_search needs a query and out"), &e,
                    err);
-    if ((rc = check_subject(subject, &e)) != 0)
+    engine_subject_t who;
+    if ((rc = api_check_subject(subject, &e)) != 0 ||
+        (rc = engine_subject_resolve(db->e, subject->subject_id, subject->principals,
+                                     subject->n_principals, coll, "search", &who, &e)) != 0)
         return api_ret(rc, &e, err);
     k = (search_knn_t){q->vector, q->k, (search_strategy_t)q->strategy, q->ef_search,
                        q->max_candidates};
-    if ((rc = search_knn(db->e, coll, subject->principals, subject->n_principals, &k, &r, &e)))
+    rc = search_knn(db->e, coll, who.principals, who.n, &k, &r, &e);
+    engine_subject_release(&who);
+    if (rc)
         return api_ret(rc, &e, err);
     if (!(o = cdn_calloc(1, sizeof *o))) {
         search_result_free(&r);

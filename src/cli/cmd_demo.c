@@ -86,7 +86,7 @@ static int ask_as(demo_t *d, size_t qi, const char *pid, char first_id[64])
     json_t *p = person(d, pid);
     if (!p)
         return 1;
-    cordon_subject s = {prin, principals_of(p, prin, 64)};
+    cordon_subject s = {.principals = prin, .n_principals = principals_of(p, prin, 64)};
     snprintf(who, sizeof who, "%s (%s)", pid, json_string_value(json_object_get(p, "title")));
     who[44] = '\0';
     return ask(d, qi, &s, who, 3, first_id);
@@ -117,7 +117,7 @@ static int revocation(demo_t *d)
     cordon_error err;
     if (!bob)
         return 0;
-    cordon_subject s = {prin, principals_of(bob, prin, 64)};
+    cordon_subject s = {.principals = prin, .n_principals = principals_of(bob, prin, 64)};
     printf("\nRevocation: bob (a recruiter helping HR) asks Q1, HR withdraws group:hr from the "
            "document he sees first, bob asks again.\n");
     if (ask(d, 0, &s, "bob, before", 3, first))

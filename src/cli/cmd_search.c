@@ -152,7 +152,7 @@ int cli_search(int argc, char **argv)
     q.vector = qv;
     q.k = k;
     q.ef_search = (uint32_t)ef;
-    cordon_subject s = {(const char *const *)prin, nprin};
+    cordon_subject s = {.principals = (const char *const *)prin, .n_principals = nprin};
     if (cordon_search(db, coll, &s, &q, &r, &err)) {
         cli_fail("search", &err);
         goto done;

@@ -90,6 +90,8 @@ static int load_all(engine_t *e, cdn_err_t *err)
         goto done;
     }
     rc = store_scan_prefix(t, STORE_COLLECTIONS, "", 0, load_collection, &cc);
+    if (rc == CDN_OK)
+        rc = engine_model_load(e, t, err);
 done:
     store_txn_abort(t);
     return rc;
@@ -109,6 +111,10 @@ int engine_open(const char *dir, uint64_t map_size, engine_t **out, cdn_err_t *e
     pthread_mutex_init(&e->write_lock, NULL);
     pthread_rwlock_init(&e->meta_lock, NULL);
     acl_intern_init(&e->principals);
+    if ((rc = authz_model_new(&e->model, err)) != 0) {
+        engine_close(e);
+        return rc;
+    }
     if ((rc = store_open(dir, map_size, &e->store, err)) != 0 || (rc = load_all(e, err)) != 0) {
         engine_close(e);
         return rc;
@@ -125,6 +131,7 @@ void engine_close(engine_t *e)
         coll_unref(e->colls[i]);
     cdn_free(e->colls);
     acl_intern_free(&e->principals);
+    authz_model_free(e->model);
     store_close(e->store);
     pthread_mutex_destroy(&e->write_lock);
     pthread_rwlock_destroy(&e->meta_lock);

@@ -175,3 +175,28 @@ done:
     coll_unref(c);
     return rc;
 }
+
+int search_record(engine_t *e, const char *name, const char *id, json_t **obj, cdn_err_t *err)
+{
+    unsigned char key[4 + 512];
+    store_txn_t *t;
+    const void *v;
+    size_t vlen, klen;
+    uint32_t row;
+    coll_t *c;
+    int rc;
+    *obj = NULL;
+    if ((rc = engine_coll_get(e, name, &c, err)) != 0)
+        return rc;
+    klen = coll_chunk_key(c->cfg.id, id, key, sizeof key);
+    coll_unref(c);
+    if ((rc = store_txn_begin(e->store, 0, &t, err)) != 0)
+        return rc;
+    if (!klen || store_get(t, STORE_CHUNKS, key, klen, &v, &vlen) != CDN_OK)
+        rc = cdn_err_set(err, CDN_ERR_NOT_FOUND, "no chunk \"%s\" in collection \"%s\"", id,
+                         name);
+    else if ((rc = chunkrec_decode(v, vlen, &row, obj)) != 0)
+        cdn_err_set(err, rc, "chunk \"%s\" is stored corrupt", id);
+    store_txn_abort(t);
+    return rc;
+}

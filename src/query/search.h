@@ -56,4 +56,8 @@ void search_result_free(search_result_t *r);
 int search_get(engine_t *e, const char *coll, const char *const *principals, size_t n,
                const char *id, json_t **obj, float **vec, uint64_t *rev, cdn_err_t *err);
 
+/* Reads chunk id's stored record without a permission check, for administrators' questions
+ * (explain). *obj is released with json_decref. */
+int search_record(engine_t *e, const char *coll, const char *id, json_t **obj, cdn_err_t *err);
+
 #endif

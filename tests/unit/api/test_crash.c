@@ -43,7 +43,7 @@ static int present(cordon_t *db, uint32_t b, int i)
 {
     char id[32];
     const char *p[] = {"group:loader"};
-    cordon_subject s = {p, 1};
+    cordon_subject s = {.principals = p, .n_principals = 1};
     cordon_record *r = NULL;
     snprintf(id, sizeof id, "b%u-%d", b, i);
     int rc = cordon_get(db, "load", &s, id, &r, NULL);
@@ -107,7 +107,7 @@ static void test_kill_mid_load_loses_no_acknowledged_batch(void **state)
         cordon_chunk c = {.id = "after", .vector = v, .allowed = allowed, .n_allowed = 1};
         assert_int_equal(cordon_put(db, "load", &c, 1, NULL, NULL), 0);
         float q[DIM] = {1};
-        cordon_subject s = {allowed, 1};
+        cordon_subject s = {.principals = allowed, .n_principals = 1};
         cordon_query qu = {.vector = q, .k = 1};
         cordon_result *r;
         assert_int_equal(cordon_search(db, "load", &s, &qu, &r, NULL), 0);

@@ -78,7 +78,7 @@ static void test_exact_search_on_scifact_matches_brute_force_without_leaks(void 
             }
         }
         const float *q = queries + qi * dim;
-        cordon_subject s = {hp, (size_t)nh};
+        cordon_subject s = {.principals = hp, .n_principals = (size_t)nh};
         cordon_query cq = {.vector = q, .k = 10, .strategy = CORDON_STRATEGY_EXACT};
         cordon_result *r;
         assert_int_equal(cordon_search(db, "scifact", &s, &cq, &r, NULL), 0);

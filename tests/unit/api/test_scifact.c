@@ -67,12 +67,12 @@ static void test_exact_search_on_scifact_matches_brute_force_without_leaks(void 
     size_t leaks = 0, checked = 0;
     for (size_t qi = 0; qi < 60 && qi < nq; qi++) {
         int holds[TEAMS], nh = 0;
-        char hn[TEAMS][16];
+        char hn[TEAMS][24];
         const char *hp[TEAMS];
         for (int t = 0; t < TEAMS; t++) {
             holds[t] = tu_rand(&seed) % (qi % 3 == 0 ? 40 : 4) == 0; /* ~2.5% or ~25% */
             if (holds[t]) {
-                snprintf(hn[nh], 16, "group:team%d", t);
+                snprintf(hn[nh], 24, "group:team%d", t);
                 hp[nh] = hn[nh];
                 nh++;
             }

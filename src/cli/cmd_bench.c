@@ -2,6 +2,7 @@
  * Relies on each bench/bench_NAME.h exporting `int bench_NAME_main(int argc, char **argv)`. */
 #include "cli/cli.h"
 #include "../../bench/bench_authz.h"
+#include "../../bench/bench_hnsw.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -12,7 +13,8 @@ static const struct bench_entry {
     int (*main)(int argc, char **argv);
     const char *what;
 } benches[] = {
-    {"authz", bench_authz_main, "is-authorized and view latency vs Casbin (issue 4)"},
+    {"authz", bench_authz_main, "is-authorized and view latency vs Casbin"},
+    {"hnsw", bench_hnsw_main, "HNSW build, memory, save/load, recall and latency under filters"},
     {NULL, NULL, NULL},
 };
 

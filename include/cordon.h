@@ -53,7 +53,9 @@ const char *cordon_strerror(int code);
 typedef struct cordon cordon_t;
 
 typedef struct cordon_options {
-    uint64_t map_size; /* most the database may grow to, bytes; 0 = 64 GiB */
+    uint64_t map_size;          /* most the database may grow to, bytes; 0 = 64 GiB */
+    uint64_t plan_exact_floats; /* the planner scans exactly when readable rows x dim is at
+                                   most this; 0 = the measured default (docs/internals) */
 } cordon_options;
 
 /* Opens (creating it and its parent-less directory if needed) the data directory `dir`.

@@ -46,6 +46,7 @@ int cordon_open(const char *dir, const cordon_options *opts, cordon_t **out, cor
         cdn_free(db);
         return api_ret(rc, &e, err);
     }
+    db->e->plan_exact_floats = opts ? opts->plan_exact_floats : 0;
     *out = db;
     return api_ret(CDN_OK, &e, err);
 }

@@ -90,9 +90,9 @@ done:
     return rc;
 }
 
-int coll_vecfile_path(const char *dir, uint32_t id, char *buf, size_t size)
+int coll_file_path(const char *dir, uint32_t id, const char *ext, char *buf, size_t size)
 {
-    int n = snprintf(buf, size, "%s/coll-%u.vec", dir, id);
+    int n = snprintf(buf, size, "%s/coll-%u.%s", dir, id, ext);
     return (n < 0 || (size_t)n >= size) ? CDN_ERR_LIMIT : CDN_OK;
 }
 
@@ -133,6 +133,14 @@ int coll_create_state(const char *dir, const coll_config_t *cfg, coll_t **out, c
         }
         if ((rc = vecfile_open(path, cfg->dim, &c->vf, err)) != 0)
             goto fail;
+        hnsw_params_t hp = hnsw_params_default();
+        hp.m = cfg->hnsw_m ? cfg->hnsw_m : hp.m;
+        hp.ef_construction = cfg->hnsw_efc ? cfg->hnsw_efc : hp.ef_construction;
+        hp.ef_search = cfg->hnsw_ef ? cfg->hnsw_ef : hp.ef_search;
+        if ((rc = hnsw_create(hp, cfg->metric, cfg->dim, &c->hnsw)) != 0) {
+            cdn_err_set(err, rc, "cannot create the vector graph: %s", cdn_strerror(rc));
+            goto fail;
+        }
     }
     *out = c;
     return CDN_OK;
@@ -196,6 +204,10 @@ int coll_load(const char *dir, store_txn_t *t, const coll_config_t *cfg, coll_t 
         coll_unref(l.c);
         return rc;
     }
+    if (l.c->hnsw && (rc = coll_graph_open(dir, l.c, err)) != 0) {
+        coll_unref(l.c);
+        return rc;
+    }
     *out = l.c;
     return CDN_OK;
 }
@@ -210,6 +222,7 @@ void coll_unref(coll_t *c)
         cdn_free(c->row_ext[i]);
     cdn_free(c->row_ext);
     acl_index_free(c->acl);
+    hnsw_free(c->hnsw);
     vecfile_close(c->vf);
     pthread_rwlock_destroy(&c->lock);
     cdn_free(c);

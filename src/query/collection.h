@@ -13,6 +13,7 @@
 #include "store/store.h"
 #include "store/vecfile.h"
 #include "vector/distance.h"
+#include "vector/hnsw.h"
 
 #define COLL_NAME_MAX 128
 #define COLL_TEXT_FIELDS_MAX 16
@@ -31,6 +32,9 @@ typedef struct coll_config {
 typedef struct coll {
     coll_config_t cfg;
     vecfile_t *vf;            /* NULL when cfg.dim == 0 */
+    hnsw_t *hnsw;             /* graph over the live rows; NULL when cfg.dim == 0 */
+    uint32_t hnsw_saved;      /* rows the checkpoint on disk reflects (0 = none) */
+    int hnsw_dirty;           /* changed since the checkpoint */
     acl_index_t *acl;
     char **row_ext;           /* row -> external id (owned), NULL for dead rows */
     size_t row_cap;
@@ -60,8 +64,18 @@ void coll_ref(coll_t *c);
 /* Drops a reference; the last one frees the collection. */
 void coll_unref(coll_t *c);
 
-/* Path of the collection's vector file under the data directory, into buf. */
-int coll_vecfile_path(const char *dir, uint32_t id, char *buf, size_t size);
+/* Path of the collection's vector file (ext "vec") or graph checkpoint ("hnsw") under the
+ * data directory, into buf. */
+int coll_file_path(const char *dir, uint32_t id, const char *ext, char *buf, size_t size);
+#define coll_vecfile_path(dir, id, buf, size) coll_file_path(dir, id, "vec", buf, size)
+
+/* Brings the graph up to date at open: loads the checkpoint if it is sound (else starts
+ * empty), inserts live rows it lacks and deletes rows that died since. */
+int coll_graph_open(const char *dir, coll_t *c, cdn_err_t *err);
+/* Inserts rows (already in the vector file) into the graph, in parallel for large batches. */
+int coll_graph_insert(coll_t *c, const uint32_t *rows, size_t n);
+/* Writes the graph checkpoint if it changed; called at close. */
+int coll_graph_save(const char *dir, coll_t *c, cdn_err_t *err);
 
 /* The vectors as a view (count = next_row). Caller holds the lock. */
 void coll_view(const coll_t *c, vec_view_t *v);

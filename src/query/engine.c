@@ -4,6 +4,7 @@
 #include "base/mem.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -127,8 +128,12 @@ void engine_close(engine_t *e)
 {
     if (!e)
         return;
-    for (size_t i = 0; i < e->ncolls; i++)
+    for (size_t i = 0; i < e->ncolls; i++) {
+        cdn_err_t err;
+        if (coll_graph_save(e->dir, e->colls[i], &err))
+            fprintf(stderr, "cordon: %s (it will be rebuilt at the next open)\n", err.msg);
         coll_unref(e->colls[i]);
+    }
     cdn_free(e->colls);
     acl_intern_free(&e->principals);
     authz_model_free(e->model);
@@ -264,6 +269,9 @@ int engine_coll_drop(engine_t *e, const char *name, cdn_err_t *err)
     /* The file goes now; searches still holding c read through their own mapping. */
     if (c->cfg.dim && coll_vecfile_path(e->dir, c->cfg.id, path, sizeof path) == 0)
         unlink(path);
+    if (c->cfg.dim && coll_file_path(e->dir, c->cfg.id, "hnsw", path, sizeof path) == 0)
+        unlink(path);
+    c->hnsw_dirty = 0; /* dropped: nothing to save */
     coll_unref(c);
 done:
     pthread_mutex_unlock(&e->write_lock);

@@ -26,6 +26,7 @@ typedef struct engine {
     _Atomic uint64_t revision;    /* the last acknowledged revision */
     authz_model_t *model;         /* the permission model, replayed from STORE_MODEL_LOG */
     atomic_int model_broken;      /* memory got ahead of a failed commit: fail closed */
+    uint64_t plan_exact_floats;   /* planner threshold (0 = PLAN_EXACT_FLOATS) */
 } engine_t;
 
 /* Opens the data directory dir, creating it if missing. Free with engine_close. */

@@ -4,7 +4,9 @@
 #include "query/search.h"
 #include "base/mem.h"
 #include "query/chunkrec.h"
+#include "query/plan.h"
 #include "vector/exact.h"
+#include "vector/hnsw.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -50,17 +52,81 @@ static int finish_hits(const coll_t *c, const uint32_t *view, size_t nview, cons
     return CDN_OK;
 }
 
-static int run_plan(coll_t *c, const search_knn_t *q, const float *query,
+/* Unfiltered traversal: fetch a pool, keep readable hits, widen while too few survive. */
+static int run_unfiltered(coll_t *c, const vec_view_t *v, const float *query,
+                          const roaring_bitmap_t *allowed, size_t k, plan_t *p, vec_hit_t *hits,
+                          size_t *nhits, search_result_t *out)
+{
+    size_t pool = p->pool;
+    int rc = CDN_OK;
+    for (;;) {
+        vec_hit_t *cand = cdn_malloc(pool * sizeof *cand);
+        hnsw_stats_t st;
+        uint32_t n = 0;
+        if (!cand)
+            return CDN_ERR_NOMEM;
+        rc = hnsw_search(c->hnsw, v, query, (uint32_t)pool,
+                         p->ef > pool ? p->ef : (uint32_t)pool, NULL, HNSW_MODE_UNFILTERED, 0,
+                         &st, cand, &n);
+        out->candidates += st.distances;
+        *nhits = 0;
+        for (uint32_t i = 0; rc == CDN_OK && i < n && *nhits < k; i++)
+            if (roaring_bitmap_contains(allowed, cand[i].id))
+                hits[(*nhits)++] = cand[i];
+        cdn_free(cand);
+        if (rc || *nhits >= k || pool >= p->max_pool || n < pool)
+            return rc;
+        pool = pool * 4 > p->max_pool ? p->max_pool : pool * 4;
+    }
+}
+
+static int run_exact(coll_t *c, const vec_view_t *v, const float *query,
+                     const roaring_bitmap_t *allowed, size_t k, vec_hit_t *hits, size_t *nhits,
+                     search_result_t *out)
+{
+    uint64_t scanned = 0;
+    int rc = exact_search(v, c->cfg.metric, query, allowed, k, hits, nhits, &scanned);
+    out->candidates += scanned;
+    out->complete = rc == CDN_OK;
+    snprintf(out->plan, sizeof out->plan, "%s", out->plan[0] ? "hnsw+exact" : "exact");
+    return rc;
+}
+
+static int run_plan(engine_t *e, coll_t *c, const search_knn_t *q, const float *query,
                     const roaring_bitmap_t *allowed, size_t k, vec_hit_t *hits, size_t *nhits,
                     search_result_t *out)
 {
     vec_view_t v;
+    plan_t p;
+    hnsw_stats_t st;
+    hnsw_info_t info = {0};
+    uint32_t n = 0;
+    int rc;
     coll_view(c, &v);
-    /* Exact scan of the allowed set: complete by construction. The graph plans join here. */
-    (void)q;
-    snprintf(out->plan, sizeof out->plan, "exact");
-    out->complete = 1;
-    return exact_search(&v, c->cfg.metric, query, allowed, k, hits, nhits, &out->candidates);
+    if (c->hnsw)
+        hnsw_get_info(c->hnsw, &info);
+    plan_choose((int)q->strategy, out->readable, c->live, c->cfg.dim, k,
+                q->ef_search ? q->ef_search : c->cfg.hnsw_ef, q->max_candidates, info.nodes, e->plan_exact_floats, &p);
+    if (p.kind == PLAN_EXACT)
+        return run_exact(c, &v, query, allowed, k, hits, nhits, out);
+    snprintf(out->plan, sizeof out->plan, "%s", plan_name(p.kind));
+    if (p.kind == PLAN_GRAPH_UNFILTERED) {
+        rc = run_unfiltered(c, &v, query, allowed, k, &p, hits, nhits, out);
+        out->complete = 0;
+        if (rc == CDN_OK && *nhits < k && *nhits < out->readable && p.fallback_exact)
+            return run_exact(c, &v, query, allowed, k, hits, nhits, out);
+        return rc;
+    }
+    rc = hnsw_search(c->hnsw, &v, query, (uint32_t)k, p.ef, allowed, HNSW_MODE_FILTERED,
+                     p.max_visits, &st, hits, &n);
+    out->candidates += st.distances;
+    *nhits = n;
+    /* Complete only when the traversal evaluated every readable row the graph holds (every
+     * readable row is in the graph: writes insert before they publish). */
+    out->complete = rc == CDN_OK && !st.incomplete;
+    if (rc == CDN_OK && p.fallback_exact && (st.exhausted_budget || (n < k && n < out->readable)))
+        return run_exact(c, &v, query, allowed, k, hits, nhits, out);
+    return rc;
 }
 
 static int knn_locked(engine_t *e, coll_t *c, const uint32_t *view, size_t nview,
@@ -81,7 +147,7 @@ static int knn_locked(engine_t *e, coll_t *c, const uint32_t *view, size_t nview
     if (!(hits = cdn_malloc(k * sizeof *hits)))
         rc = CDN_ERR_NOMEM;
     if (rc == CDN_OK)
-        rc = run_plan(c, q, query, allowed, k, hits, &nhits, out);
+        rc = run_plan(e, c, q, query, allowed, k, hits, &nhits, out);
     if (rc == CDN_OK)
         rc = finish_hits(c, view, nview, hits, nhits, out);
     if (rc)

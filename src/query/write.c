@@ -255,6 +255,8 @@ static void apply_put(engine_t *e, coll_t *c, prep_t *p, size_t n, uint32_t next
     c->next_row = next_row;
     for (size_t i = 0; i < n; i++) {
         if (p[i].had_old) {
+            if (c->hnsw)
+                hnsw_delete(c->hnsw, p[i].old_row);
             acl_index_remove(c->acl, p[i].old_row);
             coll_row_clear(c, p[i].old_row);
             c->live--;
@@ -320,6 +322,13 @@ static int put_locked(engine_t *e, coll_t *c, const write_chunk_t *chunks, size_
             cdn_err_set(err, rc, "out of memory writing the batch");
         return rc;
     }
+    /* Into the graph before the rows become readable, so that any readable row is in it. */
+    uint32_t *rows = cdn_malloc(n * sizeof *rows);
+    for (size_t i = 0; rows && i < n; i++)
+        rows[i] = p[i].row;
+    if (!rows || coll_graph_insert(c, rows, n) != CDN_OK)
+        c->broken = 1; /* committed but not indexed: fail closed until reopened */
+    cdn_free(rows);
     apply_put(e, c, p, n, next_row + (uint32_t)n, *rev);
     return CDN_OK;
 }

@@ -44,6 +44,10 @@ static int delete_locked(engine_t *e, coll_t *c, const char *const *ids, size_t 
         return rc;
     pthread_rwlock_wrlock(&c->lock);
     for (size_t i = 0; i < *nrows; i++) {
+        if (c->hnsw) {
+            hnsw_delete(c->hnsw, rows[i]);
+            c->hnsw_dirty = 1;
+        }
         acl_index_remove(c->acl, rows[i]);
         coll_row_clear(c, rows[i]);
         c->live--;

@@ -32,7 +32,7 @@ static int setup(void **state)
     fx_t *f = calloc(1, sizeof *f);
     float centre[CLUSTERS][DIM];
     uint64_t seed = 5;
-    static char ids[N][12], tn[N][16];
+    static char ids[N][16], tn[N][16];
     static const char *acl[N][2];
     static cordon_chunk ch[N];
     cordon_collection_spec spec = {.name = "v", .dim = DIM, .metric = CORDON_METRIC_L2};

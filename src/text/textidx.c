@@ -217,6 +217,10 @@ int textidx_search(const textidx_t *ti, const textq_t *q, const textidx_search_o
         if (!(own = roaring_bitmap_and(opts->allowed, ti->live)))
             return cdn_err_set(err, CDN_ERR_NOMEM, "out of memory filtering by permissions");
         base = own;
+        /* everything readable: skip the per-candidate membership test */
+        uint64_t n_own = roaring_bitmap_get_cardinality(own);
+        if (!dead && n_own == roaring_bitmap_get_cardinality(ti->live))
+            base = NULL;
     } else if (dead) {
         base = ti->live;
     }

@@ -192,6 +192,8 @@ static int get_payload(textidx_t *ti, textio_r_t *r)
             invidx_init(&f->ix);
             return rc;
         }
+        if (!roaring_bitmap_is_subset(f->ix.live, ti->live))
+            return CDN_ERR_CORRUPT; /* a field may not hold a doc the collection lacks */
     }
     if (r->bad)
         return CDN_ERR_CORRUPT;

@@ -3,6 +3,7 @@
 #include "cli/cli.h"
 #include "../../bench/bench_authz.h"
 #include "../../bench/bench_hnsw.h"
+#include "../../bench/bench_text.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -15,6 +16,7 @@ static const struct bench_entry {
 } benches[] = {
     {"authz", bench_authz_main, "is-authorized and view latency vs Casbin"},
     {"hnsw", bench_hnsw_main, "HNSW build, memory, save/load, recall and latency under filters"},
+    {"text", bench_text_main, "BM25 / kNN / hybrid quality and latency on BEIR corpora, vs FTS5"},
     {NULL, NULL, NULL},
 };
 

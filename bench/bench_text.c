@@ -347,7 +347,7 @@ static void usage(FILE *f)
     fprintf(f, "usage: cordon bench text --corpus DIR [--corpus DIR2] [--format json]\n"
                "       [--reps N (default 3)] [--quick] [--analyzer A] [--analyzers A,B,...]\n"
                "  --analyzer: main rows (default " DEFAULT_ANALYZER "); --analyzers: variant rows\n"
-               "  at 100% readable (default " DEFAULT_VARIANTS ")\n"
+               "  at 100%% readable (default " DEFAULT_VARIANTS ")\n"
                "  DIR in BEIR layout: corpus.jsonl, queries.jsonl, qrels/test.tsv, optional\n"
                "  use-lite/ vectors. --quick skips analyzer variants and FTS5 filtered rows.\n");
 }
@@ -362,7 +362,7 @@ static int bench_corpus(run_t *r, int quick, const char *analyzer, const char *v
     for (int i = 0; i < 3; i++)
         lay[i] = layout(r->d->ndocs, fracs[i], 42 + (uint64_t)i);
     textidx_t *ti = build_index(r->d, analyzer);
-    char c09[128], c12[128];
+    char c09[96], c12[96];
     snprintf(c09, sizeof c09, "%s k1=0.9 b=0.4", analyzer);
     snprintf(c12, sizeof c12, "%s k1=1.2 b=0.75", analyzer);
     sqlite3 *db = fts_build(r->d);

@@ -301,8 +301,9 @@ out:
 }
 
 /* Rewrites p keeping only postings of live docs (positions repacked). */
-static void plist_compact(invidx_plist_t *p, const invidx_t *ix)
+static void plist_compact(invidx_plist_t *p, invidx_t *ix)
 {
+    uint32_t before = p->n;
     uint32_t w = 0;
     size_t pw = 0;
     uint8_t *npos = cdn_malloc(p->pos_len ? p->pos_len : 1);
@@ -329,6 +330,7 @@ static void plist_compact(invidx_plist_t *p, const invidx_t *ix)
     p->pos_len = pw;
     p->pos_cap = p->pos_len ? p->pos_len : 1;
     p->n = w;
+    ix->dead_postings -= before - w;
     plist_reblock(p, ix->dl, 0);
 }
 
@@ -340,6 +342,7 @@ int invidx_delete(invidx_t *ix, uint32_t doc)
     roaring_bitmap_add(ix->dead, doc);
     ix->doc_count--;
     ix->sum_dl -= ix->dl[doc];
+    ix->dead_postings += ix->fwd_n[doc];
     for (uint32_t k = 0; k < ix->fwd_n[doc]; k++) {
         invidx_plist_t *p = &ix->pl[ix->fwd[ix->fwd_off[doc] + k]];
         p->df--;
@@ -357,12 +360,15 @@ static void purge_doc(invidx_t *ix, uint32_t doc)
     roaring_bitmap_remove(ix->dead, doc);
 }
 
-uint64_t invidx_dead_postings(const invidx_t *ix)
+uint64_t invidx_dead_postings(const invidx_t *ix) { return ix->dead_postings; }
+
+void invidx_compact(invidx_t *ix)
 {
-    uint64_t d = 0;
-    for (uint32_t t = 0; t < ix->nterms; t++)
-        d += ix->pl[t].n - ix->pl[t].df;
-    return d;
+    for (uint32_t t = 0; t < ix->nterms && ix->dead_postings; t++)
+        if (ix->pl[t].n != ix->pl[t].df)
+            plist_compact(&ix->pl[t], ix);
+    if (!ix->dead_postings)
+        roaring_bitmap_clear(ix->dead);
 }
 
 double invidx_avgdl(const invidx_t *ix)

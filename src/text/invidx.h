@@ -48,6 +48,7 @@ typedef struct invidx {
     roaring_bitmap_t *dead;  /* deleted docs whose postings may remain */
     uint64_t doc_count;      /* cardinality of live */
     uint64_t sum_dl;         /* total length over live docs */
+    uint64_t dead_postings;  /* postings of deleted docs still stored */
 } invidx_t;
 
 /* Cursor over one posting list. */
@@ -67,8 +68,10 @@ void invidx_destroy(invidx_t *ix);
 int invidx_add(invidx_t *ix, uint32_t doc, const analyzer_tokens_t *toks);
 /* Removes doc (no-op if absent); its postings become dead until compaction. 0 or NOMEM. */
 int invidx_delete(invidx_t *ix, uint32_t doc);
-/* Number of dead postings still stored. */
+/* Number of dead postings still stored (0 means readers need no live-set check). */
 uint64_t invidx_dead_postings(const invidx_t *ix);
+/* Drops every dead posting now (e.g. after a bulk delete); the dead set is then empty. */
+void invidx_compact(invidx_t *ix);
 
 /* Looks a term up; 0 with *tid, or CDN_ERR_NOT_FOUND. */
 int invidx_lookup(const invidx_t *ix, const char *term, size_t len, uint32_t *tid);

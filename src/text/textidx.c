@@ -200,6 +200,12 @@ int textidx_delete_doc(textidx_t *ti, uint32_t id)
     return CDN_OK;
 }
 
+void textidx_compact(textidx_t *ti)
+{
+    for (size_t f = 0; f < ti->ntf; f++)
+        invidx_compact(&ti->tf[f].ix);
+}
+
 int textidx_search(const textidx_t *ti, const textq_t *q, const textidx_search_opts_t *opts,
                    textidx_result_t *res, cdn_err_t *err)
 {
@@ -212,7 +218,7 @@ int textidx_search(const textidx_t *ti, const textq_t *q, const textidx_search_o
     const roaring_bitmap_t *base = NULL;
     int dead = 0;
     for (size_t f = 0; f < ti->ntf && !dead; f++)
-        dead = roaring_bitmap_get_cardinality(ti->tf[f].ix.dead) > 0;
+        dead = invidx_dead_postings(&ti->tf[f].ix) > 0;
     if (opts->allowed) {
         if (!(own = roaring_bitmap_and(opts->allowed, ti->live)))
             return cdn_err_set(err, CDN_ERR_NOMEM, "out of memory filtering by permissions");

@@ -236,6 +236,10 @@ static void test_deletes_and_updates_are_visible_to_the_next_query(void **state)
     for (uint32_t d = 0; d < c.ndocs; d++)
         live += (uint64_t)c.live[d];
     assert_int_equal(textidx_doc_count(ti), live);
+    assert_true(invidx_dead_postings(&ti->tf[0].ix) > 0);
+    random_queries(ti, &c, 10);
+    textidx_compact(ti); /* the same answers once dead postings are gone */
+    assert_int_equal(invidx_dead_postings(&ti->tf[0].ix), 0);
     random_queries(ti, &c, 10);
     textidx_free(ti);
 }

@@ -91,7 +91,30 @@ typedef struct cordon_collection_spec {
     uint32_t hnsw_m;                 /* 0 = default */
     uint32_t hnsw_ef_construction;   /* 0 = default */
     uint32_t hnsw_ef_search;         /* 0 = default */
+    /* Analyzer of every text field (and of the catch-all field "_all" that a plain text query
+     * searches): "standard" (default), "english", "english:snowball", "whitespace",
+     * "keyword". */
+    const char *analyzer;
+    /* Metadata keys indexed for filters (term, terms, range, exists). */
+    const struct cordon_meta_field *meta_fields;
+    size_t n_meta_fields;
+    float bm25_k1;                   /* 0 = 1.2 */
+    float bm25_b;                    /* 0 = 0.75 (pass 1e-9 for no length normalisation) */
 } cordon_collection_spec;
+
+typedef enum cordon_meta_kind {
+    CORDON_META_KEYWORD = 1,
+    CORDON_META_NUMBER = 2,
+    CORDON_META_DATE = 3,            /* ISO-8601 strings or epoch milliseconds */
+    CORDON_META_BOOL = 4,
+} cordon_meta_kind;
+
+#define CORDON_META_FIELDS_MAX 32
+
+typedef struct cordon_meta_field {
+    const char *name;                /* a top-level key of the chunks' metadata */
+    cordon_meta_kind kind;
+} cordon_meta_field;
 
 /* Creates a collection. CORDON_ERR_EXISTS if the name is taken, CORDON_ERR_INVALID for a bad
  * name, dimension or field list. */
@@ -205,12 +228,27 @@ typedef enum cordon_strategy {
 
 #define CORDON_K_MAX 10000
 
+typedef enum cordon_fusion {
+    CORDON_FUSION_RRF = 0,      /* reciprocal rank fusion, as Elasticsearch's retriever.rrf */
+    CORDON_FUSION_LINEAR = 1,   /* weighted sum of min-max normalised scores */
+} cordon_fusion;
+
+/* A vector query, a text query, or both (hybrid: each side is permission-filtered, then fused).*/
 typedef struct cordon_query {
-    const float *vector;        /* dim floats */
+    const float *vector;        /* dim floats, or NULL for a text-only query */
     size_t k;                   /* 0 = 10 */
-    cordon_strategy strategy;
+    cordon_strategy strategy;   /* for the vector side */
     uint32_t ef_search;         /* 0 = the collection's */
     size_t max_candidates;      /* postfilter widening limit; 0 = 1000 */
+    const char *text;           /* BM25 match over every text field, or NULL */
+    const char *query_json;     /* or an Elasticsearch query object: match, multi_match,
+                                   match_phrase, prefix, fuzzy, term, terms, range, exists,
+                                   bool; NULL = none */
+    cordon_fusion fusion;       /* hybrid only */
+    size_t rank_window_size;    /* hybrid: hits taken from each side; 0 = max(k, 100) */
+    uint32_t rank_constant;     /* RRF constant; 0 = 60 */
+    float text_weight;          /* linear fusion weights; 0 = 0.5 */
+    float vector_weight;
 } cordon_query;
 
 typedef struct cordon_hit {

@@ -108,8 +108,12 @@ int cordon_search(cordon_t *db, const char *coll, const cordon_subject *subject,
         (rc = engine_subject_resolve(db->e, subject->subject_id, subject->principals,
                                      subject->n_principals, coll, "search", &who, &e)) != 0)
         return api_ret(rc, &e, err);
-    k = (search_knn_t){q->vector, q->k, (search_strategy_t)q->strategy, q->ef_search,
-                       q->max_candidates};
+    k = (search_knn_t){q->vector,        q->k,
+                       (search_strategy_t)q->strategy, q->ef_search,
+                       q->max_candidates, q->text,
+                       q->query_json,    (search_fusion_t)q->fusion,
+                       q->rank_window_size, q->rank_constant,
+                       q->text_weight,   q->vector_weight};
     rc = search_knn(db->e, coll, who.principals, who.n, &k, &r, &e);
     engine_subject_release(&who);
     if (rc)

@@ -132,6 +132,8 @@ void engine_close(engine_t *e)
         cdn_err_t err;
         if (coll_graph_save(e->dir, e->colls[i], &err))
             fprintf(stderr, "cordon: %s (it will be rebuilt at the next open)\n", err.msg);
+        if (coll_text_save(e->dir, e->colls[i], &err))
+            fprintf(stderr, "cordon: %s (it will be rebuilt at the next open)\n", err.msg);
         coll_unref(e->colls[i]);
     }
     cdn_free(e->colls);
@@ -203,6 +205,12 @@ int engine_coll_create(engine_t *e, const coll_config_t *cfg_in, cdn_err_t *err)
         rc = cdn_err_set(err, CDN_ERR_EXISTS, "collection \"%s\" already exists", cfg.name);
         goto done;
     }
+    {
+        textidx_t *probe; /* refuse an analyzer the text layer does not know, before storing */
+        if ((rc = coll_text_create(&cfg, &probe, err)) != 0)
+            goto done;
+        textidx_free(probe);
+    }
     cfg.id = e->next_coll_id;
     store_be32(idb, cfg.id + 1);
     if ((rc = coll_config_encode(&cfg, &json)) != 0 ||
@@ -271,7 +279,9 @@ int engine_coll_drop(engine_t *e, const char *name, cdn_err_t *err)
         unlink(path);
     if (c->cfg.dim && coll_file_path(e->dir, c->cfg.id, "hnsw", path, sizeof path) == 0)
         unlink(path);
-    c->hnsw_dirty = 0; /* dropped: nothing to save */
+    if (coll_file_path(e->dir, c->cfg.id, "text", path, sizeof path) == 0)
+        unlink(path);
+    c->hnsw_dirty = c->text_dirty = 0; /* dropped: nothing to save */
     coll_unref(c);
 done:
     pthread_mutex_unlock(&e->write_lock);

@@ -5,6 +5,7 @@
 #include "base/mem.h"
 #include "query/chunkrec.h"
 #include "query/plan.h"
+#include "query/search_int.h"
 #include "vector/exact.h"
 #include "vector/hnsw.h"
 
@@ -14,25 +15,31 @@
 
 static int check_query(const coll_t *c, const search_knn_t *q, cdn_err_t *err)
 {
+    if (q->text && q->query_json)
+        return cdn_err_set(err, CDN_ERR_INVALID, "give a text query or a query object, not both");
+    if (!q->vector && !q->text && !q->query_json)
+        return cdn_err_set(err, CDN_ERR_INVALID, "the query is empty: give a vector, a text "
+                                                 "query, or both");
+    if (q->k > SEARCH_K_MAX)
+        return cdn_err_set(err, CDN_ERR_INVALID, "k is %zu; the limit is %d", q->k, SEARCH_K_MAX);
+    if (!q->vector)
+        return CDN_OK;
     if (!c->cfg.dim)
         return cdn_err_set(err, CDN_ERR_INVALID,
                            "collection \"%s\" has no vectors; use a text query", c->cfg.name);
-    if (!q->vector)
-        return cdn_err_set(err, CDN_ERR_INVALID, "knn.query_vector is missing");
     for (uint32_t i = 0; i < c->cfg.dim; i++)
         if (!isfinite(q->vector[i]))
             return cdn_err_set(err, CDN_ERR_INVALID,
                                "knn.query_vector value %u is not a finite number", i);
-    if (q->k > SEARCH_K_MAX)
-        return cdn_err_set(err, CDN_ERR_INVALID, "k is %zu; the limit is %d", q->k, SEARCH_K_MAX);
     if ((unsigned)q->strategy > SEARCH_POSTFILTER)
         return cdn_err_set(err, CDN_ERR_INVALID, "unknown strategy %d", (int)q->strategy);
     return CDN_OK;
 }
 
-/* Re-checks every hit against the view and turns rows into ids and scores. */
-static int finish_hits(const coll_t *c, const uint32_t *view, size_t nview, const vec_hit_t *h,
-                       size_t n, search_result_t *out)
+/* Re-checks every hit against the view and turns rows into ids; h[i].dist holds the score
+ * the caller sees (higher is better). */
+int search_finish(const coll_t *c, const uint32_t *view, size_t nview, const vec_hit_t *h,
+                  size_t n, search_result_t *out)
 {
     out->hits = cdn_calloc(n ? n : 1, sizeof *out->hits);
     if (!out->hits)
@@ -46,7 +53,7 @@ static int finish_hits(const coll_t *c, const uint32_t *view, size_t nview, cons
         search_hit_t *o = &out->hits[out->n_hits];
         if (!(o->id = cdn_strdup(id)))
             return CDN_ERR_NOMEM;
-        o->score = vec_score_from_dist(c->cfg.metric, h[i].dist);
+        o->score = h[i].dist;
         out->n_hits++;
     }
     return CDN_OK;
@@ -92,9 +99,9 @@ static int run_exact(coll_t *c, const vec_view_t *v, const float *query,
     return rc;
 }
 
-static int run_plan(engine_t *e, coll_t *c, const search_knn_t *q, const float *query,
-                    const roaring_bitmap_t *allowed, size_t k, vec_hit_t *hits, size_t *nhits,
-                    search_result_t *out)
+int search_vector_locked(engine_t *e, coll_t *c, const search_knn_t *q, const float *query,
+                         const roaring_bitmap_t *allowed, size_t k, vec_hit_t *hits,
+                         size_t *nhits, search_result_t *out)
 {
     vec_view_t v;
     plan_t p;
@@ -144,13 +151,18 @@ static int knn_locked(engine_t *e, coll_t *c, const uint32_t *view, size_t nview
     if ((rc = acl_index_allowed(c->acl, view, nview, &allowed)) != 0)
         return cdn_err_set(err, rc, "out of memory");
     out->readable = roaring_bitmap_get_cardinality(allowed);
-    if (!(hits = cdn_malloc(k * sizeof *hits)))
-        rc = CDN_ERR_NOMEM;
-    if (rc == CDN_OK)
-        rc = run_plan(e, c, q, query, allowed, k, hits, &nhits, out);
-    if (rc == CDN_OK)
-        rc = finish_hits(c, view, nview, hits, nhits, out);
-    if (rc)
+    if (q->text || q->query_json) {
+        rc = search_text_locked(e, c, q, query, allowed, k, out, &hits, &nhits, err);
+    } else if (!(hits = cdn_malloc(k * sizeof *hits))) {
+        rc = cdn_err_set(err, CDN_ERR_NOMEM, "out of memory");
+    } else {
+        rc = search_vector_locked(e, c, q, query, allowed, k, hits, &nhits, out);
+        for (size_t i = 0; i < nhits; i++)
+            hits[i].dist = vec_score_from_dist(c->cfg.metric, hits[i].dist);
+        if (rc)
+            cdn_err_set(err, rc, "search failed: %s", cdn_strerror(rc));
+    }
+    if (rc == CDN_OK && (rc = search_finish(c, view, nview, hits, nhits, out)) != 0)
         cdn_err_set(err, rc, "search failed: %s", cdn_strerror(rc));
     roaring_bitmap_free(allowed);
     cdn_free(hits);
@@ -170,13 +182,15 @@ int search_knn(engine_t *e, const char *name, const char *const *principals, siz
         return rc;
     if ((rc = check_query(c, q, err)) != 0)
         goto done;
-    if (!(query = cdn_malloc(c->cfg.dim * sizeof *query))) {
+    if (q->vector && !(query = cdn_malloc(c->cfg.dim * sizeof *query))) {
         rc = cdn_err_set(err, CDN_ERR_NOMEM, "out of memory");
         goto done;
     }
-    memcpy(query, q->vector, c->cfg.dim * sizeof *query);
-    if (c->cfg.metric == VEC_METRIC_COSINE)
-        vec_normalize(query, c->cfg.dim);
+    if (query) {
+        memcpy(query, q->vector, c->cfg.dim * sizeof *query);
+        if (c->cfg.metric == VEC_METRIC_COSINE)
+            vec_normalize(query, c->cfg.dim);
+    }
     if ((rc = engine_view_ids(e, principals, n, &view, &nview, err)) != 0)
         goto done;
     pthread_rwlock_rdlock(&c->lock);

@@ -257,12 +257,15 @@ static void apply_put(engine_t *e, coll_t *c, prep_t *p, size_t n, uint32_t next
         if (p[i].had_old) {
             if (c->hnsw)
                 hnsw_delete(c->hnsw, p[i].old_row);
+            textidx_delete_doc(c->text, p[i].old_row);
             acl_index_remove(c->acl, p[i].old_row);
             coll_row_clear(c, p[i].old_row);
             c->live--;
         }
         if (acl_index_set(c->acl, p[i].row, p[i].packed) ||
-            coll_row_set(c, p[i].row, p[i].in->id))
+            coll_row_set(c, p[i].row, p[i].in->id) ||
+            coll_text_add(c, p[i].row, p[i].in->field_names, p[i].in->field_values,
+                          p[i].in->n_fields, p[i].in->metadata_json, NULL))
             c->broken = 1; /* memory disagrees with the store: fail closed until reopened */
         c->live++;
     }

@@ -49,6 +49,8 @@ static int delete_locked(engine_t *e, coll_t *c, const char *const *ids, size_t 
             c->hnsw_dirty = 1;
         }
         acl_index_remove(c->acl, rows[i]);
+        textidx_delete_doc(c->text, rows[i]);
+        c->text_dirty = 1;
         coll_row_clear(c, rows[i]);
         c->live--;
     }

@@ -1,0 +1,128 @@
+/* search_text.c: BM25 search through the text index with the subject's allowed set, and hybrid
+ * search fusing it with the vector plan (reciprocal rank or weighted linear fusion).
+ * Relies on text/textidx, query/fusion and the vector plan in search.c. */
+#include "base/mem.h"
+#include "query/fusion.h"
+#include "query/search_int.h"
+#include "text/textq.h"
+
+#include <jansson.h>
+#include <stdio.h>
+#include <string.h>
+
+static int build_query(const search_knn_t *q, textq_t **out, cdn_err_t *err)
+{
+    json_error_t je;
+    json_t *j;
+    int rc;
+    if (q->text)
+        return textq_match("_all", q->text, out) ? cdn_err_set(err, CDN_ERR_NOMEM, "out of memory")
+                                                 : CDN_OK;
+    if (!(j = json_loads(q->query_json, 0, &je)))
+        return cdn_err_set(err, CDN_ERR_INVALID, "query is not valid JSON (column %d: %s)",
+                           je.column, je.text);
+    rc = textq_parse_es(j, out, err);
+    json_decref(j);
+    return rc;
+}
+
+/* Runs the text side for `window` hits into a newly allocated array of (id, score). */
+static int text_side(coll_t *c, const search_knn_t *q, const roaring_bitmap_t *allowed,
+                     size_t window, vec_hit_t **hits, size_t *n, search_result_t *out,
+                     cdn_err_t *err)
+{
+    textq_t *tq = NULL;
+    textidx_result_t res;
+    textidx_search_opts_t o = {.allowed = allowed, .k = window};
+    int rc = build_query(q, &tq, err);
+    if (rc)
+        return rc;
+    memset(&res, 0, sizeof res);
+    rc = textidx_search(c->text, tq, &o, &res, err);
+    textq_free(tq);
+    if (rc)
+        return rc;
+    *hits = cdn_malloc((res.n ? res.n : 1) * sizeof **hits);
+    for (size_t i = 0; *hits && i < res.n; i++)
+        (*hits)[i] = (vec_hit_t){res.hits[i].id, res.hits[i].score};
+    *n = res.n;
+    out->complete = res.complete;
+    out->candidates += res.stats.scored;
+    snprintf(out->plan, sizeof out->plan, "%s", res.plan ? res.plan : "bm25");
+    textidx_result_free(&res);
+    return *hits ? CDN_OK : cdn_err_set(err, CDN_ERR_NOMEM, "out of memory");
+}
+
+static int fuse(const search_knn_t *q, const vec_hit_t *th, size_t nt, const vec_hit_t *vh,
+                size_t nv, size_t window, size_t k, vec_hit_t *out, size_t *n)
+{
+    uint32_t *ids = cdn_malloc((nt + nv + 1) * sizeof *ids);
+    float *sc = cdn_malloc((nt + nv + 1) * sizeof *sc);
+    fusion_hit_t *fh = cdn_malloc((k ? k : 1) * sizeof *fh);
+    int rc = CDN_ERR_NOMEM;
+    if (ids && sc && fh) {
+        for (size_t i = 0; i < nt; i++) {
+            ids[i] = th[i].id;
+            sc[i] = th[i].dist;
+        }
+        for (size_t i = 0; i < nv; i++) {
+            ids[nt + i] = vh[i].id;
+            sc[nt + i] = vh[i].dist;
+        }
+        fusion_list_t lists[2] = {{ids, sc, nt}, {ids + nt, sc + nt, nv}};
+        float w[2] = {q->text_weight > 0 ? q->text_weight : 0.5f,
+                      q->vector_weight > 0 ? q->vector_weight : 0.5f};
+        rc = q->fusion == SEARCH_FUSION_LINEAR
+                 ? fusion_linear(lists, w, 2, window, k, fh, n)
+                 : fusion_rrf(lists, 2, q->rank_constant, window, k, fh, n);
+        for (size_t i = 0; rc == CDN_OK && i < *n; i++)
+            out[i] = (vec_hit_t){fh[i].id, fh[i].score};
+    }
+    cdn_free(ids);
+    cdn_free(sc);
+    cdn_free(fh);
+    return rc;
+}
+
+int search_text_locked(engine_t *e, coll_t *c, const search_knn_t *q, const float *query,
+                       const roaring_bitmap_t *allowed, size_t k, search_result_t *out,
+                       vec_hit_t **hits, size_t *nhits, cdn_err_t *err)
+{
+    size_t window = q->vector ? (q->rank_window ? q->rank_window : (k > 100 ? k : 100)) : k;
+    vec_hit_t *th = NULL, *vh = NULL;
+    size_t nt = 0, nv = 0;
+    char tplan[32];
+    int tcomplete, rc;
+    if (window < k)
+        return cdn_err_set(err, CDN_ERR_INVALID, "rank_window_size %zu is below k %zu", window,
+                           k);
+    if ((rc = text_side(c, q, allowed, window, &th, &nt, out, err)) != 0 || !q->vector) {
+        *hits = th;
+        *nhits = nt;
+        return rc;
+    }
+    tcomplete = out->complete;
+    memcpy(tplan, out->plan, sizeof tplan);
+    out->plan[0] = '\0';
+    if (!(vh = cdn_malloc(window * sizeof *vh)) || !(*hits = cdn_malloc(k * sizeof **hits))) {
+        cdn_free(th);
+        cdn_free(vh);
+        return cdn_err_set(err, CDN_ERR_NOMEM, "out of memory");
+    }
+    rc = search_vector_locked(e, c, q, query, allowed, window, vh, &nv, out);
+    for (size_t i = 0; i < nv; i++)
+        vh[i].dist = vec_score_from_dist(c->cfg.metric, vh[i].dist);
+    if (rc == CDN_OK)
+        rc = fuse(q, th, nt, vh, nv, window, k, *hits, nhits);
+    /* The fused top-k is right for the two windows when both sides were exact. */
+    out->complete = out->complete && tcomplete;
+    char vplan[32];
+    memcpy(vplan, out->plan, sizeof vplan);
+    snprintf(out->plan, sizeof out->plan, "%s:%.12s+%.8s",
+             q->fusion == SEARCH_FUSION_LINEAR ? "linear" : "rrf", vplan, tplan);
+    cdn_free(th);
+    cdn_free(vh);
+    if (rc)
+        return cdn_err_set(err, rc, "fusion failed: %s", cdn_strerror(rc));
+    return CDN_OK;
+}

@@ -122,6 +122,28 @@ static void test_unconditional_grant_wins_over_conditional_one(void **state)
     authz_model_free(m);
 }
 
+static void test_condition_met_found_past_many_unmet_conditional_grants(void **state)
+{
+    (void)state;
+    authz_model_t *m = company();
+    char op[512];
+    for (int i = 0; i < 12; i++) { /* more than check.c keeps from its first pass */
+        snprintf(op, sizeof(op),
+                 "{\"op\":\"grant\",\"to\":\"bob\",\"permission\":{\"resource\":"
+                 "\"doc:%d*\",\"action\":\"read\",\"condition\":{\"NumericEquals\":"
+                 "{\"context.k\":%d}}}}",
+                 i % 2, i);
+        apply_ok(m, op);
+    }
+    authz_decision_t d = check_ctx(m, "bob", "doc:0x", "read", "{\"k\": 10}");
+    assert_int_equal(d.reason, AUTHZ_PERMISSION_GRANTED_CONDITION_MET);
+    assert_string_equal(d.condition, "{\"NumericEquals\":{\"context.k\":10}}");
+    d = check_ctx(m, "bob", "doc:0x", "read", "{\"k\": 11}");
+    assert_int_equal(d.reason, AUTHZ_PERMISSION_FOUND_CONDITION_NOT_MET);
+    assert_string_equal(d.condition, "{\"NumericEquals\":{\"context.k\":0}}");
+    authz_model_free(m);
+}
+
 static void test_denies_unknown_resource_ungranted_action_and_unknown_subject(void **state)
 {
     (void)state;
@@ -615,6 +637,7 @@ int main(void)
         cmocka_unit_test(test_role_via_nested_group_grants_without_condition),
         cmocka_unit_test(test_condition_met_and_not_met_give_their_reasons),
         cmocka_unit_test(test_unconditional_grant_wins_over_conditional_one),
+        cmocka_unit_test(test_condition_met_found_past_many_unmet_conditional_grants),
         cmocka_unit_test(test_denies_unknown_resource_ungranted_action_and_unknown_subject),
         cmocka_unit_test(test_scoped_grant_holds_only_inside_its_scope),
         cmocka_unit_test(test_malformed_resource_is_invalid_request),

@@ -149,8 +149,15 @@ static bool scan_subject(const az_state_t *st, uint32_t s, const creq_t *c, bool
     return false;
 }
 
+/* Pass 1 looks for an unconditional match (it wins outright) and remembers the first few
+ * conditional matches, so that conditions are evaluated only when no unconditional grant
+ * exists, without scanning the grants a second time. */
+#define PASS1_KEEP 8
+
 typedef struct pass1 {
-    match_t uncond, first_cond;
+    match_t uncond;
+    match_t conds[PASS1_KEEP];
+    uint32_t nconds;
 } pass1_t;
 
 static bool visit_pass1(const az_perm_t *p, const az_grant_t *g, void *arg)
@@ -160,8 +167,9 @@ static bool visit_pass1(const az_perm_t *p, const az_grant_t *g, void *arg)
         a->uncond = (match_t){p, g};
         return true; /* an unconditional grant wins: stop */
     }
-    if (!a->first_cond.perm)
-        a->first_cond = (match_t){p, g};
+    if (a->nconds < PASS1_KEEP)
+        a->conds[a->nconds] = (match_t){p, g};
+    a->nconds++;
     return false;
 }
 
@@ -195,28 +203,34 @@ static void env_init(az_env_t *env, const az_state_t *st, uint32_t s, const creq
     env->scope_id = c->r->scope_id;
 }
 
-/* Runs the two passes; returns the reason and the match (perm NULL when none). */
+/* Returns the reason and the match (perm NULL when none). */
 static authz_reason_t evaluate(const az_state_t *st, uint32_t s, const creq_t *c, match_t *mt)
 {
-    pass1_t p1 = {{0}, {0}};
+    pass1_t p1;
+    p1.uncond.perm = NULL;
+    p1.nconds = 0;
     scan_subject(st, s, c, true, visit_pass1, &p1);
     if (p1.uncond.perm) {
         *mt = p1.uncond;
         return AUTHZ_PERMISSION_GRANTED_NO_CONDITION;
     }
-    if (!p1.first_cond.perm) {
+    if (!p1.nconds) {
         mt->perm = NULL;
         return AUTHZ_NO_MATCHING_PERMISSION_FOUND;
     }
     az_env_t env;
     env_init(&env, st, s, c);
     pass2_t p2 = {&env, {0}};
-    scan_subject(st, s, c, true, visit_pass2, &p2);
+    for (uint32_t i = 0; i < p1.nconds && i < PASS1_KEEP && !p2.met.perm; i++)
+        if (az_cond_eval(p1.conds[i].perm->cond, &env))
+            p2.met = p1.conds[i];
+    if (!p2.met.perm && p1.nconds > PASS1_KEEP)
+        scan_subject(st, s, c, true, visit_pass2, &p2); /* too many to remember: rescan */
     if (p2.met.perm) {
         *mt = p2.met;
         return AUTHZ_PERMISSION_GRANTED_CONDITION_MET;
     }
-    *mt = p1.first_cond;
+    *mt = p1.conds[0];
     return AUTHZ_PERMISSION_FOUND_CONDITION_NOT_MET;
 }
 

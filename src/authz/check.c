@@ -9,10 +9,13 @@
 
 #include "base/mem.h"
 
-static const char *const reason_names[AUTHZ_REASON_COUNT] = {
-    "PERMISSION_GRANTED_NO_CONDITION", "PERMISSION_GRANTED_CONDITION_MET",
-    "PERMISSION_FOUND_CONDITION_NOT_MET", "NO_MATCHING_PERMISSION_FOUND", "SUBJECT_NOT_FOUND",
-    "INVALID_SCOPE", "INVALID_REQUEST"};
+static const char *const reason_names[AUTHZ_REASON_COUNT] = {"PERMISSION_GRANTED_NO_CONDITION",
+                                                             "PERMISSION_GRANTED_CONDITION_MET",
+                                                             "PERMISSION_FOUND_CONDITION_NOT_MET",
+                                                             "NO_MATCHING_PERMISSION_FOUND",
+                                                             "SUBJECT_NOT_FOUND",
+                                                             "INVALID_SCOPE",
+                                                             "INVALID_REQUEST"};
 
 const char *authz_reason_name(authz_reason_t r)
 {
@@ -57,8 +60,9 @@ static void fill_match(const az_state_t *st, authz_decision_t *d, const match_t 
     copy_str(d->condition, sizeof(d->condition), mt->perm->cond_text);
     copy_str(d->role, sizeof(d->role), mt->grant->role >= 0 ? st->roles[mt->grant->role].id : "");
     const az_grant_t *g = mt->grant;
-    const char *kind = g->to_kind == AZ_TO_GROUP ? "group:"
-                       : st->subjects[g->to].kind == AZ_KIND_SERVICE ? "service:" : "user:";
+    const char *kind = g->to_kind == AZ_TO_GROUP                     ? "group:"
+                       : st->subjects[g->to].kind == AZ_KIND_SERVICE ? "service:"
+                                                                     : "user:";
     const char *id = g->to_kind == AZ_TO_GROUP ? st->groups[g->to].id : st->subjects[g->to].id;
     size_t kl = strlen(kind);
     memcpy(d->granted_to, kind, kl);
@@ -249,7 +253,8 @@ static void hash_json(XXH3_state_t *h, const json_t *j)
     long long ll;
     switch (json_typeof(j)) {
     case JSON_OBJECT:
-        json_object_foreach((json_t *)j, k, v) {
+        json_object_foreach((json_t *)j, k, v)
+        {
             XXH3_128bits_update(h, k, strlen(k) + 1);
             hash_json(h, v);
         }
@@ -272,8 +277,7 @@ static void hash_json(XXH3_state_t *h, const json_t *j)
         d = json_real_value(j);
         XXH3_128bits_update(h, &d, sizeof(d));
         break;
-    default:
-        break;
+    default: break;
     }
 }
 

@@ -58,8 +58,8 @@ static int grants_json(const az_state_t *st, const az_grants_t *gs, const char *
         int bad = g->role >= 0 ? json_object_set_new(o, "role", json_string(st->roles[g->role].id))
                                : json_object_set_new(o, "permission", perm_json(g->perm));
         if (!bad && g->scope_type)
-            bad = json_object_set_new(o, "scope", json_pack("{s:s, s:s}", "type", g->scope_type,
-                                                            "id", g->scope_id));
+            bad = json_object_set_new(
+                o, "scope", json_pack("{s:s, s:s}", "type", g->scope_type, "id", g->scope_id));
         if (bad || json_array_append_new(arr, o))
             return CDN_ERR_NOMEM;
     }
@@ -110,8 +110,8 @@ static int export_state(const az_state_t *st, json_t *doc)
     }
     for (uint32_t i = 0; i < ng; i++) {
         json_t *mem = json_array();
-        if (json_array_append_new(groups, json_pack("{s:s, s:o}", "id", og[i].id,
-                                                    "members", mem)) ||
+        if (json_array_append_new(groups,
+                                  json_pack("{s:s, s:o}", "id", og[i].id, "members", mem)) ||
             members_json(st, &st->groups[og[i].idx], mem))
             goto out;
     }
@@ -167,8 +167,7 @@ int authz_export(authz_model_t *m, char **json_out, cdn_err_t *err)
 
 /* Applies a copy of `src` with "op" set, so the document goes through the same validation
  * as live ops; `where` prefixes the error message (e.g. "groups[3]"). */
-static int apply_as(az_state_t *st, const char *op, json_t *src, const char *where,
-                    cdn_err_t *err)
+static int apply_as(az_state_t *st, const char *op, json_t *src, const char *where, cdn_err_t *err)
 {
     json_t *o = json_is_object(src) ? json_copy(src) : NULL;
     if (!o)
@@ -189,7 +188,8 @@ static int import_groups(az_state_t *st, const json_t *groups, cdn_err_t *err)
     size_t i, k;
     json_t *g, *mem;
     char where[64];
-    json_array_foreach(groups, i, g) {
+    json_array_foreach(groups, i, g)
+    {
         snprintf(where, sizeof(where), "groups[%zu]", i);
         json_t *o = json_pack("{s:O?}", "id", json_object_get(g, "id"));
         int rc = o ? apply_as(st, "put_group", o, where, err) : CDN_ERR_NOMEM;
@@ -197,16 +197,20 @@ static int import_groups(az_state_t *st, const json_t *groups, cdn_err_t *err)
         if (rc)
             return rc;
     }
-    json_array_foreach(groups, i, g) {
+    json_array_foreach(groups, i, g)
+    {
         json_t *members = json_object_get(g, "members");
         if (members && !json_is_array(members))
-            return cdn_err_set(err, CDN_ERR_INVALID, "import: groups[%zu].members must be an "
-                                                     "array", i);
-        json_array_foreach(members, k, mem) {
+            return cdn_err_set(err, CDN_ERR_INVALID,
+                               "import: groups[%zu].members must be an "
+                               "array",
+                               i);
+        json_array_foreach(members, k, mem)
+        {
             snprintf(where, sizeof(where), "groups[%zu].members[%zu]", i, k);
-            json_t *o = json_pack("{s:O?, s:O?, s:O?}", "group", json_object_get(g, "id"),
-                                  "member", json_object_get(mem, "id"), "member_kind",
-                                  json_object_get(mem, "kind"));
+            json_t *o =
+                json_pack("{s:O?, s:O?, s:O?}", "group", json_object_get(g, "id"), "member",
+                          json_object_get(mem, "id"), "member_kind", json_object_get(mem, "kind"));
             int rc = o ? apply_as(st, "add_member", o, where, err) : CDN_ERR_NOMEM;
             json_decref(o);
             if (rc)
@@ -229,7 +233,8 @@ static int import_list(az_state_t *st, const json_t *doc, const char *key, const
     size_t i;
     json_t *e;
     char where[64];
-    json_array_foreach(arr, i, e) {
+    json_array_foreach(arr, i, e)
+    {
         snprintf(where, sizeof(where), "%s[%zu]", key, i);
         int rc = apply_as(st, op, e, where, err);
         if (rc)

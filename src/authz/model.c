@@ -264,12 +264,9 @@ bool az_lower(const char *in, char *out, size_t cap)
 bool az_perm_matches_resource(const az_perm_t *p, const char *res, size_t res_len)
 {
     switch (p->res_kind) {
-    case AZ_RES_ANY:
-        return true;
-    case AZ_RES_PREFIX:
-        return res_len >= p->res_len && !memcmp(res, p->resource, p->res_len);
-    default:
-        return res_len == p->res_len && !memcmp(res, p->resource, res_len);
+    case AZ_RES_ANY: return true;
+    case AZ_RES_PREFIX: return res_len >= p->res_len && !memcmp(res, p->resource, p->res_len);
+    default: return res_len == p->res_len && !memcmp(res, p->resource, res_len);
     }
 }
 

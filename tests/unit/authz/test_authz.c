@@ -1,10 +1,10 @@
 /* test_authz.c: the permission model's behaviour: every reason code, conditions, views, explain,
  * import/export and bad input leaving the model unchanged. Relies on cmocka and libcordon. */
+#include <cmocka.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
-#include <cmocka.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -53,8 +53,8 @@ static authz_decision_t check_ctx(authz_model_t *m, const char *subject, const c
                                   const char *action, const char *ctx_json)
 {
     json_t *ctx = ctx_json ? json_loads(ctx_json, 0, NULL) : NULL;
-    authz_request_t r = {.subject = subject, .resource = resource, .action = action,
-                         .context = ctx};
+    authz_request_t r = {
+        .subject = subject, .resource = resource, .action = action, .context = ctx};
     authz_decision_t d;
     assert_int_equal(authz_is_authorized(m, &r, &d, NULL), 0);
     json_decref(ctx);
@@ -157,8 +157,8 @@ static void test_denies_unknown_resource_ungranted_action_and_unknown_subject(vo
     d = check(m, "bob", "collection:hr-payroll", "search");
     assert_int_equal(d.reason, AUTHZ_NO_MATCHING_PERMISSION_FOUND);
     cdn_err_t e = {0};
-    authz_request_t r = {.subject = "mallory", .resource = "collection:hr-payroll",
-                         .action = "search"};
+    authz_request_t r = {
+        .subject = "mallory", .resource = "collection:hr-payroll", .action = "search"};
     assert_int_equal(authz_is_authorized(m, &r, &d, &e), 0);
     assert_false(d.authorized);
     assert_int_equal(d.reason, AUTHZ_SUBJECT_NOT_FOUND);
@@ -172,8 +172,11 @@ static void test_scoped_grant_holds_only_inside_its_scope(void **state)
     authz_model_t *m = company();
     apply_ok(m, "{\"op\":\"grant\",\"to\":\"bob\",\"permission\":{\"resource\":\"doc:*\","
                 "\"action\":\"write\"},\"scope\":{\"type\":\"tenant\",\"id\":\"acme\"}}");
-    authz_request_t r = {.subject = "bob", .resource = "doc:1", .action = "write",
-                         .scope_type = "tenant", .scope_id = "acme"};
+    authz_request_t r = {.subject = "bob",
+                         .resource = "doc:1",
+                         .action = "write",
+                         .scope_type = "tenant",
+                         .scope_id = "acme"};
     authz_decision_t d;
     assert_int_equal(authz_is_authorized(m, &r, &d, NULL), 0);
     assert_int_equal(d.reason, AUTHZ_PERMISSION_GRANTED_NO_CONDITION);
@@ -240,8 +243,13 @@ static bool cond_holds(const char *cond, const char *ctx)
     apply_ok(m, op);
     json_t *c = json_loads(ctx, 0, NULL);
     json_t *ra = json_pack("{s:s}", "owner", "u");
-    authz_request_t r = {.subject = "u", .resource = "doc:1", .action = "read", .context = c,
-                         .resource_attrs = ra, .scope_type = "tenant", .scope_id = "t1"};
+    authz_request_t r = {.subject = "u",
+                         .resource = "doc:1",
+                         .action = "read",
+                         .context = c,
+                         .resource_attrs = ra,
+                         .scope_type = "tenant",
+                         .scope_id = "t1"};
     authz_decision_t d;
     assert_int_equal(authz_is_authorized(m, &r, &d, NULL), 0);
     assert_true(d.reason == AUTHZ_PERMISSION_GRANTED_CONDITION_MET ||
@@ -255,7 +263,10 @@ static bool cond_holds(const char *cond, const char *ctx)
 static void test_every_comparison_operator_decides_both_ways(void **state)
 {
     (void)state;
-    static const struct { const char *cond, *ctx; bool want; } cases[] = {
+    static const struct {
+        const char *cond, *ctx;
+        bool want;
+    } cases[] = {
         {"{\"StringEquals\":{\"subject.attributes.dept\":\"hr\"}}", "{}", true},
         {"{\"StringEquals\":{\"subject.attributes.dept\":\"eng\"}}", "{}", false},
         {"{\"StringNotEquals\":{\"subject.attributes.dept\":\"eng\"}}", "{}", true},
@@ -296,11 +307,14 @@ static void test_every_comparison_operator_decides_both_ways(void **state)
         {"{\"StringEquals\":{\"scope.id\":\"t1\"}}", "{}", true},
         {"{\"StringEquals\":{\"subject.kind\":\"user\"}}", "{}", true},
         {"{\"And\":[{\"Bool\":{\"subject.attributes.on\":true}},"
-         "{\"StringEquals\":{\"context.a\":\"b\"}}]}", "{\"a\":\"b\"}", true},
+         "{\"StringEquals\":{\"context.a\":\"b\"}}]}",
+         "{\"a\":\"b\"}", true},
         {"{\"And\":[{\"Bool\":{\"subject.attributes.on\":true}},"
-         "{\"StringEquals\":{\"context.a\":\"c\"}}]}", "{\"a\":\"b\"}", false},
+         "{\"StringEquals\":{\"context.a\":\"c\"}}]}",
+         "{\"a\":\"b\"}", false},
         {"{\"Or\":[{\"Bool\":{\"subject.attributes.on\":false}},"
-         "{\"StringEquals\":{\"context.a\":\"b\"}}]}", "{\"a\":\"b\"}", true},
+         "{\"StringEquals\":{\"context.a\":\"b\"}}]}",
+         "{\"a\":\"b\"}", true},
         {"{\"Not\":{\"StringEquals\":{\"context.a\":\"b\"}}}", "{\"a\":\"b\"}", false},
         {"{\"StringEquals\":{\"context.user.team\":\"x\"}}", "{\"user\":{\"team\":\"x\"}}", true},
     };
@@ -315,8 +329,7 @@ static void test_missing_operand_is_false_even_for_not_equals(void **state)
     (void)state;
     assert_false(cond_holds("{\"StringNotEquals\":{\"context.ip\":\"1.1.1.1\"}}", "{}"));
     assert_false(cond_holds("{\"StringNotIn\":{\"context.ip\":[\"1.1.1.1\"]}}", "{}"));
-    assert_false(cond_holds(
-        "{\"StringEquals\":{\"context.a\":{\"path\":\"context.b\"}}}", "{}"));
+    assert_false(cond_holds("{\"StringEquals\":{\"context.a\":{\"path\":\"context.b\"}}}", "{}"));
     assert_false(cond_holds("{\"StringEquals\":{\"context.a\":{\"path\":\"context.b\"}}}",
                             "{\"a\":null,\"b\":null}"));
     assert_false(cond_holds("{\"NumericLessThan\":{\"context.n\":5}}", "{\"n\":\"3\"}"));
@@ -328,8 +341,7 @@ static void test_view_holds_self_groups_transitively_and_roles(void **state)
     authz_model_t *m = company();
     authz_view_t *v;
     assert_int_equal(authz_view(m, "alice", &v, NULL), 0);
-    const char *want[] = {"group:hr", "group:people", "role:approver", "role:reader",
-                          "user:alice"};
+    const char *want[] = {"group:hr", "group:people", "role:approver", "role:reader", "user:alice"};
     assert_int_equal(v->n, 5);
     for (size_t i = 0; i < 5; i++)
         assert_string_equal(v->principals[i], want[i]);
@@ -388,12 +400,16 @@ static void test_group_cycle_is_refused_naming_it_and_changes_nothing(void **sta
     char *before = export_text(m);
     uint64_t rev = authz_model_revision(m);
     cdn_err_t e = {0};
-    assert_int_equal(authz_apply(m, "{\"op\":\"add_member\",\"group\":\"hr\",\"member\":\"org\","
-                                    "\"member_kind\":\"group\"}", &e),
+    assert_int_equal(authz_apply(m,
+                                 "{\"op\":\"add_member\",\"group\":\"hr\",\"member\":\"org\","
+                                 "\"member_kind\":\"group\"}",
+                                 &e),
                      CDN_ERR_CONFLICT);
     assert_non_null(strstr(e.msg, "hr contains org contains people contains hr"));
-    assert_int_equal(authz_apply(m, "{\"op\":\"add_member\",\"group\":\"hr\",\"member\":\"hr\","
-                                    "\"member_kind\":\"group\"}", &e),
+    assert_int_equal(authz_apply(m,
+                                 "{\"op\":\"add_member\",\"group\":\"hr\",\"member\":\"hr\","
+                                 "\"member_kind\":\"group\"}",
+                                 &e),
                      CDN_ERR_CONFLICT);
     char *after = export_text(m);
     assert_string_equal(before, after);
@@ -406,7 +422,10 @@ static void test_group_cycle_is_refused_naming_it_and_changes_nothing(void **sta
 static void test_bad_ops_give_clear_errors_and_change_nothing(void **state)
 {
     (void)state;
-    static const struct { const char *op, *needle; int code; } bad[] = {
+    static const struct {
+        const char *op, *needle;
+        int code;
+    } bad[] = {
         {"not json", "not valid JSON", CDN_ERR_INVALID},
         {"[1]", "JSON object", CDN_ERR_INVALID},
         {"{\"op\":\"explode\"}", "unknown", CDN_ERR_INVALID},
@@ -428,15 +447,17 @@ static void test_bad_ops_give_clear_errors_and_change_nothing(void **state)
          "\"read\",\"condition\":{\"StringEqualz\":{\"context.a\":\"b\"}}}]}",
          "unknown operator 'StringEqualz'", CDN_ERR_INVALID},
         {"{\"op\":\"put_role\",\"id\":\"r\",\"permissions\":[{\"resource\":\"a:b\",\"action\":"
-         "\"read\",\"condition\":{\"And\":{}}}]}", "And", CDN_ERR_INVALID},
+         "\"read\",\"condition\":{\"And\":{}}}]}",
+         "And", CDN_ERR_INVALID},
         {"{\"op\":\"put_role\",\"id\":\"r\",\"permissions\":[{\"resource\":\"a:b\",\"action\":"
-         "\"read\",\"condition\":{\"NumericLessThan\":{\"context.a\":\"b\"}}}]}", "number",
-         CDN_ERR_INVALID},
+         "\"read\",\"condition\":{\"NumericLessThan\":{\"context.a\":\"b\"}}}]}",
+         "number", CDN_ERR_INVALID},
         {"{\"op\":\"put_role\",\"id\":\"r\",\"permissions\":[{\"resource\":\"a:b\",\"action\":"
-         "\"read\",\"condition\":{\"StringEquals\":{\"ctx.a\":\"b\"}}}]}", "ctx.a",
-         CDN_ERR_INVALID},
+         "\"read\",\"condition\":{\"StringEquals\":{\"ctx.a\":\"b\"}}}]}",
+         "ctx.a", CDN_ERR_INVALID},
         {"{\"op\":\"put_role\",\"id\":\"r\",\"permissions\":[{\"resource\":\"a*b\",\"action\":"
-         "\"read\"}]}", "a*b", CDN_ERR_INVALID},
+         "\"read\"}]}",
+         "a*b", CDN_ERR_INVALID},
         {"{\"op\":\"put_role\",\"id\":\"reader\",\"permissions\":[{\"resource\":\"a:b\"}]}",
          "action", CDN_ERR_INVALID},
         {"{\"op\":\"delete_role\",\"id\":\"ghost\"}", "ghost", CDN_ERR_NOT_FOUND},
@@ -494,7 +515,10 @@ static void test_bad_import_leaves_model_unchanged(void **state)
     authz_model_t *m = company();
     char *before = export_text(m);
     const char *docs[] = {
-        "{", "{\"subjects\":{}}", "{\"extra\":1}", "{\"version\":2}",
+        "{",
+        "{\"subjects\":{}}",
+        "{\"extra\":1}",
+        "{\"version\":2}",
         "{\"subjects\":[{\"id\":\"z\"}],\"grants\":[{\"to\":\"q\",\"role\":\"r\"}]}",
         "{\"groups\":[{\"id\":\"a\",\"members\":[{\"id\":\"b\",\"kind\":\"group\"}]},"
         "{\"id\":\"b\",\"members\":[{\"id\":\"a\",\"kind\":\"group\"}]}]}",
@@ -550,8 +574,7 @@ static void test_principal_normalize_treats_bare_names_as_groups(void **state)
     assert_int_equal(authz_principal_normalize("role:x", out, sizeof(out), NULL), 0);
     assert_string_equal(out, "role:x");
     assert_int_equal(authz_principal_normalize("", out, sizeof(out), NULL), CDN_ERR_INVALID);
-    assert_int_equal(authz_principal_normalize("robot:x", out, sizeof(out), NULL),
-                     CDN_ERR_INVALID);
+    assert_int_equal(authz_principal_normalize("robot:x", out, sizeof(out), NULL), CDN_ERR_INVALID);
     assert_int_equal(authz_principal_normalize("eng", out, 5, NULL), CDN_ERR_LIMIT);
 }
 

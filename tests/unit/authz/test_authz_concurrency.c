@@ -1,13 +1,13 @@
 /* test_authz_concurrency.c: revocation is visible to the very next check and view while reader
  * threads hammer the model (and its caches) concurrently. Relies on cmocka, pthreads, libcordon. */
-#include <setjmp.h>
-#include <stdarg.h>
-#include <stddef.h>
-#include <stdint.h>
 #include <cmocka.h>
 #include <pthread.h>
 #include <sched.h>
+#include <setjmp.h>
+#include <stdarg.h>
 #include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
 #include <string.h>
 
 #include "authz/authz.h"
@@ -76,12 +76,14 @@ static void test_revocation_is_visible_to_next_check_under_concurrent_readers(vo
     assert_int_equal(authz_model_new(&sh.m, NULL), 0);
     assert_int_equal(authz_apply(sh.m, "{\"op\":\"put_subject\",\"id\":\"alice\"}", NULL), 0);
     assert_int_equal(authz_apply(sh.m, "{\"op\":\"put_group\",\"id\":\"hr\"}", NULL), 0);
-    assert_int_equal(authz_apply(sh.m, "{\"op\":\"put_role\",\"id\":\"searcher\",\"permissions\":"
-                                       "[{\"resource\":\"collection:*\",\"action\":\"search\"}]}",
+    assert_int_equal(authz_apply(sh.m,
+                                 "{\"op\":\"put_role\",\"id\":\"searcher\",\"permissions\":"
+                                 "[{\"resource\":\"collection:*\",\"action\":\"search\"}]}",
                                  NULL),
                      0);
-    assert_int_equal(authz_apply(sh.m, "{\"op\":\"grant\",\"to\":\"hr\",\"to_kind\":\"group\","
-                                       "\"role\":\"searcher\"}",
+    assert_int_equal(authz_apply(sh.m,
+                                 "{\"op\":\"grant\",\"to\":\"hr\",\"to_kind\":\"group\","
+                                 "\"role\":\"searcher\"}",
                                  NULL),
                      0);
     atomic_store(&sh.phase, 1);

@@ -1,10 +1,11 @@
 /* test_authz.c: the permission model's behaviour: every reason code, conditions, views, explain,
  * import/export and bad input leaving the model unchanged. Relies on cmocka and libcordon. */
-#include <cmocka.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+
+#include <cmocka.h>
 #include <stdio.h>
 #include <string.h>
 

@@ -1,6 +1,5 @@
 /* test_authz_concurrency.c: revocation is visible to the very next check and view while reader
  * threads hammer the model (and its caches) concurrently. Relies on cmocka, pthreads, libcordon. */
-#include <cmocka.h>
 #include <pthread.h>
 #include <sched.h>
 #include <setjmp.h>
@@ -8,6 +7,8 @@
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
+
+#include <cmocka.h>
 #include <string.h>
 
 #include "authz/authz.h"

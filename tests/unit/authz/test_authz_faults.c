@@ -1,11 +1,12 @@
 /* test_authz_faults.c: out-of-memory at every allocation of an op or an import: the model is
  * either unchanged or refuses to answer (fail closed) until an import repairs it. Relies on
  * cmocka, cdn_mem_fail_after and libcordon. */
-#include <cmocka.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+
+#include <cmocka.h>
 #include <string.h>
 
 #include "authz/authz.h"

@@ -1,11 +1,12 @@
 /* test_authz_random.c: authz_is_authorized and authz_view against a deliberately naive reference
  * evaluator written here, on thousands of seeded random models, op sequences and requests.
  * Relies on cmocka and libcordon; the reference walks plain arrays and recurses per query. */
-#include <cmocka.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+
+#include <cmocka.h>
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>

@@ -176,7 +176,11 @@ static int literal_check(cmp_op_t op, operand_t *o, cdn_err_t *err)
         json_t *e;
         if (!json_is_array(v))
             goto bad;
-        json_array_foreach(v, i, e) if (!json_is_string(e)) goto bad;
+        json_array_foreach(v, i, e)
+        {
+            if (!json_is_string(e))
+                goto bad;
+        }
         return CDN_OK;
     }
     case OP_CONTAINS:

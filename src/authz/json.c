@@ -150,9 +150,11 @@ int authz_export(authz_model_t *m, char **json_out, cdn_err_t *err)
         return cdn_err_set(err, CDN_ERR_NOMEM, "authz_export: out of memory");
     pthread_rwlock_rdlock(&m->lock);
     int rc = m->broken ? CDN_ERR_INTERNAL : export_state(m->st, doc);
-    pthread_rwlock_unlock(&m->lock);
+    /* The document shares attribute and condition objects with the state: serialize and
+     * release it before a writer may replace them. */
     char *text = rc ? NULL : json_dumps(doc, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
     json_decref(doc);
+    pthread_rwlock_unlock(&m->lock);
     if (rc == CDN_ERR_INTERNAL)
         return cdn_err_set(err, rc, "authz_export: the model is broken; import or reopen it");
     if (!text || !(*json_out = cdn_strdup(text))) {
@@ -188,6 +190,21 @@ static int import_groups(az_state_t *st, const json_t *groups, cdn_err_t *err)
     size_t i, k;
     json_t *g, *mem;
     char where[64];
+    json_array_foreach(groups, i, g)
+    {
+        const char *key;
+        json_t *val;
+        if (!json_is_object(g))
+            return cdn_err_set(err, CDN_ERR_INVALID, "import: groups[%zu] must be an object", i);
+        json_object_foreach(g, key, val)
+        {
+            if (strcmp(key, "id") && strcmp(key, "members"))
+                return cdn_err_set(err, CDN_ERR_INVALID,
+                                   "import: groups[%zu]: unknown field '%s'; a group has id and "
+                                   "members",
+                                   i, key);
+        }
+    }
     json_array_foreach(groups, i, g)
     {
         snprintf(where, sizeof(where), "groups[%zu]", i);
@@ -258,10 +275,16 @@ int authz_import(authz_model_t *m, const char *doc_json, cdn_err_t *err)
     if (!json_is_object(doc))
         rc = cdn_err_set(err, CDN_ERR_INVALID, "import: the document must be a JSON object");
     else
-        json_object_foreach(doc, k, v) if (strcmp(k, "version") && strcmp(k, "subjects") &&
-                                           strcmp(k, "groups") && strcmp(k, "roles") &&
-                                           strcmp(k, "grants") && !rc) rc =
-            cdn_err_set(err, CDN_ERR_INVALID, "import: unknown top-level field '%s'", k);
+        json_object_foreach(doc, k, v)
+        {
+            bool known = !strcmp(k, "version") || !strcmp(k, "subjects") || !strcmp(k, "groups") ||
+                         !strcmp(k, "roles") || !strcmp(k, "grants");
+            if (!known && !rc)
+                rc = cdn_err_set(err, CDN_ERR_INVALID,
+                                 "import: unknown top-level field '%s'; the document has "
+                                 "version, subjects, groups, roles and grants",
+                                 k);
+        }
     json_t *ver = json_is_object(doc) ? json_object_get(doc, "version") : NULL;
     if (!rc && ver && !(json_is_integer(ver) && json_integer_value(ver) == 1))
         rc = cdn_err_set(err, CDN_ERR_INVALID, "import: version must be 1");

@@ -364,6 +364,28 @@ static void test_view_holds_self_groups_transitively_and_roles(void **state)
     authz_model_free(m);
 }
 
+static void test_scoped_role_grant_appears_only_in_the_scoped_view(void **state)
+{
+    (void)state;
+    authz_model_t *m = company();
+    apply_ok(m, "{\"op\":\"put_role\",\"id\":\"tenant-admin\"}");
+    apply_ok(m, "{\"op\":\"grant\",\"to\":\"bob\",\"role\":\"tenant-admin\",\"scope\":"
+                "{\"type\":\"tenant\",\"id\":\"acme\"}}");
+    authz_view_t *v;
+    assert_int_equal(authz_view(m, "bob", &v, NULL), 0);
+    assert_false(authz_view_has(v, "role:tenant-admin"));
+    authz_view_release(v);
+    assert_int_equal(authz_view_scoped(m, "bob", "tenant", "acme", &v, NULL), 0);
+    assert_true(authz_view_has(v, "role:tenant-admin"));
+    assert_true(authz_view_has(v, "group:eng"));
+    authz_view_release(v);
+    assert_int_equal(authz_view_scoped(m, "bob", "tenant", "other", &v, NULL), 0);
+    assert_false(authz_view_has(v, "role:tenant-admin"));
+    authz_view_release(v);
+    assert_int_equal(authz_view_scoped(m, "bob", "tenant", NULL, &v, NULL), CDN_ERR_INVALID);
+    authz_model_free(m);
+}
+
 static void test_view_follows_nested_membership_changes(void **state)
 {
     (void)state;
@@ -521,6 +543,7 @@ static void test_bad_import_leaves_model_unchanged(void **state)
         "{\"extra\":1}",
         "{\"version\":2}",
         "{\"subjects\":[{\"id\":\"z\"}],\"grants\":[{\"to\":\"q\",\"role\":\"r\"}]}",
+        "{\"groups\":[{\"id\":\"a\",\"memberz\":[]}]}",
         "{\"groups\":[{\"id\":\"a\",\"members\":[{\"id\":\"b\",\"kind\":\"group\"}]},"
         "{\"id\":\"b\",\"members\":[{\"id\":\"a\",\"kind\":\"group\"}]}]}",
     };
@@ -669,6 +692,7 @@ int main(void)
         cmocka_unit_test(test_every_comparison_operator_decides_both_ways),
         cmocka_unit_test(test_missing_operand_is_false_even_for_not_equals),
         cmocka_unit_test(test_view_holds_self_groups_transitively_and_roles),
+        cmocka_unit_test(test_scoped_role_grant_appears_only_in_the_scoped_view),
         cmocka_unit_test(test_view_follows_nested_membership_changes),
         cmocka_unit_test(test_group_cycle_is_refused_naming_it_and_changes_nothing),
         cmocka_unit_test(test_bad_ops_give_clear_errors_and_change_nothing),

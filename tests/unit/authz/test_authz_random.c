@@ -204,6 +204,42 @@ static void random_perm(perm_t *p)
     p->cond = rnd(2) ? 0 : (int)rnd(NCOND);
 }
 
+/* (Re)defines role ro with fresh random permissions, in both models. */
+static void put_role(authz_model_t *m, ref_t *r, int ro)
+{
+    char op[1024];
+    r->nperms[ro] = 1 + (int)rnd(MAXP);
+    int w = snprintf(op, sizeof(op), "{\"op\":\"put_role\",\"id\":\"r%d\",\"permissions\":[", ro);
+    for (int k = 0; k < r->nperms[ro]; k++) {
+        random_perm(&r->perms[ro][k]);
+        perm_text(&r->perms[ro][k], op + w, sizeof(op) - (size_t)w);
+        w += (int)strlen(op + w);
+        if (k + 1 < r->nperms[ro])
+            op[w++] = ',';
+    }
+    snprintf(op + w, sizeof(op) - (size_t)w, "]}");
+    apply_ok(m, op);
+}
+
+/* delete_group then put_group: the reference drops its edges and grants by hand. */
+static void recreate_group(authz_model_t *m, ref_t *r, int g)
+{
+    char op[128];
+    snprintf(op, sizeof(op), "{\"op\":\"delete_group\",\"id\":\"g%d\"}", g);
+    apply_ok(m, op);
+    snprintf(op, sizeof(op), "{\"op\":\"put_group\",\"id\":\"g%d\"}", g);
+    apply_ok(m, op);
+    for (int i = 0; i < NS; i++)
+        r->sub_in[i][g] = false;
+    for (int i = 0; i < NG; i++)
+        r->grp_in[i][g] = r->grp_in[g][i] = false;
+    for (int i = 0; i < r->ngrants;)
+        if (r->grants[i].to_group && r->grants[i].to == g)
+            r->grants[i] = r->grants[--r->ngrants];
+        else
+            i++;
+}
+
 static void build(authz_model_t *m, ref_t *r)
 {
     char op[1024];
@@ -220,20 +256,8 @@ static void build(authz_model_t *m, ref_t *r)
         snprintf(op, sizeof(op), "{\"op\":\"put_group\",\"id\":\"g%d\"}", g);
         apply_ok(m, op);
     }
-    for (int ro = 0; ro < NR; ro++) {
-        r->nperms[ro] = 1 + (int)rnd(MAXP);
-        int w =
-            snprintf(op, sizeof(op), "{\"op\":\"put_role\",\"id\":\"r%d\",\"permissions\":[", ro);
-        for (int k = 0; k < r->nperms[ro]; k++) {
-            random_perm(&r->perms[ro][k]);
-            perm_text(&r->perms[ro][k], op + w, sizeof(op) - (size_t)w);
-            w += (int)strlen(op + w);
-            if (k + 1 < r->nperms[ro])
-                op[w++] = ',';
-        }
-        snprintf(op + w, sizeof(op) - (size_t)w, "]}");
-        apply_ok(m, op);
-    }
+    for (int ro = 0; ro < NR; ro++)
+        put_role(m, r, ro);
 }
 
 /* One random mutation, applied to both; the reference predicts cycles and missing grants. */
@@ -241,8 +265,12 @@ static void mutate(authz_model_t *m, ref_t *r)
 {
     char op[1024];
     cdn_err_t e = {0};
-    int kind = (int)rnd(6);
-    if (kind == 0) {
+    int kind = (int)rnd(8);
+    if (kind == 6) {
+        recreate_group(m, r, (int)rnd(NG));
+    } else if (kind == 7) {
+        put_role(m, r, (int)rnd(NR));
+    } else if (kind == 0) {
         int s = (int)rnd(NS), g = (int)rnd(NG);
         bool add = !r->sub_in[s][g];
         snprintf(op, sizeof(op), "{\"op\":\"%s\",\"group\":\"g%d\",\"member\":\"s%d\"}",
@@ -276,7 +304,7 @@ static void mutate(authz_model_t *m, ref_t *r)
             if (grant_same(&r->grants[i], &g))
                 return;
         r->grants[r->ngrants++] = g;
-    } else {
+    } else { /* kind 5: revoke an existing grant */
         int i = (int)rnd((uint32_t)r->ngrants);
         grant_text(&r->grants[i], "revoke", op, sizeof(op));
         apply_ok(m, op);

@@ -352,7 +352,7 @@ static void decide_locked(authz_model_t *m, const authz_request_t *req, authz_de
     if (!request_valid(req, &c, out, rev, err))
         return;
     uint32_t s;
-    if (!req->subject || !az_subject_get(st, req->subject, &s)) {
+    if (!req->subject || !az_subject_find(st, req->subject, &s)) {
         decision_reset(out, AUTHZ_SUBJECT_NOT_FOUND, rev);
         cdn_err_set(err, CDN_ERR_NOT_FOUND, "subject '%.64s' is not in the model",
                     req->subject ? req->subject : "(null)");
@@ -476,7 +476,7 @@ int authz_list_actions(authz_model_t *m, const authz_request_t *req, char ***act
         return rc;
     uint32_t s;
     actions_acc_t acc = {0};
-    if (!req->subject || !az_subject_get(m->st, req->subject, &s)) {
+    if (!req->subject || !az_subject_find(m->st, req->subject, &s)) {
         pthread_rwlock_unlock(&m->lock);
         return cdn_err_set(err, CDN_ERR_NOT_FOUND, "subject '%.64s' is not in the model",
                            req->subject ? req->subject : "(null)");

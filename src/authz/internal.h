@@ -147,6 +147,8 @@ void az_state_free(az_state_t *st);
 void az_perm_clear(az_perm_t *p);
 void az_grant_free(az_grant_t *g);
 bool az_subject_get(const az_state_t *st, const char *id, uint32_t *idx);
+/* Subject by id, or by its principal name "user:<id>" / "service:<id>" (kind must match). */
+bool az_subject_find(const az_state_t *st, const char *name, uint32_t *idx);
 bool az_group_get(const az_state_t *st, const char *id, uint32_t *idx);
 bool az_role_get(const az_state_t *st, const char *id, uint32_t *idx);
 /* Drops every cached view; called by writers under the write lock after a change. */

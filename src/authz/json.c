@@ -2,6 +2,7 @@
  * (built aside from the op vocabulary, then swapped in atomically). Relies on jansson, ops.c. */
 #include "authz/internal.h"
 
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,6 +20,10 @@ static int cmp_ord(const void *a, const void *b)
 {
     return strcmp(((const ord_t *)a)->id, ((const ord_t *)b)->id);
 }
+
+_Static_assert(offsetof(az_subject_t, id) == 0 && offsetof(az_group_t, id) == 0 &&
+                   offsetof(az_role_t, id) == 0,
+               "sorted() reads the id at the start of each entity");
 
 /* Live entities of one table sorted by id; caller frees. */
 static ord_t *sorted(const void *base, uint32_t n, size_t stride, uint32_t *count)

@@ -114,7 +114,7 @@ static int view_get(authz_model_t *m, const char *subject_id, const char *stype,
         rc = cdn_err_set(err, CDN_ERR_INTERNAL,
                          "the authorization model is broken after an out-of-memory error; "
                          "import or reopen it");
-    } else if (!az_subject_get(m->st, subject_id, &s)) {
+    } else if (!az_subject_find(m->st, subject_id, &s)) {
         rc = cdn_err_set(err, CDN_ERR_NOT_FOUND, "subject '%.64s' is not in the model", subject_id);
     } else if (!stype && s < m->nviews && (*out = atomic_load(&m->views[s]))) {
         /* Only current views sit in the table (writers empty it), and none is freed while we

@@ -81,6 +81,9 @@ static void test_role_via_nested_group_grants_without_condition(void **state)
     authz_model_t *m = company();
     authz_decision_t d = check(m, "alice", "collection:hr-payroll", "Search");
     assert_true(d.authorized);
+    assert_true(check(m, "user:alice", "collection:hr-payroll", "search").authorized);
+    assert_int_equal(check(m, "service:alice", "collection:hr-payroll", "search").reason,
+                     AUTHZ_SUBJECT_NOT_FOUND);
     assert_int_equal(d.reason, AUTHZ_PERMISSION_GRANTED_NO_CONDITION);
     assert_string_equal(authz_reason_name(d.reason), "PERMISSION_GRANTED_NO_CONDITION");
     assert_string_equal(d.resource, "collection:hr-*");
@@ -354,6 +357,10 @@ static void test_view_holds_self_groups_transitively_and_roles(void **state)
     assert_ptr_equal(again, v); /* cached at this revision */
     authz_view_release(again);
     authz_view_release(v);
+    assert_int_equal(authz_view(m, "user:alice", &v, NULL), 0); /* principal names work too */
+    assert_int_equal(v->n, 5);
+    authz_view_release(v);
+    assert_int_equal(authz_view(m, "service:alice", &v, NULL), CDN_ERR_NOT_FOUND);
     assert_int_equal(authz_view(m, "bot", &v, NULL), 0);
     assert_int_equal(v->n, 1);
     assert_string_equal(v->principals[0], "service:bot");

@@ -551,8 +551,8 @@ static void test_bad_import_leaves_model_unchanged(void **state)
         "{\"version\":2}",
         "{\"subjects\":[{\"id\":\"z\"}],\"grants\":[{\"to\":\"q\",\"role\":\"r\"}]}",
         "{\"groups\":[{\"id\":\"a\",\"memberz\":[]}]}",
-        "{\"groups\":[{\"id\":\"a\",\"members\":[{\"id\":\"b\",\"kind\":\"group\"}]},"
-        "{\"id\":\"b\",\"members\":[{\"id\":\"a\",\"kind\":\"group\"}]}]}",
+        ("{\"groups\":[{\"id\":\"a\",\"members\":[{\"id\":\"b\",\"kind\":\"group\"}]},"
+         "{\"id\":\"b\",\"members\":[{\"id\":\"a\",\"kind\":\"group\"}]}]}"),
     };
     for (size_t i = 0; i < sizeof(docs) / sizeof(docs[0]); i++) {
         cdn_err_t e = {0};

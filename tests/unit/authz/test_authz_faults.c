@@ -21,8 +21,8 @@ static const char *const setup_ops[] = {
     "{\"op\":\"add_member\",\"group\":\"hr\",\"member\":\"team\",\"member_kind\":\"group\"}",
     "{\"op\":\"add_member\",\"group\":\"team\",\"member\":\"alice\"}",
     "{\"op\":\"add_member\",\"group\":\"team\",\"member\":\"bob\"}",
-    "{\"op\":\"put_role\",\"id\":\"r\",\"permissions\":[{\"resource\":\"doc:*\",\"action\":"
-    "\"read\"}]}",
+    ("{\"op\":\"put_role\",\"id\":\"r\",\"permissions\":[{\"resource\":\"doc:*\",\"action\":"
+     "\"read\"}]}"),
     "{\"op\":\"grant\",\"to\":\"hr\",\"to_kind\":\"group\",\"role\":\"r\"}",
 };
 
@@ -34,8 +34,8 @@ static const char *const faulty_ops[] = {
     "{\"op\":\"put_role\",\"id\":\"c\",\"permissions\":[{\"resource\":\"doc:a*\",\"action\":"
     "\"write\",\"condition\":{\"And\":[{\"StringEquals\":{\"subject.attributes.d\":\"hr\"}},"
     "{\"StringIn\":{\"context.ip\":[\"a\"]}}]}}]}",
-    "{\"op\":\"grant\",\"to\":\"bob\",\"permission\":{\"resource\":\"x:y\",\"action\":\"go\"},"
-    "\"scope\":{\"type\":\"tenant\",\"id\":\"t\"}}",
+    ("{\"op\":\"grant\",\"to\":\"bob\",\"permission\":{\"resource\":\"x:y\",\"action\":\"go\"},"
+     "\"scope\":{\"type\":\"tenant\",\"id\":\"t\"}}"),
     "{\"op\":\"put_subject\",\"id\":\"carol\",\"attributes\":{\"a\":[1,2]}}",
 };
 

@@ -17,9 +17,12 @@
 #include "base/mem.h"
 
 #define NCHECKS 6
-static const char *const check_names[NCHECKS] = {
-    "allow", "allow_condition_met", "condition_not_met", "deny_unknown_resource",
-    "deny_ungranted_action", "view"};
+static const char *const check_names[NCHECKS] = {"allow",
+                                                 "allow_condition_met",
+                                                 "condition_not_met",
+                                                 "deny_unknown_resource",
+                                                 "deny_ungranted_action",
+                                                 "view"};
 static const authz_reason_t check_expect[NCHECKS - 1] = {
     AUTHZ_PERMISSION_GRANTED_NO_CONDITION, AUTHZ_PERMISSION_GRANTED_CONDITION_MET,
     AUTHZ_PERMISSION_FOUND_CONDITION_NOT_MET, AUTHZ_NO_MATCHING_PERMISSION_FOUND,
@@ -49,6 +52,7 @@ typedef struct row {
 } row_t;
 
 typedef struct opts {
+    double timer_ns; /* cost of one timed empty sample, included in every figure */
     long iters;
     int json, casbin, small, large;
     double casbin_budget_s;
@@ -93,8 +97,9 @@ static int member(catalog_t *c, const char *grp, const char *mem, int is_group)
     snprintf(a, sizeof(a), "%s:%s", is_group ? "group" : "user", mem);
     snprintf(b, sizeof(b), "group:%s", grp);
     g_row(c, a, b);
-    return op(c, "{\"op\":\"add_member\",\"group\":\"%s\",\"member\":\"%s\",\"member_kind\":"
-                 "\"%s\"}",
+    return op(c,
+              "{\"op\":\"add_member\",\"group\":\"%s\",\"member\":\"%s\",\"member_kind\":"
+              "\"%s\"}",
               grp, mem, is_group ? "group" : "subject");
 }
 
@@ -124,8 +129,8 @@ static int role(catalog_t *c, const char *id, int n)
         w += snprintf(buf + w, sizeof(buf) - (size_t)w,
                       "%s{\"resource\":\"%s\",\"action\":\"%s\"%s}", k ? "," : "", res,
                       verbs[k % 5], cond ? ",\"condition\":" COND_JSON : "");
-        json_array_append_new(c->policies, json_pack("[s, s, s, s, s]", pol, "d", res,
-                                                     verbs[k % 5], cond ? COND_CASBIN : ""));
+        json_array_append_new(c->policies, json_pack("[s, s, s, s, s]", pol, "d", res, verbs[k % 5],
+                                                     cond ? COND_CASBIN : ""));
         c->perms++;
         c->conditional += cond;
     }
@@ -150,9 +155,9 @@ static void set_checks(catalog_t *c, const char *user, const char *role_id)
 /* 68 permissions (4 roles x 17), 2 users, the shape of published small IAM benchmarks. */
 static int build_small(catalog_t *c)
 {
-    int rc = subject(c, "alice") || subject(c, "bob") || group(c, "staff") ||
-             group(c, "admins") || member(c, "staff", "alice", 0) ||
-             member(c, "staff", "bob", 0) || member(c, "admins", "alice", 0);
+    int rc = subject(c, "alice") || subject(c, "bob") || group(c, "staff") || group(c, "admins") ||
+             member(c, "staff", "alice", 0) || member(c, "staff", "bob", 0) ||
+             member(c, "admins", "alice", 0);
     for (int r = 0; r < 4 && !rc; r++) {
         char id[16];
         snprintf(id, sizeof(id), "r%d", r);
@@ -214,8 +219,11 @@ static int time_cordon(catalog_t *c, int ci, int warm, long iters, uint64_t *t, 
 {
     const check_t *k = &c->checks[ci];
     json_t *ctx = json_pack("{s:i}", "amount", k->amount);
-    authz_request_t req = {.subject = k->subject, .resource = k->resource, .action = k->action,
-                           .context = ctx, .cache = warm ? AUTHZ_CACHE_USE : AUTHZ_CACHE_REFRESH};
+    authz_request_t req = {.subject = k->subject,
+                           .resource = k->resource,
+                           .action = k->action,
+                           .context = ctx,
+                           .cache = warm ? AUTHZ_CACHE_USE : AUTHZ_CACHE_REFRESH};
     authz_decision_t d;
     authz_view_t *v = NULL;
     int bad = 0;
@@ -295,9 +303,8 @@ static json_t *casbin_spec(catalog_t **cats, int ncats, long iters, double budge
             snprintf(sub, sizeof(sub), "user:%s", ck->subject);
             snprintf(ctx, sizeof(ctx), "amount=%d", ck->amount);
             json_array_append_new(checks, json_pack("{s:s, s:s, s:s, s:s, s:s, s:s}", "check",
-                                                    check_names[k], "sub", sub, "dom", "d",
-                                                    "obj", ck->resource, "act", ck->action,
-                                                    "ctx", ctx));
+                                                    check_names[k], "sub", sub, "dom", "d", "obj",
+                                                    ck->resource, "act", ck->action, "ctx", ctx));
         }
         json_array_append_new(arr, json_pack("{s:s, s:O, s:O, s:o}", "name", cats[i]->name,
                                              "policies", cats[i]->policies, "groupings",
@@ -311,19 +318,22 @@ static json_t *casbin_spec(catalog_t **cats, int ncats, long iters, double budge
 static int casbin_run(catalog_t **cats, int ncats, row_t *rows, int nrows, const opts_t *o)
 {
     const char *src = getenv("CORDON_CASBIN_SRC") ? getenv("CORDON_CASBIN_SRC") : "bench/casbin";
-    const char *dir = getenv("CORDON_CASBIN_DIR") ? getenv("CORDON_CASBIN_DIR")
-                                                  : "build/casbin-peer";
+    const char *dir =
+        getenv("CORDON_CASBIN_DIR") ? getenv("CORDON_CASBIN_DIR") : "build/casbin-peer";
     char path[512], cmd[1400], line[4096];
     snprintf(path, sizeof(path), "%s/bench.js", src);
     if (!file_exists(path)) {
-        fprintf(stderr, "note: %s not found (run from the repository root or set "
-                        "CORDON_CASBIN_SRC); reporting cordon's rows only\n", path);
+        fprintf(stderr,
+                "note: %s not found (run from the repository root or set "
+                "CORDON_CASBIN_SRC); reporting cordon's rows only\n",
+                path);
         return 1;
     }
     if (casbin_install(dir, src))
         return 1;
     snprintf(path, sizeof(path), "%s/spec.json", dir);
-    json_t *spec = casbin_spec(cats, ncats, o->iters, o->casbin_budget_s);
+    json_t *spec =
+        casbin_spec(cats, ncats, o->iters < 20000 ? o->iters : 20000, o->casbin_budget_s);
     int bad = !spec || json_dump_file(spec, path, JSON_COMPACT);
     json_decref(spec);
     if (bad) {
@@ -367,7 +377,7 @@ static int casbin_run(catalog_t **cats, int ncats, row_t *rows, int nrows, const
 
 static int parse_opts(int argc, char **argv, opts_t *o)
 {
-    *o = (opts_t){.iters = 20000, .casbin = 1, .small = 1, .large = 1, .casbin_budget_s = 2.0};
+    *o = (opts_t){.iters = 200000, .casbin = 1, .small = 1, .large = 1, .casbin_budget_s = 2.0};
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "--format") && v) {
@@ -391,7 +401,10 @@ static int parse_opts(int argc, char **argv, opts_t *o)
                    "                          [--casbin-budget SECONDS per check and mode]\n"
                    "Times is-authorized (cold = cache miss, warm = cache hit) and view\n"
                    "compilation on the issue's catalogs, and Casbin (node, npm package casbin,\n"
-                   "installed into build/casbin-peer) on the same catalog and checks.\n");
+                   "installed into build/casbin-peer) on the same catalog and checks.\n"
+                   "--iters: timed calls per cordon row (default 200000); Casbin runs\n"
+                   "min(iters, 20000) calls or --casbin-budget seconds (default 2), whichever\n"
+                   "ends first.\n");
             return strcmp(a, "--help") && strcmp(a, "-h") ? 2 : 0;
         }
     }
@@ -410,21 +423,22 @@ static void print_rows(const row_t *rows, int n, const opts_t *o, catalog_t **ca
         for (int i = 0; i < n; i++) {
             const row_t *r = &rows[i];
             json_t *j = json_pack("{s:s, s:s, s:s, s:s, s:f, s:f, s:f}", "catalog", r->catalog,
-                                  "check", r->check, "mode", r->mode, "engine", "cordon",
-                                  "p50_us", r->p50, "p95_us", r->p95, "checks_per_s", r->rate);
+                                  "check", r->check, "mode", r->mode, "engine", "cordon", "p50_us",
+                                  r->p50, "p95_us", r->p95, "checks_per_s", r->rate);
             if (r->peer_rate > 0)
                 json_object_set_new(j, "speedup_vs_casbin", json_real(r->rate / r->peer_rate));
             json_array_append_new(arr, j);
             if (r->peer_rate > 0)
-                json_array_append_new(arr, json_pack("{s:s, s:s, s:s, s:s, s:f, s:f, s:f}",
-                                                     "catalog", r->catalog, "check", r->check,
-                                                     "mode", r->mode, "engine", "casbin",
-                                                     "p50_us", r->peer_p50, "p95_us",
-                                                     r->peer_p95, "checks_per_s", r->peer_rate));
+                json_array_append_new(arr,
+                                      json_pack("{s:s, s:s, s:s, s:s, s:f, s:f, s:f}", "catalog",
+                                                r->catalog, "check", r->check, "mode", r->mode,
+                                                "engine", "casbin", "p50_us", r->peer_p50, "p95_us",
+                                                r->peer_p95, "checks_per_s", r->peer_rate));
         }
-        json_t *doc = json_pack("{s:s, s:I, s:o}", "bench", "authz", "iterations",
-                                (json_int_t)o->iters, "rows", arr);
-        char *s = json_dumps(doc, JSON_INDENT(1));
+        json_t *doc =
+            json_pack("{s:s, s:I, s:f, s:o}", "bench", "authz", "iterations", (json_int_t)o->iters,
+                      "timer_overhead_ns", o->timer_ns, "rows", arr);
+        char *s = json_dumps(doc, JSON_INDENT(1) | JSON_REAL_PRECISION(6));
         printf("%s\n", s ? s : "{}");
         free(s);
         json_decref(doc);
@@ -434,12 +448,14 @@ static void print_rows(const row_t *rows, int n, const opts_t *o, catalog_t **ca
         printf("catalog %-5s: %ld ops, %ld permissions (%ld conditional), built in %.0f ms\n",
                cats[i]->name, cats[i]->ops, cats[i]->perms, cats[i]->conditional,
                cats[i]->build_ms);
+    printf("timer overhead per sample: %.0f ns median (included in every cordon latency)\n",
+           o->timer_ns);
     printf("\n%-7s %-22s %-5s %9s %9s %12s | %11s %11s %10s %8s\n", "catalog", "check", "mode",
            "p50_us", "p95_us", "checks/s", "casbin p50", "casbin p95", "casbin/s", "ratio");
     for (int i = 0; i < n; i++) {
         const row_t *r = &rows[i];
-        printf("%-7s %-22s %-5s %9.3f %9.3f %12.0f", r->catalog, r->check, r->mode, r->p50,
-               r->p95, r->rate);
+        printf("%-7s %-22s %-5s %9.3f %9.3f %12.0f", r->catalog, r->check, r->mode, r->p50, r->p95,
+               r->rate);
         if (r->peer_rate > 0)
             printf(" | %11.1f %11.1f %10.0f %7.0fx\n", r->peer_p50, r->peer_p95, r->peer_rate,
                    r->rate / r->peer_rate);
@@ -461,6 +477,13 @@ int bench_authz_main(int argc, char **argv)
         cats[ncats++] = &small;
     if (o.large)
         cats[ncats++] = &large;
+    uint64_t pairs[1001];
+    for (int i = 0; i < 1001; i++) { /* what one sample adds: the gap between two reads */
+        uint64_t a = cdn_clock_ns();
+        pairs[i] = cdn_clock_ns() - a;
+    }
+    qsort(pairs, 1001, sizeof(uint64_t), cmp_u64);
+    o.timer_ns = (double)pairs[500];
     row_t rows[2 * NCHECKS * 2];
     int nrows = 0;
     uint64_t *t = cdn_malloc((size_t)o.iters * sizeof(uint64_t));

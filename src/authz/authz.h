@@ -17,11 +17,11 @@
 #include "base/err.h"
 
 /* Limits, enforced when an op is applied (too long -> CDN_ERR_LIMIT naming the field). */
-#define AUTHZ_NAME_MAX 128        /* subject, group, role ids, scope type/id (bytes, with NUL) */
-#define AUTHZ_PRINCIPAL_MAX 144   /* "service:" + name */
-#define AUTHZ_RESOURCE_MAX 256    /* resource strings and patterns */
+#define AUTHZ_NAME_MAX 128      /* subject, group, role ids, scope type/id (bytes, with NUL) */
+#define AUTHZ_PRINCIPAL_MAX 144 /* "service:" + name */
+#define AUTHZ_RESOURCE_MAX 256  /* resource strings and patterns */
 #define AUTHZ_ACTION_MAX 64
-#define AUTHZ_COND_TEXT_MAX 1024  /* a condition as compact JSON */
+#define AUTHZ_COND_TEXT_MAX 1024 /* a condition as compact JSON */
 
 typedef struct authz_model authz_model_t;
 
@@ -47,13 +47,13 @@ typedef enum authz_cache_mode {
 
 /* One is-authorized question. Strings and JSON are borrowed for the call only. */
 typedef struct authz_request {
-    const char *subject;            /* subject id (not "user:..."), required */
-    const char *resource;           /* "type:id", e.g. "collection:hr-payroll" */
-    const char *action;             /* compared case-insensitively */
-    const json_t *context;          /* object or NULL: operands "context.*" */
-    const json_t *resource_attrs;   /* object or NULL: operands "resource.<attr>" */
-    const char *scope_type;         /* both NULL = no scope; one without the other is */
-    const char *scope_id;           /*   INVALID_SCOPE */
+    const char *subject;          /* subject id (not "user:..."), required */
+    const char *resource;         /* "type:id", e.g. "collection:hr-payroll" */
+    const char *action;           /* compared case-insensitively */
+    const json_t *context;        /* object or NULL: operands "context.*" */
+    const json_t *resource_attrs; /* object or NULL: operands "resource.<attr>" */
+    const char *scope_type;       /* both NULL = no scope; one without the other is */
+    const char *scope_id;         /*   INVALID_SCOPE */
     authz_cache_mode_t cache;
 } authz_request_t;
 
@@ -62,14 +62,14 @@ typedef struct authz_request {
  * not applicable (no matching permission). */
 typedef struct authz_decision {
     bool authorized;
-    bool cached;                             /* answered from the decision cache */
+    bool cached; /* answered from the decision cache */
     authz_reason_t reason;
-    uint64_t revision;                       /* model revision the decision read */
-    char resource[AUTHZ_RESOURCE_MAX];       /* matched permission's resource pattern */
-    char action[AUTHZ_ACTION_MAX];           /* matched permission's action (lowercase) */
-    char condition[AUTHZ_COND_TEXT_MAX];     /* its condition as compact JSON, "" if none */
-    char role[AUTHZ_NAME_MAX];               /* role that carried it, "" for a direct grant */
-    char granted_to[AUTHZ_PRINCIPAL_MAX];    /* "user:alice", "group:eng", ... */
+    uint64_t revision;                    /* model revision the decision read */
+    char resource[AUTHZ_RESOURCE_MAX];    /* matched permission's resource pattern */
+    char action[AUTHZ_ACTION_MAX];        /* matched permission's action (lowercase) */
+    char condition[AUTHZ_COND_TEXT_MAX];  /* its condition as compact JSON, "" if none */
+    char role[AUTHZ_NAME_MAX];            /* role that carried it, "" for a direct grant */
+    char granted_to[AUTHZ_PRINCIPAL_MAX]; /* "user:alice", "group:eng", ... */
 } authz_decision_t;
 
 /* A subject's principals at one revision: sorted, unique, e.g. "group:eng", "role:auditor",
@@ -84,10 +84,10 @@ typedef struct authz_view {
 
 /* Explanation of one chunk for one subject. */
 typedef enum authz_explain_kind {
-    AUTHZ_EXPLAIN_ALLOWED = 0,     /* `principal` is in the view and allowed */
-    AUTHZ_EXPLAIN_DENIED,          /* `principal` is in the view and denied (deny overrides) */
-    AUTHZ_EXPLAIN_NO_MATCH,        /* no allowed principal is in the view */
-    AUTHZ_EXPLAIN_NO_ACL,          /* the chunk allows nobody (fail closed) */
+    AUTHZ_EXPLAIN_ALLOWED = 0, /* `principal` is in the view and allowed */
+    AUTHZ_EXPLAIN_DENIED,      /* `principal` is in the view and denied (deny overrides) */
+    AUTHZ_EXPLAIN_NO_MATCH,    /* no allowed principal is in the view */
+    AUTHZ_EXPLAIN_NO_ACL,      /* the chunk allows nobody (fail closed) */
     AUTHZ_EXPLAIN_SUBJECT_NOT_FOUND
 } authz_explain_kind_t;
 
@@ -96,7 +96,7 @@ typedef struct authz_explanation {
     authz_explain_kind_t kind;
     char principal[AUTHZ_PRINCIPAL_MAX]; /* normalized principal that decided, or "" */
     uint64_t revision;
-    char message[256];                   /* one readable sentence */
+    char message[256]; /* one readable sentence */
 } authz_explanation_t;
 
 /* ---- model lifecycle (model.c) ---- */

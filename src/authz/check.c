@@ -9,10 +9,13 @@
 
 #include "base/mem.h"
 
-static const char *const reason_names[AUTHZ_REASON_COUNT] = {
-    "PERMISSION_GRANTED_NO_CONDITION", "PERMISSION_GRANTED_CONDITION_MET",
-    "PERMISSION_FOUND_CONDITION_NOT_MET", "NO_MATCHING_PERMISSION_FOUND", "SUBJECT_NOT_FOUND",
-    "INVALID_SCOPE", "INVALID_REQUEST"};
+static const char *const reason_names[AUTHZ_REASON_COUNT] = {"PERMISSION_GRANTED_NO_CONDITION",
+                                                             "PERMISSION_GRANTED_CONDITION_MET",
+                                                             "PERMISSION_FOUND_CONDITION_NOT_MET",
+                                                             "NO_MATCHING_PERMISSION_FOUND",
+                                                             "SUBJECT_NOT_FOUND",
+                                                             "INVALID_SCOPE",
+                                                             "INVALID_REQUEST"};
 
 const char *authz_reason_name(authz_reason_t r)
 {
@@ -57,8 +60,9 @@ static void fill_match(const az_state_t *st, authz_decision_t *d, const match_t 
     copy_str(d->condition, sizeof(d->condition), mt->perm->cond_text);
     copy_str(d->role, sizeof(d->role), mt->grant->role >= 0 ? st->roles[mt->grant->role].id : "");
     const az_grant_t *g = mt->grant;
-    const char *kind = g->to_kind == AZ_TO_GROUP ? "group:"
-                       : st->subjects[g->to].kind == AZ_KIND_SERVICE ? "service:" : "user:";
+    const char *kind = g->to_kind == AZ_TO_GROUP                     ? "group:"
+                       : st->subjects[g->to].kind == AZ_KIND_SERVICE ? "service:"
+                                                                     : "user:";
     const char *id = g->to_kind == AZ_TO_GROUP ? st->groups[g->to].id : st->subjects[g->to].id;
     size_t kl = strlen(kind);
     memcpy(d->granted_to, kind, kl);
@@ -149,8 +153,15 @@ static bool scan_subject(const az_state_t *st, uint32_t s, const creq_t *c, bool
     return false;
 }
 
+/* Pass 1 looks for an unconditional match (it wins outright) and remembers the first few
+ * conditional matches, so that conditions are evaluated only when no unconditional grant
+ * exists, without scanning the grants a second time. */
+#define PASS1_KEEP 8
+
 typedef struct pass1 {
-    match_t uncond, first_cond;
+    match_t uncond;
+    match_t conds[PASS1_KEEP];
+    uint32_t nconds;
 } pass1_t;
 
 static bool visit_pass1(const az_perm_t *p, const az_grant_t *g, void *arg)
@@ -160,8 +171,9 @@ static bool visit_pass1(const az_perm_t *p, const az_grant_t *g, void *arg)
         a->uncond = (match_t){p, g};
         return true; /* an unconditional grant wins: stop */
     }
-    if (!a->first_cond.perm)
-        a->first_cond = (match_t){p, g};
+    if (a->nconds < PASS1_KEEP)
+        a->conds[a->nconds] = (match_t){p, g};
+    a->nconds++;
     return false;
 }
 
@@ -195,28 +207,34 @@ static void env_init(az_env_t *env, const az_state_t *st, uint32_t s, const creq
     env->scope_id = c->r->scope_id;
 }
 
-/* Runs the two passes; returns the reason and the match (perm NULL when none). */
+/* Returns the reason and the match (perm NULL when none). */
 static authz_reason_t evaluate(const az_state_t *st, uint32_t s, const creq_t *c, match_t *mt)
 {
-    pass1_t p1 = {{0}, {0}};
+    pass1_t p1;
+    p1.uncond.perm = NULL;
+    p1.nconds = 0;
     scan_subject(st, s, c, true, visit_pass1, &p1);
     if (p1.uncond.perm) {
         *mt = p1.uncond;
         return AUTHZ_PERMISSION_GRANTED_NO_CONDITION;
     }
-    if (!p1.first_cond.perm) {
+    if (!p1.nconds) {
         mt->perm = NULL;
         return AUTHZ_NO_MATCHING_PERMISSION_FOUND;
     }
     az_env_t env;
     env_init(&env, st, s, c);
     pass2_t p2 = {&env, {0}};
-    scan_subject(st, s, c, true, visit_pass2, &p2);
+    for (uint32_t i = 0; i < p1.nconds && i < PASS1_KEEP && !p2.met.perm; i++)
+        if (az_cond_eval(p1.conds[i].perm->cond, &env))
+            p2.met = p1.conds[i];
+    if (!p2.met.perm && p1.nconds > PASS1_KEEP)
+        scan_subject(st, s, c, true, visit_pass2, &p2); /* too many to remember: rescan */
     if (p2.met.perm) {
         *mt = p2.met;
         return AUTHZ_PERMISSION_GRANTED_CONDITION_MET;
     }
-    *mt = p1.first_cond;
+    *mt = p1.conds[0];
     return AUTHZ_PERMISSION_FOUND_CONDITION_NOT_MET;
 }
 
@@ -235,7 +253,8 @@ static void hash_json(XXH3_state_t *h, const json_t *j)
     long long ll;
     switch (json_typeof(j)) {
     case JSON_OBJECT:
-        json_object_foreach((json_t *)j, k, v) {
+        json_object_foreach((json_t *)j, k, v)
+        {
             XXH3_128bits_update(h, k, strlen(k) + 1);
             hash_json(h, v);
         }
@@ -258,8 +277,7 @@ static void hash_json(XXH3_state_t *h, const json_t *j)
         d = json_real_value(j);
         XXH3_128bits_update(h, &d, sizeof(d));
         break;
-    default:
-        break;
+    default: break;
     }
 }
 
@@ -334,7 +352,7 @@ static void decide_locked(authz_model_t *m, const authz_request_t *req, authz_de
     if (!request_valid(req, &c, out, rev, err))
         return;
     uint32_t s;
-    if (!req->subject || !az_subject_get(st, req->subject, &s)) {
+    if (!req->subject || !az_subject_find(st, req->subject, &s)) {
         decision_reset(out, AUTHZ_SUBJECT_NOT_FOUND, rev);
         cdn_err_set(err, CDN_ERR_NOT_FOUND, "subject '%.64s' is not in the model",
                     req->subject ? req->subject : "(null)");
@@ -458,7 +476,7 @@ int authz_list_actions(authz_model_t *m, const authz_request_t *req, char ***act
         return rc;
     uint32_t s;
     actions_acc_t acc = {0};
-    if (!req->subject || !az_subject_get(m->st, req->subject, &s)) {
+    if (!req->subject || !az_subject_find(m->st, req->subject, &s)) {
         pthread_rwlock_unlock(&m->lock);
         return cdn_err_set(err, CDN_ERR_NOT_FOUND, "subject '%.64s' is not in the model",
                            req->subject ? req->subject : "(null)");

@@ -13,27 +13,58 @@
 #define PATH_MAX_SEGS 8
 
 typedef enum {
-    OP_STR_EQ, OP_STR_NE, OP_STR_IN, OP_STR_NOT_IN, OP_CONTAINS, OP_STARTS, OP_ENDS,
-    OP_NUM_EQ, OP_NUM_LT, OP_NUM_LE, OP_NUM_GT, OP_NUM_GE, OP_BOOL, OP_DATE_BEFORE,
-    OP_DATE_AFTER, OP_COUNT
+    OP_STR_EQ,
+    OP_STR_NE,
+    OP_STR_IN,
+    OP_STR_NOT_IN,
+    OP_CONTAINS,
+    OP_STARTS,
+    OP_ENDS,
+    OP_NUM_EQ,
+    OP_NUM_LT,
+    OP_NUM_LE,
+    OP_NUM_GT,
+    OP_NUM_GE,
+    OP_BOOL,
+    OP_DATE_BEFORE,
+    OP_DATE_AFTER,
+    OP_COUNT
 } cmp_op_t;
 
-static const char *const op_names[OP_COUNT] = {
-    "StringEquals", "StringNotEquals", "StringIn", "StringNotIn", "Contains", "StartsWith",
-    "EndsWith", "NumericEquals", "NumericLessThan", "NumericLessThanEquals",
-    "NumericGreaterThan", "NumericGreaterThanEquals", "Bool", "DateBefore", "DateAfter"};
+static const char *const op_names[OP_COUNT] = {"StringEquals",
+                                               "StringNotEquals",
+                                               "StringIn",
+                                               "StringNotIn",
+                                               "Contains",
+                                               "StartsWith",
+                                               "EndsWith",
+                                               "NumericEquals",
+                                               "NumericLessThan",
+                                               "NumericLessThanEquals",
+                                               "NumericGreaterThan",
+                                               "NumericGreaterThanEquals",
+                                               "Bool",
+                                               "DateBefore",
+                                               "DateAfter"};
 
 typedef enum {
-    ROOT_SUBJECT_ATTR, ROOT_SUBJECT_ID, ROOT_SUBJECT_KIND, ROOT_RES_TYPE, ROOT_RES_ID,
-    ROOT_RES_ATTR, ROOT_CONTEXT, ROOT_SCOPE_TYPE, ROOT_SCOPE_ID
+    ROOT_SUBJECT_ATTR,
+    ROOT_SUBJECT_ID,
+    ROOT_SUBJECT_KIND,
+    ROOT_RES_TYPE,
+    ROOT_RES_ID,
+    ROOT_RES_ATTR,
+    ROOT_CONTEXT,
+    ROOT_SCOPE_TYPE,
+    ROOT_SCOPE_ID
 } root_t;
 
 typedef struct operand {
     bool is_path;
     uint8_t root, nseg;
     char *seg[PATH_MAX_SEGS];
-    json_t *lit;   /* literal (owned) */
-    double num;    /* literal as number or date */
+    json_t *lit; /* literal (owned) */
+    double num;  /* literal as number or date */
 } operand_t;
 
 enum { N_AND, N_OR, N_NOT, N_CMP };
@@ -99,11 +130,19 @@ static int path_tail(operand_t *o, const char *rest, const char *path, cdn_err_t
 
 static int path_compile(const char *path, operand_t *o, cdn_err_t *err)
 {
-    static const struct { const char *name; root_t root; bool tail; } roots[] = {
-        {"subject.id", ROOT_SUBJECT_ID, false},    {"subject.kind", ROOT_SUBJECT_KIND, false},
-        {"resource.type", ROOT_RES_TYPE, false},   {"resource.id", ROOT_RES_ID, false},
-        {"scope.type", ROOT_SCOPE_TYPE, false},    {"scope.id", ROOT_SCOPE_ID, false},
-        {"subject.attributes.", ROOT_SUBJECT_ATTR, true}, {"context.", ROOT_CONTEXT, true},
+    static const struct {
+        const char *name;
+        root_t root;
+        bool tail;
+    } roots[] = {
+        {"subject.id", ROOT_SUBJECT_ID, false},
+        {"subject.kind", ROOT_SUBJECT_KIND, false},
+        {"resource.type", ROOT_RES_TYPE, false},
+        {"resource.id", ROOT_RES_ID, false},
+        {"scope.type", ROOT_SCOPE_TYPE, false},
+        {"scope.id", ROOT_SCOPE_ID, false},
+        {"subject.attributes.", ROOT_SUBJECT_ATTR, true},
+        {"context.", ROOT_CONTEXT, true},
         {"resource.", ROOT_RES_ATTR, true},
     };
     o->is_path = true;
@@ -137,14 +176,22 @@ static int literal_check(cmp_op_t op, operand_t *o, cdn_err_t *err)
         json_t *e;
         if (!json_is_array(v))
             goto bad;
-        json_array_foreach(v, i, e) if (!json_is_string(e)) goto bad;
+        json_array_foreach(v, i, e)
+        {
+            if (!json_is_string(e))
+                goto bad;
+        }
         return CDN_OK;
     }
     case OP_CONTAINS:
         if (json_is_string(v) || json_is_number(v))
             return CDN_OK;
         goto bad;
-    case OP_NUM_EQ: case OP_NUM_LT: case OP_NUM_LE: case OP_NUM_GT: case OP_NUM_GE:
+    case OP_NUM_EQ:
+    case OP_NUM_LT:
+    case OP_NUM_LE:
+    case OP_NUM_GT:
+    case OP_NUM_GE:
         if (!json_is_number(v))
             goto bad;
         o->num = json_number_value(v);
@@ -168,11 +215,10 @@ static int literal_check(cmp_op_t op, operand_t *o, cdn_err_t *err)
         goto bad;
     }
 bad:
-    return cdn_err_set(err, CDN_ERR_INVALID,
-                       "condition %s: the value has the wrong type; %s", name,
+    return cdn_err_set(err, CDN_ERR_INVALID, "condition %s: the value has the wrong type; %s", name,
                        op == OP_STR_IN || op == OP_STR_NOT_IN ? "give an array of strings"
-                       : op >= OP_NUM_EQ && op <= OP_NUM_GE ? "give a number"
-                       : op == OP_BOOL ? "give true or false"
+                       : op >= OP_NUM_EQ && op <= OP_NUM_GE   ? "give a number"
+                       : op == OP_BOOL                        ? "give true or false"
                        : op >= OP_DATE_BEFORE ? "give an RFC 3339 date such as 2026-01-31T00:00:00Z"
                                               : "give a string");
 }
@@ -208,8 +254,7 @@ static int cmp_compile(cmp_op_t op, const char *path, const json_t *rhs, az_cond
     return CDN_OK;
 }
 
-static int node_compile(const json_t *src, int depth, int *budget, az_cond_t **out,
-                        cdn_err_t *err);
+static int node_compile(const json_t *src, int depth, int *budget, az_cond_t **out, cdn_err_t *err);
 
 static int kids_add(az_cond_t *c, az_cond_t *kid)
 {
@@ -222,8 +267,8 @@ static int kids_add(az_cond_t *c, az_cond_t *kid)
 }
 
 /* One key of a condition object: And/Or/Not or an operator over {path: operand, ...}. */
-static int key_compile(const char *key, const json_t *val, int depth, int *budget,
-                       az_cond_t **out, cdn_err_t *err)
+static int key_compile(const char *key, const json_t *val, int depth, int *budget, az_cond_t **out,
+                       cdn_err_t *err)
 {
     bool is_and = !strcmp(key, "And"), is_or = !strcmp(key, "Or");
     if (!strcmp(key, "Not")) {
@@ -266,7 +311,8 @@ static int key_compile(const char *key, const json_t *val, int depth, int *budge
     const char *path;
     json_t *e;
     if (is_and || is_or) {
-        json_array_foreach(val, i, e) {
+        json_array_foreach(val, i, e)
+        {
             az_cond_t *kid = NULL;
             if ((rc = node_compile(e, depth + 1, budget, &kid, err)))
                 break;
@@ -277,7 +323,8 @@ static int key_compile(const char *key, const json_t *val, int depth, int *budge
             }
         }
     } else {
-        json_object_foreach((json_t *)val, path, e) {
+        json_object_foreach((json_t *)val, path, e)
+        {
             az_cond_t *kid = NULL;
             if (--*budget < 0)
                 rc = cdn_err_set(err, CDN_ERR_LIMIT, "condition has more than %d nodes",
@@ -299,15 +346,13 @@ static int key_compile(const char *key, const json_t *val, int depth, int *budge
     return CDN_OK;
 }
 
-static int node_compile(const json_t *src, int depth, int *budget, az_cond_t **out,
-                        cdn_err_t *err)
+static int node_compile(const json_t *src, int depth, int *budget, az_cond_t **out, cdn_err_t *err)
 {
     if (depth > COND_MAX_DEPTH)
         return cdn_err_set(err, CDN_ERR_LIMIT, "condition nests deeper than %d levels",
                            COND_MAX_DEPTH);
     if (--*budget < 0)
-        return cdn_err_set(err, CDN_ERR_LIMIT, "condition has more than %d nodes",
-                           COND_MAX_NODES);
+        return cdn_err_set(err, CDN_ERR_LIMIT, "condition has more than %d nodes", COND_MAX_NODES);
     if (!json_is_object(src) || !json_object_size(src))
         return cdn_err_set(err, CDN_ERR_INVALID,
                            "condition: each node must be a non-empty object such as "
@@ -324,7 +369,8 @@ static int node_compile(const json_t *src, int depth, int *budget, az_cond_t **o
     const char *k;
     json_t *v;
     int rc = CDN_OK;
-    json_object_foreach((json_t *)src, k, v) {
+    json_object_foreach((json_t *)src, k, v)
+    {
         az_cond_t *kid = NULL;
         if ((rc = key_compile(k, v, depth + 1, budget, &kid, err)))
             break;
@@ -376,10 +422,8 @@ static val_t val_of_json(const json_t *j)
         v.t = V_ARR;
         v.arr = j;
         break;
-    case JSON_NULL:
-        break; /* null counts as missing: never equal because both are absent */
-    default:
-        v.t = V_OTHER;
+    case JSON_NULL: break; /* null counts as missing: never equal because both are absent */
+    default: v.t = V_OTHER;
     }
     return v;
 }
@@ -400,23 +444,14 @@ static val_t resolve(const operand_t *o, const az_env_t *env)
         return val_of_str(env->subject_id, env->subject_id ? strlen(env->subject_id) : 0);
     case ROOT_SUBJECT_KIND:
         return val_of_str(env->subject_kind, env->subject_kind ? strlen(env->subject_kind) : 0);
-    case ROOT_RES_TYPE:
-        return val_of_str(env->res_type, env->res_type_len);
-    case ROOT_RES_ID:
-        return val_of_str(env->res_id, env->res_id ? strlen(env->res_id) : 0);
+    case ROOT_RES_TYPE: return val_of_str(env->res_type, env->res_type_len);
+    case ROOT_RES_ID: return val_of_str(env->res_id, env->res_id ? strlen(env->res_id) : 0);
     case ROOT_SCOPE_TYPE:
         return val_of_str(env->scope_type, env->scope_type ? strlen(env->scope_type) : 0);
-    case ROOT_SCOPE_ID:
-        return val_of_str(env->scope_id, env->scope_id ? strlen(env->scope_id) : 0);
-    case ROOT_SUBJECT_ATTR:
-        j = env->subject_attrs;
-        break;
-    case ROOT_RES_ATTR:
-        j = env->res_attrs;
-        break;
-    case ROOT_CONTEXT:
-        j = env->context;
-        break;
+    case ROOT_SCOPE_ID: return val_of_str(env->scope_id, env->scope_id ? strlen(env->scope_id) : 0);
+    case ROOT_SUBJECT_ATTR: j = env->subject_attrs; break;
+    case ROOT_RES_ATTR: j = env->res_attrs; break;
+    case ROOT_CONTEXT: j = env->context; break;
     }
     for (int i = 0; i < o->nseg && j; i++)
         j = json_is_object(j) ? json_object_get(j, o->seg[i]) : NULL;
@@ -432,9 +467,10 @@ static bool in_array(const val_t *a, const json_t *arr)
 {
     size_t i;
     json_t *e;
-    json_array_foreach(arr, i, e) {
-        if (a->t == V_STR && json_is_string(e) && str_eq(a, json_string_value(e),
-                                                         json_string_length(e)))
+    json_array_foreach(arr, i, e)
+    {
+        if (a->t == V_STR && json_is_string(e) &&
+            str_eq(a, json_string_value(e), json_string_length(e)))
             return true;
         if (a->t == V_NUM && json_is_number(e) && json_number_value(e) == a->num)
             return true;
@@ -458,14 +494,10 @@ static bool cmp_eval(const az_cond_t *c, const az_env_t *env)
         return false; /* a missing operand is false, whatever the operator */
     double x, y;
     switch ((cmp_op_t)c->op) {
-    case OP_STR_EQ:
-        return a.t == V_STR && b.t == V_STR && str_eq(&a, b.s, b.len);
-    case OP_STR_NE:
-        return a.t == V_STR && b.t == V_STR && !str_eq(&a, b.s, b.len);
-    case OP_STR_IN:
-        return a.t == V_STR && b.t == V_ARR && in_array(&a, b.arr);
-    case OP_STR_NOT_IN:
-        return a.t == V_STR && b.t == V_ARR && !in_array(&a, b.arr);
+    case OP_STR_EQ: return a.t == V_STR && b.t == V_STR && str_eq(&a, b.s, b.len);
+    case OP_STR_NE: return a.t == V_STR && b.t == V_STR && !str_eq(&a, b.s, b.len);
+    case OP_STR_IN: return a.t == V_STR && b.t == V_ARR && in_array(&a, b.arr);
+    case OP_STR_NOT_IN: return a.t == V_STR && b.t == V_ARR && !in_array(&a, b.arr);
     case OP_CONTAINS:
         if (a.t == V_ARR)
             return (b.t == V_STR || b.t == V_NUM) && in_array(&b, a.arr);
@@ -475,21 +507,24 @@ static bool cmp_eval(const az_cond_t *c, const az_env_t *env)
     case OP_ENDS:
         return a.t == V_STR && b.t == V_STR && a.len >= b.len &&
                !memcmp(a.s + a.len - b.len, b.s, b.len);
-    case OP_NUM_EQ: case OP_NUM_LT: case OP_NUM_LE: case OP_NUM_GT: case OP_NUM_GE:
+    case OP_NUM_EQ:
+    case OP_NUM_LT:
+    case OP_NUM_LE:
+    case OP_NUM_GT:
+    case OP_NUM_GE:
         if (a.t != V_NUM || b.t != V_NUM)
             return false;
         x = a.num;
         y = b.num;
-        return c->op == OP_NUM_EQ ? x == y : c->op == OP_NUM_LT ? x < y
-             : c->op == OP_NUM_LE ? x <= y : c->op == OP_NUM_GT ? x > y : x >= y;
-    case OP_BOOL:
-        return a.t == V_BOOL && b.t == V_BOOL && a.b == b.b;
-    case OP_DATE_BEFORE:
-        return as_date(&a, &x) && as_date(&b, &y) && x < y;
-    case OP_DATE_AFTER:
-        return as_date(&a, &x) && as_date(&b, &y) && x > y;
-    default:
-        return false;
+        return c->op == OP_NUM_EQ   ? x == y
+               : c->op == OP_NUM_LT ? x < y
+               : c->op == OP_NUM_LE ? x <= y
+               : c->op == OP_NUM_GT ? x > y
+                                    : x >= y;
+    case OP_BOOL: return a.t == V_BOOL && b.t == V_BOOL && a.b == b.b;
+    case OP_DATE_BEFORE: return as_date(&a, &x) && as_date(&b, &y) && x < y;
+    case OP_DATE_AFTER: return as_date(&a, &x) && as_date(&b, &y) && x > y;
+    default: return false;
     }
 }
 
@@ -506,10 +541,8 @@ bool az_cond_eval(const az_cond_t *c, const az_env_t *env)
             if (az_cond_eval(c->kids[i], env))
                 return true;
         return false;
-    case N_NOT:
-        return !az_cond_eval(c->kids[0], env);
-    default:
-        return cmp_eval(c, env);
+    case N_NOT: return !az_cond_eval(c->kids[0], env);
+    default: return cmp_eval(c, env);
     }
 }
 

@@ -86,8 +86,8 @@ static int refresh_below(az_state_t *st, uint32_t c, const az_ids_t *subjects_be
 
 /* Writes "a contains b contains ... contains a" for the cycle that adding child under group
  * would close: a path from child down to group through member groups. */
-static bool find_path(const az_state_t *st, uint32_t from, uint32_t to, uint32_t *path,
-                      int *len, int max, az_ids_t *seen)
+static bool find_path(const az_state_t *st, uint32_t from, uint32_t to, uint32_t *path, int *len,
+                      int max, az_ids_t *seen)
 {
     if (*len >= max)
         return false;

@@ -14,8 +14,8 @@ typedef struct az_ids {
     uint32_t n, cap;
 } az_ids_t;
 
-int az_ids_add(az_ids_t *s, uint32_t id);      /* 0 or CDN_ERR_NOMEM; no-op when present */
-void az_ids_del(az_ids_t *s, uint32_t id);     /* no-op when absent */
+int az_ids_add(az_ids_t *s, uint32_t id);  /* 0 or CDN_ERR_NOMEM; no-op when present */
+void az_ids_del(az_ids_t *s, uint32_t id); /* no-op when absent */
 bool az_ids_has(const az_ids_t *s, uint32_t id);
 void az_ids_free(az_ids_t *s);
 
@@ -62,22 +62,22 @@ enum { AZ_KIND_USER = 0, AZ_KIND_SERVICE };
 enum { AZ_TO_SUBJECT = 0, AZ_TO_GROUP };
 
 typedef struct az_perm {
-    char *resource;     /* pattern as written */
-    uint32_t res_len;   /* for PREFIX: bytes before the trailing '*' */
+    char *resource;   /* pattern as written */
+    uint32_t res_len; /* for PREFIX: bytes before the trailing '*' */
     uint8_t res_kind;
-    bool any_action;    /* action "*" */
-    char *action;       /* lowercase */
-    az_cond_t *cond;    /* NULL: unconditional */
-    json_t *cond_src;   /* as given, for export */
-    char *cond_text;    /* compact JSON, for decisions */
+    bool any_action;  /* action "*" */
+    char *action;     /* lowercase */
+    az_cond_t *cond;  /* NULL: unconditional */
+    json_t *cond_src; /* as given, for export */
+    char *cond_text;  /* compact JSON, for decisions */
 } az_perm_t;
 
 typedef struct az_grant {
     uint8_t to_kind;
     uint32_t to;
-    int64_t role;       /* role index, or -1 for an inline permission */
-    az_perm_t *perm;    /* inline permission when role < 0 (owned) */
-    char *scope_type;   /* NULL when unscoped */
+    int64_t role;     /* role index, or -1 for an inline permission */
+    az_perm_t *perm;  /* inline permission when role < 0 (owned) */
+    char *scope_type; /* NULL when unscoped */
     char *scope_id;
 } az_grant_t;
 
@@ -87,20 +87,20 @@ typedef struct az_grants {
 } az_grants_t;
 
 typedef struct az_subject {
-    char *id;           /* NULL when deleted (index never reused until import) */
+    char *id; /* NULL when deleted (index never reused until import) */
     uint8_t kind;
     json_t *attrs;
-    az_ids_t groups;    /* direct */
-    az_ids_t all;       /* transitive, kept current by every membership op */
+    az_ids_t groups; /* direct */
+    az_ids_t all;    /* transitive, kept current by every membership op */
     az_grants_t grants;
 } az_subject_t;
 
 typedef struct az_group {
     char *id;
-    az_ids_t parents;   /* groups this one is a direct member of */
-    az_ids_t children;  /* direct member groups */
-    az_ids_t subjects;  /* direct member subjects */
-    az_ids_t anc;       /* transitive ancestors, excluding itself */
+    az_ids_t parents;  /* groups this one is a direct member of */
+    az_ids_t children; /* direct member groups */
+    az_ids_t subjects; /* direct member subjects */
+    az_ids_t anc;      /* transitive ancestors, excluding itself */
     az_grants_t grants;
 } az_group_t;
 
@@ -124,7 +124,7 @@ typedef struct az_state {
 typedef struct az_dslot {
     _Atomic uint64_t seq;
     _Atomic uint64_t k0, k1, rev;
-    _Atomic uint64_t word;      /* authorized | reason << 1 | valid << 8 */
+    _Atomic uint64_t word; /* authorized | reason << 1 | valid << 8 */
     _Atomic uintptr_t perm, grant;
 } az_dslot_t;
 
@@ -134,8 +134,8 @@ struct authz_model {
     pthread_rwlock_t lock;
     az_state_t *st;
     _Atomic uint64_t revision;
-    bool broken;                     /* an op ran out of memory half way: fail closed */
-    _Atomic(authz_view_t *) *views;  /* per subject index, current revision only */
+    bool broken;                    /* an op ran out of memory half way: fail closed */
+    _Atomic(authz_view_t *) *views; /* per subject index, current revision only */
     uint32_t nviews;
     _Atomic uint32_t views_cached;
     az_dslot_t *dcache;
@@ -147,6 +147,8 @@ void az_state_free(az_state_t *st);
 void az_perm_clear(az_perm_t *p);
 void az_grant_free(az_grant_t *g);
 bool az_subject_get(const az_state_t *st, const char *id, uint32_t *idx);
+/* Subject by id, or by its principal name "user:<id>" / "service:<id>" (kind must match). */
+bool az_subject_find(const az_state_t *st, const char *name, uint32_t *idx);
 bool az_group_get(const az_state_t *st, const char *id, uint32_t *idx);
 bool az_role_get(const az_state_t *st, const char *id, uint32_t *idx);
 /* Drops every cached view; called by writers under the write lock after a change. */
@@ -165,8 +167,7 @@ int az_name_check(const char *s, const char *field, cdn_err_t *err);
 /* graph.c: membership structure kept flattened. */
 int az_graph_add_member(az_state_t *st, uint32_t group, uint32_t member, int member_is_group,
                         cdn_err_t *err);
-int az_graph_remove_member(az_state_t *st, uint32_t group, uint32_t member,
-                           int member_is_group);
+int az_graph_remove_member(az_state_t *st, uint32_t group, uint32_t member, int member_is_group);
 int az_graph_delete_group(az_state_t *st, uint32_t group);
 void az_graph_delete_subject(az_state_t *st, uint32_t subject);
 

@@ -2,6 +2,7 @@
  * (built aside from the op vocabulary, then swapped in atomically). Relies on jansson, ops.c. */
 #include "authz/internal.h"
 
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,6 +20,10 @@ static int cmp_ord(const void *a, const void *b)
 {
     return strcmp(((const ord_t *)a)->id, ((const ord_t *)b)->id);
 }
+
+_Static_assert(offsetof(az_subject_t, id) == 0 && offsetof(az_group_t, id) == 0 &&
+                   offsetof(az_role_t, id) == 0,
+               "sorted() reads the id at the start of each entity");
 
 /* Live entities of one table sorted by id; caller frees. */
 static ord_t *sorted(const void *base, uint32_t n, size_t stride, uint32_t *count)
@@ -58,8 +63,8 @@ static int grants_json(const az_state_t *st, const az_grants_t *gs, const char *
         int bad = g->role >= 0 ? json_object_set_new(o, "role", json_string(st->roles[g->role].id))
                                : json_object_set_new(o, "permission", perm_json(g->perm));
         if (!bad && g->scope_type)
-            bad = json_object_set_new(o, "scope", json_pack("{s:s, s:s}", "type", g->scope_type,
-                                                            "id", g->scope_id));
+            bad = json_object_set_new(
+                o, "scope", json_pack("{s:s, s:s}", "type", g->scope_type, "id", g->scope_id));
         if (bad || json_array_append_new(arr, o))
             return CDN_ERR_NOMEM;
     }
@@ -110,8 +115,8 @@ static int export_state(const az_state_t *st, json_t *doc)
     }
     for (uint32_t i = 0; i < ng; i++) {
         json_t *mem = json_array();
-        if (json_array_append_new(groups, json_pack("{s:s, s:o}", "id", og[i].id,
-                                                    "members", mem)) ||
+        if (json_array_append_new(groups,
+                                  json_pack("{s:s, s:o}", "id", og[i].id, "members", mem)) ||
             members_json(st, &st->groups[og[i].idx], mem))
             goto out;
     }
@@ -150,9 +155,11 @@ int authz_export(authz_model_t *m, char **json_out, cdn_err_t *err)
         return cdn_err_set(err, CDN_ERR_NOMEM, "authz_export: out of memory");
     pthread_rwlock_rdlock(&m->lock);
     int rc = m->broken ? CDN_ERR_INTERNAL : export_state(m->st, doc);
-    pthread_rwlock_unlock(&m->lock);
+    /* The document shares attribute and condition objects with the state: serialize and
+     * release it before a writer may replace them. */
     char *text = rc ? NULL : json_dumps(doc, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
     json_decref(doc);
+    pthread_rwlock_unlock(&m->lock);
     if (rc == CDN_ERR_INTERNAL)
         return cdn_err_set(err, rc, "authz_export: the model is broken; import or reopen it");
     if (!text || !(*json_out = cdn_strdup(text))) {
@@ -167,8 +174,7 @@ int authz_export(authz_model_t *m, char **json_out, cdn_err_t *err)
 
 /* Applies a copy of `src` with "op" set, so the document goes through the same validation
  * as live ops; `where` prefixes the error message (e.g. "groups[3]"). */
-static int apply_as(az_state_t *st, const char *op, json_t *src, const char *where,
-                    cdn_err_t *err)
+static int apply_as(az_state_t *st, const char *op, json_t *src, const char *where, cdn_err_t *err)
 {
     json_t *o = json_is_object(src) ? json_copy(src) : NULL;
     if (!o)
@@ -189,7 +195,23 @@ static int import_groups(az_state_t *st, const json_t *groups, cdn_err_t *err)
     size_t i, k;
     json_t *g, *mem;
     char where[64];
-    json_array_foreach(groups, i, g) {
+    json_array_foreach(groups, i, g)
+    {
+        const char *key;
+        json_t *val;
+        if (!json_is_object(g))
+            return cdn_err_set(err, CDN_ERR_INVALID, "import: groups[%zu] must be an object", i);
+        json_object_foreach(g, key, val)
+        {
+            if (strcmp(key, "id") && strcmp(key, "members"))
+                return cdn_err_set(err, CDN_ERR_INVALID,
+                                   "import: groups[%zu]: unknown field '%s'; a group has id and "
+                                   "members",
+                                   i, key);
+        }
+    }
+    json_array_foreach(groups, i, g)
+    {
         snprintf(where, sizeof(where), "groups[%zu]", i);
         json_t *o = json_pack("{s:O?}", "id", json_object_get(g, "id"));
         int rc = o ? apply_as(st, "put_group", o, where, err) : CDN_ERR_NOMEM;
@@ -197,16 +219,20 @@ static int import_groups(az_state_t *st, const json_t *groups, cdn_err_t *err)
         if (rc)
             return rc;
     }
-    json_array_foreach(groups, i, g) {
+    json_array_foreach(groups, i, g)
+    {
         json_t *members = json_object_get(g, "members");
         if (members && !json_is_array(members))
-            return cdn_err_set(err, CDN_ERR_INVALID, "import: groups[%zu].members must be an "
-                                                     "array", i);
-        json_array_foreach(members, k, mem) {
+            return cdn_err_set(err, CDN_ERR_INVALID,
+                               "import: groups[%zu].members must be an "
+                               "array",
+                               i);
+        json_array_foreach(members, k, mem)
+        {
             snprintf(where, sizeof(where), "groups[%zu].members[%zu]", i, k);
-            json_t *o = json_pack("{s:O?, s:O?, s:O?}", "group", json_object_get(g, "id"),
-                                  "member", json_object_get(mem, "id"), "member_kind",
-                                  json_object_get(mem, "kind"));
+            json_t *o =
+                json_pack("{s:O?, s:O?, s:O?}", "group", json_object_get(g, "id"), "member",
+                          json_object_get(mem, "id"), "member_kind", json_object_get(mem, "kind"));
             int rc = o ? apply_as(st, "add_member", o, where, err) : CDN_ERR_NOMEM;
             json_decref(o);
             if (rc)
@@ -229,7 +255,8 @@ static int import_list(az_state_t *st, const json_t *doc, const char *key, const
     size_t i;
     json_t *e;
     char where[64];
-    json_array_foreach(arr, i, e) {
+    json_array_foreach(arr, i, e)
+    {
         snprintf(where, sizeof(where), "%s[%zu]", key, i);
         int rc = apply_as(st, op, e, where, err);
         if (rc)
@@ -253,10 +280,16 @@ int authz_import(authz_model_t *m, const char *doc_json, cdn_err_t *err)
     if (!json_is_object(doc))
         rc = cdn_err_set(err, CDN_ERR_INVALID, "import: the document must be a JSON object");
     else
-        json_object_foreach(doc, k, v) if (strcmp(k, "version") && strcmp(k, "subjects") &&
-                                           strcmp(k, "groups") && strcmp(k, "roles") &&
-                                           strcmp(k, "grants") && !rc) rc =
-            cdn_err_set(err, CDN_ERR_INVALID, "import: unknown top-level field '%s'", k);
+        json_object_foreach(doc, k, v)
+        {
+            bool known = !strcmp(k, "version") || !strcmp(k, "subjects") || !strcmp(k, "groups") ||
+                         !strcmp(k, "roles") || !strcmp(k, "grants");
+            if (!known && !rc)
+                rc = cdn_err_set(err, CDN_ERR_INVALID,
+                                 "import: unknown top-level field '%s'; the document has "
+                                 "version, subjects, groups, roles and grants",
+                                 k);
+        }
     json_t *ver = json_is_object(doc) ? json_object_get(doc, "version") : NULL;
     if (!rc && ver && !(json_is_integer(ver) && json_integer_value(ver) == 1))
         rc = cdn_err_set(err, CDN_ERR_INVALID, "import: version must be 1");

@@ -164,6 +164,20 @@ bool az_subject_get(const az_state_t *st, const char *id, uint32_t *idx)
     return az_map_get(&st->subject_map, id, idx);
 }
 
+bool az_subject_find(const az_state_t *st, const char *name, uint32_t *idx)
+{
+    int kind = -1;
+    if (!strncmp(name, "user:", 5)) {
+        kind = AZ_KIND_USER;
+        name += 5;
+    } else if (!strncmp(name, "service:", 8)) {
+        kind = AZ_KIND_SERVICE;
+        name += 8;
+    }
+    return az_map_get(&st->subject_map, name, idx) &&
+           (kind < 0 || st->subjects[*idx].kind == (uint8_t)kind);
+}
+
 bool az_group_get(const az_state_t *st, const char *id, uint32_t *idx)
 {
     return az_map_get(&st->group_map, id, idx);
@@ -264,12 +278,9 @@ bool az_lower(const char *in, char *out, size_t cap)
 bool az_perm_matches_resource(const az_perm_t *p, const char *res, size_t res_len)
 {
     switch (p->res_kind) {
-    case AZ_RES_ANY:
-        return true;
-    case AZ_RES_PREFIX:
-        return res_len >= p->res_len && !memcmp(res, p->resource, p->res_len);
-    default:
-        return res_len == p->res_len && !memcmp(res, p->resource, res_len);
+    case AZ_RES_ANY: return true;
+    case AZ_RES_PREFIX: return res_len >= p->res_len && !memcmp(res, p->resource, p->res_len);
+    default: return res_len == p->res_len && !memcmp(res, p->resource, res_len);
     }
 }
 

@@ -11,8 +11,8 @@
 
 typedef struct op_ctx {
     const json_t *op;
-    const char *name;   /* the op's name, for messages */
-    bool mutated;       /* set once the state has started to change */
+    const char *name; /* the op's name, for messages */
+    bool mutated;     /* set once the state has started to change */
 } op_ctx_t;
 
 int az_name_check(const char *s, const char *field, cdn_err_t *err)
@@ -40,13 +40,13 @@ static int only_fields(const json_t *obj, const char *what, const char *const *a
 {
     const char *k;
     json_t *v;
-    json_object_foreach((json_t *)obj, k, v) {
+    json_object_foreach((json_t *)obj, k, v)
+    {
         bool ok = false;
         for (const char *const *a = allowed; *a && !ok; a++)
             ok = !strcmp(*a, k);
         if (!ok)
-            return cdn_err_set(err, CDN_ERR_INVALID, "%s: unknown field '%s'; remove it", what,
-                               k);
+            return cdn_err_set(err, CDN_ERR_INVALID, "%s: unknown field '%s'; remove it", what, k);
     }
     return CDN_OK;
 }
@@ -58,17 +58,14 @@ static int str_field(const op_ctx_t *c, const char *field, bool required, bool i
     *out = NULL;
     if (!v) {
         if (required)
-            return cdn_err_set(err, CDN_ERR_INVALID, "%s: field '%s' is missing", c->name,
-                               field);
+            return cdn_err_set(err, CDN_ERR_INVALID, "%s: field '%s' is missing", c->name, field);
         return CDN_OK;
     }
     if (!json_is_string(v))
-        return cdn_err_set(err, CDN_ERR_INVALID, "%s: field '%s' must be a string", c->name,
-                           field);
+        return cdn_err_set(err, CDN_ERR_INVALID, "%s: field '%s' must be a string", c->name, field);
     *out = json_string_value(v);
     if (strlen(*out) != json_string_length(v))
-        return cdn_err_set(err, CDN_ERR_INVALID, "%s: field '%s' holds a NUL byte", c->name,
-                           field);
+        return cdn_err_set(err, CDN_ERR_INVALID, "%s: field '%s' holds a NUL byte", c->name, field);
     if (is_name) {
         char what[64];
         snprintf(what, sizeof(what), "%s.%s", c->name, field);
@@ -86,8 +83,8 @@ static int kind_field(const op_ctx_t *c, const char *field, int *is_group, cdn_e
         return rc;
     *is_group = k && !strcmp(k, "group");
     if (k && !*is_group && strcmp(k, "subject"))
-        return cdn_err_set(err, CDN_ERR_INVALID,
-                           "%s: %s is '%s'; use \"subject\" or \"group\"", c->name, field, k);
+        return cdn_err_set(err, CDN_ERR_INVALID, "%s: %s is '%s'; use \"subject\" or \"group\"",
+                           c->name, field, k);
     return CDN_OK;
 }
 
@@ -120,7 +117,8 @@ static int op_put_subject(az_state_t *st, op_ctx_t *c, cdn_err_t *err)
     static const char *const f[] = {"op", "id", "kind", "attributes", NULL};
     const char *id, *kind;
     int rc;
-    if ((rc = only_fields(c->op, c->name, f, err)) || (rc = str_field(c, "id", true, true, &id, err)) ||
+    if ((rc = only_fields(c->op, c->name, f, err)) ||
+        (rc = str_field(c, "id", true, true, &id, err)) ||
         (rc = str_field(c, "kind", false, false, &kind, err)))
         return rc;
     if (kind && strcmp(kind, "user") && strcmp(kind, "service"))
@@ -128,8 +126,7 @@ static int op_put_subject(az_state_t *st, op_ctx_t *c, cdn_err_t *err)
                            "put_subject: kind is '%s'; use \"user\" or \"service\"", kind);
     const json_t *a = json_object_get(c->op, "attributes");
     if (a && !json_is_object(a))
-        return cdn_err_set(err, CDN_ERR_INVALID,
-                           "put_subject: attributes must be a JSON object");
+        return cdn_err_set(err, CDN_ERR_INVALID, "put_subject: attributes must be a JSON object");
     json_t *attrs = a ? json_deep_copy(a) : json_object();
     if (!attrs)
         return cdn_err_set(err, CDN_ERR_NOMEM, "put_subject: out of memory");
@@ -145,8 +142,8 @@ static int op_put_subject(az_state_t *st, op_ctx_t *c, cdn_err_t *err)
     /* Reserve the map slot first so that nothing can fail after the subject exists. */
     if (!copy || az_map_put(&st->subject_map, copy, st->nsubjects))
         goto nomem;
-    az_subject_t *s = slot_add((void **)&st->subjects, &st->nsubjects, &st->capsubjects,
-                               sizeof(*s));
+    az_subject_t *s =
+        slot_add((void **)&st->subjects, &st->nsubjects, &st->capsubjects, sizeof(*s));
     if (!s) {
         az_map_del(&st->subject_map, copy);
         goto nomem;
@@ -195,7 +192,8 @@ static int op_put_group(az_state_t *st, op_ctx_t *c, cdn_err_t *err)
     const char *id;
     uint32_t idx;
     int rc;
-    if ((rc = only_fields(c->op, c->name, f, err)) || (rc = str_field(c, "id", true, true, &id, err)))
+    if ((rc = only_fields(c->op, c->name, f, err)) ||
+        (rc = str_field(c, "id", true, true, &id, err)))
         return rc;
     if (az_group_get(st, id, &idx))
         return CDN_OK;
@@ -273,8 +271,7 @@ static int op_remove_member(az_state_t *st, op_ctx_t *c, cdn_err_t *err)
         return cdn_err_set(err, CDN_ERR_NOT_FOUND,
                            "remove_member: %s '%s' is not a direct member of group '%s'",
                            is_group ? "group" : "subject",
-                           is_group ? st->groups[mem].id : st->subjects[mem].id,
-                           st->groups[g].id);
+                           is_group ? st->groups[mem].id : st->subjects[mem].id, st->groups[g].id);
     c->mutated = true;
     if (az_graph_remove_member(st, g, mem, is_group))
         return cdn_err_set(err, CDN_ERR_NOMEM, "remove_member: out of memory");
@@ -285,8 +282,8 @@ static int resource_check(const char *r, const char *field, az_perm_t *p, cdn_er
 {
     size_t n = strlen(r);
     if (n >= AUTHZ_RESOURCE_MAX)
-        return cdn_err_set(err, CDN_ERR_LIMIT, "%s.resource is %zu bytes; the limit is %d",
-                           field, n, AUTHZ_RESOURCE_MAX - 1);
+        return cdn_err_set(err, CDN_ERR_LIMIT, "%s.resource is %zu bytes; the limit is %d", field,
+                           n, AUTHZ_RESOURCE_MAX - 1);
     const char *star = strchr(r, '*');
     if (!strcmp(r, "*")) {
         p->res_kind = AZ_RES_ANY;
@@ -341,8 +338,10 @@ int az_perm_build(const json_t *src, const char *field, az_perm_t *out, cdn_err_
         if (!out->cond_text || !(out->cond_src = json_deep_copy(cond)))
             goto nomem;
         if (strlen(out->cond_text) >= AUTHZ_COND_TEXT_MAX) {
-            rc = cdn_err_set(err, CDN_ERR_LIMIT, "%s.condition is %zu bytes as JSON; the limit "
-                             "is %d", field, strlen(out->cond_text), AUTHZ_COND_TEXT_MAX - 1);
+            rc = cdn_err_set(err, CDN_ERR_LIMIT,
+                             "%s.condition is %zu bytes as JSON; the limit "
+                             "is %d",
+                             field, strlen(out->cond_text), AUTHZ_COND_TEXT_MAX - 1);
             goto fail;
         }
         /* json_dumps used malloc: move it to our allocator so az_perm_clear can free it */
@@ -365,7 +364,8 @@ static int op_put_role(az_state_t *st, op_ctx_t *c, cdn_err_t *err)
     static const char *const f[] = {"op", "id", "permissions", NULL};
     const char *id;
     int rc;
-    if ((rc = only_fields(c->op, c->name, f, err)) || (rc = str_field(c, "id", true, true, &id, err)))
+    if ((rc = only_fields(c->op, c->name, f, err)) ||
+        (rc = str_field(c, "id", true, true, &id, err)))
         return rc;
     const json_t *ps = json_object_get(c->op, "permissions");
     if (ps && !json_is_array(ps))
@@ -429,7 +429,8 @@ static int op_delete_role(az_state_t *st, op_ctx_t *c, cdn_err_t *err)
     const char *id;
     uint32_t idx;
     int rc;
-    if ((rc = only_fields(c->op, c->name, f, err)) || (rc = str_field(c, "id", true, true, &id, err)))
+    if ((rc = only_fields(c->op, c->name, f, err)) ||
+        (rc = str_field(c, "id", true, true, &id, err)))
         return rc;
     if (!az_role_get(st, id, &idx))
         return cdn_err_set(err, CDN_ERR_NOT_FOUND, "delete_role: no role '%s'", id);
@@ -457,12 +458,14 @@ static int grant_parse(az_state_t *st, op_ctx_t *c, az_grant_t **out, az_grants_
     const char *to, *role;
     int is_group, rc;
     uint32_t to_idx, role_idx = 0;
-    if ((rc = only_fields(c->op, c->name, f, err)) || (rc = str_field(c, "to", true, true, &to, err)) ||
+    if ((rc = only_fields(c->op, c->name, f, err)) ||
+        (rc = str_field(c, "to", true, true, &to, err)) ||
         (rc = kind_field(c, "to_kind", &is_group, err)) ||
         (rc = str_field(c, "role", false, true, &role, err)) ||
         (rc = lookup(st, c, is_group, to, &to_idx, err)))
         return rc;
-    const json_t *perm = json_object_get(c->op, "permission"), *scope = json_object_get(c->op, "scope");
+    const json_t *perm = json_object_get(c->op, "permission"),
+                 *scope = json_object_get(c->op, "scope");
     if (!role == !perm)
         return cdn_err_set(err, CDN_ERR_INVALID, "%s: give exactly one of role or permission",
                            c->name);
@@ -566,7 +569,8 @@ static int state_apply(az_state_t *st, const json_t *op, bool *mutated, cdn_err_
 {
     *mutated = false;
     if (!json_is_object(op))
-        return cdn_err_set(err, CDN_ERR_INVALID, "an op must be a JSON object with an \"op\" field");
+        return cdn_err_set(err, CDN_ERR_INVALID,
+                           "an op must be a JSON object with an \"op\" field");
     const json_t *name = json_object_get(op, "op");
     if (!json_is_string(name))
         return cdn_err_set(err, CDN_ERR_INVALID, "op: field \"op\" is missing or not a string");

@@ -21,8 +21,7 @@ static int roles_from(const az_state_t *st, const az_grants_t *gs, const char *s
         const az_grant_t *g = gs->v[i];
         if (g->role < 0)
             continue;
-        if (g->scope_type &&
-            (!stype || strcmp(g->scope_type, stype) || strcmp(g->scope_id, sid)))
+        if (g->scope_type && (!stype || strcmp(g->scope_type, stype) || strcmp(g->scope_id, sid)))
             continue;
         if (az_ids_add(roles, (uint32_t)g->role))
             return CDN_ERR_NOMEM;
@@ -115,9 +114,8 @@ static int view_get(authz_model_t *m, const char *subject_id, const char *stype,
         rc = cdn_err_set(err, CDN_ERR_INTERNAL,
                          "the authorization model is broken after an out-of-memory error; "
                          "import or reopen it");
-    } else if (!az_subject_get(m->st, subject_id, &s)) {
-        rc = cdn_err_set(err, CDN_ERR_NOT_FOUND, "subject '%.64s' is not in the model",
-                         subject_id);
+    } else if (!az_subject_find(m->st, subject_id, &s)) {
+        rc = cdn_err_set(err, CDN_ERR_NOT_FOUND, "subject '%.64s' is not in the model", subject_id);
     } else if (!stype && s < m->nviews && (*out = atomic_load(&m->views[s]))) {
         /* Only current views sit in the table (writers empty it), and none is freed while we
          * hold the read lock, so taking a reference here is safe. */
@@ -153,8 +151,9 @@ int authz_principal_normalize(const char *name, char *out, size_t cap, cdn_err_t
 {
     static const char *const kinds[] = {"user:", "service:", "group:", "role:"};
     if (!name || !*name)
-        return cdn_err_set(err, CDN_ERR_INVALID, "ACL principal is empty; write e.g. user:alice "
-                                                 "or a group name");
+        return cdn_err_set(err, CDN_ERR_INVALID,
+                           "ACL principal is empty; write e.g. user:alice "
+                           "or a group name");
     const char *colon = strchr(name, ':');
     bool known = false;
     for (size_t i = 0; i < 4 && !known; i++)
@@ -178,8 +177,8 @@ static void explain_set(authz_explanation_t *out, authz_explain_kind_t kind, con
     size_t n = principal ? strnlen(principal, sizeof(out->principal) - 1) : 0;
     memcpy(out->principal, principal ? principal : "", n);
     out->principal[n] = '\0';
-    snprintf(out->message, sizeof(out->message), "%s%s%.*s", msg, principal ? " " : "",
-             (int)n, out->principal);
+    snprintf(out->message, sizeof(out->message), "%s%s%.*s", msg, principal ? " " : "", (int)n,
+             out->principal);
 }
 
 int authz_explain(authz_model_t *m, const char *subject_id, const char *const *chunk_allowed,

@@ -4,6 +4,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+
 #include <cmocka.h>
 #include <stdio.h>
 #include <string.h>
@@ -53,8 +54,8 @@ static authz_decision_t check_ctx(authz_model_t *m, const char *subject, const c
                                   const char *action, const char *ctx_json)
 {
     json_t *ctx = ctx_json ? json_loads(ctx_json, 0, NULL) : NULL;
-    authz_request_t r = {.subject = subject, .resource = resource, .action = action,
-                         .context = ctx};
+    authz_request_t r = {
+        .subject = subject, .resource = resource, .action = action, .context = ctx};
     authz_decision_t d;
     assert_int_equal(authz_is_authorized(m, &r, &d, NULL), 0);
     json_decref(ctx);
@@ -80,6 +81,9 @@ static void test_role_via_nested_group_grants_without_condition(void **state)
     authz_model_t *m = company();
     authz_decision_t d = check(m, "alice", "collection:hr-payroll", "Search");
     assert_true(d.authorized);
+    assert_true(check(m, "user:alice", "collection:hr-payroll", "search").authorized);
+    assert_int_equal(check(m, "service:alice", "collection:hr-payroll", "search").reason,
+                     AUTHZ_SUBJECT_NOT_FOUND);
     assert_int_equal(d.reason, AUTHZ_PERMISSION_GRANTED_NO_CONDITION);
     assert_string_equal(authz_reason_name(d.reason), "PERMISSION_GRANTED_NO_CONDITION");
     assert_string_equal(d.resource, "collection:hr-*");
@@ -122,6 +126,28 @@ static void test_unconditional_grant_wins_over_conditional_one(void **state)
     authz_model_free(m);
 }
 
+static void test_condition_met_found_past_many_unmet_conditional_grants(void **state)
+{
+    (void)state;
+    authz_model_t *m = company();
+    char op[512];
+    for (int i = 0; i < 12; i++) { /* more than check.c keeps from its first pass */
+        snprintf(op, sizeof(op),
+                 "{\"op\":\"grant\",\"to\":\"bob\",\"permission\":{\"resource\":"
+                 "\"doc:%d*\",\"action\":\"read\",\"condition\":{\"NumericEquals\":"
+                 "{\"context.k\":%d}}}}",
+                 i % 2, i);
+        apply_ok(m, op);
+    }
+    authz_decision_t d = check_ctx(m, "bob", "doc:0x", "read", "{\"k\": 10}");
+    assert_int_equal(d.reason, AUTHZ_PERMISSION_GRANTED_CONDITION_MET);
+    assert_string_equal(d.condition, "{\"NumericEquals\":{\"context.k\":10}}");
+    d = check_ctx(m, "bob", "doc:0x", "read", "{\"k\": 11}");
+    assert_int_equal(d.reason, AUTHZ_PERMISSION_FOUND_CONDITION_NOT_MET);
+    assert_string_equal(d.condition, "{\"NumericEquals\":{\"context.k\":0}}");
+    authz_model_free(m);
+}
+
 static void test_denies_unknown_resource_ungranted_action_and_unknown_subject(void **state)
 {
     (void)state;
@@ -135,8 +161,8 @@ static void test_denies_unknown_resource_ungranted_action_and_unknown_subject(vo
     d = check(m, "bob", "collection:hr-payroll", "search");
     assert_int_equal(d.reason, AUTHZ_NO_MATCHING_PERMISSION_FOUND);
     cdn_err_t e = {0};
-    authz_request_t r = {.subject = "mallory", .resource = "collection:hr-payroll",
-                         .action = "search"};
+    authz_request_t r = {
+        .subject = "mallory", .resource = "collection:hr-payroll", .action = "search"};
     assert_int_equal(authz_is_authorized(m, &r, &d, &e), 0);
     assert_false(d.authorized);
     assert_int_equal(d.reason, AUTHZ_SUBJECT_NOT_FOUND);
@@ -150,8 +176,11 @@ static void test_scoped_grant_holds_only_inside_its_scope(void **state)
     authz_model_t *m = company();
     apply_ok(m, "{\"op\":\"grant\",\"to\":\"bob\",\"permission\":{\"resource\":\"doc:*\","
                 "\"action\":\"write\"},\"scope\":{\"type\":\"tenant\",\"id\":\"acme\"}}");
-    authz_request_t r = {.subject = "bob", .resource = "doc:1", .action = "write",
-                         .scope_type = "tenant", .scope_id = "acme"};
+    authz_request_t r = {.subject = "bob",
+                         .resource = "doc:1",
+                         .action = "write",
+                         .scope_type = "tenant",
+                         .scope_id = "acme"};
     authz_decision_t d;
     assert_int_equal(authz_is_authorized(m, &r, &d, NULL), 0);
     assert_int_equal(d.reason, AUTHZ_PERMISSION_GRANTED_NO_CONDITION);
@@ -218,8 +247,13 @@ static bool cond_holds(const char *cond, const char *ctx)
     apply_ok(m, op);
     json_t *c = json_loads(ctx, 0, NULL);
     json_t *ra = json_pack("{s:s}", "owner", "u");
-    authz_request_t r = {.subject = "u", .resource = "doc:1", .action = "read", .context = c,
-                         .resource_attrs = ra, .scope_type = "tenant", .scope_id = "t1"};
+    authz_request_t r = {.subject = "u",
+                         .resource = "doc:1",
+                         .action = "read",
+                         .context = c,
+                         .resource_attrs = ra,
+                         .scope_type = "tenant",
+                         .scope_id = "t1"};
     authz_decision_t d;
     assert_int_equal(authz_is_authorized(m, &r, &d, NULL), 0);
     assert_true(d.reason == AUTHZ_PERMISSION_GRANTED_CONDITION_MET ||
@@ -233,7 +267,10 @@ static bool cond_holds(const char *cond, const char *ctx)
 static void test_every_comparison_operator_decides_both_ways(void **state)
 {
     (void)state;
-    static const struct { const char *cond, *ctx; bool want; } cases[] = {
+    static const struct {
+        const char *cond, *ctx;
+        bool want;
+    } cases[] = {
         {"{\"StringEquals\":{\"subject.attributes.dept\":\"hr\"}}", "{}", true},
         {"{\"StringEquals\":{\"subject.attributes.dept\":\"eng\"}}", "{}", false},
         {"{\"StringNotEquals\":{\"subject.attributes.dept\":\"eng\"}}", "{}", true},
@@ -274,11 +311,14 @@ static void test_every_comparison_operator_decides_both_ways(void **state)
         {"{\"StringEquals\":{\"scope.id\":\"t1\"}}", "{}", true},
         {"{\"StringEquals\":{\"subject.kind\":\"user\"}}", "{}", true},
         {"{\"And\":[{\"Bool\":{\"subject.attributes.on\":true}},"
-         "{\"StringEquals\":{\"context.a\":\"b\"}}]}", "{\"a\":\"b\"}", true},
+         "{\"StringEquals\":{\"context.a\":\"b\"}}]}",
+         "{\"a\":\"b\"}", true},
         {"{\"And\":[{\"Bool\":{\"subject.attributes.on\":true}},"
-         "{\"StringEquals\":{\"context.a\":\"c\"}}]}", "{\"a\":\"b\"}", false},
+         "{\"StringEquals\":{\"context.a\":\"c\"}}]}",
+         "{\"a\":\"b\"}", false},
         {"{\"Or\":[{\"Bool\":{\"subject.attributes.on\":false}},"
-         "{\"StringEquals\":{\"context.a\":\"b\"}}]}", "{\"a\":\"b\"}", true},
+         "{\"StringEquals\":{\"context.a\":\"b\"}}]}",
+         "{\"a\":\"b\"}", true},
         {"{\"Not\":{\"StringEquals\":{\"context.a\":\"b\"}}}", "{\"a\":\"b\"}", false},
         {"{\"StringEquals\":{\"context.user.team\":\"x\"}}", "{\"user\":{\"team\":\"x\"}}", true},
     };
@@ -293,8 +333,7 @@ static void test_missing_operand_is_false_even_for_not_equals(void **state)
     (void)state;
     assert_false(cond_holds("{\"StringNotEquals\":{\"context.ip\":\"1.1.1.1\"}}", "{}"));
     assert_false(cond_holds("{\"StringNotIn\":{\"context.ip\":[\"1.1.1.1\"]}}", "{}"));
-    assert_false(cond_holds(
-        "{\"StringEquals\":{\"context.a\":{\"path\":\"context.b\"}}}", "{}"));
+    assert_false(cond_holds("{\"StringEquals\":{\"context.a\":{\"path\":\"context.b\"}}}", "{}"));
     assert_false(cond_holds("{\"StringEquals\":{\"context.a\":{\"path\":\"context.b\"}}}",
                             "{\"a\":null,\"b\":null}"));
     assert_false(cond_holds("{\"NumericLessThan\":{\"context.n\":5}}", "{\"n\":\"3\"}"));
@@ -306,8 +345,7 @@ static void test_view_holds_self_groups_transitively_and_roles(void **state)
     authz_model_t *m = company();
     authz_view_t *v;
     assert_int_equal(authz_view(m, "alice", &v, NULL), 0);
-    const char *want[] = {"group:hr", "group:people", "role:approver", "role:reader",
-                          "user:alice"};
+    const char *want[] = {"group:hr", "group:people", "role:approver", "role:reader", "user:alice"};
     assert_int_equal(v->n, 5);
     for (size_t i = 0; i < 5; i++)
         assert_string_equal(v->principals[i], want[i]);
@@ -319,6 +357,10 @@ static void test_view_holds_self_groups_transitively_and_roles(void **state)
     assert_ptr_equal(again, v); /* cached at this revision */
     authz_view_release(again);
     authz_view_release(v);
+    assert_int_equal(authz_view(m, "user:alice", &v, NULL), 0); /* principal names work too */
+    assert_int_equal(v->n, 5);
+    authz_view_release(v);
+    assert_int_equal(authz_view(m, "service:alice", &v, NULL), CDN_ERR_NOT_FOUND);
     assert_int_equal(authz_view(m, "bot", &v, NULL), 0);
     assert_int_equal(v->n, 1);
     assert_string_equal(v->principals[0], "service:bot");
@@ -326,6 +368,28 @@ static void test_view_holds_self_groups_transitively_and_roles(void **state)
     cdn_err_t e = {0};
     assert_int_equal(authz_view(m, "nobody", &v, &e), CDN_ERR_NOT_FOUND);
     assert_null(v);
+    authz_model_free(m);
+}
+
+static void test_scoped_role_grant_appears_only_in_the_scoped_view(void **state)
+{
+    (void)state;
+    authz_model_t *m = company();
+    apply_ok(m, "{\"op\":\"put_role\",\"id\":\"tenant-admin\"}");
+    apply_ok(m, "{\"op\":\"grant\",\"to\":\"bob\",\"role\":\"tenant-admin\",\"scope\":"
+                "{\"type\":\"tenant\",\"id\":\"acme\"}}");
+    authz_view_t *v;
+    assert_int_equal(authz_view(m, "bob", &v, NULL), 0);
+    assert_false(authz_view_has(v, "role:tenant-admin"));
+    authz_view_release(v);
+    assert_int_equal(authz_view_scoped(m, "bob", "tenant", "acme", &v, NULL), 0);
+    assert_true(authz_view_has(v, "role:tenant-admin"));
+    assert_true(authz_view_has(v, "group:eng"));
+    authz_view_release(v);
+    assert_int_equal(authz_view_scoped(m, "bob", "tenant", "other", &v, NULL), 0);
+    assert_false(authz_view_has(v, "role:tenant-admin"));
+    authz_view_release(v);
+    assert_int_equal(authz_view_scoped(m, "bob", "tenant", NULL, &v, NULL), CDN_ERR_INVALID);
     authz_model_free(m);
 }
 
@@ -366,12 +430,16 @@ static void test_group_cycle_is_refused_naming_it_and_changes_nothing(void **sta
     char *before = export_text(m);
     uint64_t rev = authz_model_revision(m);
     cdn_err_t e = {0};
-    assert_int_equal(authz_apply(m, "{\"op\":\"add_member\",\"group\":\"hr\",\"member\":\"org\","
-                                    "\"member_kind\":\"group\"}", &e),
+    assert_int_equal(authz_apply(m,
+                                 "{\"op\":\"add_member\",\"group\":\"hr\",\"member\":\"org\","
+                                 "\"member_kind\":\"group\"}",
+                                 &e),
                      CDN_ERR_CONFLICT);
     assert_non_null(strstr(e.msg, "hr contains org contains people contains hr"));
-    assert_int_equal(authz_apply(m, "{\"op\":\"add_member\",\"group\":\"hr\",\"member\":\"hr\","
-                                    "\"member_kind\":\"group\"}", &e),
+    assert_int_equal(authz_apply(m,
+                                 "{\"op\":\"add_member\",\"group\":\"hr\",\"member\":\"hr\","
+                                 "\"member_kind\":\"group\"}",
+                                 &e),
                      CDN_ERR_CONFLICT);
     char *after = export_text(m);
     assert_string_equal(before, after);
@@ -384,7 +452,10 @@ static void test_group_cycle_is_refused_naming_it_and_changes_nothing(void **sta
 static void test_bad_ops_give_clear_errors_and_change_nothing(void **state)
 {
     (void)state;
-    static const struct { const char *op, *needle; int code; } bad[] = {
+    static const struct {
+        const char *op, *needle;
+        int code;
+    } bad[] = {
         {"not json", "not valid JSON", CDN_ERR_INVALID},
         {"[1]", "JSON object", CDN_ERR_INVALID},
         {"{\"op\":\"explode\"}", "unknown", CDN_ERR_INVALID},
@@ -406,15 +477,17 @@ static void test_bad_ops_give_clear_errors_and_change_nothing(void **state)
          "\"read\",\"condition\":{\"StringEqualz\":{\"context.a\":\"b\"}}}]}",
          "unknown operator 'StringEqualz'", CDN_ERR_INVALID},
         {"{\"op\":\"put_role\",\"id\":\"r\",\"permissions\":[{\"resource\":\"a:b\",\"action\":"
-         "\"read\",\"condition\":{\"And\":{}}}]}", "And", CDN_ERR_INVALID},
+         "\"read\",\"condition\":{\"And\":{}}}]}",
+         "And", CDN_ERR_INVALID},
         {"{\"op\":\"put_role\",\"id\":\"r\",\"permissions\":[{\"resource\":\"a:b\",\"action\":"
-         "\"read\",\"condition\":{\"NumericLessThan\":{\"context.a\":\"b\"}}}]}", "number",
-         CDN_ERR_INVALID},
+         "\"read\",\"condition\":{\"NumericLessThan\":{\"context.a\":\"b\"}}}]}",
+         "number", CDN_ERR_INVALID},
         {"{\"op\":\"put_role\",\"id\":\"r\",\"permissions\":[{\"resource\":\"a:b\",\"action\":"
-         "\"read\",\"condition\":{\"StringEquals\":{\"ctx.a\":\"b\"}}}]}", "ctx.a",
-         CDN_ERR_INVALID},
+         "\"read\",\"condition\":{\"StringEquals\":{\"ctx.a\":\"b\"}}}]}",
+         "ctx.a", CDN_ERR_INVALID},
         {"{\"op\":\"put_role\",\"id\":\"r\",\"permissions\":[{\"resource\":\"a*b\",\"action\":"
-         "\"read\"}]}", "a*b", CDN_ERR_INVALID},
+         "\"read\"}]}",
+         "a*b", CDN_ERR_INVALID},
         {"{\"op\":\"put_role\",\"id\":\"reader\",\"permissions\":[{\"resource\":\"a:b\"}]}",
          "action", CDN_ERR_INVALID},
         {"{\"op\":\"delete_role\",\"id\":\"ghost\"}", "ghost", CDN_ERR_NOT_FOUND},
@@ -472,10 +545,14 @@ static void test_bad_import_leaves_model_unchanged(void **state)
     authz_model_t *m = company();
     char *before = export_text(m);
     const char *docs[] = {
-        "{", "{\"subjects\":{}}", "{\"extra\":1}", "{\"version\":2}",
+        "{",
+        "{\"subjects\":{}}",
+        "{\"extra\":1}",
+        "{\"version\":2}",
         "{\"subjects\":[{\"id\":\"z\"}],\"grants\":[{\"to\":\"q\",\"role\":\"r\"}]}",
-        "{\"groups\":[{\"id\":\"a\",\"members\":[{\"id\":\"b\",\"kind\":\"group\"}]},"
-        "{\"id\":\"b\",\"members\":[{\"id\":\"a\",\"kind\":\"group\"}]}]}",
+        "{\"groups\":[{\"id\":\"a\",\"memberz\":[]}]}",
+        ("{\"groups\":[{\"id\":\"a\",\"members\":[{\"id\":\"b\",\"kind\":\"group\"}]},"
+         "{\"id\":\"b\",\"members\":[{\"id\":\"a\",\"kind\":\"group\"}]}]}"),
     };
     for (size_t i = 0; i < sizeof(docs) / sizeof(docs[0]); i++) {
         cdn_err_t e = {0};
@@ -528,8 +605,7 @@ static void test_principal_normalize_treats_bare_names_as_groups(void **state)
     assert_int_equal(authz_principal_normalize("role:x", out, sizeof(out), NULL), 0);
     assert_string_equal(out, "role:x");
     assert_int_equal(authz_principal_normalize("", out, sizeof(out), NULL), CDN_ERR_INVALID);
-    assert_int_equal(authz_principal_normalize("robot:x", out, sizeof(out), NULL),
-                     CDN_ERR_INVALID);
+    assert_int_equal(authz_principal_normalize("robot:x", out, sizeof(out), NULL), CDN_ERR_INVALID);
     assert_int_equal(authz_principal_normalize("eng", out, 5, NULL), CDN_ERR_LIMIT);
 }
 
@@ -615,6 +691,7 @@ int main(void)
         cmocka_unit_test(test_role_via_nested_group_grants_without_condition),
         cmocka_unit_test(test_condition_met_and_not_met_give_their_reasons),
         cmocka_unit_test(test_unconditional_grant_wins_over_conditional_one),
+        cmocka_unit_test(test_condition_met_found_past_many_unmet_conditional_grants),
         cmocka_unit_test(test_denies_unknown_resource_ungranted_action_and_unknown_subject),
         cmocka_unit_test(test_scoped_grant_holds_only_inside_its_scope),
         cmocka_unit_test(test_malformed_resource_is_invalid_request),
@@ -622,6 +699,7 @@ int main(void)
         cmocka_unit_test(test_every_comparison_operator_decides_both_ways),
         cmocka_unit_test(test_missing_operand_is_false_even_for_not_equals),
         cmocka_unit_test(test_view_holds_self_groups_transitively_and_roles),
+        cmocka_unit_test(test_scoped_role_grant_appears_only_in_the_scoped_view),
         cmocka_unit_test(test_view_follows_nested_membership_changes),
         cmocka_unit_test(test_group_cycle_is_refused_naming_it_and_changes_nothing),
         cmocka_unit_test(test_bad_ops_give_clear_errors_and_change_nothing),

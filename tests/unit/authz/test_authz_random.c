@@ -5,6 +5,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+
 #include <cmocka.h>
 #include <stdio.h>
 #include <string.h>
@@ -19,10 +20,10 @@
 #define MAXP 4
 #define MAXGRANTS 64
 
-static const char *const patterns[] = {"*", "doc:a", "doc:a*", "collection:*", "collection:b",
+static const char *const patterns[] = {"*",     "doc:a", "doc:a*", "collection:*", "collection:b",
                                        "doc:*", "doc:ab"};
-static const char *const resources[] = {"doc:a", "doc:ab", "doc:abc", "doc:b", "collection:a",
-                                        "collection:b"};
+static const char *const resources[] = {"doc:a", "doc:ab",       "doc:abc",
+                                        "doc:b", "collection:a", "collection:b"};
 static const char *const actions[] = {"read", "write", "search", "*"};
 static const char *const depts[] = {"hr", "eng"};
 
@@ -40,8 +41,13 @@ static const char *const cond_json[NCOND] = {
     "{\"Not\":{\"StringEquals\":{\"context.ip\":\"x\"}}}]}",
 };
 
-typedef struct perm { int pat, act, cond; } perm_t;
-typedef struct grant { int to_group, to, role, scope; perm_t perm; } grant_t; /* role -1: inline */
+typedef struct perm {
+    int pat, act, cond;
+} perm_t;
+typedef struct grant {
+    int to_group, to, role, scope;
+    perm_t perm;
+} grant_t; /* role -1: inline */
 
 typedef struct ref {
     int dept[NS];
@@ -54,11 +60,11 @@ typedef struct ref {
 } ref_t;
 
 typedef struct req {
-    int subject; /* NS = unknown */
+    int subject;         /* NS = unknown */
     int res, act, scope; /* scope: 0 none, 1 t1, 2 t2 */
     bool upper;
-    int n;   /* context.n, -1 missing */
-    int ip;  /* 0 missing, 1 "x", 2 "y" */
+    int n;  /* context.n, -1 missing */
+    int ip; /* 0 missing, 1 "x", 2 "y" */
 } req_t;
 
 static uint64_t rng_state;
@@ -142,8 +148,8 @@ static authz_reason_t ref_decide(const ref_t *r, const req_t *q)
             }
         }
     }
-    return uncond ? AUTHZ_PERMISSION_GRANTED_NO_CONDITION
-           : met  ? AUTHZ_PERMISSION_GRANTED_CONDITION_MET
+    return uncond  ? AUTHZ_PERMISSION_GRANTED_NO_CONDITION
+           : met   ? AUTHZ_PERMISSION_GRANTED_CONDITION_MET
            : found ? AUTHZ_PERMISSION_FOUND_CONDITION_NOT_MET
                    : AUTHZ_NO_MATCHING_PERMISSION_FOUND;
 }
@@ -178,8 +184,7 @@ static void grant_text(const grant_t *g, const char *op, char *out, size_t cap)
         snprintf(what, sizeof(what), "\"permission\":%s", p);
     }
     if (g->scope)
-        snprintf(scope, sizeof(scope), ",\"scope\":{\"type\":\"tenant\",\"id\":\"t%d\"}",
-                 g->scope);
+        snprintf(scope, sizeof(scope), ",\"scope\":{\"type\":\"tenant\",\"id\":\"t%d\"}", g->scope);
     snprintf(out, cap, "{\"op\":\"%s\",\"to\":\"%s%d\",\"to_kind\":\"%s\",%s%s}", op,
              g->to_group ? "g" : "s", g->to, g->to_group ? "group" : "subject", what, scope);
 }
@@ -199,34 +204,60 @@ static void random_perm(perm_t *p)
     p->cond = rnd(2) ? 0 : (int)rnd(NCOND);
 }
 
+/* (Re)defines role ro with fresh random permissions, in both models. */
+static void put_role(authz_model_t *m, ref_t *r, int ro)
+{
+    char op[1024];
+    r->nperms[ro] = 1 + (int)rnd(MAXP);
+    int w = snprintf(op, sizeof(op), "{\"op\":\"put_role\",\"id\":\"r%d\",\"permissions\":[", ro);
+    for (int k = 0; k < r->nperms[ro]; k++) {
+        random_perm(&r->perms[ro][k]);
+        perm_text(&r->perms[ro][k], op + w, sizeof(op) - (size_t)w);
+        w += (int)strlen(op + w);
+        if (k + 1 < r->nperms[ro])
+            op[w++] = ',';
+    }
+    snprintf(op + w, sizeof(op) - (size_t)w, "]}");
+    apply_ok(m, op);
+}
+
+/* delete_group then put_group: the reference drops its edges and grants by hand. */
+static void recreate_group(authz_model_t *m, ref_t *r, int g)
+{
+    char op[128];
+    snprintf(op, sizeof(op), "{\"op\":\"delete_group\",\"id\":\"g%d\"}", g);
+    apply_ok(m, op);
+    snprintf(op, sizeof(op), "{\"op\":\"put_group\",\"id\":\"g%d\"}", g);
+    apply_ok(m, op);
+    for (int i = 0; i < NS; i++)
+        r->sub_in[i][g] = false;
+    for (int i = 0; i < NG; i++)
+        r->grp_in[i][g] = r->grp_in[g][i] = false;
+    for (int i = 0; i < r->ngrants;)
+        if (r->grants[i].to_group && r->grants[i].to == g)
+            r->grants[i] = r->grants[--r->ngrants];
+        else
+            i++;
+}
+
 static void build(authz_model_t *m, ref_t *r)
 {
     char op[1024];
     memset(r, 0, sizeof(*r));
     for (int s = 0; s < NS; s++) {
         r->dept[s] = (int)rnd(2);
-        snprintf(op, sizeof(op), "{\"op\":\"put_subject\",\"id\":\"s%d\",\"attributes\":"
-                 "{\"dept\":\"%s\"}}", s, depts[r->dept[s]]);
+        snprintf(op, sizeof(op),
+                 "{\"op\":\"put_subject\",\"id\":\"s%d\",\"attributes\":"
+                 "{\"dept\":\"%s\"}}",
+                 s, depts[r->dept[s]]);
         apply_ok(m, op);
     }
     for (int g = 0; g < NG; g++) {
         snprintf(op, sizeof(op), "{\"op\":\"put_group\",\"id\":\"g%d\"}", g);
         apply_ok(m, op);
     }
-    for (int ro = 0; ro < NR; ro++) {
-        r->nperms[ro] = 1 + (int)rnd(MAXP);
-        int w = snprintf(op, sizeof(op), "{\"op\":\"put_role\",\"id\":\"r%d\",\"permissions\":[",
-                         ro);
-        for (int k = 0; k < r->nperms[ro]; k++) {
-            random_perm(&r->perms[ro][k]);
-            perm_text(&r->perms[ro][k], op + w, sizeof(op) - (size_t)w);
-            w += (int)strlen(op + w);
-            if (k + 1 < r->nperms[ro])
-                op[w++] = ',';
-        }
-        snprintf(op + w, sizeof(op) - (size_t)w, "]}");
-        apply_ok(m, op);
-    }
+    for (int ro = 0; ro < NR; ro++)
+        put_role(m, r, ro);
 }
 
 /* One random mutation, applied to both; the reference predicts cycles and missing grants. */
@@ -234,8 +265,12 @@ static void mutate(authz_model_t *m, ref_t *r)
 {
     char op[1024];
     cdn_err_t e = {0};
-    int kind = (int)rnd(6);
-    if (kind == 0) {
+    int kind = (int)rnd(8);
+    if (kind == 6) {
+        recreate_group(m, r, (int)rnd(NG));
+    } else if (kind == 7) {
+        put_role(m, r, (int)rnd(NR));
+    } else if (kind == 0) {
         int s = (int)rnd(NS), g = (int)rnd(NG);
         bool add = !r->sub_in[s][g];
         snprintf(op, sizeof(op), "{\"op\":\"%s\",\"group\":\"g%d\",\"member\":\"s%d\"}",
@@ -245,8 +280,10 @@ static void mutate(authz_model_t *m, ref_t *r)
     } else if (kind == 1 || kind == 2) {
         int c = (int)rnd(NG), p = (int)rnd(NG);
         bool add = !r->grp_in[c][p];
-        snprintf(op, sizeof(op), "{\"op\":\"%s\",\"group\":\"g%d\",\"member\":\"g%d\","
-                 "\"member_kind\":\"group\"}", add ? "add_member" : "remove_member", p, c);
+        snprintf(op, sizeof(op),
+                 "{\"op\":\"%s\",\"group\":\"g%d\",\"member\":\"g%d\","
+                 "\"member_kind\":\"group\"}",
+                 add ? "add_member" : "remove_member", p, c);
         if (add && ref_group_reaches(r, p, c, 0)) {
             assert_int_equal(authz_apply(m, op, &e), CDN_ERR_CONFLICT);
             return;
@@ -256,8 +293,8 @@ static void mutate(authz_model_t *m, ref_t *r)
     } else if (kind <= 4 || !r->ngrants) {
         if (r->ngrants == MAXGRANTS)
             return;
-        grant_t g = {(int)rnd(2), 0, rnd(2) ? (int)rnd(NR) : -1, rnd(3) ? 0 : 1 + (int)rnd(2),
-                     {0, 0, 0}};
+        grant_t g = {
+            (int)rnd(2), 0, rnd(2) ? (int)rnd(NR) : -1, rnd(3) ? 0 : 1 + (int)rnd(2), {0, 0, 0}};
         g.to = (int)rnd(g.to_group ? NG : NS);
         if (g.role < 0)
             random_perm(&g.perm);
@@ -267,7 +304,7 @@ static void mutate(authz_model_t *m, ref_t *r)
             if (grant_same(&r->grants[i], &g))
                 return;
         r->grants[r->ngrants++] = g;
-    } else {
+    } else { /* kind 5: revoke an existing grant */
         int i = (int)rnd((uint32_t)r->ngrants);
         grant_text(&r->grants[i], "revoke", op, sizeof(op));
         apply_ok(m, op);
@@ -299,9 +336,13 @@ static authz_decision_t run_req(authz_model_t *m, const req_t *q, authz_cache_mo
         json_object_set_new(ctx, "n", json_integer(q->n));
     if (q->ip)
         json_object_set_new(ctx, "ip", json_string(q->ip == 1 ? "x" : "y"));
-    authz_request_t r = {.subject = subject, .resource = resources[q->res], .action = action,
-                         .context = ctx, .scope_type = q->scope ? "tenant" : NULL,
-                         .scope_id = q->scope ? scope : NULL, .cache = mode};
+    authz_request_t r = {.subject = subject,
+                         .resource = resources[q->res],
+                         .action = action,
+                         .context = ctx,
+                         .scope_type = q->scope ? "tenant" : NULL,
+                         .scope_id = q->scope ? scope : NULL,
+                         .cache = mode};
     authz_decision_t d;
     assert_int_equal(authz_is_authorized(m, &r, &d, NULL), 0);
     json_decref(ctx);

@@ -1,6 +1,7 @@
 /* cmd_bench.c: `cordon bench NAME ...`, dispatching to the benchmark programs under bench/.
  * Relies on each bench/bench_NAME.h exporting `int bench_NAME_main(int argc, char **argv)`. */
 #include "cli/cli.h"
+#include "../../bench/bench_scan.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -11,6 +12,7 @@ static const struct bench_entry {
     int (*main)(int argc, char **argv);
     const char *what;
 } benches[] = {
+    {"scan", bench_scan_main, "exact scan of an allowed set vs a scalar loop"},
     {NULL, NULL, NULL},
 };
 

@@ -40,7 +40,10 @@ static uint64_t rng_next(uint64_t *s) /* splitmix64: seedable, fast, good enough
     return z ^ (z >> 31);
 }
 
-static double rng_unit(uint64_t *s) { return ((rng_next(s) >> 11) + 0.5) * (1.0 / 9007199254740992.0); }
+static double rng_unit(uint64_t *s)
+{
+    return ((rng_next(s) >> 11) + 0.5) * (1.0 / 9007199254740992.0);
+}
 
 /* Two standard normal samples (Box-Muller). */
 static void rng_gauss2(uint64_t *s, float *a, float *b)
@@ -84,10 +87,11 @@ static int parse_size(const char *name, const char *val, size_t lo, size_t hi, s
 
 static void usage(FILE *f)
 {
-    fprintf(f, "usage: cordon bench scan [--size N] [--dim D] [--queries Q] [--seed S]\n"
-               "                         [--cache warm|cold|both] [--format table|json]\n"
-               "  exact top-%d (cosine) over generated rows, allowed sets of 100%%, 10%%, 1%%;\n"
-               "  defaults: --size 1000000 --dim 384 --queries 20 --seed 42 --cache both\n",
+    fprintf(f,
+            "usage: cordon bench scan [--size N] [--dim D] [--queries Q] [--seed S]\n"
+            "                         [--cache warm|cold|both] [--format table|json]\n"
+            "  exact top-%d (cosine) over generated rows, allowed sets of 100%%, 10%%, 1%%;\n"
+            "  defaults: --size 1000000 --dim 384 --queries 20 --seed 42 --cache both\n",
             SCAN_K);
 }
 
@@ -195,8 +199,7 @@ typedef struct scan_ctx {
 } scan_ctx_t;
 
 /* Times both searches for every query on one allowed set; fills *row. */
-static int measure_share(scan_ctx_t *c, const roaring_bitmap_t *allowed, int cold,
-                         scan_row_t *row)
+static int measure_share(scan_ctx_t *c, const roaring_bitmap_t *allowed, int cold, scan_row_t *row)
 {
     vec_hit_t fast[SCAN_K], slow[SCAN_K];
     row->agree = 0;
@@ -206,8 +209,8 @@ static int measure_share(scan_ctx_t *c, const roaring_bitmap_t *allowed, int col
         if (cold)
             c->sink += evict(c->scratch, EVICT_BYTES);
         uint64_t t0 = cdn_clock_ns();
-        int rc = exact_search(c->v, VEC_METRIC_COSINE, q, allowed, SCAN_K, fast, &nf,
-                              &row->scanned);
+        int rc =
+            exact_search(c->v, VEC_METRIC_COSINE, q, allowed, SCAN_K, fast, &nf, &row->scanned);
         uint64_t t1 = cdn_clock_ns();
         if (rc)
             return rc;
@@ -293,13 +296,13 @@ static void print_rows(const scan_opts_t *o, const scan_row_t *rows, size_t n, d
            "data made in %.1f s)\n",
            o->size, o->dim, SCAN_K, o->queries, (unsigned long long)o->seed, gen_s);
     printf("memory: streaming read %.2f GB/s, memcpy %.2f GB/s\n\n", read_gbs, copy_gbs);
-    printf("%6s %5s %-7s %9s %10s %14s %8s %7s %6s\n", "share", "cache", "isa", "scanned",
-           "p50 ms", "scalar p50 ms", "speedup", "GB/s", "agree");
+    printf("%6s %5s %-7s %9s %10s %14s %8s %7s %6s\n", "share", "cache", "isa", "scanned", "p50 ms",
+           "scalar p50 ms", "speedup", "GB/s", "agree");
     for (size_t i = 0; i < n; i++)
-        printf("%5g%% %5s %-7s %9llu %10.3f %14.3f %7.2fx %7.2f %3zu/%zu\n",
-               rows[i].share * 100, rows[i].cache, isa, (unsigned long long)rows[i].scanned,
-               rows[i].p50_ms, rows[i].scalar_p50_ms, rows[i].scalar_p50_ms / rows[i].p50_ms,
-               rows[i].gb_per_s, rows[i].agree, o->queries);
+        printf("%5g%% %5s %-7s %9llu %10.3f %14.3f %7.2fx %7.2f %3zu/%zu\n", rows[i].share * 100,
+               rows[i].cache, isa, (unsigned long long)rows[i].scanned, rows[i].p50_ms,
+               rows[i].scalar_p50_ms, rows[i].scalar_p50_ms / rows[i].p50_ms, rows[i].gb_per_s,
+               rows[i].agree, o->queries);
 }
 
 /* Runs every share in both cache states the options ask for; fills rows, sets *n. */

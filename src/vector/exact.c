@@ -160,9 +160,8 @@ int exact_search(const vec_view_t *v, vec_metric_t m, const float *query,
     return exact_search_isa(v, m, vec_isa_best(), query, allowed, k, out, n_out, scanned);
 }
 
-int exact_search_ids(const vec_view_t *v, vec_metric_t m, const float *query,
-                     const uint32_t *ids, size_t n_ids, size_t k, vec_hit_t *out, size_t *n_out,
-                     uint64_t *scanned)
+int exact_search_ids(const vec_view_t *v, vec_metric_t m, const float *query, const uint32_t *ids,
+                     size_t n_ids, size_t k, vec_hit_t *out, size_t *n_out, uint64_t *scanned)
 {
     scan_t s;
     if (n_out)

@@ -1,10 +1,13 @@
 /* test_distance.c: every SIMD kernel this CPU offers against the scalar reference, the 4-row
  * kernels, tails that end at a guard page, metric names, normalisation. Relies on cmocka. */
+/* cmocka.h needs these four first. */
+// clang-format off
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <cmocka.h>
+// clang-format on
 
 #include <math.h>
 #include <stdio.h>
@@ -45,7 +48,10 @@ static size_t length_at(size_t i)
 #define N_LENGTHS (70 + sizeof extra_lengths / sizeof extra_lengths[0])
 
 /* Error bound for float sums of n terms whose magnitudes add to `mag`. */
-static double tolerance(double mag) { return 2e-6 * mag + 1e-6; }
+static double tolerance(double mag)
+{
+    return 2e-6 * mag + 1e-6;
+}
 
 /* Exact (double) reference and the magnitude that bounds rounding. */
 static void reference(vec_metric_t m, const float *a, const float *b, size_t n, double *dist,
@@ -129,8 +135,8 @@ static void test_kernels_never_read_past_the_last_element(void **state)
 {
     (void)state;
     long page = sysconf(_SC_PAGESIZE);
-    char *mem = mmap(NULL, 2 * (size_t)page, PROT_READ | PROT_WRITE,
-                     MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    char *mem =
+        mmap(NULL, 2 * (size_t)page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     assert_true(mem != MAP_FAILED);
     assert_int_equal(mprotect(mem + page, (size_t)page, PROT_NONE), 0);
     float *end = (float *)(mem + page);
@@ -159,8 +165,7 @@ static void test_best_isa_kernels_are_the_ones_handed_out(void **state)
     vec_isa_t best = vec_isa_best();
     for (int m = VEC_METRIC_COSINE; m <= VEC_METRIC_L2; m++) {
         assert_ptr_equal(vec_dist_for((vec_metric_t)m), vec_dist_for_isa((vec_metric_t)m, best));
-        assert_ptr_equal(vec_dist4_for((vec_metric_t)m),
-                         vec_dist4_for_isa((vec_metric_t)m, best));
+        assert_ptr_equal(vec_dist4_for((vec_metric_t)m), vec_dist4_for_isa((vec_metric_t)m, best));
         assert_non_null(vec_dist_for_isa((vec_metric_t)m, VEC_ISA_SCALAR));
     }
     assert_null(vec_dist_for_isa((vec_metric_t)7, VEC_ISA_SCALAR));

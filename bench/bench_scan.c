@@ -103,8 +103,10 @@ static int parse_choice(const char *name, const char *val, const char *const *ch
             *out = i;
             return 0;
         }
-    fprintf(stderr, "cordon bench scan: %s takes %s%s%s (got '%s')\n", name, choices[0],
-            choices[1] ? " or " : "", choices[1] ? choices[1] : "", val ? val : "");
+    fprintf(stderr, "cordon bench scan: %s takes one of:", name);
+    for (int i = 0; choices[i]; i++)
+        fprintf(stderr, " %s", choices[i]);
+    fprintf(stderr, " (got '%s')\n", val ? val : "");
     return 2;
 }
 
@@ -276,12 +278,14 @@ static void print_rows(const scan_opts_t *o, const scan_row_t *rows, size_t n, d
                        double copy_gbs, double gen_s)
 {
     const char *isa = vec_isa_name(vec_isa_best());
+    char copy[32] = "null"; /* memcpy needs the eviction buffer, absent with --cache warm */
+    if (copy_gbs > 0)
+        snprintf(copy, sizeof copy, "%.2f", copy_gbs);
     if (o->json) {
         printf("{\"bench\":\"scan\",\"size\":%zu,\"dim\":%u,\"queries\":%zu,\"k\":%d,"
                "\"seed\":%llu,\"metric\":\"cosine\",\"data\":\"generated gaussian clusters\","
-               "\"mem_read_gb_per_s\":%.2f,\"memcpy_gb_per_s\":%.2f,\"rows\":[",
-               o->size, o->dim, o->queries, SCAN_K, (unsigned long long)o->seed, read_gbs,
-               copy_gbs);
+               "\"mem_read_gb_per_s\":%.2f,\"memcpy_gb_per_s\":%s,\"rows\":[",
+               o->size, o->dim, o->queries, SCAN_K, (unsigned long long)o->seed, read_gbs, copy);
         for (size_t i = 0; i < n; i++)
             printf("%s{\"share\":%g,\"cache\":\"%s\",\"isa\":\"%s\",\"scanned\":%llu,"
                    "\"p50_ms\":%.3f,\"scalar_p50_ms\":%.3f,\"speedup\":%.2f,\"gb_per_s\":%.2f,"
@@ -295,7 +299,7 @@ static void print_rows(const scan_opts_t *o, const scan_row_t *rows, size_t n, d
     printf("exact scan, %zu x %u generated rows (cosine, k=%d, %zu queries, seed %llu, "
            "data made in %.1f s)\n",
            o->size, o->dim, SCAN_K, o->queries, (unsigned long long)o->seed, gen_s);
-    printf("memory: streaming read %.2f GB/s, memcpy %.2f GB/s\n\n", read_gbs, copy_gbs);
+    printf("memory: streaming read %.2f GB/s, memcpy %s GB/s\n\n", read_gbs, copy);
     printf("%6s %5s %-7s %9s %10s %14s %8s %7s %6s\n", "share", "cache", "isa", "scanned", "p50 ms",
            "scalar p50 ms", "speedup", "GB/s", "agree");
     for (size_t i = 0; i < n; i++)

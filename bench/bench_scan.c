@@ -299,7 +299,8 @@ static void print_rows(const scan_opts_t *o, const scan_row_t *rows, size_t n, d
     printf("exact scan, %zu x %u generated rows (cosine, k=%d, %zu queries, seed %llu, "
            "data made in %.1f s)\n",
            o->size, o->dim, SCAN_K, o->queries, (unsigned long long)o->seed, gen_s);
-    printf("memory: streaming read %.2f GB/s, memcpy %s GB/s\n\n", read_gbs, copy);
+    printf("memory: streaming read %.2f GB/s, memcpy %s GB/s\n\n", read_gbs,
+           copy_gbs > 0 ? copy : "n/a");
     printf("%6s %5s %-7s %9s %10s %14s %8s %7s %6s\n", "share", "cache", "isa", "scanned", "p50 ms",
            "scalar p50 ms", "speedup", "GB/s", "agree");
     for (size_t i = 0; i < n; i++)

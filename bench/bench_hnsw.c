@@ -1,0 +1,431 @@
+/* bench_hnsw.c: HNSW build time and memory, save/load time, recall@10 and latency unfiltered and
+ * under random allowed sets, beside the exact scan and post-filtering in the same run. Relies on
+ * vector/hnsw.h, vector/exact.h, CRoaring and base/clock.h. Data: seeded Gaussian clusters. */
+#include "bench_hnsw.h"
+#include "base/clock.h"
+#include "base/err.h"
+#include "vector/exact.h"
+#include "vector/hnsw.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define BK 10
+#define B_CLUSTERS 256
+#define B_MAX_ROWS 64
+
+typedef struct hb_opts {
+    size_t size, queries;
+    uint32_t dim, m, efc, threads;
+    uint64_t seed;
+    int json;
+    const char *dir;
+} hb_opts_t;
+
+/* One measured configuration. plan: "hnsw" (unfiltered), "filtered", "postfilter" (unfiltered
+ * traversal, then drop disallowed hits), "exact". */
+typedef struct hb_row {
+    const char *plan;
+    double pct;
+    uint64_t allowed;
+    uint32_t ef;
+    double recall, p50_ms, visited, distances, over_budget;
+} hb_row_t;
+
+typedef struct hb_run {
+    hb_opts_t o;
+    float *rows, *queries;
+    vec_view_t view;
+    hnsw_t *h;
+    vec_hit_t *truth; /* queries * BK */
+    size_t *n_truth;
+    double *lat;      /* per query, ms */
+    hb_row_t out[B_MAX_ROWS];
+    size_t n_out;
+    double build_s, save_s, load_s, rss_data_mb, rss_graph_mb, graph_mb, file_mb;
+    int load_same;
+} hb_run_t;
+
+static uint64_t rng_next(uint64_t *s)
+{
+    uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+static double rng_unit(uint64_t *s) { return ((rng_next(s) >> 11) + 0.5) / 9007199254740992.0; }
+
+static float rng_gauss(uint64_t *s)
+{
+    return (float)(sqrt(-2.0 * log(rng_unit(s))) * cos(6.283185307179586 * rng_unit(s)));
+}
+
+/* Row = centroid + 0.5 * noise, unit length (cosine), centroid drawn uniformly. */
+static void gen_rows(float *out, size_t n, uint32_t dim, const float *centroids, uint64_t *s)
+{
+    for (size_t i = 0; i < n; i++) {
+        float *row = out + i * dim;
+        const float *c = centroids + (rng_next(s) % B_CLUSTERS) * dim;
+        for (uint32_t j = 0; j < dim; j++)
+            row[j] = c[j] + 0.5f * rng_gauss(s);
+        vec_normalize(row, dim);
+    }
+}
+
+static double rss_mb(void)
+{
+    FILE *f = fopen("/proc/self/status", "r");
+    char line[256];
+    double kb = 0;
+    while (f && fgets(line, sizeof line, f))
+        if (!strncmp(line, "VmRSS:", 6))
+            kb = strtod(line + 6, NULL);
+    if (f)
+        fclose(f);
+    return kb / 1024.0;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static double median(double *v, size_t n)
+{
+    qsort(v, n, sizeof(double), cmp_double);
+    return n ? v[n / 2] : 0;
+}
+
+static double recall_of(const vec_hit_t *got, size_t n, const vec_hit_t *truth, size_t nt)
+{
+    if (nt == 0)
+        return 1.0;
+    size_t hit = 0;
+    for (size_t i = 0; i < nt; i++)
+        for (size_t j = 0; j < n; j++)
+            if (got[j].id == truth[i].id) {
+                hit++;
+                break;
+            }
+    return (double)hit / (double)nt;
+}
+
+static void usage(FILE *f)
+{
+    fprintf(f, "usage: cordon bench hnsw [--size N] [--dim D] [--queries Q] [--seed S]\n"
+               "                         [--threads T] [--m M] [--efc EF] [--dir PATH]\n"
+               "                         [--format table|json]\n"
+               "  builds HNSW over N generated unit vectors (cosine, %d clusters), saves and\n"
+               "  loads it under PATH, then measures recall@%d and p50 latency unfiltered and\n"
+               "  under random allowed sets of 0.1, 1, 5, 20 and 100%%, beside the exact scan.\n"
+               "  defaults: --size 1000000 --dim 384 --queries 100 --seed 42 --threads 2\n"
+               "            --m 16 --efc 200 --dir /tmp\n",
+            B_CLUSTERS, BK);
+}
+
+static int parse_num(const char *name, const char *val, uint64_t lo, uint64_t hi, uint64_t *out)
+{
+    char *end;
+    errno = 0;
+    unsigned long long v = val ? strtoull(val, &end, 10) : 0;
+    if (!val || errno || *end || v < lo || v > hi) {
+        fprintf(stderr, "cordon bench hnsw: %s needs a whole number from %llu to %llu (got '%s')\n",
+                name, (unsigned long long)lo, (unsigned long long)hi, val ? val : "");
+        return 2;
+    }
+    *out = v;
+    return 0;
+}
+
+static int parse_opts(int argc, char **argv, hb_opts_t *o)
+{
+    *o = (hb_opts_t){1000000, 100, 384, 16, 200, 2, 42, 0, "/tmp"};
+    for (int i = 1; i < argc; i += 2) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        uint64_t x = 0;
+        int rc = 0;
+        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+            usage(stdout);
+            return -1;
+        } else if (!strcmp(a, "--size") && !(rc = parse_num(a, v, 1000, 50000000, &x)))
+            o->size = x;
+        else if (!strcmp(a, "--dim") && !(rc = parse_num(a, v, 2, 4096, &x)))
+            o->dim = (uint32_t)x;
+        else if (!strcmp(a, "--queries") && !(rc = parse_num(a, v, 1, 100000, &x)))
+            o->queries = x;
+        else if (!strcmp(a, "--seed") && !(rc = parse_num(a, v, 0, UINT64_MAX, &x)))
+            o->seed = x;
+        else if (!strcmp(a, "--threads") && !(rc = parse_num(a, v, 1, 256, &x)))
+            o->threads = (uint32_t)x;
+        else if (!strcmp(a, "--m") && !(rc = parse_num(a, v, HNSW_M_MIN, HNSW_M_MAX, &x)))
+            o->m = (uint32_t)x;
+        else if (!strcmp(a, "--efc") && !(rc = parse_num(a, v, 1, HNSW_EF_MAX, &x)))
+            o->efc = (uint32_t)x;
+        else if (!strcmp(a, "--dir") && v)
+            o->dir = v;
+        else if (!strcmp(a, "--format") && v && (!strcmp(v, "json") || !strcmp(v, "table")))
+            o->json = !strcmp(v, "json");
+        else if (!rc) {
+            fprintf(stderr, "cordon bench hnsw: unknown option or missing value '%s'\n", a);
+            usage(stderr);
+            return 2;
+        }
+        if (rc)
+            return rc;
+    }
+    return 0;
+}
+
+/* Generates rows and queries, builds the index with o.threads threads, measures memory. */
+static int setup_index(hb_run_t *r)
+{
+    hb_opts_t *o = &r->o;
+    uint64_t s = o->seed;
+    float *cent = malloc(sizeof(float) * B_CLUSTERS * o->dim);
+    r->rows = malloc(sizeof(float) * o->size * o->dim);
+    r->queries = malloc(sizeof(float) * o->queries * o->dim);
+    if (!cent || !r->rows || !r->queries) {
+        free(cent);
+        fprintf(stderr, "cordon bench hnsw: out of memory for %zu x %u rows\n", o->size, o->dim);
+        return 1;
+    }
+    double rss0 = rss_mb();
+    for (size_t i = 0; i < (size_t)B_CLUSTERS * o->dim; i++)
+        cent[i] = rng_gauss(&s);
+    gen_rows(r->rows, o->size, o->dim, cent, &s);
+    gen_rows(r->queries, o->queries, o->dim, cent, &s);
+    free(cent);
+    double rss1 = rss_mb();
+    r->rss_data_mb = rss1 - rss0;
+    r->view = (vec_view_t){r->rows, o->dim, o->dim, (uint32_t)o->size};
+    hnsw_params_t p = hnsw_params_default();
+    p.m = o->m;
+    p.ef_construction = o->efc;
+    p.seed = (uint32_t)o->seed;
+    uint32_t *ids = malloc(sizeof(uint32_t) * o->size);
+    int rc = ids ? hnsw_create(p, VEC_METRIC_COSINE, o->dim, &r->h) : CDN_ERR_NOMEM;
+    for (size_t i = 0; ids && i < o->size; i++)
+        ids[i] = (uint32_t)i;
+    uint64_t t0 = cdn_clock_ns();
+    rc = rc ? rc : hnsw_build(r->h, &r->view, ids, o->size, o->threads);
+    r->build_s = (double)(cdn_clock_ns() - t0) / 1e9;
+    free(ids);
+    if (rc) {
+        fprintf(stderr, "cordon bench hnsw: build failed: %s\n", cdn_strerror(rc));
+        return 1;
+    }
+    r->rss_graph_mb = rss_mb() - rss1;
+    hnsw_info_t info;
+    hnsw_get_info(r->h, &info);
+    r->graph_mb = (double)info.memory_bytes / (1024.0 * 1024.0);
+    return 0;
+}
+
+/* Saves, reloads and checks the loaded index answers the first query identically. */
+static int save_load(hb_run_t *r)
+{
+    char path[1024];
+    snprintf(path, sizeof path, "%s/cordon-bench-hnsw.%ld.idx", r->o.dir, (long)getpid());
+    uint64_t t0 = cdn_clock_ns();
+    int rc = hnsw_save(r->h, path, 1);
+    r->save_s = (double)(cdn_clock_ns() - t0) / 1e9;
+    if (rc) {
+        fprintf(stderr, "cordon bench hnsw: save to %s failed: %s\n", path, cdn_strerror(rc));
+        return 1;
+    }
+    FILE *f = fopen(path, "rb");
+    if (f && !fseek(f, 0, SEEK_END))
+        r->file_mb = (double)ftell(f) / (1024.0 * 1024.0);
+    if (f)
+        fclose(f);
+    hnsw_t *g = NULL;
+    uint64_t rev;
+    t0 = cdn_clock_ns();
+    rc = hnsw_load(path, &g, &rev);
+    r->load_s = (double)(cdn_clock_ns() - t0) / 1e9;
+    unlink(path);
+    if (rc) {
+        fprintf(stderr, "cordon bench hnsw: load failed: %s\n", cdn_strerror(rc));
+        return 1;
+    }
+    vec_hit_t a[BK], b[BK];
+    uint32_t na = 0, nb = 0;
+    hnsw_search(r->h, &r->view, r->queries, BK, 64, NULL, HNSW_MODE_UNFILTERED, 0, NULL, a, &na);
+    hnsw_search(g, &r->view, r->queries, BK, 64, NULL, HNSW_MODE_UNFILTERED, 0, NULL, b, &nb);
+    r->load_same = na == nb && !memcmp(a, b, na * sizeof(vec_hit_t));
+    hnsw_free(g);
+    return 0;
+}
+
+static roaring_bitmap_t *random_allowed(size_t n, double frac, uint64_t seed)
+{
+    roaring_bitmap_t *b = roaring_bitmap_create();
+    if (frac >= 1.0) {
+        roaring_bitmap_add_range(b, 0, n);
+        return b;
+    }
+    for (size_t i = 0; i < n; i++)
+        if (rng_unit(&seed) < frac)
+            roaring_bitmap_add(b, (uint32_t)i);
+    roaring_bitmap_run_optimize(b);
+    return b;
+}
+
+/* Exact top-k for every query (the truth), timed as the exact plan's row. */
+static void exact_rows(hb_run_t *r, const roaring_bitmap_t *allowed, double pct, uint64_t card)
+{
+    for (size_t q = 0; q < r->o.queries; q++) {
+        uint64_t t0 = cdn_clock_ns();
+        exact_search(&r->view, VEC_METRIC_COSINE, r->queries + q * r->o.dim, allowed, BK,
+                     r->truth + q * BK, &r->n_truth[q], NULL);
+        r->lat[q] = (double)(cdn_clock_ns() - t0) / 1e6;
+    }
+    if (r->n_out < B_MAX_ROWS)
+        r->out[r->n_out++] = (hb_row_t){"exact", pct, card, 0, 1.0, median(r->lat, r->o.queries),
+                                        (double)card, (double)card, 0};
+}
+
+/* Runs one HNSW plan over every query and records its row. post: unfiltered traversal with
+ * k = ef, then only allowed hits kept (the plan for nearly-everything-allowed). */
+static void hnsw_row(hb_run_t *r, const char *plan, const roaring_bitmap_t *allowed, double pct,
+                     uint64_t card, uint32_t ef)
+{
+    int post = !strcmp(plan, "postfilter");
+    hnsw_mode_t mode = !strcmp(plan, "filtered") ? HNSW_MODE_FILTERED : HNSW_MODE_UNFILTERED;
+    vec_hit_t *buf = malloc(sizeof(vec_hit_t) * ef);
+    double rec = 0, vis = 0, dist = 0, over = 0;
+    for (size_t q = 0; buf && q < r->o.queries; q++) {
+        hnsw_stats_t st;
+        uint32_t n = 0, k = post ? ef : BK;
+        uint64_t t0 = cdn_clock_ns();
+        hnsw_search(r->h, &r->view, r->queries + q * r->o.dim, k, ef, allowed, mode, 0, &st, buf,
+                    &n);
+        uint32_t kept = n;
+        if (post) {
+            kept = 0;
+            for (uint32_t i = 0; i < n && kept < BK; i++)
+                if (roaring_bitmap_contains(allowed, buf[i].id))
+                    buf[kept++] = buf[i];
+        }
+        r->lat[q] = (double)(cdn_clock_ns() - t0) / 1e6;
+        rec += recall_of(buf, kept < BK ? kept : BK, r->truth + q * BK, r->n_truth[q]);
+        vis += (double)st.visited;
+        dist += (double)st.distances;
+        over += st.visited >= card; /* a budget of |allowed| would have sent it to exact */
+    }
+    free(buf);
+    double nq = (double)r->o.queries;
+    if (r->n_out < B_MAX_ROWS)
+        r->out[r->n_out++] = (hb_row_t){plan, pct, card, ef, rec / nq,
+                                        median(r->lat, r->o.queries), vis / nq, dist / nq,
+                                        over / nq};
+}
+
+static void measure(hb_run_t *r)
+{
+    static const double pcts[] = {100, 20, 5, 1, 0.1};
+    static const uint32_t efs_unf[] = {16, 32, 64, 128, 256};
+    static const uint32_t efs_filt[] = {32, 64, 128};
+    for (size_t i = 0; i < sizeof pcts / sizeof pcts[0]; i++) {
+        double frac = pcts[i] / 100.0;
+        roaring_bitmap_t *allowed = random_allowed(r->o.size, frac, r->o.seed + 1000 + i);
+        uint64_t card = roaring_bitmap_get_cardinality(allowed);
+        exact_rows(r, frac >= 1.0 ? NULL : allowed, pcts[i], card);
+        if (frac >= 1.0)
+            for (size_t e = 0; e < sizeof efs_unf / sizeof efs_unf[0]; e++)
+                hnsw_row(r, "hnsw", NULL, pcts[i], card, efs_unf[e]);
+        for (size_t e = 0; e < sizeof efs_filt / sizeof efs_filt[0]; e++)
+            hnsw_row(r, "filtered", allowed, pcts[i], card, efs_filt[e]);
+        /* Post-filtering needs about k / share candidates to keep k allowed ones. */
+        double want = ceil(2.0 * BK / frac);
+        uint32_t ef = want < 64 ? 64 : want > 4000 ? 4000 : (uint32_t)want;
+        if (frac < 1.0)
+            hnsw_row(r, "postfilter", allowed, pcts[i], card, ef);
+        roaring_bitmap_free(allowed);
+    }
+}
+
+static void print_json(const hb_run_t *r)
+{
+    const hb_opts_t *o = &r->o;
+    printf("{\"bench\":\"hnsw\",\"size\":%zu,\"dim\":%u,\"queries\":%zu,\"k\":%d,\"m\":%u,"
+           "\"ef_construction\":%u,\"threads\":%u,\"seed\":%llu,\"isa\":\"%s\",\"build_s\":%.3f,"
+           "\"rss_vectors_mb\":%.1f,\"rss_graph_mb\":%.1f,\"graph_mb\":%.1f,\"file_mb\":%.1f,"
+           "\"save_s\":%.3f,\"load_s\":%.3f,\"load_identical\":%s,\"rows\":[",
+           o->size, o->dim, o->queries, BK, o->m, o->efc, o->threads,
+           (unsigned long long)o->seed, vec_isa_name(vec_isa_best()), r->build_s, r->rss_data_mb,
+           r->rss_graph_mb, r->graph_mb, r->file_mb, r->save_s, r->load_s,
+           r->load_same ? "true" : "false");
+    for (size_t i = 0; i < r->n_out; i++) {
+        const hb_row_t *w = &r->out[i];
+        printf("%s{\"plan\":\"%s\",\"allowed_pct\":%g,\"allowed\":%llu,\"ef\":%u,"
+               "\"recall\":%.4f,\"p50_ms\":%.4f,\"visited\":%.1f,\"distances\":%.1f,"
+               "\"over_budget\":%.3f}",
+               i ? "," : "", w->plan, w->pct, (unsigned long long)w->allowed, w->ef, w->recall,
+               w->p50_ms, w->visited, w->distances, w->over_budget);
+    }
+    printf("]}\n");
+}
+
+static void print_table(const hb_run_t *r)
+{
+    const hb_opts_t *o = &r->o;
+    printf("HNSW, %zu x %u generated unit rows (cosine, %d clusters, seed %llu), m=%u, "
+           "ef_construction=%u, %s kernels\n",
+           o->size, o->dim, B_CLUSTERS, (unsigned long long)o->seed, o->m, o->efc,
+           vec_isa_name(vec_isa_best()));
+    printf("build: %.1f s with %u threads (%.0f inserts/s)\n", r->build_s, o->threads,
+           (double)o->size / r->build_s);
+    printf("memory (VmRSS): vectors %.0f MB, graph %.0f MB (index counts %.0f MB)\n",
+           r->rss_data_mb, r->rss_graph_mb, r->graph_mb);
+    printf("save: %.2f s, file %.0f MB; load: %.2f s; loaded index answers identically: %s\n\n",
+           r->save_s, r->file_mb, r->load_s, r->load_same ? "yes" : "NO");
+    printf("recall@%d and p50 latency over %zu queries (one thread); over_budget = share of\n"
+           "queries that visited at least |allowed| nodes\n", BK, o->queries);
+    printf("%8s %9s %-10s %5s %7s %9s %9s %9s %6s\n", "allowed", "ids", "plan", "ef", "recall",
+           "p50_ms", "visited", "dists", "over");
+    for (size_t i = 0; i < r->n_out; i++) {
+        const hb_row_t *w = &r->out[i];
+        printf("%7g%% %9llu %-10s %5u %7.4f %9.3f %9.0f %9.0f %5.0f%%\n", w->pct,
+               (unsigned long long)w->allowed, w->plan, w->ef, w->recall, w->p50_ms, w->visited,
+               w->distances, 100 * w->over_budget);
+    }
+}
+
+int bench_hnsw_main(int argc, char **argv)
+{
+    hb_run_t *r = calloc(1, sizeof(*r));
+    if (!r)
+        return 1;
+    int rc = parse_opts(argc, argv, &r->o);
+    if (rc) {
+        free(r);
+        return rc < 0 ? 0 : rc;
+    }
+    r->truth = malloc(sizeof(vec_hit_t) * BK * r->o.queries);
+    r->n_truth = malloc(sizeof(size_t) * r->o.queries);
+    r->lat = malloc(sizeof(double) * r->o.queries);
+    rc = r->truth && r->n_truth && r->lat ? setup_index(r) : 1;
+    rc = rc ? rc : save_load(r);
+    if (!rc) {
+        measure(r);
+        if (r->o.json)
+            print_json(r);
+        else
+            print_table(r);
+    }
+    hnsw_free(r->h);
+    free(r->rows);
+    free(r->queries);
+    free(r->truth);
+    free(r->n_truth);
+    free(r->lat);
+    free(r);
+    return rc;
+}

@@ -1,0 +1,299 @@
+/* cordon.h: the public C API of cordon, a permission-aware retrieval engine.
+ *
+ * One handle (cordon_t) is one open data directory. Every function is safe to call from many
+ * threads at once on the same handle; writes are serialised inside, searches run in parallel
+ * with each other and with writes, and each search sees one revision throughout.
+ *
+ * Conventions:
+ * - Every function returns a status: CORDON_OK (0) or a negative CORDON_ERR_* code;
+ *   cordon_strerror() names a code. Functions that validate input also take an optional
+ *   `cordon_error *err` that receives a message naming the field, the problem and the fix.
+ * - Input structs are read during the call only; the caller keeps ownership of everything it
+ *   passes in. Zero-initialise input structs (`cordon_query q = {0};`): new fields are only ever
+ *   appended, and zero always means "the default".
+ * - Output objects are owned by the caller and released with the named *_free function.
+ * - A failed write changes nothing.
+ */
+#ifndef CORDON_H
+#define CORDON_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- Status codes (the same numbers as src/base/err.h). ---- */
+typedef enum cordon_status {
+    CORDON_OK = 0,
+    CORDON_ERR_NOMEM = -1,       /* out of memory */
+    CORDON_ERR_INVALID = -2,     /* malformed or out-of-range input; err says which field */
+    CORDON_ERR_NOT_FOUND = -3,   /* no such collection or chunk, or the subject may not see it */
+    CORDON_ERR_EXISTS = -4,      /* a collection of that name exists */
+    CORDON_ERR_IO = -5,          /* the disk or the database refused */
+    CORDON_ERR_CORRUPT = -6,     /* stored data does not decode */
+    CORDON_ERR_DENIED = -7,      /* the subject may not do this */
+    CORDON_ERR_LIMIT = -8,       /* a documented size limit was exceeded */
+    CORDON_ERR_CONFLICT = -9,    /* contradicts the current state */
+    CORDON_ERR_UNSUPPORTED = -10,/* valid but not available in this build */
+    CORDON_ERR_INTERNAL = -11,   /* a bug; please report it */
+} cordon_status;
+
+#define CORDON_ERROR_MAX 256
+typedef struct cordon_error {
+    int code;
+    char message[CORDON_ERROR_MAX];
+} cordon_error;
+
+/* A static description of a status code; never NULL. */
+const char *cordon_strerror(int code);
+
+/* ---- Opening a data directory. ---- */
+typedef struct cordon cordon_t;
+
+typedef struct cordon_options {
+    uint64_t map_size;          /* most the database may grow to, bytes; 0 = 64 GiB */
+    uint64_t plan_exact_floats; /* the planner scans exactly when readable rows x dim is at
+                                   most this; 0 = the measured default (docs/internals) */
+} cordon_options;
+
+/* Opens (creating it and its parent-less directory if needed) the data directory `dir`.
+ * opts may be NULL. Repairs derived state left behind by a crash. Returns CORDON_OK,
+ * CORDON_ERR_IO or CORDON_ERR_CORRUPT. Close *out with cordon_close. */
+int cordon_open(const char *dir, const cordon_options *opts, cordon_t **out, cordon_error *err);
+/* Closes the handle; no call may be running on it. NULL is ignored. */
+void cordon_close(cordon_t *db);
+
+/* The revision: a counter bumped by every acknowledged write. */
+uint64_t cordon_revision(cordon_t *db);
+
+/* ---- Collections. ---- */
+typedef enum cordon_metric {
+    CORDON_METRIC_COSINE = 0, /* vectors are normalised on ingest */
+    CORDON_METRIC_DOT = 1,
+    CORDON_METRIC_L2 = 2,
+} cordon_metric;
+
+#define CORDON_NAME_MAX 128        /* collection names: [a-z0-9_-], 1..128 bytes */
+#define CORDON_ID_MAX 512          /* chunk ids: 1..512 bytes of UTF-8 without controls */
+#define CORDON_TEXT_FIELDS_MAX 16  /* text fields per collection */
+#define CORDON_DIM_MAX 4096        /* vector dimension */
+
+typedef struct cordon_collection_spec {
+    const char *name;
+    uint32_t dim;                    /* 0 = no vectors */
+    cordon_metric metric;
+    const char *const *text_fields;  /* names of the text fields (may be 0 of them) */
+    size_t n_text_fields;
+    const char *acl_field;           /* metadata field holding allowed principals in the
+                                        Elasticsearch API; NULL = "allowed_groups" */
+    uint32_t hnsw_m;                 /* 0 = default */
+    uint32_t hnsw_ef_construction;   /* 0 = default */
+    uint32_t hnsw_ef_search;         /* 0 = default */
+} cordon_collection_spec;
+
+/* Creates a collection. CORDON_ERR_EXISTS if the name is taken, CORDON_ERR_INVALID for a bad
+ * name, dimension or field list. */
+int cordon_collection_create(cordon_t *db, const cordon_collection_spec *spec, cordon_error *err);
+/* Drops a collection and all its chunks. CORDON_ERR_NOT_FOUND if there is none. */
+int cordon_collection_drop(cordon_t *db, const char *name, cordon_error *err);
+
+typedef struct cordon_collection_info {
+    char name[CORDON_NAME_MAX + 1];
+    uint32_t dim;
+    cordon_metric metric;
+    uint64_t chunks;                 /* live chunks */
+    size_t n_text_fields;
+    char text_fields[CORDON_TEXT_FIELDS_MAX][CORDON_NAME_MAX + 1];
+    char acl_field[CORDON_NAME_MAX + 1];
+} cordon_collection_info;
+
+/* Lists collections in name order into a new array; free with cordon_free. */
+int cordon_collection_list(cordon_t *db, cordon_collection_info **out, size_t *n,
+                           cordon_error *err);
+/* Describes one collection. */
+int cordon_collection_info_get(cordon_t *db, const char *name, cordon_collection_info *out,
+                               cordon_error *err);
+
+/* ---- Chunks. ---- */
+typedef struct cordon_field {
+    const char *name;   /* one of the collection's text fields */
+    const char *value;  /* UTF-8 */
+} cordon_field;
+
+#define CORDON_METADATA_MAX (64 * 1024) /* bytes of metadata JSON per chunk */
+#define CORDON_TEXT_MAX (1024 * 1024)   /* bytes of text per field */
+#define CORDON_BATCH_MAX 100000         /* chunks per put/delete/set_acl call */
+
+typedef struct cordon_chunk {
+    const char *id;
+    const float *vector;            /* dim floats; required when the collection has vectors */
+    const cordon_field *fields;
+    size_t n_fields;
+    const char *metadata_json;      /* NULL or a JSON object */
+    const char *const *allowed;     /* principals that may read it; none = nobody may */
+    size_t n_allowed;
+    const char *const *denied;      /* principals that may not, whatever else they hold */
+    size_t n_denied;
+} cordon_chunk;
+
+/* Inserts or replaces n chunks in one transaction: all or none. *revision (may be NULL)
+ * receives the revision that made them visible. */
+int cordon_put(cordon_t *db, const char *collection, const cordon_chunk *chunks, size_t n,
+               uint64_t *revision, cordon_error *err);
+/* Deletes chunks by id; ids that do not exist are ignored. *deleted (may be NULL) counts the
+ * chunks removed. */
+int cordon_delete(cordon_t *db, const char *collection, const char *const *ids, size_t n,
+                  size_t *deleted, uint64_t *revision, cordon_error *err);
+
+typedef struct cordon_acl_change {
+    const char *id;
+    const char *const *allowed;
+    size_t n_allowed;
+    const char *const *denied;
+    size_t n_denied;
+} cordon_acl_change;
+
+/* Replaces the ACL of existing chunks, all or none; CORDON_ERR_NOT_FOUND names the first id
+ * that does not exist. Visible to the next request once this returns. */
+int cordon_set_acl(cordon_t *db, const char *collection, const cordon_acl_change *changes,
+                   size_t n, uint64_t *revision, cordon_error *err);
+
+/* ---- Subjects: who is asking. ---- */
+typedef struct cordon_subject {
+    /* Asserted mode, for a trusted caller whose groups live elsewhere: the principals the
+     * subject holds: "user:alice", "group:eng", "role:auditor" (a bare name is a group). A
+     * subject that holds no principal reads nothing. Ignored when subject_id is set. */
+    const char *const *principals;
+    size_t n_principals;
+    /* Model mode: a subject of the permission model. Its view (itself, its groups
+     * transitively, its roles) is computed at the current revision, and it must hold the
+     * action ("search" for searches, "read" for cordon_get) on "collection:<name>"; otherwise
+     * the collection reads as missing (CORDON_ERR_NOT_FOUND). */
+    const char *subject_id;
+} cordon_subject;
+
+/* A chunk as a subject reads it. */
+typedef struct cordon_record {
+    char *id;
+    float *vector;            /* dim floats, or NULL */
+    uint32_t dim;
+    cordon_field *fields;     /* strings owned by the record */
+    size_t n_fields;
+    char *metadata_json;      /* "{}" when none */
+    char **allowed;
+    size_t n_allowed;
+    char **denied;
+    size_t n_denied;
+    uint64_t revision;
+} cordon_record;
+
+/* Reads one chunk as subject. CORDON_ERR_NOT_FOUND when it does not exist or the subject may
+ * not read it: the two cannot be told apart. Free *out with cordon_record_free. */
+int cordon_get(cordon_t *db, const char *collection, const cordon_subject *subject,
+               const char *id, cordon_record **out, cordon_error *err);
+void cordon_record_free(cordon_record *r);
+
+/* ---- Search. ---- */
+typedef enum cordon_strategy {
+    CORDON_STRATEGY_AUTO = 0,   /* the planner chooses from the readable set's size */
+    CORDON_STRATEGY_EXACT = 1,  /* exact scan of the readable chunks: always complete */
+    CORDON_STRATEGY_PREFILTER = 2,  /* graph traversal admitting only readable chunks */
+    CORDON_STRATEGY_POSTFILTER = 3, /* unfiltered traversal, drop unreadable, widen */
+} cordon_strategy;
+
+#define CORDON_K_MAX 10000
+
+typedef struct cordon_query {
+    const float *vector;        /* dim floats */
+    size_t k;                   /* 0 = 10 */
+    cordon_strategy strategy;
+    uint32_t ef_search;         /* 0 = the collection's */
+    size_t max_candidates;      /* postfilter widening limit; 0 = 1000 */
+} cordon_query;
+
+typedef struct cordon_hit {
+    char *id;
+    float score;               /* higher is better */
+} cordon_hit;
+
+typedef struct cordon_result {
+    cordon_hit *hits;          /* best first */
+    size_t n_hits;
+    int complete;              /* 1 only when these are surely the true top-k readable */
+    char plan[32];             /* the plan that ran, e.g. "exact", "hnsw-filtered" */
+    uint64_t readable;         /* chunks the subject may read in this collection */
+    uint64_t revision;         /* the revision the search read */
+    uint64_t candidates;       /* chunks whose score was computed */
+} cordon_result;
+
+/* Searches collection as subject. Returns only chunks the subject may read. Free *out with
+ * cordon_result_free. */
+int cordon_search(cordon_t *db, const char *collection, const cordon_subject *subject,
+                  const cordon_query *query, cordon_result **out, cordon_error *err);
+void cordon_result_free(cordon_result *r);
+
+/* ---- The permission model (docs/internals/authz.md has the operation vocabulary). ---- */
+
+/* Applies one model operation, e.g.
+ * {"op":"add_member","group":"eng","member":"alice","member_kind":"subject"}; durable and
+ * visible to every later check and search once this returns. A bad operation (unknown
+ * operator, malformed condition, cyclic group, unknown subject) changes nothing. */
+int cordon_model_apply(cordon_t *db, const char *op_json, uint64_t *revision, cordon_error *err);
+/* Replaces the whole model by one JSON document (the shape cordon_model_export writes). */
+int cordon_model_import(cordon_t *db, const char *doc_json, uint64_t *revision,
+                        cordon_error *err);
+/* The whole model as one JSON document; free *json with cordon_free. */
+int cordon_model_export(cordon_t *db, char **json, cordon_error *err);
+
+typedef struct cordon_authz_request {
+    const char *subject;        /* subject id */
+    const char *resource;       /* "type:id", e.g. "collection:hr-payroll" */
+    const char *action;         /* case-insensitive */
+    const char *context_json;   /* NULL or a JSON object: operands "context.*" */
+    const char *resource_json;  /* NULL or a JSON object: operands "resource.*" */
+    const char *scope_type;     /* both NULL for no scope */
+    const char *scope_id;
+} cordon_authz_request;
+
+typedef struct cordon_decision {
+    int authorized;
+    char reason[48];            /* e.g. "PERMISSION_GRANTED_NO_CONDITION" */
+    char resource[256];         /* the matched permission's resource pattern, or "" */
+    char action[64];
+    char condition[1024];       /* its condition as JSON, or "" */
+    char role[128];             /* the role that carried it, "" for a direct grant */
+    char granted_to[144];       /* "user:alice", "group:eng", ... */
+    uint64_t revision;
+} cordon_decision;
+
+/* Decides whether subject may do action on resource. Returns CORDON_OK whenever a decision was
+ * made (denials included: see out->reason). */
+int cordon_is_authorized(cordon_t *db, const cordon_authz_request *req, cordon_decision *out,
+                         cordon_error *err);
+
+/* The principals of a subject's view, sorted; free with cordon_strings_free. */
+int cordon_view(cordon_t *db, const char *subject_id, char ***principals, size_t *n,
+                uint64_t *revision, cordon_error *err);
+void cordon_strings_free(char **v, size_t n);
+
+typedef struct cordon_explanation {
+    int readable;
+    char principal[144];        /* the view principal that decided, or "" */
+    char message[256];          /* one sentence */
+    uint64_t revision;
+} cordon_explanation;
+
+/* Explains why subject_id may or may not read chunk id (an administrator's question: it
+ * names the chunk's ACL principals). CORDON_ERR_NOT_FOUND if the chunk does not exist. */
+int cordon_explain(cordon_t *db, const char *collection, const char *subject_id, const char *id,
+                   cordon_explanation *out, cordon_error *err);
+
+/* Frees memory the API handed out as a plain array (cordon_collection_list) or string. */
+void cordon_free(void *p);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,77 @@
+/* acl.h: principal interning and per-collection permission bitmaps, the allowed set of a view,
+ * and the independent per-chunk re-check. Relies on CRoaring and base/strmap.
+ * Not internally locked: the engine holds the collection lock (writers exclusive). */
+#ifndef CDN_ACL_H
+#define CDN_ACL_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <roaring/roaring.h>
+
+#include "base/err.h"
+#include "base/strmap.h"
+
+/* ---- Principal names <-> dense ids, engine-wide. ---- */
+
+typedef struct acl_intern {
+    cdn_strmap_t ids; /* name -> id */
+    char **names;     /* id -> name (owned) */
+    size_t len, cap;
+} acl_intern_t;
+
+/* Longest principal name accepted ("group:" + name). */
+#define ACL_PRINCIPAL_MAX 256
+
+void acl_intern_init(acl_intern_t *t);
+void acl_intern_free(acl_intern_t *t);
+/* 0 with *id, or CDN_ERR_NOT_FOUND. */
+int acl_intern_get(const acl_intern_t *t, const char *name, uint32_t *id);
+/* Gives name the next id (t->len) if it has none; *id is its id; *added says if it was new.
+ * Returns 0 or CDN_ERR_NOMEM. */
+int acl_intern_add(acl_intern_t *t, const char *name, uint32_t *id, int *added);
+/* Forgets every id >= len (undoes acl_intern_add calls of an aborted write). */
+void acl_intern_truncate(acl_intern_t *t, size_t len);
+const char *acl_intern_name(const acl_intern_t *t, uint32_t id);
+
+/* Checks a principal name as written in a chunk's ACL: non-empty, at most ACL_PRINCIPAL_MAX
+ * bytes, no control characters. A bare name means a group; *canon receives the canonical
+ * form ("eng" -> "group:eng"), in a buffer of ACL_PRINCIPAL_MAX + 8 bytes. */
+int acl_principal_canon(const char *name, char *canon, size_t canon_size, cdn_err_t *err);
+
+/* ---- Packed ACLs: [n_allowed, n_denied, allowed ids..., denied ids...] as uint32. ---- */
+
+/* Longest ACL a chunk may carry (allowed + denied principals). */
+#define ACL_MAX_PRINCIPALS 1024
+
+static inline uint32_t acl_packed_len(const uint32_t *p) { return 2 + p[0] + p[1]; }
+
+/* ---- The per-collection index. ---- */
+
+typedef struct acl_index acl_index_t;
+
+int acl_index_create(acl_index_t **out);
+void acl_index_free(acl_index_t *x);
+
+/* Gives row the ACL `packed` (copied), replacing any previous one; the row becomes live.
+ * Returns 0 or CDN_ERR_NOMEM (the row's previous ACL then still applies). */
+int acl_index_set(acl_index_t *x, uint32_t row, const uint32_t *packed);
+/* Deletes row: it leaves every bitmap and is readable by nobody. */
+void acl_index_remove(acl_index_t *x, uint32_t row);
+
+/* The rows readable through view (principal ids, any order): the union of the view's allow
+ * bitmaps minus the union of its deny bitmaps, within live rows. The caller frees *out with
+ * roaring_bitmap_free. 0 or CDN_ERR_NOMEM. */
+int acl_index_allowed(const acl_index_t *x, const uint32_t *view, size_t n,
+                      roaring_bitmap_t **out);
+
+/* Re-check of one row from its own ACL, not from the bitmaps: 1 if some allowed principal is
+ * in view and no denied one is, 0 otherwise (also for deleted rows). view must be sorted. */
+int acl_index_check(const acl_index_t *x, uint32_t row, const uint32_t *view_sorted, size_t n);
+
+/* The row's packed ACL (owned by the index, valid until the next write), or NULL. */
+const uint32_t *acl_index_get(const acl_index_t *x, uint32_t row);
+
+/* Live rows (owned by the index). */
+const roaring_bitmap_t *acl_index_live(const acl_index_t *x);
+
+#endif

@@ -1,0 +1,200 @@
+/* index.c: one roaring bitmap of rows per principal (allow and deny), the live set, and each
+ * row's own packed ACL for the re-check. Relies on CRoaring. */
+#include "acl/acl.h"
+#include "base/mem.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+struct acl_index {
+    roaring_bitmap_t **allow; /* by principal id; NULL = no rows */
+    roaring_bitmap_t **deny;
+    size_t nprin;             /* slots in allow and deny */
+    uint32_t **row_acl;       /* by row; NULL = deleted or never written */
+    size_t nrows;
+    roaring_bitmap_t *live;
+};
+
+int acl_index_create(acl_index_t **out)
+{
+    acl_index_t *x = cdn_calloc(1, sizeof *x);
+    if (!x || !(x->live = roaring_bitmap_create())) {
+        cdn_free(x);
+        return CDN_ERR_NOMEM;
+    }
+    *out = x;
+    return CDN_OK;
+}
+
+void acl_index_free(acl_index_t *x)
+{
+    if (!x)
+        return;
+    for (size_t i = 0; i < x->nprin; i++) {
+        if (x->allow[i])
+            roaring_bitmap_free(x->allow[i]);
+        if (x->deny[i])
+            roaring_bitmap_free(x->deny[i]);
+    }
+    for (size_t i = 0; i < x->nrows; i++)
+        cdn_free(x->row_acl[i]);
+    cdn_free(x->allow);
+    cdn_free(x->deny);
+    cdn_free(x->row_acl);
+    roaring_bitmap_free(x->live);
+    cdn_free(x);
+}
+
+static int ensure_principal(acl_index_t *x, uint32_t p)
+{
+    size_t cap = x->nprin, cap2 = x->nprin;
+    if (p < x->nprin)
+        return CDN_OK;
+    if (cdn_grow((void **)&x->allow, &cap, (size_t)p + 1, sizeof *x->allow) ||
+        cdn_grow((void **)&x->deny, &cap2, (size_t)p + 1, sizeof *x->deny))
+        return CDN_ERR_NOMEM;
+    /* Both arrays grew to at least p + 1; zero the new slots of each. */
+    memset(x->allow + x->nprin, 0, (cap - x->nprin) * sizeof *x->allow);
+    memset(x->deny + x->nprin, 0, (cap2 - x->nprin) * sizeof *x->deny);
+    x->nprin = cap < cap2 ? cap : cap2;
+    return CDN_OK;
+}
+
+static int bitmap_add(roaring_bitmap_t **slot, uint32_t row)
+{
+    if (!*slot && !(*slot = roaring_bitmap_create()))
+        return CDN_ERR_NOMEM;
+    roaring_bitmap_add(*slot, row);
+    return CDN_OK;
+}
+
+static void unindex_row(acl_index_t *x, uint32_t row)
+{
+    uint32_t *p = row < x->nrows ? x->row_acl[row] : NULL;
+    if (!p)
+        return;
+    for (uint32_t i = 0; i < p[0]; i++)
+        roaring_bitmap_remove(x->allow[p[2 + i]], row);
+    for (uint32_t i = 0; i < p[1]; i++)
+        roaring_bitmap_remove(x->deny[p[2 + p[0] + i]], row);
+}
+
+int acl_index_set(acl_index_t *x, uint32_t row, const uint32_t *packed)
+{
+    uint32_t len = acl_packed_len(packed);
+    uint32_t *copy;
+    size_t cap = x->nrows;
+    int rc = CDN_OK;
+    for (uint32_t i = 2; i < len && rc == 0; i++)
+        rc = ensure_principal(x, packed[i]);
+    if (rc)
+        return rc;
+    if (row >= x->nrows) {
+        if (cdn_grow((void **)&x->row_acl, &cap, (size_t)row + 1, sizeof *x->row_acl))
+            return CDN_ERR_NOMEM;
+        memset(x->row_acl + x->nrows, 0, (cap - x->nrows) * sizeof *x->row_acl);
+        x->nrows = cap;
+    }
+    if (!(copy = cdn_malloc(len * sizeof *copy)))
+        return CDN_ERR_NOMEM;
+    memcpy(copy, packed, len * sizeof *copy);
+    unindex_row(x, row);
+    for (uint32_t i = 0; i < packed[0] && rc == 0; i++)
+        rc = bitmap_add(&x->allow[packed[2 + i]], row);
+    for (uint32_t i = 0; i < packed[1] && rc == 0; i++)
+        rc = bitmap_add(&x->deny[packed[2 + packed[0] + i]], row);
+    cdn_free(x->row_acl[row]);
+    x->row_acl[row] = copy;
+    if (rc) { /* half-indexed: make the row unreadable rather than partly readable */
+        unindex_row(x, row);
+        roaring_bitmap_remove(x->live, row);
+        return rc;
+    }
+    roaring_bitmap_add(x->live, row);
+    return CDN_OK;
+}
+
+void acl_index_remove(acl_index_t *x, uint32_t row)
+{
+    unindex_row(x, row);
+    if (row < x->nrows) {
+        cdn_free(x->row_acl[row]);
+        x->row_acl[row] = NULL;
+    }
+    roaring_bitmap_remove(x->live, row);
+}
+
+int acl_index_allowed(const acl_index_t *x, const uint32_t *view, size_t n,
+                      roaring_bitmap_t **out)
+{
+    const roaring_bitmap_t **allow = cdn_malloc((n ? n : 1) * sizeof *allow);
+    const roaring_bitmap_t **deny = cdn_malloc((n ? n : 1) * sizeof *deny);
+    size_t na = 0, nd = 0;
+    roaring_bitmap_t *res = NULL;
+    if (!allow || !deny)
+        goto done;
+    for (size_t i = 0; i < n; i++) {
+        if (view[i] >= x->nprin)
+            continue; /* a principal no chunk of this collection names */
+        if (x->allow[view[i]])
+            allow[na++] = x->allow[view[i]];
+        if (x->deny[view[i]])
+            deny[nd++] = x->deny[view[i]];
+    }
+    res = na ? roaring_bitmap_or_many(na, allow) : roaring_bitmap_create();
+    if (res && nd) {
+        roaring_bitmap_t *d = roaring_bitmap_or_many(nd, deny);
+        if (!d) {
+            roaring_bitmap_free(res);
+            res = NULL;
+        } else {
+            roaring_bitmap_andnot_inplace(res, d);
+            roaring_bitmap_free(d);
+        }
+    }
+    if (res)
+        roaring_bitmap_and_inplace(res, x->live);
+done:
+    cdn_free(allow);
+    cdn_free(deny);
+    if (!res)
+        return CDN_ERR_NOMEM;
+    *out = res;
+    return CDN_OK;
+}
+
+static int in_sorted(const uint32_t *v, size_t n, uint32_t p)
+{
+    size_t lo = 0, hi = n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (v[mid] == p)
+            return 1;
+        if (v[mid] < p)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return 0;
+}
+
+int acl_index_check(const acl_index_t *x, uint32_t row, const uint32_t *view_sorted, size_t n)
+{
+    const uint32_t *p = acl_index_get(x, row);
+    int allowed = 0;
+    if (!p)
+        return 0;
+    for (uint32_t i = 0; i < p[0] && !allowed; i++)
+        allowed = in_sorted(view_sorted, n, p[2 + i]);
+    for (uint32_t i = 0; i < p[1] && allowed; i++)
+        if (in_sorted(view_sorted, n, p[2 + p[0] + i]))
+            allowed = 0;
+    return allowed;
+}
+
+const uint32_t *acl_index_get(const acl_index_t *x, uint32_t row)
+{
+    return row < x->nrows ? x->row_acl[row] : NULL;
+}
+
+const roaring_bitmap_t *acl_index_live(const acl_index_t *x) { return x->live; }

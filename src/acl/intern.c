@@ -1,0 +1,86 @@
+/* intern.c: principal names to dense ids and back, and principal name validation.
+ * Relies on base/strmap. */
+#include "acl/acl.h"
+#include "base/mem.h"
+
+#include <stdio.h>
+#include <string.h>
+
+void acl_intern_init(acl_intern_t *t)
+{
+    memset(t, 0, sizeof *t);
+    cdn_strmap_init(&t->ids);
+}
+
+void acl_intern_free(acl_intern_t *t)
+{
+    acl_intern_truncate(t, 0);
+    cdn_free(t->names);
+    cdn_strmap_free(&t->ids);
+    memset(t, 0, sizeof *t);
+}
+
+int acl_intern_get(const acl_intern_t *t, const char *name, uint32_t *id)
+{
+    return cdn_strmap_get(&t->ids, name, strlen(name), id);
+}
+
+int acl_intern_add(acl_intern_t *t, const char *name, uint32_t *id, int *added)
+{
+    size_t n = strlen(name);
+    char *copy;
+    *added = 0;
+    if (cdn_strmap_get(&t->ids, name, n, id) == CDN_OK)
+        return CDN_OK;
+    if (cdn_grow((void **)&t->names, &t->cap, t->len + 1, sizeof(char *)))
+        return CDN_ERR_NOMEM;
+    if (!(copy = cdn_strndup(name, n)))
+        return CDN_ERR_NOMEM;
+    if (cdn_strmap_put(&t->ids, name, n, (uint32_t)t->len)) {
+        cdn_free(copy);
+        return CDN_ERR_NOMEM;
+    }
+    t->names[t->len] = copy;
+    *id = (uint32_t)t->len++;
+    *added = 1;
+    return CDN_OK;
+}
+
+void acl_intern_truncate(acl_intern_t *t, size_t len)
+{
+    while (t->len > len) {
+        char *name = t->names[--t->len];
+        cdn_strmap_del(&t->ids, name, strlen(name));
+        cdn_free(name);
+    }
+}
+
+const char *acl_intern_name(const acl_intern_t *t, uint32_t id)
+{
+    return id < t->len ? t->names[id] : NULL;
+}
+
+int acl_principal_canon(const char *name, char *canon, size_t canon_size, cdn_err_t *err)
+{
+    size_t n = strlen(name);
+    const char *colon = strchr(name, ':');
+    if (n == 0)
+        return cdn_err_set(err, CDN_ERR_INVALID, "a principal name is empty; write e.g. "
+                                                 "\"group:eng\" or \"user:alice\"");
+    if (n > ACL_PRINCIPAL_MAX)
+        return cdn_err_set(err, CDN_ERR_LIMIT, "principal name of %zu bytes; the limit is %d",
+                           n, ACL_PRINCIPAL_MAX);
+    for (size_t i = 0; i < n; i++)
+        if ((unsigned char)name[i] < 0x20)
+            return cdn_err_set(err, CDN_ERR_INVALID,
+                               "principal name contains a control character at byte %zu", i);
+    if (colon && colon[1] == '\0')
+        return cdn_err_set(err, CDN_ERR_INVALID, "principal \"%s\" has a kind but no name",
+                           name);
+    if (colon == name)
+        return cdn_err_set(err, CDN_ERR_INVALID, "principal \"%s\" has a name but no kind",
+                           name);
+    if (snprintf(canon, canon_size, "%s%s", colon ? "" : "group:", name) >= (int)canon_size)
+        return cdn_err_set(err, CDN_ERR_LIMIT, "principal name too long");
+    return CDN_OK;
+}

@@ -1,0 +1,153 @@
+/* cordon.c: the public C API (include/cordon.h) as a thin facade over query/.
+ * Relies on query/engine, query/write and query/search; converts types and copies results
+ * into caller-owned memory. */
+#include "api/api.h"
+#include "base/err.h"
+#include "base/mem.h"
+#include "query/search.h"
+#include "query/write.h"
+
+#include <string.h>
+
+_Static_assert((int)CORDON_ERR_INTERNAL == (int)CDN_ERR_INTERNAL, "status codes must match base/err.h");
+_Static_assert((int)CORDON_NAME_MAX == COLL_NAME_MAX, "name limits must match");
+_Static_assert(CORDON_ID_MAX == WRITE_ID_MAX, "id limits must match");
+_Static_assert(CORDON_K_MAX == SEARCH_K_MAX, "k limits must match");
+_Static_assert(CORDON_BATCH_MAX == WRITE_BATCH_MAX, "batch limits must match");
+
+int api_ret(int rc, const cdn_err_t *in, cordon_error *err)
+{
+    if (err) {
+        const char *m = rc && in->msg[0] ? in->msg : rc ? cdn_strerror(rc) : "";
+        err->code = rc;
+        memcpy(err->message, m, strlen(m) + 1);
+    }
+    return rc;
+}
+
+#define NEED(cond, msg)                                                                      \
+    do {                                                                                     \
+        if (!(cond))                                                                         \
+            return api_ret(cdn_err_set(&e, CDN_ERR_INVALID, "%s", msg), &e, err);                \
+    } while (0)
+
+const char *cordon_strerror(int code) { return cdn_strerror(code); }
+
+int cordon_open(const char *dir, const cordon_options *opts, cordon_t **out, cordon_error *err)
+{
+    cdn_err_t e = {0, ""};
+    cordon_t *db;
+    int rc;
+    NEED(dir && out, "cordon_open needs a directory and an out pointer");
+    if (!(db = cdn_calloc(1, sizeof *db)))
+        return api_ret(cdn_err_set(&e, CDN_ERR_NOMEM, "out of memory"), &e, err);
+    rc = engine_open(dir, opts ? opts->map_size : 0, &db->e, &e);
+    if (rc) {
+        cdn_free(db);
+        return api_ret(rc, &e, err);
+    }
+    db->e->plan_exact_floats = opts ? opts->plan_exact_floats : 0;
+    *out = db;
+    return api_ret(CDN_OK, &e, err);
+}
+
+void cordon_close(cordon_t *db)
+{
+    if (!db)
+        return;
+    engine_close(db->e);
+    cdn_free(db);
+}
+
+uint64_t cordon_revision(cordon_t *db) { return atomic_load(&db->e->revision); }
+
+int cordon_collection_create(cordon_t *db, const cordon_collection_spec *s, cordon_error *err)
+{
+    cdn_err_t e = {0, ""};
+    coll_config_t cfg;
+    memset(&cfg, 0, sizeof cfg);
+    NEED(db && s && s->name, "cordon_collection_create needs a spec with a name");
+    NEED(strlen(s->name) <= COLL_NAME_MAX, "collection name is longer than 128 bytes");
+    NEED(s->dim <= CORDON_DIM_MAX, "dim is above the limit of 4096");
+    NEED((unsigned)s->metric <= CORDON_METRIC_L2, "metric must be cosine, dot or l2");
+    NEED(s->n_text_fields <= CORDON_TEXT_FIELDS_MAX, "more than 16 text fields");
+    NEED(!s->n_text_fields || s->text_fields, "text_fields is NULL");
+    memcpy(cfg.name, s->name, strlen(s->name) + 1);
+    cfg.dim = s->dim;
+    cfg.metric = (vec_metric_t)s->metric;
+    for (size_t i = 0; i < s->n_text_fields; i++) {
+        const char *f = s->text_fields[i];
+        NEED(f && *f && strlen(f) <= COLL_NAME_MAX, "a text field name is empty or too long");
+        for (size_t j = 0; j < i; j++)
+            NEED(strcmp(f, cfg.text_fields[j]), "a text field is named twice");
+        memcpy(cfg.text_fields[i], f, strlen(f) + 1);
+    }
+    cfg.n_text = s->n_text_fields;
+    const char *acl = s->acl_field ? s->acl_field : "allowed_groups";
+    NEED(*acl && strlen(acl) <= COLL_NAME_MAX, "acl_field is empty or too long");
+    memcpy(cfg.acl_field, acl, strlen(acl) + 1);
+    cfg.hnsw_m = s->hnsw_m ? s->hnsw_m : 16;
+    cfg.hnsw_efc = s->hnsw_ef_construction ? s->hnsw_ef_construction : 200;
+    cfg.hnsw_ef = s->hnsw_ef_search ? s->hnsw_ef_search : 64;
+    NEED(cfg.hnsw_m >= 2 && cfg.hnsw_m <= 128, "hnsw_m must be 2 to 128");
+    NEED(cfg.hnsw_efc <= 4096 && cfg.hnsw_ef <= 4096, "hnsw ef values must be at most 4096");
+    return api_ret(engine_coll_create(db->e, &cfg, &e), &e, err);
+}
+
+int cordon_collection_drop(cordon_t *db, const char *name, cordon_error *err)
+{
+    cdn_err_t e = {0, ""};
+    NEED(db && name, "cordon_collection_drop needs a name");
+    return api_ret(engine_coll_drop(db->e, name, &e), &e, err);
+}
+
+static void fill_info(const coll_t *c, cordon_collection_info *o)
+{
+    memset(o, 0, sizeof *o);
+    memcpy(o->name, c->cfg.name, sizeof o->name);
+    o->dim = c->cfg.dim;
+    o->metric = (cordon_metric)c->cfg.metric;
+    o->chunks = c->live;
+    o->n_text_fields = c->cfg.n_text;
+    memcpy(o->text_fields, c->cfg.text_fields, sizeof o->text_fields);
+    memcpy(o->acl_field, c->cfg.acl_field, sizeof o->acl_field);
+}
+
+int cordon_collection_list(cordon_t *db, cordon_collection_info **out, size_t *n,
+                           cordon_error *err)
+{
+    cdn_err_t e = {0, ""};
+    engine_t *en;
+    NEED(db && out && n, "cordon_collection_list needs out pointers");
+    en = db->e;
+    pthread_rwlock_rdlock(&en->meta_lock);
+    *out = cdn_calloc(en->ncolls ? en->ncolls : 1, sizeof **out);
+    for (size_t i = 0; *out && i < en->ncolls; i++) {
+        pthread_rwlock_rdlock(&en->colls[i]->lock);
+        fill_info(en->colls[i], &(*out)[i]);
+        pthread_rwlock_unlock(&en->colls[i]->lock);
+    }
+    *n = en->ncolls;
+    pthread_rwlock_unlock(&en->meta_lock);
+    if (!*out)
+        return api_ret(cdn_err_set(&e, CDN_ERR_NOMEM, "out of memory"), &e, err);
+    return api_ret(CDN_OK, &e, err);
+}
+
+int cordon_collection_info_get(cordon_t *db, const char *name, cordon_collection_info *out,
+                               cordon_error *err)
+{
+    cdn_err_t e = {0, ""};
+    coll_t *c;
+    int rc;
+    NEED(db && name && out, "cordon_collection_info_get needs a name and an out pointer");
+    if ((rc = engine_coll_get(db->e, name, &c, &e)) != 0)
+        return api_ret(rc, &e, err);
+    pthread_rwlock_rdlock(&c->lock);
+    fill_info(c, out);
+    pthread_rwlock_unlock(&c->lock);
+    coll_unref(c);
+    return api_ret(CDN_OK, &e, err);
+}
+
+void cordon_free(void *p) { cdn_free(p); }

@@ -1,0 +1,262 @@
+/* collection.c: collection configuration, loading from the store, and the row map.
+ * Relies on jansson for the configuration record and acl/ for the permission index. */
+#include "query/collection.h"
+#include "base/mem.h"
+
+#include <jansson.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+int coll_name_check(const char *name, cdn_err_t *err)
+{
+    size_t n = strlen(name);
+    if (n == 0 || n > COLL_NAME_MAX)
+        return cdn_err_set(err, CDN_ERR_INVALID,
+                           "collection name must be 1 to %d bytes; got %zu", COLL_NAME_MAX, n);
+    if (name[0] == '_' || name[0] == '-')
+        return cdn_err_set(err, CDN_ERR_INVALID,
+                           "collection name \"%s\" must not start with '_' or '-'", name);
+    for (size_t i = 0; i < n; i++) {
+        char c = name[i];
+        if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' || c == '-'))
+            return cdn_err_set(err, CDN_ERR_INVALID,
+                               "collection name \"%s\" may hold only lowercase letters, digits, "
+                               "'_' and '-'",
+                               name);
+    }
+    return CDN_OK;
+}
+
+int coll_config_encode(const coll_config_t *cfg, char **json)
+{
+    json_t *fields = json_array(), *o;
+    for (size_t i = 0; fields && i < cfg->n_text; i++)
+        json_array_append_new(fields, json_string(cfg->text_fields[i]));
+    o = json_pack("{s:s, s:I, s:I, s:s, s:o, s:s, s:I, s:I, s:I}", "name", cfg->name, "id",
+                  (json_int_t)cfg->id, "dim", (json_int_t)cfg->dim, "metric",
+                  vec_metric_name(cfg->metric), "text_fields", fields, "acl_field",
+                  cfg->acl_field, "hnsw_m", (json_int_t)cfg->hnsw_m, "hnsw_ef_construction",
+                  (json_int_t)cfg->hnsw_efc, "hnsw_ef_search", (json_int_t)cfg->hnsw_ef);
+    if (!o)
+        return CDN_ERR_NOMEM;
+    *json = json_dumps(o, JSON_COMPACT);
+    json_decref(o);
+    return *json ? CDN_OK : CDN_ERR_NOMEM;
+}
+
+static int copy_name(char *dst, const char *src)
+{
+    size_t n = strlen(src);
+    if (n > COLL_NAME_MAX)
+        return CDN_ERR_CORRUPT;
+    memcpy(dst, src, n + 1);
+    return CDN_OK;
+}
+
+int coll_config_decode(const char *json, size_t len, coll_config_t *cfg, cdn_err_t *err)
+{
+    json_error_t je;
+    json_t *o = json_loadb(json, len, 0, &je), *fields = NULL;
+    const char *name, *metric, *acl;
+    json_int_t id, dim, m, efc, ef;
+    int rc = CDN_ERR_CORRUPT;
+    memset(cfg, 0, sizeof *cfg);
+    if (!o || json_unpack(o, "{s:s, s:I, s:I, s:s, s:o, s:s, s:I, s:I, s:I}", "name", &name,
+                          "id", &id, "dim", &dim, "metric", &metric, "text_fields", &fields,
+                          "acl_field", &acl, "hnsw_m", &m, "hnsw_ef_construction", &efc,
+                          "hnsw_ef_search", &ef) != 0)
+        goto done;
+    if (copy_name(cfg->name, name) || copy_name(cfg->acl_field, acl) ||
+        vec_metric_parse(metric, &cfg->metric) || !json_is_array(fields) ||
+        json_array_size(fields) > COLL_TEXT_FIELDS_MAX)
+        goto done;
+    cfg->id = (uint32_t)id;
+    cfg->dim = (uint32_t)dim;
+    cfg->hnsw_m = (uint32_t)m;
+    cfg->hnsw_efc = (uint32_t)efc;
+    cfg->hnsw_ef = (uint32_t)ef;
+    for (size_t i = 0; i < json_array_size(fields); i++) {
+        const char *f = json_string_value(json_array_get(fields, i));
+        if (!f || copy_name(cfg->text_fields[i], f))
+            goto done;
+        cfg->n_text++;
+    }
+    rc = CDN_OK;
+done:
+    if (rc)
+        cdn_err_set(err, rc, "collection record does not decode");
+    json_decref(o);
+    return rc;
+}
+
+int coll_file_path(const char *dir, uint32_t id, const char *ext, char *buf, size_t size)
+{
+    int n = snprintf(buf, size, "%s/coll-%u.%s", dir, id, ext);
+    return (n < 0 || (size_t)n >= size) ? CDN_ERR_LIMIT : CDN_OK;
+}
+
+void coll_row_key(uint32_t coll_id, uint32_t row, unsigned char key[8])
+{
+    store_be32(key, coll_id);
+    store_be32(key + 4, row);
+}
+
+size_t coll_chunk_key(uint32_t coll_id, const char *id, unsigned char *key, size_t size)
+{
+    size_t n = strlen(id);
+    if (n + 4 > size)
+        return 0;
+    store_be32(key, coll_id);
+    memcpy(key + 4, id, n);
+    return n + 4;
+}
+
+int coll_create_state(const char *dir, const coll_config_t *cfg, coll_t **out, cdn_err_t *err)
+{
+    char path[4096];
+    coll_t *c = cdn_calloc(1, sizeof *c);
+    int rc;
+    if (!c)
+        return cdn_err_set(err, CDN_ERR_NOMEM, "out of memory");
+    c->cfg = *cfg;
+    pthread_rwlock_init(&c->lock, NULL);
+    atomic_init(&c->refs, 1);
+    if ((rc = acl_index_create(&c->acl)) != 0) {
+        cdn_err_set(err, rc, "out of memory");
+        goto fail;
+    }
+    if (cfg->dim) {
+        if ((rc = coll_vecfile_path(dir, cfg->id, path, sizeof path)) != 0) {
+            cdn_err_set(err, rc, "data directory path too long");
+            goto fail;
+        }
+        if ((rc = vecfile_open(path, cfg->dim, &c->vf, err)) != 0)
+            goto fail;
+        hnsw_params_t hp = hnsw_params_default();
+        hp.m = cfg->hnsw_m ? cfg->hnsw_m : hp.m;
+        hp.ef_construction = cfg->hnsw_efc ? cfg->hnsw_efc : hp.ef_construction;
+        hp.ef_search = cfg->hnsw_ef ? cfg->hnsw_ef : hp.ef_search;
+        if ((rc = hnsw_create(hp, cfg->metric, cfg->dim, &c->hnsw)) != 0) {
+            cdn_err_set(err, rc, "cannot create the vector graph: %s", cdn_strerror(rc));
+            goto fail;
+        }
+    }
+    *out = c;
+    return CDN_OK;
+fail:
+    coll_unref(c);
+    return rc;
+}
+
+struct load_ctx {
+    coll_t *c;
+    int rc;
+};
+
+static int load_row(void *ctx, const void *key, size_t klen, const void *val, size_t vlen)
+{
+    struct load_ctx *l = ctx;
+    char *id;
+    if (klen != 8)
+        return l->rc = CDN_ERR_CORRUPT;
+    if (!(id = cdn_strndup(val, vlen)))
+        return l->rc = CDN_ERR_NOMEM;
+    l->rc = coll_row_set(l->c, store_rd32((const unsigned char *)key + 4), id);
+    cdn_free(id);
+    if (l->rc == CDN_OK)
+        l->c->live++;
+    return l->rc;
+}
+
+static int load_acl(void *ctx, const void *key, size_t klen, const void *val, size_t vlen)
+{
+    struct load_ctx *l = ctx;
+    uint32_t buf[2 + ACL_MAX_PRINCIPALS];
+    if (klen != 8 || vlen < 8 || vlen % 4 || vlen > sizeof buf)
+        return l->rc = CDN_ERR_CORRUPT;
+    memcpy(buf, val, vlen); /* LMDB values are not aligned for uint32 */
+    if (acl_packed_len(buf) * 4 != vlen)
+        return l->rc = CDN_ERR_CORRUPT;
+    return l->rc = acl_index_set(l->c->acl, store_rd32((const unsigned char *)key + 4), buf);
+}
+
+int coll_load(const char *dir, store_txn_t *t, const coll_config_t *cfg, coll_t **out,
+              cdn_err_t *err)
+{
+    unsigned char prefix[4], nkey[12];
+    const void *v;
+    size_t vlen;
+    struct load_ctx l = {NULL, CDN_OK};
+    int rc = coll_create_state(dir, cfg, &l.c, err);
+    if (rc)
+        return rc;
+    store_be32(prefix, cfg->id);
+    memcpy(nkey, "next", 4);
+    memcpy(nkey + 4, prefix, 4);
+    if (store_get(t, STORE_META, nkey, 8, &v, &vlen) == CDN_OK && vlen == 4)
+        l.c->next_row = store_rd32(v);
+    rc = store_scan_prefix(t, STORE_ROWS, prefix, 4, load_row, &l);
+    if (rc == CDN_OK)
+        rc = store_scan_prefix(t, STORE_ACLS, prefix, 4, load_acl, &l);
+    if (rc) {
+        cdn_err_set(err, rc, "cannot load collection \"%s\": %s", cfg->name, cdn_strerror(rc));
+        coll_unref(l.c);
+        return rc;
+    }
+    if (l.c->hnsw && (rc = coll_graph_open(dir, l.c, err)) != 0) {
+        coll_unref(l.c);
+        return rc;
+    }
+    *out = l.c;
+    return CDN_OK;
+}
+
+void coll_ref(coll_t *c) { atomic_fetch_add(&c->refs, 1); }
+
+void coll_unref(coll_t *c)
+{
+    if (!c || atomic_fetch_sub(&c->refs, 1) != 1)
+        return;
+    for (size_t i = 0; i < c->row_cap; i++)
+        cdn_free(c->row_ext[i]);
+    cdn_free(c->row_ext);
+    acl_index_free(c->acl);
+    hnsw_free(c->hnsw);
+    vecfile_close(c->vf);
+    pthread_rwlock_destroy(&c->lock);
+    cdn_free(c);
+}
+
+void coll_view(const coll_t *c, vec_view_t *v)
+{
+    v->base = c->vf ? vecfile_base(c->vf) : NULL;
+    v->stride = c->vf ? vecfile_stride(c->vf) : 0;
+    v->dim = c->cfg.dim;
+    v->count = c->next_row;
+}
+
+int coll_row_set(coll_t *c, uint32_t row, const char *id)
+{
+    size_t cap = c->row_cap;
+    char *copy;
+    if (row >= c->row_cap) {
+        if (cdn_grow((void **)&c->row_ext, &cap, (size_t)row + 1, sizeof(char *)))
+            return CDN_ERR_NOMEM;
+        memset(c->row_ext + c->row_cap, 0, (cap - c->row_cap) * sizeof(char *));
+        c->row_cap = cap;
+    }
+    if (!(copy = cdn_strdup(id)))
+        return CDN_ERR_NOMEM;
+    cdn_free(c->row_ext[row]);
+    c->row_ext[row] = copy;
+    return CDN_OK;
+}
+
+void coll_row_clear(coll_t *c, uint32_t row)
+{
+    if (row < c->row_cap) {
+        cdn_free(c->row_ext[row]);
+        c->row_ext[row] = NULL;
+    }
+}

@@ -1,0 +1,91 @@
+/* collection.h: one collection in memory: its configuration, vector file, permission index
+ * and row-to-id map, with the lock and reference count that let searches run beside writes.
+ * Relies on store/, acl/ and vector/. The engine owns collections; searches borrow them. */
+#ifndef CDN_COLLECTION_H
+#define CDN_COLLECTION_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+
+#include "acl/acl.h"
+#include "base/err.h"
+#include "store/store.h"
+#include "store/vecfile.h"
+#include "vector/distance.h"
+#include "vector/hnsw.h"
+
+#define COLL_NAME_MAX 128
+#define COLL_TEXT_FIELDS_MAX 16
+
+typedef struct coll_config {
+    char name[COLL_NAME_MAX + 1];
+    uint32_t id;       /* key prefix in the store; never reused */
+    uint32_t dim;      /* 0 = no vectors */
+    vec_metric_t metric;
+    size_t n_text;
+    char text_fields[COLL_TEXT_FIELDS_MAX][COLL_NAME_MAX + 1];
+    char acl_field[COLL_NAME_MAX + 1];
+    uint32_t hnsw_m, hnsw_efc, hnsw_ef;
+} coll_config_t;
+
+typedef struct coll {
+    coll_config_t cfg;
+    vecfile_t *vf;            /* NULL when cfg.dim == 0 */
+    hnsw_t *hnsw;             /* graph over the live rows; NULL when cfg.dim == 0 */
+    uint32_t hnsw_saved;      /* rows the checkpoint on disk reflects (0 = none) */
+    int hnsw_dirty;           /* changed since the checkpoint */
+    acl_index_t *acl;
+    char **row_ext;           /* row -> external id (owned), NULL for dead rows */
+    size_t row_cap;
+    uint32_t next_row;        /* rows below this have been handed out */
+    uint64_t live;            /* live chunks */
+    /* Writers hold it exclusively while they apply a committed write; searches share it. */
+    pthread_rwlock_t lock;
+    atomic_int refs;
+    int broken;               /* in-memory state missed a committed write: fail closed */
+} coll_t;
+
+/* Checks a collection name: 1..128 bytes of [a-z0-9_-], not starting with '_' or '-'. */
+int coll_name_check(const char *name, cdn_err_t *err);
+
+/* Encodes cfg as JSON for STORE_COLLECTIONS (caller frees with cdn_free) and back. */
+int coll_config_encode(const coll_config_t *cfg, char **json);
+int coll_config_decode(const char *json, size_t len, coll_config_t *cfg, cdn_err_t *err);
+
+/* Opens a collection's in-memory state from the store, inside read transaction t: the vector
+ * file under dir, the rows and ACLs. The caller releases it with coll_unref. */
+int coll_load(const char *dir, store_txn_t *t, const coll_config_t *cfg, coll_t **out,
+              cdn_err_t *err);
+/* Creates the in-memory state of a new, empty collection (creating its vector file). */
+int coll_create_state(const char *dir, const coll_config_t *cfg, coll_t **out, cdn_err_t *err);
+
+void coll_ref(coll_t *c);
+/* Drops a reference; the last one frees the collection. */
+void coll_unref(coll_t *c);
+
+/* Path of the collection's vector file (ext "vec") or graph checkpoint ("hnsw") under the
+ * data directory, into buf. */
+int coll_file_path(const char *dir, uint32_t id, const char *ext, char *buf, size_t size);
+#define coll_vecfile_path(dir, id, buf, size) coll_file_path(dir, id, "vec", buf, size)
+
+/* Brings the graph up to date at open: loads the checkpoint if it is sound (else starts
+ * empty), inserts live rows it lacks and deletes rows that died since. */
+int coll_graph_open(const char *dir, coll_t *c, cdn_err_t *err);
+/* Inserts rows (already in the vector file) into the graph, in parallel for large batches. */
+int coll_graph_insert(coll_t *c, const uint32_t *rows, size_t n);
+/* Writes the graph checkpoint if it changed; called at close. */
+int coll_graph_save(const char *dir, coll_t *c, cdn_err_t *err);
+
+/* The vectors as a view (count = next_row). Caller holds the lock. */
+void coll_view(const coll_t *c, vec_view_t *v);
+
+/* Records row -> id in the row map (copying id), growing it. 0 or CDN_ERR_NOMEM. */
+int coll_row_set(coll_t *c, uint32_t row, const char *id);
+void coll_row_clear(coll_t *c, uint32_t row);
+
+/* Store keys: collection id then a row (8 bytes) or an external id (4 + len bytes). */
+void coll_row_key(uint32_t coll_id, uint32_t row, unsigned char key[8]);
+size_t coll_chunk_key(uint32_t coll_id, const char *id, unsigned char *key, size_t size);
+
+#endif

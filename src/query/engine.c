@@ -1,0 +1,319 @@
+/* engine.c: opening a data directory, the collection registry and principal lookups.
+ * Relies on store/ for durability; collections are loaded whole into memory at open. */
+#include "query/engine.h"
+#include "base/mem.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+struct prin_ctx {
+    acl_intern_t *t;
+    int rc;
+};
+
+static int load_principal(void *ctx, const void *key, size_t klen, const void *val,
+                          size_t vlen)
+{
+    struct prin_ctx *p = ctx;
+    char name[ACL_PRINCIPAL_MAX + 16];
+    uint32_t id;
+    int added;
+    if (klen != 4 || vlen >= sizeof name || store_rd32(key) != p->t->len)
+        return p->rc = CDN_ERR_CORRUPT; /* ids are dense and scanned in order */
+    memcpy(name, val, vlen);
+    name[vlen] = '\0';
+    return p->rc = acl_intern_add(p->t, name, &id, &added);
+}
+
+static int coll_insert_sorted(engine_t *e, coll_t *c)
+{
+    size_t i = 0;
+    if (cdn_grow((void **)&e->colls, &e->colls_cap, e->ncolls + 1, sizeof(coll_t *)))
+        return CDN_ERR_NOMEM;
+    while (i < e->ncolls && strcmp(e->colls[i]->cfg.name, c->cfg.name) < 0)
+        i++;
+    memmove(e->colls + i + 1, e->colls + i, (e->ncolls - i) * sizeof(coll_t *));
+    e->colls[i] = c;
+    e->ncolls++;
+    return CDN_OK;
+}
+
+struct coll_ctx {
+    engine_t *e;
+    store_txn_t *t;
+    cdn_err_t *err;
+};
+
+static int load_collection(void *ctx, const void *key, size_t klen, const void *val,
+                           size_t vlen)
+{
+    struct coll_ctx *cc = ctx;
+    coll_config_t cfg;
+    coll_t *c;
+    int rc;
+    (void)key;
+    (void)klen;
+    if ((rc = coll_config_decode(val, vlen, &cfg, cc->err)) != 0)
+        return rc;
+    if ((rc = coll_load(cc->e->dir, cc->t, &cfg, &c, cc->err)) != 0)
+        return rc;
+    if ((rc = coll_insert_sorted(cc->e, c)) != 0) {
+        coll_unref(c);
+        return cdn_err_set(cc->err, rc, "out of memory");
+    }
+    return CDN_OK;
+}
+
+static int load_all(engine_t *e, cdn_err_t *err)
+{
+    store_txn_t *t;
+    const void *v;
+    size_t vlen;
+    uint64_t rev;
+    struct prin_ctx pc = {&e->principals, CDN_OK};
+    struct coll_ctx cc = {e, NULL, err};
+    int rc = store_txn_begin(e->store, 0, &t, err);
+    if (rc)
+        return rc;
+    cc.t = t;
+    if ((rc = store_revision_get(t, &rev)) != 0)
+        goto done;
+    atomic_store(&e->revision, rev);
+    if (store_get(t, STORE_META, "next_coll", 9, &v, &vlen) == CDN_OK && vlen == 4)
+        e->next_coll_id = store_rd32(v);
+    rc = store_scan_prefix(t, STORE_PRINCIPAL_IDS, "", 0, load_principal, &pc);
+    if (rc) {
+        cdn_err_set(err, rc, "principal table does not load: %s", cdn_strerror(rc));
+        goto done;
+    }
+    rc = store_scan_prefix(t, STORE_COLLECTIONS, "", 0, load_collection, &cc);
+    if (rc == CDN_OK)
+        rc = engine_model_load(e, t, err);
+done:
+    store_txn_abort(t);
+    return rc;
+}
+
+int engine_open(const char *dir, uint64_t map_size, engine_t **out, cdn_err_t *err)
+{
+    engine_t *e;
+    int rc;
+    if (mkdir(dir, 0755) != 0 && errno != EEXIST)
+        return cdn_err_set(err, CDN_ERR_IO, "cannot create data directory %s: %s", dir,
+                           strerror(errno));
+    if (!(e = cdn_calloc(1, sizeof *e)) || !(e->dir = cdn_strdup(dir))) {
+        cdn_free(e);
+        return cdn_err_set(err, CDN_ERR_NOMEM, "out of memory");
+    }
+    pthread_mutex_init(&e->write_lock, NULL);
+    pthread_rwlock_init(&e->meta_lock, NULL);
+    acl_intern_init(&e->principals);
+    if ((rc = authz_model_new(&e->model, err)) != 0) {
+        engine_close(e);
+        return rc;
+    }
+    if ((rc = store_open(dir, map_size, &e->store, err)) != 0 || (rc = load_all(e, err)) != 0) {
+        engine_close(e);
+        return rc;
+    }
+    *out = e;
+    return CDN_OK;
+}
+
+void engine_close(engine_t *e)
+{
+    if (!e)
+        return;
+    for (size_t i = 0; i < e->ncolls; i++) {
+        cdn_err_t err;
+        if (coll_graph_save(e->dir, e->colls[i], &err))
+            fprintf(stderr, "cordon: %s (it will be rebuilt at the next open)\n", err.msg);
+        coll_unref(e->colls[i]);
+    }
+    cdn_free(e->colls);
+    acl_intern_free(&e->principals);
+    authz_model_free(e->model);
+    store_close(e->store);
+    pthread_mutex_destroy(&e->write_lock);
+    pthread_rwlock_destroy(&e->meta_lock);
+    cdn_free(e->dir);
+    cdn_free(e);
+}
+
+static coll_t *find_locked(engine_t *e, const char *name, size_t *pos)
+{
+    for (size_t i = 0; i < e->ncolls; i++) {
+        if (!strcmp(e->colls[i]->cfg.name, name)) {
+            if (pos)
+                *pos = i;
+            return e->colls[i];
+        }
+    }
+    return NULL;
+}
+
+int engine_coll_get(engine_t *e, const char *name, coll_t **out, cdn_err_t *err)
+{
+    coll_t *c;
+    pthread_rwlock_rdlock(&e->meta_lock);
+    c = find_locked(e, name, NULL);
+    if (c)
+        coll_ref(c);
+    pthread_rwlock_unlock(&e->meta_lock);
+    if (!c)
+        return cdn_err_set(err, CDN_ERR_NOT_FOUND, "no such collection \"%s\"", name);
+    *out = c;
+    return CDN_OK;
+}
+
+static int commit_revision(engine_t *e, store_txn_t *t, cdn_err_t *err)
+{
+    uint64_t rev = atomic_load(&e->revision) + 1;
+    int rc = store_revision_set(t, rev);
+    if (rc) {
+        store_txn_abort(t);
+        return cdn_err_set(err, rc, "cannot record the revision");
+    }
+    if ((rc = store_txn_commit(t, err)) != 0)
+        return rc;
+    atomic_store(&e->revision, rev);
+    return CDN_OK;
+}
+
+int engine_coll_create(engine_t *e, const coll_config_t *cfg_in, cdn_err_t *err)
+{
+    coll_config_t cfg = *cfg_in;
+    unsigned char idb[4];
+    store_txn_t *t = NULL;
+    coll_t *c = NULL;
+    char *json = NULL;
+    int rc;
+    if ((rc = coll_name_check(cfg.name, err)) != 0)
+        return rc;
+    pthread_mutex_lock(&e->write_lock);
+    pthread_rwlock_rdlock(&e->meta_lock);
+    c = find_locked(e, cfg.name, NULL);
+    pthread_rwlock_unlock(&e->meta_lock);
+    if (c) {
+        c = NULL;
+        rc = cdn_err_set(err, CDN_ERR_EXISTS, "collection \"%s\" already exists", cfg.name);
+        goto done;
+    }
+    cfg.id = e->next_coll_id;
+    store_be32(idb, cfg.id + 1);
+    if ((rc = coll_config_encode(&cfg, &json)) != 0 ||
+        (rc = coll_create_state(e->dir, &cfg, &c, err)) != 0 ||
+        (rc = store_txn_begin(e->store, 1, &t, err)) != 0)
+        goto done;
+    if ((rc = store_put(t, STORE_COLLECTIONS, cfg.name, strlen(cfg.name), json,
+                        strlen(json))) != 0 ||
+        (rc = store_put(t, STORE_META, "next_coll", 9, idb, 4)) != 0) {
+        store_txn_abort(t);
+        cdn_err_set(err, rc, "cannot record the collection: %s", cdn_strerror(rc));
+        goto done;
+    }
+    if ((rc = commit_revision(e, t, err)) != 0)
+        goto done;
+    e->next_coll_id = cfg.id + 1;
+    pthread_rwlock_wrlock(&e->meta_lock);
+    rc = coll_insert_sorted(e, c);
+    pthread_rwlock_unlock(&e->meta_lock);
+    if (rc == CDN_OK)
+        c = NULL; /* the registry holds it now */
+done:
+    if (rc == CDN_ERR_NOMEM)
+        cdn_err_set(err, rc, "out of memory creating collection \"%s\"", cfg.name);
+    coll_unref(c);
+    free(json); /* from jansson's allocator */
+    pthread_mutex_unlock(&e->write_lock);
+    return rc;
+}
+
+int engine_coll_drop(engine_t *e, const char *name, cdn_err_t *err)
+{
+    unsigned char prefix[4];
+    char path[4096];
+    store_txn_t *t;
+    coll_t *c;
+    size_t pos = 0;
+    int rc;
+    pthread_mutex_lock(&e->write_lock);
+    pthread_rwlock_rdlock(&e->meta_lock);
+    c = find_locked(e, name, &pos);
+    pthread_rwlock_unlock(&e->meta_lock);
+    if (!c) {
+        rc = cdn_err_set(err, CDN_ERR_NOT_FOUND, "no such collection \"%s\"", name);
+        goto done;
+    }
+    store_be32(prefix, c->cfg.id);
+    if ((rc = store_txn_begin(e->store, 1, &t, err)) != 0)
+        goto done;
+    if ((rc = store_del(t, STORE_COLLECTIONS, name, strlen(name))) != 0 ||
+        (rc = store_del_prefix(t, STORE_CHUNKS, prefix, 4)) != 0 ||
+        (rc = store_del_prefix(t, STORE_ROWS, prefix, 4)) != 0 ||
+        (rc = store_del_prefix(t, STORE_ACLS, prefix, 4)) != 0) {
+        store_txn_abort(t);
+        rc = cdn_err_set(err, rc, "cannot drop collection \"%s\"", name);
+        goto done;
+    }
+    if ((rc = commit_revision(e, t, err)) != 0)
+        goto done;
+    pthread_rwlock_wrlock(&e->meta_lock);
+    memmove(e->colls + pos, e->colls + pos + 1, (e->ncolls - pos - 1) * sizeof(coll_t *));
+    e->ncolls--;
+    pthread_rwlock_unlock(&e->meta_lock);
+    /* The file goes now; searches still holding c read through their own mapping. */
+    if (c->cfg.dim && coll_vecfile_path(e->dir, c->cfg.id, path, sizeof path) == 0)
+        unlink(path);
+    if (c->cfg.dim && coll_file_path(e->dir, c->cfg.id, "hnsw", path, sizeof path) == 0)
+        unlink(path);
+    c->hnsw_dirty = 0; /* dropped: nothing to save */
+    coll_unref(c);
+done:
+    pthread_mutex_unlock(&e->write_lock);
+    return rc;
+}
+
+static int cmp_u32(const void *a, const void *b)
+{
+    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+int engine_view_ids(engine_t *e, const char *const *names, size_t n, uint32_t **ids,
+                    size_t *nids, cdn_err_t *err)
+{
+    char canon[ACL_PRINCIPAL_MAX + 16];
+    uint32_t *out = cdn_malloc((n ? n : 1) * sizeof *out);
+    size_t k = 0, j = 0;
+    int rc = CDN_OK;
+    if (!out)
+        return cdn_err_set(err, CDN_ERR_NOMEM, "out of memory");
+    pthread_rwlock_rdlock(&e->meta_lock);
+    for (size_t i = 0; i < n && rc == CDN_OK; i++) {
+        uint32_t id;
+        if (!names[i]) {
+            rc = cdn_err_set(err, CDN_ERR_INVALID, "subject principal %zu is NULL", i);
+            break;
+        }
+        rc = acl_principal_canon(names[i], canon, sizeof canon, err);
+        if (rc == CDN_OK && acl_intern_get(&e->principals, canon, &id) == CDN_OK)
+            out[k++] = id;
+    }
+    pthread_rwlock_unlock(&e->meta_lock);
+    if (rc) {
+        cdn_free(out);
+        return rc;
+    }
+    qsort(out, k, sizeof *out, cmp_u32);
+    for (size_t i = 0; i < k; i++)
+        if (j == 0 || out[j - 1] != out[i])
+            out[j++] = out[i];
+    *ids = out;
+    *nids = j;
+    return CDN_OK;
+}

@@ -1,0 +1,63 @@
+/* search.h: searching a collection as a subject: view -> allowed set -> plan -> candidates ->
+ * re-check of every hit against the view -> ids. Also reading one chunk as a subject.
+ * Relies on query/engine, acl/ and vector/. Results are owned by the caller (search_result_free).*/
+#ifndef CDN_SEARCH_H
+#define CDN_SEARCH_H
+
+#include <jansson.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "query/engine.h"
+
+typedef enum search_strategy {
+    SEARCH_AUTO = 0,
+    SEARCH_EXACT = 1,
+    SEARCH_PREFILTER = 2,
+    SEARCH_POSTFILTER = 3,
+} search_strategy_t;
+
+#define SEARCH_K_MAX 10000
+
+typedef struct search_knn {
+    const float *vector;
+    size_t k;                 /* 0 = 10 */
+    search_strategy_t strategy;
+    uint32_t ef_search;       /* 0 = the collection's */
+    size_t max_candidates;    /* 0 = 1000 */
+} search_knn_t;
+
+typedef struct search_hit {
+    char *id;
+    float score;
+} search_hit_t;
+
+typedef struct search_result {
+    search_hit_t *hits;
+    size_t n_hits;
+    int complete;
+    char plan[32];
+    uint64_t readable;
+    uint64_t revision;
+    uint64_t candidates;
+    uint64_t rejected;        /* hits the final re-check refused (always 0 unless a bug) */
+} search_result_t;
+
+/* k-nearest-neighbour search as the subject holding `principals`. 0, or CDN_ERR_NOT_FOUND
+ * (collection), CDN_ERR_INVALID (query: dimension, NaN, k), CDN_ERR_NOMEM, CDN_ERR_INTERNAL
+ * (collection state lost a write: fails closed). */
+int search_knn(engine_t *e, const char *coll, const char *const *principals, size_t n,
+               const search_knn_t *q, search_result_t *out, cdn_err_t *err);
+void search_result_free(search_result_t *r);
+
+/* Reads chunk id as the subject: CDN_ERR_NOT_FOUND whether missing or unreadable. On success
+ * *obj is the stored record ({"fields","metadata","allowed","denied"}, json_decref it), *vec a
+ * copy of the vector (cdn_free; NULL without vectors), *rev the revision read. */
+int search_get(engine_t *e, const char *coll, const char *const *principals, size_t n,
+               const char *id, json_t **obj, float **vec, uint64_t *rev, cdn_err_t *err);
+
+/* Reads chunk id's stored record without a permission check, for administrators' questions
+ * (explain). *obj is released with json_decref. */
+int search_record(engine_t *e, const char *coll, const char *id, json_t **obj, cdn_err_t *err);
+
+#endif

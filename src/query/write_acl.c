@@ -1,0 +1,196 @@
+/* write_acl.c: deleting chunks and changing the ACLs of existing chunks.
+ * Relies on the shared write path in write_int.h; same all-or-nothing rules as put. */
+#include "base/mem.h"
+#include "query/chunkrec.h"
+#include "query/write_int.h"
+
+#include <jansson.h>
+#include <string.h>
+
+static int delete_locked(engine_t *e, coll_t *c, const char *const *ids, size_t n,
+                         uint32_t *rows, size_t *nrows, uint64_t *rev, cdn_err_t *err)
+{
+    unsigned char key[4 + WRITE_ID_MAX], rk[8];
+    store_txn_t *t;
+    int rc = CDN_OK;
+    for (size_t i = 0; i < n && rc == CDN_OK; i++)
+        rc = write_id_check(ids[i], i, err);
+    if (rc || (rc = store_txn_begin(e->store, 1, &t, err)) != 0)
+        return rc;
+    *nrows = 0;
+    for (size_t i = 0; i < n && rc == CDN_OK; i++) {
+        size_t klen = coll_chunk_key(c->cfg.id, ids[i], key, sizeof key), vlen;
+        const void *v;
+        if (store_get(t, STORE_CHUNKS, key, klen, &v, &vlen) != CDN_OK)
+            continue; /* already gone (or named twice in this batch) */
+        if ((rc = chunkrec_row(v, vlen, &rows[*nrows])) != 0)
+            break;
+        coll_row_key(c->cfg.id, rows[*nrows], rk);
+        (*nrows)++;
+        if ((rc = store_del(t, STORE_CHUNKS, key, klen)) == CDN_OK &&
+            (rc = store_del(t, STORE_ROWS, rk, 8)) == CDN_OK)
+            rc = store_del(t, STORE_ACLS, rk, 8);
+    }
+    if (rc) {
+        store_txn_abort(t);
+        return cdn_err_set(err, rc, "cannot delete: %s", cdn_strerror(rc));
+    }
+    if (*nrows == 0) { /* nothing to do: no new revision */
+        store_txn_abort(t);
+        *rev = atomic_load(&e->revision);
+        return CDN_OK;
+    }
+    if ((rc = write_commit(e, t, rev, err)) != 0)
+        return rc;
+    pthread_rwlock_wrlock(&c->lock);
+    for (size_t i = 0; i < *nrows; i++) {
+        if (c->hnsw) {
+            hnsw_delete(c->hnsw, rows[i]);
+            c->hnsw_dirty = 1;
+        }
+        acl_index_remove(c->acl, rows[i]);
+        coll_row_clear(c, rows[i]);
+        c->live--;
+    }
+    atomic_store(&e->revision, *rev);
+    pthread_rwlock_unlock(&c->lock);
+    return CDN_OK;
+}
+
+int write_delete(engine_t *e, const char *name, const char *const *ids, size_t n,
+                 size_t *deleted, uint64_t *rev, cdn_err_t *err)
+{
+    uint32_t *rows;
+    size_t nrows = 0;
+    uint64_t r = 0;
+    coll_t *c;
+    int rc;
+    if (n > WRITE_BATCH_MAX)
+        return cdn_err_set(err, CDN_ERR_LIMIT, "batch of %zu ids; the limit is %d", n,
+                           WRITE_BATCH_MAX);
+    if (!(rows = cdn_malloc((n ? n : 1) * sizeof *rows)))
+        return cdn_err_set(err, CDN_ERR_NOMEM, "out of memory");
+    pthread_mutex_lock(&e->write_lock);
+    if ((rc = engine_coll_get(e, name, &c, err)) == CDN_OK) {
+        rc = delete_locked(e, c, ids, n, rows, &nrows, &r, err);
+        coll_unref(c);
+    }
+    pthread_mutex_unlock(&e->write_lock);
+    cdn_free(rows);
+    if (rc == CDN_OK) {
+        if (deleted)
+            *deleted = nrows;
+        if (rev)
+            *rev = r;
+    }
+    return rc;
+}
+
+/* Rewrites one chunk's record and ACL row inside t. */
+static int set_one(coll_t *c, store_txn_t *t, prep_t *p, cdn_err_t *err)
+{
+    unsigned char key[4 + WRITE_ID_MAX], rk[8];
+    size_t klen = coll_chunk_key(c->cfg.id, p->in->id, key, sizeof key), vlen, reclen;
+    const void *v;
+    json_t *obj, *arr[2];
+    char *rec;
+    int rc;
+    if (store_get(t, STORE_CHUNKS, key, klen, &v, &vlen) != CDN_OK)
+        return cdn_err_set(err, CDN_ERR_NOT_FOUND, "no chunk \"%s\" in collection \"%s\"",
+                           p->in->id, c->cfg.name);
+    if ((rc = chunkrec_decode(v, vlen, &p->row, &obj)) != 0)
+        return cdn_err_set(err, rc, "chunk \"%s\" is stored corrupt", p->in->id);
+    for (int w = 0; w < 2; w++) {
+        arr[w] = json_array();
+        for (size_t i = 0; arr[w] && i < p->nnames[w]; i++)
+            json_array_append_new(arr[w], json_string(p->names[w][i]));
+    }
+    rc = (!arr[0] || !arr[1] || json_object_set_new(obj, "allowed", arr[0]) ||
+          json_object_set_new(obj, "denied", arr[1]))
+             ? CDN_ERR_NOMEM
+             : chunkrec_reencode(p->row, obj, &rec, &reclen);
+    json_decref(obj);
+    if (rc)
+        return cdn_err_set(err, rc, "out of memory");
+    coll_row_key(c->cfg.id, p->row, rk);
+    rc = store_put(t, STORE_CHUNKS, key, klen, rec, reclen);
+    cdn_free(rec);
+    if (rc == CDN_OK)
+        rc = store_put(t, STORE_ACLS, rk, 8, p->packed, acl_packed_len(p->packed) * 4);
+    return rc ? cdn_err_set(err, rc, "cannot store the ACL: %s", cdn_strerror(rc)) : CDN_OK;
+}
+
+static int set_acl_locked(engine_t *e, coll_t *c, const write_acl_t *ch, size_t n, prep_t *p,
+                          write_chunk_t *ids, cdn_arena_t *a, uint64_t *rev, cdn_err_t *err)
+{
+    size_t old_len = e->principals.len;
+    store_txn_t *t;
+    int rc = CDN_OK;
+    for (size_t i = 0; i < n && rc == CDN_OK; i++) {
+        ids[i].id = ch[i].id;
+        p[i].in = &ids[i];
+        if ((rc = write_id_check(ch[i].id, i, err)) == CDN_OK)
+            rc = write_prep_acl(&p[i], ch[i].allowed, ch[i].n_allowed, ch[i].denied,
+                                ch[i].n_denied, a, err);
+    }
+    if (rc)
+        return rc;
+    pthread_rwlock_wrlock(&e->meta_lock);
+    for (size_t i = 0; i < n && rc == CDN_OK; i++)
+        rc = write_pack_acl(e, &p[i], a);
+    pthread_rwlock_unlock(&e->meta_lock);
+    if (rc == CDN_OK && (rc = store_txn_begin(e->store, 1, &t, err)) == CDN_OK) {
+        for (size_t i = 0; i < n && rc == CDN_OK; i++)
+            rc = set_one(c, t, &p[i], err);
+        if (rc == CDN_OK && (rc = write_persist_principals(e, t, old_len)) != 0)
+            cdn_err_set(err, rc, "cannot store principals");
+        rc = rc ? (store_txn_abort(t), rc) : write_commit(e, t, rev, err);
+    }
+    if (rc) {
+        pthread_rwlock_wrlock(&e->meta_lock);
+        acl_intern_truncate(&e->principals, old_len);
+        pthread_rwlock_unlock(&e->meta_lock);
+        return rc == CDN_ERR_NOMEM ? cdn_err_set(err, rc, "out of memory") : rc;
+    }
+    pthread_rwlock_wrlock(&c->lock);
+    for (size_t i = 0; i < n; i++)
+        if (acl_index_set(c->acl, p[i].row, p[i].packed))
+            c->broken = 1;
+    atomic_store(&e->revision, *rev);
+    pthread_rwlock_unlock(&c->lock);
+    return CDN_OK;
+}
+
+int write_set_acl(engine_t *e, const char *name, const write_acl_t *changes, size_t n,
+                  uint64_t *rev, cdn_err_t *err)
+{
+    cdn_arena_t a;
+    prep_t *p;
+    write_chunk_t *ids;
+    coll_t *c;
+    uint64_t r = 0;
+    int rc;
+    if (n == 0 || n > WRITE_BATCH_MAX)
+        return cdn_err_set(err, n ? CDN_ERR_LIMIT : CDN_ERR_INVALID,
+                           "ACL batch of %zu changes; give 1 to %d", n, WRITE_BATCH_MAX);
+    p = cdn_calloc(n, sizeof *p);
+    ids = cdn_calloc(n, sizeof *ids);
+    if (!p || !ids) {
+        cdn_free(p);
+        cdn_free(ids);
+        return cdn_err_set(err, CDN_ERR_NOMEM, "out of memory");
+    }
+    cdn_arena_init(&a, 64 * 1024, 0);
+    pthread_mutex_lock(&e->write_lock);
+    if ((rc = engine_coll_get(e, name, &c, err)) == CDN_OK) {
+        rc = set_acl_locked(e, c, changes, n, p, ids, &a, &r, err);
+        coll_unref(c);
+    }
+    pthread_mutex_unlock(&e->write_lock);
+    cdn_arena_free(&a);
+    cdn_free(p);
+    cdn_free(ids);
+    if (rc == CDN_OK && rev)
+        *rev = r;
+    return rc;
+}

@@ -1,0 +1,30 @@
+/* write_int.h: pieces of the write path shared by write.c and write_acl.c; not for other
+ * modules. Relies on query/engine and base/arena. */
+#ifndef CDN_WRITE_INT_H
+#define CDN_WRITE_INT_H
+
+#include "base/arena.h"
+#include "query/write.h"
+
+typedef struct prep {
+    const write_chunk_t *in;  /* for ACL changes only in->id is set */
+    float *vec;               /* normalised copy for cosine, else the caller's */
+    char **names[2];          /* canonical allowed [0] and denied [1], in the arena */
+    size_t nnames[2];
+    uint32_t *packed;         /* in the arena */
+    uint32_t row, old_row;
+    int had_old;
+} prep_t;
+
+/* Validates and canonicalises an ACL into p (names in the arena). */
+int write_prep_acl(prep_t *p, const char *const *allowed, size_t na, const char *const *denied,
+                   size_t nd, cdn_arena_t *a, cdn_err_t *err);
+/* Interns p's principals and packs its ACL; caller holds meta_lock for writing. */
+int write_pack_acl(engine_t *e, prep_t *p, cdn_arena_t *a);
+/* Stores principals interned since old_len. */
+int write_persist_principals(engine_t *e, store_txn_t *t, size_t old_len);
+/* Records the next revision in t and commits it (t is gone either way); *rev is the new
+ * revision, which the caller publishes once memory reflects the write. */
+int write_commit(engine_t *e, store_txn_t *t, uint64_t *rev, cdn_err_t *err);
+
+#endif

@@ -1,0 +1,202 @@
+/* store.c: LMDB environment, tables and transactions behind store.h.
+ * Relies on LMDB; every committed write transaction is fsynced by LMDB before commit returns. */
+#include "store/store.h"
+#include "base/mem.h"
+
+#include <errno.h>
+#include <lmdb.h>
+#include <string.h>
+
+static const char *const table_names[STORE_NTABLES] = {
+    "meta", "collections", "chunks", "rows", "acls", "principals", "principal_ids", "model_log",
+};
+
+struct store {
+    MDB_env *env;
+    MDB_dbi dbi[STORE_NTABLES];
+};
+
+struct store_txn {
+    store_t *s;
+    MDB_txn *txn;
+};
+
+static int lmdb_err(cdn_err_t *err, int rc, const char *what)
+{
+    int code = rc == MDB_MAP_FULL ? CDN_ERR_LIMIT : rc == ENOMEM ? CDN_ERR_NOMEM : CDN_ERR_IO;
+    return cdn_err_set(err, code, "%s: %s", what, mdb_strerror(rc));
+}
+
+int store_open(const char *dir, uint64_t map_size, store_t **out, cdn_err_t *err)
+{
+    store_t *s = cdn_calloc(1, sizeof *s);
+    MDB_txn *txn = NULL;
+    int rc;
+    if (!s)
+        return cdn_err_set(err, CDN_ERR_NOMEM, "out of memory opening the store");
+    if ((rc = mdb_env_create(&s->env)) != 0)
+        goto fail;
+    mdb_env_set_maxdbs(s->env, STORE_NTABLES + 2);
+    mdb_env_set_maxreaders(s->env, 512);
+    if ((rc = mdb_env_set_mapsize(s->env, map_size ? map_size : (64ull << 30))) != 0)
+        goto fail;
+    /* MDB_NOTLS: read transactions are not tied to threads, so a pool of HTTP threads works. */
+    if ((rc = mdb_env_open(s->env, dir, MDB_NOTLS, 0644)) != 0)
+        goto fail;
+    if ((rc = mdb_txn_begin(s->env, NULL, 0, &txn)) != 0)
+        goto fail;
+    for (int i = 0; i < STORE_NTABLES; i++)
+        if ((rc = mdb_dbi_open(txn, table_names[i], MDB_CREATE, &s->dbi[i])) != 0)
+            goto fail;
+    if ((rc = mdb_txn_commit(txn)) != 0) {
+        txn = NULL;
+        goto fail;
+    }
+    *out = s;
+    return CDN_OK;
+fail:
+    if (txn)
+        mdb_txn_abort(txn);
+    lmdb_err(err, rc, "cannot open the data directory's database");
+    if (s->env)
+        mdb_env_close(s->env);
+    cdn_free(s);
+    return err ? err->code : CDN_ERR_IO;
+}
+
+void store_close(store_t *s)
+{
+    if (!s)
+        return;
+    mdb_env_close(s->env);
+    cdn_free(s);
+}
+
+int store_txn_begin(store_t *s, int write, store_txn_t **out, cdn_err_t *err)
+{
+    store_txn_t *t = cdn_malloc(sizeof *t);
+    int rc;
+    if (!t)
+        return cdn_err_set(err, CDN_ERR_NOMEM, "out of memory starting a transaction");
+    t->s = s;
+    rc = mdb_txn_begin(s->env, NULL, write ? 0 : MDB_RDONLY, &t->txn);
+    if (rc) {
+        cdn_free(t);
+        return lmdb_err(err, rc, "cannot start a transaction");
+    }
+    *out = t;
+    return CDN_OK;
+}
+
+int store_txn_commit(store_txn_t *t, cdn_err_t *err)
+{
+    int rc = mdb_txn_commit(t->txn);
+    cdn_free(t);
+    return rc ? lmdb_err(err, rc, "cannot commit") : CDN_OK;
+}
+
+void store_txn_abort(store_txn_t *t)
+{
+    if (!t)
+        return;
+    mdb_txn_abort(t->txn);
+    cdn_free(t);
+}
+
+int store_get(store_txn_t *t, store_table_t tb, const void *key, size_t klen, const void **val,
+              size_t *vlen)
+{
+    MDB_val k = {klen, (void *)key}, v;
+    int rc = mdb_get(t->txn, t->s->dbi[tb], &k, &v);
+    if (rc == MDB_NOTFOUND)
+        return CDN_ERR_NOT_FOUND;
+    if (rc)
+        return CDN_ERR_IO;
+    *val = v.mv_data;
+    *vlen = v.mv_size;
+    return CDN_OK;
+}
+
+int store_put(store_txn_t *t, store_table_t tb, const void *key, size_t klen, const void *val,
+              size_t vlen)
+{
+    MDB_val k = {klen, (void *)key}, v = {vlen, (void *)val};
+    int rc = mdb_put(t->txn, t->s->dbi[tb], &k, &v, 0);
+    if (rc == MDB_MAP_FULL || rc == MDB_TXN_FULL)
+        return CDN_ERR_LIMIT;
+    return rc ? CDN_ERR_IO : CDN_OK;
+}
+
+int store_del(store_txn_t *t, store_table_t tb, const void *key, size_t klen)
+{
+    MDB_val k = {klen, (void *)key};
+    int rc = mdb_del(t->txn, t->s->dbi[tb], &k, NULL);
+    if (rc == MDB_NOTFOUND)
+        return CDN_ERR_NOT_FOUND;
+    return rc ? CDN_ERR_IO : CDN_OK;
+}
+
+int store_scan_prefix(store_txn_t *t, store_table_t tb, const void *prefix, size_t plen,
+                      store_iter_fn fn, void *ctx)
+{
+    MDB_cursor *c;
+    MDB_val k = {plen, (void *)prefix}, v;
+    int rc = mdb_cursor_open(t->txn, t->s->dbi[tb], &c), ret = CDN_OK;
+    if (rc)
+        return CDN_ERR_IO;
+    rc = mdb_cursor_get(c, &k, &v, plen ? MDB_SET_RANGE : MDB_FIRST);
+    while (rc == 0) {
+        if (k.mv_size < plen || memcmp(k.mv_data, prefix, plen) != 0)
+            break;
+        if ((ret = fn(ctx, k.mv_data, k.mv_size, v.mv_data, v.mv_size)) != 0)
+            break;
+        rc = mdb_cursor_get(c, &k, &v, MDB_NEXT);
+    }
+    mdb_cursor_close(c);
+    if (ret)
+        return ret;
+    return (rc == 0 || rc == MDB_NOTFOUND) ? CDN_OK : CDN_ERR_IO;
+}
+
+int store_del_prefix(store_txn_t *t, store_table_t tb, const void *prefix, size_t plen)
+{
+    MDB_cursor *c;
+    MDB_val k = {plen, (void *)prefix}, v;
+    int rc = mdb_cursor_open(t->txn, t->s->dbi[tb], &c);
+    if (rc)
+        return CDN_ERR_IO;
+    rc = mdb_cursor_get(c, &k, &v, plen ? MDB_SET_RANGE : MDB_FIRST);
+    while (rc == 0 && k.mv_size >= plen && memcmp(k.mv_data, prefix, plen) == 0) {
+        if ((rc = mdb_cursor_del(c, 0)) != 0)
+            break;
+        k.mv_size = plen; /* seek again: simpler than reasoning about a cursor after delete */
+        k.mv_data = (void *)prefix;
+        rc = mdb_cursor_get(c, &k, &v, plen ? MDB_SET_RANGE : MDB_FIRST);
+    }
+    mdb_cursor_close(c);
+    return (rc == 0 || rc == MDB_NOTFOUND) ? CDN_OK : CDN_ERR_IO;
+}
+
+int store_revision_get(store_txn_t *t, uint64_t *rev)
+{
+    const void *v;
+    size_t n;
+    int rc = store_get(t, STORE_META, "revision", 8, &v, &n);
+    if (rc == CDN_ERR_NOT_FOUND) {
+        *rev = 0;
+        return CDN_OK;
+    }
+    if (rc)
+        return rc;
+    if (n != 8)
+        return CDN_ERR_CORRUPT;
+    *rev = store_rd64(v);
+    return CDN_OK;
+}
+
+int store_revision_set(store_txn_t *t, uint64_t rev)
+{
+    unsigned char b[8];
+    store_be64(b, rev);
+    return store_put(t, STORE_META, "revision", 8, b, 8);
+}

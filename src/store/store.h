@@ -1,0 +1,87 @@
+/* store.h: the durable system of record, an LMDB environment with a fixed set of tables.
+ * Relies on LMDB. Values returned by reads point into LMDB's map and are valid until the
+ * transaction ends; callers copy what they keep. */
+#ifndef CDN_STORE_H
+#define CDN_STORE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "base/err.h"
+
+typedef struct store store_t;
+typedef struct store_txn store_txn_t;
+
+/* The tables. Keys that belong to a collection start with its id as 4 big-endian bytes, so a
+ * collection's records sort together and a prefix scan finds them. */
+typedef enum store_table {
+    STORE_META = 0,       /* "revision" -> u64, "format" -> u32, "next_coll" -> u32 */
+    STORE_COLLECTIONS,    /* name -> collection config (JSON, see query/collection.c) */
+    STORE_CHUNKS,         /* coll + external id -> chunk record (query/chunkrec.c) */
+    STORE_ROWS,           /* coll + row (u32 BE) -> external id */
+    STORE_ACLS,           /* coll + row (u32 BE) -> packed principal ids (acl/acl.h) */
+    STORE_PRINCIPALS,     /* principal name -> u32 id */
+    STORE_PRINCIPAL_IDS,  /* u32 id (BE) -> principal name */
+    STORE_MODEL_LOG,      /* revision (u64 BE) -> permission-model operation (JSON) */
+    STORE_NTABLES
+} store_table_t;
+
+/* Opens (creating if needed) the LMDB environment in directory `dir` (which must exist).
+ * map_size is the most the database may grow to (0 = 64 GiB). Returns 0, CDN_ERR_IO or
+ * CDN_ERR_NOMEM. The caller closes *out with store_close. */
+int store_open(const char *dir, uint64_t map_size, store_t **out, cdn_err_t *err);
+void store_close(store_t *s);
+
+/* Begins a transaction: write != 0 for the single writer. Returns 0 or CDN_ERR_IO. A
+ * transaction is used by one thread and ends with exactly one of commit or abort. */
+int store_txn_begin(store_t *s, int write, store_txn_t **out, cdn_err_t *err);
+/* Makes a write durable (fsync) before returning 0; CDN_ERR_IO if the disk refused. The
+ * transaction is gone either way. */
+int store_txn_commit(store_txn_t *t, cdn_err_t *err);
+void store_txn_abort(store_txn_t *t);
+
+/* Reads: 0 with val and vlen pointing into the map, or CDN_ERR_NOT_FOUND. */
+int store_get(store_txn_t *t, store_table_t tb, const void *key, size_t klen, const void **val,
+              size_t *vlen);
+/* Writes and deletes: 0, CDN_ERR_LIMIT (database full) or CDN_ERR_IO. Deleting a missing key
+ * returns CDN_ERR_NOT_FOUND. */
+int store_put(store_txn_t *t, store_table_t tb, const void *key, size_t klen, const void *val,
+              size_t vlen);
+int store_del(store_txn_t *t, store_table_t tb, const void *key, size_t klen);
+
+/* Calls fn for each record whose key starts with prefix, in key order, until fn returns
+ * non-zero (which is then returned). Returns 0, fn's value, or CDN_ERR_IO. */
+typedef int (*store_iter_fn)(void *ctx, const void *key, size_t klen, const void *val,
+                             size_t vlen);
+int store_scan_prefix(store_txn_t *t, store_table_t tb, const void *prefix, size_t plen,
+                      store_iter_fn fn, void *ctx);
+/* Deletes every record whose key starts with prefix. */
+int store_del_prefix(store_txn_t *t, store_table_t tb, const void *prefix, size_t plen);
+
+/* The revision counter in STORE_META (0 in a new store). */
+int store_revision_get(store_txn_t *t, uint64_t *rev);
+int store_revision_set(store_txn_t *t, uint64_t rev);
+
+/* Big-endian key helpers. */
+static inline void store_be32(unsigned char *p, uint32_t v)
+{
+    p[0] = (unsigned char)(v >> 24);
+    p[1] = (unsigned char)(v >> 16);
+    p[2] = (unsigned char)(v >> 8);
+    p[3] = (unsigned char)v;
+}
+static inline uint32_t store_rd32(const unsigned char *p)
+{
+    return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+}
+static inline void store_be64(unsigned char *p, uint64_t v)
+{
+    store_be32(p, (uint32_t)(v >> 32));
+    store_be32(p + 4, (uint32_t)v);
+}
+static inline uint64_t store_rd64(const unsigned char *p)
+{
+    return (uint64_t)store_rd32(p) << 32 | store_rd32(p + 4);
+}
+
+#endif

@@ -1,0 +1,130 @@
+/* vecfile.c: the vector file: a 4 KiB header, then rows padded to 64 bytes, mapped read-only.
+ * Relies on mmap with MAP_SHARED, so rows written with pwrite are seen through the mapping. */
+#include "store/vecfile.h"
+#include "base/mem.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define MAGIC "CDNVEC01"
+
+struct vecfile {
+    int fd;
+    uint32_t dim;
+    size_t stride; /* floats per row */
+    unsigned char *map;
+    float *scratch; /* one padded row, for writes */
+};
+
+static int write_header(int fd, uint32_t dim, cdn_err_t *err)
+{
+    unsigned char h[VECFILE_HEADER] = {0};
+    memcpy(h, MAGIC, 8);
+    memcpy(h + 8, &dim, 4);
+    if (pwrite(fd, h, sizeof h, 0) != (ssize_t)sizeof h || fdatasync(fd) != 0)
+        return cdn_err_set(err, CDN_ERR_IO, "cannot write vector file header: %s",
+                           strerror(errno));
+    return CDN_OK;
+}
+
+static int check_header(int fd, uint32_t dim, const char *path, cdn_err_t *err)
+{
+    unsigned char h[16];
+    uint32_t d;
+    if (pread(fd, h, sizeof h, 0) != (ssize_t)sizeof h || memcmp(h, MAGIC, 8) != 0)
+        return cdn_err_set(err, CDN_ERR_CORRUPT, "%s is not a cordon vector file", path);
+    memcpy(&d, h + 8, 4);
+    if (d != dim)
+        return cdn_err_set(err, CDN_ERR_CORRUPT, "%s holds %u-d vectors; expected %u", path, d,
+                           dim);
+    return CDN_OK;
+}
+
+int vecfile_open(const char *path, uint32_t dim, vecfile_t **out, cdn_err_t *err)
+{
+    struct stat st;
+    vecfile_t *vf;
+    int rc;
+    if (dim == 0 || dim > 65536)
+        return cdn_err_set(err, CDN_ERR_INVALID, "vector dimension %u out of range 1..65536", dim);
+    vf = cdn_calloc(1, sizeof *vf);
+    if (!vf)
+        return cdn_err_set(err, CDN_ERR_NOMEM, "out of memory");
+    vf->dim = dim;
+    vf->stride = ((size_t)dim + 15) / 16 * 16;
+    vf->fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    if (vf->fd < 0) {
+        rc = cdn_err_set(err, CDN_ERR_IO, "cannot open %s: %s", path, strerror(errno));
+        goto fail;
+    }
+    if (fstat(vf->fd, &st) != 0) {
+        rc = cdn_err_set(err, CDN_ERR_IO, "cannot stat %s: %s", path, strerror(errno));
+        goto fail;
+    }
+    rc = st.st_size < (off_t)VECFILE_HEADER ? write_header(vf->fd, dim, err)
+                                            : check_header(vf->fd, dim, path, err);
+    if (rc)
+        goto fail;
+    vf->map = mmap(NULL, VECFILE_MAX_BYTES, PROT_READ, MAP_SHARED | MAP_NORESERVE, vf->fd, 0);
+    if (vf->map == MAP_FAILED) {
+        vf->map = NULL;
+        rc = cdn_err_set(err, CDN_ERR_IO, "cannot map %s: %s", path, strerror(errno));
+        goto fail;
+    }
+    vf->scratch = cdn_calloc(vf->stride, sizeof(float));
+    if (!vf->scratch) {
+        rc = cdn_err_set(err, CDN_ERR_NOMEM, "out of memory");
+        goto fail;
+    }
+    *out = vf;
+    return CDN_OK;
+fail:
+    vecfile_close(vf);
+    return rc;
+}
+
+void vecfile_close(vecfile_t *vf)
+{
+    if (!vf)
+        return;
+    if (vf->map)
+        munmap(vf->map, VECFILE_MAX_BYTES);
+    if (vf->fd >= 0)
+        close(vf->fd);
+    cdn_free(vf->scratch);
+    cdn_free(vf);
+}
+
+int vecfile_write(vecfile_t *vf, uint32_t first, const float *rows, uint32_t n, cdn_err_t *err)
+{
+    size_t row_bytes = vf->stride * sizeof(float);
+    uint64_t end = VECFILE_HEADER + ((uint64_t)first + n) * row_bytes;
+    if (end > VECFILE_MAX_BYTES)
+        return cdn_err_set(err, CDN_ERR_LIMIT, "vector file would pass %llu bytes",
+                           (unsigned long long)VECFILE_MAX_BYTES);
+    for (uint32_t i = 0; i < n; i++) {
+        off_t off = (off_t)(VECFILE_HEADER + ((uint64_t)first + i) * row_bytes);
+        memcpy(vf->scratch, rows + (size_t)i * vf->dim, vf->dim * sizeof(float));
+        if (pwrite(vf->fd, vf->scratch, row_bytes, off) != (ssize_t)row_bytes)
+            return cdn_err_set(err, CDN_ERR_IO, "cannot write vectors: %s", strerror(errno));
+    }
+    return CDN_OK;
+}
+
+int vecfile_sync(vecfile_t *vf, cdn_err_t *err)
+{
+    if (fdatasync(vf->fd) != 0)
+        return cdn_err_set(err, CDN_ERR_IO, "cannot sync vectors: %s", strerror(errno));
+    return CDN_OK;
+}
+
+const float *vecfile_base(const vecfile_t *vf)
+{
+    return (const float *)(vf->map + VECFILE_HEADER);
+}
+size_t vecfile_stride(const vecfile_t *vf) { return vf->stride; }
+uint32_t vecfile_dim(const vecfile_t *vf) { return vf->dim; }

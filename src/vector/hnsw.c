@@ -1,0 +1,558 @@
+/* hnsw.c: creating, growing and inserting into the HNSW graph (Malkov & Yashunin), with
+ * neighbour diversity (heuristic 4) and concurrent inserts. Relies on hnsw_int.h, base/mem.h. */
+#include "vector/hnsw_int.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "base/err.h"
+#include "base/mem.h"
+
+hnsw_params_t hnsw_params_default(void)
+{
+    hnsw_params_t p = {.m = 16, .ef_construction = 200, .ef_search = 64, .seed = 42};
+    return p;
+}
+
+/* ---------- heaps ---------- */
+
+int hnsw_heap_init(hnsw_heap_t *q, uint32_t cap)
+{
+    q->n = 0;
+    q->cap = cap ? cap : 16;
+    q->a = cdn_malloc(sizeof(hnsw_hit_t) * q->cap);
+    return q->a ? CDN_OK : CDN_ERR_NOMEM;
+}
+
+void hnsw_heap_free(hnsw_heap_t *q)
+{
+    cdn_free(q->a);
+    q->a = NULL;
+    q->n = q->cap = 0;
+}
+
+int hnsw_heap_push(hnsw_heap_t *q, uint32_t id, float dist)
+{
+    if (q->n == q->cap) {
+        size_t cap = q->cap;
+        void *p = q->a;
+        if (cdn_grow(&p, &cap, (size_t)q->n + 1, sizeof(hnsw_hit_t)))
+            return CDN_ERR_NOMEM;
+        q->a = p;
+        q->cap = (uint32_t)cap;
+    }
+    uint32_t i = q->n++;
+    while (i > 0) {
+        uint32_t parent = (i - 1) / 2;
+        if (q->a[parent].dist >= dist)
+            break;
+        q->a[i] = q->a[parent];
+        i = parent;
+    }
+    q->a[i].id = id;
+    q->a[i].dist = dist;
+    return CDN_OK;
+}
+
+void hnsw_heap_pop(hnsw_heap_t *q)
+{
+    if (q->n == 0)
+        return;
+    hnsw_hit_t last = q->a[--q->n];
+    uint32_t i = 0, n = q->n;
+    for (;;) {
+        uint32_t c = 2 * i + 1;
+        if (c >= n)
+            break;
+        if (c + 1 < n && q->a[c + 1].dist > q->a[c].dist)
+            c++;
+        if (q->a[c].dist <= last.dist)
+            break;
+        q->a[i] = q->a[c];
+        i = c;
+    }
+    if (n > 0)
+        q->a[i] = last;
+}
+
+static int hit_cmp(const void *a, const void *b)
+{
+    const hnsw_hit_t *x = a, *y = b;
+    if (x->dist != y->dist)
+        return x->dist < y->dist ? -1 : 1;
+    return x->id < y->id ? -1 : (x->id > y->id);
+}
+
+void hnsw_heap_sort(hnsw_heap_t *q)
+{
+    qsort(q->a, q->n, sizeof(hnsw_hit_t), hit_cmp);
+}
+
+/* ---------- creation and growth ---------- */
+
+int hnsw_create(hnsw_params_t p, vec_metric_t metric, uint32_t dim, hnsw_t **out)
+{
+    *out = NULL;
+    if (p.m < HNSW_M_MIN || p.m > HNSW_M_MAX || p.ef_construction == 0 ||
+        p.ef_construction > HNSW_EF_MAX || p.ef_search == 0 || p.ef_search > HNSW_EF_MAX ||
+        dim == 0 || !vec_dist_for(metric))
+        return CDN_ERR_INVALID;
+    hnsw_t *h = cdn_calloc(1, sizeof(*h));
+    if (!h)
+        return CDN_ERR_NOMEM;
+    h->p = p;
+    h->metric = metric;
+    h->dim = dim;
+    h->m0 = 2 * p.m;
+    h->level_mult = 1.0 / log((double)p.m);
+    h->dist = vec_dist_for(metric);
+    pthread_rwlockattr_t ra;
+    pthread_rwlockattr_init(&ra);
+    /* Writer preference: a growing insert must not starve behind a stream of searches. */
+    pthread_rwlockattr_setkind_np(&ra, PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
+    pthread_rwlock_init(&h->grow_lock, &ra);
+    pthread_rwlock_init(&h->write_gate, &ra);
+    pthread_rwlockattr_destroy(&ra);
+    for (uint32_t i = 0; i < HNSW_STRIPES; i++)
+        pthread_mutex_init(&h->stripes[i], NULL);
+    pthread_mutex_init(&h->top_lock, NULL);
+    pthread_mutex_init(&h->pool_lock, NULL);
+    atomic_init(&h->entry, HNSW_NO_ENTRY);
+    atomic_init(&h->n_nodes, 0);
+    atomic_init(&h->n_deleted, 0);
+    atomic_init(&h->upper_words, 0);
+    *out = h;
+    return CDN_OK;
+}
+
+void hnsw_free(hnsw_t *h)
+{
+    if (!h)
+        return;
+    for (uint32_t i = 0; i < h->span; i++)
+        cdn_free(h->upper[i]);
+    cdn_free(h->upper);
+    cdn_free(h->l0);
+    cdn_free(h->levels);
+    cdn_free(h->flags);
+    while (h->pool) {
+        hnsw_visited_t *v = h->pool;
+        h->pool = v->next;
+        cdn_free(v->marks);
+        cdn_free(v);
+    }
+    for (uint32_t i = 0; i < HNSW_STRIPES; i++)
+        pthread_mutex_destroy(&h->stripes[i]);
+    pthread_mutex_destroy(&h->top_lock);
+    pthread_mutex_destroy(&h->pool_lock);
+    pthread_rwlock_destroy(&h->grow_lock);
+    pthread_rwlock_destroy(&h->write_gate);
+    cdn_free(h);
+}
+
+/* Reallocates the per-node arrays to `span` nodes; the new tail is zero. Caller holds
+ * grow_lock for writing (or owns h alone). On failure the arrays that did grow keep their
+ * old contents, so the index stays usable at the old span. */
+static int grow_arrays(hnsw_t *h, uint32_t span)
+{
+    size_t old = h->span, per = (size_t)h->m0 + 1;
+    uint32_t *l0 = cdn_realloc(h->l0, (size_t)span * per * sizeof(uint32_t));
+    if (!l0)
+        return CDN_ERR_NOMEM;
+    h->l0 = l0;
+    uint8_t *levels = cdn_realloc(h->levels, span);
+    if (!levels)
+        return CDN_ERR_NOMEM;
+    h->levels = levels;
+    uint8_t *flags = cdn_realloc(h->flags, span);
+    if (!flags)
+        return CDN_ERR_NOMEM;
+    h->flags = flags;
+    uint32_t **upper = cdn_realloc(h->upper, (size_t)span * sizeof(*upper));
+    if (!upper)
+        return CDN_ERR_NOMEM;
+    h->upper = upper;
+    memset(l0 + old * per, 0, (span - old) * per * sizeof(uint32_t));
+    memset(levels + old, 0, span - old);
+    memset(flags + old, 0, span - old);
+    memset(upper + old, 0, (span - old) * sizeof(*upper));
+    h->span = span;
+    return CDN_OK;
+}
+
+int hnsw_reserve(hnsw_t *h, uint32_t id_span)
+{
+    int rc = CDN_OK;
+    pthread_rwlock_wrlock(&h->grow_lock);
+    if (id_span > h->span)
+        rc = grow_arrays(h, id_span);
+    pthread_rwlock_unlock(&h->grow_lock);
+    return rc;
+}
+
+/* Makes id addressable, doubling so that a stream of growing ids costs O(log n) regrowths. */
+static int ensure_span(hnsw_t *h, uint32_t id)
+{
+    pthread_rwlock_rdlock(&h->grow_lock);
+    uint32_t span = h->span;
+    pthread_rwlock_unlock(&h->grow_lock);
+    if (id < span)
+        return CDN_OK;
+    if (id == UINT32_MAX)
+        return CDN_ERR_LIMIT;
+    uint64_t want = (uint64_t)span * 2;
+    if (want < (uint64_t)id + 1)
+        want = (uint64_t)id + 1;
+    if (want < 1024)
+        want = 1024;
+    if (want > UINT32_MAX)
+        want = UINT32_MAX;
+    return hnsw_reserve(h, (uint32_t)want);
+}
+
+/* ---------- shared helpers ---------- */
+
+uint32_t hnsw_read_list(hnsw_t *h, uint32_t id, uint32_t level, uint32_t *buf)
+{
+    pthread_mutex_t *mu = hnsw_stripe(h, id);
+    pthread_mutex_lock(mu);
+    const uint32_t *l = hnsw_list_at(h, id, level);
+    uint32_t n = l[0];
+    memcpy(buf, l + 1, n * sizeof(uint32_t));
+    pthread_mutex_unlock(mu);
+    return n;
+}
+
+int hnsw_visited_get(hnsw_t *h, hnsw_visited_t **out)
+{
+    pthread_mutex_lock(&h->pool_lock);
+    hnsw_visited_t *v = h->pool;
+    if (v)
+        h->pool = v->next;
+    pthread_mutex_unlock(&h->pool_lock);
+    if (!v) {
+        v = cdn_calloc(1, sizeof(*v));
+        if (!v)
+            return CDN_ERR_NOMEM;
+    }
+    if (v->cap < h->span) {
+        uint16_t *m = cdn_realloc(v->marks, (size_t)h->span * sizeof(uint16_t));
+        if (!m) {
+            hnsw_visited_put(h, v);
+            return CDN_ERR_NOMEM;
+        }
+        memset(m + v->cap, 0, (size_t)(h->span - v->cap) * sizeof(uint16_t));
+        v->marks = m;
+        v->cap = h->span;
+    }
+    if (++v->tag == 0) {
+        memset(v->marks, 0, (size_t)v->cap * sizeof(uint16_t));
+        v->tag = 1;
+    }
+    *out = v;
+    return CDN_OK;
+}
+
+void hnsw_visited_put(hnsw_t *h, hnsw_visited_t *v)
+{
+    pthread_mutex_lock(&h->pool_lock);
+    v->next = h->pool;
+    h->pool = v;
+    pthread_mutex_unlock(&h->pool_lock);
+}
+
+/* The level of a node: -ln(U) * mL with U drawn from splitmix64(seed, id), so the graph's
+ * shape does not depend on which thread inserted what first. */
+static uint32_t level_for(const hnsw_t *h, uint32_t id)
+{
+    uint64_t z = ((uint64_t)h->p.seed << 32 | id) + 0x9e3779b97f4a7c15ull;
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    z ^= z >> 31;
+    double u = ((double)(z >> 11) + 1.0) * (1.0 / 9007199254740992.0);
+    double l = floor(-log(u) * h->level_mult);
+    return l > HNSW_MAX_LEVEL ? HNSW_MAX_LEVEL : (uint32_t)l;
+}
+
+/* ---------- neighbour selection ---------- */
+
+/* Heuristic 4 of the HNSW paper: walk candidates nearest first and keep one only if it is
+ * nearer to the base than to every neighbour kept so far, so links spread over directions
+ * instead of piling into one cluster. cand must be sorted ascending; keeps up to `max` in
+ * place at the front; returns how many. */
+static uint32_t select_diverse(const hnsw_t *h, const vec_view_t *view, hnsw_hit_t *cand,
+                               uint32_t n, uint32_t max)
+{
+    uint32_t kept = 0;
+    for (uint32_t i = 0; i < n && kept < max; i++) {
+        const float *v = vec_row(view, cand[i].id);
+        int good = 1;
+        for (uint32_t j = 0; j < kept && good; j++)
+            if (h->dist(v, vec_row(view, cand[j].id), h->dim) < cand[i].dist)
+                good = 0;
+        if (good)
+            cand[kept++] = cand[i];
+    }
+    return kept;
+}
+
+/* Adds `id` to node s's list at `level`; a full list is re-chosen with the heuristic over its
+ * members plus id. Holds s's stripe throughout so concurrent inserts cannot lose a link. */
+static void link_back(hnsw_t *h, const vec_view_t *view, uint32_t s, uint32_t id,
+                      uint32_t level, hnsw_hit_t *scratch)
+{
+    uint32_t cap = hnsw_list_cap(h, level);
+    pthread_mutex_t *mu = hnsw_stripe(h, s);
+    pthread_mutex_lock(mu);
+    uint32_t *l = hnsw_list_at(h, s, level);
+    uint32_t n = l[0];
+    for (uint32_t i = 0; i < n; i++)
+        if (l[1 + i] == id)
+            goto out;
+    if (n < cap) {
+        l[1 + n] = id;
+        l[0] = n + 1;
+        goto out;
+    }
+    const float *sv = vec_row(view, s);
+    for (uint32_t i = 0; i < n; i++)
+        scratch[i] = (hnsw_hit_t){l[1 + i], h->dist(sv, vec_row(view, l[1 + i]), h->dim)};
+    scratch[n] = (hnsw_hit_t){id, h->dist(sv, vec_row(view, id), h->dim)};
+    qsort(scratch, n + 1, sizeof(hnsw_hit_t), hit_cmp);
+    uint32_t kept = select_diverse(h, view, scratch, n + 1, cap);
+    for (uint32_t i = 0; i < kept; i++)
+        l[1 + i] = scratch[i].id;
+    l[0] = kept;
+out:
+    pthread_mutex_unlock(mu);
+}
+
+/* ---------- insert ---------- */
+
+typedef struct insert_ctx {
+    hnsw_heap_t found;
+    hnsw_hit_t *eps;     /* entry points for the next level down */
+    hnsw_hit_t *scratch; /* link_back workspace: m0 + 1 hits */
+} insert_ctx_t;
+
+/* Links id into levels min(level, top) .. 0 starting from entry point ep. */
+static int insert_levels(hnsw_t *h, const vec_view_t *view, uint32_t id, uint32_t level,
+                         uint32_t top, uint32_t ep, insert_ctx_t *c)
+{
+    const float *q = vec_row(view, id);
+    float ep_dist = h->dist(q, vec_row(view, ep), h->dim);
+    uint64_t nd = 0;
+    if (top > level)
+        hnsw_descend(h, view, q, top, level, &ep, &ep_dist, &nd);
+    c->eps[0] = (hnsw_hit_t){ep, ep_dist};
+    uint32_t n_eps = 1;
+    for (int32_t lc = (int32_t)(level < top ? level : top); lc >= 0; lc--) {
+        int rc = hnsw_search_layer_build(h, view, q, (uint32_t)lc, c->eps, n_eps,
+                                         h->p.ef_construction, &c->found);
+        if (rc)
+            return rc;
+        hnsw_heap_sort(&c->found);
+        n_eps = c->found.n;
+        memcpy(c->eps, c->found.a, n_eps * sizeof(hnsw_hit_t));
+        /* The node itself may already be linked from a concurrent insert's back-link. */
+        uint32_t w = 0;
+        for (uint32_t i = 0; i < c->found.n; i++)
+            if (c->found.a[i].id != id)
+                c->found.a[w++] = c->found.a[i];
+        uint32_t kept = select_diverse(h, view, c->found.a, w, h->p.m);
+        pthread_mutex_t *mu = hnsw_stripe(h, id);
+        pthread_mutex_lock(mu);
+        uint32_t *l = hnsw_list_at(h, id, (uint32_t)lc);
+        for (uint32_t i = 0; i < kept; i++)
+            l[1 + i] = c->found.a[i].id;
+        l[0] = kept;
+        pthread_mutex_unlock(mu);
+        for (uint32_t i = 0; i < kept; i++)
+            link_back(h, view, c->found.a[i].id, id, (uint32_t)lc, c->scratch);
+    }
+    return CDN_OK;
+}
+
+static int insert_ctx_init(hnsw_t *h, insert_ctx_t *c)
+{
+    memset(c, 0, sizeof(*c));
+    if (hnsw_heap_init(&c->found, h->p.ef_construction + 1))
+        return CDN_ERR_NOMEM;
+    c->eps = cdn_malloc(sizeof(hnsw_hit_t) * (h->p.ef_construction + 1));
+    c->scratch = cdn_malloc(sizeof(hnsw_hit_t) * (h->m0 + 1));
+    return c->eps && c->scratch ? CDN_OK : CDN_ERR_NOMEM;
+}
+
+static void insert_ctx_free(insert_ctx_t *c)
+{
+    hnsw_heap_free(&c->found);
+    cdn_free(c->eps);
+    cdn_free(c->scratch);
+}
+
+/* Claims id, sets its level and upper lists, then links it. grow_lock held for reading. */
+static int insert_locked(hnsw_t *h, const vec_view_t *view, uint32_t id)
+{
+    uint8_t old = __atomic_fetch_or(&h->flags[id], (uint8_t)HNSW_F_CLAIMED, __ATOMIC_ACQ_REL);
+    if (old & HNSW_F_CLAIMED)
+        return CDN_ERR_EXISTS;
+    uint32_t level = level_for(h, id);
+    pthread_mutex_t *mu = hnsw_stripe(h, id);
+    pthread_mutex_lock(mu);
+    h->levels[id] = (uint8_t)level;
+    if (level > 0 && !h->upper[id]) {
+        h->upper[id] = cdn_calloc((size_t)level * (h->p.m + 1), sizeof(uint32_t));
+        if (h->upper[id])
+            atomic_fetch_add(&h->upper_words, (uint64_t)level * (h->p.m + 1));
+    }
+    int nomem = level > 0 && !h->upper[id];
+    pthread_mutex_unlock(mu);
+    if (nomem) {
+        h->levels[id] = 0;
+        __atomic_fetch_and(&h->flags[id], (uint8_t)~HNSW_F_CLAIMED, __ATOMIC_ACQ_REL);
+        return CDN_ERR_NOMEM;
+    }
+    insert_ctx_t c;
+    int rc = insert_ctx_init(h, &c);
+    uint64_t e = atomic_load(&h->entry);
+    int top_held = 0;
+    if (!rc && (e == HNSW_NO_ENTRY || level > (uint32_t)(e >> 32))) {
+        /* This node may become the entry point: serialise with other such inserts. */
+        pthread_mutex_lock(&h->top_lock);
+        top_held = 1;
+        e = atomic_load(&h->entry);
+        if (e != HNSW_NO_ENTRY && level <= (uint32_t)(e >> 32)) {
+            pthread_mutex_unlock(&h->top_lock);
+            top_held = 0;
+        }
+    }
+    if (!rc && e != HNSW_NO_ENTRY)
+        rc = insert_levels(h, view, id, level, (uint32_t)(e >> 32), (uint32_t)e, &c);
+    insert_ctx_free(&c);
+    if (!rc) {
+        __atomic_fetch_or(&h->flags[id], (uint8_t)HNSW_F_PRESENT, __ATOMIC_RELEASE);
+        atomic_fetch_add(&h->n_nodes, 1);
+    }
+    if (top_held) {
+        if (!rc)
+            atomic_store(&h->entry, (uint64_t)level << 32 | id);
+        pthread_mutex_unlock(&h->top_lock);
+    }
+    /* A failed insert stays claimed (it may be partly linked, which only adds routes). */
+    return rc;
+}
+
+int hnsw_insert(hnsw_t *h, const vec_view_t *view, uint32_t id)
+{
+    if (!h || !view || view->dim != h->dim || id >= view->count)
+        return CDN_ERR_INVALID;
+    pthread_rwlock_rdlock(&h->write_gate);
+    int rc = ensure_span(h, id);
+    if (!rc) {
+        pthread_rwlock_rdlock(&h->grow_lock);
+        rc = insert_locked(h, view, id);
+        pthread_rwlock_unlock(&h->grow_lock);
+    }
+    pthread_rwlock_unlock(&h->write_gate);
+    return rc;
+}
+
+/* ---------- parallel build ---------- */
+
+typedef struct build_job {
+    hnsw_t *h;
+    const vec_view_t *view;
+    const uint32_t *ids;
+    size_t n;
+    _Atomic size_t next;
+    _Atomic int first_err;
+} build_job_t;
+
+static void *build_worker(void *arg)
+{
+    build_job_t *j = arg;
+    for (;;) {
+        size_t i = atomic_fetch_add(&j->next, 1);
+        if (i >= j->n)
+            break;
+        int rc = hnsw_insert(j->h, j->view, j->ids[i]);
+        int zero = 0;
+        if (rc)
+            atomic_compare_exchange_strong(&j->first_err, &zero, rc);
+    }
+    return NULL;
+}
+
+int hnsw_build(hnsw_t *h, const vec_view_t *view, const uint32_t *ids, size_t n,
+               unsigned threads)
+{
+    if (!h || !view || (n && !ids) || view->dim != h->dim)
+        return CDN_ERR_INVALID;
+    uint32_t max_id = 0;
+    for (size_t i = 0; i < n; i++)
+        if (ids[i] > max_id)
+            max_id = ids[i];
+    if (n && max_id >= view->count)
+        return CDN_ERR_INVALID;
+    if (n && max_id >= h->span) {
+        int rc = hnsw_reserve(h, max_id + 1);
+        if (rc)
+            return rc;
+    }
+    if (threads == 0) {
+        long c = sysconf(_SC_NPROCESSORS_ONLN);
+        threads = c > 0 ? (unsigned)c : 1;
+    }
+    if (threads > 256)
+        threads = 256;
+    build_job_t j = {.h = h, .view = view, .ids = ids, .n = n};
+    atomic_init(&j.next, 0);
+    atomic_init(&j.first_err, 0);
+    pthread_t tid[256];
+    unsigned started = 0;
+    for (unsigned t = 1; t < threads; t++)
+        if (pthread_create(&tid[started], NULL, build_worker, &j) == 0)
+            started++;
+    build_worker(&j);
+    for (unsigned t = 0; t < started; t++)
+        pthread_join(tid[t], NULL);
+    return atomic_load(&j.first_err);
+}
+
+/* ---------- delete and info ---------- */
+
+int hnsw_delete(hnsw_t *h, uint32_t id)
+{
+    int rc = CDN_ERR_NOT_FOUND;
+    pthread_rwlock_rdlock(&h->write_gate);
+    pthread_rwlock_rdlock(&h->grow_lock);
+    if (id < h->span && (hnsw_flags(h, id) & HNSW_F_PRESENT)) {
+        uint8_t old = __atomic_fetch_or(&h->flags[id], (uint8_t)HNSW_F_DELETED, __ATOMIC_ACQ_REL);
+        if (!(old & HNSW_F_DELETED))
+            atomic_fetch_add(&h->n_deleted, 1);
+        rc = CDN_OK;
+    }
+    pthread_rwlock_unlock(&h->grow_lock);
+    pthread_rwlock_unlock(&h->write_gate);
+    return rc;
+}
+
+void hnsw_get_info(hnsw_t *h, hnsw_info_t *out)
+{
+    memset(out, 0, sizeof(*out));
+    pthread_rwlock_rdlock(&h->grow_lock);
+    uint64_t e = atomic_load(&h->entry);
+    out->nodes = atomic_load(&h->n_nodes);
+    out->deleted = atomic_load(&h->n_deleted);
+    out->id_span = h->span;
+    out->max_level = e == HNSW_NO_ENTRY ? 0 : (uint32_t)(e >> 32);
+    out->dim = h->dim;
+    out->metric = h->metric;
+    out->params = h->p;
+    out->memory_bytes = sizeof(*h) +
+                        (size_t)h->span * ((h->m0 + 1) * sizeof(uint32_t) + 2 + sizeof(void *)) +
+                        (size_t)atomic_load(&h->upper_words) * sizeof(uint32_t);
+    pthread_rwlock_unlock(&h->grow_lock);
+}

@@ -1,0 +1,120 @@
+/* hnsw.h: a hierarchical navigable small world graph over vectors kept elsewhere, with searches
+ * that stay correct under a permission filter. Relies on vector/distance.h and CRoaring. */
+#ifndef CDN_HNSW_H
+#define CDN_HNSW_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <roaring/roaring.h>
+
+#include "vector/distance.h"
+#include "vector/topk.h"
+
+/* Build and search parameters. m: links per node on upper levels (level 0 gets 2*m);
+ * ef_construction: candidate list size while inserting; ef_search: default search list size;
+ * seed: decides each node's level (level of id = f(seed, id), so builds are reproducible). */
+typedef struct hnsw_params {
+    uint32_t m;
+    uint32_t ef_construction;
+    uint32_t ef_search;
+    uint32_t seed;
+} hnsw_params_t;
+
+/* Limits checked by hnsw_create. */
+#define HNSW_M_MIN 2
+#define HNSW_M_MAX 128
+#define HNSW_MAX_LEVEL 31
+#define HNSW_EF_MAX 100000u
+
+/* How hnsw_search treats `allowed`:
+ *   UNFILTERED: ignores it; the caller re-checks hits (use when nearly everything is allowed).
+ *   FILTERED: only allowed, not-deleted nodes enter the results; disallowed nodes still route,
+ *   sparse neighbourhoods are crossed by two-hop expansion, and allowed ids seed the search. */
+typedef enum hnsw_mode { HNSW_MODE_UNFILTERED = 0, HNSW_MODE_FILTERED = 1 } hnsw_mode_t;
+
+/* One result: the row id and its distance to the query (lower is nearer); the exact scan's
+ * hit type, so the planner can hand either path's hits on unchanged. */
+typedef vec_hit_t hnsw_hit_t;
+
+/* What a search did. `visited`: level-0 nodes reached (evaluated, seeded or crossed as two-hop
+ * bridges), which max_visits bounds; `distances`: distance computations, upper levels included;
+ * `exhausted_budget`: the search stopped at max_visits, so the caller should scan exactly;
+ * `incomplete`: 1 unless the search evaluated every admissible node (then the hits are the
+ * exact top-k of the admissible nodes the graph holds). */
+typedef struct hnsw_stats {
+    uint64_t visited;
+    uint64_t distances;
+    uint32_t two_hop_expansions;
+    uint32_t seeds;
+    int exhausted_budget;
+    int incomplete;
+} hnsw_stats_t;
+
+/* Counters of an index, for planners and benchmarks. */
+typedef struct hnsw_info {
+    uint32_t nodes;      /* inserted ids, deleted ones included */
+    uint32_t deleted;
+    uint32_t id_span;    /* 1 + the largest id the arrays can hold without growing */
+    uint32_t max_level;
+    uint32_t dim;
+    vec_metric_t metric;
+    hnsw_params_t params;
+    size_t memory_bytes; /* graph memory (not the vectors, which the store owns) */
+} hnsw_info_t;
+
+typedef struct hnsw hnsw_t;
+
+/* Defaults: m=16, ef_construction=200, ef_search=64, seed=42. */
+hnsw_params_t hnsw_params_default(void);
+
+/* Creates an empty index for vectors of `dim` floats compared with `metric`.
+ * Returns 0, CDN_ERR_INVALID (parameter out of range) or CDN_ERR_NOMEM. Free with hnsw_free. */
+int hnsw_create(hnsw_params_t params, vec_metric_t metric, uint32_t dim, hnsw_t **out);
+
+/* Frees the index and everything it owns. NULL is fine. No search or insert may be running. */
+void hnsw_free(hnsw_t *h);
+
+/* Makes room for ids below `id_span` so later inserts do not grow the arrays (growing makes
+ * concurrent searches wait for a moment). Returns 0, CDN_ERR_NOMEM or CDN_ERR_LIMIT. */
+int hnsw_reserve(hnsw_t *h, uint32_t id_span);
+
+/* Inserts row `id` of `view` (ids are row numbers, in any order, with gaps). Safe to call from
+ * many threads at once and alongside hnsw_search. Returns 0, CDN_ERR_INVALID (id beyond the
+ * view or view dim differs), CDN_ERR_EXISTS (id already inserted), CDN_ERR_NOMEM. */
+int hnsw_insert(hnsw_t *h, const vec_view_t *view, uint32_t id);
+
+/* Inserts ids[0..n) with `threads` worker threads (0 = every online CPU). Returns the first
+ * error any insert met (the others still ran), or 0. Ids already present count as errors. */
+int hnsw_build(hnsw_t *h, const vec_view_t *view, const uint32_t *ids, size_t n,
+               unsigned threads);
+
+/* Marks id deleted: it keeps routing searches but never appears in results.
+ * Returns 0 or CDN_ERR_NOT_FOUND (never inserted). Deleting twice is fine. */
+int hnsw_delete(hnsw_t *h, uint32_t id);
+
+/* Nearest k ids to `query` (dim floats; unit length for cosine). `ef` is the search list size
+ * (0 = params.ef_search; raised to k). In FILTERED mode only ids in `allowed` (NULL = all) that
+ * are not deleted are returned; in UNFILTERED mode `allowed` is ignored and only deleted ids are
+ * dropped. `max_visits` bounds stats->visited (0 = no bound): when reached, the search stops
+ * with stats->exhausted_budget set (hits so far are still returned). out_hits (room for k) receives *n_out <= k hits,
+ * nearest first. stats may be NULL. Safe alongside inserts and other searches.
+ * Returns 0, CDN_ERR_INVALID (dim mismatch, k = 0) or CDN_ERR_NOMEM. */
+int hnsw_search(hnsw_t *h, const vec_view_t *view, const float *query, uint32_t k, uint32_t ef,
+                const roaring_bitmap_t *allowed, hnsw_mode_t mode, uint64_t max_visits,
+                hnsw_stats_t *stats, hnsw_hit_t *out_hits, uint32_t *n_out);
+
+/* Fills *out with the index's counters. */
+void hnsw_get_info(hnsw_t *h, hnsw_info_t *out);
+
+/* Writes the graph (not the vectors) and `revision` to `path` atomically: a temporary file in
+ * the same directory, fsync, rename, fsync of the directory. Searches may run meanwhile; inserts
+ * and deletes wait. Returns 0 or CDN_ERR_IO. */
+int hnsw_save(hnsw_t *h, const char *path, uint64_t revision);
+
+/* Reads an index written by hnsw_save. On success *out (free with hnsw_free) and *revision are
+ * set. Returns 0, CDN_ERR_IO (cannot open/read), CDN_ERR_CORRUPT (bad magic, version, size,
+ * checksum or content) or CDN_ERR_NOMEM. */
+int hnsw_load(const char *path, hnsw_t **out, uint64_t *revision);
+
+#endif

@@ -1,0 +1,114 @@
+/* hnsw_int.h: the HNSW index's private layout and helpers shared by hnsw.c (build),
+ * hnsw_search.c (traversal) and hnsw_io.c (persistence). Relies on pthreads and C11 atomics. */
+#ifndef CDN_HNSW_INT_H
+#define CDN_HNSW_INT_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+
+#include "vector/hnsw.h"
+
+/* Per-node flags, read and written with __atomic builtins. CLAIMED: an insert owns the id;
+ * PRESENT: the node is fully linked; DELETED: hidden from results, still routes. */
+#define HNSW_F_CLAIMED 1u
+#define HNSW_F_PRESENT 2u
+#define HNSW_F_DELETED 4u
+
+/* Neighbour lists are guarded by striped mutexes: a thread holds at most one at a time, so
+ * stripes cannot deadlock, and 4096 of them keep two writers on one stripe rare. */
+#define HNSW_STRIPES 4096u
+#define HNSW_NO_ENTRY UINT64_MAX
+
+/* A visited set for one traversal: marks[id] == tag means visited. Bumping the tag clears it
+ * in O(1); the array is zeroed only when the 16-bit tag wraps. Pooled between searches. */
+typedef struct hnsw_visited {
+    uint16_t *marks;
+    uint32_t cap;
+    uint16_t tag;
+    struct hnsw_visited *next;
+} hnsw_visited_t;
+
+struct hnsw {
+    hnsw_params_t p;
+    vec_metric_t metric;
+    uint32_t dim;
+    uint32_t m0; /* level-0 list capacity: 2 * m */
+    double level_mult;
+    vec_dist_fn dist;
+
+    /* The per-node arrays hold `span` nodes. They are replaced (grown) only while grow_lock is
+     * held for writing; every search and insert holds it for reading. */
+    pthread_rwlock_t grow_lock;
+    uint32_t span;
+    uint32_t *l0;      /* span * (m0 + 1): slot 0 = count, then ids */
+    uint8_t *levels;   /* top level of each node */
+    uint8_t *flags;    /* HNSW_F_* */
+    uint32_t **upper;  /* levels[id] blocks of (m + 1) slots for levels 1..levels[id], or NULL */
+
+    pthread_mutex_t stripes[HNSW_STRIPES];
+    pthread_mutex_t top_lock;    /* held by an insert that raises the top level */
+    _Atomic uint64_t entry;      /* (level << 32) | id, or HNSW_NO_ENTRY */
+    _Atomic uint32_t n_nodes;
+    _Atomic uint32_t n_deleted;
+    _Atomic uint64_t upper_words; /* slots allocated for upper-level lists, for info and save */
+    pthread_rwlock_t write_gate; /* inserts/deletes share it; save takes it alone */
+
+    pthread_mutex_t pool_lock;
+    hnsw_visited_t *pool;
+};
+
+/* A bounded binary max-heap of hits (by dist). A min-heap stores negated distances. */
+typedef struct hnsw_heap {
+    hnsw_hit_t *a;
+    uint32_t n, cap;
+} hnsw_heap_t;
+
+int hnsw_heap_init(hnsw_heap_t *q, uint32_t cap);
+void hnsw_heap_free(hnsw_heap_t *q);
+/* Pushes; returns CDN_ERR_NOMEM if it had to grow and could not. */
+int hnsw_heap_push(hnsw_heap_t *q, uint32_t id, float dist);
+void hnsw_heap_pop(hnsw_heap_t *q);
+/* Sorts the heap's items ascending by dist in place (the heap is no longer a heap). */
+void hnsw_heap_sort(hnsw_heap_t *q);
+
+static inline uint32_t *hnsw_list_at(const hnsw_t *h, uint32_t id, uint32_t level)
+{
+    if (level == 0)
+        return h->l0 + (size_t)id * (h->m0 + 1);
+    return h->upper[id] + (size_t)(level - 1) * (h->p.m + 1);
+}
+
+static inline uint32_t hnsw_list_cap(const hnsw_t *h, uint32_t level)
+{
+    return level == 0 ? h->m0 : h->p.m;
+}
+
+static inline pthread_mutex_t *hnsw_stripe(hnsw_t *h, uint32_t id)
+{
+    return &h->stripes[id & (HNSW_STRIPES - 1)];
+}
+
+static inline uint8_t hnsw_flags(const hnsw_t *h, uint32_t id)
+{
+    return __atomic_load_n(&h->flags[id], __ATOMIC_ACQUIRE);
+}
+
+/* Copies id's neighbour list at `level` into buf (room for list cap); returns the count. */
+uint32_t hnsw_read_list(hnsw_t *h, uint32_t id, uint32_t level, uint32_t *buf);
+
+/* Takes a visited set sized for the current span (grow_lock held for reading), cleared. */
+int hnsw_visited_get(hnsw_t *h, hnsw_visited_t **out);
+void hnsw_visited_put(hnsw_t *h, hnsw_visited_t *v);
+
+/* Greedy descent from *ep (at distance *ep_dist) through levels top .. stop+1. */
+void hnsw_descend(hnsw_t *h, const vec_view_t *view, const float *q, uint32_t top, uint32_t stop,
+                  uint32_t *ep, float *ep_dist, uint64_t *ndist);
+
+/* Construction search at one level: the ef nearest nodes to q reachable from eps, deleted ones
+ * included. `out` is cleared and filled (a max-heap). Returns 0 or CDN_ERR_NOMEM. */
+int hnsw_search_layer_build(hnsw_t *h, const vec_view_t *view, const float *q, uint32_t level,
+                            const hnsw_hit_t *eps, uint32_t n_eps, uint32_t ef,
+                            hnsw_heap_t *out);
+
+#endif

@@ -1,0 +1,348 @@
+/* hnsw_search.c: graph traversal for inserts and queries, including the permission-filtered
+ * search (two-hop expansion, entry points from the allowed set, visit budget). Relies on
+ * hnsw_int.h and CRoaring. */
+#include "vector/hnsw_int.h"
+
+#include <stdbool.h>
+#include <string.h>
+
+#include "base/err.h"
+#include "base/mem.h"
+
+/* Entry points sampled from the allowed set in FILTERED mode: they reach allowed regions the
+ * greedy descent would miss when the allowed subgraph falls apart into islands. */
+#define HNSW_FILTER_SEEDS 16u
+
+void hnsw_descend(hnsw_t *h, const vec_view_t *view, const float *q, uint32_t top, uint32_t stop,
+                  uint32_t *ep, float *ep_dist, uint64_t *ndist)
+{
+    uint32_t buf[HNSW_M_MAX + 1];
+    for (uint32_t l = top; l > stop; l--) {
+        int changed = 1;
+        while (changed) {
+            changed = 0;
+            uint32_t n = hnsw_read_list(h, *ep, l, buf);
+            for (uint32_t i = 0; i < n; i++) {
+                float d = h->dist(q, vec_row(view, buf[i]), h->dim);
+                (*ndist)++;
+                if (d < *ep_dist) {
+                    *ep = buf[i];
+                    *ep_dist = d;
+                    changed = 1;
+                }
+            }
+        }
+    }
+}
+
+int hnsw_search_layer_build(hnsw_t *h, const vec_view_t *view, const float *q, uint32_t level,
+                            const hnsw_hit_t *eps, uint32_t n_eps, uint32_t ef,
+                            hnsw_heap_t *out)
+{
+    hnsw_visited_t *vis;
+    hnsw_heap_t cand; /* min-heap: distances negated */
+    int rc = hnsw_visited_get(h, &vis);
+    if (rc)
+        return rc;
+    if (hnsw_heap_init(&cand, 2 * ef)) {
+        hnsw_visited_put(h, vis);
+        return CDN_ERR_NOMEM;
+    }
+    uint32_t buf[2 * HNSW_M_MAX + 1];
+    uint16_t tag = vis->tag, *marks = vis->marks;
+    out->n = 0;
+    for (uint32_t i = 0; i < n_eps && !rc; i++) {
+        if (marks[eps[i].id] == tag)
+            continue;
+        marks[eps[i].id] = tag;
+        rc = hnsw_heap_push(&cand, eps[i].id, -eps[i].dist);
+        rc = rc ? rc : hnsw_heap_push(out, eps[i].id, eps[i].dist);
+        if (out->n > ef)
+            hnsw_heap_pop(out);
+    }
+    while (cand.n && !rc) {
+        hnsw_hit_t c = cand.a[0];
+        if (out->n >= ef && -c.dist > out->a[0].dist)
+            break;
+        hnsw_heap_pop(&cand);
+        uint32_t n = hnsw_read_list(h, c.id, level, buf);
+        for (uint32_t i = 0; i < n && !rc; i++) {
+            uint32_t u = buf[i];
+            if (marks[u] == tag)
+                continue;
+            marks[u] = tag;
+            float d = h->dist(q, vec_row(view, u), h->dim);
+            if (out->n < ef || d < out->a[0].dist) {
+                rc = hnsw_heap_push(&cand, u, -d);
+                rc = rc ? rc : hnsw_heap_push(out, u, d);
+                if (out->n > ef)
+                    hnsw_heap_pop(out);
+            }
+        }
+    }
+    hnsw_heap_free(&cand);
+    hnsw_visited_put(h, vis);
+    return rc;
+}
+
+/* ---------- query search ---------- */
+
+typedef struct qctx {
+    hnsw_t *h;
+    const vec_view_t *view;
+    const float *q;
+    uint16_t *marks;
+    uint16_t tag;
+    hnsw_heap_t cand; /* min-heap (negated): nodes to expand, admissible or not */
+    hnsw_heap_t res;  /* max-heap of admissible nodes: the ef best so far */
+    uint32_t *bridges; /* inadmissible nodes crossed by two-hop expansion, not yet routed */
+    size_t n_bridges, cap_bridges, next_bridge;
+    const roaring_bitmap_t *allowed; /* NULL: every live node is admissible */
+    uint64_t *bits; /* allowed as a flat bitset over the span, when worth building */
+    uint32_t ef;
+    uint64_t max_visits;
+    uint64_t adm_evaluated;
+    uint64_t adm_total; /* admissible nodes that exist (an upper bound when filtering) */
+    hnsw_stats_t *st;
+    int stop;
+    int rc;
+} qctx_t;
+
+static int admissible(const qctx_t *c, uint32_t id)
+{
+    if (hnsw_flags(c->h, id) & HNSW_F_DELETED)
+        return 0;
+    if (c->bits)
+        return (int)(c->bits[id >> 6] >> (id & 63)) & 1;
+    return !c->allowed || roaring_bitmap_contains(c->allowed, id);
+}
+
+typedef struct bits_fill {
+    uint64_t *bits;
+    uint32_t span;
+} bits_fill_t;
+
+static bool set_bit(uint32_t id, void *arg)
+{
+    bits_fill_t *f = arg;
+    if (id >= f->span)
+        return false; /* ids come in ascending order: the rest are past the span too */
+    f->bits[id >> 6] |= 1ull << (id & 63);
+    return true;
+}
+
+/* Sparse allowed sets are held by roaring as sorted arrays, so each membership test is a
+ * binary search; a filtered search makes tens of thousands of them (two-hop expansion checks
+ * every neighbour of every bridge). Past HNSW_BITSET_MIN ids a flat bitset, built in one pass
+ * over the set, pays for itself. A failed allocation just keeps the roaring path. */
+#define HNSW_BITSET_MIN 64u
+
+static void build_bits(qctx_t *c)
+{
+    uint32_t span = c->h->span;
+    if (roaring_bitmap_get_cardinality(c->allowed) < HNSW_BITSET_MIN || span == 0)
+        return;
+    c->bits = cdn_calloc(((size_t)span + 63) / 64, sizeof(uint64_t));
+    if (!c->bits)
+        return;
+    bits_fill_t f = {c->bits, span};
+    roaring_iterate(c->allowed, set_bit, &f);
+}
+
+/* Marks u visited unless the visit budget is spent; returns 0 when u must be skipped. */
+static int visit(qctx_t *c, uint32_t u)
+{
+    if (c->marks[u] == c->tag)
+        return 0;
+    if (c->max_visits && c->st->visited >= c->max_visits) {
+        c->st->exhausted_budget = 1;
+        c->stop = 1;
+        return 0;
+    }
+    c->marks[u] = c->tag;
+    c->st->visited++;
+    return 1;
+}
+
+/* Computes u's distance and keeps it as a candidate if it can still matter; only admissible
+ * nodes enter the results. */
+static void consider(qctx_t *c, uint32_t u, int adm)
+{
+    float d = c->h->dist(c->q, vec_row(c->view, u), c->h->dim);
+    c->st->distances++;
+    c->adm_evaluated += (uint64_t)adm;
+    /* Every admissible node has been seen: nothing left to find, and the result is exact. */
+    if (c->adm_evaluated >= c->adm_total)
+        c->stop = 1;
+    if (c->res.n < c->ef || d < c->res.a[0].dist) {
+        c->rc = hnsw_heap_push(&c->cand, u, -d);
+        if (adm && !c->rc) {
+            c->rc = hnsw_heap_push(&c->res, u, d);
+            if (c->res.n > c->ef)
+                hnsw_heap_pop(&c->res);
+        }
+        if (c->rc)
+            c->stop = 1;
+    }
+}
+
+/* ACORN-style bridge: u is not admissible and sits in a mostly inadmissible neighbourhood, so
+ * instead of routing through u we look straight at u's admissible neighbours. u is remembered
+ * in case the admissible nodes alone run dry. */
+static void expand_two_hop(qctx_t *c, uint32_t u, uint32_t *buf)
+{
+    if (c->n_bridges == c->cap_bridges) {
+        void *p = c->bridges;
+        if (cdn_grow(&p, &c->cap_bridges, c->n_bridges + 1, sizeof(uint32_t)) == CDN_OK)
+            c->bridges = p;
+    }
+    if (c->n_bridges < c->cap_bridges)
+        c->bridges[c->n_bridges++] = u;
+    uint32_t n = hnsw_read_list(c->h, u, 0, buf);
+    c->st->two_hop_expansions++;
+    for (uint32_t i = 0; i < n && !c->stop; i++) {
+        uint32_t w = buf[i];
+        if (c->marks[w] == c->tag || !admissible(c, w))
+            continue;
+        if (visit(c, w))
+            consider(c, w, 1);
+    }
+}
+
+/* When the admissible nodes reachable by two hops are used up before ef results are found
+ * (islands of allowed nodes), the search goes on through the bridges it skipped, oldest (so
+ * nearest the query's start) first, as ordinary routing nodes. */
+static int resume_from_bridges(qctx_t *c)
+{
+    size_t before = c->cand.n;
+    while (c->next_bridge < c->n_bridges && c->cand.n == before && !c->stop)
+        consider(c, c->bridges[c->next_bridge++], 0);
+    return c->cand.n > before;
+}
+
+/* Expands the nearest candidate until the ef-th admissible result is nearer than every
+ * remaining candidate, the budget runs out or nothing is left. */
+static void search_level0(qctx_t *c)
+{
+    uint32_t buf[2 * HNSW_M_MAX + 1], buf2[2 * HNSW_M_MAX + 1];
+    uint8_t adm[2 * HNSW_M_MAX];
+    while (!c->stop) {
+        if (!c->cand.n && (c->res.n >= c->ef || !resume_from_bridges(c)))
+            break;
+        hnsw_hit_t top = c->cand.a[0];
+        if (c->res.n >= c->ef && -top.dist > c->res.a[0].dist)
+            break;
+        hnsw_heap_pop(&c->cand);
+        uint32_t n = hnsw_read_list(c->h, top.id, 0, buf), n_adm = 0;
+        for (uint32_t i = 0; i < n; i++) {
+            adm[i] = (uint8_t)admissible(c, buf[i]);
+            n_adm += adm[i];
+        }
+        int sparse = 2 * n_adm < n;
+        for (uint32_t i = 0; i < n && !c->stop; i++) {
+            if (!visit(c, buf[i]))
+                continue;
+            if (!adm[i] && sparse)
+                expand_two_hop(c, buf[i], buf2);
+            else
+                consider(c, buf[i], adm[i]);
+        }
+    }
+}
+
+/* Adds max(ef, HNSW_FILTER_SEEDS) allowed ids, spread evenly over the set's ranks, as extra
+ * entry points: they reach islands of allowed nodes the query's neighbourhood does not link to,
+ * and fill the result list at once, so the distance bound is finite from the first step. When
+ * the set is no bigger than that the whole set is seeded and the search is exact. */
+static void seed_from_allowed(qctx_t *c)
+{
+    uint64_t card = roaring_bitmap_get_cardinality(c->allowed);
+    uint64_t s = c->ef > HNSW_FILTER_SEEDS ? c->ef : HNSW_FILTER_SEEDS;
+    if (s > card)
+        s = card;
+    uint64_t off = card ? ((uint64_t)c->h->p.seed * 0x9e3779b97f4a7c15ull) % card : 0;
+    for (uint64_t i = 0; i < s && !c->stop; i++) {
+        uint32_t id;
+        uint64_t rank = (off + i * card / s) % card;
+        if (!roaring_bitmap_select(c->allowed, (uint32_t)rank, &id) || id >= c->h->span)
+            continue;
+        if (!(hnsw_flags(c->h, id) & HNSW_F_PRESENT))
+            continue;
+        if (visit(c, id)) {
+            c->st->seeds++;
+            consider(c, id, admissible(c, id));
+        }
+    }
+}
+
+/* The whole search with grow_lock held for reading and c's heaps ready. */
+static void search_locked(qctx_t *c, hnsw_mode_t mode)
+{
+    hnsw_t *h = c->h;
+    uint64_t e = atomic_load(&h->entry);
+    c->adm_total = atomic_load(&h->n_nodes) - atomic_load(&h->n_deleted);
+    if (mode == HNSW_MODE_FILTERED && c->allowed) {
+        c->adm_total = roaring_bitmap_get_cardinality(c->allowed);
+        build_bits(c);
+    }
+    if (e == HNSW_NO_ENTRY)
+        return;
+    uint32_t ep = (uint32_t)e;
+    float ep_dist = h->dist(c->q, vec_row(c->view, ep), h->dim);
+    c->st->distances++;
+    hnsw_descend(h, c->view, c->q, (uint32_t)(e >> 32), 0, &ep, &ep_dist, &c->st->distances);
+    if (visit(c, ep))
+        consider(c, ep, admissible(c, ep));
+    if (mode == HNSW_MODE_FILTERED && c->allowed)
+        seed_from_allowed(c);
+    search_level0(c);
+}
+
+int hnsw_search(hnsw_t *h, const vec_view_t *view, const float *query, uint32_t k, uint32_t ef,
+                const roaring_bitmap_t *allowed, hnsw_mode_t mode, uint64_t max_visits,
+                hnsw_stats_t *stats, hnsw_hit_t *out_hits, uint32_t *n_out)
+{
+    hnsw_stats_t local;
+    hnsw_stats_t *st = stats ? stats : &local;
+    memset(st, 0, sizeof(*st));
+    st->incomplete = 1;
+    *n_out = 0;
+    if (!h || !view || !query || !out_hits || k == 0 || view->dim != h->dim)
+        return CDN_ERR_INVALID;
+    if (ef == 0)
+        ef = h->p.ef_search;
+    if (ef < k)
+        ef = k;
+    if (ef > HNSW_EF_MAX)
+        ef = HNSW_EF_MAX;
+    qctx_t c = {.h = h, .view = view, .q = query, .ef = ef, .max_visits = max_visits, .st = st};
+    c.allowed = mode == HNSW_MODE_FILTERED ? allowed : NULL;
+    if (hnsw_heap_init(&c.cand, 4 * ef) || hnsw_heap_init(&c.res, ef + 1)) {
+        hnsw_heap_free(&c.cand);
+        return CDN_ERR_NOMEM;
+    }
+    pthread_rwlock_rdlock(&h->grow_lock);
+    hnsw_visited_t *vis = NULL;
+    c.rc = hnsw_visited_get(h, &vis);
+    if (!c.rc) {
+        c.marks = vis->marks;
+        c.tag = vis->tag;
+        search_locked(&c, mode);
+        hnsw_visited_put(h, vis);
+    }
+    pthread_rwlock_unlock(&h->grow_lock);
+    if (!c.rc) {
+        hnsw_heap_sort(&c.res);
+        uint32_t n = c.res.n < k ? c.res.n : k;
+        memcpy(out_hits, c.res.a, n * sizeof(hnsw_hit_t));
+        *n_out = n;
+        /* Exact only if every admissible node was evaluated (conservative when the allowed
+         * set names ids the graph lacks). */
+        st->incomplete = !(c.adm_evaluated >= c.adm_total && !st->exhausted_budget);
+    }
+    hnsw_heap_free(&c.cand);
+    hnsw_heap_free(&c.res);
+    cdn_free(c.bridges);
+    cdn_free(c.bits);
+    return c.rc;
+}

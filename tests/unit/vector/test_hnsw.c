@@ -1,0 +1,316 @@
+/* test_hnsw.c: HNSW recall against brute force, unfiltered and under permission filters of
+ * every selectivity, deletes, completeness and the visit budget. Relies on cmocka, CRoaring. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "base/err.h"
+#include "unit/vector/hnsw_testutil.h"
+
+#define N 5000
+#define DIM 32
+#define NQ 100
+#define K 10
+
+typedef struct fixture {
+    float *data, *queries;
+    uint32_t cluster_of[N];
+    vec_view_t view;
+    hnsw_t *h;
+} fixture_t;
+
+static int setup(void **state)
+{
+    fixture_t *f = calloc(1, sizeof(*f));
+    f->data = tu_clustered(N, DIM, 50, 1.0f, 1, 0, f->cluster_of);
+    f->queries = tu_clustered(NQ, DIM, 50, 1.0f, 1, 0, NULL); /* same centres, new points */
+    {
+        /* Re-draw query noise so queries are not rows of the data set. */
+        tu_rng_t r = {77};
+        for (uint32_t i = 0; i < NQ * DIM; i++)
+            f->queries[i] += 0.3f * tu_gauss(&r);
+    }
+    f->view = (vec_view_t){f->data, DIM, DIM, N};
+    hnsw_params_t p = hnsw_params_default();
+    p.ef_construction = 100;
+    if (hnsw_create(p, VEC_METRIC_L2, DIM, &f->h))
+        return -1;
+    uint32_t *ids = malloc(sizeof(uint32_t) * N);
+    for (uint32_t i = 0; i < N; i++)
+        ids[i] = i;
+    int rc = hnsw_build(f->h, &f->view, ids, N, 2);
+    free(ids);
+    *state = f;
+    return rc;
+}
+
+static int teardown(void **state)
+{
+    fixture_t *f = *state;
+    hnsw_free(f->h);
+    free(f->data);
+    free(f->queries);
+    free(f);
+    return 0;
+}
+
+/* Mean recall@K over the queries for a mode/allowed set; fails the test on any hit that is
+ * not admissible. */
+static double mean_recall(fixture_t *f, uint32_t ef, const roaring_bitmap_t *allowed,
+                          const roaring_bitmap_t *deleted, hnsw_mode_t mode)
+{
+    double sum = 0;
+    for (uint32_t qi = 0; qi < NQ; qi++) {
+        const float *q = f->queries + (size_t)qi * DIM;
+        hnsw_hit_t hits[K];
+        uint32_t n, truth[K];
+        hnsw_stats_t st;
+        assert_int_equal(hnsw_search(f->h, &f->view, q, K, ef, allowed, mode, 0, &st, hits, &n),
+                         0);
+        for (uint32_t i = 0; i < n; i++) {
+            if (mode == HNSW_MODE_FILTERED && allowed)
+                assert_true(roaring_bitmap_contains(allowed, hits[i].id));
+            if (deleted)
+                assert_false(roaring_bitmap_contains(deleted, hits[i].id));
+            if (i)
+                assert_true(hits[i - 1].dist <= hits[i].dist);
+        }
+        const roaring_bitmap_t *a = mode == HNSW_MODE_FILTERED ? allowed : NULL;
+        uint32_t nt = tu_exact(&f->view, VEC_METRIC_L2, q, N, a, deleted, K, truth);
+        sum += tu_recall(hits, n, truth, nt);
+    }
+    return sum / NQ;
+}
+
+static void test_unfiltered_recall_at_10_beats_095(void **state)
+{
+    fixture_t *f = *state;
+    double r = mean_recall(f, 64, NULL, NULL, HNSW_MODE_UNFILTERED);
+    print_message("unfiltered recall@10 ef=64: %.4f\n", r);
+    assert_true(r >= 0.95);
+}
+
+static void filtered_case(fixture_t *f, double frac, uint32_t ef, double min_recall)
+{
+    roaring_bitmap_t *allowed = tu_random_set(N, frac, (uint64_t)(frac * 1e6) + 5);
+    double r = mean_recall(f, ef, allowed, NULL, HNSW_MODE_FILTERED);
+    print_message("filtered %.1f%% (%llu ids) recall@10 ef=%u: %.4f\n", frac * 100,
+                  (unsigned long long)roaring_bitmap_get_cardinality(allowed), ef, r);
+    assert_true(r >= min_recall);
+    roaring_bitmap_free(allowed);
+}
+
+static void test_filtered_half_allowed_keeps_recall_and_hides_the_rest(void **state)
+{
+    filtered_case(*state, 0.5, 64, 0.9);
+}
+
+static void test_filtered_five_percent_keeps_recall(void **state)
+{
+    filtered_case(*state, 0.05, 64, 0.9);
+}
+
+static void test_filtered_half_percent_keeps_recall(void **state)
+{
+    filtered_case(*state, 0.005, 64, 0.9);
+}
+
+/* Allowed sets bigger than ef: entry points cover only part of them, so recall rests on
+ * two-hop expansion and on resuming through bridges. */
+static void test_filtered_sparse_sets_larger_than_ef_keep_recall(void **state)
+{
+    filtered_case(*state, 0.01, 32, 0.9);
+    filtered_case(*state, 0.02, 32, 0.9);
+}
+
+/* Permissions follow structure: only two clusters are readable, far from most queries, so
+ * the query's own neighbourhood holds nothing allowed. */
+static void test_filtered_whole_clusters_reach_distant_allowed_region(void **state)
+{
+    fixture_t *f = *state;
+    roaring_bitmap_t *allowed = roaring_bitmap_create();
+    for (uint32_t i = 0; i < N; i++)
+        if (f->cluster_of[i] == 3 || f->cluster_of[i] == 17)
+            roaring_bitmap_add(allowed, i);
+    double r = mean_recall(f, 64, allowed, NULL, HNSW_MODE_FILTERED);
+    print_message("filtered two clusters (%llu ids) recall@10: %.4f\n",
+                  (unsigned long long)roaring_bitmap_get_cardinality(allowed), r);
+    assert_true(r >= 0.9);
+    roaring_bitmap_free(allowed);
+}
+
+static void test_unfiltered_mode_ignores_allowed_set(void **state)
+{
+    fixture_t *f = *state;
+    roaring_bitmap_t *allowed = tu_random_set(N, 0.01, 9);
+    hnsw_hit_t a[K], b[K];
+    uint32_t na, nb;
+    assert_int_equal(hnsw_search(f->h, &f->view, f->queries, K, 64, allowed,
+                                 HNSW_MODE_UNFILTERED, 0, NULL, a, &na), 0);
+    assert_int_equal(hnsw_search(f->h, &f->view, f->queries, K, 64, NULL, HNSW_MODE_UNFILTERED,
+                                 0, NULL, b, &nb), 0);
+    assert_int_equal(na, K);
+    assert_int_equal(na, nb);
+    assert_memory_equal(a, b, sizeof(hnsw_hit_t) * na);
+    roaring_bitmap_free(allowed);
+}
+
+static void test_tiny_allowed_set_is_searched_exactly_and_says_complete(void **state)
+{
+    fixture_t *f = *state;
+    roaring_bitmap_t *allowed = roaring_bitmap_create();
+    uint32_t ids[] = {7, 123, 999, 2500, 4999};
+    for (size_t i = 0; i < 5; i++)
+        roaring_bitmap_add(allowed, ids[i]);
+    hnsw_hit_t hits[K];
+    uint32_t n, truth[K];
+    hnsw_stats_t st;
+    assert_int_equal(hnsw_search(f->h, &f->view, f->queries, K, 64, allowed, HNSW_MODE_FILTERED,
+                                 0, &st, hits, &n), 0);
+    uint32_t nt = tu_exact(&f->view, VEC_METRIC_L2, f->queries, N, allowed, NULL, K, truth);
+    assert_int_equal(n, nt);
+    for (uint32_t i = 0; i < n; i++)
+        assert_int_equal(hits[i].id, truth[i]);
+    assert_int_equal(st.incomplete, 0);
+    assert_int_equal(st.seeds, 5);
+    roaring_bitmap_free(allowed);
+}
+
+static void test_visit_budget_stops_search_and_flags_it(void **state)
+{
+    fixture_t *f = *state;
+    roaring_bitmap_t *allowed = tu_random_set(N, 0.005, 11);
+    hnsw_hit_t hits[K];
+    uint32_t n;
+    hnsw_stats_t st;
+    uint64_t budget = roaring_bitmap_get_cardinality(allowed);
+    assert_int_equal(hnsw_search(f->h, &f->view, f->queries, K, 200, allowed,
+                                 HNSW_MODE_FILTERED, budget, &st, hits, &n), 0);
+    assert_int_equal(st.exhausted_budget, 1);
+    assert_int_equal(st.incomplete, 1);
+    assert_true(st.visited <= budget);
+    for (uint32_t i = 0; i < n; i++)
+        assert_true(roaring_bitmap_contains(allowed, hits[i].id));
+    /* Without a budget the same search finishes by itself. */
+    assert_int_equal(hnsw_search(f->h, &f->view, f->queries, K, 200, allowed,
+                                 HNSW_MODE_FILTERED, 0, &st, hits, &n), 0);
+    assert_int_equal(st.exhausted_budget, 0);
+    assert_true(st.visited > budget);
+    roaring_bitmap_free(allowed);
+}
+
+static void test_deleted_ids_never_returned_and_recall_holds(void **state)
+{
+    fixture_t *f = *state;
+    roaring_bitmap_t *deleted = tu_random_set(N, 0.1, 21);
+    uint64_t nd = roaring_bitmap_get_cardinality(deleted);
+    uint32_t *del = malloc(sizeof(uint32_t) * nd);
+    roaring_bitmap_to_uint32_array(deleted, del);
+    for (uint64_t i = 0; i < nd; i++)
+        assert_int_equal(hnsw_delete(f->h, del[i]), 0);
+    assert_int_equal(hnsw_delete(f->h, del[0]), 0); /* twice is fine */
+    free(del);
+    hnsw_info_t info;
+    hnsw_get_info(f->h, &info);
+    assert_int_equal(info.deleted, roaring_bitmap_get_cardinality(deleted));
+    double r = mean_recall(f, 64, NULL, deleted, HNSW_MODE_UNFILTERED);
+    assert_true(r >= 0.95);
+    roaring_bitmap_t *allowed = tu_random_set(N, 0.05, 22);
+    r = mean_recall(f, 64, allowed, deleted, HNSW_MODE_FILTERED);
+    print_message("after 10%% deleted: filtered 5%% recall %.4f\n", r);
+    assert_true(r >= 0.9);
+    roaring_bitmap_free(allowed);
+    roaring_bitmap_free(deleted);
+}
+
+static void test_delete_unknown_id_is_not_found(void **state)
+{
+    fixture_t *f = *state;
+    assert_int_equal(hnsw_delete(f->h, N + 10), CDN_ERR_NOT_FOUND);
+}
+
+static void test_bad_arguments_are_rejected(void **state)
+{
+    fixture_t *f = *state;
+    hnsw_hit_t hits[K];
+    uint32_t n;
+    vec_view_t wrong = f->view;
+    wrong.dim = DIM + 1;
+    assert_int_equal(hnsw_search(f->h, &wrong, f->queries, K, 64, NULL, HNSW_MODE_UNFILTERED, 0,
+                                 NULL, hits, &n), CDN_ERR_INVALID);
+    assert_int_equal(hnsw_search(f->h, &f->view, f->queries, 0, 64, NULL, HNSW_MODE_UNFILTERED,
+                                 0, NULL, hits, &n), CDN_ERR_INVALID);
+    assert_int_equal(hnsw_insert(f->h, &f->view, N), CDN_ERR_INVALID);
+    assert_int_equal(hnsw_insert(f->h, &f->view, 3), CDN_ERR_EXISTS);
+    hnsw_t *h;
+    hnsw_params_t p = hnsw_params_default();
+    p.m = 1;
+    assert_int_equal(hnsw_create(p, VEC_METRIC_L2, DIM, &h), CDN_ERR_INVALID);
+}
+
+static void test_ids_with_gaps_in_any_order_are_found(void **state)
+{
+    (void)state;
+    float *data = tu_clustered(2000, 8, 10, 0.5f, 3, 1, NULL);
+    vec_view_t v = {data, 8, 8, 2000};
+    hnsw_t *h;
+    assert_int_equal(hnsw_create(hnsw_params_default(), VEC_METRIC_COSINE, 8, &h), 0);
+    /* Every third id, inserted from the top down. */
+    for (int32_t i = 1998; i >= 0; i -= 3)
+        assert_int_equal(hnsw_insert(h, &v, (uint32_t)i), 0);
+    hnsw_info_t info;
+    hnsw_get_info(h, &info);
+    assert_int_equal(info.nodes, 667);
+    for (uint32_t i = 0; i < 2000; i += 97) {
+        hnsw_hit_t hit;
+        uint32_t n;
+        assert_int_equal(hnsw_search(h, &v, vec_row(&v, i), 1, 32, NULL, HNSW_MODE_UNFILTERED, 0,
+                                     NULL, &hit, &n), 0);
+        assert_int_equal(n, 1);
+        assert_int_equal(hit.id % 3, 0);
+        if (i % 3 == 0)
+            assert_int_equal(hit.id, i);
+    }
+    hnsw_free(h);
+    free(data);
+}
+
+static void test_empty_index_returns_nothing_and_is_complete(void **state)
+{
+    (void)state;
+    hnsw_t *h;
+    float q[4] = {1, 0, 0, 0};
+    vec_view_t v = {q, 4, 4, 1};
+    assert_int_equal(hnsw_create(hnsw_params_default(), VEC_METRIC_L2, 4, &h), 0);
+    hnsw_hit_t hit;
+    uint32_t n = 99;
+    hnsw_stats_t st;
+    assert_int_equal(hnsw_search(h, &v, q, 1, 0, NULL, HNSW_MODE_UNFILTERED, 0, &st, &hit, &n), 0);
+    assert_int_equal(n, 0);
+    assert_int_equal(st.incomplete, 0);
+    hnsw_free(h);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_unfiltered_recall_at_10_beats_095),
+        cmocka_unit_test(test_filtered_half_allowed_keeps_recall_and_hides_the_rest),
+        cmocka_unit_test(test_filtered_five_percent_keeps_recall),
+        cmocka_unit_test(test_filtered_half_percent_keeps_recall),
+        cmocka_unit_test(test_filtered_sparse_sets_larger_than_ef_keep_recall),
+        cmocka_unit_test(test_filtered_whole_clusters_reach_distant_allowed_region),
+        cmocka_unit_test(test_unfiltered_mode_ignores_allowed_set),
+        cmocka_unit_test(test_tiny_allowed_set_is_searched_exactly_and_says_complete),
+        cmocka_unit_test(test_visit_budget_stops_search_and_flags_it),
+        cmocka_unit_test(test_bad_arguments_are_rejected),
+        cmocka_unit_test(test_delete_unknown_id_is_not_found),
+        /* Deletes change the shared index: keep last. */
+        cmocka_unit_test(test_deleted_ids_never_returned_and_recall_holds),
+        cmocka_unit_test(test_ids_with_gaps_in_any_order_are_found),
+        cmocka_unit_test(test_empty_index_returns_nothing_and_is_complete),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}

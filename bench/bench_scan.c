@@ -22,7 +22,8 @@ typedef struct scan_opts {
     uint32_t dim;
     uint64_t seed;
     int json;
-    int cache; /* 1 warm, 2 cold, 3 both */
+    int cache;     /* 1 warm, 2 cold, 3 both */
+    vec_isa_t isa; /* kernels for exact_search */
 } scan_opts_t;
 
 typedef struct scan_row {
@@ -89,9 +90,11 @@ static void usage(FILE *f)
 {
     fprintf(f,
             "usage: cordon bench scan [--size N] [--dim D] [--queries Q] [--seed S]\n"
-            "                         [--cache warm|cold|both] [--format table|json]\n"
+            "                         [--cache warm|cold|both] [--isa scalar|avx2|avx512]\n"
+            "                         [--format table|json]\n"
             "  exact top-%d (cosine) over generated rows, allowed sets of 100%%, 10%%, 1%%;\n"
-            "  defaults: --size 1000000 --dim 384 --queries 20 --seed 42 --cache both\n",
+            "  defaults: --size 1000000 --dim 384 --queries 20 --seed 42 --cache both,\n"
+            "  --isa the best this CPU has (exact_search's own choice)\n",
             SCAN_K);
 }
 
@@ -114,7 +117,8 @@ static int parse_opts(int argc, char **argv, scan_opts_t *o)
 {
     static const char *const formats[] = {"table", "json", NULL};
     static const char *const caches[] = {"warm", "cold", "both", NULL};
-    *o = (scan_opts_t){1000000, 20, 384, 42, 0, 3};
+    static const char *const isas[] = {"scalar", "avx2", "avx512", NULL};
+    *o = (scan_opts_t){1000000, 20, 384, 42, 0, 3, vec_isa_best()};
     for (int i = 1; i < argc; i += 2) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         size_t x = 0;
@@ -138,6 +142,14 @@ static int parse_opts(int argc, char **argv, scan_opts_t *o)
         } else if (!strcmp(a, "--cache")) {
             rc = parse_choice(a, v, caches, &choice);
             o->cache = choice + 1;
+        } else if (!strcmp(a, "--isa")) {
+            rc = parse_choice(a, v, isas, &choice);
+            o->isa = (vec_isa_t)choice;
+            if (!rc && !vec_dist_for_isa(VEC_METRIC_COSINE, o->isa)) {
+                fprintf(stderr, "cordon bench scan: this CPU lacks %s; try --isa %s\n", v,
+                        vec_isa_name(vec_isa_best()));
+                rc = 2;
+            }
         } else {
             fprintf(stderr, "cordon bench scan: unknown option '%s'\n", a);
             usage(stderr);
@@ -211,8 +223,8 @@ static int measure_share(scan_ctx_t *c, const roaring_bitmap_t *allowed, int col
         if (cold)
             c->sink += evict(c->scratch, EVICT_BYTES);
         uint64_t t0 = cdn_clock_ns();
-        int rc =
-            exact_search(c->v, VEC_METRIC_COSINE, q, allowed, SCAN_K, fast, &nf, &row->scanned);
+        int rc = exact_search_isa(c->v, VEC_METRIC_COSINE, c->o->isa, q, allowed, SCAN_K, fast, &nf,
+                                  &row->scanned);
         uint64_t t1 = cdn_clock_ns();
         if (rc)
             return rc;
@@ -277,7 +289,7 @@ static roaring_bitmap_t *make_allowed(size_t count, double share, uint64_t *s)
 static void print_rows(const scan_opts_t *o, const scan_row_t *rows, size_t n, double read_gbs,
                        double copy_gbs, double gen_s)
 {
-    const char *isa = vec_isa_name(vec_isa_best());
+    const char *isa = vec_isa_name(o->isa);
     char copy[32] = "null"; /* memcpy needs the eviction buffer, absent with --cache warm */
     if (copy_gbs > 0)
         snprintf(copy, sizeof copy, "%.2f", copy_gbs);

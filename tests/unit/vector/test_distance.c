@@ -16,6 +16,8 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <pthread.h>
+
 #include "vector/distance.h"
 
 static const size_t extra_lengths[] = {128, 384, 512, 784, 1000};
@@ -66,6 +68,28 @@ static void reference(vec_metric_t m, const float *a, const float *b, size_t n, 
     }
     *dist = m == VEC_METRIC_L2 ? l2 : m == VEC_METRIC_DOT ? -dot : 1.0 - dot;
     *mag = m == VEC_METRIC_L2 ? l2 : adot;
+}
+
+/* Runs first in the process, so these threads race for the one-time CPU probe. */
+static void *first_choice(void *out)
+{
+    *(vec_dist_fn *)out = vec_dist_for(VEC_METRIC_L2);
+    return NULL;
+}
+
+static void test_threads_racing_for_the_first_choice_all_get_the_best_kernel(void **state)
+{
+    (void)state;
+    pthread_t th[4];
+    vec_dist_fn got[4];
+    for (int i = 0; i < 4; i++)
+        assert_int_equal(pthread_create(&th[i], NULL, first_choice, &got[i]), 0);
+    for (int i = 0; i < 4; i++)
+        assert_int_equal(pthread_join(th[i], NULL), 0);
+    for (int i = 0; i < 4; i++) {
+        assert_non_null(got[i]);
+        assert_ptr_equal(got[i], vec_dist_for_isa(VEC_METRIC_L2, vec_isa_best()));
+    }
 }
 
 static void test_every_available_isa_matches_reference_for_all_lengths(void **state)
@@ -223,6 +247,7 @@ static void test_score_is_higher_for_nearer_hits(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_threads_racing_for_the_first_choice_all_get_the_best_kernel),
         cmocka_unit_test(test_every_available_isa_matches_reference_for_all_lengths),
         cmocka_unit_test(test_four_row_kernel_equals_single_row_kernel),
         cmocka_unit_test(test_kernels_never_read_past_the_last_element),

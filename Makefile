@@ -60,6 +60,7 @@ check-unit: unit
 
 demo: deps
 	@$(MAKE) --no-print-directory MODE=release all
+	rm -rf build/demo-data
 	./build/release/cordon demo --data build/demo-data
 
 test: deps

@@ -118,8 +118,9 @@ int search_text_locked(engine_t *e, coll_t *c, const search_knn_t *q, const floa
     out->complete = out->complete && tcomplete;
     char vplan[32];
     memcpy(vplan, out->plan, sizeof vplan);
-    snprintf(out->plan, sizeof out->plan, "%s:%.12s+%.8s",
-             q->fusion == SEARCH_FUSION_LINEAR ? "linear" : "rrf", vplan, tplan);
+    (void)tplan; /* the text side is always BM25; its pruning variant is not worth the room */
+    snprintf(out->plan, sizeof out->plan, "%s(%.15s,bm25)",
+             q->fusion == SEARCH_FUSION_LINEAR ? "linear" : "rrf", vplan);
     cdn_free(th);
     cdn_free(vh);
     if (rc)

@@ -333,11 +333,11 @@ static void print_rows(const run_t *r, int json)
         json_decref(o);
         return;
     }
-    printf("%-10s %-7s %-7s %-34s %8s %8s %9s %8s %8s\n", "corpus", "engine", "mode", "config",
+    printf("%-10s %-7s %-7s %-46s %8s %8s %9s %8s %8s\n", "corpus", "engine", "mode", "config",
            "readable", "ndcg@10", "recall@100", "p50_ms", "p95_ms");
     for (size_t i = 0; i < r->nrows; i++) {
         const row_t *w = &r->rows[i];
-        printf("%-10s %-7s %-7s %-34s %8.2f %8.4f %9.4f %8.4f %8.4f\n", w->corpus, w->engine,
+        printf("%-10s %-7s %-7s %-46s %8.2f %8.4f %9.4f %8.4f %8.4f\n", w->corpus, w->engine,
                w->mode, w->config, w->readable, w->ndcg, w->recall, w->p50, w->p95);
     }
 }

@@ -171,6 +171,7 @@ int bm25_topk_or(const bm25_clause_t *cl, size_t n, const roaring_bitmap_t *filt
     *n_hits = 0;
     *matched = 0;
     *matched_exact = 1;
+    prune = prune && k > 0; /* k = 0 is a count: every match must be seen */
     term_scorer_t *ts = cdn_malloc((n ? n : 1) * sizeof *ts);
     float *cum = cdn_malloc((n ? n : 1) * sizeof *cum);
     if (!ts || !cum) {

@@ -10,7 +10,10 @@
 
 #include "base/mem.h"
 
-void fieldidx_init(fieldidx_t *fi) { memset(fi, 0, sizeof *fi); }
+void fieldidx_init(fieldidx_t *fi)
+{
+    memset(fi, 0, sizeof *fi);
+}
 
 static void field_free(fieldidx_field_t *f)
 {
@@ -74,7 +77,10 @@ static int is_kw(const fieldidx_field_t *f)
     return f->kind == FIELDIDX_KEYWORD || f->kind == FIELDIDX_BOOL;
 }
 
-static uint64_t vhash(const char *s, size_t n) { return XXH64(s, n, 0xf1e1d); }
+static uint64_t vhash(const char *s, size_t n)
+{
+    return XXH64(s, n, 0xf1e1d);
+}
 
 static long value_find(const fieldidx_field_t *f, const char *v, size_t len)
 {
@@ -244,8 +250,8 @@ static int in_range(double v, double lo, int lo_incl, double hi, int hi_incl)
     return (lo_incl ? v >= lo : v > lo) && (hi_incl ? v <= hi : v < hi);
 }
 
-int fieldidx_range(const fieldidx_t *fi, size_t fno, double lo, int lo_incl, double hi,
-                   int hi_incl, roaring_bitmap_t *out)
+int fieldidx_range(const fieldidx_t *fi, size_t fno, double lo, int lo_incl, double hi, int hi_incl,
+                   roaring_bitmap_t *out)
 {
     const fieldidx_field_t *f = &fi->f[fno];
     if (is_kw(f))

@@ -5,9 +5,10 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
-#include <cmocka.h>
 #include <stdio.h>
 #include <string.h>
+
+#include <cmocka.h> /* own block: it needs setjmp.h, stdarg.h, stddef.h first */
 
 #include "text/analyzer.h"
 
@@ -136,7 +137,10 @@ static void test_invalid_utf8_is_a_separator(void **state)
 {
     (void)state;
     char out[128];
-    analyze("standard", "ab\xff\xfe" "cd", out, sizeof out);
+    analyze("standard",
+            "ab\xff\xfe"
+            "cd",
+            out, sizeof out);
     assert_string_equal(out, "ab@0 cd@1");
 }
 

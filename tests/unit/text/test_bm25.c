@@ -1,16 +1,17 @@
 /* test_bm25.c: BM25 top-k against an exhaustive reference scorer written here, over random
  * corpora, random permission sets, deletes and updates, with and without pruning.
  * Relies on cmocka, textidx and CRoaring; the reference never calls the index's scoring code. */
+#include <math.h>
+#include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
-#include <cmocka.h>
-#include <math.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include <cmocka.h> /* own block: it needs setjmp.h, stdarg.h, stddef.h first */
 
 #include "text/textidx.h"
 
@@ -116,7 +117,10 @@ static size_t reference(const corpus_t *c, const int *q, int nq, const roaring_b
     return n;
 }
 
-static double tol(double s) { return 1e-5 * (fabs(s) > 1 ? fabs(s) : 1); }
+static double tol(double s)
+{
+    return 1e-5 * (fabs(s) > 1 ? fabs(s) : 1);
+}
 
 /* The engine's top-k must equal the reference's up to exact ties: the same score at each rank,
  * each returned id scored the same by the reference, and the same id wherever the reference
@@ -329,9 +333,9 @@ typedef struct shared {
     int bad;
 } shared_t;
 
-static const char *const conc_q[8] = {"running horses", "studies of stars", "the runner ran",
-                                      "horse studied", "stars running", "ran studies",
-                                      "runners horses stars", "study"};
+static const char *const conc_q[8] = {
+    "running horses", "studies of stars", "the runner ran",       "horse studied",
+    "stars running",  "ran studies",      "runners horses stars", "study"};
 
 static void conc_run(const textidx_t *ti, int i, uint32_t *out)
 {
@@ -367,8 +371,8 @@ static void test_concurrent_searches_return_the_same_hits(void **state)
     textidx_t *ti;
     assert_int_equal(textidx_create(NULL, &ti, NULL), 0);
     assert_int_equal(textidx_add_field(ti, "body", TEXTIDX_TEXT, "english", NULL), 0);
-    static const char *const w[] = {"running", "horses", "studies", "stars", "runner", "ran",
-                                    "horse", "studied", "study", "star", "runs", "stable"};
+    static const char *const w[] = {"running", "horses",  "studies", "stars", "runner", "ran",
+                                    "horse",   "studied", "study",   "star",  "runs",   "stable"};
     rng_state = 99;
     for (uint32_t d = 0; d < 300; d++) {
         char buf[256];

@@ -5,9 +5,10 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
-#include <cmocka.h>
 #include <stdio.h>
 #include <string.h>
+
+#include <cmocka.h> /* own block: it needs setjmp.h, stdarg.h, stddef.h first */
 
 #include "text/textidx.h"
 
@@ -41,9 +42,12 @@ static int setup(void **state)
     for (uint32_t i = 0; i < NDOCS; i++) {
         const doc_t *d = &docs[i];
         textidx_value_t v[] = {
-            {"title", d->title, strlen(d->title), 0}, {"body", d->body, strlen(d->body), 0},
-            {"tag", d->tag, strlen(d->tag), 0},       {"date", d->date, strlen(d->date), 0},
-            {"price", NULL, 0, d->price},             {"flag", NULL, 0, d->flag},
+            {"title", d->title, strlen(d->title), 0},
+            {"body", d->body, strlen(d->body), 0},
+            {"tag", d->tag, strlen(d->tag), 0},
+            {"date", d->date, strlen(d->date), 0},
+            {"price", NULL, 0, d->price},
+            {"flag", NULL, 0, d->flag},
         };
         assert_int_equal(textidx_add_doc(ti, 10 + i, v, 6, NULL), 0);
     }
@@ -333,18 +337,17 @@ static void test_metadata_of_deleted_doc_is_not_returned(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup_teardown(test_phrase_needs_adjacent_terms_unless_slop_allows,
-                                        setup, teardown),
+        cmocka_unit_test_setup_teardown(test_phrase_needs_adjacent_terms_unless_slop_allows, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(test_exact_phrase_scores_above_sloppy_match, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_fuzzy_finds_terms_within_auto_edits, setup, teardown),
         cmocka_unit_test_setup_teardown(test_prefix_on_text_and_keyword_fields, setup, teardown),
         cmocka_unit_test_setup_teardown(test_match_operator_and_minimum_should_match, setup,
                                         teardown),
-        cmocka_unit_test_setup_teardown(test_english_title_matches_stemmed_forms, setup,
-                                        teardown),
-        cmocka_unit_test_setup_teardown(
-            test_multi_match_most_fields_sums_and_best_fields_takes_max, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_english_title_matches_stemmed_forms, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_multi_match_most_fields_sums_and_best_fields_takes_max,
+                                        setup, teardown),
         cmocka_unit_test_setup_teardown(test_metadata_filters_term_terms_range_exists_ids, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_bad_range_value_is_an_error_naming_the_field, setup,

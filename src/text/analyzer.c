@@ -190,6 +190,8 @@ static int emit_word(analyzer_t *a, const char *w, size_t wl, analyzer_tokens_t 
     int ascii = 1;
     for (size_t i = 0; i < wl && ascii; i++)
         ascii = !((unsigned char)w[i] & 0x80);
+    if (a->spec.kind != ANALYZER_KEYWORD && wl > ANALYZER_MAX_TOKEN)
+        return CDN_OK; /* a "word" this long is data (base64, a URL run), not a term */
     if (a->spec.kind == ANALYZER_WHITESPACE || a->spec.kind == ANALYZER_KEYWORD) {
         return push_token(t, w, wl, pos);
     } else if (ascii && wl < sizeof small) {

@@ -16,6 +16,10 @@ typedef enum analyzer_kind {
     ANALYZER_KEYWORD = 3,    /* the whole value is one term */
 } analyzer_kind_t;
 
+/* Tokens longer than this many bytes are dropped (keeping their position) by every analyzer
+ * but keyword, as Lucene's StandardTokenizer caps tokens at 255 characters. */
+#define ANALYZER_MAX_TOKEN 255
+
 /* Stop word lists an analyzer may drop. */
 typedef enum analyzer_stop { ANALYZER_STOP_NONE = 0, ANALYZER_STOP_LUCENE = 1 } analyzer_stop_t;
 

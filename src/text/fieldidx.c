@@ -311,7 +311,7 @@ int fieldidx_parse_date(const char *s, size_t len, double *ms)
     if (digits(s, len, 0, 4, &y))
         return CDN_ERR_INVALID;
     i = 4;
-    if (i < len && (s[i] != '-' || digits(s, len, i + 1, 2, &mo) || s[i + 3] != '-' ||
+    if (i < len && (len < 10 || s[i] != '-' || digits(s, len, i + 1, 2, &mo) || s[i + 3] != '-' ||
                     digits(s, len, i + 4, 2, &d)))
         return CDN_ERR_INVALID;
     i = len > 4 ? 10 : 4;

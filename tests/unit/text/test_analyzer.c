@@ -144,6 +144,16 @@ static void test_invalid_utf8_is_a_separator(void **state)
     assert_string_equal(out, "ab@0 cd@1");
 }
 
+static void test_overlong_tokens_are_dropped_but_keep_their_position(void **state)
+{
+    (void)state;
+    char text[600], out[128];
+    memset(text, 'x', 300);
+    memcpy(text + 300, " tail", 6);
+    analyze("standard", text, out, sizeof out);
+    assert_string_equal(out, "tail@1");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -159,6 +169,7 @@ int main(void)
         cmocka_unit_test(test_multi_valued_fields_are_100_positions_apart),
         cmocka_unit_test(test_unknown_analyzer_name_is_rejected_with_the_choices),
         cmocka_unit_test(test_invalid_utf8_is_a_separator),
+        cmocka_unit_test(test_overlong_tokens_are_dropped_but_keep_their_position),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -334,6 +334,27 @@ static void test_metadata_of_deleted_doc_is_not_returned(void **state)
     assert_string_equal(run_set(ti, range("price", "0", "6"), NULL), "");
 }
 
+static void test_dates_parse_iso_forms_and_refuse_partial_ones(void **state)
+{
+    (void)state;
+    double ms;
+    assert_int_equal(fieldidx_parse_date("1970-01-02", 10, &ms), 0);
+    assert_true(ms == 86400000.0);
+    assert_int_equal(fieldidx_parse_date("1970-01-01T00:00:01.5Z", 22, &ms), 0);
+    assert_true(ms == 1500.0);
+    assert_int_equal(fieldidx_parse_date("1970-01-01T01:00:00+01:00", 25, &ms), 0);
+    assert_true(ms == 0.0);
+    assert_int_equal(fieldidx_parse_date("1970", 4, &ms), 0);
+    assert_true(ms == 0.0);
+    assert_int_equal(fieldidx_parse_date("86400000", 8, &ms), 0); /* epoch millis */
+    assert_true(ms == 86400000.0);
+    /* a partial date, read from a buffer that continues: only len bytes may be looked at */
+    assert_int_equal(fieldidx_parse_date("2024-05-01", 7, &ms), CDN_ERR_INVALID);
+    assert_int_equal(fieldidx_parse_date("2024-13-01", 10, &ms), CDN_ERR_INVALID);
+    assert_int_equal(fieldidx_parse_date("yesterday", 9, &ms), CDN_ERR_INVALID);
+    assert_int_equal(fieldidx_parse_date("2024-05-01T10", 13, &ms), CDN_ERR_INVALID);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -355,6 +376,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_bool_must_should_filter_must_not, setup, teardown),
         cmocka_unit_test_setup_teardown(test_permissions_hide_docs_from_every_query_kind, setup,
                                         teardown),
+        cmocka_unit_test(test_dates_parse_iso_forms_and_refuse_partial_ones),
         cmocka_unit_test_setup_teardown(test_metadata_of_deleted_doc_is_not_returned, setup,
                                         teardown),
     };

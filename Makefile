@@ -57,6 +57,7 @@ unit: $(TEST_BIN) $(BUILD)/cordon
 check-unit: unit
 	@CORDON_SHARED_DATA=$(SHARED_DATA) CORDON_BIN=$(abspath $(BUILD)/cordon) \
 	  bash scripts/run-tests.sh $(MODE) $(TEST_BIN)
+	@CORDON_BIN=$(abspath $(BUILD)/cordon) bash scripts/run-tests.sh --pytest $(MODE)
 
 demo: deps
 	@$(MAKE) --no-print-directory MODE=release all
@@ -64,6 +65,7 @@ demo: deps
 	./build/release/cordon demo --data build/demo-data
 
 test: deps
+	@rm -f build/test-results.txt
 	@$(MAKE) --no-print-directory MODE=release check-unit
 	@$(MAKE) --no-print-directory MODE=asan check-unit
 	@bash scripts/run-tests.sh --summary

@@ -123,6 +123,8 @@ int cli_load(int argc, char **argv)
     if (loader_run(db, &lo, &loaded, &err)) {
         fprintf(stderr, "cordon load: %s (%zu chunks were loaded before this)\n", err.message,
                 loaded);
+        if (create) /* leave no half-made collection behind */
+            cordon_collection_drop(db, lo.collection, NULL);
         goto done;
     }
     printf("loaded %zu chunks into \"%s\"; revision %llu\n", loaded, lo.collection,

@@ -100,6 +100,10 @@ typedef struct cordon_collection_spec {
     size_t n_meta_fields;
     float bm25_k1;                   /* 0 = 1.2 */
     float bm25_b;                    /* 0 = 0.75 (pass 1e-9 for no length normalisation) */
+    /* 1: searches and reads may present principals directly (cordon_subject.principals), for a
+     * trusted caller whose groups live in its own identity provider. 0 (the default): only
+     * subjects of the permission model (cordon_subject.subject_id) may search. */
+    int asserted_principals;
 } cordon_collection_spec;
 
 typedef enum cordon_meta_kind {
@@ -185,9 +189,10 @@ int cordon_set_acl(cordon_t *db, const char *collection, const cordon_acl_change
 
 /* ---- Subjects: who is asking. ---- */
 typedef struct cordon_subject {
-    /* Asserted mode, for a trusted caller whose groups live elsewhere: the principals the
-     * subject holds: "user:alice", "group:eng", "role:auditor" (a bare name is a group). A
-     * subject that holds no principal reads nothing. Ignored when subject_id is set. */
+    /* Asserted mode, for a trusted caller whose groups live elsewhere, on collections created
+     * with asserted_principals: the principals the subject holds: "user:alice", "group:eng",
+     * "role:auditor" (a bare name is a group). A subject that holds no principal reads
+     * nothing. Ignored when subject_id is set. */
     const char *const *principals;
     size_t n_principals;
     /* Model mode: a subject of the permission model. Its view (itself, its groups

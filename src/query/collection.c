@@ -36,13 +36,13 @@ int coll_config_encode(const coll_config_t *cfg, char **json)
     for (size_t i = 0; meta && i < cfg->n_meta; i++)
         json_array_append_new(meta, json_pack("{s:s, s:i}", "name", cfg->meta_fields[i], "kind",
                                               cfg->meta_kinds[i]));
-    o = json_pack("{s:s, s:I, s:I, s:s, s:o, s:s, s:I, s:I, s:I, s:s, s:o, s:f, s:f}", "name",
+    o = json_pack("{s:s, s:I, s:I, s:s, s:o, s:s, s:I, s:I, s:I, s:s, s:o, s:f, s:f, s:b}", "name",
                   cfg->name, "id", (json_int_t)cfg->id, "dim", (json_int_t)cfg->dim, "metric",
                   vec_metric_name(cfg->metric), "text_fields", fields, "acl_field",
                   cfg->acl_field, "hnsw_m", (json_int_t)cfg->hnsw_m, "hnsw_ef_construction",
                   (json_int_t)cfg->hnsw_efc, "hnsw_ef_search", (json_int_t)cfg->hnsw_ef,
                   "analyzer", cfg->analyzer, "meta_fields", meta, "bm25_k1", (double)cfg->k1,
-                  "bm25_b", (double)cfg->b);
+                  "bm25_b", (double)cfg->b, "asserted_principals", cfg->asserted);
     if (!o)
         return CDN_ERR_NOMEM;
     *json = json_dumps(o, JSON_COMPACT);
@@ -69,11 +69,12 @@ int coll_config_decode(const char *json, size_t len, coll_config_t *cfg, cdn_err
     size_t i;
     int rc = CDN_ERR_CORRUPT;
     memset(cfg, 0, sizeof *cfg);
-    if (!o || json_unpack(o, "{s:s, s:I, s:I, s:s, s:o, s:s, s:I, s:I, s:I, s:s, s:o, s:F, s:F}",
+    if (!o || json_unpack(o, "{s:s, s:I, s:I, s:s, s:o, s:s, s:I, s:I, s:I, s:s, s:o, s:F, s:F, s:b}",
                           "name", &name, "id", &id, "dim", &dim, "metric", &metric,
                           "text_fields", &fields, "acl_field", &acl, "hnsw_m", &m,
                           "hnsw_ef_construction", &efc, "hnsw_ef_search", &ef, "analyzer", &an,
-                          "meta_fields", &meta, "bm25_k1", &k1, "bm25_b", &b) != 0)
+                          "meta_fields", &meta, "bm25_k1", &k1, "bm25_b", &b,
+                          "asserted_principals", &cfg->asserted) != 0)
         goto done;
     if (strlen(an) >= COLL_ANALYZER_MAX || !json_is_array(meta) ||
         json_array_size(meta) > COLL_META_FIELDS_MAX)

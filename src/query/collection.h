@@ -35,6 +35,7 @@ typedef struct coll_config {
     char meta_fields[COLL_META_FIELDS_MAX][COLL_NAME_MAX + 1];
     int meta_kinds[COLL_META_FIELDS_MAX];   /* textidx_kind_t */
     float k1, b;
+    int asserted;      /* accepts principals asserted by the caller */
 } coll_config_t;
 
 typedef struct coll {

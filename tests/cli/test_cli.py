@@ -22,7 +22,8 @@ CHUNKS = [
 
 def load(cordon, data, path, *extra, check=0):
     return cordon("load", "--data", data, "--collection", "docs", "--create", "--dim", "3",
-                  "--metric", "l2_norm", "--quiet", *extra, path, check=check)
+                  "--metric", "l2_norm", "--asserted-principals", "--analyzer", "english",
+                  "--quiet", *extra, path, check=check)
 
 
 def search(cordon, data, *args):

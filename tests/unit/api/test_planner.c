@@ -35,7 +35,7 @@ static int setup(void **state)
     static char ids[N][16], tn[N][16];
     static const char *acl[N][2];
     static cordon_chunk ch[N];
-    cordon_collection_spec spec = {.name = "v", .dim = DIM, .metric = CORDON_METRIC_L2};
+    cordon_collection_spec spec = {.asserted_principals = 1, .name = "v", .dim = DIM, .metric = CORDON_METRIC_L2};
     for (int c = 0; c < CLUSTERS; c++)
         for (int d = 0; d < DIM; d++)
             centre[c][d] = tu_randf(&seed) * 10;

@@ -36,7 +36,7 @@ static int setup(void **state)
     static cordon_chunk ch[N];
     const char *tf[] = {"title", "body"};
     cordon_meta_field mf[] = {{"kind", CORDON_META_KEYWORD}, {"year", CORDON_META_NUMBER}};
-    cordon_collection_spec spec = {.name = "t", .dim = DIM, .metric = CORDON_METRIC_L2,
+    cordon_collection_spec spec = {.asserted_principals = 1, .name = "t", .dim = DIM, .metric = CORDON_METRIC_L2,
                                    .text_fields = tf, .n_text_fields = 2, .analyzer = "english",
                                    .meta_fields = mf, .n_meta_fields = 2};
     for (int i = 0; i < N; i++) {

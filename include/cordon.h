@@ -254,6 +254,9 @@ typedef struct cordon_query {
     uint32_t rank_constant;     /* RRF constant; 0 = 60 */
     float text_weight;          /* linear fusion weights; 0 = 0.5 */
     float vector_weight;
+    const char *filter_json;    /* an Elasticsearch query object that only filters (e.g. term,
+                                   range, bool.filter on metadata fields): results come from
+                                   the readable chunks it matches; NULL = none */
 } cordon_query;
 
 typedef struct cordon_hit {

@@ -113,7 +113,8 @@ int cordon_search(cordon_t *db, const char *coll, const cordon_subject *subject,
                        q->max_candidates, q->text,
                        q->query_json,    (search_fusion_t)q->fusion,
                        q->rank_window_size, q->rank_constant,
-                       q->text_weight,   q->vector_weight};
+                       q->text_weight,   q->vector_weight,
+                       q->filter_json};
     rc = search_knn(db->e, coll, who.principals, who.n, &k, &r, &e);
     engine_subject_release(&who);
     if (rc)

@@ -112,7 +112,9 @@ int search_vector_locked(engine_t *e, coll_t *c, const search_knn_t *q, const fl
     coll_view(c, &v);
     if (c->hnsw)
         hnsw_get_info(c->hnsw, &info);
-    plan_choose((int)q->strategy, out->readable, c->live, c->cfg.dim, k,
+    /* The candidates: readable, and inside the filter when there is one. */
+    uint64_t cand = roaring_bitmap_get_cardinality(allowed);
+    plan_choose((int)q->strategy, cand, c->live, c->cfg.dim, k,
                 q->ef_search ? q->ef_search : c->cfg.hnsw_ef, q->max_candidates, info.nodes, e->plan_exact_floats, &p);
     if (p.kind == PLAN_EXACT)
         return run_exact(c, &v, query, allowed, k, hits, nhits, out);
@@ -120,7 +122,7 @@ int search_vector_locked(engine_t *e, coll_t *c, const search_knn_t *q, const fl
     if (p.kind == PLAN_GRAPH_UNFILTERED) {
         rc = run_unfiltered(c, &v, query, allowed, k, &p, hits, nhits, out);
         out->complete = 0;
-        if (rc == CDN_OK && *nhits < k && *nhits < out->readable && p.fallback_exact)
+        if (rc == CDN_OK && *nhits < k && *nhits < cand && p.fallback_exact)
             return run_exact(c, &v, query, allowed, k, hits, nhits, out);
         return rc;
     }
@@ -131,7 +133,7 @@ int search_vector_locked(engine_t *e, coll_t *c, const search_knn_t *q, const fl
     /* Complete only when the traversal evaluated every readable row the graph holds (every
      * readable row is in the graph: writes insert before they publish). */
     out->complete = rc == CDN_OK && !st.incomplete;
-    if (rc == CDN_OK && p.fallback_exact && (st.exhausted_budget || (n < k && n < out->readable)))
+    if (rc == CDN_OK && p.fallback_exact && (st.exhausted_budget || (n < k && n < cand)))
         return run_exact(c, &v, query, allowed, k, hits, nhits, out);
     return rc;
 }
@@ -151,6 +153,10 @@ static int knn_locked(engine_t *e, coll_t *c, const uint32_t *view, size_t nview
     if ((rc = acl_index_allowed(c->acl, view, nview, &allowed)) != 0)
         return cdn_err_set(err, rc, "out of memory");
     out->readable = roaring_bitmap_get_cardinality(allowed);
+    if (q->filter_json && (rc = search_filter_locked(c, q->filter_json, allowed, err)) != 0) {
+        roaring_bitmap_free(allowed);
+        return rc;
+    }
     if (q->text || q->query_json) {
         rc = search_text_locked(e, c, q, query, allowed, k, out, &hits, &nhits, err);
     } else if (!(hits = cdn_malloc(k * sizeof *hits))) {

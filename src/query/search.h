@@ -35,6 +35,7 @@ typedef struct search_knn {
     uint32_t rank_constant;   /* RRF: 0 = 60 */
     float text_weight;        /* linear: 0 = 0.5 */
     float vector_weight;      /* linear: 0 = 0.5 */
+    const char *filter_json;  /* ES query restricting the candidates, or NULL */
 } search_knn_t;
 
 typedef struct search_hit {

@@ -10,20 +10,55 @@
 #include <stdio.h>
 #include <string.h>
 
-static int build_query(const search_knn_t *q, textq_t **out, cdn_err_t *err)
+static int parse_es(const char *what, const char *text, textq_t **out, cdn_err_t *err)
 {
     json_error_t je;
-    json_t *j;
+    json_t *j = json_loads(text, 0, &je);
     int rc;
-    if (q->text)
-        return textq_match("_all", q->text, out) ? cdn_err_set(err, CDN_ERR_NOMEM, "out of memory")
-                                                 : CDN_OK;
-    if (!(j = json_loads(q->query_json, 0, &je)))
-        return cdn_err_set(err, CDN_ERR_INVALID, "query is not valid JSON (column %d: %s)",
+    if (!j)
+        return cdn_err_set(err, CDN_ERR_INVALID, "%s is not valid JSON (column %d: %s)", what,
                            je.column, je.text);
     rc = textq_parse_es(j, out, err);
     json_decref(j);
     return rc;
+}
+
+static int build_query(const search_knn_t *q, textq_t **out, cdn_err_t *err)
+{
+    if (q->text)
+        return textq_match("_all", q->text, out) ? cdn_err_set(err, CDN_ERR_NOMEM, "out of memory")
+                                                 : CDN_OK;
+    return parse_es("query", q->query_json, out, err);
+}
+
+int search_filter_locked(coll_t *c, const char *filter_json, roaring_bitmap_t *allowed,
+                         cdn_err_t *err)
+{
+    uint64_t n = roaring_bitmap_get_cardinality(allowed);
+    textidx_search_opts_t o = {.allowed = allowed, .k = (size_t)n, .exhaustive = 1};
+    textidx_result_t res;
+    roaring_bitmap_t *keep;
+    textq_t *tq = NULL;
+    int rc = parse_es("filter", filter_json, &tq, err);
+    if (rc || n == 0) {
+        textq_free(tq);
+        return rc;
+    }
+    memset(&res, 0, sizeof res);
+    rc = textidx_search(c->text, tq, &o, &res, err);
+    textq_free(tq);
+    if (rc)
+        return rc;
+    if (!(keep = roaring_bitmap_create())) {
+        textidx_result_free(&res);
+        return cdn_err_set(err, CDN_ERR_NOMEM, "out of memory");
+    }
+    for (size_t i = 0; i < res.n; i++)
+        roaring_bitmap_add(keep, res.hits[i].id);
+    textidx_result_free(&res);
+    roaring_bitmap_and_inplace(allowed, keep);
+    roaring_bitmap_free(keep);
+    return CDN_OK;
 }
 
 /* Runs the text side for `window` hits into a newly allocated array of (id, score). */

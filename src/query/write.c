@@ -237,13 +237,19 @@ static int save_next_row(store_txn_t *t, const coll_t *c, uint32_t next)
     return store_put(t, STORE_META, k, 8, v, 4);
 }
 
+/* The batch's rows are consecutive (next_row onward), so one gathered write covers them. */
 static int write_vectors(coll_t *c, prep_t *p, size_t n, cdn_err_t *err)
 {
-    int rc = CDN_OK;
-    if (!c->vf)
+    const float **rows;
+    int rc;
+    if (!c->vf || n == 0)
         return CDN_OK;
-    for (size_t i = 0; i < n && rc == CDN_OK; i++)
-        rc = vecfile_write(c->vf, p[i].row, p[i].vec, 1, err);
+    if (!(rows = cdn_malloc(n * sizeof *rows)))
+        return cdn_err_set(err, CDN_ERR_NOMEM, "out of memory");
+    for (size_t i = 0; i < n; i++)
+        rows[i] = p[i].vec;
+    rc = vecfile_write(c->vf, p[0].row, rows, (uint32_t)n, err);
+    cdn_free(rows);
     return rc ? rc : vecfile_sync(c->vf, err);
 }
 

@@ -31,11 +31,22 @@ static int build_query(const search_knn_t *q, textq_t **out, cdn_err_t *err)
     return parse_es("query", q->query_json, out, err);
 }
 
+/* Runs tq (which it frees) over the allowed rows for k hits into res. */
+static int run_tree(coll_t *c, textq_t *tq, const roaring_bitmap_t *allowed, size_t k,
+                    int exhaustive, textidx_result_t *res, cdn_err_t *err)
+{
+    textidx_search_opts_t o = {.allowed = allowed, .k = k, .exhaustive = exhaustive};
+    int rc;
+    memset(res, 0, sizeof *res);
+    rc = textidx_search(c->text, tq, &o, res, err);
+    textq_free(tq);
+    return rc;
+}
+
 int search_filter_locked(coll_t *c, const char *filter_json, roaring_bitmap_t *allowed,
                          cdn_err_t *err)
 {
     uint64_t n = roaring_bitmap_get_cardinality(allowed);
-    textidx_search_opts_t o = {.allowed = allowed, .k = (size_t)n, .exhaustive = 1};
     textidx_result_t res;
     roaring_bitmap_t *keep;
     textq_t *tq = NULL;
@@ -44,10 +55,7 @@ int search_filter_locked(coll_t *c, const char *filter_json, roaring_bitmap_t *a
         textq_free(tq);
         return rc;
     }
-    memset(&res, 0, sizeof res);
-    rc = textidx_search(c->text, tq, &o, &res, err);
-    textq_free(tq);
-    if (rc)
+    if ((rc = run_tree(c, tq, allowed, (size_t)n, 1, &res, err)) != 0)
         return rc;
     if (!(keep = roaring_bitmap_create())) {
         textidx_result_free(&res);
@@ -68,14 +76,8 @@ static int text_side(coll_t *c, const search_knn_t *q, const roaring_bitmap_t *a
 {
     textq_t *tq = NULL;
     textidx_result_t res;
-    textidx_search_opts_t o = {.allowed = allowed, .k = window};
     int rc = build_query(q, &tq, err);
-    if (rc)
-        return rc;
-    memset(&res, 0, sizeof res);
-    rc = textidx_search(c->text, tq, &o, &res, err);
-    textq_free(tq);
-    if (rc)
+    if (rc || (rc = run_tree(c, tq, allowed, window, 0, &res, err)) != 0)
         return rc;
     *hits = cdn_malloc((res.n ? res.n : 1) * sizeof **hits);
     for (size_t i = 0; *hits && i < res.n; i++)

@@ -504,6 +504,43 @@ static void test_malformed_query_json_is_refused(void **state)
     }
 }
 
+/* Text and principals that are not UTF-8 are bad input (INVALID), not "out of memory"; and a
+ * principal that was accepted shows in the chunk's record as it is enforced. */
+static void test_non_utf8_text_and_principals_are_refused_as_invalid(void **state)
+{
+    fx_t *f = *state;
+    float v[DIM] = {1, 0, 0, 0};
+    cordon_field bad_text = {"body", "caf\xe9"};
+    cordon_chunk c = {.id = "u1", .vector = v, .fields = &bad_text, .n_fields = 1, .allowed = G0,
+                      .n_allowed = 1};
+    cordon_error err;
+    int rc_text = cordon_put(f->db, "docs", &c, 1, NULL, &err), rc;
+    char text_msg[CORDON_ERROR_MAX];
+    memcpy(text_msg, err.message, sizeof text_msg);
+    const char *badp[] = {"group:caf\xe9"};
+    cordon_chunk d = {.id = "u2", .vector = v, .allowed = badp, .n_allowed = 1};
+    rc = cordon_put(f->db, "docs", &d, 1, NULL, &err);
+    assert_int_equal(put1(f->db, "docs", "u3", NULL, G0, 1, NULL), 0);
+    cordon_acl_change ch = {"u3", badp, 1, G1, 1};
+    int rc2 = cordon_set_acl(f->db, "docs", &ch, 1, NULL, &err);
+    if (rc2 == 0) {
+        /* Accepted: the record must list what the index enforces. */
+        cordon_subject s = {.principals = badp, .n_principals = 1};
+        cordon_record *r = NULL;
+        assert_int_equal(cordon_get(f->db, "docs", &s, "u3", &r, NULL), 0);
+        size_t n_allowed = r->n_allowed;
+        cordon_record_free(r);
+        if (n_allowed != 1)
+            fail_msg("set_acl stored a record listing %zu allowed principals; the index "
+                     "enforces 1",
+                     n_allowed);
+    }
+    if (rc != CORDON_ERR_INVALID)
+        fail_msg("principal that is not UTF-8 in put: %d (%s)", rc, rc ? err.message : "ok");
+    if (rc_text != CORDON_ERR_INVALID)
+        fail_msg("text that is not UTF-8: %d (%s)", rc_text, rc_text ? text_msg : "accepted");
+}
+
 int main(void)
 {
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
@@ -518,6 +555,7 @@ int main(void)
         T(test_dropped_collection_leaves_nothing_behind),
         T(test_model_subject_without_permission_sees_a_missing_collection),
         T(test_malformed_query_json_is_refused),
+        T(test_non_utf8_text_and_principals_are_refused_as_invalid),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -124,11 +124,31 @@ static void test_large_ef_and_max_candidates_are_bounded(void **state)
     }
 }
 
+/* One past CORDON_BATCH_MAX is LIMIT, for put and set_acl alike, and nothing lands. */
+static void test_batch_one_past_the_limit_is_refused(void **state)
+{
+    fx_t *f = *state;
+    static cordon_chunk many[CORDON_BATCH_MAX + 1];
+    static cordon_acl_change ch[CORDON_BATCH_MAX + 1];
+    static float v[DIM] = {1, 0, 0, 0};
+    for (size_t i = 0; i <= CORDON_BATCH_MAX; i++) {
+        many[i] = (cordon_chunk){.id = "x", .vector = v, .allowed = G0, .n_allowed = 1};
+        ch[i] = (cordon_acl_change){"x", G0, 1, NULL, 0};
+    }
+    uint64_t rev = cordon_revision(f->db);
+    assert_int_equal(cordon_put(f->db, "docs", many, CORDON_BATCH_MAX + 1, NULL, NULL),
+                     CORDON_ERR_LIMIT);
+    assert_int_equal(cordon_set_acl(f->db, "docs", ch, CORDON_BATCH_MAX + 1, NULL, NULL),
+                     CORDON_ERR_LIMIT);
+    assert_int_equal(cordon_revision(f->db), rev);
+}
+
 int main(void)
 {
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
     const struct CMUnitTest tests[] = {
         T(test_large_ef_and_max_candidates_are_bounded),
+        T(test_batch_one_past_the_limit_is_refused),
         T(test_window_and_k_past_their_limits_are_refused),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

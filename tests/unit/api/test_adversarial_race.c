@@ -551,6 +551,60 @@ static void test_rolled_back_principal_ids_never_open_other_chunks(void **state)
     run(s, ghost_writer, ghost_reader);
 }
 
+/* ---- cordon_get while the collection is dropped and re-created with another dim. ----
+ * The record's dim must describe its own vector: incarnation d stores chunk x with d values,
+ * all equal to d. */
+
+#define RECREATES 30
+
+static void *recreate_writer(void *arg)
+{
+    shared_t *s = arg;
+    static const char *A[] = {"group:a"};
+    static float v[64];
+    for (int k = 0; k < RECREATES; k++) {
+        uint32_t dim = k % 2 ? 64 : 4;
+        cordon_collection_spec spec = {.name = "vv", .dim = dim, .metric = CORDON_METRIC_L2};
+        for (uint32_t d = 0; d < dim; d++)
+            v[d] = (float)dim;
+        cordon_chunk c = {.id = "x", .vector = v, .allowed = A, .n_allowed = 1};
+        if (k && cordon_collection_drop(s->db, "vv", NULL))
+            violation(s, "drop failed");
+        if (cordon_collection_create(s->db, &spec, NULL) ||
+            cordon_put(s->db, "vv", &c, 1, NULL, NULL))
+            violation(s, "create/put failed");
+    }
+    atomic_store(&s->done, 1);
+    return NULL;
+}
+
+static void *recreate_reader(void *arg)
+{
+    shared_t *s = arg;
+    static const char *A[] = {"group:a"};
+    cordon_subject sub = {.principals = A, .n_principals = 1};
+    while (!atomic_load(&s->done)) {
+        cordon_record *r = NULL;
+        if (cordon_get(s->db, "vv", &sub, "x", &r, NULL) == 0) {
+            atomic_fetch_add(&s->searches, 1);
+            if (r->dim != 4 && r->dim != 64)
+                violation(s, "record dim %u", r->dim);
+            else if (r->vector[0] != (float)r->dim)
+                violation(s, "record says dim %u but holds a %g-d vector", r->dim,
+                          (double)r->vector[0]);
+            cordon_record_free(r);
+        }
+    }
+    return NULL;
+}
+
+static void test_get_reports_the_dim_of_the_vector_it_returns(void **state)
+{
+    (void)state;
+    shared_t *s = open_shared();
+    run(s, recreate_writer, recreate_reader);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -559,6 +613,7 @@ int main(void)
         cmocka_unit_test(test_deletes_and_drops_hold_for_every_later_search),
         cmocka_unit_test(test_lost_membership_hides_chunks_from_every_later_search),
         cmocka_unit_test(test_rolled_back_principal_ids_never_open_other_chunks),
+        cmocka_unit_test(test_get_reports_the_dim_of_the_vector_it_returns),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -332,6 +332,39 @@ static void test_failed_collection_create_leaves_nothing_in_the_way(void **state
     }
 }
 
+/* A create that reports failure must not exist after a reopen either (same dim each time, so
+ * that leftover files do not get in the way of this check). */
+static void test_failed_collection_create_is_absent_after_reopen(void **state)
+{
+    fx_t *f = *state;
+    /* Eight collections fill the registry's first allocation: the next create must grow it,
+     * after its transaction has committed. */
+    for (int i = 1; i < 8; i++) {
+        char name[16];
+        snprintf(name, sizeof name, "filler%d", i);
+        cordon_collection_spec fs = {.name = name};
+        assert_int_equal(cordon_collection_create(f->db, &fs, NULL), 0);
+    }
+    for (int n = 0; n < MAX_STEPS; n++) {
+        cordon_collection_spec a = {.name = "again", .dim = 8};
+        cordon_collection_info info;
+        cdn_mem_fail_after(n);
+        int rc = cordon_collection_create(f->db, &a, NULL);
+        int used = disarm(n);
+        int in_memory = cordon_collection_info_get(f->db, "again", &info, NULL) == 0;
+        cordon_close(f->db);
+        assert_int_equal(cordon_open(f->dir, NULL, &f->db, NULL), 0);
+        int on_disk = cordon_collection_info_get(f->db, "again", &info, NULL) == 0;
+        if (in_memory != (rc == 0) || on_disk != (rc == 0))
+            fail_msg("allocation %d: create returned %d; in memory %d, after reopen %d", n, rc,
+                     in_memory, on_disk);
+        if (rc == 0)
+            assert_int_equal(cordon_collection_drop(f->db, "again", NULL), 0);
+        if (!used)
+            break;
+    }
+}
+
 static void test_model_ops_under_allocation_failures(void **state)
 {
     fx_t *f = *state;
@@ -378,6 +411,7 @@ int main(void)
         T(test_set_acl_and_delete_under_allocation_failures),
         T(test_search_and_get_under_allocation_failures),
         T(test_failed_collection_create_leaves_nothing_in_the_way),
+        T(test_failed_collection_create_is_absent_after_reopen),
         T(test_model_ops_under_allocation_failures),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -340,7 +340,7 @@ static void test_failed_collection_create_is_absent_after_reopen(void **state)
     /* Eight collections fill the registry's first allocation: the next create must grow it,
      * after its transaction has committed. */
     for (int i = 1; i < 8; i++) {
-        char name[16];
+        char name[32];
         snprintf(name, sizeof name, "filler%d", i);
         cordon_collection_spec fs = {.name = name};
         assert_int_equal(cordon_collection_create(f->db, &fs, NULL), 0);

@@ -76,7 +76,7 @@ typedef enum cordon_metric {
 } cordon_metric;
 
 #define CORDON_NAME_MAX 128        /* collection names: [a-z0-9_-], 1..128 bytes */
-#define CORDON_ID_MAX 512          /* chunk ids: 1..512 bytes of UTF-8 without controls */
+#define CORDON_ID_MAX 500          /* chunk ids: 1..500 bytes of UTF-8 without controls */
 #define CORDON_TEXT_FIELDS_MAX 16  /* text fields per collection */
 #define CORDON_DIM_MAX 4096        /* vector dimension */
 

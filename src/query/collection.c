@@ -142,7 +142,12 @@ int coll_create_state(const char *dir, const coll_config_t *cfg, coll_t **out, c
     if (!c)
         return cdn_err_set(err, CDN_ERR_NOMEM, "out of memory");
     c->cfg = *cfg;
-    pthread_rwlock_init(&c->lock, NULL);
+    /* Writer-preferring: a stream of searches must not hold off a revocation. */
+    pthread_rwlockattr_t attr;
+    pthread_rwlockattr_init(&attr);
+    pthread_rwlockattr_setkind_np(&attr, PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
+    pthread_rwlock_init(&c->lock, &attr);
+    pthread_rwlockattr_destroy(&attr);
     atomic_init(&c->refs, 1);
     if ((rc = acl_index_create(&c->acl)) != 0) {
         cdn_err_set(err, rc, "out of memory");

@@ -153,7 +153,7 @@ static int knn_locked(engine_t *e, coll_t *c, const uint32_t *view, size_t nview
     if ((rc = acl_index_allowed(c->acl, view, nview, &allowed)) != 0)
         return cdn_err_set(err, rc, "out of memory");
     out->readable = roaring_bitmap_get_cardinality(allowed);
-    if (q->filter_json && (rc = search_filter_locked(c, q->filter_json, allowed, err)) != 0) {
+    if (q->filter_json && (rc = search_filter_locked(e, c, q->filter_json, allowed, err)) != 0) {
         roaring_bitmap_free(allowed);
         return rc;
     }
@@ -220,42 +220,70 @@ void search_result_free(search_result_t *r)
     r->n_hits = 0;
 }
 
+/* Reads the chunk's record and checks it under the collection's read lock. A write commits to
+ * the store before it reaches memory, so a read transaction may be ahead of memory: then
+ * *ahead is set and nothing is read; the caller waits for the writer and tries again. */
+static int get_locked(engine_t *e, coll_t *c, const unsigned char *key, size_t klen,
+                      const uint32_t *view, size_t nview, json_t **obj, float **vec,
+                      uint64_t *rev, int *readable, int *ahead, cdn_err_t *err)
+{
+    store_txn_t *t = NULL;
+    uint64_t stored = 0;
+    const void *v;
+    size_t vlen;
+    uint32_t row = 0;
+    int rc = klen ? store_txn_begin(e->store, 0, &t, err) : CDN_OK;
+    *rev = atomic_load(&e->revision);
+    if (rc == CDN_OK && t && (rc = store_revision_get(t, &stored)) == CDN_OK && stored > *rev)
+        *ahead = 1;
+    else if (rc == CDN_OK && t && store_get(t, STORE_CHUNKS, key, klen, &v, &vlen) == CDN_OK &&
+             chunkrec_decode(v, vlen, &row, obj) == CDN_OK)
+        *readable = !c->broken && acl_index_check(c->acl, row, view, nview);
+    if (*readable && c->vf && (*vec = cdn_malloc(c->cfg.dim * sizeof(float))))
+        memcpy(*vec, vecfile_base(c->vf) + (size_t)row * vecfile_stride(c->vf),
+               c->cfg.dim * sizeof(float));
+    else if (*readable && c->vf)
+        rc = CDN_ERR_NOMEM;
+    store_txn_abort(t);
+    return rc;
+}
+
 int search_get(engine_t *e, const char *name, const char *const *principals, size_t n,
-               const char *id, json_t **obj, float **vec, uint64_t *rev, cdn_err_t *err)
+               const char *id, json_t **obj, float **vec, uint32_t *dim, uint64_t *rev,
+               cdn_err_t *err)
 {
     unsigned char key[4 + 512];
-    uint32_t *view = NULL, row = 0;
-    size_t nview = 0, klen, vlen;
-    const void *v;
-    store_txn_t *t = NULL;
+    uint32_t *view = NULL;
+    size_t nview = 0, klen;
     coll_t *c;
-    int rc, readable = 0;
+    int rc, readable = 0, ahead = 1;
     *obj = NULL;
     *vec = NULL;
     if ((rc = engine_coll_get(e, name, &c, err)) != 0)
         return rc;
+    *dim = c->cfg.dim;
     klen = coll_chunk_key(c->cfg.id, id, key, sizeof key);
     if ((rc = engine_view_ids(e, principals, n, &view, &nview, err)) != 0)
         goto done;
-    pthread_rwlock_rdlock(&c->lock);
-    *rev = atomic_load(&e->revision);
-    rc = klen ? store_txn_begin(e->store, 0, &t, err) : CDN_OK;
-    if (rc == CDN_OK && t && store_get(t, STORE_CHUNKS, key, klen, &v, &vlen) == CDN_OK &&
-        chunkrec_decode(v, vlen, &row, obj) == CDN_OK)
-        readable = !c->broken && acl_index_check(c->acl, row, view, nview);
-    if (readable && c->vf && (*vec = cdn_malloc(c->cfg.dim * sizeof(float))))
-        memcpy(*vec, vecfile_base(c->vf) + (size_t)row * vecfile_stride(c->vf),
-               c->cfg.dim * sizeof(float));
-    else if (readable && c->vf)
-        rc = CDN_ERR_NOMEM;
-    pthread_rwlock_unlock(&c->lock);
-    store_txn_abort(t);
+    for (int tries = 0; rc == CDN_OK && ahead; tries++) {
+        if (tries) { /* a writer is between its commit and its apply: let it finish */
+            pthread_mutex_lock(&e->write_lock);
+            pthread_mutex_unlock(&e->write_lock);
+        }
+        ahead = 0;
+        pthread_rwlock_rdlock(&c->lock);
+        rc = get_locked(e, c, key, klen, view, nview, obj, vec, rev, &readable,
+                        tries < 100 ? &ahead : &(int){0}, err);
+        pthread_rwlock_unlock(&c->lock);
+    }
     if (rc == CDN_OK && !readable) /* hidden equals missing: the same code and message */
         rc = cdn_err_set(err, CDN_ERR_NOT_FOUND, "no chunk \"%s\" in collection \"%s\"", id, name);
 done:
     if (rc) {
         json_decref(*obj);
         *obj = NULL;
+        cdn_free(*vec);
+        *vec = NULL;
     }
     cdn_free(view);
     coll_unref(c);

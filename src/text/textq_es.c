@@ -361,7 +361,7 @@ static int parse_bool(const json_t *j, const char *at, textq_t **out, cdn_err_t 
             return bad(err, p.s, "unknown bool clause; use must, should, filter or must_not");
         }
     }
-    textq_t *b;
+    textq_t *b = NULL;
     int rc = textq_bool(&b);
     for (int o = 0; o < 4 && !rc; o++) {
         const json_t *c = json_object_get(j, occ[o]);

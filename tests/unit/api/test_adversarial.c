@@ -108,7 +108,7 @@ static int setup(void **state)
     uint64_t seed = 99;
     const char *tf[] = {"body"};
     cordon_meta_field mf[] = {{"tag", CORDON_META_KEYWORD}, {"num", CORDON_META_NUMBER}};
-    cordon_collection_spec spec = {.name = "docs", .dim = DIM, .metric = CORDON_METRIC_L2,
+    cordon_collection_spec spec = {.asserted_principals = 1, .name = "docs", .dim = DIM, .metric = CORDON_METRIC_L2,
                                    .text_fields = tf, .n_text_fields = 1, .meta_fields = mf,
                                    .n_meta_fields = 2};
     assert_non_null(tu_tmpdir(f->dir, sizeof f->dir));

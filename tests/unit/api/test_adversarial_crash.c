@@ -92,7 +92,7 @@ static void test_kill_mid_set_acl_keeps_whole_acknowledged_batches(void **state)
         int fds[2];
         cordon_t *db;
         const char *tf[] = {"body"};
-        cordon_collection_spec spec = {.name = "acl", .dim = DIM, .text_fields = tf,
+        cordon_collection_spec spec = {.asserted_principals = 1, .name = "acl", .dim = DIM, .text_fields = tf,
                                        .n_text_fields = 1};
         assert_non_null(tu_tmpdir(dir, sizeof dir));
         assert_int_equal(cordon_open(dir, NULL, &db, NULL), 0);

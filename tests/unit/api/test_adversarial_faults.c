@@ -47,7 +47,7 @@ static int setup(void **state)
 {
     fx_t *f = calloc(1, sizeof *f);
     const char *tf[] = {"body"};
-    cordon_collection_spec spec = {.name = "docs", .dim = DIM, .metric = CORDON_METRIC_COSINE,
+    cordon_collection_spec spec = {.asserted_principals = 1, .name = "docs", .dim = DIM, .metric = CORDON_METRIC_COSINE,
                                    .text_fields = tf, .n_text_fields = 1};
     assert_non_null(tu_tmpdir(f->dir, sizeof f->dir));
     assert_int_equal(cordon_open(f->dir, NULL, &f->db, NULL), 0);
@@ -306,9 +306,9 @@ static void test_failed_collection_create_leaves_nothing_in_the_way(void **state
     fx_t *f = *state;
     const char *tf[] = {"body"};
     for (int n = 0; n < MAX_STEPS; n++) {
-        cordon_collection_spec a = {.name = "other", .dim = 8, .text_fields = tf,
+        cordon_collection_spec a = {.asserted_principals = 1, .name = "other", .dim = 8, .text_fields = tf,
                                     .n_text_fields = 1};
-        cordon_collection_spec b = {.name = "other", .dim = 16};
+        cordon_collection_spec b = {.asserted_principals = 1, .name = "other", .dim = 16};
         cordon_error err;
         cdn_mem_fail_after(n);
         int rc = cordon_collection_create(f->db, &a, &err);
@@ -342,11 +342,11 @@ static void test_failed_collection_create_is_absent_after_reopen(void **state)
     for (int i = 1; i < 8; i++) {
         char name[32];
         snprintf(name, sizeof name, "filler%d", i);
-        cordon_collection_spec fs = {.name = name};
+        cordon_collection_spec fs = {.asserted_principals = 1, .name = name};
         assert_int_equal(cordon_collection_create(f->db, &fs, NULL), 0);
     }
     for (int n = 0; n < MAX_STEPS; n++) {
-        cordon_collection_spec a = {.name = "again", .dim = 8};
+        cordon_collection_spec a = {.asserted_principals = 1, .name = "again", .dim = 8};
         cordon_collection_info info;
         cdn_mem_fail_after(n);
         int rc = cordon_collection_create(f->db, &a, NULL);

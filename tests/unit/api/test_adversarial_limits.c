@@ -24,7 +24,7 @@ static int setup(void **state)
 {
     fx_t *f = calloc(1, sizeof *f);
     const char *tf[] = {"body"};
-    cordon_collection_spec spec = {.name = "docs", .dim = DIM, .text_fields = tf,
+    cordon_collection_spec spec = {.asserted_principals = 1, .name = "docs", .dim = DIM, .text_fields = tf,
                                    .n_text_fields = 1};
     assert_non_null(tu_tmpdir(f->dir, sizeof f->dir));
     assert_int_equal(cordon_open(f->dir, NULL, &f->db, NULL), 0);

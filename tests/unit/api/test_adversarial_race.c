@@ -63,7 +63,7 @@ static void close_shared(shared_t *s)
 static void make(cordon_t *db, const char *name)
 {
     const char *tf[] = {"body"};
-    cordon_collection_spec spec = {.name = name, .dim = DIM, .metric = CORDON_METRIC_L2,
+    cordon_collection_spec spec = {.asserted_principals = 1, .name = name, .dim = DIM, .metric = CORDON_METRIC_L2,
                                    .text_fields = tf, .n_text_fields = 1};
     assert_int_equal(cordon_collection_create(db, &spec, NULL), 0);
 }
@@ -315,7 +315,7 @@ static void *drop_writer(void *arg)
     shared_t *s = arg;
     static const char *A[] = {"group:a"};
     const char *tf[] = {"body"};
-    cordon_collection_spec spec = {.name = "dr", .dim = DIM, .text_fields = tf,
+    cordon_collection_spec spec = {.asserted_principals = 1, .name = "dr", .dim = DIM, .text_fields = tf,
                                    .n_text_fields = 1};
     cordon_field fl = {"body", "common"};
     for (uint64_t g = 1; g <= GENS; g++) {
@@ -564,7 +564,7 @@ static void *recreate_writer(void *arg)
     static float v[64];
     for (int k = 0; k < RECREATES; k++) {
         uint32_t dim = k % 2 ? 64 : 4;
-        cordon_collection_spec spec = {.name = "vv", .dim = dim, .metric = CORDON_METRIC_L2};
+        cordon_collection_spec spec = {.asserted_principals = 1, .name = "vv", .dim = dim, .metric = CORDON_METRIC_L2};
         for (uint32_t d = 0; d < dim; d++)
             v[d] = (float)dim;
         cordon_chunk c = {.id = "x", .vector = v, .allowed = A, .n_allowed = 1};

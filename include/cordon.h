@@ -53,7 +53,9 @@ const char *cordon_strerror(int code);
 typedef struct cordon cordon_t;
 
 typedef struct cordon_options {
-    uint64_t map_size; /* most the database may grow to, bytes; 0 = 64 GiB */
+    uint64_t map_size;          /* most the database may grow to, bytes; 0 = 64 GiB */
+    uint64_t plan_exact_floats; /* the planner scans exactly when readable rows x dim is at
+                                   most this; 0 = the measured default (docs/internals) */
 } cordon_options;
 
 /* Opens (creating it and its parent-less directory if needed) the data directory `dir`.
@@ -74,7 +76,7 @@ typedef enum cordon_metric {
 } cordon_metric;
 
 #define CORDON_NAME_MAX 128        /* collection names: [a-z0-9_-], 1..128 bytes */
-#define CORDON_ID_MAX 512          /* chunk ids: 1..512 bytes of UTF-8 without controls */
+#define CORDON_ID_MAX 500          /* chunk ids: 1..500 bytes of UTF-8 without controls */
 #define CORDON_TEXT_FIELDS_MAX 16  /* text fields per collection */
 #define CORDON_DIM_MAX 4096        /* vector dimension */
 
@@ -89,7 +91,34 @@ typedef struct cordon_collection_spec {
     uint32_t hnsw_m;                 /* 0 = default */
     uint32_t hnsw_ef_construction;   /* 0 = default */
     uint32_t hnsw_ef_search;         /* 0 = default */
+    /* Analyzer of every text field (and of the catch-all field "_all" that a plain text query
+     * searches): "standard" (default), "english", "english:snowball", "whitespace",
+     * "keyword". */
+    const char *analyzer;
+    /* Metadata keys indexed for filters (term, terms, range, exists). */
+    const struct cordon_meta_field *meta_fields;
+    size_t n_meta_fields;
+    float bm25_k1;                   /* 0 = 1.2 */
+    float bm25_b;                    /* 0 = 0.75 (pass 1e-9 for no length normalisation) */
+    /* 1: searches and reads may present principals directly (cordon_subject.principals), for a
+     * trusted caller whose groups live in its own identity provider. 0 (the default): only
+     * subjects of the permission model (cordon_subject.subject_id) may search. */
+    int asserted_principals;
 } cordon_collection_spec;
+
+typedef enum cordon_meta_kind {
+    CORDON_META_KEYWORD = 1,
+    CORDON_META_NUMBER = 2,
+    CORDON_META_DATE = 3,            /* ISO-8601 strings or epoch milliseconds */
+    CORDON_META_BOOL = 4,
+} cordon_meta_kind;
+
+#define CORDON_META_FIELDS_MAX 32
+
+typedef struct cordon_meta_field {
+    const char *name;                /* a top-level key of the chunks' metadata */
+    cordon_meta_kind kind;
+} cordon_meta_field;
 
 /* Creates a collection. CORDON_ERR_EXISTS if the name is taken, CORDON_ERR_INVALID for a bad
  * name, dimension or field list. */
@@ -160,10 +189,17 @@ int cordon_set_acl(cordon_t *db, const char *collection, const cordon_acl_change
 
 /* ---- Subjects: who is asking. ---- */
 typedef struct cordon_subject {
-    /* The principals the subject holds: "user:alice", "group:eng", "role:auditor" (a bare
-     * name is a group). A subject that holds no principal reads nothing. */
+    /* Asserted mode, for a trusted caller whose groups live elsewhere, on collections created
+     * with asserted_principals: the principals the subject holds: "user:alice", "group:eng",
+     * "role:auditor" (a bare name is a group). A subject that holds no principal reads
+     * nothing. Ignored when subject_id is set. */
     const char *const *principals;
     size_t n_principals;
+    /* Model mode: a subject of the permission model. Its view (itself, its groups
+     * transitively, its roles) is computed at the current revision, and it must hold the
+     * action ("search" for searches, "read" for cordon_get) on "collection:<name>"; otherwise
+     * the collection reads as missing (CORDON_ERR_NOT_FOUND). */
+    const char *subject_id;
 } cordon_subject;
 
 /* A chunk as a subject reads it. */
@@ -197,12 +233,30 @@ typedef enum cordon_strategy {
 
 #define CORDON_K_MAX 10000
 
+typedef enum cordon_fusion {
+    CORDON_FUSION_RRF = 0,      /* reciprocal rank fusion, as Elasticsearch's retriever.rrf */
+    CORDON_FUSION_LINEAR = 1,   /* weighted sum of min-max normalised scores */
+} cordon_fusion;
+
+/* A vector query, a text query, or both (hybrid: each side is permission-filtered, then fused).*/
 typedef struct cordon_query {
-    const float *vector;        /* dim floats */
+    const float *vector;        /* dim floats, or NULL for a text-only query */
     size_t k;                   /* 0 = 10 */
-    cordon_strategy strategy;
+    cordon_strategy strategy;   /* for the vector side */
     uint32_t ef_search;         /* 0 = the collection's */
     size_t max_candidates;      /* postfilter widening limit; 0 = 1000 */
+    const char *text;           /* BM25 match over every text field, or NULL */
+    const char *query_json;     /* or an Elasticsearch query object: match, multi_match,
+                                   match_phrase, prefix, fuzzy, term, terms, range, exists,
+                                   bool; NULL = none */
+    cordon_fusion fusion;       /* hybrid only */
+    size_t rank_window_size;    /* hybrid: hits taken from each side; 0 = max(k, 100) */
+    uint32_t rank_constant;     /* RRF constant; 0 = 60 */
+    float text_weight;          /* linear fusion weights; 0 = 0.5 */
+    float vector_weight;
+    const char *filter_json;    /* an Elasticsearch query object that only filters (e.g. term,
+                                   range, bool.filter on metadata fields): results come from
+                                   the readable chunks it matches; NULL = none */
 } cordon_query;
 
 typedef struct cordon_hit {
@@ -226,7 +280,63 @@ int cordon_search(cordon_t *db, const char *collection, const cordon_subject *su
                   const cordon_query *query, cordon_result **out, cordon_error *err);
 void cordon_result_free(cordon_result *r);
 
-/* Frees memory the API handed out as a plain array (cordon_collection_list). */
+/* ---- The permission model (docs/internals/authz.md has the operation vocabulary). ---- */
+
+/* Applies one model operation, e.g.
+ * {"op":"add_member","group":"eng","member":"alice","member_kind":"subject"}; durable and
+ * visible to every later check and search once this returns. A bad operation (unknown
+ * operator, malformed condition, cyclic group, unknown subject) changes nothing. */
+int cordon_model_apply(cordon_t *db, const char *op_json, uint64_t *revision, cordon_error *err);
+/* Replaces the whole model by one JSON document (the shape cordon_model_export writes). */
+int cordon_model_import(cordon_t *db, const char *doc_json, uint64_t *revision,
+                        cordon_error *err);
+/* The whole model as one JSON document; free *json with cordon_free. */
+int cordon_model_export(cordon_t *db, char **json, cordon_error *err);
+
+typedef struct cordon_authz_request {
+    const char *subject;        /* subject id */
+    const char *resource;       /* "type:id", e.g. "collection:hr-payroll" */
+    const char *action;         /* case-insensitive */
+    const char *context_json;   /* NULL or a JSON object: operands "context.*" */
+    const char *resource_json;  /* NULL or a JSON object: operands "resource.*" */
+    const char *scope_type;     /* both NULL for no scope */
+    const char *scope_id;
+} cordon_authz_request;
+
+typedef struct cordon_decision {
+    int authorized;
+    char reason[48];            /* e.g. "PERMISSION_GRANTED_NO_CONDITION" */
+    char resource[256];         /* the matched permission's resource pattern, or "" */
+    char action[64];
+    char condition[1024];       /* its condition as JSON, or "" */
+    char role[128];             /* the role that carried it, "" for a direct grant */
+    char granted_to[144];       /* "user:alice", "group:eng", ... */
+    uint64_t revision;
+} cordon_decision;
+
+/* Decides whether subject may do action on resource. Returns CORDON_OK whenever a decision was
+ * made (denials included: see out->reason). */
+int cordon_is_authorized(cordon_t *db, const cordon_authz_request *req, cordon_decision *out,
+                         cordon_error *err);
+
+/* The principals of a subject's view, sorted; free with cordon_strings_free. */
+int cordon_view(cordon_t *db, const char *subject_id, char ***principals, size_t *n,
+                uint64_t *revision, cordon_error *err);
+void cordon_strings_free(char **v, size_t n);
+
+typedef struct cordon_explanation {
+    int readable;
+    char principal[144];        /* the view principal that decided, or "" */
+    char message[256];          /* one sentence */
+    uint64_t revision;
+} cordon_explanation;
+
+/* Explains why subject_id may or may not read chunk id (an administrator's question: it
+ * names the chunk's ACL principals). CORDON_ERR_NOT_FOUND if the chunk does not exist. */
+int cordon_explain(cordon_t *db, const char *collection, const char *subject_id, const char *id,
+                   cordon_explanation *out, cordon_error *err);
+
+/* Frees memory the API handed out as a plain array (cordon_collection_list) or string. */
 void cordon_free(void *p);
 
 #ifdef __cplusplus

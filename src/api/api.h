@@ -14,4 +14,7 @@ struct cordon {
 /* Copies an internal error into the caller's record (if any) and returns rc. */
 int api_ret(int rc, const cdn_err_t *in, cordon_error *err);
 
+/* Checks that a subject is given and well formed. */
+int api_check_subject(const cordon_subject *s, cdn_err_t *e);
+
 #endif

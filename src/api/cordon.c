@@ -13,6 +13,9 @@ _Static_assert((int)CORDON_ERR_INTERNAL == (int)CDN_ERR_INTERNAL, "status codes 
 _Static_assert((int)CORDON_NAME_MAX == COLL_NAME_MAX, "name limits must match");
 _Static_assert(CORDON_ID_MAX == WRITE_ID_MAX, "id limits must match");
 _Static_assert(CORDON_K_MAX == SEARCH_K_MAX, "k limits must match");
+_Static_assert((int)CORDON_META_KEYWORD == (int)TEXTIDX_KEYWORD &&
+                   (int)CORDON_META_BOOL == (int)TEXTIDX_BOOL,
+               "metadata kinds must match textidx kinds");
 _Static_assert(CORDON_BATCH_MAX == WRITE_BATCH_MAX, "batch limits must match");
 
 int api_ret(int rc, const cdn_err_t *in, cordon_error *err)
@@ -46,6 +49,7 @@ int cordon_open(const char *dir, const cordon_options *opts, cordon_t **out, cor
         cdn_free(db);
         return api_ret(rc, &e, err);
     }
+    db->e->plan_exact_floats = opts ? opts->plan_exact_floats : 0;
     *out = db;
     return api_ret(CDN_OK, &e, err);
 }
@@ -89,6 +93,28 @@ int cordon_collection_create(cordon_t *db, const cordon_collection_spec *s, cord
     cfg.hnsw_efc = s->hnsw_ef_construction ? s->hnsw_ef_construction : 200;
     cfg.hnsw_ef = s->hnsw_ef_search ? s->hnsw_ef_search : 64;
     NEED(cfg.hnsw_m >= 2 && cfg.hnsw_m <= 128, "hnsw_m must be 2 to 128");
+    NEED(!s->analyzer || strlen(s->analyzer) < COLL_ANALYZER_MAX, "analyzer name too long");
+    memcpy(cfg.analyzer, s->analyzer ? s->analyzer : "standard",
+           strlen(s->analyzer ? s->analyzer : "standard") + 1);
+    NEED(s->n_meta_fields <= CORDON_META_FIELDS_MAX, "more than 32 metadata fields");
+    NEED(!s->n_meta_fields || s->meta_fields, "meta_fields is NULL");
+    for (size_t i = 0; i < s->n_meta_fields; i++) {
+        const cordon_meta_field *m = &s->meta_fields[i];
+        NEED(m->name && *m->name && strlen(m->name) <= COLL_NAME_MAX && m->name[0] != '_',
+             "a metadata field name is empty, too long or starts with '_'");
+        NEED(m->kind >= CORDON_META_KEYWORD && m->kind <= CORDON_META_BOOL,
+             "metadata field kind must be keyword, number, date or bool");
+        for (size_t j = 0; j < cfg.n_text; j++)
+            NEED(strcmp(m->name, cfg.text_fields[j]), "a metadata field has a text field's name");
+        memcpy(cfg.meta_fields[i], m->name, strlen(m->name) + 1);
+        cfg.meta_kinds[i] = (int)m->kind; /* cordon_meta_kind values equal textidx_kind_t */
+    }
+    cfg.n_meta = s->n_meta_fields;
+    NEED(s->bm25_k1 >= 0 && s->bm25_b >= 0 && s->bm25_b <= 1, "bm25_k1 must be >= 0 and bm25_b "
+                                                              "between 0 and 1");
+    cfg.asserted = s->asserted_principals != 0;
+    cfg.k1 = s->bm25_k1;
+    cfg.b = s->bm25_b;
     NEED(cfg.hnsw_efc <= 4096 && cfg.hnsw_ef <= 4096, "hnsw ef values must be at most 4096");
     return api_ret(engine_coll_create(db->e, &cfg, &e), &e, err);
 }

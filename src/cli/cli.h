@@ -1,8 +1,28 @@
-/* cli.h: the subcommands of the cordon binary, one function each.
- * Relies on include/cordon.h; each returns a process exit code (0 ok, 1 failure, 2 usage). */
+/* cli.h: the subcommands of the cordon binary, one function each, and their shared helpers.
+ * Relies on include/cordon.h; each command returns a process exit code (0 ok, 1 failure,
+ * 2 usage error). */
 #ifndef CDN_CLI_H
 #define CDN_CLI_H
 
+#include <stddef.h>
+
+#include "cordon.h"
+
 int cli_bench(int argc, char **argv);
+int cli_load(int argc, char **argv);
+int cli_search(int argc, char **argv);
+int cli_demo(int argc, char **argv);
+int cli_model(int argc, char **argv);
+int cli_check(int argc, char **argv);
+int cli_explain(int argc, char **argv);
+
+/* Splits "a,b,c" into a NULL-terminated array of strings (one allocation; cdn_free it). */
+char **cli_split(const char *csv, size_t *n);
+/* Parses a float in full ("1e-3"), an unsigned size ("10"); 0 or -1 with a message printed. */
+int cli_parse_size(const char *opt, const char *s, size_t *out);
+/* Opens a data directory, printing the error on failure. */
+int cli_open(const char *dir, cordon_t **db);
+/* Prints "cordon CMD: message" for err to stderr and returns 1. */
+int cli_fail(const char *cmd, const cordon_error *err);
 
 #endif

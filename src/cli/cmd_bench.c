@@ -1,7 +1,10 @@
 /* cmd_bench.c: `cordon bench NAME ...`, dispatching to the benchmark programs under bench/.
  * Relies on each bench/bench_NAME.h exporting `int bench_NAME_main(int argc, char **argv)`. */
 #include "cli/cli.h"
+#include "../../bench/bench_authz.h"
 #include "../../bench/bench_hnsw.h"
+#include "../../bench/bench_text.h"
+#include "../../bench/bench_scan.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -12,7 +15,10 @@ static const struct bench_entry {
     int (*main)(int argc, char **argv);
     const char *what;
 } benches[] = {
+    {"authz", bench_authz_main, "is-authorized and view latency vs Casbin"},
     {"hnsw", bench_hnsw_main, "HNSW build, memory, save/load, recall and latency under filters"},
+    {"text", bench_text_main, "BM25 / kNN / hybrid quality and latency on BEIR corpora, vs FTS5"},
+    {"scan", bench_scan_main, "exact scan of an allowed set vs a scalar loop"},
     {NULL, NULL, NULL},
 };
 

@@ -30,14 +30,19 @@ int coll_name_check(const char *name, cdn_err_t *err)
 
 int coll_config_encode(const coll_config_t *cfg, char **json)
 {
-    json_t *fields = json_array(), *o;
+    json_t *fields = json_array(), *meta = json_array(), *o;
     for (size_t i = 0; fields && i < cfg->n_text; i++)
         json_array_append_new(fields, json_string(cfg->text_fields[i]));
-    o = json_pack("{s:s, s:I, s:I, s:s, s:o, s:s, s:I, s:I, s:I}", "name", cfg->name, "id",
-                  (json_int_t)cfg->id, "dim", (json_int_t)cfg->dim, "metric",
+    for (size_t i = 0; meta && i < cfg->n_meta; i++)
+        json_array_append_new(meta, json_pack("{s:s, s:i}", "name", cfg->meta_fields[i], "kind",
+                                              cfg->meta_kinds[i]));
+    o = json_pack("{s:s, s:I, s:I, s:s, s:o, s:s, s:I, s:I, s:I, s:s, s:o, s:f, s:f, s:b}", "name",
+                  cfg->name, "id", (json_int_t)cfg->id, "dim", (json_int_t)cfg->dim, "metric",
                   vec_metric_name(cfg->metric), "text_fields", fields, "acl_field",
                   cfg->acl_field, "hnsw_m", (json_int_t)cfg->hnsw_m, "hnsw_ef_construction",
-                  (json_int_t)cfg->hnsw_efc, "hnsw_ef_search", (json_int_t)cfg->hnsw_ef);
+                  (json_int_t)cfg->hnsw_efc, "hnsw_ef_search", (json_int_t)cfg->hnsw_ef,
+                  "analyzer", cfg->analyzer, "meta_fields", meta, "bm25_k1", (double)cfg->k1,
+                  "bm25_b", (double)cfg->b, "asserted_principals", cfg->asserted);
     if (!o)
         return CDN_ERR_NOMEM;
     *json = json_dumps(o, JSON_COMPACT);
@@ -57,16 +62,33 @@ static int copy_name(char *dst, const char *src)
 int coll_config_decode(const char *json, size_t len, coll_config_t *cfg, cdn_err_t *err)
 {
     json_error_t je;
-    json_t *o = json_loadb(json, len, 0, &je), *fields = NULL;
-    const char *name, *metric, *acl;
+    json_t *o = json_loadb(json, len, 0, &je), *fields = NULL, *meta = NULL, *x;
+    const char *name, *metric, *acl, *an;
     json_int_t id, dim, m, efc, ef;
+    double k1, b;
+    size_t i;
     int rc = CDN_ERR_CORRUPT;
     memset(cfg, 0, sizeof *cfg);
-    if (!o || json_unpack(o, "{s:s, s:I, s:I, s:s, s:o, s:s, s:I, s:I, s:I}", "name", &name,
-                          "id", &id, "dim", &dim, "metric", &metric, "text_fields", &fields,
-                          "acl_field", &acl, "hnsw_m", &m, "hnsw_ef_construction", &efc,
-                          "hnsw_ef_search", &ef) != 0)
+    if (!o || json_unpack(o, "{s:s, s:I, s:I, s:s, s:o, s:s, s:I, s:I, s:I, s:s, s:o, s:F, s:F, s:b}",
+                          "name", &name, "id", &id, "dim", &dim, "metric", &metric,
+                          "text_fields", &fields, "acl_field", &acl, "hnsw_m", &m,
+                          "hnsw_ef_construction", &efc, "hnsw_ef_search", &ef, "analyzer", &an,
+                          "meta_fields", &meta, "bm25_k1", &k1, "bm25_b", &b,
+                          "asserted_principals", &cfg->asserted) != 0)
         goto done;
+    if (strlen(an) >= COLL_ANALYZER_MAX || !json_is_array(meta) ||
+        json_array_size(meta) > COLL_META_FIELDS_MAX)
+        goto done;
+    memcpy(cfg->analyzer, an, strlen(an) + 1);
+    cfg->k1 = (float)k1;
+    cfg->b = (float)b;
+    json_array_foreach(meta, i, x) {
+        const char *mn = json_string_value(json_object_get(x, "name"));
+        if (!mn || copy_name(cfg->meta_fields[i], mn))
+            goto done;
+        cfg->meta_kinds[i] = (int)json_integer_value(json_object_get(x, "kind"));
+        cfg->n_meta++;
+    }
     if (copy_name(cfg->name, name) || copy_name(cfg->acl_field, acl) ||
         vec_metric_parse(metric, &cfg->metric) || !json_is_array(fields) ||
         json_array_size(fields) > COLL_TEXT_FIELDS_MAX)
@@ -76,9 +98,9 @@ int coll_config_decode(const char *json, size_t len, coll_config_t *cfg, cdn_err
     cfg->hnsw_m = (uint32_t)m;
     cfg->hnsw_efc = (uint32_t)efc;
     cfg->hnsw_ef = (uint32_t)ef;
-    for (size_t i = 0; i < json_array_size(fields); i++) {
-        const char *f = json_string_value(json_array_get(fields, i));
-        if (!f || copy_name(cfg->text_fields[i], f))
+    for (size_t j = 0; j < json_array_size(fields); j++) {
+        const char *f = json_string_value(json_array_get(fields, j));
+        if (!f || copy_name(cfg->text_fields[j], f))
             goto done;
         cfg->n_text++;
     }
@@ -90,9 +112,9 @@ done:
     return rc;
 }
 
-int coll_vecfile_path(const char *dir, uint32_t id, char *buf, size_t size)
+int coll_file_path(const char *dir, uint32_t id, const char *ext, char *buf, size_t size)
 {
-    int n = snprintf(buf, size, "%s/coll-%u.vec", dir, id);
+    int n = snprintf(buf, size, "%s/coll-%u.%s", dir, id, ext);
     return (n < 0 || (size_t)n >= size) ? CDN_ERR_LIMIT : CDN_OK;
 }
 
@@ -120,12 +142,19 @@ int coll_create_state(const char *dir, const coll_config_t *cfg, coll_t **out, c
     if (!c)
         return cdn_err_set(err, CDN_ERR_NOMEM, "out of memory");
     c->cfg = *cfg;
-    pthread_rwlock_init(&c->lock, NULL);
+    /* Writer-preferring: a stream of searches must not hold off a revocation. */
+    pthread_rwlockattr_t attr;
+    pthread_rwlockattr_init(&attr);
+    pthread_rwlockattr_setkind_np(&attr, PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
+    pthread_rwlock_init(&c->lock, &attr);
+    pthread_rwlockattr_destroy(&attr);
     atomic_init(&c->refs, 1);
     if ((rc = acl_index_create(&c->acl)) != 0) {
         cdn_err_set(err, rc, "out of memory");
         goto fail;
     }
+    if ((rc = coll_text_create(cfg, &c->text, err)) != 0)
+        goto fail;
     if (cfg->dim) {
         if ((rc = coll_vecfile_path(dir, cfg->id, path, sizeof path)) != 0) {
             cdn_err_set(err, rc, "data directory path too long");
@@ -133,6 +162,14 @@ int coll_create_state(const char *dir, const coll_config_t *cfg, coll_t **out, c
         }
         if ((rc = vecfile_open(path, cfg->dim, &c->vf, err)) != 0)
             goto fail;
+        hnsw_params_t hp = hnsw_params_default();
+        hp.m = cfg->hnsw_m ? cfg->hnsw_m : hp.m;
+        hp.ef_construction = cfg->hnsw_efc ? cfg->hnsw_efc : hp.ef_construction;
+        hp.ef_search = cfg->hnsw_ef ? cfg->hnsw_ef : hp.ef_search;
+        if ((rc = hnsw_create(hp, cfg->metric, cfg->dim, &c->hnsw)) != 0) {
+            cdn_err_set(err, rc, "cannot create the vector graph: %s", cdn_strerror(rc));
+            goto fail;
+        }
     }
     *out = c;
     return CDN_OK;
@@ -196,6 +233,11 @@ int coll_load(const char *dir, store_txn_t *t, const coll_config_t *cfg, coll_t 
         coll_unref(l.c);
         return rc;
     }
+    if ((rc = coll_text_open(dir, t, l.c, err)) != 0 ||
+        (l.c->hnsw && (rc = coll_graph_open(dir, l.c, err)) != 0)) {
+        coll_unref(l.c);
+        return rc;
+    }
     *out = l.c;
     return CDN_OK;
 }
@@ -210,6 +252,8 @@ void coll_unref(coll_t *c)
         cdn_free(c->row_ext[i]);
     cdn_free(c->row_ext);
     acl_index_free(c->acl);
+    hnsw_free(c->hnsw);
+    textidx_free(c->text);
     vecfile_close(c->vf);
     pthread_rwlock_destroy(&c->lock);
     cdn_free(c);

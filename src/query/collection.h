@@ -13,9 +13,13 @@
 #include "store/store.h"
 #include "store/vecfile.h"
 #include "vector/distance.h"
+#include "vector/hnsw.h"
+#include "text/textidx.h"
 
 #define COLL_NAME_MAX 128
 #define COLL_TEXT_FIELDS_MAX 16
+#define COLL_META_FIELDS_MAX 32
+#define COLL_ANALYZER_MAX 40
 
 typedef struct coll_config {
     char name[COLL_NAME_MAX + 1];
@@ -26,11 +30,22 @@ typedef struct coll_config {
     char text_fields[COLL_TEXT_FIELDS_MAX][COLL_NAME_MAX + 1];
     char acl_field[COLL_NAME_MAX + 1];
     uint32_t hnsw_m, hnsw_efc, hnsw_ef;
+    char analyzer[COLL_ANALYZER_MAX];
+    size_t n_meta;
+    char meta_fields[COLL_META_FIELDS_MAX][COLL_NAME_MAX + 1];
+    int meta_kinds[COLL_META_FIELDS_MAX];   /* textidx_kind_t */
+    float k1, b;
+    int asserted;      /* accepts principals asserted by the caller */
 } coll_config_t;
 
 typedef struct coll {
     coll_config_t cfg;
     vecfile_t *vf;            /* NULL when cfg.dim == 0 */
+    hnsw_t *hnsw;             /* graph over the live rows; NULL when cfg.dim == 0 */
+    uint32_t hnsw_saved;      /* rows the checkpoint on disk reflects (0 = none) */
+    int hnsw_dirty;           /* changed since the checkpoint */
+    textidx_t *text;          /* text fields, "_all", metadata filters; always present */
+    int text_dirty;
     acl_index_t *acl;
     char **row_ext;           /* row -> external id (owned), NULL for dead rows */
     size_t row_cap;
@@ -39,7 +54,7 @@ typedef struct coll {
     /* Writers hold it exclusively while they apply a committed write; searches share it. */
     pthread_rwlock_t lock;
     atomic_int refs;
-    int broken;               /* in-memory state missed a committed write: fail closed */
+    atomic_int broken;        /* in-memory state missed a committed write: fail closed */
 } coll_t;
 
 /* Checks a collection name: 1..128 bytes of [a-z0-9_-], not starting with '_' or '-'. */
@@ -60,8 +75,18 @@ void coll_ref(coll_t *c);
 /* Drops a reference; the last one frees the collection. */
 void coll_unref(coll_t *c);
 
-/* Path of the collection's vector file under the data directory, into buf. */
-int coll_vecfile_path(const char *dir, uint32_t id, char *buf, size_t size);
+/* Path of the collection's vector file (ext "vec") or graph checkpoint ("hnsw") under the
+ * data directory, into buf. */
+int coll_file_path(const char *dir, uint32_t id, const char *ext, char *buf, size_t size);
+#define coll_vecfile_path(dir, id, buf, size) coll_file_path(dir, id, "vec", buf, size)
+
+/* Brings the graph up to date at open: loads the checkpoint if it is sound (else starts
+ * empty), inserts live rows it lacks and deletes rows that died since. */
+int coll_graph_open(const char *dir, coll_t *c, cdn_err_t *err);
+/* Inserts rows (already in the vector file) into the graph, in parallel for large batches. */
+int coll_graph_insert(coll_t *c, const uint32_t *rows, size_t n);
+/* Writes the graph checkpoint if it changed; called at close. */
+int coll_graph_save(const char *dir, coll_t *c, cdn_err_t *err);
 
 /* The vectors as a view (count = next_row). Caller holds the lock. */
 void coll_view(const coll_t *c, vec_view_t *v);
@@ -69,6 +94,18 @@ void coll_view(const coll_t *c, vec_view_t *v);
 /* Records row -> id in the row map (copying id), growing it. 0 or CDN_ERR_NOMEM. */
 int coll_row_set(coll_t *c, uint32_t row, const char *id);
 void coll_row_clear(coll_t *c, uint32_t row);
+
+/* Creates the empty text index a configuration describes: each text field and "_all" with the
+ * collection's analyzer, and the metadata fields. */
+int coll_text_create(const coll_config_t *cfg, textidx_t **out, cdn_err_t *err);
+/* The text index (text/textidx) at open: loads its checkpoint (else starts empty) and indexes
+ * the live rows it lacks, reading their records inside t; removes rows that died since. */
+int coll_text_open(const char *dir, store_txn_t *t, coll_t *c, cdn_err_t *err);
+/* Indexes one row's text fields (names/values) and metadata JSON. Caller holds the lock. */
+int coll_text_add(coll_t *c, uint32_t row, const char *const *names, const char *const *values,
+                  size_t n, const char *metadata_json, cdn_err_t *err);
+/* Writes the text checkpoint if it changed; called at close. */
+int coll_text_save(const char *dir, coll_t *c, cdn_err_t *err);
 
 /* Store keys: collection id then a row (8 bytes) or an external id (4 + len bytes). */
 void coll_row_key(uint32_t coll_id, uint32_t row, unsigned char key[8]);

@@ -9,6 +9,7 @@
 #include <stdint.h>
 
 #include "acl/acl.h"
+#include "authz/authz.h"
 #include "base/err.h"
 #include "query/collection.h"
 #include "store/store.h"
@@ -19,10 +20,15 @@ typedef struct engine {
     pthread_mutex_t write_lock;   /* one writer at a time, as LMDB allows */
     pthread_rwlock_t meta_lock;   /* the collection list and the principal table */
     acl_intern_t principals;
+    size_t principals_saved;      /* principals [0, saved) are in the store; the rest were
+                                     interned by a write that failed and wait for the next */
     coll_t **colls;               /* sorted by name */
     size_t ncolls, colls_cap;
     uint32_t next_coll_id;
     _Atomic uint64_t revision;    /* the last acknowledged revision */
+    authz_model_t *model;         /* the permission model, replayed from STORE_MODEL_LOG */
+    atomic_int model_broken;      /* memory got ahead of a failed commit: fail closed */
+    uint64_t plan_exact_floats;   /* planner threshold (0 = PLAN_EXACT_FLOATS) */
 } engine_t;
 
 /* Opens the data directory dir, creating it if missing. Free with engine_close. */
@@ -40,5 +46,30 @@ int engine_coll_drop(engine_t *e, const char *name, cdn_err_t *err);
  * chunk ever named are left out, since they open nothing. *ids is freed with cdn_free. */
 int engine_view_ids(engine_t *e, const char *const *names, size_t n, uint32_t **ids,
                     size_t *nids, cdn_err_t *err);
+
+/* ---- The permission model (query/model.c). ---- */
+
+/* Replays the model log inside read transaction t (at open). */
+int engine_model_load(engine_t *e, store_txn_t *t, cdn_err_t *err);
+/* Applies one model operation (authz op JSON) and persists it; *rev is the new revision. */
+int engine_model_apply(engine_t *e, const char *op_json, uint64_t *rev, cdn_err_t *err);
+/* Replaces the whole model with doc (authz export format) and persists it. */
+int engine_model_import(engine_t *e, const char *doc_json, uint64_t *rev, cdn_err_t *err);
+
+/* Who is asking, resolved: either a subject of the model (whose view is computed and who must
+ * hold `action` on "collection:<name>") or principals asserted by a trusted caller. */
+typedef struct engine_subject {
+    const char *const *principals; /* borrowed from the caller or from view */
+    size_t n;
+    authz_view_t *view;            /* non-NULL when resolved from the model */
+} engine_subject_t;
+
+/* Resolves a subject for an action on a collection. With subject_id set, the model decides:
+ * an unknown subject or a missing permission gives CDN_ERR_NOT_FOUND worded like a missing
+ * collection (hidden equals missing). Release with engine_subject_release. */
+int engine_subject_resolve(engine_t *e, const char *subject_id, const char *const *principals,
+                           size_t n, const char *coll, const char *action,
+                           engine_subject_t *out, cdn_err_t *err);
+void engine_subject_release(engine_subject_t *s);
 
 #endif

@@ -4,7 +4,10 @@
 #include "query/search.h"
 #include "base/mem.h"
 #include "query/chunkrec.h"
+#include "query/plan.h"
+#include "query/search_int.h"
 #include "vector/exact.h"
+#include "vector/hnsw.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -12,25 +15,31 @@
 
 static int check_query(const coll_t *c, const search_knn_t *q, cdn_err_t *err)
 {
+    if (q->text && q->query_json)
+        return cdn_err_set(err, CDN_ERR_INVALID, "give a text query or a query object, not both");
+    if (!q->vector && !q->text && !q->query_json)
+        return cdn_err_set(err, CDN_ERR_INVALID, "the query is empty: give a vector, a text "
+                                                 "query, or both");
+    if (q->k > SEARCH_K_MAX)
+        return cdn_err_set(err, CDN_ERR_INVALID, "k is %zu; the limit is %d", q->k, SEARCH_K_MAX);
+    if (!q->vector)
+        return CDN_OK;
     if (!c->cfg.dim)
         return cdn_err_set(err, CDN_ERR_INVALID,
                            "collection \"%s\" has no vectors; use a text query", c->cfg.name);
-    if (!q->vector)
-        return cdn_err_set(err, CDN_ERR_INVALID, "knn.query_vector is missing");
     for (uint32_t i = 0; i < c->cfg.dim; i++)
         if (!isfinite(q->vector[i]))
             return cdn_err_set(err, CDN_ERR_INVALID,
                                "knn.query_vector value %u is not a finite number", i);
-    if (q->k > SEARCH_K_MAX)
-        return cdn_err_set(err, CDN_ERR_INVALID, "k is %zu; the limit is %d", q->k, SEARCH_K_MAX);
     if ((unsigned)q->strategy > SEARCH_POSTFILTER)
         return cdn_err_set(err, CDN_ERR_INVALID, "unknown strategy %d", (int)q->strategy);
     return CDN_OK;
 }
 
-/* Re-checks every hit against the view and turns rows into ids and scores. */
-static int finish_hits(const coll_t *c, const uint32_t *view, size_t nview, const vec_hit_t *h,
-                       size_t n, search_result_t *out)
+/* Re-checks every hit against the view and turns rows into ids; h[i].dist holds the score
+ * the caller sees (higher is better). */
+int search_finish(const coll_t *c, const uint32_t *view, size_t nview, const vec_hit_t *h,
+                  size_t n, search_result_t *out)
 {
     out->hits = cdn_calloc(n ? n : 1, sizeof *out->hits);
     if (!out->hits)
@@ -44,23 +53,89 @@ static int finish_hits(const coll_t *c, const uint32_t *view, size_t nview, cons
         search_hit_t *o = &out->hits[out->n_hits];
         if (!(o->id = cdn_strdup(id)))
             return CDN_ERR_NOMEM;
-        o->score = vec_score_from_dist(c->cfg.metric, h[i].dist);
+        o->score = h[i].dist;
         out->n_hits++;
     }
     return CDN_OK;
 }
 
-static int run_plan(coll_t *c, const search_knn_t *q, const float *query,
-                    const roaring_bitmap_t *allowed, size_t k, vec_hit_t *hits, size_t *nhits,
-                    search_result_t *out)
+/* Unfiltered traversal: fetch a pool, keep readable hits, widen while too few survive. */
+static int run_unfiltered(coll_t *c, const vec_view_t *v, const float *query,
+                          const roaring_bitmap_t *allowed, size_t k, plan_t *p, vec_hit_t *hits,
+                          size_t *nhits, search_result_t *out)
+{
+    size_t pool = p->pool;
+    int rc = CDN_OK;
+    for (;;) {
+        vec_hit_t *cand = cdn_malloc(pool * sizeof *cand);
+        hnsw_stats_t st;
+        uint32_t n = 0;
+        if (!cand)
+            return CDN_ERR_NOMEM;
+        rc = hnsw_search(c->hnsw, v, query, (uint32_t)pool,
+                         p->ef > pool ? p->ef : (uint32_t)pool, NULL, HNSW_MODE_UNFILTERED, 0,
+                         &st, cand, &n);
+        out->candidates += st.distances;
+        *nhits = 0;
+        for (uint32_t i = 0; rc == CDN_OK && i < n && *nhits < k; i++)
+            if (roaring_bitmap_contains(allowed, cand[i].id))
+                hits[(*nhits)++] = cand[i];
+        cdn_free(cand);
+        if (rc || *nhits >= k || pool >= p->max_pool || n < pool)
+            return rc;
+        pool = pool * 4 > p->max_pool ? p->max_pool : pool * 4;
+    }
+}
+
+static int run_exact(coll_t *c, const vec_view_t *v, const float *query,
+                     const roaring_bitmap_t *allowed, size_t k, vec_hit_t *hits, size_t *nhits,
+                     search_result_t *out)
+{
+    uint64_t scanned = 0;
+    int rc = exact_search(v, c->cfg.metric, query, allowed, k, hits, nhits, &scanned);
+    out->candidates += scanned;
+    out->complete = rc == CDN_OK;
+    snprintf(out->plan, sizeof out->plan, "%s", out->plan[0] ? "hnsw+exact" : "exact");
+    return rc;
+}
+
+int search_vector_locked(engine_t *e, coll_t *c, const search_knn_t *q, const float *query,
+                         const roaring_bitmap_t *allowed, size_t k, vec_hit_t *hits,
+                         size_t *nhits, search_result_t *out)
 {
     vec_view_t v;
+    plan_t p;
+    hnsw_stats_t st;
+    hnsw_info_t info = {0};
+    uint32_t n = 0;
+    int rc;
     coll_view(c, &v);
-    /* Exact scan of the allowed set: complete by construction. The graph plans join here. */
-    (void)q;
-    snprintf(out->plan, sizeof out->plan, "exact");
-    out->complete = 1;
-    return exact_search(&v, c->cfg.metric, query, allowed, k, hits, nhits, &out->candidates);
+    if (c->hnsw)
+        hnsw_get_info(c->hnsw, &info);
+    /* The candidates: readable, and inside the filter when there is one. */
+    uint64_t cand = roaring_bitmap_get_cardinality(allowed);
+    plan_choose((int)q->strategy, cand, c->live, c->cfg.dim, k,
+                q->ef_search ? q->ef_search : c->cfg.hnsw_ef, q->max_candidates, info.nodes, e->plan_exact_floats, &p);
+    if (p.kind == PLAN_EXACT)
+        return run_exact(c, &v, query, allowed, k, hits, nhits, out);
+    snprintf(out->plan, sizeof out->plan, "%s", plan_name(p.kind));
+    if (p.kind == PLAN_GRAPH_UNFILTERED) {
+        rc = run_unfiltered(c, &v, query, allowed, k, &p, hits, nhits, out);
+        out->complete = 0;
+        if (rc == CDN_OK && *nhits < k && *nhits < cand && p.fallback_exact)
+            return run_exact(c, &v, query, allowed, k, hits, nhits, out);
+        return rc;
+    }
+    rc = hnsw_search(c->hnsw, &v, query, (uint32_t)k, p.ef, allowed, HNSW_MODE_FILTERED,
+                     p.max_visits, &st, hits, &n);
+    out->candidates += st.distances;
+    *nhits = n;
+    /* Complete only when the traversal evaluated every readable row the graph holds (every
+     * readable row is in the graph: writes insert before they publish). */
+    out->complete = rc == CDN_OK && !st.incomplete;
+    if (rc == CDN_OK && p.fallback_exact && (st.exhausted_budget || (n < k && n < cand)))
+        return run_exact(c, &v, query, allowed, k, hits, nhits, out);
+    return rc;
 }
 
 static int knn_locked(engine_t *e, coll_t *c, const uint32_t *view, size_t nview,
@@ -78,13 +153,22 @@ static int knn_locked(engine_t *e, coll_t *c, const uint32_t *view, size_t nview
     if ((rc = acl_index_allowed(c->acl, view, nview, &allowed)) != 0)
         return cdn_err_set(err, rc, "out of memory");
     out->readable = roaring_bitmap_get_cardinality(allowed);
-    if (!(hits = cdn_malloc(k * sizeof *hits)))
-        rc = CDN_ERR_NOMEM;
-    if (rc == CDN_OK)
-        rc = run_plan(c, q, query, allowed, k, hits, &nhits, out);
-    if (rc == CDN_OK)
-        rc = finish_hits(c, view, nview, hits, nhits, out);
-    if (rc)
+    if (q->filter_json && (rc = search_filter_locked(e, c, q->filter_json, allowed, err)) != 0) {
+        roaring_bitmap_free(allowed);
+        return rc;
+    }
+    if (q->text || q->query_json) {
+        rc = search_text_locked(e, c, q, query, allowed, k, out, &hits, &nhits, err);
+    } else if (!(hits = cdn_malloc(k * sizeof *hits))) {
+        rc = cdn_err_set(err, CDN_ERR_NOMEM, "out of memory");
+    } else {
+        rc = search_vector_locked(e, c, q, query, allowed, k, hits, &nhits, out);
+        for (size_t i = 0; i < nhits; i++)
+            hits[i].dist = vec_score_from_dist(c->cfg.metric, hits[i].dist);
+        if (rc)
+            cdn_err_set(err, rc, "search failed: %s", cdn_strerror(rc));
+    }
+    if (rc == CDN_OK && (rc = search_finish(c, view, nview, hits, nhits, out)) != 0)
         cdn_err_set(err, rc, "search failed: %s", cdn_strerror(rc));
     roaring_bitmap_free(allowed);
     cdn_free(hits);
@@ -104,13 +188,15 @@ int search_knn(engine_t *e, const char *name, const char *const *principals, siz
         return rc;
     if ((rc = check_query(c, q, err)) != 0)
         goto done;
-    if (!(query = cdn_malloc(c->cfg.dim * sizeof *query))) {
+    if (q->vector && !(query = cdn_malloc(c->cfg.dim * sizeof *query))) {
         rc = cdn_err_set(err, CDN_ERR_NOMEM, "out of memory");
         goto done;
     }
-    memcpy(query, q->vector, c->cfg.dim * sizeof *query);
-    if (c->cfg.metric == VEC_METRIC_COSINE)
-        vec_normalize(query, c->cfg.dim);
+    if (query) {
+        memcpy(query, q->vector, c->cfg.dim * sizeof *query);
+        if (c->cfg.metric == VEC_METRIC_COSINE)
+            vec_normalize(query, c->cfg.dim);
+    }
     if ((rc = engine_view_ids(e, principals, n, &view, &nview, err)) != 0)
         goto done;
     pthread_rwlock_rdlock(&c->lock);
@@ -134,44 +220,97 @@ void search_result_free(search_result_t *r)
     r->n_hits = 0;
 }
 
+/* Reads the chunk's record and checks it under the collection's read lock. A write commits to
+ * the store before it reaches memory, so a read transaction may be ahead of memory: then
+ * *ahead is set and nothing is read; the caller waits for the writer and tries again. */
+static int get_locked(engine_t *e, coll_t *c, const unsigned char *key, size_t klen,
+                      const uint32_t *view, size_t nview, json_t **obj, float **vec,
+                      uint64_t *rev, int *readable, int *ahead, cdn_err_t *err)
+{
+    store_txn_t *t = NULL;
+    uint64_t stored = 0;
+    const void *v;
+    size_t vlen;
+    uint32_t row = 0;
+    int rc = klen ? store_txn_begin(e->store, 0, &t, err) : CDN_OK;
+    *rev = atomic_load(&e->revision);
+    if (rc == CDN_OK && t && (rc = store_revision_get(t, &stored)) == CDN_OK && stored > *rev)
+        *ahead = 1;
+    else if (rc == CDN_OK && t && store_get(t, STORE_CHUNKS, key, klen, &v, &vlen) == CDN_OK &&
+             chunkrec_decode(v, vlen, &row, obj) == CDN_OK)
+        *readable = !c->broken && acl_index_check(c->acl, row, view, nview);
+    if (*readable && c->vf && (*vec = cdn_malloc(c->cfg.dim * sizeof(float))))
+        memcpy(*vec, vecfile_base(c->vf) + (size_t)row * vecfile_stride(c->vf),
+               c->cfg.dim * sizeof(float));
+    else if (*readable && c->vf)
+        rc = CDN_ERR_NOMEM;
+    store_txn_abort(t);
+    return rc;
+}
+
 int search_get(engine_t *e, const char *name, const char *const *principals, size_t n,
-               const char *id, json_t **obj, float **vec, uint64_t *rev, cdn_err_t *err)
+               const char *id, json_t **obj, float **vec, uint32_t *dim, uint64_t *rev,
+               cdn_err_t *err)
 {
     unsigned char key[4 + 512];
-    uint32_t *view = NULL, row = 0;
-    size_t nview = 0, klen, vlen;
-    const void *v;
-    store_txn_t *t = NULL;
+    uint32_t *view = NULL;
+    size_t nview = 0, klen;
     coll_t *c;
-    int rc, readable = 0;
+    int rc, readable = 0, ahead = 1;
     *obj = NULL;
     *vec = NULL;
     if ((rc = engine_coll_get(e, name, &c, err)) != 0)
         return rc;
+    *dim = c->cfg.dim;
     klen = coll_chunk_key(c->cfg.id, id, key, sizeof key);
     if ((rc = engine_view_ids(e, principals, n, &view, &nview, err)) != 0)
         goto done;
-    pthread_rwlock_rdlock(&c->lock);
-    *rev = atomic_load(&e->revision);
-    rc = klen ? store_txn_begin(e->store, 0, &t, err) : CDN_OK;
-    if (rc == CDN_OK && t && store_get(t, STORE_CHUNKS, key, klen, &v, &vlen) == CDN_OK &&
-        chunkrec_decode(v, vlen, &row, obj) == CDN_OK)
-        readable = !c->broken && acl_index_check(c->acl, row, view, nview);
-    if (readable && c->vf && (*vec = cdn_malloc(c->cfg.dim * sizeof(float))))
-        memcpy(*vec, vecfile_base(c->vf) + (size_t)row * vecfile_stride(c->vf),
-               c->cfg.dim * sizeof(float));
-    else if (readable && c->vf)
-        rc = CDN_ERR_NOMEM;
-    pthread_rwlock_unlock(&c->lock);
-    store_txn_abort(t);
+    for (int tries = 0; rc == CDN_OK && ahead; tries++) {
+        if (tries) { /* a writer is between its commit and its apply: let it finish */
+            pthread_mutex_lock(&e->write_lock);
+            pthread_mutex_unlock(&e->write_lock);
+        }
+        ahead = 0;
+        pthread_rwlock_rdlock(&c->lock);
+        rc = get_locked(e, c, key, klen, view, nview, obj, vec, rev, &readable,
+                        tries < 100 ? &ahead : &(int){0}, err);
+        pthread_rwlock_unlock(&c->lock);
+    }
     if (rc == CDN_OK && !readable) /* hidden equals missing: the same code and message */
         rc = cdn_err_set(err, CDN_ERR_NOT_FOUND, "no chunk \"%s\" in collection \"%s\"", id, name);
 done:
     if (rc) {
         json_decref(*obj);
         *obj = NULL;
+        cdn_free(*vec);
+        *vec = NULL;
     }
     cdn_free(view);
     coll_unref(c);
+    return rc;
+}
+
+int search_record(engine_t *e, const char *name, const char *id, json_t **obj, cdn_err_t *err)
+{
+    unsigned char key[4 + 512];
+    store_txn_t *t;
+    const void *v;
+    size_t vlen, klen;
+    uint32_t row;
+    coll_t *c;
+    int rc;
+    *obj = NULL;
+    if ((rc = engine_coll_get(e, name, &c, err)) != 0)
+        return rc;
+    klen = coll_chunk_key(c->cfg.id, id, key, sizeof key);
+    coll_unref(c);
+    if ((rc = store_txn_begin(e->store, 0, &t, err)) != 0)
+        return rc;
+    if (!klen || store_get(t, STORE_CHUNKS, key, klen, &v, &vlen) != CDN_OK)
+        rc = cdn_err_set(err, CDN_ERR_NOT_FOUND, "no chunk \"%s\" in collection \"%s\"", id,
+                         name);
+    else if ((rc = chunkrec_decode(v, vlen, &row, obj)) != 0)
+        cdn_err_set(err, rc, "chunk \"%s\" is stored corrupt", id);
+    store_txn_abort(t);
     return rc;
 }

@@ -19,12 +19,23 @@ typedef enum search_strategy {
 
 #define SEARCH_K_MAX 10000
 
+typedef enum search_fusion { SEARCH_FUSION_RRF = 0, SEARCH_FUSION_LINEAR = 1 } search_fusion_t;
+
+/* One query: a vector, a text query, or both (hybrid). */
 typedef struct search_knn {
-    const float *vector;
+    const float *vector;      /* NULL = no vector side */
     size_t k;                 /* 0 = 10 */
     search_strategy_t strategy;
     uint32_t ef_search;       /* 0 = the collection's */
     size_t max_candidates;    /* 0 = 1000 */
+    const char *text;         /* a match query over "_all" (every text field), or NULL */
+    const char *query_json;   /* an Elasticsearch query object, or NULL */
+    search_fusion_t fusion;
+    size_t rank_window;       /* hybrid: hits taken from each side; 0 = max(k, 100) */
+    uint32_t rank_constant;   /* RRF: 0 = 60 */
+    float text_weight;        /* linear: 0 = 0.5 */
+    float vector_weight;      /* linear: 0 = 0.5 */
+    const char *filter_json;  /* ES query restricting the candidates, or NULL */
 } search_knn_t;
 
 typedef struct search_hit {
@@ -43,17 +54,23 @@ typedef struct search_result {
     uint64_t rejected;        /* hits the final re-check refused (always 0 unless a bug) */
 } search_result_t;
 
-/* k-nearest-neighbour search as the subject holding `principals`. 0, or CDN_ERR_NOT_FOUND
- * (collection), CDN_ERR_INVALID (query: dimension, NaN, k), CDN_ERR_NOMEM, CDN_ERR_INTERNAL
- * (collection state lost a write: fails closed). */
+/* Vector, text or hybrid search as the subject holding `principals`. 0, or
+ * CDN_ERR_NOT_FOUND (collection), CDN_ERR_INVALID (query: dimension, NaN, k, DSL),
+ * CDN_ERR_NOMEM, CDN_ERR_INTERNAL (collection state lost a write: fails closed). */
 int search_knn(engine_t *e, const char *coll, const char *const *principals, size_t n,
                const search_knn_t *q, search_result_t *out, cdn_err_t *err);
 void search_result_free(search_result_t *r);
 
 /* Reads chunk id as the subject: CDN_ERR_NOT_FOUND whether missing or unreadable. On success
  * *obj is the stored record ({"fields","metadata","allowed","denied"}, json_decref it), *vec a
- * copy of the vector (cdn_free; NULL without vectors), *rev the revision read. */
+ * copy of the vector (cdn_free; NULL without vectors) of *dim floats, *rev the revision read.
+ * The record and the permission check come from the same revision. */
 int search_get(engine_t *e, const char *coll, const char *const *principals, size_t n,
-               const char *id, json_t **obj, float **vec, uint64_t *rev, cdn_err_t *err);
+               const char *id, json_t **obj, float **vec, uint32_t *dim, uint64_t *rev,
+               cdn_err_t *err);
+
+/* Reads chunk id's stored record without a permission check, for administrators' questions
+ * (explain). *obj is released with json_decref. */
+int search_record(engine_t *e, const char *coll, const char *id, json_t **obj, cdn_err_t *err);
 
 #endif

@@ -165,13 +165,13 @@ int store_del_prefix(store_txn_t *t, store_table_t tb, const void *prefix, size_
     int rc = mdb_cursor_open(t->txn, t->s->dbi[tb], &c);
     if (rc)
         return CDN_ERR_IO;
-    rc = mdb_cursor_get(c, &k, &v, MDB_SET_RANGE);
+    rc = mdb_cursor_get(c, &k, &v, plen ? MDB_SET_RANGE : MDB_FIRST);
     while (rc == 0 && k.mv_size >= plen && memcmp(k.mv_data, prefix, plen) == 0) {
         if ((rc = mdb_cursor_del(c, 0)) != 0)
             break;
         k.mv_size = plen; /* seek again: simpler than reasoning about a cursor after delete */
         k.mv_data = (void *)prefix;
-        rc = mdb_cursor_get(c, &k, &v, MDB_SET_RANGE);
+        rc = mdb_cursor_get(c, &k, &v, plen ? MDB_SET_RANGE : MDB_FIRST);
     }
     mdb_cursor_close(c);
     return (rc == 0 || rc == MDB_NOTFOUND) ? CDN_OK : CDN_ERR_IO;

@@ -54,28 +54,27 @@ static void l2sq4_scalar(const float *q, const float *const r[4], size_t n, floa
 
 /* Cosine (on unit vectors) and dot product distances, derived from the dot kernel of one ISA
  * so that every metric shares the same tested inner loop. */
-#define DERIVED_KERNELS(isa, attr)                                                            \
-    attr static float cos_##isa(const float *a, const float *b, size_t n)                     \
-    {                                                                                         \
-        return 1.0f - dot_##isa(a, b, n);                                                     \
-    }                                                                                         \
-    attr static float negdot_##isa(const float *a, const float *b, size_t n)                  \
-    {                                                                                         \
-        return -dot_##isa(a, b, n);                                                           \
-    }                                                                                         \
-    attr static void cos4_##isa(const float *q, const float *const r[4], size_t n,            \
-                                float out[4])                                                 \
-    {                                                                                         \
-        dot4_##isa(q, r, n, out);                                                             \
-        for (int j = 0; j < 4; j++)                                                           \
-            out[j] = 1.0f - out[j];                                                           \
-    }                                                                                         \
-    attr static void negdot4_##isa(const float *q, const float *const r[4], size_t n,         \
-                                   float out[4])                                              \
-    {                                                                                         \
-        dot4_##isa(q, r, n, out);                                                             \
-        for (int j = 0; j < 4; j++)                                                           \
-            out[j] = -out[j];                                                                 \
+#define DERIVED_KERNELS(isa, attr)                                                                 \
+    attr static float cos_##isa(const float *a, const float *b, size_t n)                          \
+    {                                                                                              \
+        return 1.0f - dot_##isa(a, b, n);                                                          \
+    }                                                                                              \
+    attr static float negdot_##isa(const float *a, const float *b, size_t n)                       \
+    {                                                                                              \
+        return -dot_##isa(a, b, n);                                                                \
+    }                                                                                              \
+    attr static void cos4_##isa(const float *q, const float *const r[4], size_t n, float out[4])   \
+    {                                                                                              \
+        dot4_##isa(q, r, n, out);                                                                  \
+        for (int j = 0; j < 4; j++)                                                                \
+            out[j] = 1.0f - out[j];                                                                \
+    }                                                                                              \
+    attr static void negdot4_##isa(const float *q, const float *const r[4], size_t n,              \
+                                   float out[4])                                                   \
+    {                                                                                              \
+        dot4_##isa(q, r, n, out);                                                                  \
+        for (int j = 0; j < 4; j++)                                                                \
+            out[j] = -out[j];                                                                      \
     }
 
 DERIVED_KERNELS(scalar, )
@@ -148,6 +147,12 @@ AVX2_FN static float l2sq_avx2(const float *a, const float *b, size_t n)
     return hsum_avx2(_mm256_add_ps(_mm256_add_ps(s0, s1), _mm256_add_ps(s2, s3)));
 }
 
+/* One step of either sum: squared L2 when l2, else the dot product. */
+AVX2_FN static inline __m256 acc_avx2(__m256 q, __m256 x, __m256 acc, int l2)
+{
+    return l2 ? l2_step_avx2(q, x, acc) : _mm256_fmadd_ps(q, x, acc);
+}
+
 /* One query against four rows: the query block is loaded once and feeds four FMAs. `l2` picks
  * squared L2 over the dot product; it is a constant at every call site, so it folds away. */
 AVX2_FN static inline void four_avx2(const float *q, const float *const r[4], size_t n,
@@ -159,18 +164,18 @@ AVX2_FN static inline void four_avx2(const float *q, const float *const r[4], si
     size_t i = 0;
     for (; i + 8 <= n; i += 8) {
         __m256 qv = _mm256_loadu_ps(q + i);
-        s0 = l2 ? l2_step_avx2(qv, _mm256_loadu_ps(r0 + i), s0) : _mm256_fmadd_ps(qv, _mm256_loadu_ps(r0 + i), s0);
-        s1 = l2 ? l2_step_avx2(qv, _mm256_loadu_ps(r1 + i), s1) : _mm256_fmadd_ps(qv, _mm256_loadu_ps(r1 + i), s1);
-        s2 = l2 ? l2_step_avx2(qv, _mm256_loadu_ps(r2 + i), s2) : _mm256_fmadd_ps(qv, _mm256_loadu_ps(r2 + i), s2);
-        s3 = l2 ? l2_step_avx2(qv, _mm256_loadu_ps(r3 + i), s3) : _mm256_fmadd_ps(qv, _mm256_loadu_ps(r3 + i), s3);
+        s0 = acc_avx2(qv, _mm256_loadu_ps(r0 + i), s0, l2);
+        s1 = acc_avx2(qv, _mm256_loadu_ps(r1 + i), s1, l2);
+        s2 = acc_avx2(qv, _mm256_loadu_ps(r2 + i), s2, l2);
+        s3 = acc_avx2(qv, _mm256_loadu_ps(r3 + i), s3, l2);
     }
     if (i < n) {
         __m256i m = tail_mask_avx2(n - i);
         __m256 qv = _mm256_maskload_ps(q + i, m);
-        s0 = l2 ? l2_step_avx2(qv, _mm256_maskload_ps(r0 + i, m), s0) : _mm256_fmadd_ps(qv, _mm256_maskload_ps(r0 + i, m), s0);
-        s1 = l2 ? l2_step_avx2(qv, _mm256_maskload_ps(r1 + i, m), s1) : _mm256_fmadd_ps(qv, _mm256_maskload_ps(r1 + i, m), s1);
-        s2 = l2 ? l2_step_avx2(qv, _mm256_maskload_ps(r2 + i, m), s2) : _mm256_fmadd_ps(qv, _mm256_maskload_ps(r2 + i, m), s2);
-        s3 = l2 ? l2_step_avx2(qv, _mm256_maskload_ps(r3 + i, m), s3) : _mm256_fmadd_ps(qv, _mm256_maskload_ps(r3 + i, m), s3);
+        s0 = acc_avx2(qv, _mm256_maskload_ps(r0 + i, m), s0, l2);
+        s1 = acc_avx2(qv, _mm256_maskload_ps(r1 + i, m), s1, l2);
+        s2 = acc_avx2(qv, _mm256_maskload_ps(r2 + i, m), s2, l2);
+        s3 = acc_avx2(qv, _mm256_maskload_ps(r3 + i, m), s3, l2);
     }
     out[0] = hsum_avx2(s0);
     out[1] = hsum_avx2(s1);
@@ -188,7 +193,10 @@ AVX2_FN static void l2sq4_avx2(const float *q, const float *const r[4], size_t n
 }
 
 /* Lanes 0..r-1 set (r < 16). */
-static inline __mmask16 tail_mask_avx512(size_t r) { return (__mmask16)((1u << r) - 1u); }
+static inline __mmask16 tail_mask_avx512(size_t r)
+{
+    return (__mmask16)((1u << r) - 1u);
+}
 
 AVX512_FN static float dot_avx512(const float *a, const float *b, size_t n)
 {
@@ -234,8 +242,14 @@ AVX512_FN static float l2sq_avx512(const float *a, const float *b, size_t n)
     return _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(s0, s1), _mm512_add_ps(s2, s3)));
 }
 
+/* One step of either sum: squared L2 when l2, else the dot product. */
+AVX512_FN static inline __m512 acc_avx512(__m512 q, __m512 x, __m512 acc, int l2)
+{
+    return l2 ? l2_step_avx512(q, x, acc) : _mm512_fmadd_ps(q, x, acc);
+}
+
 AVX512_FN static inline void four_avx512(const float *q, const float *const r[4], size_t n,
-                                     float out[4], int l2)
+                                         float out[4], int l2)
 {
     /* Written out row by row: GCC -O2 keeps a loop over an accumulator array in memory. */
     const float *r0 = r[0], *r1 = r[1], *r2 = r[2], *r3 = r[3];
@@ -243,18 +257,18 @@ AVX512_FN static inline void four_avx512(const float *q, const float *const r[4]
     size_t i = 0;
     for (; i + 16 <= n; i += 16) {
         __m512 qv = _mm512_loadu_ps(q + i);
-        s0 = l2 ? l2_step_avx512(qv, _mm512_loadu_ps(r0 + i), s0) : _mm512_fmadd_ps(qv, _mm512_loadu_ps(r0 + i), s0);
-        s1 = l2 ? l2_step_avx512(qv, _mm512_loadu_ps(r1 + i), s1) : _mm512_fmadd_ps(qv, _mm512_loadu_ps(r1 + i), s1);
-        s2 = l2 ? l2_step_avx512(qv, _mm512_loadu_ps(r2 + i), s2) : _mm512_fmadd_ps(qv, _mm512_loadu_ps(r2 + i), s2);
-        s3 = l2 ? l2_step_avx512(qv, _mm512_loadu_ps(r3 + i), s3) : _mm512_fmadd_ps(qv, _mm512_loadu_ps(r3 + i), s3);
+        s0 = acc_avx512(qv, _mm512_loadu_ps(r0 + i), s0, l2);
+        s1 = acc_avx512(qv, _mm512_loadu_ps(r1 + i), s1, l2);
+        s2 = acc_avx512(qv, _mm512_loadu_ps(r2 + i), s2, l2);
+        s3 = acc_avx512(qv, _mm512_loadu_ps(r3 + i), s3, l2);
     }
     if (i < n) {
         __mmask16 m = tail_mask_avx512(n - i);
         __m512 qv = _mm512_maskz_loadu_ps(m, q + i);
-        s0 = l2 ? l2_step_avx512(qv, _mm512_maskz_loadu_ps(m, r0 + i), s0) : _mm512_fmadd_ps(qv, _mm512_maskz_loadu_ps(m, r0 + i), s0);
-        s1 = l2 ? l2_step_avx512(qv, _mm512_maskz_loadu_ps(m, r1 + i), s1) : _mm512_fmadd_ps(qv, _mm512_maskz_loadu_ps(m, r1 + i), s1);
-        s2 = l2 ? l2_step_avx512(qv, _mm512_maskz_loadu_ps(m, r2 + i), s2) : _mm512_fmadd_ps(qv, _mm512_maskz_loadu_ps(m, r2 + i), s2);
-        s3 = l2 ? l2_step_avx512(qv, _mm512_maskz_loadu_ps(m, r3 + i), s3) : _mm512_fmadd_ps(qv, _mm512_maskz_loadu_ps(m, r3 + i), s3);
+        s0 = acc_avx512(qv, _mm512_maskz_loadu_ps(m, r0 + i), s0, l2);
+        s1 = acc_avx512(qv, _mm512_maskz_loadu_ps(m, r1 + i), s1, l2);
+        s2 = acc_avx512(qv, _mm512_maskz_loadu_ps(m, r2 + i), s2, l2);
+        s3 = acc_avx512(qv, _mm512_maskz_loadu_ps(m, r3 + i), s3, l2);
     }
     out[0] = _mm512_reduce_add_ps(s0);
     out[1] = _mm512_reduce_add_ps(s1);
@@ -266,8 +280,7 @@ AVX512_FN static void dot4_avx512(const float *q, const float *const r[4], size_
 {
     four_avx512(q, r, n, out, 0);
 }
-AVX512_FN static void l2sq4_avx512(const float *q, const float *const r[4], size_t n,
-                                   float out[4])
+AVX512_FN static void l2sq4_avx512(const float *q, const float *const r[4], size_t n, float out[4])
 {
     four_avx512(q, r, n, out, 1);
 }
@@ -317,7 +330,7 @@ static void cpu_probe(void)
         mask |= 1u << VEC_ISA_AVX512;
 #endif
     cpu_isa_mask = mask;
-    cpu_best = (mask & (1u << VEC_ISA_AVX512))  ? VEC_ISA_AVX512
+    cpu_best = (mask & (1u << VEC_ISA_AVX512)) ? VEC_ISA_AVX512
                : (mask & (1u << VEC_ISA_AVX2)) ? VEC_ISA_AVX2
                                                : VEC_ISA_SCALAR;
 }
@@ -328,7 +341,10 @@ static int isa_usable(vec_isa_t isa)
     return (unsigned)isa <= VEC_ISA_AVX512 && (cpu_isa_mask & (1u << isa));
 }
 
-static int metric_valid(vec_metric_t m) { return (unsigned)m <= VEC_METRIC_L2; }
+static int metric_valid(vec_metric_t m)
+{
+    return (unsigned)m <= VEC_METRIC_L2;
+}
 
 vec_isa_t vec_isa_best(void)
 {
@@ -350,8 +366,14 @@ vec_dist4_fn vec_dist4_for_isa(vec_metric_t m, vec_isa_t isa)
     return kernel_sets[isa].four[m];
 }
 
-vec_dist_fn vec_dist_for(vec_metric_t m) { return vec_dist_for_isa(m, vec_isa_best()); }
-vec_dist4_fn vec_dist4_for(vec_metric_t m) { return vec_dist4_for_isa(m, vec_isa_best()); }
+vec_dist_fn vec_dist_for(vec_metric_t m)
+{
+    return vec_dist_for_isa(m, vec_isa_best());
+}
+vec_dist4_fn vec_dist4_for(vec_metric_t m)
+{
+    return vec_dist4_for_isa(m, vec_isa_best());
+}
 
 float vec_dot(const float *a, const float *b, size_t n)
 {

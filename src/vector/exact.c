@@ -6,9 +6,12 @@
 /* Ids are pulled from the bitmap this many at a time: big enough to amortise the iterator,
  * small enough to sit on the stack. A multiple of 4 so that only the last block has a tail. */
 #define EXACT_BLOCK 256
-/* Rows prefetched ahead of the one being scored. A 384-d row is 24 cache lines; 8 rows in
- * flight keep enough misses outstanding to cover DRAM latency on sparse allowed sets. */
+/* Rows prefetched ahead of the one being scored, on sparse allowed sets. A 384-d row is 24
+ * cache lines; 8 rows ahead keeps misses outstanding across the jumps between allowed rows,
+ * which the hardware prefetcher cannot predict. (-D to tune; see docs/internals/vector.md.) */
+#ifndef EXACT_PREFETCH_ROWS
 #define EXACT_PREFETCH_ROWS 8
+#endif
 
 typedef struct scan {
     const float *q;
@@ -26,17 +29,25 @@ static inline void prefetch_row(const scan_t *s, uint32_t id)
         __builtin_prefetch(p + off, 0, 3);
 }
 
+/* Prefetches row ids[j] unless it directly follows ids[j - 1]: a run of consecutive rows is one
+ * sequential stream, which the hardware prefetcher already follows. */
+static inline void prefetch_ahead(const scan_t *s, const uint32_t *ids, size_t j)
+{
+    if (j == 0 || ids[j] != ids[j - 1] + 1)
+        prefetch_row(s, ids[j]);
+}
+
 /* Scores ids[0..n) (all < count). Every row goes through the 4-row kernel, the last group padded
  * with repeats of its last row, so a row's distance never depends on where it fell in a block. */
 static void scan_ids(scan_t *s, const uint32_t *ids, size_t n)
 {
     size_t ahead = n < EXACT_PREFETCH_ROWS ? n : EXACT_PREFETCH_ROWS;
-    for (size_t i = 0; i < ahead; i++)
-        prefetch_row(s, ids[i]);
+    for (size_t j = 0; j < ahead; j++)
+        prefetch_ahead(s, ids, j);
     for (size_t i = 0; i < n; i += 4) {
         size_t group = n - i < 4 ? n - i : 4;
         for (size_t j = i + EXACT_PREFETCH_ROWS; j < i + EXACT_PREFETCH_ROWS + 4 && j < n; j++)
-            prefetch_row(s, ids[j]);
+            prefetch_ahead(s, ids, j);
         const float *rows[4];
         for (size_t j = 0; j < 4; j++)
             rows[j] = vec_row(s->v, ids[i + (j < group ? j : group - 1)]);
@@ -149,9 +160,8 @@ int exact_search(const vec_view_t *v, vec_metric_t m, const float *query,
     return exact_search_isa(v, m, vec_isa_best(), query, allowed, k, out, n_out, scanned);
 }
 
-int exact_search_ids(const vec_view_t *v, vec_metric_t m, const float *query,
-                     const uint32_t *ids, size_t n_ids, size_t k, vec_hit_t *out, size_t *n_out,
-                     uint64_t *scanned)
+int exact_search_ids(const vec_view_t *v, vec_metric_t m, const float *query, const uint32_t *ids,
+                     size_t n_ids, size_t k, vec_hit_t *out, size_t *n_out, uint64_t *scanned)
 {
     scan_t s;
     if (n_out)

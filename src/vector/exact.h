@@ -31,8 +31,7 @@ int exact_search_isa(const vec_view_t *v, vec_metric_t m, vec_isa_t isa, const f
 /* As exact_search over a plain array of n_ids row ids (any order; ids >= v->count ignored;
  * each id should appear once, a repeated id may be returned twice). For callers that already
  * hold candidates as an array (e.g. re-ranking). Same returns. */
-int exact_search_ids(const vec_view_t *v, vec_metric_t m, const float *query,
-                     const uint32_t *ids, size_t n_ids, size_t k, vec_hit_t *out, size_t *n_out,
-                     uint64_t *scanned);
+int exact_search_ids(const vec_view_t *v, vec_metric_t m, const float *query, const uint32_t *ids,
+                     size_t n_ids, size_t k, vec_hit_t *out, size_t *n_out, uint64_t *scanned);
 
 #endif

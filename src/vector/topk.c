@@ -73,9 +73,15 @@ void topk_free(topk_t *t)
     t->n = t->k = 0;
 }
 
-float topk_worst(const topk_t *t) { return t->n ? t->heap[0].dist : INFINITY; }
+float topk_worst(const topk_t *t)
+{
+    return t->n ? t->heap[0].dist : INFINITY;
+}
 
-float topk_bound(const topk_t *t) { return t->n == t->k && t->k ? t->heap[0].dist : INFINITY; }
+float topk_bound(const topk_t *t)
+{
+    return t->n == t->k && t->k ? t->heap[0].dist : INFINITY;
+}
 
 bool topk_push(topk_t *t, uint32_t id, float dist)
 {

@@ -35,10 +35,19 @@ void topk_init_buf(topk_t *t, vec_hit_t *storage, size_t k);
 void topk_free(topk_t *t);
 
 /* Empties t, keeping its capacity. */
-static inline void topk_clear(topk_t *t) { t->n = 0; }
+static inline void topk_clear(topk_t *t)
+{
+    t->n = 0;
+}
 
-static inline size_t topk_size(const topk_t *t) { return t->n; }
-static inline bool topk_full(const topk_t *t) { return t->n == t->k; }
+static inline size_t topk_size(const topk_t *t)
+{
+    return t->n;
+}
+static inline bool topk_full(const topk_t *t)
+{
+    return t->n == t->k;
+}
 
 /* The largest distance held, +INFINITY when empty. */
 float topk_worst(const topk_t *t);

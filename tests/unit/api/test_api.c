@@ -30,7 +30,7 @@ static int setup(void **state)
     fixture_t *f = calloc(1, sizeof *f);
     uint64_t seed = 42;
     const char *fields[] = {"body"};
-    cordon_collection_spec spec = {.name = "docs", .dim = DIM, .metric = CORDON_METRIC_L2,
+    cordon_collection_spec spec = {.asserted_principals = 1, .name = "docs", .dim = DIM, .metric = CORDON_METRIC_L2,
                                    .text_fields = fields, .n_text_fields = 1};
     assert_non_null(tu_tmpdir(f->dir, sizeof f->dir));
     assert_int_equal(cordon_open(f->dir, NULL, &f->db, NULL), 0);
@@ -110,7 +110,7 @@ static void test_search_matches_brute_force_over_readable_chunks(void **state)
         size_t n = random_subject(&seed, names, ptrs, holds);
         for (int d = 0; d < DIM; d++)
             q[d] = tu_randf(&seed) * 2 - 1;
-        cordon_subject s = {ptrs, n};
+        cordon_subject s = {.principals = ptrs, .n_principals = n};
         cordon_query qu = {.vector = q, .k = 10};
         cordon_result *r;
         assert_int_equal(cordon_search(f->db, "docs", &s, &qu, &r, NULL), 0);
@@ -147,7 +147,7 @@ static void test_empty_acl_is_readable_by_nobody(void **state)
         all[g] = names[g];
     }
     all[NGROUP] = "user:root";
-    cordon_subject s = {all, NGROUP + 1};
+    cordon_subject s = {.principals = all, .n_principals = NGROUP + 1};
     for (int i = 0; i < NCHUNK; i++) {
         char id[16];
         cordon_record *rec = NULL;
@@ -165,7 +165,7 @@ static void test_hidden_chunk_and_missing_chunk_give_the_same_error(void **state
 {
     fixture_t *f = *state;
     const char *none[] = {"group:nobody-has-this"};
-    cordon_subject s = {none, 1};
+    cordon_subject s = {.principals = none, .n_principals = 1};
     cordon_record *rec = NULL;
     cordon_error e1, e2;
     assert_int_equal(cordon_get(f->db, "docs", &s, "c0001", &rec, &e1), CORDON_ERR_NOT_FOUND);
@@ -186,7 +186,7 @@ static void test_revoked_group_hides_chunk_on_next_search(void **state)
     chunk_id(i, id, sizeof id);
     snprintf(g, sizeof g, "g%d", f->group[i]);
     const char *mine[] = {g};
-    cordon_subject s = {mine, 1};
+    cordon_subject s = {.principals = mine, .n_principals = 1};
     cordon_query q = {.vector = f->vecs[i], .k = 1};
     cordon_result *r;
     assert_int_equal(cordon_search(f->db, "docs", &s, &q, &r, NULL), 0);
@@ -205,7 +205,7 @@ static void test_revoked_group_hides_chunk_on_next_search(void **state)
     cordon_result_free(r);
     cordon_record *rec;
     const char *newp[] = {"elsewhere"};
-    cordon_subject s2 = {newp, 1};
+    cordon_subject s2 = {.principals = newp, .n_principals = 1};
     assert_int_equal(cordon_get(f->db, "docs", &s2, id, &rec, NULL), 0);
     assert_int_equal(rec->n_allowed, 1);
     assert_string_equal(rec->allowed[0], "group:elsewhere");
@@ -255,7 +255,7 @@ static void test_bad_chunks_are_refused_and_change_nothing(void **state)
     assert_int_equal(cordon_put(f->db, "nope", &ok, 1, NULL, &err), CORDON_ERR_NOT_FOUND);
     assert_non_null(strstr(err.message, "no such collection \"nope\""));
     cordon_query q = {.vector = nan_vec};
-    cordon_subject s = {NULL, 0};
+    cordon_subject s = {.principals = NULL, .n_principals = 0};
     cordon_result *r;
     assert_int_equal(cordon_search(f->db, "docs", &s, &q, &r, &err), CORDON_ERR_INVALID);
     assert_non_null(strstr(err.message, "knn.query_vector value 5"));
@@ -265,7 +265,7 @@ static void test_update_replaces_vector_and_delete_removes(void **state)
 {
     fixture_t *f = *state;
     const char *g[] = {"group:upd"};
-    cordon_subject s = {g, 1};
+    cordon_subject s = {.principals = g, .n_principals = 1};
     float far[DIM], near[DIM];
     for (int d = 0; d < DIM; d++) {
         far[d] = 50;
@@ -300,7 +300,7 @@ static void test_reopen_keeps_every_acknowledged_chunk(void **state)
     const char *ptrs[NGROUP + 1];
     int holds[NGROUP];
     size_t n = random_subject(&seed, names, ptrs, holds);
-    cordon_subject s = {ptrs, n};
+    cordon_subject s = {.principals = ptrs, .n_principals = n};
     cordon_query q = {.vector = f->vecs[3], .k = 20};
     cordon_result *a, *b;
     assert_int_equal(cordon_search(f->db, "docs", &s, &q, &a, NULL), 0);
@@ -324,7 +324,7 @@ static void test_collections_create_list_drop(void **state)
     assert_int_equal(cordon_collection_create(f->db, &bad, &err), CORDON_ERR_INVALID);
     cordon_collection_spec dup = {.name = "docs", .dim = 4};
     assert_int_equal(cordon_collection_create(f->db, &dup, &err), CORDON_ERR_EXISTS);
-    cordon_collection_spec other = {.name = "another", .dim = 4, .metric = CORDON_METRIC_COSINE};
+    cordon_collection_spec other = {.asserted_principals = 1, .name = "another", .dim = 4, .metric = CORDON_METRIC_COSINE};
     assert_int_equal(cordon_collection_create(f->db, &other, NULL), 0);
     cordon_collection_info *list;
     size_t n;

@@ -43,7 +43,7 @@ static int present(cordon_t *db, uint32_t b, int i)
 {
     char id[32];
     const char *p[] = {"group:loader"};
-    cordon_subject s = {p, 1};
+    cordon_subject s = {.principals = p, .n_principals = 1};
     cordon_record *r = NULL;
     snprintf(id, sizeof id, "b%u-%d", b, i);
     int rc = cordon_get(db, "load", &s, id, &r, NULL);
@@ -59,7 +59,7 @@ static void test_kill_mid_load_loses_no_acknowledged_batch(void **state)
         char dir[64];
         int fds[2];
         cordon_t *db;
-        cordon_collection_spec spec = {.name = "load", .dim = DIM, .metric = CORDON_METRIC_L2};
+        cordon_collection_spec spec = {.asserted_principals = 1, .name = "load", .dim = DIM, .metric = CORDON_METRIC_L2};
         assert_non_null(tu_tmpdir(dir, sizeof dir));
         assert_int_equal(cordon_open(dir, NULL, &db, NULL), 0);
         assert_int_equal(cordon_collection_create(db, &spec, NULL), 0);
@@ -107,7 +107,7 @@ static void test_kill_mid_load_loses_no_acknowledged_batch(void **state)
         cordon_chunk c = {.id = "after", .vector = v, .allowed = allowed, .n_allowed = 1};
         assert_int_equal(cordon_put(db, "load", &c, 1, NULL, NULL), 0);
         float q[DIM] = {1};
-        cordon_subject s = {allowed, 1};
+        cordon_subject s = {.principals = allowed, .n_principals = 1};
         cordon_query qu = {.vector = q, .k = 1};
         cordon_result *r;
         assert_int_equal(cordon_search(db, "load", &s, &qu, &r, NULL), 0);

@@ -1,10 +1,13 @@
 /* test_distance.c: every SIMD kernel this CPU offers against the scalar reference, the 4-row
  * kernels, tails that end at a guard page, metric names, normalisation. Relies on cmocka. */
+/* cmocka.h needs these four first. */
+// clang-format off
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <cmocka.h>
+// clang-format on
 
 #include <math.h>
 #include <stdio.h>
@@ -12,6 +15,8 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
+
+#include <pthread.h>
 
 #include "vector/distance.h"
 
@@ -45,7 +50,10 @@ static size_t length_at(size_t i)
 #define N_LENGTHS (70 + sizeof extra_lengths / sizeof extra_lengths[0])
 
 /* Error bound for float sums of n terms whose magnitudes add to `mag`. */
-static double tolerance(double mag) { return 2e-6 * mag + 1e-6; }
+static double tolerance(double mag)
+{
+    return 2e-6 * mag + 1e-6;
+}
 
 /* Exact (double) reference and the magnitude that bounds rounding. */
 static void reference(vec_metric_t m, const float *a, const float *b, size_t n, double *dist,
@@ -60,6 +68,28 @@ static void reference(vec_metric_t m, const float *a, const float *b, size_t n, 
     }
     *dist = m == VEC_METRIC_L2 ? l2 : m == VEC_METRIC_DOT ? -dot : 1.0 - dot;
     *mag = m == VEC_METRIC_L2 ? l2 : adot;
+}
+
+/* Runs first in the process, so these threads race for the one-time CPU probe. */
+static void *first_choice(void *out)
+{
+    *(vec_dist_fn *)out = vec_dist_for(VEC_METRIC_L2);
+    return NULL;
+}
+
+static void test_threads_racing_for_the_first_choice_all_get_the_best_kernel(void **state)
+{
+    (void)state;
+    pthread_t th[4];
+    vec_dist_fn got[4];
+    for (int i = 0; i < 4; i++)
+        assert_int_equal(pthread_create(&th[i], NULL, first_choice, &got[i]), 0);
+    for (int i = 0; i < 4; i++)
+        assert_int_equal(pthread_join(th[i], NULL), 0);
+    for (int i = 0; i < 4; i++) {
+        assert_non_null(got[i]);
+        assert_ptr_equal(got[i], vec_dist_for_isa(VEC_METRIC_L2, vec_isa_best()));
+    }
 }
 
 static void test_every_available_isa_matches_reference_for_all_lengths(void **state)
@@ -129,8 +159,8 @@ static void test_kernels_never_read_past_the_last_element(void **state)
 {
     (void)state;
     long page = sysconf(_SC_PAGESIZE);
-    char *mem = mmap(NULL, 2 * (size_t)page, PROT_READ | PROT_WRITE,
-                     MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    char *mem =
+        mmap(NULL, 2 * (size_t)page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     assert_true(mem != MAP_FAILED);
     assert_int_equal(mprotect(mem + page, (size_t)page, PROT_NONE), 0);
     float *end = (float *)(mem + page);
@@ -159,8 +189,7 @@ static void test_best_isa_kernels_are_the_ones_handed_out(void **state)
     vec_isa_t best = vec_isa_best();
     for (int m = VEC_METRIC_COSINE; m <= VEC_METRIC_L2; m++) {
         assert_ptr_equal(vec_dist_for((vec_metric_t)m), vec_dist_for_isa((vec_metric_t)m, best));
-        assert_ptr_equal(vec_dist4_for((vec_metric_t)m),
-                         vec_dist4_for_isa((vec_metric_t)m, best));
+        assert_ptr_equal(vec_dist4_for((vec_metric_t)m), vec_dist4_for_isa((vec_metric_t)m, best));
         assert_non_null(vec_dist_for_isa((vec_metric_t)m, VEC_ISA_SCALAR));
     }
     assert_null(vec_dist_for_isa((vec_metric_t)7, VEC_ISA_SCALAR));
@@ -218,6 +247,7 @@ static void test_score_is_higher_for_nearer_hits(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_threads_racing_for_the_first_choice_all_get_the_best_kernel),
         cmocka_unit_test(test_every_available_isa_matches_reference_for_all_lengths),
         cmocka_unit_test(test_four_row_kernel_equals_single_row_kernel),
         cmocka_unit_test(test_kernels_never_read_past_the_last_element),

@@ -1,11 +1,14 @@
 /* test_exact.c: the top-k heap and the exact filtered scan against a brute force written here,
  * over random allowed sets of every density, all metrics and instruction sets. Relies on cmocka
  * and CRoaring. */
+/* cmocka.h needs these four first. */
+// clang-format off
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <cmocka.h>
+// clang-format on
 
 #include <math.h>
 #include <stdio.h>
@@ -192,8 +195,8 @@ static void check_against_brute_force(const vec_view_t *v, const float *q,
             assert_int_equal(scanned, rows);
             for (size_t i = 0; i < nw; i++)
                 if (got[i].id != want[i].id || got[i].dist != want[i].dist)
-                    fail_msg("metric %d isa %d k %zu rank %zu: got id %u (%g) want id %u (%g)",
-                             m, isa, k, i, got[i].id, got[i].dist, want[i].id, want[i].dist);
+                    fail_msg("metric %d isa %d k %zu rank %zu: got id %u (%g) want id %u (%g)", m,
+                             isa, k, i, got[i].id, got[i].dist, want[i].id, want[i].dist);
         }
     }
     free(want);
@@ -291,8 +294,8 @@ static void test_exact_reads_only_allowed_rows(void **state)
     (void)state;
     size_t page = (size_t)sysconf(_SC_PAGESIZE);
     uint32_t dim = (uint32_t)(page / sizeof(float)), count = 64;
-    float *rows = mmap(NULL, page * count, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
-                       -1, 0);
+    float *rows =
+        mmap(NULL, page * count, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     assert_true(rows != MAP_FAILED);
     uint64_t s = 11;
     roaring_bitmap_t *allowed = roaring_bitmap_create();
@@ -357,17 +360,13 @@ static void test_exact_rejects_bad_arguments_and_k_zero_finds_nothing(void **sta
     vec_view_t v = {rows, 4, 4, 2};
     vec_hit_t out[2];
     size_t n = 9;
-    assert_int_equal(exact_search(NULL, VEC_METRIC_L2, q, NULL, 2, out, &n, NULL),
-                     CDN_ERR_INVALID);
+    assert_int_equal(exact_search(NULL, VEC_METRIC_L2, q, NULL, 2, out, &n, NULL), CDN_ERR_INVALID);
     assert_int_equal(exact_search(&v, VEC_METRIC_L2, NULL, NULL, 2, out, &n, NULL),
                      CDN_ERR_INVALID);
-    assert_int_equal(exact_search(&v, VEC_METRIC_L2, q, NULL, 2, NULL, &n, NULL),
-                     CDN_ERR_INVALID);
-    assert_int_equal(exact_search(&v, (vec_metric_t)9, q, NULL, 2, out, &n, NULL),
-                     CDN_ERR_INVALID);
+    assert_int_equal(exact_search(&v, VEC_METRIC_L2, q, NULL, 2, NULL, &n, NULL), CDN_ERR_INVALID);
+    assert_int_equal(exact_search(&v, (vec_metric_t)9, q, NULL, 2, out, &n, NULL), CDN_ERR_INVALID);
     vec_view_t bad = {rows, 2, 4, 2};
-    assert_int_equal(exact_search(&bad, VEC_METRIC_L2, q, NULL, 2, out, &n, NULL),
-                     CDN_ERR_INVALID);
+    assert_int_equal(exact_search(&bad, VEC_METRIC_L2, q, NULL, 2, out, &n, NULL), CDN_ERR_INVALID);
     assert_int_equal(exact_search(&v, VEC_METRIC_L2, q, NULL, 0, NULL, &n, NULL), 0);
     assert_int_equal(n, 0);
     vec_view_t empty = {NULL, 4, 4, 0};

@@ -1,0 +1,169 @@
+/* authz.c: the public API of the permission model: operations, import/export, is-authorized,
+ * views and explanations. Relies on query/engine (persistence) and authz/ (decisions). */
+#include "api/api.h"
+#include "base/mem.h"
+#include "query/search.h"
+
+#include <jansson.h>
+#include <stdio.h>
+#include <string.h>
+
+int cordon_model_apply(cordon_t *db, const char *op_json, uint64_t *revision, cordon_error *err)
+{
+    cdn_err_t e = {0, ""};
+    uint64_t rev = 0;
+    int rc;
+    if (!db || !op_json)
+        return api_ret(cdn_err_set(&e, CDN_ERR_INVALID, "cordon_model_apply needs an op"), &e,
+                       err);
+    rc = engine_model_apply(db->e, op_json, &rev, &e);
+    if (rc == CDN_OK && revision)
+        *revision = rev;
+    return api_ret(rc, &e, err);
+}
+
+int cordon_model_import(cordon_t *db, const char *doc, uint64_t *revision, cordon_error *err)
+{
+    cdn_err_t e = {0, ""};
+    uint64_t rev = 0;
+    int rc;
+    if (!db || !doc)
+        return api_ret(cdn_err_set(&e, CDN_ERR_INVALID, "cordon_model_import needs a document"),
+                       &e, err);
+    rc = engine_model_import(db->e, doc, &rev, &e);
+    if (rc == CDN_OK && revision)
+        *revision = rev;
+    return api_ret(rc, &e, err);
+}
+
+int cordon_model_export(cordon_t *db, char **json, cordon_error *err)
+{
+    cdn_err_t e = {0, ""};
+    if (!db || !json)
+        return api_ret(cdn_err_set(&e, CDN_ERR_INVALID, "cordon_model_export needs out"), &e,
+                       err);
+    return api_ret(authz_export(db->e->model, json, &e), &e, err);
+}
+
+static int parse_obj(const char *text, const char *what, json_t **out, cdn_err_t *e)
+{
+    json_error_t je;
+    *out = NULL;
+    if (!text)
+        return CDN_OK;
+    *out = json_loads(text, 0, &je);
+    if (!*out || !json_is_object(*out)) {
+        json_decref(*out);
+        *out = NULL;
+        return cdn_err_set(e, CDN_ERR_INVALID, "%s must be a JSON object", what);
+    }
+    return CDN_OK;
+}
+
+int cordon_is_authorized(cordon_t *db, const cordon_authz_request *req, cordon_decision *out,
+                         cordon_error *err)
+{
+    cdn_err_t e = {0, ""};
+    authz_request_t r = {0};
+    authz_decision_t d;
+    json_t *ctx = NULL, *res = NULL;
+    int rc;
+    if (!db || !req || !out)
+        return api_ret(cdn_err_set(&e, CDN_ERR_INVALID, "cordon_is_authorized needs a request"),
+                       &e, err);
+    if (atomic_load(&db->e->model_broken))
+        return api_ret(cdn_err_set(&e, CDN_ERR_INTERNAL, "the permission model missed a write; "
+                                   "reopen the data directory"), &e, err);
+    if ((rc = parse_obj(req->context_json, "context", &ctx, &e)) != 0 ||
+        (rc = parse_obj(req->resource_json, "resource attributes", &res, &e)) != 0)
+        goto done;
+    r = (authz_request_t){req->subject, req->resource, req->action, ctx, res, req->scope_type,
+                          req->scope_id, AUTHZ_CACHE_USE};
+    if ((rc = authz_is_authorized(db->e->model, &r, &d, &e)) == CDN_OK) {
+        memset(out, 0, sizeof *out);
+        out->authorized = d.authorized;
+        snprintf(out->reason, sizeof out->reason, "%s", authz_reason_name(d.reason));
+        snprintf(out->resource, sizeof out->resource, "%s", d.resource);
+        snprintf(out->action, sizeof out->action, "%s", d.action);
+        snprintf(out->condition, sizeof out->condition, "%s", d.condition);
+        snprintf(out->role, sizeof out->role, "%s", d.role);
+        snprintf(out->granted_to, sizeof out->granted_to, "%s", d.granted_to);
+        out->revision = d.revision;
+    }
+done:
+    json_decref(ctx);
+    json_decref(res);
+    return api_ret(rc, &e, err);
+}
+
+int cordon_view(cordon_t *db, const char *subject_id, char ***principals, size_t *n,
+                uint64_t *revision, cordon_error *err)
+{
+    cdn_err_t e = {0, ""};
+    authz_view_t *v;
+    int rc;
+    if (!db || !subject_id || !principals || !n)
+        return api_ret(cdn_err_set(&e, CDN_ERR_INVALID, "cordon_view needs a subject id"), &e,
+                       err);
+    if ((rc = authz_view(db->e->model, subject_id, &v, &e)) != 0)
+        return api_ret(rc, &e, err);
+    *principals = cdn_calloc(v->n + 1, sizeof(char *));
+    *n = 0;
+    for (size_t i = 0; *principals && i < v->n; i++)
+        if (((*principals)[i] = cdn_strdup(v->principals[i])))
+            (*n)++;
+    if (revision)
+        *revision = v->revision;
+    rc = (*principals && *n == v->n) ? CDN_OK : CDN_ERR_NOMEM;
+    authz_view_release(v);
+    if (rc) {
+        cordon_strings_free(*principals, *n);
+        *principals = NULL;
+        return api_ret(cdn_err_set(&e, rc, "out of memory"), &e, err);
+    }
+    return api_ret(CDN_OK, &e, err);
+}
+
+void cordon_strings_free(char **v, size_t n)
+{
+    for (size_t i = 0; v && i < n; i++)
+        cdn_free(v[i]);
+    cdn_free(v);
+}
+
+static size_t strings_of(json_t *arr, const char **out, size_t max)
+{
+    size_t i, n = 0;
+    json_t *x;
+    json_array_foreach(arr, i, x)
+        if (n < max && json_is_string(x))
+            out[n++] = json_string_value(x);
+    return n;
+}
+
+int cordon_explain(cordon_t *db, const char *coll, const char *subject_id, const char *id,
+                   cordon_explanation *out, cordon_error *err)
+{
+    cdn_err_t e = {0, ""};
+    const char *allowed[1024], *denied[1024];
+    authz_explanation_t x;
+    json_t *obj;
+    int rc;
+    if (!db || !coll || !subject_id || !id || !out)
+        return api_ret(cdn_err_set(&e, CDN_ERR_INVALID, "cordon_explain needs a collection, a "
+                                   "subject id and a chunk id"), &e, err);
+    if ((rc = search_record(db->e, coll, id, &obj, &e)) != 0)
+        return api_ret(rc, &e, err);
+    size_t na = strings_of(json_object_get(obj, "allowed"), allowed, 1024);
+    size_t nd = strings_of(json_object_get(obj, "denied"), denied, 1024);
+    rc = authz_explain(db->e->model, subject_id, allowed, na, denied, nd, &x, &e);
+    json_decref(obj);
+    if (rc == CDN_OK) {
+        memset(out, 0, sizeof *out);
+        out->readable = x.readable;
+        snprintf(out->principal, sizeof out->principal, "%s", x.principal);
+        snprintf(out->message, sizeof out->message, "%s", x.message);
+        out->revision = x.revision;
+    }
+    return api_ret(rc, &e, err);
+}

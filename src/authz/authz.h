@@ -1,0 +1,184 @@
+/* authz.h: the permission model (subjects, nested groups, roles, permissions, grants,
+ * conditions), is-authorized decisions, views and explanations. Relies on base/ and jansson.
+ *
+ * The model lives in memory. Every mutation is one JSON operation applied with authz_apply();
+ * the engine facade persists the same op text and replays it on open (see
+ * docs/internals/authz.md for the op vocabulary). All read functions may be called from many
+ * threads while one thread applies ops; once authz_apply returns, every later read sees the
+ * change (a writer-preferring rwlock guards the model, caches are keyed by revision). */
+#ifndef CDN_AUTHZ_H
+#define CDN_AUTHZ_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "base/err.h"
+
+/* Limits, enforced when an op is applied (too long -> CDN_ERR_LIMIT naming the field). */
+#define AUTHZ_NAME_MAX 128      /* subject, group, role ids, scope type/id (bytes, with NUL) */
+#define AUTHZ_PRINCIPAL_MAX 144 /* "service:" + name */
+#define AUTHZ_RESOURCE_MAX 256  /* resource strings and patterns */
+#define AUTHZ_ACTION_MAX 64
+#define AUTHZ_COND_TEXT_MAX 1024 /* a condition as compact JSON */
+
+typedef struct authz_model authz_model_t;
+
+/* Why a decision came out the way it did; authz_reason_name() gives the wire strings. */
+typedef enum authz_reason {
+    AUTHZ_PERMISSION_GRANTED_NO_CONDITION = 0,
+    AUTHZ_PERMISSION_GRANTED_CONDITION_MET,
+    AUTHZ_PERMISSION_FOUND_CONDITION_NOT_MET,
+    AUTHZ_NO_MATCHING_PERMISSION_FOUND,
+    AUTHZ_SUBJECT_NOT_FOUND,
+    AUTHZ_INVALID_SCOPE,
+    AUTHZ_INVALID_REQUEST, /* resource not "type:id", or action empty/too long */
+    AUTHZ_REASON_COUNT
+} authz_reason_t;
+
+/* Cache use per request: the default reads and fills the decision cache; REFRESH skips the
+ * lookup but still fills (what a miss costs); BYPASS neither reads nor writes it. */
+typedef enum authz_cache_mode {
+    AUTHZ_CACHE_USE = 0,
+    AUTHZ_CACHE_REFRESH,
+    AUTHZ_CACHE_BYPASS
+} authz_cache_mode_t;
+
+/* One is-authorized question. Strings and JSON are borrowed for the call only. */
+typedef struct authz_request {
+    const char *subject;          /* subject id (not "user:..."), required */
+    const char *resource;         /* "type:id", e.g. "collection:hr-payroll" */
+    const char *action;           /* compared case-insensitively */
+    const json_t *context;        /* object or NULL: operands "context.*" */
+    const json_t *resource_attrs; /* object or NULL: operands "resource.<attr>" */
+    const char *scope_type;       /* both NULL = no scope; one without the other is */
+    const char *scope_id;         /*   INVALID_SCOPE */
+    authz_cache_mode_t cache;
+} authz_request_t;
+
+/* The answer. Every buffer is owned by the decision itself (copied out of the model under its
+ * lock), so a decision stays valid after later ops; nothing to free. Strings are "" when
+ * not applicable (no matching permission). */
+typedef struct authz_decision {
+    bool authorized;
+    bool cached; /* answered from the decision cache */
+    authz_reason_t reason;
+    uint64_t revision;                    /* model revision the decision read */
+    char resource[AUTHZ_RESOURCE_MAX];    /* matched permission's resource pattern */
+    char action[AUTHZ_ACTION_MAX];        /* matched permission's action (lowercase) */
+    char condition[AUTHZ_COND_TEXT_MAX];  /* its condition as compact JSON, "" if none */
+    char role[AUTHZ_NAME_MAX];            /* role that carried it, "" for a direct grant */
+    char granted_to[AUTHZ_PRINCIPAL_MAX]; /* "user:alice", "group:eng", ... */
+} authz_decision_t;
+
+/* A subject's principals at one revision: sorted, unique, e.g. "group:eng", "role:auditor",
+ * "user:alice". Shared and reference counted; release with authz_view_release. */
+typedef struct authz_view {
+    uint64_t revision;
+    size_t n;
+    const char *const *principals;
+    /* internal below */
+    _Atomic long refs_;
+} authz_view_t;
+
+/* Explanation of one chunk for one subject. */
+typedef enum authz_explain_kind {
+    AUTHZ_EXPLAIN_ALLOWED = 0, /* `principal` is in the view and allowed */
+    AUTHZ_EXPLAIN_DENIED,      /* `principal` is in the view and denied (deny overrides) */
+    AUTHZ_EXPLAIN_NO_MATCH,    /* no allowed principal is in the view */
+    AUTHZ_EXPLAIN_NO_ACL,      /* the chunk allows nobody (fail closed) */
+    AUTHZ_EXPLAIN_SUBJECT_NOT_FOUND
+} authz_explain_kind_t;
+
+typedef struct authz_explanation {
+    bool readable;
+    authz_explain_kind_t kind;
+    char principal[AUTHZ_PRINCIPAL_MAX]; /* normalized principal that decided, or "" */
+    uint64_t revision;
+    char message[256]; /* one readable sentence */
+} authz_explanation_t;
+
+/* ---- model lifecycle (model.c) ---- */
+
+/* Creates an empty model at revision 0. Returns 0 or CDN_ERR_NOMEM. Free with
+ * authz_model_free. */
+int authz_model_new(authz_model_t **out, cdn_err_t *err);
+/* Frees the model; views handed out earlier stay valid until released. NULL is a no-op. */
+void authz_model_free(authz_model_t *m);
+/* The revision: bumped once by every successful authz_apply / authz_import. */
+uint64_t authz_model_revision(authz_model_t *m);
+
+/* ---- mutations (ops.c, json.c) ---- */
+
+/* Applies one op document (see docs/internals/authz.md), e.g.
+ * {"op":"add_member","group":"eng","member":"alice","member_kind":"subject"}.
+ * Validates everything first: on any error the model is unchanged. Returns 0,
+ * CDN_ERR_INVALID (malformed op or condition), CDN_ERR_NOT_FOUND (unknown subject, group,
+ * role, membership or grant), CDN_ERR_CONFLICT (group cycle; the message names it),
+ * CDN_ERR_LIMIT (a name too long), CDN_ERR_NOMEM (then the model refuses reads with
+ * CDN_ERR_INTERNAL until the next successful authz_import: fail closed). */
+int authz_apply(authz_model_t *m, const char *op_json, cdn_err_t *err);
+/* Same, with an already parsed op (borrowed). */
+int authz_apply_json(authz_model_t *m, const json_t *op, cdn_err_t *err);
+
+/* Replaces the whole model by the document (same shape as authz_export writes), atomically:
+ * on error the model is unchanged. Bumps the revision once. Same codes as authz_apply. */
+int authz_import(authz_model_t *m, const char *doc_json, cdn_err_t *err);
+/* Writes the whole model as one JSON document (deterministic: sorted by id) to *json_out,
+ * which the caller frees with cdn_free. Returns 0, CDN_ERR_NOMEM or CDN_ERR_INTERNAL. */
+int authz_export(authz_model_t *m, char **json_out, cdn_err_t *err);
+
+/* ---- decisions (check.c) ---- */
+
+/* Decides one request. Returns 0 whenever a decision was made, including the deny reasons
+ * SUBJECT_NOT_FOUND, INVALID_SCOPE and INVALID_REQUEST (then err also carries a message);
+ * CDN_ERR_INVALID only for NULL arguments, CDN_ERR_INTERNAL when the model is broken.
+ * Unconditional grants win over conditional ones. */
+int authz_is_authorized(authz_model_t *m, const authz_request_t *req, authz_decision_t *out,
+                        cdn_err_t *err);
+/* Decides n requests for one subject that differ only in resource: req->resource is ignored
+ * and resources[i] used; out must hold n decisions. Returns as authz_is_authorized. */
+int authz_is_authorized_batch(authz_model_t *m, const authz_request_t *req,
+                              const char *const *resources, size_t n, authz_decision_t *out,
+                              cdn_err_t *err);
+/* Lists the actions the subject may do on req->resource (req->action ignored), conditions
+ * evaluated against the request's context: sorted, unique, lowercase; "*" when a permission
+ * allows any action. *actions_out is freed with authz_actions_free. Returns 0,
+ * CDN_ERR_NOT_FOUND (unknown subject), CDN_ERR_INVALID, CDN_ERR_NOMEM. */
+int authz_list_actions(authz_model_t *m, const authz_request_t *req, char ***actions_out,
+                       size_t *n_out, cdn_err_t *err);
+void authz_actions_free(char **actions, size_t n);
+/* The wire name of a reason, e.g. "PERMISSION_GRANTED_NO_CONDITION"; never NULL. */
+const char *authz_reason_name(authz_reason_t r);
+
+/* ---- views and explanations (view.c) ---- */
+
+/* The subject's view: "user:<id>" or "service:<id>", "group:<g>" for every group it belongs
+ * to transitively, "role:<r>" for every role granted without scope to it or to one of its
+ * groups. Cached per subject until the next op. Returns 0, CDN_ERR_NOT_FOUND (unknown
+ * subject: fail closed), CDN_ERR_NOMEM, CDN_ERR_INTERNAL. Release *out with
+ * authz_view_release. */
+int authz_view(authz_model_t *m, const char *subject_id, authz_view_t **out, cdn_err_t *err);
+/* Same, but roles granted within scope (scope_type, scope_id) are included too (never
+ * cached). */
+int authz_view_scoped(authz_model_t *m, const char *subject_id, const char *scope_type,
+                      const char *scope_id, authz_view_t **out, cdn_err_t *err);
+void authz_view_release(authz_view_t *v);
+/* True when the (already normalized) principal is in the view: binary search. */
+bool authz_view_has(const authz_view_t *v, const char *principal);
+
+/* Normalizes a chunk-ACL principal: "eng" -> "group:eng"; "user:x", "service:x", "group:x",
+ * "role:x" unchanged. Writes into out (cap bytes). Returns 0, CDN_ERR_INVALID (empty, or a
+ * prefix other than user/service/group/role) or CDN_ERR_LIMIT. */
+int authz_principal_normalize(const char *name, char *out, size_t cap, cdn_err_t *err);
+
+/* Explains whether a chunk with these ACL lists is readable by the subject: denied principals
+ * override allowed ones; an empty allowed list is readable by nobody. Names are normalized
+ * first. Returns 0 (the answer is in *out, including SUBJECT_NOT_FOUND), CDN_ERR_INVALID for
+ * a malformed ACL name, CDN_ERR_NOMEM. */
+int authz_explain(authz_model_t *m, const char *subject_id, const char *const *chunk_allowed,
+                  size_t n_allowed, const char *const *chunk_denied, size_t n_denied,
+                  authz_explanation_t *out, cdn_err_t *err);
+
+#endif

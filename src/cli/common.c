@@ -1,0 +1,67 @@
+/* common.c: helpers shared by the subcommands: lists, numbers, opening, errors.
+ * Relies on the public API. */
+#include "cli/cli.h"
+#include "base/mem.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+char **cli_split(const char *csv, size_t *n)
+{
+    size_t len = strlen(csv), parts = 1;
+    for (const char *p = csv; *p; p++)
+        parts += *p == ',';
+    char **v = cdn_malloc((parts + 1) * sizeof(char *) + len + 1);
+    if (!v)
+        return NULL;
+    char *s = (char *)(v + parts + 1);
+    memcpy(s, csv, len + 1);
+    *n = 0;
+    for (char *tok = s;; tok++) {
+        char *end = strchr(tok, ',');
+        if (end)
+            *end = '\0';
+        if (*tok)
+            v[(*n)++] = tok;
+        if (!end)
+            break;
+        tok = end;
+    }
+    v[*n] = NULL;
+    return v;
+}
+
+int cli_parse_size(const char *opt, const char *s, size_t *out)
+{
+    char *end;
+    errno = 0;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (errno || end == s || *end || s[0] == '-') {
+        fprintf(stderr, "cordon: %s expects a whole number; got \"%s\"\n", opt, s);
+        return -1;
+    }
+    *out = (size_t)v;
+    return 0;
+}
+
+int cli_open(const char *dir, cordon_t **db)
+{
+    cordon_error err;
+    if (!dir) {
+        fprintf(stderr, "cordon: --data DIR is required (the data directory)\n");
+        return -1;
+    }
+    if (cordon_open(dir, NULL, db, &err)) {
+        fprintf(stderr, "cordon: cannot open %s: %s\n", dir, err.message);
+        return -1;
+    }
+    return 0;
+}
+
+int cli_fail(const char *cmd, const cordon_error *err)
+{
+    fprintf(stderr, "cordon %s: %s\n", cmd, err->message);
+    return 1;
+}

@@ -1,0 +1,294 @@
+/* bm25.c: BM25 term scoring, a bounded top-k heap, MaxScore with block-max skipping over
+ * posting cursors leapfrogging a filter bitmap. Relies on invidx cursors and CRoaring. */
+#include "text/bm25.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/mem.h"
+
+/* Upper bounds are inflated by this factor so that float rounding in a different summation
+ * order can never make a bound smaller than a real score (which would lose exactness). */
+#define UB_SLACK 1.0001f
+
+double bm25_idf(uint64_t n_docs, uint64_t df)
+{
+    return log(1.0 + ((double)n_docs - (double)df + 0.5) / ((double)df + 0.5));
+}
+
+int bm25_clause_make(const invidx_t *ix, const char *term, size_t len, float boost, float k1,
+                     float b, bm25_clause_t *out)
+{
+    uint32_t tid;
+    if (invidx_lookup(ix, term, len, &tid) || ix->pl[tid].df == 0)
+        return CDN_ERR_NOT_FOUND;
+    *out = (bm25_clause_t){ix, tid, (float)(bm25_idf(ix->doc_count, ix->pl[tid].df) * boost),
+                           k1, b,   (float)invidx_avgdl(ix)};
+    return CDN_OK;
+}
+
+/* Per-query constants of a clause so that scoring a posting is a few flops. */
+typedef struct term_scorer {
+    invidx_cursor_t cur;
+    const uint32_t *dl;
+    float w, c1, c2; /* score = w * tf / (tf + c1 + c2 * dl) */
+    float ub;        /* upper bound over the whole list */
+} term_scorer_t;
+
+static inline float ts_score(const term_scorer_t *t, uint32_t tf, uint32_t dl)
+{
+    float f = (float)tf;
+    return t->w * f / (f + t->c1 + t->c2 * (float)dl);
+}
+
+static inline float ts_block_ub(const term_scorer_t *t)
+{
+    uint32_t b = t->cur.i / INVIDX_BLOCK;
+    return ts_score(t, t->cur.pl->bmax_tf[b], t->cur.pl->bmin_dl[b]) * UB_SLACK;
+}
+
+static void ts_init(term_scorer_t *t, const bm25_clause_t *c)
+{
+    const invidx_plist_t *p = &c->ix->pl[c->tid];
+    t->cur = (invidx_cursor_t){p, 0};
+    t->dl = c->ix->dl;
+    t->w = c->weight;
+    t->c1 = c->k1 * (1 - c->b);
+    t->c2 = c->k1 * c->b / (c->avgdl > 0 ? c->avgdl : 1);
+    t->ub = 0;
+    for (uint32_t b = 0; b * INVIDX_BLOCK < p->n; b++) {
+        float s = ts_score(t, p->bmax_tf[b], p->bmin_dl[b]);
+        t->ub = s > t->ub ? s : t->ub;
+    }
+    t->ub *= UB_SLACK;
+}
+
+uint32_t bm25_filter_next(roaring_uint32_iterator_t *it, uint32_t d)
+{
+    if (!it->has_value)
+        return INVIDX_END;
+    if (it->current_value >= d)
+        return it->current_value;
+    return roaring_move_uint32_iterator_equalorlarger(it, d) ? it->current_value : INVIDX_END;
+}
+
+/* ---- bounded heap: root is the worst hit (lowest score, then highest id) ---- */
+
+static inline int worse(bm25_hit_t a, bm25_hit_t b)
+{
+    return a.score < b.score || (a.score == b.score && a.id > b.id);
+}
+
+static void heap_sift_down(bm25_hit_t *h, size_t n, size_t i)
+{
+    for (;;) {
+        size_t l = 2 * i + 1, r = l + 1, m = i;
+        if (l < n && worse(h[l], h[m]))
+            m = l;
+        if (r < n && worse(h[r], h[m]))
+            m = r;
+        if (m == i)
+            return;
+        bm25_hit_t t = h[i];
+        h[i] = h[m];
+        h[m] = t;
+        i = m;
+    }
+}
+
+static void heap_push(bm25_hit_t *h, size_t *n, size_t k, bm25_hit_t x)
+{
+    if (*n < k) {
+        size_t i = (*n)++;
+        h[i] = x;
+        while (i && worse(h[i], h[(i - 1) / 2])) {
+            bm25_hit_t t = h[i];
+            h[i] = h[(i - 1) / 2];
+            h[(i - 1) / 2] = t;
+            i = (i - 1) / 2;
+        }
+    } else if (k && worse(h[0], x)) {
+        h[0] = x;
+        heap_sift_down(h, *n, 0);
+    }
+}
+
+static int cmp_hit(const void *a, const void *b)
+{
+    bm25_hit_t x = *(const bm25_hit_t *)a, y = *(const bm25_hit_t *)b;
+    return worse(y, x) ? -1 : worse(x, y) ? 1 : 0;
+}
+
+static int cmp_ub(const void *a, const void *b)
+{
+    float x = ((const term_scorer_t *)a)->ub, y = ((const term_scorer_t *)b)->ub;
+    return x < y ? -1 : x > y;
+}
+
+/* Scores doc d (already known to be allowed): essential cursors on d first, then the
+ * non-essential ones from the largest bound down while the doc can still enter. Returns 1 when
+ * fully scored into *score, 0 when skipped. */
+static int score_doc(term_scorer_t *ts, size_t n, size_t ne, const float *cum, uint32_t d, int full,
+                     float theta, float *score, bm25_stats_t *st)
+{
+    float s = 0;
+    if (full) { /* block-max check before touching any tf */
+        float bound = ne ? cum[ne - 1] : 0;
+        for (size_t i = ne; i < n; i++)
+            if (invidx_cur_doc(&ts[i].cur) == d)
+                bound += ts_block_ub(&ts[i]);
+        if (bound <= theta) {
+            for (size_t i = ne; i < n; i++)
+                if (invidx_cur_doc(&ts[i].cur) == d)
+                    ts[i].cur.i++;
+            return 0;
+        }
+    }
+    for (size_t i = ne; i < n; i++) {
+        if (invidx_cur_doc(&ts[i].cur) != d)
+            continue;
+        s += ts_score(&ts[i], ts[i].cur.pl->tfs[ts[i].cur.i], ts[i].dl[d]);
+        ts[i].cur.i++;
+        st->postings++;
+    }
+    for (size_t i = ne; i-- > 0;) {
+        if (full && s + cum[i] <= theta)
+            return 0;
+        if (invidx_cur_seek(&ts[i].cur, d) == d) {
+            s += ts_score(&ts[i], ts[i].cur.pl->tfs[ts[i].cur.i], ts[i].dl[d]);
+            st->postings++;
+        }
+    }
+    *score = s;
+    return 1;
+}
+
+int bm25_topk_or(const bm25_clause_t *cl, size_t n, const roaring_bitmap_t *filter, size_t k,
+                 int prune, bm25_hit_t *hits, size_t *n_hits, uint64_t *matched, int *matched_exact,
+                 bm25_stats_t *st)
+{
+    *n_hits = 0;
+    *matched = 0;
+    *matched_exact = 1;
+    prune = prune && k > 0; /* k = 0 is a count: every match must be seen */
+    term_scorer_t *ts = cdn_malloc((n ? n : 1) * sizeof *ts);
+    float *cum = cdn_malloc((n ? n : 1) * sizeof *cum);
+    if (!ts || !cum) {
+        cdn_free(ts);
+        cdn_free(cum);
+        return CDN_ERR_NOMEM;
+    }
+    for (size_t i = 0; i < n; i++)
+        ts_init(&ts[i], &cl[i]);
+    qsort(ts, n, sizeof *ts, cmp_ub);
+    for (size_t i = 0; i < n; i++)
+        cum[i] = (i ? cum[i - 1] : 0) + ts[i].ub;
+    roaring_uint32_iterator_t it;
+    if (filter)
+        roaring_init_iterator(filter, &it);
+    size_t ne = 0, nh = 0;
+    float theta = -INFINITY;
+    for (;;) {
+        uint32_t d = INVIDX_END;
+        for (size_t i = ne; i < n; i++) {
+            uint32_t x = invidx_cur_doc(&ts[i].cur);
+            d = x < d ? x : d;
+        }
+        if (d == INVIDX_END)
+            break;
+        if (filter) {
+            uint32_t a = bm25_filter_next(&it, d);
+            if (a == INVIDX_END)
+                break;
+            if (a != d) { /* leapfrog: every essential cursor jumps to the next allowed doc */
+                for (size_t i = ne; i < n; i++)
+                    invidx_cur_seek(&ts[i].cur, a);
+                continue;
+            }
+        }
+        float s;
+        int full = prune && nh == k;
+        if (!score_doc(ts, n, ne, cum, d, full, theta, &s, st)) {
+            *matched_exact = 0;
+            continue;
+        }
+        (*matched)++;
+        st->scored++;
+        heap_push(hits, &nh, k, (bm25_hit_t){d, s});
+        if (prune && nh == k) {
+            theta = hits[0].score;
+            while (ne < n && cum[ne] <= theta)
+                ne++;
+            if (ne > 0)
+                *matched_exact = 0;
+        }
+    }
+    qsort(hits, nh, sizeof *hits, cmp_hit);
+    *n_hits = nh;
+    cdn_free(ts);
+    cdn_free(cum);
+    return CDN_OK;
+}
+
+int bm25_docset_push(bm25_docset_t *s, uint32_t doc, float score)
+{
+    if (s->n == s->cap) {
+        size_t cap = s->cap ? s->cap * 2 : 64;
+        uint32_t *d = cdn_realloc(s->docs, cap * sizeof *d);
+        if (!d)
+            return CDN_ERR_NOMEM;
+        s->docs = d;
+        float *f = cdn_realloc(s->scores, cap * sizeof *f);
+        if (!f)
+            return CDN_ERR_NOMEM;
+        s->scores = f;
+        s->cap = cap;
+    }
+    s->docs[s->n] = doc;
+    s->scores[s->n++] = score;
+    return CDN_OK;
+}
+
+void bm25_docset_free(bm25_docset_t *s)
+{
+    cdn_free(s->docs);
+    cdn_free(s->scores);
+    memset(s, 0, sizeof *s);
+}
+
+int bm25_clause_docset(const bm25_clause_t *c, const roaring_bitmap_t *filter, bm25_docset_t *out,
+                       bm25_stats_t *st)
+{
+    term_scorer_t t;
+    ts_init(&t, c);
+    roaring_uint32_iterator_t it;
+    if (filter)
+        roaring_init_iterator(filter, &it);
+    for (uint32_t d = invidx_cur_doc(&t.cur); d != INVIDX_END;) {
+        if (filter) {
+            uint32_t a = bm25_filter_next(&it, d);
+            if (a == INVIDX_END)
+                break;
+            if (a != d) {
+                d = invidx_cur_seek(&t.cur, a);
+                continue;
+            }
+        }
+        st->postings++;
+        if (bm25_docset_push(out, d, ts_score(&t, t.cur.pl->tfs[t.cur.i], t.dl[d])))
+            return CDN_ERR_NOMEM;
+        t.cur.i++;
+        d = invidx_cur_doc(&t.cur);
+    }
+    return CDN_OK;
+}
+
+void bm25_docset_topk(const bm25_docset_t *s, size_t k, bm25_hit_t *hits, size_t *n_hits)
+{
+    size_t nh = 0;
+    for (size_t i = 0; i < s->n; i++)
+        heap_push(hits, &nh, k, (bm25_hit_t){s->docs[i], s->scores[i]});
+    qsort(hits, nh, sizeof *hits, cmp_hit);
+    *n_hits = nh;
+}

@@ -1,0 +1,284 @@
+/* test_model.c: searches as subjects of the permission model: views from nested groups, the
+ * search permission, revocation visible to the next search (also from other threads), replay
+ * of the model at reopen, bad operations changing nothing, explanations.
+ * Relies on the public API and pthreads. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <pthread.h>
+#include <stdatomic.h>
+
+#include "cordon.h"
+#include "testutil.h"
+
+#define DIM 8
+
+typedef struct fx {
+    char dir[64];
+    cordon_t *db;
+} fx_t;
+
+static void op(cordon_t *db, const char *json)
+{
+    cordon_error err;
+    int rc = cordon_model_apply(db, json, NULL, &err);
+    if (rc)
+        fail_msg("op %s failed: %s", json, err.message);
+}
+
+static int setup(void **state)
+{
+    fx_t *f = calloc(1, sizeof *f);
+    cordon_collection_spec spec = {.name = "docs", .dim = DIM, .metric = CORDON_METRIC_L2};
+    assert_non_null(tu_tmpdir(f->dir, sizeof f->dir));
+    assert_int_equal(cordon_open(f->dir, NULL, &f->db, NULL), 0);
+    assert_int_equal(cordon_collection_create(f->db, &spec, NULL), 0);
+    op(f->db, "{\"op\":\"put_subject\",\"id\":\"alice\",\"kind\":\"user\"}");
+    op(f->db, "{\"op\":\"put_subject\",\"id\":\"bob\",\"kind\":\"user\"}");
+    op(f->db, "{\"op\":\"put_subject\",\"id\":\"mallory\",\"kind\":\"user\"}");
+    op(f->db, "{\"op\":\"put_group\",\"id\":\"staff\"}");
+    op(f->db, "{\"op\":\"put_group\",\"id\":\"eng\"}");
+    op(f->db, "{\"op\":\"put_group\",\"id\":\"team-a\"}");
+    op(f->db, "{\"op\":\"add_member\",\"group\":\"eng\",\"member\":\"team-a\","
+              "\"member_kind\":\"group\"}");
+    op(f->db, "{\"op\":\"add_member\",\"group\":\"staff\",\"member\":\"eng\","
+              "\"member_kind\":\"group\"}");
+    op(f->db, "{\"op\":\"add_member\",\"group\":\"team-a\",\"member\":\"alice\"}");
+    op(f->db, "{\"op\":\"add_member\",\"group\":\"staff\",\"member\":\"bob\"}");
+    op(f->db, "{\"op\":\"put_role\",\"id\":\"reader\",\"permissions\":["
+              "{\"resource\":\"collection:docs\",\"action\":\"search\"},"
+              "{\"resource\":\"collection:docs\",\"action\":\"read\"}]}");
+    op(f->db, "{\"op\":\"grant\",\"to\":\"staff\",\"to_kind\":\"group\",\"role\":\"reader\"}");
+    const char *eng[] = {"group:eng"}, *staff[] = {"staff"};
+    float v1[DIM] = {1}, v2[DIM] = {0, 1};
+    cordon_chunk c[2] = {{.id = "eng-doc", .vector = v1, .allowed = eng, .n_allowed = 1},
+                         {.id = "staff-doc", .vector = v2, .allowed = staff, .n_allowed = 1}};
+    assert_int_equal(cordon_put(f->db, "docs", c, 2, NULL, NULL), 0);
+    *state = f;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    fx_t *f = *state;
+    cordon_close(f->db);
+    tu_rmrf(f->dir);
+    free(f);
+    return 0;
+}
+
+/* Number of hits subject gets, or a negative status. */
+static int hits_as(cordon_t *db, const char *subject, const char *want_id)
+{
+    float q[DIM] = {1};
+    cordon_subject s = {.subject_id = subject};
+    cordon_query qu = {.vector = q, .k = 10};
+    cordon_result *r;
+    int rc = cordon_search(db, "docs", &s, &qu, &r, NULL), n = 0;
+    if (rc)
+        return rc;
+    for (size_t i = 0; i < r->n_hits; i++)
+        n += !want_id || !strcmp(r->hits[i].id, want_id);
+    cordon_result_free(r);
+    return n;
+}
+
+static void test_nested_groups_open_chunks_to_subjects(void **state)
+{
+    fx_t *f = *state;
+    assert_int_equal(hits_as(f->db, "alice", NULL), 2);    /* team-a < eng < staff */
+    assert_int_equal(hits_as(f->db, "bob", "staff-doc"), 1);
+    assert_int_equal(hits_as(f->db, "bob", "eng-doc"), 0);
+    char **p;
+    size_t n;
+    assert_int_equal(cordon_view(f->db, "alice", &p, &n, NULL, NULL), 0);
+    assert_int_equal(n, 5); /* eng, staff, team-a, role:reader, user:alice */
+    assert_string_equal(p[0], "group:eng");
+    assert_string_equal(p[n - 1], "user:alice");
+    cordon_strings_free(p, n);
+}
+
+static void test_subject_without_search_permission_sees_no_collection(void **state)
+{
+    fx_t *f = *state;
+    cordon_error e1, e2;
+    float q[DIM] = {1};
+    cordon_subject s = {.subject_id = "mallory"};
+    cordon_query qu = {.vector = q};
+    cordon_result *r;
+    assert_int_equal(cordon_search(f->db, "docs", &s, &qu, &r, &e1), CORDON_ERR_NOT_FOUND);
+    assert_int_equal(cordon_search(f->db, "nothere", &s, &qu, &r, &e2), CORDON_ERR_NOT_FOUND);
+    assert_non_null(strstr(e1.message, "no such collection \"docs\""));
+    cordon_subject ghost = {.subject_id = "nobody-by-this-name"};
+    assert_int_equal(cordon_search(f->db, "docs", &ghost, &qu, &r, NULL), CORDON_ERR_NOT_FOUND);
+    cordon_record *rec;
+    assert_int_equal(cordon_get(f->db, "docs", &s, "staff-doc", &rec, NULL),
+                     CORDON_ERR_NOT_FOUND);
+    cordon_subject bob = {.subject_id = "bob"};
+    assert_int_equal(cordon_get(f->db, "docs", &bob, "staff-doc", &rec, NULL), 0);
+    cordon_record_free(rec);
+}
+
+static void test_removed_membership_hides_chunk_on_next_search(void **state)
+{
+    fx_t *f = *state;
+    assert_int_equal(hits_as(f->db, "alice", "eng-doc"), 1);
+    uint64_t r0 = cordon_revision(f->db), r1;
+    assert_int_equal(cordon_model_apply(f->db, "{\"op\":\"remove_member\",\"group\":\"team-a\","
+                                               "\"member\":\"alice\"}", &r1, NULL), 0);
+    assert_true(r1 > r0);
+    assert_int_equal(hits_as(f->db, "alice", NULL), CORDON_ERR_NOT_FOUND); /* lost the grant */
+    op(f->db, "{\"op\":\"add_member\",\"group\":\"staff\",\"member\":\"alice\"}");
+    assert_int_equal(hits_as(f->db, "alice", "eng-doc"), 0);
+    assert_int_equal(hits_as(f->db, "alice", "staff-doc"), 1);
+}
+
+static void test_model_survives_reopen(void **state)
+{
+    fx_t *f = *state;
+    char *before, *after;
+    assert_int_equal(cordon_model_export(f->db, &before, NULL), 0);
+    uint64_t rev = cordon_revision(f->db);
+    cordon_close(f->db);
+    assert_int_equal(cordon_open(f->dir, NULL, &f->db, NULL), 0);
+    assert_int_equal(cordon_revision(f->db), rev);
+    assert_int_equal(cordon_model_export(f->db, &after, NULL), 0);
+    assert_string_equal(before, after);
+    assert_int_equal(hits_as(f->db, "alice", NULL), 2);
+    /* An import replaces the log; reopen replays the imported document. */
+    assert_int_equal(cordon_model_import(f->db, before, NULL, NULL), 0);
+    cordon_close(f->db);
+    assert_int_equal(cordon_open(f->dir, NULL, &f->db, NULL), 0);
+    cordon_free(after);
+    assert_int_equal(cordon_model_export(f->db, &after, NULL), 0);
+    assert_string_equal(before, after);
+    cordon_free(before);
+    cordon_free(after);
+}
+
+static void test_bad_operations_change_nothing(void **state)
+{
+    fx_t *f = *state;
+    static const char *const bad[] = {
+        "{\"op\":\"add_member\",\"group\":\"team-a\",\"member\":\"staff\","
+        "\"member_kind\":\"group\"}", /* cycle */
+        "{\"op\":\"explode\"}",
+        "{\"op\":\"add_member\",\"group\":\"eng\",\"member\":\"zed\"}", /* unknown subject */
+        "{\"op\":\"put_role\",\"id\":\"x\",\"permissions\":[{\"resource\":\"collection:docs\","
+        "\"action\":\"search\",\"condition\":{\"Frobnicate\":[1,2]}}]}",
+        "not json",
+    };
+    char *before, *after;
+    assert_int_equal(cordon_model_export(f->db, &before, NULL), 0);
+    uint64_t rev = cordon_revision(f->db);
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        cordon_error err;
+        assert_int_not_equal(cordon_model_apply(f->db, bad[i], NULL, &err), 0);
+        assert_true(strlen(err.message) > 10);
+    }
+    assert_int_equal(cordon_revision(f->db), rev);
+    assert_int_equal(cordon_model_export(f->db, &after, NULL), 0);
+    assert_string_equal(before, after);
+    cordon_free(before);
+    cordon_free(after);
+}
+
+static void test_collection_refuses_asserted_principals_unless_configured(void **state)
+{
+    fx_t *f = *state;
+    const char *claims[] = {"group:eng"};
+    float q[DIM] = {1};
+    cordon_subject s = {.principals = claims, .n_principals = 1};
+    cordon_query qu = {.vector = q};
+    cordon_result *r;
+    cordon_error err;
+    assert_int_equal(cordon_search(f->db, "docs", &s, &qu, &r, &err), CORDON_ERR_DENIED);
+    assert_non_null(strstr(err.message, "does not accept asserted principals"));
+    cordon_record *rec;
+    assert_int_equal(cordon_get(f->db, "docs", &s, "eng-doc", &rec, &err), CORDON_ERR_DENIED);
+}
+
+static void test_explain_names_the_deciding_principal(void **state)
+{
+    fx_t *f = *state;
+    cordon_explanation x;
+    assert_int_equal(cordon_explain(f->db, "docs", "alice", "eng-doc", &x, NULL), 0);
+    assert_true(x.readable);
+    assert_string_equal(x.principal, "group:eng");
+    assert_int_equal(cordon_explain(f->db, "docs", "bob", "eng-doc", &x, NULL), 0);
+    assert_false(x.readable);
+    cordon_decision d;
+    cordon_authz_request rq = {.subject = "bob", .resource = "collection:docs",
+                               .action = "SEARCH"};
+    assert_int_equal(cordon_is_authorized(f->db, &rq, &d, NULL), 0);
+    assert_true(d.authorized);
+    assert_string_equal(d.reason, "PERMISSION_GRANTED_NO_CONDITION");
+    assert_string_equal(d.role, "reader");
+    assert_string_equal(d.granted_to, "group:staff");
+}
+
+typedef struct race {
+    cordon_t *db;
+    atomic_int revoked; /* 1 once remove_member has returned */
+    atomic_int stop;
+    atomic_int leaks, searches;
+} race_t;
+
+static void *searcher(void *arg)
+{
+    race_t *r = arg;
+    while (!atomic_load(&r->stop)) {
+        int after = atomic_load(&r->revoked); /* read before the search starts */
+        int n = hits_as(r->db, "bob", "eng-doc");
+        if (after && n > 0)
+            atomic_fetch_add(&r->leaks, 1);
+        atomic_fetch_add(&r->searches, 1);
+    }
+    return NULL;
+}
+
+static void test_revocation_is_seen_by_every_later_search_in_other_threads(void **state)
+{
+    fx_t *f = *state;
+    op(f->db, "{\"op\":\"add_member\",\"group\":\"eng\",\"member\":\"bob\"}");
+    assert_int_equal(hits_as(f->db, "bob", "eng-doc"), 1);
+    race_t r = {.db = f->db};
+    pthread_t th[3];
+    for (int i = 0; i < 3; i++)
+        pthread_create(&th[i], NULL, searcher, &r);
+    while (atomic_load(&r.searches) < 50)
+        usleep(100);
+    op(f->db, "{\"op\":\"remove_member\",\"group\":\"eng\",\"member\":\"bob\"}");
+    atomic_store(&r.revoked, 1);
+    int seen = atomic_load(&r.searches);
+    while (atomic_load(&r.searches) < seen + 200)
+        usleep(100);
+    atomic_store(&r.stop, 1);
+    for (int i = 0; i < 3; i++)
+        pthread_join(th[i], NULL);
+    assert_int_equal(atomic_load(&r.leaks), 0);
+    assert_int_equal(hits_as(f->db, "bob", "eng-doc"), 0);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_nested_groups_open_chunks_to_subjects, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_subject_without_search_permission_sees_no_collection,
+                                        setup, teardown),
+        cmocka_unit_test_setup_teardown(test_removed_membership_hides_chunk_on_next_search,
+                                        setup, teardown),
+        cmocka_unit_test_setup_teardown(test_model_survives_reopen, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_bad_operations_change_nothing, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_explain_names_the_deciding_principal, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(
+            test_collection_refuses_asserted_principals_unless_configured, setup, teardown),
+        cmocka_unit_test_setup_teardown(
+            test_revocation_is_seen_by_every_later_search_in_other_threads, setup, teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

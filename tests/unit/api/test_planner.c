@@ -1,0 +1,225 @@
+/* test_planner.c: every vector strategy under permission filters of every size: no leaks,
+ * `complete` only when the hits are the true top-k, recall of `auto`, the plan chosen, and the
+ * graph kept right across reopen, a lost checkpoint and a corrupt one.
+ * Relies on the public API; the exact-scan threshold is lowered so graph plans run. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <math.h>
+#include <sys/wait.h>
+
+#include "cordon.h"
+#include "testutil.h"
+
+#define DIM 16
+#define N 6000
+#define TEAMS 200
+#define CLUSTERS 30
+
+typedef struct fx {
+    char dir[64];
+    cordon_t *db;
+    float v[N][DIM];
+    int team[N];
+} fx_t;
+
+static const cordon_options opts = {.plan_exact_floats = 100 * DIM}; /* exact below 100 rows */
+
+static int setup(void **state)
+{
+    fx_t *f = calloc(1, sizeof *f);
+    float centre[CLUSTERS][DIM];
+    uint64_t seed = 5;
+    static char ids[N][16], tn[N][16];
+    static const char *acl[N][2];
+    static cordon_chunk ch[N];
+    cordon_collection_spec spec = {.asserted_principals = 1, .name = "v", .dim = DIM, .metric = CORDON_METRIC_L2};
+    for (int c = 0; c < CLUSTERS; c++)
+        for (int d = 0; d < DIM; d++)
+            centre[c][d] = tu_randf(&seed) * 10;
+    for (int i = 0; i < N; i++) {
+        int c = (int)(tu_rand(&seed) % CLUSTERS);
+        for (int d = 0; d < DIM; d++)
+            f->v[i][d] = centre[c][d] + tu_randf(&seed) - 0.5f;
+        f->team[i] = (int)(tu_rand(&seed) % TEAMS);
+        snprintf(ids[i], sizeof ids[i], "r%d", i);
+        snprintf(tn[i], sizeof tn[i], "t%d", f->team[i]);
+        acl[i][0] = tn[i];
+        acl[i][1] = "everyone";
+        ch[i] = (cordon_chunk){.id = ids[i], .vector = f->v[i], .allowed = acl[i], .n_allowed = 2};
+    }
+    assert_non_null(tu_tmpdir(f->dir, sizeof f->dir));
+    assert_int_equal(cordon_open(f->dir, &opts, &f->db, NULL), 0);
+    assert_int_equal(cordon_collection_create(f->db, &spec, NULL), 0);
+    for (int i = 0; i < N; i += 1000)
+        assert_int_equal(cordon_put(f->db, "v", ch + i, 1000, NULL, NULL), 0);
+    *state = f;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    fx_t *f = *state;
+    cordon_close(f->db);
+    tu_rmrf(f->dir);
+    free(f);
+    return 0;
+}
+
+static float l2(const float *a, const float *b)
+{
+    float s = 0;
+    for (int d = 0; d < DIM; d++)
+        s += (a[d] - b[d]) * (a[d] - b[d]);
+    return s;
+}
+
+/* Runs queries as a subject holding `nteams` teams (or everyone) with a strategy; checks
+ * leaks and completeness; returns recall@10 against brute force. */
+static double run(fx_t *f, int nteams, cordon_strategy strat, const char *want_plan)
+{
+    uint64_t seed = 77 + (uint64_t)nteams;
+    char names[TEAMS][16];
+    const char *p[TEAMS];
+    int holds[TEAMS] = {0};
+    size_t np = 0, found = 0, total = 0;
+    if (nteams < 0) {
+        p[np++] = "group:everyone";
+        for (int t = 0; t < TEAMS; t++)
+            holds[t] = 1;
+    }
+    for (int t = 0; t < nteams; t++) {
+        int x = (int)(tu_rand(&seed) % TEAMS);
+        holds[x] = 1;
+        snprintf(names[np], 16, "t%d", x);
+        p[np] = names[np];
+        np++;
+    }
+    for (int qi = 0; qi < 25; qi++) {
+        float q[DIM];
+        int src = (int)(tu_rand(&seed) % N);
+        for (int d = 0; d < DIM; d++)
+            q[d] = f->v[src][d] + tu_randf(&seed) * 0.2f;
+        cordon_subject s = {.principals = p, .n_principals = np};
+        cordon_query cq = {.vector = q, .k = 10, .strategy = strat};
+        cordon_result *r;
+        assert_int_equal(cordon_search(f->db, "v", &s, &cq, &r, NULL), 0);
+        if (want_plan)
+            assert_string_equal(r->plan, want_plan);
+        int best[10], nb = 0;
+        for (int i = 0; i < N; i++) { /* reference top-10 by insertion */
+            if (!holds[f->team[i]])
+                continue;
+            int pos = nb < 10 ? nb++ : 10;
+            while (pos > 0 && l2(f->v[best[pos - 1]], q) > l2(f->v[i], q)) {
+                if (pos < 10)
+                    best[pos] = best[pos - 1];
+                pos--;
+            }
+            if (pos < 10)
+                best[pos] = i;
+        }
+        for (size_t h = 0; h < r->n_hits; h++) {
+            int i = atoi(r->hits[h].id + 1);
+            assert_true(holds[f->team[i]]); /* no leak, whatever the strategy */
+            for (int b = 0; b < nb; b++)
+                found += best[b] == i;
+        }
+        if (r->complete) { /* complete means exactly the true top-k */
+            assert_int_equal(r->n_hits, nb);
+            for (size_t h = 0; h < r->n_hits; h++)
+                assert_true(fabsf(l2(f->v[atoi(r->hits[h].id + 1)], q) - l2(f->v[best[h]], q)) <
+                            1e-4f);
+        }
+        total += (size_t)nb;
+        cordon_result_free(r);
+    }
+    return total ? (double)found / (double)total : 1.0;
+}
+
+static void test_every_strategy_at_every_share_leaks_nothing(void **state)
+{
+    fx_t *f = *state;
+    int shares[] = {1, 10, 60, -1}; /* 0.5%, 5%, 30%, 100% */
+    cordon_strategy strats[] = {CORDON_STRATEGY_AUTO, CORDON_STRATEGY_EXACT,
+                                CORDON_STRATEGY_PREFILTER, CORDON_STRATEGY_POSTFILTER};
+    for (size_t s = 0; s < 4; s++)
+        for (size_t i = 0; i < 4; i++)
+            run(f, shares[s], strats[i], NULL);
+}
+
+static void test_auto_picks_plans_by_readable_size_and_keeps_recall(void **state)
+{
+    fx_t *f = *state;
+    assert_true(run(f, 1, CORDON_STRATEGY_AUTO, "exact") == 1.0);
+    assert_true(run(f, 10, CORDON_STRATEGY_AUTO, NULL) >= 0.97);
+    assert_true(run(f, 60, CORDON_STRATEGY_AUTO, "hnsw-filtered") >= 0.97);
+    assert_true(run(f, -1, CORDON_STRATEGY_AUTO, "hnsw-unfiltered") >= 0.97);
+    assert_true(run(f, 10, CORDON_STRATEGY_EXACT, "exact") == 1.0);
+}
+
+static void test_graph_is_right_after_reopen_loss_and_corruption(void **state)
+{
+    fx_t *f = *state;
+    char path[128];
+    double base = run(f, -1, CORDON_STRATEGY_PREFILTER, NULL);
+    cordon_close(f->db); /* writes the checkpoint */
+    snprintf(path, sizeof path, "%s/coll-0.hnsw", f->dir);
+    assert_int_equal(access(path, R_OK), 0);
+    assert_int_equal(cordon_open(f->dir, &opts, &f->db, NULL), 0);
+    assert_true(run(f, -1, CORDON_STRATEGY_PREFILTER, NULL) == base);
+    /* Rows written after the checkpoint, then a crash (no close): reopen catches up. */
+    float far[DIM];
+    for (int d = 0; d < DIM; d++)
+        far[d] = 1000;
+    const char *every[] = {"everyone"};
+    cordon_close(f->db);
+    pid_t pid = fork();
+    if (pid == 0) { /* the writer dies without closing, so no checkpoint is written */
+        cordon_t *db;
+        cordon_chunk c = {.id = "late", .vector = far, .allowed = every, .n_allowed = 1};
+        const char *gone[] = {"r0"};
+        if (cordon_open(f->dir, &opts, &db, NULL) || cordon_put(db, "v", &c, 1, NULL, NULL) ||
+            cordon_delete(db, "v", gone, 1, NULL, NULL, NULL))
+            _exit(1);
+        _exit(0);
+    }
+    int status;
+    waitpid(pid, &status, 0);
+    assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    assert_int_equal(cordon_open(f->dir, &opts, &f->db, NULL), 0);
+    cordon_subject s = {.principals = every, .n_principals = 1};
+    cordon_query q = {.vector = far, .k = 1, .strategy = CORDON_STRATEGY_PREFILTER};
+    cordon_result *r;
+    assert_int_equal(cordon_search(f->db, "v", &s, &q, &r, NULL), 0);
+    assert_string_equal(r->hits[0].id, "late");
+    cordon_result_free(r);
+    q.vector = f->v[0];
+    assert_int_equal(cordon_search(f->db, "v", &s, &q, &r, NULL), 0);
+    assert_string_not_equal(r->hits[0].id, "r0");
+    cordon_result_free(r);
+    cordon_close(f->db);
+    /* A corrupt checkpoint is rebuilt from the rows. */
+    FILE *fp = fopen(path, "r+b");
+    assert_non_null(fp);
+    fseek(fp, 100, SEEK_SET);
+    fputs("garbage garbage garbage", fp);
+    fclose(fp);
+    assert_int_equal(cordon_open(f->dir, &opts, &f->db, NULL), 0);
+    assert_true(run(f, -1, CORDON_STRATEGY_PREFILTER, NULL) >= 0.95);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_every_strategy_at_every_share_leaks_nothing, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_auto_picks_plans_by_readable_size_and_keeps_recall,
+                                        setup, teardown),
+        cmocka_unit_test_setup_teardown(test_graph_is_right_after_reopen_loss_and_corruption,
+                                        setup, teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

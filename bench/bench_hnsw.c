@@ -353,6 +353,7 @@ static void measure_clustered(hb_run_t *r, uint32_t clusters)
     double pct = 100.0 * (double)card / (double)r->o.size;
     exact_rows(r, allowed, pct, card, "exact-topic");
     hnsw_row(r, "filt-topic", allowed, pct, card, 64);
+    hnsw_row(r, "filt-topic", allowed, pct, card, 256);
     hnsw_row(r, "fallb-topic", allowed, pct, card, 64);
     roaring_bitmap_free(allowed);
 }

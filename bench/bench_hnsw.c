@@ -45,7 +45,7 @@ typedef struct hb_run {
     hnsw_t *h;
     vec_hit_t *truth; /* queries * BK */
     size_t *n_truth;
-    double *lat;      /* per query, ms */
+    double *lat; /* per query, ms */
     hb_row_t out[B_MAX_ROWS];
     size_t n_out;
     double build_s, save_s, load_s, rss_data_mb, rss_graph_mb, graph_mb, file_mb;
@@ -60,7 +60,10 @@ static uint64_t rng_next(uint64_t *s)
     return z ^ (z >> 31);
 }
 
-static double rng_unit(uint64_t *s) { return ((rng_next(s) >> 11) + 0.5) / 9007199254740992.0; }
+static double rng_unit(uint64_t *s)
+{
+    return ((rng_next(s) >> 11) + 0.5) / 9007199254740992.0;
+}
 
 static float rng_gauss(uint64_t *s)
 {
@@ -125,14 +128,15 @@ static double recall_of(const vec_hit_t *got, size_t n, const vec_hit_t *truth, 
 
 static void usage(FILE *f)
 {
-    fprintf(f, "usage: cordon bench hnsw [--size N] [--dim D] [--queries Q] [--seed S]\n"
-               "                         [--threads T] [--m M] [--efc EF] [--dir PATH]\n"
-               "                         [--format table|json]\n"
-               "  builds HNSW over N generated unit vectors (cosine, %d clusters), saves and\n"
-               "  loads it under PATH, then measures recall@%d and p50 latency unfiltered and\n"
-               "  under random allowed sets of 0.1, 1, 5, 20 and 100%%, beside the exact scan.\n"
-               "  defaults: --size 1000000 --dim 384 --queries 100 --seed 42 --threads 2\n"
-               "            --m 16 --efc 200 --dir /tmp\n",
+    fprintf(f,
+            "usage: cordon bench hnsw [--size N] [--dim D] [--queries Q] [--seed S]\n"
+            "                         [--threads T] [--m M] [--efc EF] [--dir PATH]\n"
+            "                         [--format table|json]\n"
+            "  builds HNSW over N generated unit vectors (cosine, %d clusters), saves and\n"
+            "  loads it under PATH, then measures recall@%d and p50 latency unfiltered and\n"
+            "  under random allowed sets of 0.1, 1, 5, 20 and 100%%, beside the exact scan.\n"
+            "  defaults: --size 1000000 --dim 384 --queries 100 --seed 42 --threads 2\n"
+            "            --m 16 --efc 200 --dir /tmp\n",
             B_CLUSTERS, BK);
 }
 
@@ -296,8 +300,8 @@ static void exact_rows(hb_run_t *r, const roaring_bitmap_t *allowed, double pct,
         r->lat[q] = (double)(cdn_clock_ns() - t0) / 1e6;
     }
     if (r->n_out < B_MAX_ROWS)
-        r->out[r->n_out++] = (hb_row_t){plan, pct, card, 0, 1.0, median(r->lat, r->o.queries),
-                                        (double)card, (double)card, 0};
+        r->out[r->n_out++] = (hb_row_t){
+            plan, pct, card, 0, 1.0, median(r->lat, r->o.queries), (double)card, (double)card, 0};
 }
 
 /* Runs one HNSW plan over every query and records its row. post: unfiltered traversal with
@@ -336,9 +340,9 @@ static void hnsw_row(hb_run_t *r, const char *plan, const roaring_bitmap_t *allo
     free(buf);
     double nq = (double)r->o.queries;
     if (r->n_out < B_MAX_ROWS)
-        r->out[r->n_out++] = (hb_row_t){plan, pct, card, ef, rec / nq,
-                                        median(r->lat, r->o.queries), vis / nq, dist / nq,
-                                        over / nq};
+        r->out[r->n_out++] =
+            (hb_row_t){plan,     pct,       card,     ef, rec / nq, median(r->lat, r->o.queries),
+                       vis / nq, dist / nq, over / nq};
 }
 
 /* Permissions that follow topics: every row of the first `clusters` centroids (so most
@@ -393,10 +397,9 @@ static void print_json(const hb_run_t *r)
            "\"ef_construction\":%u,\"threads\":%u,\"seed\":%llu,\"isa\":\"%s\",\"build_s\":%.3f,"
            "\"rss_vectors_mb\":%.1f,\"rss_graph_mb\":%.1f,\"graph_mb\":%.1f,\"file_mb\":%.1f,"
            "\"save_s\":%.3f,\"load_s\":%.3f,\"load_identical\":%s,\"rows\":[",
-           o->size, o->dim, o->queries, BK, o->m, o->efc, o->threads,
-           (unsigned long long)o->seed, vec_isa_name(vec_isa_best()), r->build_s, r->rss_data_mb,
-           r->rss_graph_mb, r->graph_mb, r->file_mb, r->save_s, r->load_s,
-           r->load_same ? "true" : "false");
+           o->size, o->dim, o->queries, BK, o->m, o->efc, o->threads, (unsigned long long)o->seed,
+           vec_isa_name(vec_isa_best()), r->build_s, r->rss_data_mb, r->rss_graph_mb, r->graph_mb,
+           r->file_mb, r->save_s, r->load_s, r->load_same ? "true" : "false");
     for (size_t i = 0; i < r->n_out; i++) {
         const hb_row_t *w = &r->out[i];
         printf("%s{\"plan\":\"%s\",\"allowed_pct\":%g,\"allowed\":%llu,\"ef\":%u,"
@@ -422,7 +425,8 @@ static void print_table(const hb_run_t *r)
     printf("save: %.2f s, file %.0f MB; load: %.2f s; loaded index answers identically: %s\n\n",
            r->save_s, r->file_mb, r->load_s, r->load_same ? "yes" : "NO");
     printf("recall@%d and p50 latency over %zu queries (one thread); over_budget = share of\n"
-           "queries that visited at least |allowed| nodes\n", BK, o->queries);
+           "queries that visited at least |allowed| nodes\n",
+           BK, o->queries);
     printf("%8s %9s %-11s %5s %7s %9s %9s %9s %6s\n", "allowed", "ids", "plan", "ef", "recall",
            "p50_ms", "visited", "dists", "over");
     for (size_t i = 0; i < r->n_out; i++) {

@@ -36,8 +36,7 @@ void hnsw_descend(hnsw_t *h, const vec_view_t *view, const float *q, uint32_t to
 }
 
 int hnsw_search_layer_build(hnsw_t *h, const vec_view_t *view, const float *q, uint32_t level,
-                            const hnsw_hit_t *eps, uint32_t n_eps, uint32_t ef,
-                            hnsw_heap_t *out)
+                            const hnsw_hit_t *eps, uint32_t n_eps, uint32_t ef, hnsw_heap_t *out)
 {
     hnsw_visited_t *vis;
     hnsw_heap_t cand; /* min-heap: distances negated */
@@ -93,8 +92,8 @@ typedef struct qctx {
     const float *q;
     uint16_t *marks;
     uint16_t tag;
-    hnsw_heap_t cand; /* min-heap (negated): nodes to expand, admissible or not */
-    hnsw_heap_t res;  /* max-heap of admissible nodes: the ef best so far */
+    hnsw_heap_t cand;  /* min-heap (negated): nodes to expand, admissible or not */
+    hnsw_heap_t res;   /* max-heap of admissible nodes: the ef best so far */
     uint32_t *bridges; /* inadmissible nodes crossed by two-hop expansion, not yet routed */
     size_t n_bridges, cap_bridges, next_bridge;
     const roaring_bitmap_t *allowed; /* NULL: every live node is admissible */

@@ -1,0 +1,521 @@
+/* quant.c: 8-bit per-dimension codes of float rows and the exact top-k search that prunes with
+ * them. Relies on quant_kern.h (code kernels), exact.h (the float re-rank), topk.h, CRoaring.
+ *
+ * Why nothing of the true top-k is pruned. For every allowed row r the scan computes, from its
+ * codes, bounds L_r <= d_r <= U_r on d_r, the distance exact_search's float kernel returns for r
+ * (bounds derived below, in row_bounds, including every float rounding). Let T be the k-th
+ * smallest U_r over the rows that got one. Those k rows have d <= U <= T, so the k-th smallest
+ * true distance D_k is <= T. A row with L_r > T has d_r >= L_r > T >= D_k: it is strictly worse
+ * than k other rows, so no tie-break by id can bring it into the top k. The scan only drops rows
+ * with L_r > T_now, and T_now (the running k-th smallest U) never falls below the final T. The
+ * survivors, a superset of the true top k, are re-ranked by exact_search_ids, whose kernels and
+ * tie-break are exact_search's own: same distances, same ids. Rows without usable bounds (not
+ * encoded, non-finite values, overflow risk) get L = -inf and are always re-ranked. */
+#include "vector/quant.h"
+#include "base/mem.h"
+#include "vector/exact.h"
+#include "vector/quant_kern.h"
+
+#include <float.h>
+#include <math.h>
+#include <string.h>
+
+#define QUANT_BLOCK 256
+#define QUANT_PREFETCH_ROWS 8
+/* Exact zero-rounding-error reasoning is replaced by generous bounds: u = 2^-24 is float's unit
+ * roundoff, gamma_n = n u / (1 - n u) bounds any summation order of n terms (FMA or not). */
+#define QUANT_U (1.0 / 16777216.0)
+
+struct quant {
+    uint32_t dim, stride; /* stride: dim rounded up to 16, the code and weight length */
+    int trained;
+    float *lo, *s; /* stride floats each, pads zero */
+    uint8_t **chunks;
+    size_t n_chunks, cap_chunks;
+    uint32_t count;
+};
+
+/* A chunk: QUANT_CHUNK_ROWS code rows of `stride` bytes, then QUANT_CHUNK_ROWS floats e_r. */
+static inline uint8_t *row_codes(const quant_t *q, uint32_t id)
+{
+    return q->chunks[id >> QUANT_CHUNK_SHIFT] + (size_t)(id & (QUANT_CHUNK_ROWS - 1)) * q->stride;
+}
+
+static inline float *row_err_ptr(const quant_t *q, uint32_t id)
+{
+    float *errs = (float *)(q->chunks[id >> QUANT_CHUNK_SHIFT] + (size_t)QUANT_CHUNK_ROWS * q->stride);
+    return errs + (id & (QUANT_CHUNK_ROWS - 1));
+}
+
+static size_t chunk_bytes(const quant_t *q)
+{
+    return (size_t)QUANT_CHUNK_ROWS * (q->stride + sizeof(float));
+}
+
+int quant_create(uint32_t dim, quant_t **out, cdn_err_t *err)
+{
+    if (!out)
+        return cdn_err_set(err, CDN_ERR_INVALID, "quant_create: out is NULL; pass a quant_t **");
+    *out = NULL;
+    if (dim < 1 || dim > 65536)
+        return cdn_err_set(err, CDN_ERR_INVALID,
+                           "quant dim is %u; it must be 1..65536, the vector field's dimension", dim);
+    quant_t *q = cdn_calloc(1, sizeof *q);
+    if (!q)
+        return cdn_err_set(err, CDN_ERR_NOMEM, "quant_create: out of memory");
+    q->dim = dim;
+    q->stride = (dim + 15u) & ~15u;
+    q->lo = cdn_calloc(q->stride, sizeof(float));
+    q->s = cdn_calloc(q->stride, sizeof(float));
+    if (!q->lo || !q->s) {
+        quant_free(q);
+        return cdn_err_set(err, CDN_ERR_NOMEM, "quant_create: out of memory");
+    }
+    *out = q;
+    return CDN_OK;
+}
+
+void quant_free(quant_t *q)
+{
+    if (!q)
+        return;
+    for (size_t i = 0; i < q->n_chunks; i++)
+        cdn_free(q->chunks[i]);
+    cdn_free(q->chunks);
+    cdn_free(q->lo);
+    cdn_free(q->s);
+    cdn_free(q);
+}
+
+int quant_is_trained(const quant_t *q)
+{
+    return q && q->trained;
+}
+
+uint32_t quant_count(const quant_t *q)
+{
+    return q ? q->count : 0;
+}
+
+size_t quant_memory(const quant_t *q)
+{
+    if (!q)
+        return 0;
+    return sizeof *q + 2 * (size_t)q->stride * sizeof(float) + q->cap_chunks * sizeof(uint8_t *) +
+           q->n_chunks * chunk_bytes(q);
+}
+
+static int check_view(const quant_t *q, const vec_view_t *v, cdn_err_t *err)
+{
+    if (!q || !v)
+        return cdn_err_set(err, CDN_ERR_INVALID, "quant: quantizer or view is NULL");
+    if (v->dim != q->dim)
+        return cdn_err_set(err, CDN_ERR_INVALID,
+                           "quant: the view has %u dimensions; the quantizer expects %u", v->dim,
+                           q->dim);
+    if (v->count && (!v->base || v->stride < v->dim))
+        return cdn_err_set(err, CDN_ERR_INVALID, "quant: the view has no rows or a stride below dim");
+    return CDN_OK;
+}
+
+int quant_train(quant_t *q, const vec_view_t *v, const uint32_t *ids, size_t n, cdn_err_t *err)
+{
+    int rc = check_view(q, v, err);
+    if (rc)
+        return rc;
+    if (n == 0 || (!ids && n > v->count))
+        return cdn_err_set(err, CDN_ERR_INVALID,
+                           "quant_train: %zu training rows requested, %u in the view; pass 1..count",
+                           n, v->count);
+    for (uint32_t j = 0; j < q->dim; j++) {
+        float lo = INFINITY, hi = -INFINITY;
+        for (size_t i = 0; i < n; i++) {
+            uint32_t id = ids ? ids[i] : (uint32_t)i;
+            if (id >= v->count)
+                return cdn_err_set(err, CDN_ERR_INVALID,
+                                   "quant_train: training id %u is past the view's %u rows", id,
+                                   v->count);
+            float x = vec_row(v, id)[j];
+            if (isfinite(x)) {
+                lo = x < lo ? x : lo;
+                hi = x > hi ? x : hi;
+            }
+        }
+        if (lo > hi) /* no finite value: every row of this dimension will carry its own error */
+            lo = hi = 0;
+        /* Any lo / s are correct (each row's true error is measured); these make it small. */
+        q->lo[j] = lo;
+        q->s[j] = (float)(((double)hi - (double)lo) / 255.0);
+    }
+    q->trained = 1;
+    q->count = 0;
+    for (size_t i = 0; i < q->n_chunks; i++)
+        cdn_free(q->chunks[i]);
+    q->n_chunks = 0;
+    return CDN_OK;
+}
+
+static float round_up_f(double x)
+{
+    float f = (float)x;
+    if ((double)f < x)
+        f = nextafterf(f, INFINITY);
+    return f;
+}
+
+static float round_down_f(double x)
+{
+    float f = (float)x;
+    if ((double)f > x)
+        f = nextafterf(f, -INFINITY);
+    return f;
+}
+
+/* Writes the codes of x to c (dim bytes) and returns e = ||x - x^||_2 rounded up, +inf when x
+ * holds a non-finite value. x^_j = lo_j + s_j c_j is evaluated in double, where s_j c_j is exact
+ * (24 x 8 bits) and the two roundings are covered by the relative and absolute slack added. */
+static float encode_row(const quant_t *q, const float *x, uint8_t *c)
+{
+    double e2 = 0, n2 = 0;
+    int bad = 0;
+    for (uint32_t j = 0; j < q->dim; j++) {
+        double xj = x[j], lo = q->lo[j], s = q->s[j], code = 0;
+        if (!isfinite(xj)) {
+            bad = 1;
+            c[j] = 0;
+            continue;
+        }
+        if (s > 0) {
+            code = nearbyint((xj - lo) / s);
+            code = code < 0 ? 0 : code > 255 ? 255 : code;
+        }
+        c[j] = (uint8_t)code;
+        double d = xj - (lo + s * code);
+        e2 += d * d;
+        n2 += xj * xj;
+    }
+    if (bad)
+        return INFINITY;
+    return round_up_f(sqrt(e2) * (1.0 + 0x1p-40) + sqrt(n2) * 0x1p-50);
+}
+
+/* Makes sure chunks cover rows 0..need-1; new rows are unknown (e = +inf) until encoded. */
+static int ensure_rows(quant_t *q, uint64_t need)
+{
+    size_t want = (size_t)((need + QUANT_CHUNK_ROWS - 1) >> QUANT_CHUNK_SHIFT);
+    if (want > q->cap_chunks &&
+        cdn_grow((void **)&q->chunks, &q->cap_chunks, want, sizeof(uint8_t *)))
+        return CDN_ERR_NOMEM;
+    while (q->n_chunks < want) {
+        uint8_t *ch = cdn_aligned_alloc(64, chunk_bytes(q));
+        if (!ch)
+            return CDN_ERR_NOMEM;
+        memset(ch, 0, (size_t)QUANT_CHUNK_ROWS * q->stride); /* pads stay zero forever */
+        float *errs = (float *)(ch + (size_t)QUANT_CHUNK_ROWS * q->stride);
+        for (size_t i = 0; i < QUANT_CHUNK_ROWS; i++)
+            errs[i] = INFINITY;
+        q->chunks[q->n_chunks++] = ch;
+    }
+    return CDN_OK;
+}
+
+int quant_encode_rows(quant_t *q, const vec_view_t *v, uint32_t first, uint32_t n,
+                      cdn_err_t *err)
+{
+    int rc = check_view(q, v, err);
+    if (rc)
+        return rc;
+    if (!q->trained)
+        return cdn_err_set(err, CDN_ERR_INVALID,
+                           "quant_encode_rows: the quantizer is untrained; call quant_train first");
+    if ((uint64_t)first + n > v->count)
+        return cdn_err_set(err, CDN_ERR_INVALID,
+                           "quant_encode_rows: rows %u..%llu are past the view's %u rows", first,
+                           (unsigned long long)first + n, v->count);
+    if (ensure_rows(q, (uint64_t)first + n))
+        return cdn_err_set(err, CDN_ERR_NOMEM, "quant_encode_rows: out of memory");
+    for (uint32_t i = 0; i < n; i++)
+        *row_err_ptr(q, first + i) = encode_row(q, vec_row(v, first + i), row_codes(q, first + i));
+    if (first + n > q->count)
+        q->count = first + n;
+    return CDN_OK;
+}
+
+/* ---- search ---- */
+
+typedef struct cand {
+    uint32_t id;
+    float lb; /* lower bound on the row's float distance, rounded down */
+} cand_t;
+
+typedef struct qscan {
+    const quant_t *q;
+    const vec_view_t *v;
+    vec_metric_t m;
+    int l2;
+    quant_kern_fn kern;
+    float *w, *qoff; /* per-query weights / offsets, stride floats, pads zero */
+    double qn;       /* ||query||_2 */
+    double c0;       /* dot: sum q_j lo_j */
+    double bq;       /* dot: bound on every magnitude the sums can reach, besides qn e_r */
+    double dq;       /* l2: bound on || computed (q - x^) - true (q - x^) ||_2 */
+    double eps;      /* relative rounding bound of any float sum here or in exact_search */
+    double tiny;     /* absolute slack for underflow */
+    topk_t ub;       /* the k smallest upper bounds seen */
+    cand_t *cand;
+    size_t n_cand, cap_cand;
+    quant_stats_t st;
+} qscan_t;
+
+/* Bounds for dot and cosine. With x = x^ + e (||e|| <= e_r) and S = sum w_j c_j computed:
+ * q.x = c0 + sum q_j s_j c_j + q.e; |q.e| <= qn e_r; the float S is within eps * W of the real
+ * sum (W = 255 sum |q_j| s_j bounds sum |w_j| c_j); exact_search's float q.x is within
+ * eps * sum |q_j x_j| <= eps (P + qn e_r) of the real one (P = sum |q_j| (|lo_j| + 255 s_j));
+ * 1 - dot adds one rounding of at most u (1 + |dot|). bq = W + P + |c0| + 1 covers all. */
+static void bounds_dot(const qscan_t *c, float approx, float e, double *lo, double *hi)
+{
+    double mag = c->bq + c->qn * e + fabs((double)approx);
+    if (!isfinite(approx) || !(mag < FLT_MAX / 4)) { /* partial sums could overflow: unknown */
+        *lo = -INFINITY;
+        *hi = INFINITY;
+        return;
+    }
+    double d = (c->m == VEC_METRIC_COSINE ? 1.0 : 0.0) - (c->c0 + (double)approx);
+    double slack = c->qn * e * (1 + c->eps) + c->eps * mag + 2 * c->tiny;
+    *lo = d - slack;
+    *hi = d + slack;
+}
+
+/* Bounds for L2 (squared). The computed sum A is within eps of ||t_c||^2 (t_c the computed
+ * q - x^, within dq of the real one), so ||q - x^|| is in [sqrt(A-)/(1+eps) - dq, sqrt(A+)/(1-eps)
+ * + dq]; the triangle inequality widens that by e_r to ||q - x||; exact_search's float sum of
+ * non-negative terms is within a factor 1 +- eps of ||q - x||^2, plus underflow slack. */
+static void bounds_l2(const qscan_t *c, float approx, float e, double *lo, double *hi)
+{
+    if (!isfinite(approx)) {
+        *lo = -INFINITY;
+        *hi = INFINITY;
+        return;
+    }
+    double a_lo = sqrt(fmax(0.0, (double)approx - c->tiny)) / (1 + c->eps) - c->dq - e;
+    double a_hi = sqrt((double)approx + c->tiny) / (1 - c->eps) + c->dq + e;
+    *lo = a_lo > 0 ? a_lo * a_lo * (1 - c->eps) - c->tiny : -c->tiny;
+    *hi = a_hi * a_hi * (1 + c->eps) + c->tiny;
+    if (!(*hi < FLT_MAX / 4))
+        *hi = INFINITY;
+}
+
+/* Drops candidates whose lower bound already exceeds bound t. */
+static void compact(qscan_t *c, float t)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < c->n_cand; i++)
+        if (!(c->cand[i].lb > t))
+            c->cand[n++] = c->cand[i];
+    c->n_cand = n;
+}
+
+static int add_cand(qscan_t *c, uint32_t id, float lb)
+{
+    if (c->n_cand == c->cap_cand) {
+        compact(c, topk_bound(&c->ub));
+        if (c->n_cand > c->cap_cand / 2 &&
+            cdn_grow((void **)&c->cand, &c->cap_cand, c->n_cand + 1, sizeof(cand_t)))
+            return CDN_ERR_NOMEM;
+    }
+    c->cand[c->n_cand++] = (cand_t){id, lb};
+    return CDN_OK;
+}
+
+/* Scores one row from its codes; keeps it if its lower bound can still reach the top k. */
+static int score_row(qscan_t *c, uint32_t id)
+{
+    const quant_t *q = c->q;
+    float e = id < q->count ? *row_err_ptr(q, id) : INFINITY;
+    if (!(e < INFINITY))
+        return add_cand(c, id, -INFINITY);
+    float approx = c->kern(row_codes(q, id), c->w, c->qoff, q->stride);
+    double lo, hi;
+    if (c->l2)
+        bounds_l2(c, approx, e, &lo, &hi);
+    else
+        bounds_dot(c, approx, e, &lo, &hi);
+    float lb = round_down_f(lo), ub = round_up_f(hi);
+    if (!isnan(ub))
+        topk_push(&c->ub, id, ub);
+    if (!(lb > topk_bound(&c->ub)))
+        return add_cand(c, id, lb);
+    return CDN_OK;
+}
+
+static int scan_ids(qscan_t *c, const uint32_t *ids, size_t n)
+{
+    const quant_t *q = c->q;
+    for (size_t i = 0; i < n; i++) {
+        size_t j = i + QUANT_PREFETCH_ROWS;
+        /* Sparse sets jump between rows; a run of consecutive rows the hardware follows. */
+        if (j < n && ids[j] != ids[j - 1] + 1 && ids[j] < q->count) {
+            const char *p = (const char *)row_codes(q, ids[j]);
+            for (size_t off = 0; off < q->stride; off += 64)
+                __builtin_prefetch(p + off, 0, 3);
+        }
+        int rc = score_row(c, ids[i]);
+        if (rc)
+            return rc;
+    }
+    c->st.scanned += n;
+    return CDN_OK;
+}
+
+static int scan_allowed(qscan_t *c, const roaring_bitmap_t *allowed)
+{
+    uint32_t ids[QUANT_BLOCK];
+    int rc = CDN_OK;
+    if (!allowed) {
+        for (uint64_t start = 0; rc == CDN_OK && start < c->v->count; start += QUANT_BLOCK) {
+            uint64_t n = c->v->count - start < QUANT_BLOCK ? c->v->count - start : QUANT_BLOCK;
+            for (uint64_t i = 0; i < n; i++)
+                ids[i] = (uint32_t)(start + i);
+            rc = scan_ids(c, ids, n);
+        }
+        return rc;
+    }
+    roaring_uint32_iterator_t it;
+    roaring_init_iterator(allowed, &it);
+    while (rc == CDN_OK && it.has_value) {
+        uint32_t n = roaring_read_uint32_iterator(&it, ids, QUANT_BLOCK);
+        uint32_t keep = n; /* ids come sorted: the first one past the view ends the scan */
+        while (keep > 0 && ids[keep - 1] >= c->v->count)
+            keep--;
+        rc = scan_ids(c, ids, keep);
+        if (keep < n)
+            break;
+    }
+    return rc;
+}
+
+/* Fills the per-query weights and bounds. Returns 1 if the query has a non-finite value (then
+ * the caller falls back to exact_search). */
+static int prepare(qscan_t *c, const float *query)
+{
+    const quant_t *q = c->q;
+    double qn2 = 0, c0 = 0, wsum = 0, psum = 0, dq2 = 0;
+    for (uint32_t j = 0; j < q->dim; j++) {
+        double x = query[j], lo = q->lo[j], s = q->s[j];
+        if (!isfinite(x))
+            return 1;
+        qn2 += x * x;
+        if (c->l2) {
+            c->qoff[j] = query[j] - q->lo[j];
+            c->w[j] = q->s[j];
+            dq2 += (x - lo) * (x - lo);
+        } else {
+            c->w[j] = query[j] * q->s[j];
+            c0 += x * lo;
+            wsum += fabs(x) * s * 255.0;
+            psum += fabs(x) * (fabs(lo) + 255.0 * s);
+        }
+    }
+    c->qn = sqrt(qn2) * (1 + 0x1p-40);
+    c->c0 = c0;
+    c->bq = (wsum + psum + fabs(c0) + 1.0) * (1 + 0x1p-40);
+    c->eps = 2.0 * ((double)q->stride + 8.0) * QUANT_U;
+    c->tiny = ((double)q->stride + 8.0) * 0x1p-140;
+    c->dq = (2 * QUANT_U * sqrt(dq2) + sqrt((double)q->stride) * 0x1p-140) * (1 + c->eps);
+    return 0;
+}
+
+/* Keeps the candidates whose lower bound reaches the final threshold and re-ranks them. */
+static int rerank(qscan_t *c, const float *query, size_t k, vec_hit_t *out, size_t *n_out)
+{
+    float t = topk_bound(&c->ub);
+    uint32_t *ids = cdn_malloc((c->n_cand ? c->n_cand : 1) * sizeof(uint32_t));
+    if (!ids)
+        return CDN_ERR_NOMEM;
+    size_t n = 0;
+    for (size_t i = 0; i < c->n_cand; i++)
+        if (!(c->cand[i].lb > t))
+            ids[n++] = c->cand[i].id;
+    c->st.reranked = n;
+    c->st.float_bytes = (uint64_t)n * c->q->dim * sizeof(float);
+    int rc = exact_search_ids(c->v, c->m, query, ids, n, k, out, n_out, NULL);
+    cdn_free(ids);
+    return rc;
+}
+
+static int fallback(const vec_view_t *v, vec_metric_t m, const float *query,
+                    const roaring_bitmap_t *allowed, size_t k, vec_hit_t *out, size_t *n_out,
+                    quant_stats_t *stats)
+{
+    uint64_t scanned = 0;
+    int rc = exact_search(v, m, query, allowed, k, out, n_out, &scanned);
+    if (stats)
+        *stats = (quant_stats_t){0, scanned, 0, scanned * v->dim * sizeof(float)};
+    return rc;
+}
+
+int quant_exact_search_isa(const quant_t *q, const vec_view_t *v, vec_metric_t m, vec_isa_t isa,
+                           const float *query, const roaring_bitmap_t *allowed, size_t k,
+                           vec_hit_t *out, size_t *n_out, quant_stats_t *stats)
+{
+    if (n_out)
+        *n_out = 0;
+    if (stats)
+        *stats = (quant_stats_t){0, 0, 0, 0};
+    if (!q || !v || !query || (k > 0 && !out) || (unsigned)m > VEC_METRIC_L2 || v->dim != q->dim ||
+        (v->count && (!v->base || v->stride < v->dim)))
+        return CDN_ERR_INVALID;
+    qscan_t c = {.q = q, .v = v, .m = m, .l2 = m == VEC_METRIC_L2};
+    c.kern = quant_kern_for(c.l2, isa);
+    if (!c.kern)
+        return CDN_ERR_UNSUPPORTED;
+    if (!q->trained || k == 0 || v->count == 0)
+        return fallback(v, m, query, allowed, k, out, n_out, stats);
+    c.w = cdn_aligned_alloc(64, 2 * (size_t)q->stride * sizeof(float));
+    if (!c.w)
+        return CDN_ERR_NOMEM;
+    memset(c.w, 0, 2 * (size_t)q->stride * sizeof(float));
+    c.qoff = c.w + q->stride;
+    if (prepare(&c, query)) {
+        cdn_free(c.w);
+        return fallback(v, m, query, allowed, k, out, n_out, stats);
+    }
+    int rc = topk_init(&c.ub, k);
+    if (rc == CDN_OK)
+        rc = scan_allowed(&c, allowed);
+    if (rc == CDN_OK)
+        rc = rerank(&c, query, k, out, n_out);
+    c.st.code_bytes = c.st.scanned * q->dim;
+    if (stats && rc == CDN_OK)
+        *stats = c.st;
+    topk_free(&c.ub);
+    cdn_free(c.cand);
+    cdn_free(c.w);
+    return rc;
+}
+
+int quant_exact_search(const quant_t *q, const vec_view_t *v, vec_metric_t m, const float *query,
+                       const roaring_bitmap_t *allowed, size_t k, vec_hit_t *out, size_t *n_out,
+                       quant_stats_t *stats)
+{
+    return quant_exact_search_isa(q, v, m, vec_isa_best(), query, allowed, k, out, n_out, stats);
+}
+
+int quant_kernel_eval(const quant_t *q, vec_isa_t isa, int l2, const float *w, const float *qoff,
+                      uint32_t id, float *out)
+{
+    if (!q || !w || !qoff || !out || id >= q->count)
+        return CDN_ERR_INVALID;
+    quant_kern_fn kern = quant_kern_for(l2, isa);
+    if (!kern)
+        return CDN_ERR_UNSUPPORTED;
+    float *buf = cdn_aligned_alloc(64, 2 * (size_t)q->stride * sizeof(float));
+    if (!buf)
+        return CDN_ERR_NOMEM;
+    memset(buf, 0, 2 * (size_t)q->stride * sizeof(float));
+    memcpy(buf, w, q->dim * sizeof(float));
+    memcpy(buf + q->stride, qoff, q->dim * sizeof(float));
+    *out = kern(row_codes(q, id), buf, buf + q->stride, q->stride);
+    cdn_free(buf);
+    return CDN_OK;
+}

@@ -319,7 +319,7 @@ static int add_cand(qscan_t *c, uint32_t id, float lb)
 {
     if (c->n_cand == c->cap_cand) {
         compact(c, topk_bound(&c->ub));
-        if (c->n_cand > c->cap_cand / 2 &&
+        if (c->n_cand >= c->cap_cand / 2 &&
             cdn_grow((void **)&c->cand, &c->cap_cand, c->n_cand + 1, sizeof(cand_t)))
             return CDN_ERR_NOMEM;
     }

@@ -127,26 +127,36 @@ int quant_train(quant_t *q, const vec_view_t *v, const uint32_t *ids, size_t n, 
         return cdn_err_set(err, CDN_ERR_INVALID,
                            "quant_train: %zu training rows requested, %u in the view; pass 1..count",
                            n, v->count);
+    float *hi = cdn_malloc((size_t)q->dim * sizeof(float));
+    if (!hi)
+        return cdn_err_set(err, CDN_ERR_NOMEM, "quant_train: out of memory");
     for (uint32_t j = 0; j < q->dim; j++) {
-        float lo = INFINITY, hi = -INFINITY;
-        for (size_t i = 0; i < n; i++) {
-            uint32_t id = ids ? ids[i] : (uint32_t)i;
-            if (id >= v->count)
-                return cdn_err_set(err, CDN_ERR_INVALID,
-                                   "quant_train: training id %u is past the view's %u rows", id,
-                                   v->count);
-            float x = vec_row(v, id)[j];
-            if (isfinite(x)) {
-                lo = x < lo ? x : lo;
-                hi = x > hi ? x : hi;
-            }
-        }
-        if (lo > hi) /* no finite value: every row of this dimension will carry its own error */
-            lo = hi = 0;
-        /* Any lo / s are correct (each row's true error is measured); these make it small. */
-        q->lo[j] = lo;
-        q->s[j] = (float)(((double)hi - (double)lo) / 255.0);
+        q->lo[j] = INFINITY;
+        hi[j] = -INFINITY;
     }
+    for (size_t i = 0; i < n; i++) { /* row by row: the view is row-major */
+        uint32_t id = ids ? ids[i] : (uint32_t)i;
+        if (id >= v->count) {
+            cdn_free(hi);
+            q->trained = 0; /* lo is half-updated: refuse to encode with it */
+            return cdn_err_set(err, CDN_ERR_INVALID,
+                               "quant_train: training id %u is past the view's %u rows", id,
+                               v->count);
+        }
+        const float *x = vec_row(v, id);
+        for (uint32_t j = 0; j < q->dim; j++)
+            if (isfinite(x[j])) {
+                q->lo[j] = x[j] < q->lo[j] ? x[j] : q->lo[j];
+                hi[j] = x[j] > hi[j] ? x[j] : hi[j];
+            }
+    }
+    for (uint32_t j = 0; j < q->dim; j++) {
+        if (q->lo[j] > hi[j]) /* no finite value: each row of this dimension carries its error */
+            q->lo[j] = hi[j] = 0;
+        /* Any lo / s are correct (each row's true error is measured); these make it small. */
+        q->s[j] = (float)(((double)hi[j] - (double)q->lo[j]) / 255.0);
+    }
+    cdn_free(hi);
     q->trained = 1;
     q->count = 0;
     for (size_t i = 0; i < q->n_chunks; i++)

@@ -263,7 +263,7 @@ typedef struct qscan {
     const vec_view_t *v;
     vec_metric_t m;
     int l2;
-    quant_kern_fn kern;
+    quant_kern4_fn kern4;
     float *w, *qoff; /* per-query weights / offsets, stride floats, pads zero */
     double qn;       /* ||query||_2 */
     double c0;       /* dot: sum q_j lo_j */
@@ -272,6 +272,7 @@ typedef struct qscan {
     double eps;      /* relative rounding bound of any float sum here or in exact_search */
     double tiny;     /* absolute slack for underflow */
     topk_t ub;       /* the k smallest upper bounds seen */
+    double t;        /* topk_bound(&ub): the running threshold T */
     cand_t *cand;
     size_t n_cand, cap_cand;
     quant_stats_t st;
@@ -337,44 +338,70 @@ static int add_cand(qscan_t *c, uint32_t id, float lb)
     return CDN_OK;
 }
 
-/* Scores one row from its codes; keeps it if its lower bound can still reach the top k. */
-static int score_row(qscan_t *c, uint32_t id)
+/* Judges one row from its approximate distance: dropped if its lower bound already exceeds the
+ * running threshold (then its upper bound could not enter the heap either), else its upper bound
+ * joins the heap and the row becomes a candidate. */
+static int judge_row(qscan_t *c, uint32_t id, float approx, float e)
 {
-    const quant_t *q = c->q;
-    float e = id < q->count ? *row_err_ptr(q, id) : INFINITY;
-    if (!(e < INFINITY))
-        return add_cand(c, id, -INFINITY);
-    float approx = c->kern(row_codes(q, id), c->w, c->qoff, q->stride);
     double lo, hi;
     if (c->l2)
         bounds_l2(c, approx, e, &lo, &hi);
     else
         bounds_dot(c, approx, e, &lo, &hi);
-    float lb = round_down_f(lo), ub = round_up_f(hi);
-    if (!isnan(ub))
-        topk_push(&c->ub, id, ub);
-    if (!(lb > topk_bound(&c->ub)))
-        return add_cand(c, id, lb);
-    return CDN_OK;
+    if (lo > c->t)
+        return CDN_OK;
+    float ub = round_up_f(hi);
+    if (!isnan(ub) && topk_push(&c->ub, id, ub))
+        c->t = topk_bound(&c->ub);
+    if (lo > c->t)
+        return CDN_OK;
+    return add_cand(c, id, round_down_f(lo));
 }
 
+static inline void prefetch_codes(const qscan_t *c, const uint32_t *ids, size_t j, size_t n)
+{
+    /* Sparse sets jump between rows; a run of consecutive rows the hardware follows. */
+    if (j < n && (j == 0 || ids[j] != ids[j - 1] + 1)) {
+        const char *p = (const char *)row_codes(c->q, ids[j]);
+        for (size_t off = 0; off < c->q->stride; off += 64)
+            __builtin_prefetch(p + off, 0, 3);
+    }
+}
+
+/* Scores ids[0..n) (all < v->count): rows without codes become candidates outright, the rest go
+ * through the 4-row kernel (the last group padded with repeats) and judge_row. */
 static int scan_ids(qscan_t *c, const uint32_t *ids, size_t n)
 {
     const quant_t *q = c->q;
-    for (size_t i = 0; i < n; i++) {
-        size_t j = i + QUANT_PREFETCH_ROWS;
-        /* Sparse sets jump between rows; a run of consecutive rows the hardware follows. */
-        if (j < n && ids[j] != ids[j - 1] + 1 && ids[j] < q->count) {
-            const char *p = (const char *)row_codes(q, ids[j]);
-            for (size_t off = 0; off < q->stride; off += 64)
-                __builtin_prefetch(p + off, 0, 3);
+    uint32_t known[QUANT_BLOCK];
+    float errs[QUANT_BLOCK];
+    size_t nk = 0;
+    int rc = CDN_OK;
+    for (size_t i = 0; rc == CDN_OK && i < n; i++) {
+        float e = ids[i] < q->count ? *row_err_ptr(q, ids[i]) : INFINITY;
+        if (e < INFINITY) {
+            known[nk] = ids[i];
+            errs[nk++] = e;
+        } else {
+            rc = add_cand(c, ids[i], -INFINITY);
         }
-        int rc = score_row(c, ids[i]);
-        if (rc)
-            return rc;
+    }
+    for (size_t j = 0; j < QUANT_PREFETCH_ROWS; j++)
+        prefetch_codes(c, known, j, nk);
+    for (size_t i = 0; rc == CDN_OK && i < nk; i += 4) {
+        size_t group = nk - i < 4 ? nk - i : 4;
+        for (size_t j = i + QUANT_PREFETCH_ROWS; j < i + QUANT_PREFETCH_ROWS + 4; j++)
+            prefetch_codes(c, known, j, nk);
+        const uint8_t *rows[4];
+        for (size_t j = 0; j < 4; j++)
+            rows[j] = row_codes(q, known[i + (j < group ? j : group - 1)]);
+        float d[4];
+        c->kern4(rows, c->w, c->qoff, q->stride, d);
+        for (size_t j = 0; rc == CDN_OK && j < group; j++)
+            rc = judge_row(c, known[i + j], d[j], errs[i + j]);
     }
     c->st.scanned += n;
-    return CDN_OK;
+    return rc;
 }
 
 static int scan_allowed(qscan_t *c, const roaring_bitmap_t *allowed)
@@ -476,8 +503,9 @@ int quant_exact_search_isa(const quant_t *q, const vec_view_t *v, vec_metric_t m
         (v->count && (!v->base || v->stride < v->dim)))
         return CDN_ERR_INVALID;
     qscan_t c = {.q = q, .v = v, .m = m, .l2 = m == VEC_METRIC_L2};
-    c.kern = quant_kern_for(c.l2, isa);
-    if (!c.kern)
+    c.kern4 = quant_kern4_for(c.l2, isa);
+    c.t = INFINITY;
+    if (!c.kern4)
         return CDN_ERR_UNSUPPORTED;
     if (!q->trained || k == 0 || v->count == 0)
         return fallback(v, m, query, allowed, k, out, n_out, stats);
@@ -516,8 +544,8 @@ int quant_kernel_eval(const quant_t *q, vec_isa_t isa, int l2, const float *w, c
 {
     if (!q || !w || !qoff || !out || id >= q->count)
         return CDN_ERR_INVALID;
-    quant_kern_fn kern = quant_kern_for(l2, isa);
-    if (!kern)
+    quant_kern4_fn kern4 = quant_kern4_for(l2, isa);
+    if (!kern4)
         return CDN_ERR_UNSUPPORTED;
     float *buf = cdn_aligned_alloc(64, 2 * (size_t)q->stride * sizeof(float));
     if (!buf)
@@ -525,7 +553,12 @@ int quant_kernel_eval(const quant_t *q, vec_isa_t isa, int l2, const float *w, c
     memset(buf, 0, 2 * (size_t)q->stride * sizeof(float));
     memcpy(buf, w, q->dim * sizeof(float));
     memcpy(buf + q->stride, qoff, q->dim * sizeof(float));
-    *out = kern(row_codes(q, id), buf, buf + q->stride, q->stride);
+    /* The row sits in lane id % 4 with row 0 around it: lanes must not leak into each other. */
+    const uint8_t *rows[4] = {row_codes(q, 0), row_codes(q, 0), row_codes(q, 0), row_codes(q, 0)};
+    rows[id % 4] = row_codes(q, id);
+    float d[4];
+    kern4(rows, buf, buf + q->stride, q->stride, d);
+    *out = d[id % 4];
     cdn_free(buf);
     return CDN_OK;
 }

@@ -129,3 +129,87 @@ quant_kern_fn quant_kern_for(int l2, vec_isa_t isa)
         return NULL;
     }
 }
+
+/* ---- four rows per call ---- */
+
+static void dot4_scalar(const uint8_t *const c[4], const float *w, const float *qoff, size_t n,
+                        float out[4])
+{
+    for (int r = 0; r < 4; r++)
+        out[r] = dot_scalar(c[r], w, qoff, n);
+}
+
+static void l24_scalar(const uint8_t *const c[4], const float *w, const float *qoff, size_t n,
+                       float out[4])
+{
+    for (int r = 0; r < 4; r++)
+        out[r] = l2_scalar(c[r], w, qoff, n);
+}
+
+#if defined(__x86_64__) || defined(__i386__)
+AVX2_FN static void dot4_avx2(const uint8_t *const c[4], const float *w, const float *qoff,
+                              size_t n, float out[4])
+{
+    for (int r = 0; r < 4; r++) /* AVX2 is the fallback path: keep it simple */
+        out[r] = dot_avx2(c[r], w, qoff, n);
+}
+
+AVX2_FN static void l24_avx2(const uint8_t *const c[4], const float *w, const float *qoff,
+                             size_t n, float out[4])
+{
+    for (int r = 0; r < 4; r++)
+        out[r] = l2_avx2(c[r], w, qoff, n);
+}
+
+AVX512_FN static void dot4_avx512(const uint8_t *const c[4], const float *w, const float *qoff,
+                                  size_t n, float out[4])
+{
+    (void)qoff;
+    __m512 s0 = _mm512_setzero_ps(), s1 = s0, s2 = s0, s3 = s0;
+    for (size_t i = 0; i < n; i += 16) {
+        __m512 wv = _mm512_loadu_ps(w + i);
+        s0 = _mm512_fmadd_ps(wv, load16(c[0] + i), s0);
+        s1 = _mm512_fmadd_ps(wv, load16(c[1] + i), s1);
+        s2 = _mm512_fmadd_ps(wv, load16(c[2] + i), s2);
+        s3 = _mm512_fmadd_ps(wv, load16(c[3] + i), s3);
+    }
+    out[0] = _mm512_reduce_add_ps(s0);
+    out[1] = _mm512_reduce_add_ps(s1);
+    out[2] = _mm512_reduce_add_ps(s2);
+    out[3] = _mm512_reduce_add_ps(s3);
+}
+
+AVX512_FN static void l24_avx512(const uint8_t *const c[4], const float *w, const float *qoff,
+                                 size_t n, float out[4])
+{
+    __m512 s[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(),
+                   _mm512_setzero_ps()};
+    for (size_t i = 0; i < n; i += 16) {
+        __m512 wv = _mm512_loadu_ps(w + i), qv = _mm512_loadu_ps(qoff + i);
+        for (int r = 0; r < 4; r++) {
+            __m512 t = _mm512_fnmadd_ps(wv, load16(c[r] + i), qv);
+            s[r] = _mm512_fmadd_ps(t, t, s[r]);
+        }
+    }
+    for (int r = 0; r < 4; r++)
+        out[r] = _mm512_reduce_add_ps(s[r]);
+}
+#endif
+
+quant_kern4_fn quant_kern4_for(int l2, vec_isa_t isa)
+{
+    if (!vec_dist_for_isa(VEC_METRIC_DOT, isa))
+        return NULL;
+    switch (isa) {
+    case VEC_ISA_SCALAR:
+        return l2 ? l24_scalar : dot4_scalar;
+#if defined(__x86_64__) || defined(__i386__)
+    case VEC_ISA_AVX2:
+        return l2 ? l24_avx2 : dot4_avx2;
+    case VEC_ISA_AVX512:
+        return l2 ? l24_avx512 : dot4_avx512;
+#endif
+    default:
+        return NULL;
+    }
+}

@@ -27,7 +27,7 @@
 #define QUANT_U (1.0 / 16777216.0)
 
 struct quant {
-    uint32_t dim, stride; /* stride: dim rounded up to 16, the code and weight length */
+    uint32_t dim, stride; /* stride: dim rounded up to 32, the code and weight length */
     int trained;
     float *lo, *s; /* stride floats each, pads zero */
     uint8_t **chunks;
@@ -35,7 +35,8 @@ struct quant {
     uint32_t count;
 };
 
-/* A chunk: QUANT_CHUNK_ROWS code rows of `stride` bytes, then QUANT_CHUNK_ROWS floats e_r. */
+/* A chunk: QUANT_CHUNK_ROWS code rows of `stride` bytes, then QUANT_CHUNK_ROWS floats e_r, then
+ * QUANT_CHUNK_ROWS floats r_r = ||x^ - lo||^2 = sum (s_j c_j)^2 (to nearest; L2 needs it). */
 static inline uint8_t *row_codes(const quant_t *q, uint32_t id)
 {
     return q->chunks[id >> QUANT_CHUNK_SHIFT] + (size_t)(id & (QUANT_CHUNK_ROWS - 1)) * q->stride;
@@ -47,9 +48,14 @@ static inline float *row_err_ptr(const quant_t *q, uint32_t id)
     return errs + (id & (QUANT_CHUNK_ROWS - 1));
 }
 
+static inline float *row_r_ptr(const quant_t *q, uint32_t id)
+{
+    return row_err_ptr(q, id) + QUANT_CHUNK_ROWS;
+}
+
 static size_t chunk_bytes(const quant_t *q)
 {
-    return (size_t)QUANT_CHUNK_ROWS * (q->stride + sizeof(float));
+    return (size_t)QUANT_CHUNK_ROWS * (q->stride + 2 * sizeof(float));
 }
 
 int quant_create(uint32_t dim, quant_t **out, cdn_err_t *err)
@@ -64,7 +70,7 @@ int quant_create(uint32_t dim, quant_t **out, cdn_err_t *err)
     if (!q)
         return cdn_err_set(err, CDN_ERR_NOMEM, "quant_create: out of memory");
     q->dim = dim;
-    q->stride = (dim + 15u) & ~15u;
+    q->stride = (dim + 31u) & ~31u;
     q->lo = cdn_calloc(q->stride, sizeof(float));
     q->s = cdn_calloc(q->stride, sizeof(float));
     if (!q->lo || !q->s) {
@@ -184,9 +190,9 @@ static float round_down_f(double x)
 /* Writes the codes of x to c (dim bytes) and returns e = ||x - x^||_2 rounded up, +inf when x
  * holds a non-finite value. x^_j = lo_j + s_j c_j is evaluated in double, where s_j c_j is exact
  * (24 x 8 bits) and the two roundings are covered by the relative and absolute slack added. */
-static float encode_row(const quant_t *q, const float *x, uint8_t *c)
+static float encode_row(const quant_t *q, const float *x, uint8_t *c, float *r)
 {
-    double e2 = 0, n2 = 0;
+    double e2 = 0, n2 = 0, r2 = 0;
     int bad = 0;
     for (uint32_t j = 0; j < q->dim; j++) {
         double xj = x[j], lo = q->lo[j], s = q->s[j], code = 0;
@@ -200,10 +206,12 @@ static float encode_row(const quant_t *q, const float *x, uint8_t *c)
             code = code < 0 ? 0 : code > 255 ? 255 : code;
         }
         c[j] = (uint8_t)code;
+        r2 += (s * code) * (s * code);
         double d = xj - (lo + s * code);
         e2 += d * d;
         n2 += xj * xj;
     }
+    *r = (float)r2;
     if (bad)
         return INFINITY;
     return round_up_f(sqrt(e2) * (1.0 + 0x1p-40) + sqrt(n2) * 0x1p-50);
@@ -245,7 +253,8 @@ int quant_encode_rows(quant_t *q, const vec_view_t *v, uint32_t first, uint32_t 
     if (ensure_rows(q, (uint64_t)first + n))
         return cdn_err_set(err, CDN_ERR_NOMEM, "quant_encode_rows: out of memory");
     for (uint32_t i = 0; i < n; i++)
-        *row_err_ptr(q, first + i) = encode_row(q, vec_row(v, first + i), row_codes(q, first + i));
+        *row_err_ptr(q, first + i) =
+            encode_row(q, vec_row(v, first + i), row_codes(q, first + i), row_r_ptr(q, first + i));
     if (first + n > q->count)
         q->count = first + n;
     return CDN_OK;
@@ -264,52 +273,59 @@ typedef struct qscan {
     vec_metric_t m;
     int l2;
     quant_kern4_fn kern4;
-    float *w, *qoff; /* per-query weights / offsets, stride floats, pads zero */
-    double qn;       /* ||query||_2 */
-    double c0;       /* dot: sum q_j lo_j */
-    double bq;       /* dot: bound on every magnitude the sums can reach, besides qn e_r */
-    double dq;       /* l2: bound on || computed (q - x^) - true (q - x^) ||_2 */
-    double eps;      /* relative rounding bound of any float sum here or in exact_search */
-    double tiny;     /* absolute slack for underflow */
-    topk_t ub;       /* the k smallest upper bounds seen */
-    double t;        /* topk_bound(&ub): the running threshold T */
+    int16_t *w;   /* per-query integer weights, stride entries, pads zero */
+    double sigma; /* weight j stands for sigma * w[j] */
+    double dw;    /* |sum omega_j c_j - sigma * S| <= dw for every row (weight rounding) */
+    double qn;    /* ||query||_2, rounded up */
+    double c0;    /* dot: sum q_j lo_j */
+    double pmag;  /* dot: sum |q_j| (|lo_j| + 255 s_j), bounds sum |q_j x^_j| */
+    double qq;    /* l2: ||q - lo||^2 */
+    double eps;   /* relative rounding bound of exact_search's float sums (gamma_n, doubled) */
+    double epsd;  /* the same for the double sums here */
+    double tiny;  /* absolute slack for float underflow in exact_search's kernels */
+    double t;     /* topk_bound(&ub): the running threshold T */
+    topk_t ub;    /* the k smallest upper bounds seen */
     cand_t *cand;
     size_t n_cand, cap_cand;
     quant_stats_t st;
 } qscan_t;
 
-/* Bounds for dot and cosine. With x = x^ + e (||e|| <= e_r) and S = sum w_j c_j computed:
- * q.x = c0 + sum q_j s_j c_j + q.e; |q.e| <= qn e_r; the float S is within eps * W of the real
- * sum (W = 255 sum |q_j| s_j bounds sum |w_j| c_j); exact_search's float q.x is within
- * eps * sum |q_j x_j| <= eps (P + qn e_r) of the real one (P = sum |q_j| (|lo_j| + 255 s_j));
- * 1 - dot adds one rounding of at most u (1 + |dot|). bq = W + P + |c0| + 1 covers all. */
-static void bounds_dot(const qscan_t *c, float approx, float e, double *lo, double *hi)
+/* Bounds for dot and cosine. omega_j = q_j s_j, so q.x^ = c0 + sum omega_j c_j, which the
+ * integer sum gives within dw; |q.(x - x^)| <= qn e_r (Cauchy-Schwarz); exact_search's float
+ * q.x is within eps * sum |q_j x_j| <= eps (pmag + qn e_r) of the real one, and 1 - dot adds one
+ * rounding. `mag` bounds every magnitude involved, so eps * mag also covers the double
+ * arithmetic here; if it nears FLT_MAX, partial float sums could overflow: bounds unknown. */
+static void bounds_dot(const qscan_t *c, int32_t s, float e, double *lo, double *hi)
 {
-    double mag = c->bq + c->qn * e + fabs((double)approx);
-    if (!isfinite(approx) || !(mag < FLT_MAX / 4)) { /* partial sums could overflow: unknown */
+    double sum = c->sigma * (double)s;
+    double mag = c->pmag + c->qn * e + fabs(c->c0) + 1.0 + c->dw + fabs(sum);
+    if (!(mag < FLT_MAX / 4)) {
         *lo = -INFINITY;
         *hi = INFINITY;
         return;
     }
-    double d = (c->m == VEC_METRIC_COSINE ? 1.0 : 0.0) - (c->c0 + (double)approx);
-    double slack = c->qn * e * (1 + c->eps) + c->eps * mag + 2 * c->tiny;
+    double d = (c->m == VEC_METRIC_COSINE ? 1.0 : 0.0) - (c->c0 + sum);
+    double slack = c->dw + c->qn * e * (1 + c->eps) + c->eps * mag + 2 * c->tiny;
     *lo = d - slack;
     *hi = d + slack;
 }
 
-/* Bounds for L2 (squared). The computed sum A is within eps of ||t_c||^2 (t_c the computed
- * q - x^, within dq of the real one), so ||q - x^|| is in [sqrt(A-)/(1+eps) - dq, sqrt(A+)/(1-eps)
- * + dq]; the triangle inequality widens that by e_r to ||q - x||; exact_search's float sum of
+/* Bounds for L2 (squared). ||q - x^||^2 = qq + r_r - 2 sum omega_j c_j (omega_j = (q_j - lo_j)
+ * s_j) lies within delta of A (weight rounding, r_r stored in float, double sums); the triangle
+ * inequality moves ||q - x|| at most e_r from ||q - x^||; exact_search's float sum of
  * non-negative terms is within a factor 1 +- eps of ||q - x||^2, plus underflow slack. */
-static void bounds_l2(const qscan_t *c, float approx, float e, double *lo, double *hi)
+static void bounds_l2(const qscan_t *c, int32_t s, float e, float r, double *lo, double *hi)
 {
-    if (!isfinite(approx)) {
+    double sum = c->sigma * (double)s;
+    double a = c->qq + (double)r - 2 * sum;
+    double delta = 2 * c->dw + 0x1p-23 * (double)r + c->epsd * (c->qq + (double)r + 2 * fabs(sum));
+    if (!isfinite(a) || !isfinite(delta)) {
         *lo = -INFINITY;
         *hi = INFINITY;
         return;
     }
-    double a_lo = sqrt(fmax(0.0, (double)approx - c->tiny)) / (1 + c->eps) - c->dq - e;
-    double a_hi = sqrt((double)approx + c->tiny) / (1 - c->eps) + c->dq + e;
+    double a_lo = sqrt(fmax(0.0, a - delta)) * (1 - 0x1p-50) - e;
+    double a_hi = sqrt(a + delta) * (1 + 0x1p-50) + e;
     *lo = a_lo > 0 ? a_lo * a_lo * (1 - c->eps) - c->tiny : -c->tiny;
     *hi = a_hi * a_hi * (1 + c->eps) + c->tiny;
     if (!(*hi < FLT_MAX / 4))
@@ -338,16 +354,16 @@ static int add_cand(qscan_t *c, uint32_t id, float lb)
     return CDN_OK;
 }
 
-/* Judges one row from its approximate distance: dropped if its lower bound already exceeds the
+/* Judges one row from its integer code sum: dropped if its lower bound already exceeds the
  * running threshold (then its upper bound could not enter the heap either), else its upper bound
  * joins the heap and the row becomes a candidate. */
-static int judge_row(qscan_t *c, uint32_t id, float approx, float e)
+static int judge_row(qscan_t *c, uint32_t id, int32_t s, float e)
 {
     double lo, hi;
     if (c->l2)
-        bounds_l2(c, approx, e, &lo, &hi);
+        bounds_l2(c, s, e, *row_r_ptr(c->q, id), &lo, &hi);
     else
-        bounds_dot(c, approx, e, &lo, &hi);
+        bounds_dot(c, s, e, &lo, &hi);
     if (lo > c->t)
         return CDN_OK;
     float ub = round_up_f(hi);
@@ -395,8 +411,8 @@ static int scan_ids(qscan_t *c, const uint32_t *ids, size_t n)
         const uint8_t *rows[4];
         for (size_t j = 0; j < 4; j++)
             rows[j] = row_codes(q, known[i + (j < group ? j : group - 1)]);
-        float d[4];
-        c->kern4(rows, c->w, c->qoff, q->stride, d);
+        int32_t d[4];
+        c->kern4(rows, c->w, q->stride, d);
         for (size_t j = 0; rc == CDN_OK && j < group; j++)
             rc = judge_row(c, known[i + j], d[j], errs[i + j]);
     }
@@ -431,34 +447,46 @@ static int scan_allowed(qscan_t *c, const roaring_bitmap_t *allowed)
     return rc;
 }
 
-/* Fills the per-query weights and bounds. Returns 1 if the query has a non-finite value (then
- * the caller falls back to exact_search). */
+/* The largest |weight| for a stride: 255 * stride * wmax must stay below 2^31 (int32 sums). */
+static int32_t weight_max(uint32_t stride)
+{
+    int64_t m = (INT64_C(2147483647) / (255 * (int64_t)stride)) - 1;
+    return (int32_t)(m > 32767 ? 32767 : m);
+}
+
+/* Fills the per-query weights and constants. Returns 1 if the query has a non-finite value (then
+ * the caller falls back to exact_search). omega_j is q_j s_j (dot, cosine) or (q_j - lo_j) s_j
+ * (L2), rounded to sigma * w_j with |w_j| <= weight_max: error <= sigma / 2 per unit of code. */
 static int prepare(qscan_t *c, const float *query)
 {
     const quant_t *q = c->q;
-    double qn2 = 0, c0 = 0, wsum = 0, psum = 0, dq2 = 0;
+    double qn2 = 0, maxw = 0;
+    c->c0 = c->pmag = c->qq = 0;
     for (uint32_t j = 0; j < q->dim; j++) {
         double x = query[j], lo = q->lo[j], s = q->s[j];
         if (!isfinite(x))
             return 1;
+        double om = c->l2 ? (x - lo) * s : x * s;
+        maxw = fmax(maxw, fabs(om));
         qn2 += x * x;
-        if (c->l2) {
-            c->qoff[j] = query[j] - q->lo[j];
-            c->w[j] = q->s[j];
-            dq2 += (x - lo) * (x - lo);
-        } else {
-            c->w[j] = query[j] * q->s[j];
-            c0 += x * lo;
-            wsum += fabs(x) * s * 255.0;
-            psum += fabs(x) * (fabs(lo) + 255.0 * s);
-        }
+        c->c0 += x * lo;
+        c->pmag += fabs(x) * (fabs(lo) + 255.0 * s);
+        c->qq += (x - lo) * (x - lo);
     }
+    int32_t wmax = weight_max(q->stride);
+    c->sigma = maxw > 0 ? maxw / wmax : 0;
+    for (uint32_t j = 0; j < q->dim && c->sigma > 0; j++) {
+        double x = query[j], om = c->l2 ? (x - q->lo[j]) * q->s[j] : x * q->s[j];
+        double r = nearbyint(om / c->sigma);
+        c->w[j] = (int16_t)(r > wmax ? wmax : r < -wmax ? -wmax : r);
+    }
+    c->dw = (c->sigma / 2 + maxw * 0x1p-48) * 255.0 * q->dim;
     c->qn = sqrt(qn2) * (1 + 0x1p-40);
-    c->c0 = c0;
-    c->bq = (wsum + psum + fabs(c0) + 1.0) * (1 + 0x1p-40);
-    c->eps = 2.0 * ((double)q->stride + 8.0) * QUANT_U;
-    c->tiny = ((double)q->stride + 8.0) * 0x1p-140;
-    c->dq = (2 * QUANT_U * sqrt(dq2) + sqrt((double)q->stride) * 0x1p-140) * (1 + c->eps);
+    c->eps = 2.0 * ((double)q->dim + 8.0) * QUANT_U;
+    c->epsd = ((double)q->dim + 8.0) * 0x1p-50;
+    c->tiny = ((double)q->dim + 8.0) * 0x1p-140;
+    c->pmag *= 1 + c->epsd;
+    c->qq *= 1 + c->epsd;
     return 0;
 }
 
@@ -502,18 +530,16 @@ int quant_exact_search_isa(const quant_t *q, const vec_view_t *v, vec_metric_t m
     if (!q || !v || !query || (k > 0 && !out) || (unsigned)m > VEC_METRIC_L2 || v->dim != q->dim ||
         (v->count && (!v->base || v->stride < v->dim)))
         return CDN_ERR_INVALID;
-    qscan_t c = {.q = q, .v = v, .m = m, .l2 = m == VEC_METRIC_L2};
-    c.kern4 = quant_kern4_for(c.l2, isa);
-    c.t = INFINITY;
+    qscan_t c = {.q = q, .v = v, .m = m, .l2 = m == VEC_METRIC_L2, .t = INFINITY};
+    c.kern4 = quant_kern4_for(isa);
     if (!c.kern4)
         return CDN_ERR_UNSUPPORTED;
     if (!q->trained || k == 0 || v->count == 0)
         return fallback(v, m, query, allowed, k, out, n_out, stats);
-    c.w = cdn_aligned_alloc(64, 2 * (size_t)q->stride * sizeof(float));
+    c.w = cdn_aligned_alloc(64, (size_t)q->stride * sizeof(int16_t));
     if (!c.w)
         return CDN_ERR_NOMEM;
-    memset(c.w, 0, 2 * (size_t)q->stride * sizeof(float));
-    c.qoff = c.w + q->stride;
+    memset(c.w, 0, (size_t)q->stride * sizeof(int16_t));
     if (prepare(&c, query)) {
         cdn_free(c.w);
         return fallback(v, m, query, allowed, k, out, n_out, stats);
@@ -536,28 +562,34 @@ int quant_exact_search(const quant_t *q, const vec_view_t *v, vec_metric_t m, co
                        const roaring_bitmap_t *allowed, size_t k, vec_hit_t *out, size_t *n_out,
                        quant_stats_t *stats)
 {
-    return quant_exact_search_isa(q, v, m, vec_isa_best(), query, allowed, k, out, n_out, stats);
+    /* AVX-512 without AVX-512BW has no kernel here: step down to the next instruction set. */
+    vec_isa_t isa = vec_isa_best();
+    while (isa > VEC_ISA_SCALAR && !quant_kern4_for(isa))
+        isa = (vec_isa_t)(isa - 1);
+    return quant_exact_search_isa(q, v, m, isa, query, allowed, k, out, n_out, stats);
 }
 
-int quant_kernel_eval(const quant_t *q, vec_isa_t isa, int l2, const float *w, const float *qoff,
-                      uint32_t id, float *out)
+int quant_code_dot(const quant_t *q, vec_isa_t isa, const int16_t *w, uint32_t id, int32_t *out)
 {
-    if (!q || !w || !qoff || !out || id >= q->count)
+    if (!q || !w || !out || id >= q->count)
         return CDN_ERR_INVALID;
-    quant_kern4_fn kern4 = quant_kern4_for(l2, isa);
+    int32_t wmax = weight_max(q->stride);
+    for (uint32_t j = 0; j < q->dim; j++)
+        if (w[j] > wmax || w[j] < -wmax)
+            return CDN_ERR_INVALID;
+    quant_kern4_fn kern4 = quant_kern4_for(isa);
     if (!kern4)
         return CDN_ERR_UNSUPPORTED;
-    float *buf = cdn_aligned_alloc(64, 2 * (size_t)q->stride * sizeof(float));
+    int16_t *buf = cdn_aligned_alloc(64, (size_t)q->stride * sizeof(int16_t));
     if (!buf)
         return CDN_ERR_NOMEM;
-    memset(buf, 0, 2 * (size_t)q->stride * sizeof(float));
-    memcpy(buf, w, q->dim * sizeof(float));
-    memcpy(buf + q->stride, qoff, q->dim * sizeof(float));
+    memset(buf, 0, (size_t)q->stride * sizeof(int16_t));
+    memcpy(buf, w, q->dim * sizeof(int16_t));
     /* The row sits in lane id % 4 with row 0 around it: lanes must not leak into each other. */
     const uint8_t *rows[4] = {row_codes(q, 0), row_codes(q, 0), row_codes(q, 0), row_codes(q, 0)};
     rows[id % 4] = row_codes(q, id);
-    float d[4];
-    kern4(rows, buf, buf + q->stride, q->stride, d);
+    int32_t d[4];
+    kern4(rows, buf, q->stride, d);
     *out = d[id % 4];
     cdn_free(buf);
     return CDN_OK;

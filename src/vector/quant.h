@@ -65,7 +65,7 @@ int quant_is_trained(const quant_t *q);
 uint32_t quant_count(const quant_t *q);
 
 /* Bytes q holds (parameters, directory, code chunks); per row it is about
- * round_up(dim, 16) + 4 bytes, allocated QUANT_CHUNK_ROWS rows at a time. */
+ * round_up(dim, 32) + 8 bytes, allocated QUANT_CHUNK_ROWS rows at a time. */
 size_t quant_memory(const quant_t *q);
 
 /* Exactly what exact_search(v, m, query, allowed, k, ...) returns (same ids, same float
@@ -86,10 +86,10 @@ int quant_exact_search_isa(const quant_t *q, const vec_view_t *v, vec_metric_t m
                            const float *query, const roaring_bitmap_t *allowed, size_t k,
                            vec_hit_t *out, size_t *n_out, quant_stats_t *stats);
 
-/* The approximate distance part of the scan for tests: the code-space kernel result for row id
- * (sum of w_j c_j for dot/cosine, sum of (qoff_j - w_j c_j)^2 for L2) with instruction set isa.
- * Returns 0, CDN_ERR_INVALID (id not encoded, bad args) or CDN_ERR_UNSUPPORTED. */
-int quant_kernel_eval(const quant_t *q, vec_isa_t isa, int l2, const float *w, const float *qoff,
-                      uint32_t id, float *out);
+/* The code-space kernel alone, for tests: *out = sum_j w[j] * code_j(id) over dim entries of w
+ * (|w[j]| at most the bound the search uses, 2^31 / (255 * round_up(dim, 32)) - 1), in exact int32
+ * arithmetic with instruction set isa. Returns 0, CDN_ERR_INVALID (id not encoded, weight too
+ * large, NULL args), CDN_ERR_UNSUPPORTED or CDN_ERR_NOMEM. */
+int quant_code_dot(const quant_t *q, vec_isa_t isa, const int16_t *w, uint32_t id, int32_t *out);
 
 #endif

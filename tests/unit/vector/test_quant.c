@@ -114,7 +114,7 @@ static void test_quant_matches_exact_search_for_dims_1_to_70_all_metrics(void **
             vec_view_t v = {x, dim, dim, (uint32_t)n};
             quant_t *q = make_quant(&v, 200);
             for (int qi = 0; qi < 3; qi++) {
-                const float *query = x + (n + (size_t)qi) * dim;
+                const float *query = x + (n + (size_t)qi) * dim; /* rows n..n+2: not indexed */
                 assert_same(q, &v, (vec_metric_t)m, vec_isa_best(), query, NULL, 10, NULL);
                 for (size_t si = 0; si < 4; si++) {
                     roaring_bitmap_t *a = make_allowed((uint32_t)n, shares[si], &s);
@@ -136,11 +136,11 @@ static void test_quant_matches_exact_search_at_384_dims_every_density(void **sta
     const double shares[] = {0.001, 0.003, 0.01, 0.1, 0.5, 1.0};
     for (int m = 0; m <= VEC_METRIC_L2; m++)
         for (int kind = 0; kind < 2; kind++) {
-            float *x = make_rows(n + 2, dim, kind, (vec_metric_t)m, &s);
+            float *x = make_rows(n + 4, dim, kind, (vec_metric_t)m, &s);
             vec_view_t v = {x, dim, dim, n};
             quant_t *q = make_quant(&v, 1000);
             roaring_bitmap_t *empty = roaring_bitmap_create(), *one = roaring_bitmap_of(1, 17u);
-            for (int qi = 0; qi < 2; qi++) {
+            for (int qi = 0; qi < 4; qi++) {
                 const float *query = x + (size_t)(n + qi) * dim;
                 assert_same(q, &v, (vec_metric_t)m, vec_isa_best(), query, NULL, 10, NULL);
                 assert_same(q, &v, (vec_metric_t)m, vec_isa_best(), query, empty, 10, NULL);
@@ -302,6 +302,34 @@ static void test_quant_stays_exact_on_adversarial_values(void **state)
         }
 }
 
+/* Values near a large common offset: L2 through ||q - lo||^2 + ||x^ - lo||^2 - 2 q'.x^ must not
+ * lose the small differences that decide the order. */
+static void test_quant_stays_exact_with_a_large_common_offset(void **state)
+{
+    (void)state;
+    uint64_t s = 2718;
+    const uint32_t dim = 64, n = 2000;
+    for (int m = 0; m <= VEC_METRIC_L2; m++) {
+        float *x = make_rows(n + 2, dim, DATA_CLUSTERED, VEC_METRIC_DOT, &s);
+        for (size_t i = 0; i < (size_t)(n + 2) * dim; i++)
+            x[i] = 1000.0f + 0.01f * x[i];
+        if (m == VEC_METRIC_COSINE)
+            for (uint32_t i = 0; i < n + 2; i++)
+                vec_normalize(x + (size_t)i * dim, dim);
+        vec_view_t v = {x, dim, dim, n};
+        quant_t *q = make_quant(&v, n);
+        for (int qi = 0; qi < 2; qi++) {
+            const float *query = x + (size_t)(n + qi) * dim;
+            assert_same(q, &v, (vec_metric_t)m, vec_isa_best(), query, NULL, 10, NULL);
+            roaring_bitmap_t *a = make_allowed(n, 0.1, &s);
+            assert_same(q, &v, (vec_metric_t)m, vec_isa_best(), query, a, 3, NULL);
+            roaring_bitmap_free(a);
+        }
+        quant_free(q);
+        free(x);
+    }
+}
+
 static void test_quant_rejects_bad_arguments_with_messages(void **state)
 {
     (void)state;
@@ -368,6 +396,7 @@ int main(void)
         cmocka_unit_test(test_quant_every_isa_matches_scalar_and_exact),
         cmocka_unit_test(test_quant_stays_exact_for_rows_outside_the_training_range),
         cmocka_unit_test(test_quant_stays_exact_on_adversarial_values),
+        cmocka_unit_test(test_quant_stays_exact_with_a_large_common_offset),
         cmocka_unit_test(test_quant_rejects_bad_arguments_with_messages),
         cmocka_unit_test(test_quant_reports_nomem_when_allocation_fails),
     };

@@ -128,6 +128,28 @@ static void test_quant_matches_exact_search_for_dims_1_to_70_all_metrics(void **
         }
 }
 
+/* In 1..3 dimensions a row's reconstruction error is nearly parallel to q - x^, so the bounds are
+ * nearly tight: dense rows around the k-th distance catch any bound that is too small. */
+static void test_quant_is_exact_where_the_bounds_are_tight_in_low_dims(void **state)
+{
+    (void)state;
+    uint64_t s = 1618;
+    const uint32_t n = 3000;
+    for (uint32_t dim = 1; dim <= 3; dim++)
+        for (int m = 0; m <= VEC_METRIC_L2; m++) {
+            float *x = make_rows(n + 40, dim, DATA_RANDOM, (vec_metric_t)m, &s);
+            vec_view_t v = {x, dim, dim, n};
+            quant_t *q = make_quant(&v, 50);
+            for (uint32_t qi = 0; qi < 40; qi++) {
+                const float *query = x + (size_t)(n + qi) * dim;
+                assert_same(q, &v, (vec_metric_t)m, vec_isa_best(), query, NULL, 1 + qi % 3 * 20,
+                            NULL);
+            }
+            quant_free(q);
+            free(x);
+        }
+}
+
 static void test_quant_matches_exact_search_at_384_dims_every_density(void **state)
 {
     (void)state;
@@ -391,6 +413,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_quant_matches_exact_search_for_dims_1_to_70_all_metrics),
+        cmocka_unit_test(test_quant_is_exact_where_the_bounds_are_tight_in_low_dims),
         cmocka_unit_test(test_quant_matches_exact_search_at_384_dims_every_density),
         cmocka_unit_test(test_quant_prunes_most_rows_of_clustered_384d_data),
         cmocka_unit_test(test_quant_every_isa_matches_scalar_and_exact),

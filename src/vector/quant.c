@@ -374,47 +374,55 @@ static int judge_row(qscan_t *c, uint32_t id, int32_t s, float e)
     return add_cand(c, id, round_down_f(lo));
 }
 
-static inline void prefetch_codes(const qscan_t *c, const uint32_t *ids, size_t j, size_t n)
+/* Prefetches the codes of ids[j] (unless it directly follows ids[j - 1]: a run of consecutive
+ * rows is one stream the hardware follows) and its e_r / r_r, which live in other lines. */
+static inline void prefetch_row(const qscan_t *c, const uint32_t *ids, size_t j, size_t n)
 {
-    /* Sparse sets jump between rows; a run of consecutive rows the hardware follows. */
-    if (j < n && (j == 0 || ids[j] != ids[j - 1] + 1)) {
+    if (j >= n)
+        return;
+    if (j == 0 || ids[j] != ids[j - 1] + 1) {
         const char *p = (const char *)row_codes(c->q, ids[j]);
         for (size_t off = 0; off < c->q->stride; off += 64)
             __builtin_prefetch(p + off, 0, 3);
     }
+    if (j == 0 || (ids[j] ^ ids[j - 1]) >= 16) { /* 16 floats to a cache line */
+        __builtin_prefetch(row_err_ptr(c->q, ids[j]), 0, 3);
+        if (c->l2)
+            __builtin_prefetch(row_r_ptr(c->q, ids[j]), 0, 3);
+    }
 }
 
-/* Scores ids[0..n) (all < v->count): rows without codes become candidates outright, the rest go
- * through the 4-row kernel (the last group padded with repeats) and judge_row. */
+/* Scores ids[0..n) (all < v->count): ids without a code slot become candidates outright, the
+ * rest go through the 4-row kernel (the last group padded with repeats); rows never encoded
+ * (e_r = +inf, codes zero) become candidates too, the others go to judge_row. */
 static int scan_ids(qscan_t *c, const uint32_t *ids, size_t n)
 {
     const quant_t *q = c->q;
     uint32_t known[QUANT_BLOCK];
-    float errs[QUANT_BLOCK];
     size_t nk = 0;
     int rc = CDN_OK;
     for (size_t i = 0; rc == CDN_OK && i < n; i++) {
-        float e = ids[i] < q->count ? *row_err_ptr(q, ids[i]) : INFINITY;
-        if (e < INFINITY) {
-            known[nk] = ids[i];
-            errs[nk++] = e;
-        } else {
+        if (ids[i] < q->count)
+            known[nk++] = ids[i];
+        else
             rc = add_cand(c, ids[i], -INFINITY);
-        }
     }
     for (size_t j = 0; j < QUANT_PREFETCH_ROWS; j++)
-        prefetch_codes(c, known, j, nk);
+        prefetch_row(c, known, j, nk);
     for (size_t i = 0; rc == CDN_OK && i < nk; i += 4) {
         size_t group = nk - i < 4 ? nk - i : 4;
         for (size_t j = i + QUANT_PREFETCH_ROWS; j < i + QUANT_PREFETCH_ROWS + 4; j++)
-            prefetch_codes(c, known, j, nk);
+            prefetch_row(c, known, j, nk);
         const uint8_t *rows[4];
         for (size_t j = 0; j < 4; j++)
             rows[j] = row_codes(q, known[i + (j < group ? j : group - 1)]);
         int32_t d[4];
         c->kern4(rows, c->w, q->stride, d);
-        for (size_t j = 0; rc == CDN_OK && j < group; j++)
-            rc = judge_row(c, known[i + j], d[j], errs[i + j]);
+        for (size_t j = 0; rc == CDN_OK && j < group; j++) {
+            float e = *row_err_ptr(q, known[i + j]);
+            rc = e < INFINITY ? judge_row(c, known[i + j], d[j], e)
+                              : add_cand(c, known[i + j], -INFINITY);
+        }
     }
     c->st.scanned += n;
     return rc;

@@ -10,8 +10,8 @@
 
 /* out[r] = sum_j w[j] * c[r][j] over n elements (n a multiple of 32, pads zero), computed in
  * int32 without rounding: every instruction set returns the same integers. The caller keeps
- * 255 * n * max|w| below 2^31 so no lane can overflow. Four rows per call so each weight block
- * is loaded once and the four sums are independent dependency chains. */
+ * 255 * n * max|w| below 2^31 so no lane can overflow. Four rows per call to amortise the
+ * indirect call; the SIMD kernels read them one after the other (one sequential stream). */
 typedef void (*quant_kern4_fn)(const uint8_t *const c[4], const int16_t *w, size_t n,
                                int32_t out[4]);
 

@@ -77,11 +77,12 @@ static int parse_num(const char *name, const char *val, size_t lo, size_t hi, si
 
 static void usage(FILE *f)
 {
-    fprintf(f, "usage: cordon bench quant [--size N] [--dim D] [--queries Q] [--seed S]\n"
-               "                          [--train T] [--format table|json]\n"
-               "  exact top-%d (cosine) with 8-bit pruning vs exact_search, allowed sets of\n"
-               "  100%%, 10%%, 3%%, 1%%, 0.1%%; defaults: --size 1000000 --dim 384 --queries 20\n"
-               "  --seed 42 --train 100000 (rows whose min/max set the code ranges)\n",
+    fprintf(f,
+            "usage: cordon bench quant [--size N] [--dim D] [--queries Q] [--seed S]\n"
+            "                          [--train T] [--format table|json]\n"
+            "  exact top-%d (cosine) with 8-bit pruning vs exact_search, allowed sets of\n"
+            "  100%%, 10%%, 3%%, 1%%, 0.1%%; defaults: --size 1000000 --dim 384 --queries 20\n"
+            "  --seed 42 --train 100000 (rows whose min/max set the code ranges)\n",
             BQ_K);
 }
 
@@ -177,7 +178,8 @@ static int measure(const bq_opts_t *o, const quant_t *q, const vec_view_t *v, co
                 t[1] = cdn_clock_ns();
             } else {
                 t[2] = cdn_clock_ns();
-                rc |= quant_exact_search(q, v, VEC_METRIC_COSINE, query, allowed, BQ_K, b, &nb, &st);
+                rc |=
+                    quant_exact_search(q, v, VEC_METRIC_COSINE, query, allowed, BQ_K, b, &nb, &st);
                 t[3] = cdn_clock_ns();
             }
         }

@@ -44,7 +44,8 @@ static inline uint8_t *row_codes(const quant_t *q, uint32_t id)
 
 static inline float *row_err_ptr(const quant_t *q, uint32_t id)
 {
-    float *errs = (float *)(q->chunks[id >> QUANT_CHUNK_SHIFT] + (size_t)QUANT_CHUNK_ROWS * q->stride);
+    float *errs =
+        (float *)(q->chunks[id >> QUANT_CHUNK_SHIFT] + (size_t)QUANT_CHUNK_ROWS * q->stride);
     return errs + (id & (QUANT_CHUNK_ROWS - 1));
 }
 
@@ -65,7 +66,8 @@ int quant_create(uint32_t dim, quant_t **out, cdn_err_t *err)
     *out = NULL;
     if (dim < 1 || dim > 65536)
         return cdn_err_set(err, CDN_ERR_INVALID,
-                           "quant dim is %u; it must be 1..65536, the vector field's dimension", dim);
+                           "quant dim is %u; it must be 1..65536, the vector field's dimension",
+                           dim);
     quant_t *q = cdn_calloc(1, sizeof *q);
     if (!q)
         return cdn_err_set(err, CDN_ERR_NOMEM, "quant_create: out of memory");
@@ -120,7 +122,8 @@ static int check_view(const quant_t *q, const vec_view_t *v, cdn_err_t *err)
                            "quant: the view has %u dimensions; the quantizer expects %u", v->dim,
                            q->dim);
     if (v->count && (!v->base || v->stride < v->dim))
-        return cdn_err_set(err, CDN_ERR_INVALID, "quant: the view has no rows or a stride below dim");
+        return cdn_err_set(err, CDN_ERR_INVALID,
+                           "quant: the view has no rows or a stride below dim");
     return CDN_OK;
 }
 
@@ -130,9 +133,9 @@ int quant_train(quant_t *q, const vec_view_t *v, const uint32_t *ids, size_t n, 
     if (rc)
         return rc;
     if (n == 0 || (!ids && n > v->count))
-        return cdn_err_set(err, CDN_ERR_INVALID,
-                           "quant_train: %zu training rows requested, %u in the view; pass 1..count",
-                           n, v->count);
+        return cdn_err_set(
+            err, CDN_ERR_INVALID,
+            "quant_train: %zu training rows requested, %u in the view; pass 1..count", n, v->count);
     float *hi = cdn_malloc((size_t)q->dim * sizeof(float));
     if (!hi)
         return cdn_err_set(err, CDN_ERR_NOMEM, "quant_train: out of memory");
@@ -237,8 +240,7 @@ static int ensure_rows(quant_t *q, uint64_t need)
     return CDN_OK;
 }
 
-int quant_encode_rows(quant_t *q, const vec_view_t *v, uint32_t first, uint32_t n,
-                      cdn_err_t *err)
+int quant_encode_rows(quant_t *q, const vec_view_t *v, uint32_t first, uint32_t n, cdn_err_t *err)
 {
     int rc = check_view(q, v, err);
     if (rc)

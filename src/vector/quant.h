@@ -55,8 +55,7 @@ int quant_train(quant_t *q, const vec_view_t *v, const uint32_t *ids, size_t n, 
  * that were never encoded are treated as unknown by searches (always re-ranked), never wrong.
  * Needs exclusive access. Returns 0, CDN_ERR_INVALID (untrained, dim mismatch, range outside v)
  * or CDN_ERR_NOMEM (then rows already encoded stay valid). */
-int quant_encode_rows(quant_t *q, const vec_view_t *v, uint32_t first, uint32_t n,
-                      cdn_err_t *err);
+int quant_encode_rows(quant_t *q, const vec_view_t *v, uint32_t first, uint32_t n, cdn_err_t *err);
 
 /* 1 once quant_train has succeeded. */
 int quant_is_trained(const quant_t *q);

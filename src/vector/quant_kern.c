@@ -33,8 +33,7 @@ AVX2_FN static inline __m256i madd16(const uint8_t *p, __m256i w)
 }
 
 /* As the AVX-512 kernel, at half width: rows one after the other, two accumulators. */
-AVX2_FN static void dot4_avx2(const uint8_t *const c[4], const int16_t *w, size_t n,
-                              int32_t out[4])
+AVX2_FN static void dot4_avx2(const uint8_t *const c[4], const int16_t *w, size_t n, int32_t out[4])
 {
     for (int r = 0; r < 4; r++) {
         const uint8_t *p = c[r];
@@ -66,8 +65,8 @@ AVX512_FN static void dot4_avx512(const uint8_t *const c[4], const int16_t *w, s
         size_t i = 0;
         for (; i + 64 <= n; i += 64) {
             s0 = _mm512_add_epi32(s0, madd32(p + i, _mm512_loadu_si512((const void *)(w + i))));
-            s1 = _mm512_add_epi32(s1,
-                                  madd32(p + i + 32, _mm512_loadu_si512((const void *)(w + i + 32))));
+            s1 = _mm512_add_epi32(
+                s1, madd32(p + i + 32, _mm512_loadu_si512((const void *)(w + i + 32))));
         }
         if (i < n)
             s0 = _mm512_add_epi32(s0, madd32(p + i, _mm512_loadu_si512((const void *)(w + i))));
@@ -82,15 +81,11 @@ quant_kern4_fn quant_kern4_for(vec_isa_t isa)
     if (!vec_dist_for_isa(VEC_METRIC_DOT, isa))
         return NULL;
     switch (isa) {
-    case VEC_ISA_SCALAR:
-        return dot4_scalar;
+    case VEC_ISA_SCALAR: return dot4_scalar;
 #if defined(__x86_64__) || defined(__i386__)
-    case VEC_ISA_AVX2:
-        return dot4_avx2;
-    case VEC_ISA_AVX512:
-        return __builtin_cpu_supports("avx512bw") ? dot4_avx512 : NULL;
+    case VEC_ISA_AVX2: return dot4_avx2;
+    case VEC_ISA_AVX512: return __builtin_cpu_supports("avx512bw") ? dot4_avx512 : NULL;
 #endif
-    default:
-        return NULL;
+    default: return NULL;
     }
 }

@@ -54,8 +54,8 @@ static float *make_rows(size_t n, uint32_t dim, int kind, vec_metric_t m, uint64
     for (size_t i = 0; i < n; i++) {
         int c = (int)(rng_next(s) % 8);
         for (uint32_t j = 0; j < dim; j++)
-            x[i * dim + j] = kind == DATA_RANDOM ? rng_uniform(s)
-                                                 : cent[c][j % 384] + 0.3f * rng_gauss(s);
+            x[i * dim + j] =
+                kind == DATA_RANDOM ? rng_uniform(s) : cent[c][j % 384] + 0.3f * rng_gauss(s);
         if (m == VEC_METRIC_COSINE)
             vec_normalize(x + i * dim, dim);
     }
@@ -118,8 +118,7 @@ static void test_quant_matches_exact_search_for_dims_1_to_70_all_metrics(void **
                 assert_same(q, &v, (vec_metric_t)m, vec_isa_best(), query, NULL, 10, NULL);
                 for (size_t si = 0; si < 4; si++) {
                     roaring_bitmap_t *a = make_allowed((uint32_t)n, shares[si], &s);
-                    assert_same(q, &v, (vec_metric_t)m, vec_isa_best(), query, a, 1 + qi * 7,
-                                NULL);
+                    assert_same(q, &v, (vec_metric_t)m, vec_isa_best(), query, a, 1 + qi * 7, NULL);
                     roaring_bitmap_free(a);
                 }
             }
@@ -259,7 +258,7 @@ static void test_quant_stays_exact_for_rows_outside_the_training_range(void **st
         assert_int_equal(quant_train(q, &v, NULL, 100, NULL), 0);
         assert_int_equal(quant_encode_rows(q, &v, 0, 600, NULL), 0);
         assert_int_equal(quant_encode_rows(q, &v, 900, n - 900, NULL), 0); /* 600..899 unknown */
-        assert_int_equal(quant_encode_rows(q, &v, 10, 5, NULL), 0);         /* overwrite */
+        assert_int_equal(quant_encode_rows(q, &v, 10, 5, NULL), 0);        /* overwrite */
         assert_int_equal(quant_count(q), n);
         for (int qi = 0; qi < 3; qi++) {
             float *query = x + (size_t)n * dim;
@@ -295,8 +294,8 @@ static void test_quant_stays_exact_on_adversarial_values(void **state)
         for (size_t sc = 0; sc < 5; sc++) {
             float *x = make_rows(n + 1, dim, DATA_RANDOM, VEC_METRIC_DOT, &s);
             for (uint32_t i = 0; i < n; i++) {
-                x[i * dim + 3] = 0.5f;         /* constant in training ... */
-                x[i * dim + 7] = 0;            /* ... and zero */
+                x[i * dim + 3] = 0.5f; /* constant in training ... */
+                x[i * dim + 7] = 0;    /* ... and zero */
                 for (uint32_t j = 8; j < 16; j++)
                     x[i * dim + j] *= scales[sc];
             }

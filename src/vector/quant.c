@@ -274,19 +274,19 @@ typedef struct qscan {
     const vec_view_t *v;
     vec_metric_t m;
     int l2;
-    quant_kern4_fn kern4;
-    int16_t *w;   /* per-query integer weights, stride entries, pads zero */
-    double sigma; /* weight j stands for sigma * w[j] */
-    double dw;    /* |sum omega_j c_j - sigma * S| <= dw for every row (weight rounding) */
-    double qn;    /* ||query||_2, rounded up */
-    double c0;    /* dot: sum q_j lo_j */
-    double pmag;  /* dot: sum |q_j| (|lo_j| + 255 s_j), bounds sum |q_j x^_j| */
-    double qq;    /* l2: ||q - lo||^2 */
-    double eps;   /* relative rounding bound of exact_search's float sums (gamma_n, doubled) */
-    double epsd;  /* the same for the double sums here */
-    double tiny;  /* absolute slack for float underflow in exact_search's kernels */
-    double t;     /* topk_bound(&ub): the running threshold T */
-    topk_t ub;    /* the k smallest upper bounds seen */
+    quant_kern4_fn kern4, kern4x; /* four consecutive rows / four scattered rows */
+    int16_t *w;                   /* per-query integer weights, stride entries, pads zero */
+    double sigma;                 /* weight j stands for sigma * w[j] */
+    double dw;   /* |sum omega_j c_j - sigma * S| <= dw for every row (weight rounding) */
+    double qn;   /* ||query||_2, rounded up */
+    double c0;   /* dot: sum q_j lo_j */
+    double pmag; /* dot: sum |q_j| (|lo_j| + 255 s_j), bounds sum |q_j x^_j| */
+    double qq;   /* l2: ||q - lo||^2 */
+    double eps;  /* relative rounding bound of exact_search's float sums (gamma_n, doubled) */
+    double epsd; /* the same for the double sums here */
+    double tiny; /* absolute slack for float underflow in exact_search's kernels */
+    double t;    /* topk_bound(&ub): the running threshold T */
+    topk_t ub;   /* the k smallest upper bounds seen */
     cand_t *cand;
     size_t n_cand, cap_cand;
     quant_stats_t st;
@@ -419,7 +419,10 @@ static int scan_ids(qscan_t *c, const uint32_t *ids, size_t n)
         for (size_t j = 0; j < 4; j++)
             rows[j] = row_codes(q, known[i + (j < group ? j : group - 1)]);
         int32_t d[4];
-        c->kern4(rows, c->w, q->stride, d);
+        if (group == 4 && known[i + 3] == known[i] + 3)
+            c->kern4(rows, c->w, q->stride, d);
+        else
+            c->kern4x(rows, c->w, q->stride, d);
         for (size_t j = 0; rc == CDN_OK && j < group; j++) {
             float e = *row_err_ptr(q, known[i + j]);
             rc = e < INFINITY ? judge_row(c, known[i + j], d[j], e)
@@ -541,8 +544,9 @@ int quant_exact_search_isa(const quant_t *q, const vec_view_t *v, vec_metric_t m
         (v->count && (!v->base || v->stride < v->dim)))
         return CDN_ERR_INVALID;
     qscan_t c = {.q = q, .v = v, .m = m, .l2 = m == VEC_METRIC_L2, .t = INFINITY};
-    c.kern4 = quant_kern4_for(isa);
-    if (!c.kern4)
+    c.kern4 = quant_kern4_for(isa, 0);
+    c.kern4x = quant_kern4_for(isa, 1);
+    if (!c.kern4 || !c.kern4x)
         return CDN_ERR_UNSUPPORTED;
     if (!q->trained || k == 0 || v->count == 0)
         return fallback(v, m, query, allowed, k, out, n_out, stats);
@@ -574,7 +578,7 @@ int quant_exact_search(const quant_t *q, const vec_view_t *v, vec_metric_t m, co
 {
     /* AVX-512 without AVX-512BW has no kernel here: step down to the next instruction set. */
     vec_isa_t isa = vec_isa_best();
-    while (isa > VEC_ISA_SCALAR && !quant_kern4_for(isa))
+    while (isa > VEC_ISA_SCALAR && !quant_kern4_for(isa, 0))
         isa = (vec_isa_t)(isa - 1);
     return quant_exact_search_isa(q, v, m, isa, query, allowed, k, out, n_out, stats);
 }
@@ -587,7 +591,7 @@ int quant_code_dot(const quant_t *q, vec_isa_t isa, const int16_t *w, uint32_t i
     for (uint32_t j = 0; j < q->dim; j++)
         if (w[j] > wmax || w[j] < -wmax)
             return CDN_ERR_INVALID;
-    quant_kern4_fn kern4 = quant_kern4_for(isa);
+    quant_kern4_fn kern4 = quant_kern4_for(isa, id % 2);
     if (!kern4)
         return CDN_ERR_UNSUPPORTED;
     int16_t *buf = cdn_aligned_alloc(64, (size_t)q->stride * sizeof(int16_t));

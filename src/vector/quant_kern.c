@@ -73,18 +73,40 @@ AVX512_FN static void dot4_avx512(const uint8_t *const c[4], const int16_t *w, s
         out[r] = _mm512_reduce_add_epi32(_mm512_add_epi32(s0, s1));
     }
 }
+/* Four scattered rows interleaved: their loads are issued together, which helps when the rows
+ * are far apart (sparse allowed sets) and each is a separate miss. */
+AVX512_FN static void dot4x_avx512(const uint8_t *const c[4], const int16_t *w, size_t n,
+                                   int32_t out[4])
+{
+    __m512i s0 = _mm512_setzero_si512(), s1 = s0, s2 = s0, s3 = s0;
+    for (size_t i = 0; i < n; i += 32) {
+        __m512i wv = _mm512_loadu_si512((const void *)(w + i));
+        s0 = _mm512_add_epi32(s0, madd32(c[0] + i, wv));
+        s1 = _mm512_add_epi32(s1, madd32(c[1] + i, wv));
+        s2 = _mm512_add_epi32(s2, madd32(c[2] + i, wv));
+        s3 = _mm512_add_epi32(s3, madd32(c[3] + i, wv));
+    }
+    out[0] = _mm512_reduce_add_epi32(s0);
+    out[1] = _mm512_reduce_add_epi32(s1);
+    out[2] = _mm512_reduce_add_epi32(s2);
+    out[3] = _mm512_reduce_add_epi32(s3);
+}
 #endif
 
-quant_kern4_fn quant_kern4_for(vec_isa_t isa)
+quant_kern4_fn quant_kern4_for(vec_isa_t isa, int scattered)
 {
     /* distance.c owns the CPU check: a NULL float kernel means the CPU lacks isa. */
     if (!vec_dist_for_isa(VEC_METRIC_DOT, isa))
         return NULL;
+    (void)scattered; /* only AVX-512 has two variants */
     switch (isa) {
     case VEC_ISA_SCALAR: return dot4_scalar;
 #if defined(__x86_64__) || defined(__i386__)
     case VEC_ISA_AVX2: return dot4_avx2;
-    case VEC_ISA_AVX512: return __builtin_cpu_supports("avx512bw") ? dot4_avx512 : NULL;
+    case VEC_ISA_AVX512:
+        if (!__builtin_cpu_supports("avx512bw"))
+            return NULL;
+        return scattered ? dot4x_avx512 : dot4_avx512;
 #endif
     default: return NULL;
     }

@@ -15,7 +15,9 @@
 typedef void (*quant_kern4_fn)(const uint8_t *const c[4], const int16_t *w, size_t n,
                                int32_t out[4]);
 
-/* The kernel for isa, or NULL if this CPU lacks it (AVX-512 also needs AVX-512BW). */
-quant_kern4_fn quant_kern4_for(vec_isa_t isa);
+/* The kernel for isa, or NULL if this CPU lacks it (AVX-512 also needs AVX-512BW). `scattered`
+ * picks the variant for four rows far apart (interleaved loads) over the one for four
+ * consecutive rows (one stream); both return the same integers. */
+quant_kern4_fn quant_kern4_for(vec_isa_t isa, int scattered);
 
 #endif

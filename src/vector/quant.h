@@ -47,7 +47,8 @@ void quant_free(quant_t *q);
  * 0..n-1); non-finite values are ignored. Forgets every encoded row (quant_count becomes 0):
  * encode them again. A few thousand representative rows are plenty; values outside their range
  * only widen the bound of the rows that hold them. Needs exclusive access. Returns 0,
- * CDN_ERR_INVALID (n == 0, v->dim != dim, an id >= v->count, bad view) or CDN_ERR_NOMEM. */
+ * CDN_ERR_INVALID (n == 0, v->dim != dim, an id >= v->count, bad view) or CDN_ERR_NOMEM; after
+ * a bad id q is untrained (searches fall back to exact_search), after other errors unchanged. */
 int quant_train(quant_t *q, const vec_view_t *v, const uint32_t *ids, size_t n, cdn_err_t *err);
 
 /* Encodes rows first..first+n-1 of v (they must be < v->count), overwriting any earlier codes

@@ -22,6 +22,8 @@
 
 #define QUANT_BLOCK 256
 #define QUANT_PREFETCH_ROWS 8
+/* Directories retired by growth: it doubles from 8 chunks, so 2^32 rows need at most 20. */
+#define QUANT_MAX_RETIRED 24
 /* Exact zero-rounding-error reasoning is replaced by generous bounds: u = 2^-24 is float's unit
  * roundoff, gamma_n = n u / (1 - n u) bounds any summation order of n terms (FMA or not). */
 #define QUANT_U (1.0 / 16777216.0)
@@ -30,26 +32,45 @@ struct quant {
     uint32_t dim, stride; /* stride: dim rounded up to 32, the code and weight length */
     int trained;
     float *lo, *s; /* stride floats each, pads zero */
+    /* The chunk directory. Searches load it (acquire) once; an append that outgrows it copies it,
+     * publishes the copy (release) and keeps the old one in `retired` until quant_free, so a
+     * search that started earlier keeps reading valid memory. */
     uint8_t **chunks;
     size_t n_chunks, cap_chunks;
-    uint32_t count;
+    uint8_t **retired[QUANT_MAX_RETIRED];
+    size_t n_retired, retired_bytes;
+    uint32_t count; /* published with release after the rows below it are written */
 };
+
+/* What a search reads: the directory and row count loaded once, at its start. */
+typedef struct rows_snap {
+    uint8_t *const *dir;
+    uint32_t count, stride;
+} rows_snap_t;
+
+static inline rows_snap_t snap_rows(const quant_t *q)
+{
+    rows_snap_t r;
+    r.count = __atomic_load_n(&q->count, __ATOMIC_ACQUIRE);
+    r.dir = __atomic_load_n(&q->chunks, __ATOMIC_ACQUIRE);
+    r.stride = q->stride;
+    return r;
+}
 
 /* A chunk: QUANT_CHUNK_ROWS code rows of `stride` bytes, then QUANT_CHUNK_ROWS floats e_r, then
  * QUANT_CHUNK_ROWS floats r_r = ||x^ - lo||^2 = sum (s_j c_j)^2 (to nearest; L2 needs it). */
-static inline uint8_t *row_codes(const quant_t *q, uint32_t id)
+static inline uint8_t *row_codes(const rows_snap_t *q, uint32_t id)
 {
-    return q->chunks[id >> QUANT_CHUNK_SHIFT] + (size_t)(id & (QUANT_CHUNK_ROWS - 1)) * q->stride;
+    return q->dir[id >> QUANT_CHUNK_SHIFT] + (size_t)(id & (QUANT_CHUNK_ROWS - 1)) * q->stride;
 }
 
-static inline float *row_err_ptr(const quant_t *q, uint32_t id)
+static inline float *row_err_ptr(const rows_snap_t *q, uint32_t id)
 {
-    float *errs =
-        (float *)(q->chunks[id >> QUANT_CHUNK_SHIFT] + (size_t)QUANT_CHUNK_ROWS * q->stride);
+    float *errs = (float *)(q->dir[id >> QUANT_CHUNK_SHIFT] + (size_t)QUANT_CHUNK_ROWS * q->stride);
     return errs + (id & (QUANT_CHUNK_ROWS - 1));
 }
 
-static inline float *row_r_ptr(const quant_t *q, uint32_t id)
+static inline float *row_r_ptr(const rows_snap_t *q, uint32_t id)
 {
     return row_err_ptr(q, id) + QUANT_CHUNK_ROWS;
 }
@@ -90,6 +111,8 @@ void quant_free(quant_t *q)
     for (size_t i = 0; i < q->n_chunks; i++)
         cdn_free(q->chunks[i]);
     cdn_free(q->chunks);
+    for (size_t i = 0; i < q->n_retired; i++)
+        cdn_free(q->retired[i]);
     cdn_free(q->lo);
     cdn_free(q->s);
     cdn_free(q);
@@ -102,7 +125,7 @@ int quant_is_trained(const quant_t *q)
 
 uint32_t quant_count(const quant_t *q)
 {
-    return q ? q->count : 0;
+    return q ? __atomic_load_n(&q->count, __ATOMIC_ACQUIRE) : 0;
 }
 
 size_t quant_memory(const quant_t *q)
@@ -110,7 +133,7 @@ size_t quant_memory(const quant_t *q)
     if (!q)
         return 0;
     return sizeof *q + 2 * (size_t)q->stride * sizeof(float) + q->cap_chunks * sizeof(uint8_t *) +
-           q->n_chunks * chunk_bytes(q);
+           q->retired_bytes + q->n_chunks * chunk_bytes(q);
 }
 
 static int check_view(const quant_t *q, const vec_view_t *v, cdn_err_t *err)
@@ -167,7 +190,7 @@ int quant_train(quant_t *q, const vec_view_t *v, const uint32_t *ids, size_t n, 
     }
     cdn_free(hi);
     q->trained = 1;
-    q->count = 0;
+    q->count = 0; /* exclusive access: no search holds these chunks */
     for (size_t i = 0; i < q->n_chunks; i++)
         cdn_free(q->chunks[i]);
     q->n_chunks = 0;
@@ -224,9 +247,24 @@ static float encode_row(const quant_t *q, const float *x, uint8_t *c, float *r)
 static int ensure_rows(quant_t *q, uint64_t need)
 {
     size_t want = (size_t)((need + QUANT_CHUNK_ROWS - 1) >> QUANT_CHUNK_SHIFT);
-    if (want > q->cap_chunks &&
-        cdn_grow((void **)&q->chunks, &q->cap_chunks, want, sizeof(uint8_t *)))
-        return CDN_ERR_NOMEM;
+    if (want > q->cap_chunks) {
+        size_t cap = q->cap_chunks ? q->cap_chunks : 8;
+        while (cap < want)
+            cap *= 2;
+        if (q->cap_chunks && q->n_retired == QUANT_MAX_RETIRED)
+            return CDN_ERR_NOMEM;
+        uint8_t **dir = cdn_calloc(cap, sizeof(uint8_t *));
+        if (!dir)
+            return CDN_ERR_NOMEM;
+        if (q->n_chunks)
+            memcpy(dir, q->chunks, q->n_chunks * sizeof(uint8_t *));
+        if (q->chunks) { /* a running search may still hold it */
+            q->retired[q->n_retired++] = q->chunks;
+            q->retired_bytes += q->cap_chunks * sizeof(uint8_t *);
+        }
+        __atomic_store_n(&q->chunks, dir, __ATOMIC_RELEASE);
+        q->cap_chunks = cap;
+    }
     while (q->n_chunks < want) {
         uint8_t *ch = cdn_aligned_alloc(64, chunk_bytes(q));
         if (!ch)
@@ -235,7 +273,7 @@ static int ensure_rows(quant_t *q, uint64_t need)
         float *errs = (float *)(ch + (size_t)QUANT_CHUNK_ROWS * q->stride);
         for (size_t i = 0; i < QUANT_CHUNK_ROWS; i++)
             errs[i] = INFINITY;
-        q->chunks[q->n_chunks++] = ch;
+        q->chunks[q->n_chunks++] = ch; /* read only for ids below a later-published count */
     }
     return CDN_OK;
 }
@@ -254,11 +292,12 @@ int quant_encode_rows(quant_t *q, const vec_view_t *v, uint32_t first, uint32_t 
                            (unsigned long long)first + n, v->count);
     if (ensure_rows(q, (uint64_t)first + n))
         return cdn_err_set(err, CDN_ERR_NOMEM, "quant_encode_rows: out of memory");
+    rows_snap_t r = {q->chunks, q->count, q->stride}; /* the writer's own, current view */
     for (uint32_t i = 0; i < n; i++)
-        *row_err_ptr(q, first + i) =
-            encode_row(q, vec_row(v, first + i), row_codes(q, first + i), row_r_ptr(q, first + i));
-    if (first + n > q->count)
-        q->count = first + n;
+        *row_err_ptr(&r, first + i) = encode_row(q, vec_row(v, first + i), row_codes(&r, first + i),
+                                                 row_r_ptr(&r, first + i));
+    if (first + n > q->count) /* publish: the rows are complete before a search can see them */
+        __atomic_store_n(&q->count, first + n, __ATOMIC_RELEASE);
     return CDN_OK;
 }
 
@@ -271,6 +310,7 @@ typedef struct cand {
 
 typedef struct qscan {
     const quant_t *q;
+    rows_snap_t r; /* directory and count as of the search's start */
     const vec_view_t *v;
     vec_metric_t m;
     int l2;
@@ -363,7 +403,7 @@ static int judge_row(qscan_t *c, uint32_t id, int32_t s, float e)
 {
     double lo, hi;
     if (c->l2)
-        bounds_l2(c, s, e, *row_r_ptr(c->q, id), &lo, &hi);
+        bounds_l2(c, s, e, *row_r_ptr(&c->r, id), &lo, &hi);
     else
         bounds_dot(c, s, e, &lo, &hi);
     if (lo > c->t)
@@ -383,14 +423,14 @@ static inline void prefetch_row(const qscan_t *c, const uint32_t *ids, size_t j,
     if (j >= n)
         return;
     if (j == 0 || ids[j] != ids[j - 1] + 1) {
-        const char *p = (const char *)row_codes(c->q, ids[j]);
+        const char *p = (const char *)row_codes(&c->r, ids[j]);
         for (size_t off = 0; off < c->q->stride; off += 64)
             __builtin_prefetch(p + off, 0, 3);
     }
     if (j == 0 || (ids[j] ^ ids[j - 1]) >= 16) { /* 16 floats to a cache line */
-        __builtin_prefetch(row_err_ptr(c->q, ids[j]), 0, 3);
+        __builtin_prefetch(row_err_ptr(&c->r, ids[j]), 0, 3);
         if (c->l2)
-            __builtin_prefetch(row_r_ptr(c->q, ids[j]), 0, 3);
+            __builtin_prefetch(row_r_ptr(&c->r, ids[j]), 0, 3);
     }
 }
 
@@ -404,7 +444,7 @@ static int scan_ids(qscan_t *c, const uint32_t *ids, size_t n)
     size_t nk = 0;
     int rc = CDN_OK;
     for (size_t i = 0; rc == CDN_OK && i < n; i++) {
-        if (ids[i] < q->count)
+        if (ids[i] < c->r.count)
             known[nk++] = ids[i];
         else
             rc = add_cand(c, ids[i], -INFINITY);
@@ -417,14 +457,14 @@ static int scan_ids(qscan_t *c, const uint32_t *ids, size_t n)
             prefetch_row(c, known, j, nk);
         const uint8_t *rows[4];
         for (size_t j = 0; j < 4; j++)
-            rows[j] = row_codes(q, known[i + (j < group ? j : group - 1)]);
+            rows[j] = row_codes(&c->r, known[i + (j < group ? j : group - 1)]);
         int32_t d[4];
         if (group == 4 && known[i + 3] == known[i] + 3)
             c->kern4(rows, c->w, q->stride, d);
         else
             c->kern4x(rows, c->w, q->stride, d);
         for (size_t j = 0; rc == CDN_OK && j < group; j++) {
-            float e = *row_err_ptr(q, known[i + j]);
+            float e = *row_err_ptr(&c->r, known[i + j]);
             rc = e < INFINITY ? judge_row(c, known[i + j], d[j], e)
                               : add_cand(c, known[i + j], -INFINITY);
         }
@@ -543,7 +583,8 @@ int quant_exact_search_isa(const quant_t *q, const vec_view_t *v, vec_metric_t m
     if (!q || !v || !query || (k > 0 && !out) || (unsigned)m > VEC_METRIC_L2 || v->dim != q->dim ||
         (v->count && (!v->base || v->stride < v->dim)))
         return CDN_ERR_INVALID;
-    qscan_t c = {.q = q, .v = v, .m = m, .l2 = m == VEC_METRIC_L2, .t = INFINITY};
+    qscan_t c = {
+        .q = q, .r = snap_rows(q), .v = v, .m = m, .l2 = m == VEC_METRIC_L2, .t = INFINITY};
     c.kern4 = quant_kern4_for(isa, 0);
     c.kern4x = quant_kern4_for(isa, 1);
     if (!c.kern4 || !c.kern4x)
@@ -585,8 +626,9 @@ int quant_exact_search(const quant_t *q, const vec_view_t *v, vec_metric_t m, co
 
 int quant_code_dot(const quant_t *q, vec_isa_t isa, const int16_t *w, uint32_t id, int32_t *out)
 {
-    if (!q || !w || !out || id >= q->count)
+    if (!q || !w || !out || id >= quant_count(q))
         return CDN_ERR_INVALID;
+    rows_snap_t r = snap_rows(q);
     int32_t wmax = weight_max(q->stride);
     for (uint32_t j = 0; j < q->dim; j++)
         if (w[j] > wmax || w[j] < -wmax)
@@ -600,8 +642,9 @@ int quant_code_dot(const quant_t *q, vec_isa_t isa, const int16_t *w, uint32_t i
     memset(buf, 0, (size_t)q->stride * sizeof(int16_t));
     memcpy(buf, w, q->dim * sizeof(int16_t));
     /* The row sits in lane id % 4 with row 0 around it: lanes must not leak into each other. */
-    const uint8_t *rows[4] = {row_codes(q, 0), row_codes(q, 0), row_codes(q, 0), row_codes(q, 0)};
-    rows[id % 4] = row_codes(q, id);
+    const uint8_t *rows[4] = {row_codes(&r, 0), row_codes(&r, 0), row_codes(&r, 0),
+                              row_codes(&r, 0)};
+    rows[id % 4] = row_codes(&r, id);
     int32_t d[4];
     kern4(rows, buf, q->stride, d);
     *out = d[id % 4];

@@ -6,11 +6,13 @@
  * up), its true reconstruction error, so rows outside the training range or inserted after
  * training stay correct: their e_r is just larger. The codes depend on no metric.
  *
- * Thread-safety (the engine's collection lock): quant_train and quant_encode_rows change q and need
- * exclusive access (write lock); quant_exact_search only reads q and may run in many threads at
- * once (read lock). Code storage is chunked (QUANT_CHUNK_ROWS rows per chunk, 64-byte aligned) and
- * chunks never move once allocated: growth appends chunks and only reallocates the small chunk
- * directory, which is why it must not overlap a search. */
+ * Thread-safety (the engine's collection lock): quant_train, and quant_encode_rows over ids below
+ * quant_count (rewrites, filling gaps), need exclusive access (write lock). Appends (first >=
+ * quant_count) by a single writer may run while searches read: code storage is chunked
+ * (QUANT_CHUNK_ROWS rows per chunk, 64-byte aligned), chunks never move, a directory outgrown
+ * is replaced by a copy and kept until quant_free, and the row count is published (release)
+ * only after the rows below it are written; a search snapshots directory and count (acquire)
+ * at its start. quant_exact_search only reads q: any number may run at once (read lock). */
 #ifndef CDN_QUANT_H
 #define CDN_QUANT_H
 

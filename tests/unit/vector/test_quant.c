@@ -11,6 +11,7 @@
 // clang-format on
 
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -351,6 +352,54 @@ static void test_quant_stays_exact_with_a_large_common_offset(void **state)
     }
 }
 
+typedef struct appender {
+    quant_t *q;
+    const vec_view_t *v;
+    int rc;
+} appender_t;
+
+static void *append_rows(void *arg)
+{
+    appender_t *a = arg;
+    for (uint32_t first = 0; first < a->v->count && a->rc == 0; first += 500) {
+        uint32_t n = a->v->count - first < 500 ? a->v->count - first : 500;
+        a->rc = quant_encode_rows(a->q, a->v, first, n, NULL);
+    }
+    return NULL;
+}
+
+/* One writer appends rows (outgrowing the chunk directory several times) while searches run:
+ * each search sees a consistent prefix and stays exact over the rows it was given. */
+static void test_quant_searches_stay_exact_while_rows_are_appended(void **state)
+{
+    (void)state;
+    uint64_t s = 77;
+    const uint32_t dim = 8, n = 45000; /* > 8 chunks of 4096: the directory grows */
+    float *x = make_rows(n + 1, dim, DATA_CLUSTERED, VEC_METRIC_L2, &s);
+    vec_view_t all = {x, dim, dim, n};
+    quant_t *q = NULL;
+    assert_int_equal(quant_create(dim, &q, NULL), 0);
+    assert_int_equal(quant_train(q, &all, NULL, 2000, NULL), 0);
+    appender_t a = {q, &all, 0};
+    pthread_t th;
+    assert_int_equal(pthread_create(&th, NULL, append_rows, &a), 0);
+    int searches = 0;
+    for (;;) {
+        uint32_t seen = quant_count(q);
+        vec_view_t v = {x, dim, dim, seen + (seen < n ? 1 : 0)}; /* one row not yet encoded */
+        assert_same(q, &v, VEC_METRIC_L2, vec_isa_best(), x + (size_t)n * dim, NULL, 10, NULL);
+        searches++;
+        if (seen == n)
+            break;
+    }
+    pthread_join(th, NULL);
+    assert_int_equal(a.rc, 0);
+    assert_true(searches >= 1);
+    assert_int_equal(quant_count(q), n);
+    quant_free(q);
+    free(x);
+}
+
 static void test_quant_rejects_bad_arguments_with_messages(void **state)
 {
     (void)state;
@@ -419,6 +468,7 @@ int main(void)
         cmocka_unit_test(test_quant_stays_exact_for_rows_outside_the_training_range),
         cmocka_unit_test(test_quant_stays_exact_on_adversarial_values),
         cmocka_unit_test(test_quant_stays_exact_with_a_large_common_offset),
+        cmocka_unit_test(test_quant_searches_stay_exact_while_rows_are_appended),
         cmocka_unit_test(test_quant_rejects_bad_arguments_with_messages),
         cmocka_unit_test(test_quant_reports_nomem_when_allocation_fails),
     };

@@ -269,6 +269,10 @@ static void apply_put(engine_t *e, coll_t *c, prep_t *p, size_t n, uint32_t next
 {
     pthread_rwlock_wrlock(&c->lock);
     c->next_row = next_row;
+    if (coll_quant_sync(c)) { /* codes out of step: stop using them rather than risk them */
+        quant_free(c->quant);
+        c->quant = NULL;
+    }
     for (size_t i = 0; i < n; i++) {
         if (p[i].had_old) {
             if (c->hnsw)

@@ -37,7 +37,7 @@ static void usage(FILE *f)
         "usage: cordon bench permissions [--corpus DIR|fashion-mnist|generated] [--size N]\n"
         "           [--dim D] [--queries Q] [--seed S] [--m M] [--efc EF] [--ef EF]\n"
         "           [--max-candidates N] [--exact-floats N] [--data DIR] [--keep]\n"
-        "           [--dump DIR] [--format table|json] [--selftest]\n"
+        "           [--dump DIR] [--format table|json] [--json-out FILE] [--selftest]\n"
         "  Every chunk belongs to one of 1,000 teams (10 to a department, 10 departments to a\n"
         "  division); its ACL names its team, department and division. Subjects read 0.1%%,\n"
         "  1%%, 5%%, 20%% or 100%% through the fewest groups, in three layouts (random teams;\n"
@@ -49,6 +49,7 @@ static void usage(FILE *f)
         "  --corpus DIR: BEIR layout with use-lite/{corpus,queries}.fvecs (cosine);\n"
         "  fashion-mnist: the Debian package, L2, first 1,000 test images as queries;\n"
         "  generated: --size x --dim Gaussian clusters (seed --seed), 100 queries.\n"
+        "  --json-out FILE: also write the JSON object to FILE (with the table on stdout).\n"
         "  --dump DIR writes vectors, teams, subjects and ground truth for bench/peers/peers.py.\n"
         "  --selftest: generated 3000 x 16, 40 queries, low exact threshold; also fails if\n"
         "  auto's recall@10 is below 0.99 in any row.\n"
@@ -120,6 +121,8 @@ static int parse_opts(int argc, char **argv, perm_opts_t *o)
             o->data_dir = v;
         else if (!strcmp(a, "--dump") && v)
             o->dump_dir = v;
+        else if (!strcmp(a, "--json-out") && v)
+            o->json_out = v;
         else if (!strcmp(a, "--format") && v && (!strcmp(v, "json") || !strcmp(v, "table")))
             o->json = !strcmp(v, "json");
         else if (!rc) {
@@ -134,7 +137,8 @@ static int parse_opts(int argc, char **argv, perm_opts_t *o)
     if (o->selftest)
         *o = (perm_opts_t){.corpus = "generated", .size = 3000, .dim = 16, .queries = 40,
                            .seed = o->seed, .max_candidates = 1000, .exact_floats = 100 * 16,
-                           .json = o->json, .selftest = 1};
+                           .json = o->json, .json_out = o->json_out, .selftest = 1};
+    o->progress = !o->json && !o->selftest && isatty(2);
     return 0;
 }
 
@@ -207,12 +211,12 @@ static int load_engine(perm_run_t *r)
     for (size_t i = 0; rc == CORDON_OK && i < r->w.c.n; i += PERM_BATCH) {
         size_t to = i + PERM_BATCH < r->w.c.n ? i + PERM_BATCH : r->w.c.n;
         rc = put_batch(r, i, to, ch, names, acl, &e);
-        if (!o->json && !o->selftest)
+        if (o->progress)
             fprintf(stderr, "\rloaded %zu / %zu chunks (%.1f s)", to, r->w.c.n,
                     (double)(cdn_clock_ns() - t0) / 1e9);
     }
     r->load_s = (double)(cdn_clock_ns() - t0) / 1e9;
-    if (!o->json && !o->selftest)
+    if (o->progress)
         fprintf(stderr, "\n");
     if (rc == CORDON_OK) {
         cordon_close(r->db);
@@ -368,11 +372,11 @@ static int run_all(perm_run_t *r, perm_row_t *rows, size_t *n)
                 perm_row_t *row = &rows[(*n)++];
                 *row = (perm_row_t){.layout = l, .share = s, .strat = st};
                 rc = run_row(r, row);
-                if (!r->w.o.json && !r->w.o.selftest)
+                if (r->w.o.progress)
                     fprintf(stderr, "\r%s %g%% %s done     ", perm_layout_names[l],
                             perm_shares[s].frac * 100, perm_strat_names[st]);
             }
-    if (!r->w.o.json && !r->w.o.selftest)
+    if (r->w.o.progress)
         fprintf(stderr, "\n");
     return rc;
 }

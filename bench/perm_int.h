@@ -39,11 +39,12 @@ typedef struct perm_opts {
     const char *corpus;   /* a BEIR directory, "fashion-mnist" or "generated" */
     const char *data_dir; /* engine data directory; NULL = a fresh one under /tmp */
     const char *dump_dir; /* NULL = no dump for the peers */
+    const char *json_out; /* also write the JSON object here (NULL = no) */
     size_t size, queries; /* generated size; queries to use (0 = the corpus's default) */
     uint32_t dim, m, efc, ef;
     uint64_t seed, exact_floats;
     size_t max_candidates;
-    int json, selftest, keep;
+    int json, selftest, keep, progress;
 } perm_opts_t;
 
 typedef struct perm_corpus {

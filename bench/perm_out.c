@@ -36,10 +36,10 @@ static void print_table(const perm_world_t *w, const perm_row_t *rows, size_t n,
     }
 }
 
-static void print_json(const perm_world_t *w, const perm_row_t *rows, size_t n, double load_s,
-                       double reopen_s, double rss_mb)
+static void print_json(FILE *f, const perm_world_t *w, const perm_row_t *rows, size_t n,
+                       double load_s, double reopen_s, double rss_mb)
 {
-    printf("{\"bench\":\"permissions\",\"corpus\":\"%s\",\"size\":%zu,\"dim\":%u,"
+    fprintf(f, "{\"bench\":\"permissions\",\"corpus\":\"%s\",\"size\":%zu,\"dim\":%u,"
            "\"metric\":\"%s\",\"queries\":%zu,\"k\":%d,\"seed\":%llu,\"m\":%u,\"efc\":%u,"
            "\"ef\":%u,\"max_candidates\":%zu,\"exact_floats\":%llu,\"load_s\":%.3f,"
            "\"reopen_s\":%.3f,\"rss_mb\":%.1f,\"rows\":[",
@@ -49,7 +49,7 @@ static void print_json(const perm_world_t *w, const perm_row_t *rows, size_t n, 
            rss_mb);
     for (size_t i = 0; i < n; i++) {
         const perm_row_t *r = &rows[i];
-        printf("%s{\"corpus\":\"%s\",\"layout\":\"%s\",\"readable\":%g,\"strategy\":\"%s\","
+        fprintf(f, "%s{\"corpus\":\"%s\",\"layout\":\"%s\",\"readable\":%g,\"strategy\":\"%s\","
                "\"recall_at_10\":%.4f,\"leaks\":%llu,\"complete_rate\":%.4f,\"p50_ms\":%.4f,"
                "\"p95_ms\":%.4f,\"candidates\":%.1f,\"readable_chunks\":%.1f,\"plans\":{",
                i ? "," : "", w->c.name, perm_layout_names[r->layout], perm_shares[r->share].frac,
@@ -58,23 +58,30 @@ static void print_json(const perm_world_t *w, const perm_row_t *rows, size_t n, 
                (double)r->readable_sum / (double)w->c.nq);
         for (int p = 0, first = 1; p < 5; p++)
             if (r->plans[p]) {
-                printf("%s\"%s\":%llu", first ? "" : ",", plan_names[p],
+                fprintf(f, "%s\"%s\":%llu", first ? "" : ",", plan_names[p],
                        (unsigned long long)r->plans[p]);
                 first = 0;
             }
-        printf("}}");
+        fprintf(f, "}}");
     }
-    printf("]}\n");
+    fprintf(f, "]}\n");
 }
 
 void perm_print(const perm_world_t *w, const perm_row_t *rows, size_t n, double load_s,
                 double reopen_s, double rss_mb)
 {
     if (w->o.json)
-        print_json(w, rows, n, load_s, reopen_s, rss_mb);
+        print_json(stdout, w, rows, n, load_s, reopen_s, rss_mb);
     else
         print_table(w, rows, n, load_s, reopen_s, rss_mb);
     fflush(stdout);
+    if (w->o.json_out) {
+        FILE *f = fopen(w->o.json_out, "w");
+        if (f)
+            print_json(f, w, rows, n, load_s, reopen_s, rss_mb);
+        if (!f || fclose(f))
+            fprintf(stderr, "cordon bench permissions: cannot write %s\n", w->o.json_out);
+    }
 }
 
 /* ---- The dump for the peers. ---- */

@@ -27,6 +27,7 @@ typedef struct perm_run {
     cordon_t *db;
     char dir[256];
     double load_s, reopen_s, rss_mb;
+    int reused; /* the --data directory already held the corpus */
     size_t failures;
     double *lat;
 } perm_run_t;
@@ -37,7 +38,8 @@ static void usage(FILE *f)
         "usage: cordon bench permissions [--corpus DIR|fashion-mnist|generated] [--size N]\n"
         "           [--dim D] [--queries Q] [--seed S] [--m M] [--efc EF] [--ef EF]\n"
         "           [--max-candidates N] [--exact-floats N] [--data DIR] [--keep]\n"
-        "           [--dump DIR] [--format table|json] [--json-out FILE] [--selftest]\n"
+        "           [--strategy auto,prefilter,...] [--dump DIR] [--format table|json]\n"
+        "           [--json-out FILE] [--selftest]\n"
         "  Every chunk belongs to one of 1,000 teams (10 to a department, 10 departments to a\n"
         "  division); its ACL names its team, department and division. Subjects read 0.1%%,\n"
         "  1%%, 5%%, 20%% or 100%% through the fewest groups, in three layouts (random teams;\n"
@@ -49,6 +51,8 @@ static void usage(FILE *f)
         "  --corpus DIR: BEIR layout with use-lite/{corpus,queries}.fvecs (cosine);\n"
         "  fashion-mnist: the Debian package, L2, first 1,000 test images as queries;\n"
         "  generated: --size x --dim Gaussian clusters (seed --seed), 100 queries.\n"
+        "  --data DIR: the engine's directory (default: a temporary one, removed unless --keep);\n"
+        "  a DIR that already holds the same corpus is reused without loading.\n"
         "  --json-out FILE: also write the JSON object to FILE (with the table on stdout).\n"
         "  --dump DIR writes vectors, teams, subjects and ground truth for bench/peers/peers.py.\n"
         "  --selftest: generated 3000 x 16, 40 queries, low exact threshold; also fails if\n"
@@ -82,10 +86,32 @@ static int parse_flag(const char *a, perm_opts_t *o)
     return 1;
 }
 
+/* --strategy a,b,...: measure only these (default all five). */
+static int parse_strategy(const char *v, perm_opts_t *o)
+{
+    char buf[128];
+    snprintf(buf, sizeof buf, "%s", v);
+    o->strat_mask = 0;
+    for (char *save = NULL, *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+        int found = 0;
+        for (int i = 0; i < PERM_STRATS; i++)
+            if (!strcmp(t, perm_strat_names[i])) {
+                o->strat_mask |= 1u << i;
+                found = 1;
+            }
+        if (!found) {
+            fprintf(stderr, "cordon bench permissions: --strategy '%s' is not one of auto, "
+                    "prefilter, postfilter, naive, unprotected\n", t);
+            return 2;
+        }
+    }
+    return 0;
+}
+
 static int parse_opts(int argc, char **argv, perm_opts_t *o)
 {
     *o = (perm_opts_t){.corpus = "generated", .size = 50000, .dim = 128, .seed = 42,
-                       .max_candidates = 1000};
+                       .max_candidates = 1000, .strat_mask = (1u << PERM_STRATS) - 1};
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         uint64_t x = 0;
@@ -121,6 +147,8 @@ static int parse_opts(int argc, char **argv, perm_opts_t *o)
             o->data_dir = v;
         else if (!strcmp(a, "--dump") && v)
             o->dump_dir = v;
+        else if (!strcmp(a, "--strategy") && v && !(rc = parse_strategy(v, o)))
+            ;
         else if (!strcmp(a, "--json-out") && v)
             o->json_out = v;
         else if (!strcmp(a, "--format") && v && (!strcmp(v, "json") || !strcmp(v, "table")))
@@ -137,7 +165,8 @@ static int parse_opts(int argc, char **argv, perm_opts_t *o)
     if (o->selftest)
         *o = (perm_opts_t){.corpus = "generated", .size = 3000, .dim = 16, .queries = 40,
                            .seed = o->seed, .max_candidates = 1000, .exact_floats = 100 * 16,
-                           .json = o->json, .json_out = o->json_out, .selftest = 1};
+                           .json = o->json, .json_out = o->json_out, .selftest = 1,
+                           .strat_mask = (1u << PERM_STRATS) - 1};
     o->progress = !o->json && !o->selftest && isatty(2);
     return 0;
 }
@@ -203,12 +232,21 @@ static int load_engine(perm_run_t *r)
     const char **acl = cdn_calloc((size_t)PERM_BATCH * PERM_ACL, sizeof *acl);
     cordon_error e = {0};
     int rc = ch && names && acl ? CORDON_OK : CORDON_ERR_NOMEM;
+    cordon_collection_info info;
+    size_t from = 0;
     uint64_t t0 = cdn_clock_ns();
     if (rc == CORDON_OK)
         rc = cordon_open(r->dir, &opts, &r->db, &e);
-    if (rc == CORDON_OK)
+    /* A kept --data directory holding this corpus already is reused: the HNSW build is the
+     * slow part, and query-side changes (planner, ef) need no reload. */
+    if (rc == CORDON_OK && cordon_collection_info_get(r->db, "perm", &info, NULL) == CORDON_OK &&
+        info.dim == r->w.c.dim && info.chunks == r->w.c.n) {
+        from = r->w.c.n;
+        r->reused = 1;
+    } else if (rc == CORDON_OK) {
         rc = cordon_collection_create(r->db, &spec, &e);
-    for (size_t i = 0; rc == CORDON_OK && i < r->w.c.n; i += PERM_BATCH) {
+    }
+    for (size_t i = from; rc == CORDON_OK && i < r->w.c.n; i += PERM_BATCH) {
         size_t to = i + PERM_BATCH < r->w.c.n ? i + PERM_BATCH : r->w.c.n;
         rc = put_batch(r, i, to, ch, names, acl, &e);
         if (o->progress)
@@ -369,6 +407,8 @@ static int run_all(perm_run_t *r, perm_row_t *rows, size_t *n)
     for (int l = 0; l < PERM_LAYOUTS && rc == CORDON_OK; l++)
         for (int s = 0; s < PERM_SHARES && rc == CORDON_OK; s++)
             for (int st = 0; st < PERM_STRATS && rc == CORDON_OK; st++) {
+                if (!(r->w.o.strat_mask & (1u << st)))
+                    continue;
                 perm_row_t *row = &rows[(*n)++];
                 *row = (perm_row_t){.layout = l, .share = s, .strat = st};
                 rc = run_row(r, row);
@@ -441,7 +481,7 @@ int bench_permissions_main(int argc, char **argv)
         (r.lat = cdn_calloc(r.w.c.nq, sizeof *r.lat)) && run_all(&r, rows, &n) == CORDON_OK) {
         if (r.w.o.selftest)
             selftest_recall(&r, rows, n);
-        perm_print(&r.w, rows, n, r.load_s, r.reopen_s, r.rss_mb);
+        perm_print(&r.w, rows, n, r.reused ? -1 : r.load_s, r.reopen_s, r.rss_mb);
         rc = r.failures ? 1 : 0;
         if (r.failures)
             fprintf(stderr, "cordon bench permissions: %zu assertion(s) failed\n", r.failures);

@@ -44,6 +44,7 @@ typedef struct perm_opts {
     uint32_t dim, m, efc, ef;
     uint64_t seed, exact_floats;
     size_t max_candidates;
+    unsigned strat_mask; /* bit i: measure perm_strat_names[i] */
     int json, selftest, keep, progress;
 } perm_opts_t;
 

@@ -16,8 +16,12 @@ static void print_table(const perm_world_t *w, const perm_row_t *rows, size_t n,
 {
     printf("permissions benchmark: %s, %zu x %u (%s), %zu queries, k=%d\n", w->c.name, w->c.n,
            w->c.dim, w->c.metric == CORDON_METRIC_L2 ? "l2" : "cosine", w->c.nq, PERM_K);
-    printf("load %.1f s (cordon_put in batches, HNSW built), reopen %.2f s, RSS %.0f MB\n\n",
-           load_s, reopen_s, rss_mb);
+    if (load_s < 0)
+        printf("reused the loaded data directory, reopen %.2f s, RSS %.0f MB\n\n", reopen_s,
+               rss_mb);
+    else
+        printf("load %.1f s (cordon_put in batches of 10,000, HNSW built), reopen %.2f s, "
+               "RSS %.0f MB\n\n", load_s, reopen_s, rss_mb);
     printf("%-10s %7s %-11s %7s %6s %8s %8s %8s %10s  %s\n", "layout", "share", "strategy",
            "recall", "leaks", "complete", "p50 ms", "p95 ms", "candidates", "plans");
     for (size_t i = 0; i < n; i++) {

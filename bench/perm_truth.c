@@ -5,30 +5,37 @@
 #include "base/mem.h"
 #include "perm_int.h"
 
+#define PERM_TRUTH_THREADS 2 /* the machine's cores */
+
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 
+/* Eight partial sums in a GCC vector (two SSE registers on baseline x86-64): plain code, but
+ * without it the ground truth of 1,000 queries over 60,000 x 784 takes minutes. */
+typedef float perm_v8 __attribute__((vector_size(32)));
+
 float perm_dist(const perm_corpus_t *c, const float *a, const float *b)
 {
-    /* Eight partial sums, so that the compiler may keep them in one vector register. */
-    float s[8] = {0};
+    perm_v8 acc = {0}, x, y;
+    float t = 0;
     uint32_t d = 0, dim = c->dim;
-    if (c->metric == CORDON_METRIC_L2) {
-        for (; d + 8 <= dim; d += 8)
-            for (int j = 0; j < 8; j++)
-                s[j] += (a[d + j] - b[d + j]) * (a[d + j] - b[d + j]);
-        for (; d < dim; d++)
-            s[0] += (a[d] - b[d]) * (a[d] - b[d]);
-    } else {
-        for (; d + 8 <= dim; d += 8)
-            for (int j = 0; j < 8; j++)
-                s[j] += a[d + j] * b[d + j];
-        for (; d < dim; d++)
-            s[0] += a[d] * b[d];
+    int l2 = c->metric == CORDON_METRIC_L2;
+    for (; d + 8 <= dim; d += 8) {
+        memcpy(&x, a + d, sizeof x);
+        memcpy(&y, b + d, sizeof y);
+        if (l2) {
+            x -= y;
+            acc += x * x;
+        } else {
+            acc += x * y;
+        }
     }
-    float t = ((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7]));
-    return c->metric == CORDON_METRIC_L2 ? t : 1.0f - t; /* cosine: rows are unit length */
+    for (; d < dim; d++)
+        t += l2 ? (a[d] - b[d]) * (a[d] - b[d]) : a[d] * b[d];
+    t += ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
+    return l2 ? t : 1.0f - t; /* cosine: rows are unit length */
 }
 
 void perm_held_flags(const perm_world_t *w, int layout, int share, size_t q,
@@ -68,17 +75,25 @@ static void topk_push(perm_truth_t *t, uint32_t id, float d)
     t->ids[i] = id;
 }
 
-int perm_truth_compute(perm_world_t *w, cdn_err_t *err)
+typedef struct truth_job {
+    perm_world_t *w;
+    size_t first, step;
+    int rc;
+} truth_job_t;
+
+/* Queries first, first + step, ...: each thread writes only its own queries' truth. */
+static void *truth_thread(void *arg)
 {
+    truth_job_t *j = arg;
+    perm_world_t *w = j->w;
     size_t n = w->c.n, nq = w->c.nq;
     float *d = cdn_malloc(n * sizeof *d);
     uint8_t flags[PERM_GROUPS];
-    w->truth = cdn_calloc((size_t)PERM_LAYOUTS * PERM_SHARES * nq, sizeof *w->truth);
-    if (!d || !w->truth) {
-        cdn_free(d);
-        return cdn_err_set(err, CDN_ERR_NOMEM, "out of memory for the ground truth");
+    if (!d) {
+        j->rc = CDN_ERR_NOMEM;
+        return NULL;
     }
-    for (size_t q = 0; q < nq; q++) {
+    for (size_t q = j->first; q < nq; q += j->step) {
         const float *qv = w->c.queries + q * w->c.dim;
         for (size_t i = 0; i < n; i++)
             d[i] = perm_dist(&w->c, qv, w->c.base + i * w->c.dim);
@@ -94,5 +109,27 @@ int perm_truth_compute(perm_world_t *w, cdn_err_t *err)
             }
     }
     cdn_free(d);
-    return CDN_OK;
+    return NULL;
+}
+
+int perm_truth_compute(perm_world_t *w, cdn_err_t *err)
+{
+    truth_job_t job[PERM_TRUTH_THREADS];
+    pthread_t th[PERM_TRUTH_THREADS];
+    int started[PERM_TRUTH_THREADS] = {0}, rc = CDN_OK;
+    w->truth = cdn_calloc((size_t)PERM_LAYOUTS * PERM_SHARES * w->c.nq, sizeof *w->truth);
+    if (!w->truth)
+        return cdn_err_set(err, CDN_ERR_NOMEM, "out of memory for the ground truth");
+    for (int i = 0; i < PERM_TRUTH_THREADS; i++) {
+        job[i] = (truth_job_t){w, (size_t)i, PERM_TRUTH_THREADS, CDN_OK};
+        started[i] = pthread_create(&th[i], NULL, truth_thread, &job[i]) == 0;
+        if (!started[i])
+            truth_thread(&job[i]); /* no thread: do its share here */
+    }
+    for (int i = 0; i < PERM_TRUTH_THREADS; i++) {
+        if (started[i])
+            pthread_join(th[i], NULL);
+        rc = rc ? rc : job[i].rc;
+    }
+    return rc ? cdn_err_set(err, rc, "out of memory for the ground truth") : CDN_OK;
 }

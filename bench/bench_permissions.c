@@ -360,7 +360,7 @@ static int run_row(perm_run_t *r, perm_row_t *row)
     char names[PERM_MAX_HELD][PERM_NAME];
     const char *pr[PERM_MAX_HELD];
     uint8_t flags[PERM_GROUPS];
-    double recall = 0, complete = 0, cand = 0;
+    double recall = 0, complete = 0, cand = 0, total_ms = 0;
     int all = row->strat >= PERM_NAIVE;
     for (size_t q = 0; q < w->c.nq; q++) {
         int nh = perm_shares[row->share].count;
@@ -380,6 +380,7 @@ static int run_row(perm_run_t *r, perm_row_t *row)
         uint64_t t0 = cdn_clock_ns();
         int rc = cordon_search(r->db, "perm", &subj, &qq, &res, &e);
         r->lat[q] = (double)(cdn_clock_ns() - t0) / 1e6;
+        total_ms += r->lat[q];
         if (rc) {
             fprintf(stderr, "cordon bench permissions: search failed: %s\n", e.message);
             return rc;
@@ -395,6 +396,7 @@ static int run_row(perm_run_t *r, perm_row_t *row)
     row->recall = recall / (double)w->c.nq;
     row->complete_rate = complete / (double)w->c.nq;
     row->candidates = cand / (double)w->c.nq;
+    row->qps = total_ms > 0 ? (double)w->c.nq / (total_ms / 1e3) : 0;
     row->p50_ms = r->lat[w->c.nq / 2];
     row->p95_ms = r->lat[(size_t)((double)(w->c.nq - 1) * 0.95 + 0.5)];
     return CORDON_OK;
@@ -466,7 +468,8 @@ int bench_permissions_main(int argc, char **argv)
 {
     perm_run_t r = {0};
     perm_row_t *rows = NULL;
-    size_t n = 0;
+    perm_sweep_t sweep[PERM_SWEEP_MAX];
+    size_t n = 0, n_sweep = 0;
     int rc = parse_opts(argc, argv, &r.w.o);
     if (rc)
         return rc < 0 ? 0 : rc;
@@ -478,10 +481,13 @@ int bench_permissions_main(int argc, char **argv)
     }
     if (prepare(&r) == CDN_OK && load_engine(&r) == CORDON_OK &&
         (rows = cdn_calloc(PERM_LAYOUTS * PERM_SHARES * PERM_STRATS, sizeof *rows)) &&
-        (r.lat = cdn_calloc(r.w.c.nq, sizeof *r.lat)) && run_all(&r, rows, &n) == CORDON_OK) {
+        (r.lat = cdn_calloc(r.w.c.nq, sizeof *r.lat)) && run_all(&r, rows, &n) == CORDON_OK &&
+        (r.w.o.selftest || perm_sweep_unfiltered(&r.w, r.db, PERM_ALL, sweep, &n_sweep) == 0)) {
+        perm_report_t rep = {rows, n, sweep, n_sweep, r.reused ? -1 : r.load_s, r.reopen_s,
+                             r.rss_mb};
         if (r.w.o.selftest)
             selftest_recall(&r, rows, n);
-        perm_print(&r.w, rows, n, r.reused ? -1 : r.load_s, r.reopen_s, r.rss_mb);
+        perm_print(&r.w, &rep);
         rc = r.failures ? 1 : 0;
         if (r.failures)
             fprintf(stderr, "cordon bench permissions: %zu assertion(s) failed\n", r.failures);

@@ -79,7 +79,7 @@ typedef struct perm_world {
 /* Statistics of one row of the table. */
 typedef struct perm_row {
     int layout, share, strat;
-    double recall, complete_rate, p50_ms, p95_ms, candidates;
+    double recall, complete_rate, p50_ms, p95_ms, qps, candidates;
     uint64_t leaks, readable_sum;
     uint64_t plans[5]; /* exact, hnsw-filtered, hnsw-unfiltered, hnsw+exact, other */
 } perm_row_t;
@@ -112,9 +112,30 @@ static inline perm_truth_t *perm_truth_at(const perm_world_t *w, int layout, int
     return &w->truth[((size_t)layout * PERM_SHARES + (size_t)share) * w->c.nq + q];
 }
 
+/* One point of the unfiltered ef sweep. */
+#define PERM_SWEEP_MAX 12
+typedef struct perm_sweep {
+    uint32_t ef;
+    double recall, qps, p50_ms, p95_ms;
+} perm_sweep_t;
+
+/* perm_sweep.c: runs every query as the all-seeing principal `all` with a plain HNSW
+ * traversal for ef = 10 ... 512 (stopping past recall 0.999); fills out[0..*n). */
+int perm_sweep_unfiltered(const perm_world_t *w, cordon_t *db, const char *all,
+                          perm_sweep_t *out, size_t *n);
+
 /* perm_out.c */
 int perm_dump(const perm_world_t *w, const char *dir, cdn_err_t *err);
-void perm_print(const perm_world_t *w, const perm_row_t *rows, size_t n, double load_s,
-                double reopen_s, double rss_mb);
+/* Results of one run, for printing. load_s < 0: the data directory was reused. */
+typedef struct perm_report {
+    const perm_row_t *rows;
+    size_t n;
+    const perm_sweep_t *sweep;
+    size_t n_sweep;
+    double load_s, reopen_s, rss_mb;
+} perm_report_t;
+
+/* Prints the table (or JSON with --format json) to stdout, and JSON to o.json_out if set. */
+void perm_print(const perm_world_t *w, const perm_report_t *rep);
 
 #endif

@@ -11,9 +11,11 @@
 static const char *const plan_names[5] = {"exact", "hnsw-filtered", "hnsw-unfiltered",
                                           "hnsw+exact", "other"};
 
-static void print_table(const perm_world_t *w, const perm_row_t *rows, size_t n, double load_s,
-                        double reopen_s, double rss_mb)
+static void print_table(const perm_world_t *w, const perm_report_t *rep)
 {
+    const perm_row_t *rows = rep->rows;
+    size_t n = rep->n;
+    double load_s = rep->load_s, reopen_s = rep->reopen_s, rss_mb = rep->rss_mb;
     printf("permissions benchmark: %s, %zu x %u (%s), %zu queries, k=%d\n", w->c.name, w->c.n,
            w->c.dim, w->c.metric == CORDON_METRIC_L2 ? "l2" : "cosine", w->c.nq, PERM_K);
     if (load_s < 0)
@@ -38,11 +40,18 @@ static void print_table(const perm_world_t *w, const perm_row_t *rows, size_t n,
                perm_strat_names[r->strat], r->recall, (unsigned long long)r->leaks,
                r->complete_rate, r->p50_ms, r->p95_ms, r->candidates, plans);
     }
+    printf("\nunfiltered (all-seeing subject, plain HNSW traversal, ef swept):\n");
+    printf("%6s %7s %9s %8s %8s\n", "ef", "recall", "qps", "p50 ms", "p95 ms");
+    for (size_t i = 0; i < rep->n_sweep; i++)
+        printf("%6u %7.4f %9.1f %8.3f %8.3f\n", rep->sweep[i].ef, rep->sweep[i].recall,
+               rep->sweep[i].qps, rep->sweep[i].p50_ms, rep->sweep[i].p95_ms);
 }
 
-static void print_json(FILE *f, const perm_world_t *w, const perm_row_t *rows, size_t n,
-                       double load_s, double reopen_s, double rss_mb)
+static void print_json(FILE *f, const perm_world_t *w, const perm_report_t *rep)
 {
+    const perm_row_t *rows = rep->rows;
+    size_t n = rep->n;
+    double load_s = rep->load_s, reopen_s = rep->reopen_s, rss_mb = rep->rss_mb;
     fprintf(f, "{\"bench\":\"permissions\",\"corpus\":\"%s\",\"size\":%zu,\"dim\":%u,"
            "\"metric\":\"%s\",\"queries\":%zu,\"k\":%d,\"seed\":%llu,\"m\":%u,\"efc\":%u,"
            "\"ef\":%u,\"max_candidates\":%zu,\"exact_floats\":%llu,\"load_s\":%.3f,"
@@ -55,10 +64,11 @@ static void print_json(FILE *f, const perm_world_t *w, const perm_row_t *rows, s
         const perm_row_t *r = &rows[i];
         fprintf(f, "%s{\"corpus\":\"%s\",\"layout\":\"%s\",\"readable\":%g,\"strategy\":\"%s\","
                "\"recall_at_10\":%.4f,\"leaks\":%llu,\"complete_rate\":%.4f,\"p50_ms\":%.4f,"
-               "\"p95_ms\":%.4f,\"candidates\":%.1f,\"readable_chunks\":%.1f,\"plans\":{",
+               "\"p95_ms\":%.4f,\"qps\":%.1f,\"candidates\":%.1f,\"readable_chunks\":%.1f,"
+                   "\"plans\":{",
                i ? "," : "", w->c.name, perm_layout_names[r->layout], perm_shares[r->share].frac,
                perm_strat_names[r->strat], r->recall, (unsigned long long)r->leaks,
-               r->complete_rate, r->p50_ms, r->p95_ms, r->candidates,
+               r->complete_rate, r->p50_ms, r->p95_ms, r->qps, r->candidates,
                (double)r->readable_sum / (double)w->c.nq);
         for (int p = 0, first = 1; p < 5; p++)
             if (r->plans[p]) {
@@ -68,21 +78,25 @@ static void print_json(FILE *f, const perm_world_t *w, const perm_row_t *rows, s
             }
         fprintf(f, "}}");
     }
+    fprintf(f, "],\"unfiltered\":[");
+    for (size_t i = 0; i < rep->n_sweep; i++)
+        fprintf(f, "%s{\"ef\":%u,\"recall_at_10\":%.4f,\"qps\":%.1f,\"p50_ms\":%.4f,"
+                   "\"p95_ms\":%.4f}", i ? "," : "", rep->sweep[i].ef, rep->sweep[i].recall,
+                rep->sweep[i].qps, rep->sweep[i].p50_ms, rep->sweep[i].p95_ms);
     fprintf(f, "]}\n");
 }
 
-void perm_print(const perm_world_t *w, const perm_row_t *rows, size_t n, double load_s,
-                double reopen_s, double rss_mb)
+void perm_print(const perm_world_t *w, const perm_report_t *rep)
 {
     if (w->o.json)
-        print_json(stdout, w, rows, n, load_s, reopen_s, rss_mb);
+        print_json(stdout, w, rep);
     else
-        print_table(w, rows, n, load_s, reopen_s, rss_mb);
+        print_table(w, rep);
     fflush(stdout);
     if (w->o.json_out) {
         FILE *f = fopen(w->o.json_out, "w");
         if (f)
-            print_json(f, w, rows, n, load_s, reopen_s, rss_mb);
+            print_json(f, w, rep);
         if (!f || fclose(f))
             fprintf(stderr, "cordon bench permissions: cannot write %s\n", w->o.json_out);
     }

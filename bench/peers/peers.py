@@ -157,6 +157,10 @@ def filtered(dump, hn, fa):
             for lib in ("faiss", "hnswlib"):
                 for ef in FILTER_EF:
                     if lib == "faiss":
+                        # FAISS 1.7.3 ignores SearchParametersHNSW.efSearch (measured): the
+                        # index's own efSearch is what the traversal uses.
+                        fa.hnsw.efSearch = ef
+
                         def fn(q, ef=ef):
                             p = faiss.SearchParametersHNSW()
                             p.sel = keep[q]
@@ -180,6 +184,58 @@ def filtered(dump, hn, fa):
     return rows
 
 
+def first_at(rows, target=0.99):
+    """The first row of a sweep reaching the target recall, or None."""
+    for r in rows:
+        if r["recall_at_10"] >= target:
+            return r
+    return None
+
+
+def compare(cordon, un, fi):
+    """Prints cordon's figures beside the peers' as ratios of median latency (peer p50 / cordon
+    p50, so > 1 means cordon is faster): medians, because the shared machine's stalls land in
+    the means."""
+    out = {"unfiltered": {}, "filtered": []}
+    print("\nratios, peer p50 / cordon p50 (one query at a time; > 1: cordon faster):")
+    c = first_at(cordon.get("unfiltered", []))
+    for lib in ("hnswlib", "faiss"):
+        p = first_at([r for r in un if r["lib"] == lib])
+        if c and p:
+            out["unfiltered"][lib] = {"cordon_ef": c["ef"], "cordon_p50_ms": c["p50_ms"],
+                                      "cordon_qps": c["qps"], "peer_ef": p["ef"],
+                                      "peer_p50_ms": p["p50_ms"], "peer_qps": p["qps"],
+                                      "ratio": p["p50_ms"] / c["p50_ms"]}
+            print(f"unfiltered at recall >= 0.99: cordon ef={c['ef']} p50 {c['p50_ms']:.3f} ms, "
+                  f"{lib} ef={p['ef']} p50 {p['p50_ms']:.3f} ms: x{p['p50_ms'] / c['p50_ms']:.2f}")
+    print(f"{'layout':10} {'share':>7} {'auto rec':>8} {'auto p50':>9} {'faiss rec':>9} "
+          f"{'faiss p50':>9} {'x faiss':>8} {'hnsw rec':>8} {'hnsw p50':>9} {'x hnsw':>7}")
+    for r in cordon["rows"]:
+        if r["strategy"] != "auto":
+            continue
+        row = {"layout": r["layout"], "readable": r["readable"], "auto_recall": r["recall_at_10"],
+               "auto_p50_ms": r["p50_ms"]}
+        line = (f"{r['layout']:10} {r['readable'] * 100:6.1f}% {r['recall_at_10']:8.4f} "
+                f"{r['p50_ms']:9.3f}")
+        for lib in ("faiss", "hnswlib"):
+            sweep = [x for x in fi if x["lib"] == lib and x["layout"] == r["layout"]
+                     and x["readable"] == r["readable"]]
+            if not sweep:
+                line += f" {'-':>9} {'-':>9} {'-':>8}"
+                continue
+            p = first_at(sweep) or sweep[-1]
+            ok = p["recall_at_10"] >= 0.99
+            ratio = p["p50_ms"] / r["p50_ms"] if r["p50_ms"] else 0
+            row[lib] = {"ef": p["ef"], "recall": p["recall_at_10"], "p50_ms": p["p50_ms"],
+                        "reached_099": ok, "ratio": ratio}
+            line += (f" {p['recall_at_10']:9.4f} {p['p50_ms']:9.3f} "
+                     f"{('x%.1f' % ratio) if ok else 'n/a':>8}")
+        out["filtered"].append(row)
+        print(line)
+    print("(n/a: the peer never reached recall 0.99 at any ef tried; its best is shown)")
+    return out
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("dump", help="directory written by cordon bench permissions --dump")
@@ -188,6 +244,7 @@ def main():
     ap.add_argument("--m", type=int, default=16)
     ap.add_argument("--efc", type=int, default=200)
     ap.add_argument("--threads", type=int, default=2, help="build threads")
+    ap.add_argument("--cordon", help="cordon bench permissions JSON of the same dump: ratios")
     a = ap.parse_args()
     dump = Dump(a.dump, a.queries)
     print(f"peers on {dump.meta['corpus']}: {dump.base.shape[0]} x {dump.base.shape[1]} "
@@ -209,6 +266,9 @@ def main():
            "m": a.m, "efc": a.efc, "build_s": build_s, "faiss_version": faiss.__version__,
            "hnswlib_filter": "postfilter (Debian hnswlib 0.6.1 has no filter callback)",
            "unfiltered": un, "filtered": fi}
+    if a.cordon:
+        with open(a.cordon) as f:
+            res["ratios"] = compare(json.load(f), un, fi)
     if a.json:
         with open(a.json, "w") as f:
             json.dump(res, f, indent=1)

@@ -245,7 +245,17 @@ def main():
     ap.add_argument("--efc", type=int, default=200)
     ap.add_argument("--threads", type=int, default=2, help="build threads")
     ap.add_argument("--cordon", help="cordon bench permissions JSON of the same dump: ratios")
+    ap.add_argument("--from-json", help="skip the runs: print ratios from this earlier --json")
     a = ap.parse_args()
+    if a.from_json:
+        with open(a.from_json) as f:
+            res = json.load(f)
+        with open(a.cordon) as f:
+            res["ratios"] = compare(json.load(f), res["unfiltered"], res["filtered"])
+        if a.json:
+            with open(a.json, "w") as f:
+                json.dump(res, f, indent=1)
+        return
     dump = Dump(a.dump, a.queries)
     print(f"peers on {dump.meta['corpus']}: {dump.base.shape[0]} x {dump.base.shape[1]} "
           f"({dump.meta['metric']}), {dump.nq} queries; hnswlib {hnswlib.__name__}, "

@@ -89,23 +89,23 @@ static int parse_flag(const char *a, perm_opts_t *o)
 /* --strategy a,b,...: measure only these (default all five). */
 static int parse_strategy(const char *v, perm_opts_t *o)
 {
-    char buf[128];
-    snprintf(buf, sizeof buf, "%s", v);
     o->strat_mask = 0;
-    for (char *save = NULL, *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+    for (const char *t = v; *t;) {
+        size_t len = strcspn(t, ",");
         int found = 0;
         for (int i = 0; i < PERM_STRATS; i++)
-            if (!strcmp(t, perm_strat_names[i])) {
+            if (strlen(perm_strat_names[i]) == len && !strncmp(t, perm_strat_names[i], len)) {
                 o->strat_mask |= 1u << i;
                 found = 1;
             }
         if (!found) {
-            fprintf(stderr, "cordon bench permissions: --strategy '%s' is not one of auto, "
-                    "prefilter, postfilter, naive, unprotected\n", t);
+            fprintf(stderr, "cordon bench permissions: --strategy '%.*s' is not one of auto, "
+                    "prefilter, postfilter, naive, unprotected\n", (int)len, t);
             return 2;
         }
+        t += len + (t[len] == ',');
     }
-    return 0;
+    return o->strat_mask ? 0 : 2;
 }
 
 static int parse_opts(int argc, char **argv, perm_opts_t *o)

@@ -34,7 +34,8 @@ typedef struct perm_run {
 
 static void usage(FILE *f)
 {
-    fprintf(f,
+    fprintf(
+        f,
         "usage: cordon bench permissions [--corpus DIR|fashion-mnist|generated] [--size N]\n"
         "           [--dim D] [--queries Q] [--seed S] [--m M] [--efc EF] [--ef EF]\n"
         "           [--max-candidates N] [--exact-floats N] [--data DIR] [--keep]\n"
@@ -66,9 +67,10 @@ static int parse_num(const char *name, const char *val, uint64_t lo, uint64_t hi
     errno = 0;
     unsigned long long v = val ? strtoull(val, &end, 10) : 0;
     if (!val || errno || *end || v < lo || v > hi) {
-        fprintf(stderr, "cordon bench permissions: %s needs a whole number from %llu to %llu "
-                "(got '%s')\n", name, (unsigned long long)lo, (unsigned long long)hi,
-                val ? val : "");
+        fprintf(stderr,
+                "cordon bench permissions: %s needs a whole number from %llu to %llu "
+                "(got '%s')\n",
+                name, (unsigned long long)lo, (unsigned long long)hi, val ? val : "");
         return 2;
     }
     *out = v;
@@ -99,8 +101,10 @@ static int parse_strategy(const char *v, perm_opts_t *o)
                 found = 1;
             }
         if (!found) {
-            fprintf(stderr, "cordon bench permissions: --strategy '%.*s' is not one of auto, "
-                    "prefilter, postfilter, naive, unprotected\n", (int)len, t);
+            fprintf(stderr,
+                    "cordon bench permissions: --strategy '%.*s' is not one of auto, "
+                    "prefilter, postfilter, naive, unprotected\n",
+                    (int)len, t);
             return 2;
         }
         t += len + (t[len] == ',');
@@ -110,8 +114,12 @@ static int parse_strategy(const char *v, perm_opts_t *o)
 
 static int parse_opts(int argc, char **argv, perm_opts_t *o)
 {
-    *o = (perm_opts_t){.corpus = "generated", .size = 50000, .dim = 128, .seed = 42,
-                       .max_candidates = 1000, .strat_mask = (1u << PERM_STRATS) - 1};
+    *o = (perm_opts_t){.corpus = "generated",
+                       .size = 50000,
+                       .dim = 128,
+                       .seed = 42,
+                       .max_candidates = 1000,
+                       .strat_mask = (1u << PERM_STRATS) - 1};
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         uint64_t x = 0;
@@ -154,8 +162,7 @@ static int parse_opts(int argc, char **argv, perm_opts_t *o)
         else if (!strcmp(a, "--format") && v && (!strcmp(v, "json") || !strcmp(v, "table")))
             o->json = !strcmp(v, "json");
         else if (!rc) {
-            fprintf(stderr, "cordon bench permissions: unknown option or missing value '%s'\n",
-                    a);
+            fprintf(stderr, "cordon bench permissions: unknown option or missing value '%s'\n", a);
             usage(stderr);
             return 2;
         }
@@ -163,9 +170,16 @@ static int parse_opts(int argc, char **argv, perm_opts_t *o)
             return rc;
     }
     if (o->selftest)
-        *o = (perm_opts_t){.corpus = "generated", .size = 3000, .dim = 16, .queries = 40,
-                           .seed = o->seed, .max_candidates = 1000, .exact_floats = 100 * 16,
-                           .json = o->json, .json_out = o->json_out, .selftest = 1,
+        *o = (perm_opts_t){.corpus = "generated",
+                           .size = 3000,
+                           .dim = 16,
+                           .queries = 40,
+                           .seed = o->seed,
+                           .max_candidates = 1000,
+                           .exact_floats = 100 * 16,
+                           .json = o->json,
+                           .json_out = o->json_out,
+                           .selftest = 1,
                            .strat_mask = (1u << PERM_STRATS) - 1};
     o->progress = !o->json && !o->selftest && isatty(2);
     return 0;
@@ -193,13 +207,13 @@ static int rm_one(const char *p, const struct stat *sb, int flag, struct FTW *ft
 }
 
 /* Writes one batch of chunks [from, to) with their seven-principal ACLs. */
-static int put_batch(perm_run_t *r, size_t from, size_t to, cordon_chunk *ch, char (*names)[PERM_NAME],
-                     const char **acl, cordon_error *e)
+static int put_batch(perm_run_t *r, size_t from, size_t to, cordon_chunk *ch,
+                     char (*names)[PERM_NAME], const char **acl, cordon_error *e)
 {
     const perm_world_t *w = &r->w;
     for (size_t i = from; i < to; i++) {
         size_t b = i - from;
-        char (*nm)[PERM_NAME] = names + b * (PERM_ACL + 1);
+        char(*nm)[PERM_NAME] = names + b * (PERM_ACL + 1);
         const char **a = acl + b * PERM_ACL;
         for (int l = 0; l < 2; l++) {
             unsigned t = w->team[l][i];
@@ -213,8 +227,8 @@ static int put_batch(perm_run_t *r, size_t from, size_t to, cordon_chunk *ch, ch
         snprintf(nm[7], PERM_NAME, "c%zu", i);
         for (int j = 0; j < PERM_ACL; j++)
             a[j] = nm[j];
-        ch[b] = (cordon_chunk){.id = nm[7], .vector = w->c.base + i * w->c.dim,
-                               .allowed = a, .n_allowed = PERM_ACL};
+        ch[b] = (cordon_chunk){
+            .id = nm[7], .vector = w->c.base + i * w->c.dim, .allowed = a, .n_allowed = PERM_ACL};
     }
     return cordon_put(r->db, "perm", ch, to - from, NULL, e);
 }
@@ -224,8 +238,11 @@ static int load_engine(perm_run_t *r)
 {
     const perm_opts_t *o = &r->w.o;
     cordon_options opts = {.plan_exact_floats = o->exact_floats};
-    cordon_collection_spec spec = {.name = "perm", .dim = r->w.c.dim, .metric = r->w.c.metric,
-                                   .hnsw_m = o->m, .hnsw_ef_construction = o->efc,
+    cordon_collection_spec spec = {.name = "perm",
+                                   .dim = r->w.c.dim,
+                                   .metric = r->w.c.metric,
+                                   .hnsw_m = o->m,
+                                   .hnsw_ef_construction = o->efc,
                                    .hnsw_ef_search = o->ef};
     cordon_chunk *ch = cdn_calloc(PERM_BATCH, sizeof *ch);
     char(*names)[PERM_NAME] = cdn_calloc((size_t)PERM_BATCH * (PERM_ACL + 1), PERM_NAME);
@@ -290,8 +307,7 @@ static void fail(perm_run_t *r, const char *fmt, ...)
 
 static int plan_slot(const char *plan)
 {
-    static const char *const names[4] = {"exact", "hnsw-filtered", "hnsw-unfiltered",
-                                         "hnsw+exact"};
+    static const char *const names[4] = {"exact", "hnsw-filtered", "hnsw-unfiltered", "hnsw+exact"};
     for (int i = 0; i < 4; i++)
         if (!strcmp(plan, names[i]))
             return i;
@@ -335,8 +351,10 @@ static void score_hits(perm_run_t *r, perm_row_t *row, size_t q, const cordon_re
     /* Truthful only when n readable hits lie within the true k-th distance: then they are a
      * true top-k (up to ties); otherwise a nearer readable chunk was left out. */
     if (cordon && res->complete && (kept < t->n || good < t->n))
-        fail(r, "%s/%s query %zu said complete but missed a readable top-10 chunk "
-             "(share %g)", perm_layout_names[row->layout], perm_strat_names[row->strat], q,
+        fail(r,
+             "%s/%s query %zu said complete but missed a readable top-10 chunk "
+             "(share %g)",
+             perm_layout_names[row->layout], perm_strat_names[row->strat], q,
              perm_shares[row->share].frac);
     if (cordon && res->readable != t->readable)
         fail(r, "%s/%s query %zu: engine counts a different readable set (share %g)",
@@ -374,8 +392,10 @@ static int run_row(perm_run_t *r, perm_row_t *row)
         }
         pr[0] = all ? PERM_ALL : pr[0];
         cordon_subject subj = {.principals = pr, .n_principals = all ? 1 : (size_t)nh};
-        cordon_query qq = {.vector = w->c.queries + q * w->c.dim, .k = PERM_K,
-                           .strategy = strat[row->strat], .ef_search = w->o.ef,
+        cordon_query qq = {.vector = w->c.queries + q * w->c.dim,
+                           .k = PERM_K,
+                           .strategy = strat[row->strat],
+                           .ef_search = w->o.ef,
                            .max_candidates = w->o.max_candidates};
         uint64_t t0 = cdn_clock_ns();
         int rc = cordon_search(r->db, "perm", &subj, &qq, &res, &e);
@@ -440,8 +460,7 @@ static int prepare(perm_run_t *r)
         fprintf(stderr, "cordon bench permissions: %s\n", err.msg);
     else if (!r->w.o.json && !r->w.o.selftest)
         fprintf(stderr, "corpus %s: %zu x %u, %zu queries; teams and ground truth in %.1f s\n",
-                r->w.c.name, r->w.c.n, r->w.c.dim, r->w.c.nq,
-                (double)(cdn_clock_ns() - t0) / 1e9);
+                r->w.c.name, r->w.c.n, r->w.c.dim, r->w.c.nq, (double)(cdn_clock_ns() - t0) / 1e9);
     return rc;
 }
 
@@ -483,8 +502,8 @@ int bench_permissions_main(int argc, char **argv)
         (rows = cdn_calloc(PERM_LAYOUTS * PERM_SHARES * PERM_STRATS, sizeof *rows)) &&
         (r.lat = cdn_calloc(r.w.c.nq, sizeof *r.lat)) && run_all(&r, rows, &n) == CORDON_OK &&
         (r.w.o.selftest || perm_sweep_unfiltered(&r.w, r.db, PERM_ALL, sweep, &n_sweep) == 0)) {
-        perm_report_t rep = {rows, n, sweep, n_sweep, r.reused ? -1 : r.load_s, r.reopen_s,
-                             r.rss_mb};
+        perm_report_t rep = {rows,       n,       sweep, n_sweep, r.reused ? -1 : r.load_s,
+                             r.reopen_s, r.rss_mb};
         if (r.w.o.selftest)
             selftest_recall(&r, rows, n);
         perm_print(&r.w, &rep);

@@ -32,7 +32,10 @@ static uint64_t rng_next(uint64_t *s)
     return z ^ (z >> 31);
 }
 
-static double rng_unit(uint64_t *s) { return ((rng_next(s) >> 11) + 0.5) / 9007199254740992.0; }
+static double rng_unit(uint64_t *s)
+{
+    return ((rng_next(s) >> 11) + 0.5) / 9007199254740992.0;
+}
 
 static float rng_gauss(uint64_t *s)
 {
@@ -53,8 +56,8 @@ static int load_beir(const perm_opts_t *o, perm_corpus_t *c, cdn_err_t *err)
     if ((rc = cdn_fvecs_read(path, &c->queries, &nq, &qdim, err)) != 0)
         return rc;
     if (qdim != c->dim)
-        return cdn_err_set(err, CDN_ERR_INVALID, "%s has %u-d queries for %u-d chunks", path,
-                           qdim, c->dim);
+        return cdn_err_set(err, CDN_ERR_INVALID, "%s has %u-d queries for %u-d chunks", path, qdim,
+                           c->dim);
     c->nq = o->queries && o->queries < nq ? o->queries : nq;
     c->metric = CORDON_METRIC_COSINE;
     for (size_t i = 0; i < c->n; i++)
@@ -84,8 +87,10 @@ static int read_idx(const char *file, size_t want, float **out, size_t *n, uint3
         return cdn_err_set(err, CDN_ERR_IO, "cannot run `%s`", cmd);
     if (fread(h, 1, 16, f) != 16 || be32(h) != 0x803) {
         pclose(f);
-        return cdn_err_set(err, CDN_ERR_IO, "%s/%s is missing or not an IDX image file; "
-                           "install the Debian package dataset-fashion-mnist", FMNIST_DIR, file);
+        return cdn_err_set(err, CDN_ERR_IO,
+                           "%s/%s is missing or not an IDX image file; "
+                           "install the Debian package dataset-fashion-mnist",
+                           FMNIST_DIR, file);
     }
     *n = be32(h + 4) < want ? be32(h + 4) : want;
     *dim = be32(h + 8) * be32(h + 12);
@@ -111,8 +116,8 @@ static int load_fmnist(const perm_opts_t *o, perm_corpus_t *c, cdn_err_t *err)
     uint32_t qdim = 0;
     int rc = read_idx("train-images-idx3-ubyte.gz", 60000, &c->base, &c->n, &c->dim, err);
     if (rc == CDN_OK)
-        rc = read_idx("t10k-images-idx3-ubyte.gz", o->queries ? o->queries : 1000,
-                      &c->queries, &c->nq, &qdim, err);
+        rc = read_idx("t10k-images-idx3-ubyte.gz", o->queries ? o->queries : 1000, &c->queries,
+                      &c->nq, &qdim, err);
     c->metric = CORDON_METRIC_L2;
     snprintf(c->name, sizeof c->name, "fashion-mnist");
     return rc;
@@ -159,7 +164,8 @@ int perm_corpus_load(const perm_opts_t *o, perm_corpus_t *c, cdn_err_t *err)
     else
         rc = load_beir(o, c, err);
     if (rc == CDN_OK && (c->n < PERM_TEAMS || c->nq == 0))
-        rc = cdn_err_set(err, CDN_ERR_INVALID, "corpus %s has %zu chunks and %zu queries; the "
+        rc = cdn_err_set(err, CDN_ERR_INVALID,
+                         "corpus %s has %zu chunks and %zu queries; the "
                          "benchmark needs at least %d chunks (one per team) and one query",
                          o->corpus, c->n, c->nq, PERM_TEAMS);
     if (rc)
@@ -185,9 +191,9 @@ typedef struct margin {
 typedef struct split_ctx {
     const perm_corpus_t *c;
     uint64_t *seed;
-    float *cent;       /* 10 x dim */
-    float *d;          /* n x 10 scratch */
-    margin_t *order;   /* n */
+    float *cent;     /* 10 x dim */
+    float *d;        /* n x 10 scratch */
+    margin_t *order; /* n */
     uint32_t *tmp;
 } split_ctx_t;
 
@@ -198,8 +204,8 @@ static void split_centres(split_ctx_t *x, const uint32_t *idx, size_t n)
     size_t ns = n < KM_SAMPLE ? n : KM_SAMPLE;
     double *acc = cdn_calloc((size_t)10 * dim, sizeof *acc);
     for (int p = 0; p < 10; p++)
-        memcpy(x->cent + (size_t)p * dim,
-               x->c->base + (size_t)idx[rng_next(x->seed) % n] * dim, dim * sizeof(float));
+        memcpy(x->cent + (size_t)p * dim, x->c->base + (size_t)idx[rng_next(x->seed) % n] * dim,
+               dim * sizeof(float));
     for (int it = 0; acc && it < KM_ITERS; it++) {
         memset(acc, 0, sizeof *acc * 10 * dim);
         memset(cnt, 0, sizeof cnt);
@@ -291,8 +297,8 @@ static void group_centroids(perm_world_t *w)
     if (!acc)
         return;
     for (size_t i = 0; i < w->c.n; i++) {
-        unsigned t = w->team[1][i], g[3] = {t, PERM_TEAMS + t / 10,
-                                            PERM_TEAMS + PERM_DEPTS + t / 100};
+        unsigned t = w->team[1][i],
+                 g[3] = {t, PERM_TEAMS + t / 10, PERM_TEAMS + PERM_DEPTS + t / 100};
         for (int l = 0; l < 3; l++) {
             cnt[g[l]]++;
             for (uint32_t k = 0; k < dim; k++)
@@ -318,8 +324,7 @@ int perm_assign_teams(perm_world_t *w, cdn_err_t *err)
     w->team[0] = cdn_malloc(n * sizeof(uint16_t));
     w->team[1] = cdn_malloc(n * sizeof(uint16_t));
     w->centroid = cdn_malloc((size_t)PERM_GROUPS * w->c.dim * sizeof(float));
-    int rc = idx && x.cent && x.d && x.order && x.tmp && w->team[0] && w->team[1] &&
-                     w->centroid
+    int rc = idx && x.cent && x.d && x.order && x.tmp && w->team[0] && w->team[1] && w->centroid
                  ? CDN_OK
                  : cdn_err_set(err, CDN_ERR_NOMEM, "out of memory assigning teams");
     if (rc == CDN_OK) {

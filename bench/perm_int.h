@@ -21,8 +21,13 @@
 #define PERM_MAX_HELD 10 /* groups a subject holds: 10 divisions at 100% */
 
 enum { PERM_RANDOM = 0, PERM_ALIGNED = 1, PERM_MISALIGNED = 2 };
-enum { PERM_AUTO = 0, PERM_PREFILTER = 1, PERM_POSTFILTER = 2, PERM_NAIVE = 3,
-       PERM_UNPROTECTED = 4 };
+enum {
+    PERM_AUTO = 0,
+    PERM_PREFILTER = 1,
+    PERM_POSTFILTER = 2,
+    PERM_NAIVE = 3,
+    PERM_UNPROTECTED = 4
+};
 
 /* A share readable and the fewest groups that express it. */
 typedef struct perm_share {
@@ -68,7 +73,7 @@ typedef struct perm_truth {
 typedef struct perm_world {
     perm_opts_t o;
     perm_corpus_t c;
-    uint16_t *team[2];   /* per chunk: [0] random teams, [1] topical teams */
+    uint16_t *team[2]; /* per chunk: [0] random teams, [1] topical teams */
     /* held[layout * nq + query][share][j]: the groups a subject holds, perm_shares[share].count
      * of them (g < 1000 a team, < 1100 a department, else a division). */
     uint16_t (*held)[PERM_SHARES][PERM_MAX_HELD];
@@ -98,16 +103,14 @@ float perm_dist(const perm_corpus_t *c, const float *a, const float *b);
 void perm_held_flags(const perm_world_t *w, int layout, int share, size_t q,
                      uint8_t flags[PERM_GROUPS]);
 /* Whether chunk i is readable with these flags under the layout's teams. */
-static inline int perm_readable(const perm_world_t *w, int layout, const uint8_t *flags,
-                                size_t i)
+static inline int perm_readable(const perm_world_t *w, int layout, const uint8_t *flags, size_t i)
 {
     unsigned t = w->team[layout == PERM_RANDOM ? 0 : 1][i];
     return flags[t] | flags[PERM_TEAMS + t / 10] | flags[PERM_TEAMS + PERM_DEPTS + t / 100];
 }
 /* The name of group g in the layout's principals, e.g. "topic-dept-12". */
 void perm_group_name(int layout, unsigned g, char *buf, size_t size);
-static inline perm_truth_t *perm_truth_at(const perm_world_t *w, int layout, int share,
-                                          size_t q)
+static inline perm_truth_t *perm_truth_at(const perm_world_t *w, int layout, int share, size_t q)
 {
     return &w->truth[((size_t)layout * PERM_SHARES + (size_t)share) * w->c.nq + q];
 }
@@ -121,8 +124,8 @@ typedef struct perm_sweep {
 
 /* perm_sweep.c: runs every query as the all-seeing principal `all` with a plain HNSW
  * traversal for ef = 10 ... 512 (stopping past recall 0.999); fills out[0..*n). */
-int perm_sweep_unfiltered(const perm_world_t *w, cordon_t *db, const char *all,
-                          perm_sweep_t *out, size_t *n);
+int perm_sweep_unfiltered(const perm_world_t *w, cordon_t *db, const char *all, perm_sweep_t *out,
+                          size_t *n);
 
 /* perm_out.c */
 int perm_dump(const perm_world_t *w, const char *dir, cdn_err_t *err);

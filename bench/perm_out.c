@@ -8,8 +8,8 @@
 #include <string.h>
 #include <sys/stat.h>
 
-static const char *const plan_names[5] = {"exact", "hnsw-filtered", "hnsw-unfiltered",
-                                          "hnsw+exact", "other"};
+static const char *const plan_names[5] = {"exact", "hnsw-filtered", "hnsw-unfiltered", "hnsw+exact",
+                                          "other"};
 
 static void print_table(const perm_world_t *w, const perm_report_t *rep)
 {
@@ -23,7 +23,8 @@ static void print_table(const perm_world_t *w, const perm_report_t *rep)
                rss_mb);
     else
         printf("load %.1f s (cordon_put in batches of 10,000, HNSW built), reopen %.2f s, "
-               "RSS %.0f MB\n\n", load_s, reopen_s, rss_mb);
+               "RSS %.0f MB\n\n",
+               load_s, reopen_s, rss_mb);
     printf("%-10s %7s %-11s %7s %6s %8s %8s %8s %10s  %s\n", "layout", "share", "strategy",
            "recall", "leaks", "complete", "p50 ms", "p95 ms", "candidates", "plans");
     for (size_t i = 0; i < n; i++) {
@@ -32,9 +33,9 @@ static void print_table(const perm_world_t *w, const perm_report_t *rep)
         size_t len = 0;
         for (int p = 0; p < 5; p++)
             if (r->plans[p] && len < sizeof plans)
-                len += (size_t)snprintf(plans + len, sizeof plans - len, "%s%s:%llu",
-                                        len ? " " : "", plan_names[p],
-                                        (unsigned long long)r->plans[p]);
+                len +=
+                    (size_t)snprintf(plans + len, sizeof plans - len, "%s%s:%llu", len ? " " : "",
+                                     plan_names[p], (unsigned long long)r->plans[p]);
         printf("%-10s %6.1f%% %-11s %7.4f %6llu %8.3f %8.3f %8.3f %10.0f  %s\n",
                perm_layout_names[r->layout], perm_shares[r->share].frac * 100,
                perm_strat_names[r->strat], r->recall, (unsigned long long)r->leaks,
@@ -52,37 +53,40 @@ static void print_json(FILE *f, const perm_world_t *w, const perm_report_t *rep)
     const perm_row_t *rows = rep->rows;
     size_t n = rep->n;
     double load_s = rep->load_s, reopen_s = rep->reopen_s, rss_mb = rep->rss_mb;
-    fprintf(f, "{\"bench\":\"permissions\",\"corpus\":\"%s\",\"size\":%zu,\"dim\":%u,"
-           "\"metric\":\"%s\",\"queries\":%zu,\"k\":%d,\"seed\":%llu,\"m\":%u,\"efc\":%u,"
-           "\"ef\":%u,\"max_candidates\":%zu,\"exact_floats\":%llu,\"load_s\":%.3f,"
-           "\"reopen_s\":%.3f,\"rss_mb\":%.1f,\"rows\":[",
-           w->c.name, w->c.n, w->c.dim, w->c.metric == CORDON_METRIC_L2 ? "l2" : "cosine",
-           w->c.nq, PERM_K, (unsigned long long)w->o.seed, w->o.m, w->o.efc, w->o.ef,
-           w->o.max_candidates, (unsigned long long)w->o.exact_floats, load_s, reopen_s,
-           rss_mb);
+    fprintf(f,
+            "{\"bench\":\"permissions\",\"corpus\":\"%s\",\"size\":%zu,\"dim\":%u,"
+            "\"metric\":\"%s\",\"queries\":%zu,\"k\":%d,\"seed\":%llu,\"m\":%u,\"efc\":%u,"
+            "\"ef\":%u,\"max_candidates\":%zu,\"exact_floats\":%llu,\"load_s\":%.3f,"
+            "\"reopen_s\":%.3f,\"rss_mb\":%.1f,\"rows\":[",
+            w->c.name, w->c.n, w->c.dim, w->c.metric == CORDON_METRIC_L2 ? "l2" : "cosine", w->c.nq,
+            PERM_K, (unsigned long long)w->o.seed, w->o.m, w->o.efc, w->o.ef, w->o.max_candidates,
+            (unsigned long long)w->o.exact_floats, load_s, reopen_s, rss_mb);
     for (size_t i = 0; i < n; i++) {
         const perm_row_t *r = &rows[i];
-        fprintf(f, "%s{\"corpus\":\"%s\",\"layout\":\"%s\",\"readable\":%g,\"strategy\":\"%s\","
-               "\"recall_at_10\":%.4f,\"leaks\":%llu,\"complete_rate\":%.4f,\"p50_ms\":%.4f,"
-               "\"p95_ms\":%.4f,\"qps\":%.1f,\"candidates\":%.1f,\"readable_chunks\":%.1f,"
-                   "\"plans\":{",
-               i ? "," : "", w->c.name, perm_layout_names[r->layout], perm_shares[r->share].frac,
-               perm_strat_names[r->strat], r->recall, (unsigned long long)r->leaks,
-               r->complete_rate, r->p50_ms, r->p95_ms, r->qps, r->candidates,
-               (double)r->readable_sum / (double)w->c.nq);
+        fprintf(f,
+                "%s{\"corpus\":\"%s\",\"layout\":\"%s\",\"readable\":%g,\"strategy\":\"%s\","
+                "\"recall_at_10\":%.4f,\"leaks\":%llu,\"complete_rate\":%.4f,\"p50_ms\":%.4f,"
+                "\"p95_ms\":%.4f,\"qps\":%.1f,\"candidates\":%.1f,\"readable_chunks\":%.1f,"
+                "\"plans\":{",
+                i ? "," : "", w->c.name, perm_layout_names[r->layout], perm_shares[r->share].frac,
+                perm_strat_names[r->strat], r->recall, (unsigned long long)r->leaks,
+                r->complete_rate, r->p50_ms, r->p95_ms, r->qps, r->candidates,
+                (double)r->readable_sum / (double)w->c.nq);
         for (int p = 0, first = 1; p < 5; p++)
             if (r->plans[p]) {
                 fprintf(f, "%s\"%s\":%llu", first ? "" : ",", plan_names[p],
-                       (unsigned long long)r->plans[p]);
+                        (unsigned long long)r->plans[p]);
                 first = 0;
             }
         fprintf(f, "}}");
     }
     fprintf(f, "],\"unfiltered\":[");
     for (size_t i = 0; i < rep->n_sweep; i++)
-        fprintf(f, "%s{\"ef\":%u,\"recall_at_10\":%.4f,\"qps\":%.1f,\"p50_ms\":%.4f,"
-                   "\"p95_ms\":%.4f}", i ? "," : "", rep->sweep[i].ef, rep->sweep[i].recall,
-                rep->sweep[i].qps, rep->sweep[i].p50_ms, rep->sweep[i].p95_ms);
+        fprintf(f,
+                "%s{\"ef\":%u,\"recall_at_10\":%.4f,\"qps\":%.1f,\"p50_ms\":%.4f,"
+                "\"p95_ms\":%.4f}",
+                i ? "," : "", rep->sweep[i].ef, rep->sweep[i].recall, rep->sweep[i].qps,
+                rep->sweep[i].p50_ms, rep->sweep[i].p95_ms);
     fprintf(f, "]}\n");
 }
 
@@ -159,10 +163,11 @@ static int write_meta(const perm_world_t *w, const char *dir)
     snprintf(path, sizeof path, "%s/meta.json", dir);
     if (!(f = fopen(path, "w")))
         return 0;
-    fprintf(f, "{\"corpus\":\"%s\",\"metric\":\"%s\",\"n\":%zu,\"dim\":%u,\"nq\":%zu,\"k\":%d,"
-               "\"teams\":%d,\"depts\":%d,\"divs\":%d,\"max_held\":%d,\"layouts\":[",
-            w->c.name, w->c.metric == CORDON_METRIC_L2 ? "l2" : "cosine", w->c.n, w->c.dim,
-            w->c.nq, PERM_K, PERM_TEAMS, PERM_DEPTS, PERM_DIVS, PERM_MAX_HELD);
+    fprintf(f,
+            "{\"corpus\":\"%s\",\"metric\":\"%s\",\"n\":%zu,\"dim\":%u,\"nq\":%zu,\"k\":%d,"
+            "\"teams\":%d,\"depts\":%d,\"divs\":%d,\"max_held\":%d,\"layouts\":[",
+            w->c.name, w->c.metric == CORDON_METRIC_L2 ? "l2" : "cosine", w->c.n, w->c.dim, w->c.nq,
+            PERM_K, PERM_TEAMS, PERM_DEPTS, PERM_DIVS, PERM_MAX_HELD);
     for (int l = 0; l < PERM_LAYOUTS; l++)
         fprintf(f, "%s\"%s\"", l ? "," : "", perm_layout_names[l]);
     fprintf(f, "],\"shares\":[");
@@ -193,6 +198,8 @@ int perm_dump(const perm_world_t *w, const char *dir, cdn_err_t *err)
     ok = ok && write_raw(path, w->held, (size_t)PERM_LAYOUTS * w->c.nq * sizeof *w->held);
     ok = ok && write_truth(w, dir) && write_meta(w, dir);
     return ok ? CDN_OK
-              : cdn_err_set(err, CDN_ERR_IO, "cannot write the dump under %s; give --dump a "
-                            "writable directory", dir);
+              : cdn_err_set(err, CDN_ERR_IO,
+                            "cannot write the dump under %s; give --dump a "
+                            "writable directory",
+                            dir);
 }

@@ -8,8 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const uint32_t sweep_ef[PERM_SWEEP_MAX] = {10, 16, 24, 32, 48, 64, 96, 128, 192, 256,
-                                                  384, 512};
+static const uint32_t sweep_ef[PERM_SWEEP_MAX] = {10, 16,  24,  32,  48,  64,
+                                                  96, 128, 192, 256, 384, 512};
 
 static int cmp_double(const void *a, const void *b)
 {
@@ -22,10 +22,10 @@ static double recall_one(const perm_world_t *w, size_t q, const cordon_result *r
 {
     const perm_truth_t *t = perm_truth_at(w, PERM_RANDOM, PERM_SHARES - 1, q);
     const float *qv = w->c.queries + q * w->c.dim;
-    float tol = t->n ? t->dist[t->n - 1] + 1e-4f * (t->dist[t->n - 1] < 0 ? -t->dist[t->n - 1]
-                                                                           : t->dist[t->n - 1]) +
-                           1e-5f
-                     : 0;
+    float tol =
+        t->n ? t->dist[t->n - 1] +
+                   1e-4f * (t->dist[t->n - 1] < 0 ? -t->dist[t->n - 1] : t->dist[t->n - 1]) + 1e-5f
+             : 0;
     size_t good = 0;
     for (size_t i = 0; i < res->n_hits; i++) {
         char *end;
@@ -36,8 +36,8 @@ static double recall_one(const perm_world_t *w, size_t q, const cordon_result *r
     return t->n ? (double)(good < t->n ? good : t->n) / t->n : 1.0;
 }
 
-int perm_sweep_unfiltered(const perm_world_t *w, cordon_t *db, const char *all,
-                          perm_sweep_t *out, size_t *n)
+int perm_sweep_unfiltered(const perm_world_t *w, cordon_t *db, const char *all, perm_sweep_t *out,
+                          size_t *n)
 {
     const char *pr[1] = {all};
     cordon_subject subj = {.principals = pr, .n_principals = 1};
@@ -47,8 +47,10 @@ int perm_sweep_unfiltered(const perm_world_t *w, cordon_t *db, const char *all,
     for (size_t e = 0; e < PERM_SWEEP_MAX && rc == CORDON_OK; e++) {
         double recall = 0, total = 0;
         for (size_t q = 0; q < w->c.nq && rc == CORDON_OK; q++) {
-            cordon_query qq = {.vector = w->c.queries + q * w->c.dim, .k = PERM_K,
-                               .strategy = CORDON_STRATEGY_POSTFILTER, .ef_search = sweep_ef[e]};
+            cordon_query qq = {.vector = w->c.queries + q * w->c.dim,
+                               .k = PERM_K,
+                               .strategy = CORDON_STRATEGY_POSTFILTER,
+                               .ef_search = sweep_ef[e]};
             cordon_result *res = NULL;
             uint64_t t0 = cdn_clock_ns();
             rc = cordon_search(db, "perm", &subj, &qq, &res, NULL);
@@ -60,8 +62,8 @@ int perm_sweep_unfiltered(const perm_world_t *w, cordon_t *db, const char *all,
         }
         qsort(lat, w->c.nq, sizeof *lat, cmp_double);
         out[*n] = (perm_sweep_t){sweep_ef[e], recall / (double)w->c.nq,
-                                 total > 0 ? (double)w->c.nq / (total / 1e3) : 0,
-                                 lat[w->c.nq / 2], lat[(size_t)((double)(w->c.nq - 1) * 0.95 + 0.5)]};
+                                 total > 0 ? (double)w->c.nq / (total / 1e3) : 0, lat[w->c.nq / 2],
+                                 lat[(size_t)((double)(w->c.nq - 1) * 0.95 + 0.5)]};
         if (out[(*n)++].recall >= 0.999)
             break;
     }

@@ -7,7 +7,8 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
-#include <cmocka.h>
+
+#include <cmocka.h> /* after the four above, which it needs */
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -94,7 +95,8 @@ static void test_no_cordon_strategy_leaks_at_any_share(void **state)
     size_t i, checked = 0;
     if (!rows)
         return;
-    json_array_foreach(rows, i, row) {
+    json_array_foreach(rows, i, row)
+    {
         if (!is_cordon(str_of(row, "strategy")))
             continue;
         assert_int_equal(json_integer_value(json_object_get(row, "leaks")), 0);
@@ -109,7 +111,8 @@ static void test_auto_recall_at_10_is_at_least_0_99_everywhere(void **state)
     size_t i;
     if (!rows)
         return;
-    json_array_foreach(rows, i, row) {
+    json_array_foreach(rows, i, row)
+    {
         if (strcmp(str_of(row, "strategy"), "auto"))
             continue;
         double r = json_real_value(json_object_get(row, "recall_at_10"));
@@ -125,7 +128,8 @@ static void test_leak_check_catches_the_unprotected_baseline(void **state)
     size_t i;
     if (!rows)
         return;
-    json_array_foreach(rows, i, row) {
+    json_array_foreach(rows, i, row)
+    {
         double share = json_number_value(json_object_get(row, "readable"));
         json_int_t leaks = json_integer_value(json_object_get(row, "leaks"));
         if (!strcmp(str_of(row, "strategy"), "unprotected") &&

@@ -57,10 +57,11 @@ static void print_json(FILE *f, const perm_world_t *w, const perm_report_t *rep)
             "{\"bench\":\"permissions\",\"corpus\":\"%s\",\"size\":%zu,\"dim\":%u,"
             "\"metric\":\"%s\",\"queries\":%zu,\"k\":%d,\"seed\":%llu,\"m\":%u,\"efc\":%u,"
             "\"ef\":%u,\"max_candidates\":%zu,\"exact_floats\":%llu,\"load_s\":%.3f,"
-            "\"reopen_s\":%.3f,\"rss_mb\":%.1f,\"rows\":[",
+            "\"reused\":%s,\"reopen_s\":%.3f,\"rss_mb\":%.1f,\"rows\":[",
             w->c.name, w->c.n, w->c.dim, w->c.metric == CORDON_METRIC_L2 ? "l2" : "cosine", w->c.nq,
             PERM_K, (unsigned long long)w->o.seed, w->o.m, w->o.efc, w->o.ef, w->o.max_candidates,
-            (unsigned long long)w->o.exact_floats, load_s, reopen_s, rss_mb);
+            (unsigned long long)w->o.exact_floats, load_s, load_s < 0 ? "true" : "false", reopen_s,
+            rss_mb);
     for (size_t i = 0; i < n; i++) {
         const perm_row_t *r = &rows[i];
         fprintf(f,

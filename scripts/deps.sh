@@ -4,7 +4,8 @@
 set -euo pipefail
 pkgs=(build-essential pkg-config liblmdb-dev libroaring-dev libmicrohttpd-dev libstemmer-dev
       libxxhash-dev libjansson-dev libcmocka-dev libutf8proc-dev libsqlite3-dev
-      python3 python3-pytest python3-requests)
+      python3 python3-pytest python3-requests
+      dataset-fashion-mnist python3-numpy python3-hnswlib python3-faiss python3-matplotlib)
 missing=()
 for p in "${pkgs[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

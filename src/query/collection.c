@@ -71,9 +71,17 @@ int coll_config_decode(const char *json, size_t len, coll_config_t *cfg, cdn_err
     size_t i;
     int rc = CDN_ERR_CORRUPT;
     memset(cfg, 0, sizeof *cfg);
+    /* Keys added after the first release are optional, so older data directories open with
+     * their defaults (standard analyzer, no metadata fields, BM25 defaults, model subjects
+     * only, float scans), except that collections from before asserted principals existed
+     * keep accepting them. */
+    an = "standard";
+    meta = NULL;
+    k1 = b = 0;
+    cfg->asserted = -1;
     if (!o || json_unpack(o,
-                          "{s:s, s:I, s:I, s:s, s:o, s:s, s:I, s:I, s:I, s:s, s:o, s:F, s:F, s:b, "
-                          "s:b}",
+                          "{s:s, s:I, s:I, s:s, s:o, s:s, s:I, s:I, s:I, s?s, s?o, s?F, s?F, s?b, "
+                          "s?b}",
                           "name", &name, "id", &id, "dim", &dim, "metric", &metric,
                           "text_fields", &fields, "acl_field", &acl, "hnsw_m", &m,
                           "hnsw_ef_construction", &efc, "hnsw_ef_search", &ef, "analyzer", &an,
@@ -81,7 +89,9 @@ int coll_config_decode(const char *json, size_t len, coll_config_t *cfg, cdn_err
                           "asserted_principals", &cfg->asserted, "int8_scan",
                           &cfg->int8_scan) != 0)
         goto done;
-    if (strlen(an) >= COLL_ANALYZER_MAX || !json_is_array(meta) ||
+    if (cfg->asserted < 0)
+        cfg->asserted = 1;
+    if (strlen(an) >= COLL_ANALYZER_MAX || (meta && !json_is_array(meta)) ||
         json_array_size(meta) > COLL_META_FIELDS_MAX)
         goto done;
     memcpy(cfg->analyzer, an, strlen(an) + 1);

@@ -38,6 +38,9 @@ static inline uint64_t tu_rand(uint64_t *s)
 }
 static inline float tu_randf(uint64_t *s) { return (float)(tu_rand(s) >> 40) / (float)(1 << 24); }
 
+/* The decimal number at the start of s (tests parse ids like "r42" with s + 1). */
+static inline int tu_num(const char *s) { return (int)strtol(s, NULL, 10); }
+
 /* Where ../shared/data is: $CORDON_SHARED_DATA, else /work/shared/data-like default. */
 static inline const char *tu_shared_data(void)
 {

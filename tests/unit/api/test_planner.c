@@ -122,7 +122,7 @@ static double run(fx_t *f, int nteams, cordon_strategy strat, const char *want_p
                 best[pos] = i;
         }
         for (size_t h = 0; h < r->n_hits; h++) {
-            int i = atoi(r->hits[h].id + 1);
+            int i = tu_num(r->hits[h].id + 1);
             assert_true(holds[f->team[i]]); /* no leak, whatever the strategy */
             for (int b = 0; b < nb; b++)
                 found += best[b] == i;
@@ -130,7 +130,7 @@ static double run(fx_t *f, int nteams, cordon_strategy strat, const char *want_p
         if (r->complete) { /* complete means exactly the true top-k */
             assert_int_equal(r->n_hits, nb);
             for (size_t h = 0; h < r->n_hits; h++)
-                assert_true(fabsf(l2(f->v[atoi(r->hits[h].id + 1)], q) - l2(f->v[best[h]], q)) <
+                assert_true(fabsf(l2(f->v[tu_num(r->hits[h].id + 1)], q) - l2(f->v[best[h]], q)) <
                             1e-4f);
         }
         total += (size_t)nb;

@@ -93,7 +93,7 @@ static void test_filtered_bm25_equals_all_seeing_ranking_filtered(void **state)
             assert_true(r->complete);
             size_t h = 0;
             for (size_t i = 0; i < everything->n_hits && h < r->n_hits; i++) {
-                int d = atoi(everything->hits[i].id + 1);
+                int d = tu_num(everything->hits[i].id + 1);
                 if (f->group[d] != g)
                     continue;
                 /* Same score at each rank (ties may order differently). */
@@ -102,7 +102,7 @@ static void test_filtered_bm25_equals_all_seeing_ranking_filtered(void **state)
             }
             assert_int_equal(h, r->n_hits);
             for (size_t i = 0; i < r->n_hits; i++)
-                assert_int_equal(f->group[atoi(r->hits[i].id + 1)], g); /* no leak */
+                assert_int_equal(f->group[tu_num(r->hits[i].id + 1)], g); /* no leak */
             cordon_result_free(r);
         }
         cordon_result_free(everything);
@@ -121,7 +121,7 @@ static void test_metadata_filters_and_bool_queries(void **state)
     assert_int_equal(cordon_search(f->db, "t", &all, &q, &r, NULL), 0);
     assert_true(r->n_hits > 0);
     for (size_t i = 0; i < r->n_hits; i++) {
-        int d = atoi(r->hits[i].id + 1);
+        int d = tu_num(r->hits[i].id + 1);
         assert_true(d % 2 == 1);        /* memo */
         assert_true(2000 + d % 20 >= 2010);
     }
@@ -148,7 +148,7 @@ static void test_hybrid_is_filtered_and_fused(void **state)
     assert_true(r->complete);
     assert_non_null(strstr(r->plan, "rrf"));
     for (size_t i = 0; i < r->n_hits; i++) {
-        assert_int_equal(f->group[atoi(r->hits[i].id + 1)], 3);
+        assert_int_equal(f->group[tu_num(r->hits[i].id + 1)], 3);
         if (i)
             assert_true(r->hits[i - 1].score >= r->hits[i].score);
     }
@@ -173,7 +173,7 @@ static void test_knn_with_a_metadata_filter_stays_inside_it(void **state)
     assert_true(r->n_hits > 0);
     assert_true(r->complete);
     for (size_t i = 0; i < r->n_hits; i++) {
-        int d = atoi(r->hits[i].id + 1);
+        int d = tu_num(r->hits[i].id + 1);
         assert_true(d % 2 == 1 && 2000 + d % 20 < 2005);
         assert_true(f->group[d] < 4);
     }

@@ -2,6 +2,7 @@
  * under random allowed sets, beside the exact scan and post-filtering in the same run. Relies on
  * vector/hnsw.h, vector/exact.h, CRoaring and base/clock.h. Data: seeded Gaussian clusters. */
 #include "bench_hnsw.h"
+#include "bench_util.h"
 #include "base/clock.h"
 #include "base/err.h"
 #include "vector/exact.h"
@@ -52,24 +53,6 @@ typedef struct hb_run {
     int load_same;
 } hb_run_t;
 
-static uint64_t rng_next(uint64_t *s)
-{
-    uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
-
-static double rng_unit(uint64_t *s)
-{
-    return ((rng_next(s) >> 11) + 0.5) / 9007199254740992.0;
-}
-
-static float rng_gauss(uint64_t *s)
-{
-    return (float)(sqrt(-2.0 * log(rng_unit(s))) * cos(6.283185307179586 * rng_unit(s)));
-}
-
 /* Row = centroid + 0.5 * noise, unit length (cosine), centroid drawn uniformly; the centroid
  * of each row goes to cluster_of (if not NULL) for permission sets that follow topics. */
 static void gen_rows(float *out, size_t n, uint32_t dim, const float *centroids, uint64_t *s,
@@ -77,12 +60,12 @@ static void gen_rows(float *out, size_t n, uint32_t dim, const float *centroids,
 {
     for (size_t i = 0; i < n; i++) {
         float *row = out + i * dim;
-        uint64_t ci = rng_next(s) % B_CLUSTERS;
+        uint64_t ci = bench_rng_next(s) % B_CLUSTERS;
         const float *c = centroids + ci * dim;
         if (cluster_of)
             cluster_of[i] = (uint8_t)ci;
         for (uint32_t j = 0; j < dim; j++)
-            row[j] = c[j] + 0.5f * rng_gauss(s);
+            row[j] = c[j] + 0.5f * bench_rng_gauss(s);
         vec_normalize(row, dim);
     }
 }
@@ -140,20 +123,6 @@ static void usage(FILE *f)
             B_CLUSTERS, BK);
 }
 
-static int parse_num(const char *name, const char *val, uint64_t lo, uint64_t hi, uint64_t *out)
-{
-    char *end;
-    errno = 0;
-    unsigned long long v = val ? strtoull(val, &end, 10) : 0;
-    if (!val || errno || *end || v < lo || v > hi) {
-        fprintf(stderr, "cordon bench hnsw: %s needs a whole number from %llu to %llu (got '%s')\n",
-                name, (unsigned long long)lo, (unsigned long long)hi, val ? val : "");
-        return 2;
-    }
-    *out = v;
-    return 0;
-}
-
 static int parse_opts(int argc, char **argv, hb_opts_t *o)
 {
     *o = (hb_opts_t){1000000, 100, 384, 16, 200, 2, 42, 0, "/tmp"};
@@ -164,19 +133,19 @@ static int parse_opts(int argc, char **argv, hb_opts_t *o)
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
             usage(stdout);
             return -1;
-        } else if (!strcmp(a, "--size") && !(rc = parse_num(a, v, 1000, 50000000, &x)))
+        } else if (!strcmp(a, "--size") && !(rc = bench_parse_u64("hnsw", a, v, 1000, 50000000, &x)))
             o->size = x;
-        else if (!strcmp(a, "--dim") && !(rc = parse_num(a, v, 2, 4096, &x)))
+        else if (!strcmp(a, "--dim") && !(rc = bench_parse_u64("hnsw", a, v, 2, 4096, &x)))
             o->dim = (uint32_t)x;
-        else if (!strcmp(a, "--queries") && !(rc = parse_num(a, v, 1, 100000, &x)))
+        else if (!strcmp(a, "--queries") && !(rc = bench_parse_u64("hnsw", a, v, 1, 100000, &x)))
             o->queries = x;
-        else if (!strcmp(a, "--seed") && !(rc = parse_num(a, v, 0, UINT64_MAX, &x)))
+        else if (!strcmp(a, "--seed") && !(rc = bench_parse_u64("hnsw", a, v, 0, UINT64_MAX, &x)))
             o->seed = x;
-        else if (!strcmp(a, "--threads") && !(rc = parse_num(a, v, 1, 256, &x)))
+        else if (!strcmp(a, "--threads") && !(rc = bench_parse_u64("hnsw", a, v, 1, 256, &x)))
             o->threads = (uint32_t)x;
-        else if (!strcmp(a, "--m") && !(rc = parse_num(a, v, HNSW_M_MIN, HNSW_M_MAX, &x)))
+        else if (!strcmp(a, "--m") && !(rc = bench_parse_u64("hnsw", a, v, HNSW_M_MIN, HNSW_M_MAX, &x)))
             o->m = (uint32_t)x;
-        else if (!strcmp(a, "--efc") && !(rc = parse_num(a, v, 1, HNSW_EF_MAX, &x)))
+        else if (!strcmp(a, "--efc") && !(rc = bench_parse_u64("hnsw", a, v, 1, HNSW_EF_MAX, &x)))
             o->efc = (uint32_t)x;
         else if (!strcmp(a, "--dir") && v)
             o->dir = v;
@@ -209,7 +178,7 @@ static int setup_index(hb_run_t *r)
     }
     double rss0 = rss_mb();
     for (size_t i = 0; i < (size_t)B_CLUSTERS * o->dim; i++)
-        cent[i] = rng_gauss(&s);
+        cent[i] = bench_rng_gauss(&s);
     gen_rows(r->rows, o->size, o->dim, cent, &s, r->cluster_of);
     gen_rows(r->queries, o->queries, o->dim, cent, &s, NULL);
     free(cent);
@@ -283,7 +252,7 @@ static roaring_bitmap_t *random_allowed(size_t n, double frac, uint64_t seed)
         return b;
     }
     for (size_t i = 0; i < n; i++)
-        if (rng_unit(&seed) < frac)
+        if (bench_rng_unit(&seed) < frac)
             roaring_bitmap_add(b, (uint32_t)i);
     roaring_bitmap_run_optimize(b);
     return b;

@@ -2,6 +2,7 @@
  * a plain scalar loop in the same run, plus the machine's streaming read rate for context.
  * Relies on vector/exact.h, CRoaring and base/clock.h. Data: seeded Gaussian clusters. */
 #include "bench_scan.h"
+#include "bench_util.h"
 #include "base/clock.h"
 #include "base/err.h"
 #include "base/mem.h"
@@ -33,23 +34,10 @@ typedef struct scan_row {
     const char *cache;
 } scan_row_t;
 
-static uint64_t rng_next(uint64_t *s) /* splitmix64: seedable, fast, good enough for data */
-{
-    uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
-
-static double rng_unit(uint64_t *s)
-{
-    return ((rng_next(s) >> 11) + 0.5) * (1.0 / 9007199254740992.0);
-}
-
 /* Two standard normal samples (Box-Muller). */
 static void rng_gauss2(uint64_t *s, float *a, float *b)
 {
-    double r = sqrt(-2.0 * log(rng_unit(s))), t = 6.283185307179586 * rng_unit(s);
+    double r = sqrt(-2.0 * log(bench_rng_unit(s))), t = 6.283185307179586 * bench_rng_unit(s);
     *a = (float)(r * cos(t));
     *b = (float)(r * sin(t));
 }
@@ -60,7 +48,7 @@ static void gen_rows(float *out, size_t n, uint32_t dim, const float *centroids,
 {
     for (size_t i = 0; i < n; i++) {
         float *row = out + i * dim;
-        const float *c = centroids + (rng_next(s) % SCAN_CLUSTERS) * dim;
+        const float *c = centroids + (bench_rng_next(s) % SCAN_CLUSTERS) * dim;
         for (uint32_t j = 0; j < dim; j += 2) {
             float a, b;
             rng_gauss2(s, &a, &b);
@@ -72,18 +60,14 @@ static void gen_rows(float *out, size_t n, uint32_t dim, const float *centroids,
     }
 }
 
+/* bench_parse_u64 for size_t options. */
 static int parse_size(const char *name, const char *val, size_t lo, size_t hi, size_t *out)
 {
-    char *end;
-    errno = 0;
-    unsigned long long v = val ? strtoull(val, &end, 10) : 0;
-    if (!val || errno || *end || v < lo || v > hi) {
-        fprintf(stderr, "cordon bench scan: %s needs a whole number from %zu to %zu (got '%s')\n",
-                name, lo, hi, val ? val : "");
-        return 2;
-    }
-    *out = (size_t)v;
-    return 0;
+    uint64_t v = 0;
+    int rc = bench_parse_u64("scan", name, val, lo, hi, &v);
+    if (rc == 0)
+        *out = (size_t)v;
+    return rc;
 }
 
 static void usage(FILE *f)
@@ -280,7 +264,7 @@ static roaring_bitmap_t *make_allowed(size_t count, double share, uint64_t *s)
     roaring_bitmap_t *b = roaring_bitmap_create();
     uint64_t cut = (uint64_t)(share * 18446744073709551615.0);
     for (uint32_t id = 0; id < count; id++)
-        if (rng_next(s) < cut)
+        if (bench_rng_next(s) < cut)
             roaring_bitmap_add(b, id);
     roaring_bitmap_run_optimize(b);
     return b;
@@ -366,7 +350,7 @@ int bench_scan_main(int argc, char **argv)
     }
     uint64_t t0 = cdn_clock_ns();
     for (size_t i = 0; i < (size_t)SCAN_CLUSTERS * o.dim; i++)
-        cent[i] = (float)(2.0 * rng_unit(&s) - 1.0);
+        cent[i] = (float)(2.0 * bench_rng_unit(&s) - 1.0);
     gen_rows(base, o.size, o.dim, cent, &s);
     gen_rows(queries, o.queries, o.dim, cent, &s);
     if (scratch)

@@ -57,12 +57,15 @@ unit: $(TEST_BIN) $(BUILD)/cordon
 check-unit: unit
 	@CORDON_SHARED_DATA=$(SHARED_DATA) CORDON_BIN=$(abspath $(BUILD)/cordon) \
 	  bash scripts/run-tests.sh $(MODE) $(TEST_BIN)
+	@CORDON_BIN=$(abspath $(BUILD)/cordon) bash scripts/run-tests.sh --pytest $(MODE)
 
 demo: deps
 	@$(MAKE) --no-print-directory MODE=release all
+	rm -rf build/demo-data
 	./build/release/cordon demo --data build/demo-data
 
 test: deps
+	@rm -f build/test-results.txt
 	@$(MAKE) --no-print-directory MODE=release check-unit
 	@$(MAKE) --no-print-directory MODE=asan check-unit
 	@bash scripts/run-tests.sh --summary

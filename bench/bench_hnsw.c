@@ -27,7 +27,8 @@ typedef struct hb_opts {
 } hb_opts_t;
 
 /* One measured configuration. plan: "hnsw" (unfiltered), "filtered", "postfilter" (unfiltered
- * traversal, then drop disallowed hits), "exact". */
+ * traversal, then drop disallowed hits), "exact", "fallback" (filtered with a visit budget of
+ * |allowed|, then the exact scan when the budget runs out: what a planner would run). */
 typedef struct hb_row {
     const char *plan;
     double pct;
@@ -39,11 +40,12 @@ typedef struct hb_row {
 typedef struct hb_run {
     hb_opts_t o;
     float *rows, *queries;
+    uint8_t *cluster_of; /* centroid of each row */
     vec_view_t view;
     hnsw_t *h;
     vec_hit_t *truth; /* queries * BK */
     size_t *n_truth;
-    double *lat;      /* per query, ms */
+    double *lat; /* per query, ms */
     hb_row_t out[B_MAX_ROWS];
     size_t n_out;
     double build_s, save_s, load_s, rss_data_mb, rss_graph_mb, graph_mb, file_mb;
@@ -58,19 +60,27 @@ static uint64_t rng_next(uint64_t *s)
     return z ^ (z >> 31);
 }
 
-static double rng_unit(uint64_t *s) { return ((rng_next(s) >> 11) + 0.5) / 9007199254740992.0; }
+static double rng_unit(uint64_t *s)
+{
+    return ((rng_next(s) >> 11) + 0.5) / 9007199254740992.0;
+}
 
 static float rng_gauss(uint64_t *s)
 {
     return (float)(sqrt(-2.0 * log(rng_unit(s))) * cos(6.283185307179586 * rng_unit(s)));
 }
 
-/* Row = centroid + 0.5 * noise, unit length (cosine), centroid drawn uniformly. */
-static void gen_rows(float *out, size_t n, uint32_t dim, const float *centroids, uint64_t *s)
+/* Row = centroid + 0.5 * noise, unit length (cosine), centroid drawn uniformly; the centroid
+ * of each row goes to cluster_of (if not NULL) for permission sets that follow topics. */
+static void gen_rows(float *out, size_t n, uint32_t dim, const float *centroids, uint64_t *s,
+                     uint8_t *cluster_of)
 {
     for (size_t i = 0; i < n; i++) {
         float *row = out + i * dim;
-        const float *c = centroids + (rng_next(s) % B_CLUSTERS) * dim;
+        uint64_t ci = rng_next(s) % B_CLUSTERS;
+        const float *c = centroids + ci * dim;
+        if (cluster_of)
+            cluster_of[i] = (uint8_t)ci;
         for (uint32_t j = 0; j < dim; j++)
             row[j] = c[j] + 0.5f * rng_gauss(s);
         vec_normalize(row, dim);
@@ -118,14 +128,15 @@ static double recall_of(const vec_hit_t *got, size_t n, const vec_hit_t *truth, 
 
 static void usage(FILE *f)
 {
-    fprintf(f, "usage: cordon bench hnsw [--size N] [--dim D] [--queries Q] [--seed S]\n"
-               "                         [--threads T] [--m M] [--efc EF] [--dir PATH]\n"
-               "                         [--format table|json]\n"
-               "  builds HNSW over N generated unit vectors (cosine, %d clusters), saves and\n"
-               "  loads it under PATH, then measures recall@%d and p50 latency unfiltered and\n"
-               "  under random allowed sets of 0.1, 1, 5, 20 and 100%%, beside the exact scan.\n"
-               "  defaults: --size 1000000 --dim 384 --queries 100 --seed 42 --threads 2\n"
-               "            --m 16 --efc 200 --dir /tmp\n",
+    fprintf(f,
+            "usage: cordon bench hnsw [--size N] [--dim D] [--queries Q] [--seed S]\n"
+            "                         [--threads T] [--m M] [--efc EF] [--dir PATH]\n"
+            "                         [--format table|json]\n"
+            "  builds HNSW over N generated unit vectors (cosine, %d clusters), saves and\n"
+            "  loads it under PATH, then measures recall@%d and p50 latency unfiltered and\n"
+            "  under random allowed sets of 0.1, 1, 5, 20 and 100%%, beside the exact scan.\n"
+            "  defaults: --size 1000000 --dim 384 --queries 100 --seed 42 --threads 2\n"
+            "            --m 16 --efc 200 --dir /tmp\n",
             B_CLUSTERS, BK);
 }
 
@@ -190,7 +201,8 @@ static int setup_index(hb_run_t *r)
     float *cent = malloc(sizeof(float) * B_CLUSTERS * o->dim);
     r->rows = malloc(sizeof(float) * o->size * o->dim);
     r->queries = malloc(sizeof(float) * o->queries * o->dim);
-    if (!cent || !r->rows || !r->queries) {
+    r->cluster_of = malloc(o->size);
+    if (!cent || !r->rows || !r->queries || !r->cluster_of) {
         free(cent);
         fprintf(stderr, "cordon bench hnsw: out of memory for %zu x %u rows\n", o->size, o->dim);
         return 1;
@@ -198,8 +210,8 @@ static int setup_index(hb_run_t *r)
     double rss0 = rss_mb();
     for (size_t i = 0; i < (size_t)B_CLUSTERS * o->dim; i++)
         cent[i] = rng_gauss(&s);
-    gen_rows(r->rows, o->size, o->dim, cent, &s);
-    gen_rows(r->queries, o->queries, o->dim, cent, &s);
+    gen_rows(r->rows, o->size, o->dim, cent, &s, r->cluster_of);
+    gen_rows(r->queries, o->queries, o->dim, cent, &s, NULL);
     free(cent);
     double rss1 = rss_mb();
     r->rss_data_mb = rss1 - rss0;
@@ -278,7 +290,8 @@ static roaring_bitmap_t *random_allowed(size_t n, double frac, uint64_t seed)
 }
 
 /* Exact top-k for every query (the truth), timed as the exact plan's row. */
-static void exact_rows(hb_run_t *r, const roaring_bitmap_t *allowed, double pct, uint64_t card)
+static void exact_rows(hb_run_t *r, const roaring_bitmap_t *allowed, double pct, uint64_t card,
+                       const char *plan)
 {
     for (size_t q = 0; q < r->o.queries; q++) {
         uint64_t t0 = cdn_clock_ns();
@@ -287,8 +300,8 @@ static void exact_rows(hb_run_t *r, const roaring_bitmap_t *allowed, double pct,
         r->lat[q] = (double)(cdn_clock_ns() - t0) / 1e6;
     }
     if (r->n_out < B_MAX_ROWS)
-        r->out[r->n_out++] = (hb_row_t){"exact", pct, card, 0, 1.0, median(r->lat, r->o.queries),
-                                        (double)card, (double)card, 0};
+        r->out[r->n_out++] = (hb_row_t){
+            plan, pct, card, 0, 1.0, median(r->lat, r->o.queries), (double)card, (double)card, 0};
 }
 
 /* Runs one HNSW plan over every query and records its row. post: unfiltered traversal with
@@ -296,16 +309,21 @@ static void exact_rows(hb_run_t *r, const roaring_bitmap_t *allowed, double pct,
 static void hnsw_row(hb_run_t *r, const char *plan, const roaring_bitmap_t *allowed, double pct,
                      uint64_t card, uint32_t ef)
 {
-    int post = !strcmp(plan, "postfilter");
-    hnsw_mode_t mode = !strcmp(plan, "filtered") ? HNSW_MODE_FILTERED : HNSW_MODE_UNFILTERED;
+    int post = !strcmp(plan, "postfilter"), fallback = !strncmp(plan, "fallb", 5);
+    hnsw_mode_t mode = post || !allowed ? HNSW_MODE_UNFILTERED : HNSW_MODE_FILTERED;
     vec_hit_t *buf = malloc(sizeof(vec_hit_t) * ef);
     double rec = 0, vis = 0, dist = 0, over = 0;
     for (size_t q = 0; buf && q < r->o.queries; q++) {
         hnsw_stats_t st;
         uint32_t n = 0, k = post ? ef : BK;
         uint64_t t0 = cdn_clock_ns();
-        hnsw_search(r->h, &r->view, r->queries + q * r->o.dim, k, ef, allowed, mode, 0, &st, buf,
-                    &n);
+        const float *qv = r->queries + q * r->o.dim;
+        hnsw_search(r->h, &r->view, qv, k, ef, allowed, mode, fallback ? card : 0, &st, buf, &n);
+        if (fallback && st.exhausted_budget) {
+            size_t ne = 0;
+            exact_search(&r->view, VEC_METRIC_COSINE, qv, allowed, BK, buf, &ne, NULL);
+            n = (uint32_t)ne;
+        }
         uint32_t kept = n;
         if (post) {
             kept = 0;
@@ -322,9 +340,26 @@ static void hnsw_row(hb_run_t *r, const char *plan, const roaring_bitmap_t *allo
     free(buf);
     double nq = (double)r->o.queries;
     if (r->n_out < B_MAX_ROWS)
-        r->out[r->n_out++] = (hb_row_t){plan, pct, card, ef, rec / nq,
-                                        median(r->lat, r->o.queries), vis / nq, dist / nq,
-                                        over / nq};
+        r->out[r->n_out++] =
+            (hb_row_t){plan,     pct,       card,     ef, rec / nq, median(r->lat, r->o.queries),
+                       vis / nq, dist / nq, over / nq};
+}
+
+/* Permissions that follow topics: every row of the first `clusters` centroids (so most
+ * queries sit in regions with nothing allowed). */
+static void measure_clustered(hb_run_t *r, uint32_t clusters)
+{
+    roaring_bitmap_t *allowed = roaring_bitmap_create();
+    for (size_t i = 0; i < r->o.size; i++)
+        if (r->cluster_of[i] < clusters)
+            roaring_bitmap_add(allowed, (uint32_t)i);
+    uint64_t card = roaring_bitmap_get_cardinality(allowed);
+    double pct = 100.0 * (double)card / (double)r->o.size;
+    exact_rows(r, allowed, pct, card, "exact-topic");
+    hnsw_row(r, "filt-topic", allowed, pct, card, 64);
+    hnsw_row(r, "filt-topic", allowed, pct, card, 256);
+    hnsw_row(r, "fallb-topic", allowed, pct, card, 64);
+    roaring_bitmap_free(allowed);
 }
 
 static void measure(hb_run_t *r)
@@ -336,12 +371,14 @@ static void measure(hb_run_t *r)
         double frac = pcts[i] / 100.0;
         roaring_bitmap_t *allowed = random_allowed(r->o.size, frac, r->o.seed + 1000 + i);
         uint64_t card = roaring_bitmap_get_cardinality(allowed);
-        exact_rows(r, frac >= 1.0 ? NULL : allowed, pcts[i], card);
+        exact_rows(r, frac >= 1.0 ? NULL : allowed, pcts[i], card, "exact");
         if (frac >= 1.0)
             for (size_t e = 0; e < sizeof efs_unf / sizeof efs_unf[0]; e++)
                 hnsw_row(r, "hnsw", NULL, pcts[i], card, efs_unf[e]);
         for (size_t e = 0; e < sizeof efs_filt / sizeof efs_filt[0]; e++)
             hnsw_row(r, "filtered", allowed, pcts[i], card, efs_filt[e]);
+        if (frac < 1.0)
+            hnsw_row(r, "fallback", allowed, pcts[i], card, 64);
         /* Post-filtering needs about k / share candidates to keep k allowed ones. */
         double want = ceil(2.0 * BK / frac);
         uint32_t ef = want < 64 ? 64 : want > 4000 ? 4000 : (uint32_t)want;
@@ -349,6 +386,8 @@ static void measure(hb_run_t *r)
             hnsw_row(r, "postfilter", allowed, pcts[i], card, ef);
         roaring_bitmap_free(allowed);
     }
+    measure_clustered(r, B_CLUSTERS / 20);
+    measure_clustered(r, B_CLUSTERS / 100);
 }
 
 static void print_json(const hb_run_t *r)
@@ -358,10 +397,9 @@ static void print_json(const hb_run_t *r)
            "\"ef_construction\":%u,\"threads\":%u,\"seed\":%llu,\"isa\":\"%s\",\"build_s\":%.3f,"
            "\"rss_vectors_mb\":%.1f,\"rss_graph_mb\":%.1f,\"graph_mb\":%.1f,\"file_mb\":%.1f,"
            "\"save_s\":%.3f,\"load_s\":%.3f,\"load_identical\":%s,\"rows\":[",
-           o->size, o->dim, o->queries, BK, o->m, o->efc, o->threads,
-           (unsigned long long)o->seed, vec_isa_name(vec_isa_best()), r->build_s, r->rss_data_mb,
-           r->rss_graph_mb, r->graph_mb, r->file_mb, r->save_s, r->load_s,
-           r->load_same ? "true" : "false");
+           o->size, o->dim, o->queries, BK, o->m, o->efc, o->threads, (unsigned long long)o->seed,
+           vec_isa_name(vec_isa_best()), r->build_s, r->rss_data_mb, r->rss_graph_mb, r->graph_mb,
+           r->file_mb, r->save_s, r->load_s, r->load_same ? "true" : "false");
     for (size_t i = 0; i < r->n_out; i++) {
         const hb_row_t *w = &r->out[i];
         printf("%s{\"plan\":\"%s\",\"allowed_pct\":%g,\"allowed\":%llu,\"ef\":%u,"
@@ -387,12 +425,13 @@ static void print_table(const hb_run_t *r)
     printf("save: %.2f s, file %.0f MB; load: %.2f s; loaded index answers identically: %s\n\n",
            r->save_s, r->file_mb, r->load_s, r->load_same ? "yes" : "NO");
     printf("recall@%d and p50 latency over %zu queries (one thread); over_budget = share of\n"
-           "queries that visited at least |allowed| nodes\n", BK, o->queries);
-    printf("%8s %9s %-10s %5s %7s %9s %9s %9s %6s\n", "allowed", "ids", "plan", "ef", "recall",
+           "queries that visited at least |allowed| nodes\n",
+           BK, o->queries);
+    printf("%8s %9s %-11s %5s %7s %9s %9s %9s %6s\n", "allowed", "ids", "plan", "ef", "recall",
            "p50_ms", "visited", "dists", "over");
     for (size_t i = 0; i < r->n_out; i++) {
         const hb_row_t *w = &r->out[i];
-        printf("%7g%% %9llu %-10s %5u %7.4f %9.3f %9.0f %9.0f %5.0f%%\n", w->pct,
+        printf("%7.3g%% %9llu %-11s %5u %7.4f %9.3f %9.0f %9.0f %5.0f%%\n", w->pct,
                (unsigned long long)w->allowed, w->plan, w->ef, w->recall, w->p50_ms, w->visited,
                w->distances, 100 * w->over_budget);
     }
@@ -423,6 +462,7 @@ int bench_hnsw_main(int argc, char **argv)
     hnsw_free(r->h);
     free(r->rows);
     free(r->queries);
+    free(r->cluster_of);
     free(r->truth);
     free(r->n_truth);
     free(r->lat);

@@ -239,6 +239,7 @@ static int load_engine(perm_run_t *r)
     const perm_opts_t *o = &r->w.o;
     cordon_options opts = {.plan_exact_floats = o->exact_floats};
     cordon_collection_spec spec = {.name = "perm",
+                                   .asserted_principals = 1, /* subjects are principal sets */
                                    .dim = r->w.c.dim,
                                    .metric = r->w.c.metric,
                                    .hnsw_m = o->m,

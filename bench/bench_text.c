@@ -34,8 +34,8 @@ typedef struct run {
     row_t *rows;
     size_t nrows, cap;
     int reps;
-    double *lat; /* per query, ms (min over reps) */
-    uint32_t *ranked;   /* per query TOPK ids (ranking of the current engine) */
+    double *lat;      /* per query, ms (min over reps) */
+    uint32_t *ranked; /* per query TOPK ids (ranking of the current engine) */
     float *scores;
     size_t *nranked;
 } run_t;
@@ -141,8 +141,9 @@ static sqlite3 *fts_build(const btd_t *d)
     sqlite3_stmt *st;
     if (sqlite3_open(":memory:", &db) != SQLITE_OK)
         return NULL;
-    sqlite3_exec(db, "CREATE VIRTUAL TABLE d USING fts5(body, tokenize='porter unicode61');"
-                     "CREATE TEMP TABLE allow(id INTEGER PRIMARY KEY); BEGIN;",
+    sqlite3_exec(db,
+                 "CREATE VIRTUAL TABLE d USING fts5(body, tokenize='porter unicode61');"
+                 "CREATE TEMP TABLE allow(id INTEGER PRIMARY KEY); BEGIN;",
                  NULL, NULL, NULL);
     sqlite3_prepare_v2(db, "INSERT INTO d(rowid, body) VALUES(?, ?)", -1, &st, NULL);
     for (size_t i = 0; i < d->ndocs; i++) {
@@ -319,12 +320,12 @@ static void print_rows(const run_t *r, int json)
         json_t *rows = json_array();
         for (size_t i = 0; i < r->nrows; i++) {
             const row_t *w = &r->rows[i];
-            json_array_append_new(
-                rows, json_pack("{s:s,s:s,s:s,s:s,s:f,s:f,s:f,s:f,s:f,s:i}", "corpus", w->corpus,
-                                "engine", w->engine, "mode", w->mode, "config", w->config,
-                                "readable", w->readable, "ndcg_at_10", w->ndcg, "recall_at_100",
-                                w->recall, "p50_ms", w->p50, "p95_ms", w->p95, "queries",
-                                (int)w->nq));
+            json_array_append_new(rows, json_pack("{s:s,s:s,s:s,s:s,s:f,s:f,s:f,s:f,s:f,s:i}",
+                                                  "corpus", w->corpus, "engine", w->engine, "mode",
+                                                  w->mode, "config", w->config, "readable",
+                                                  w->readable, "ndcg_at_10", w->ndcg,
+                                                  "recall_at_100", w->recall, "p50_ms", w->p50,
+                                                  "p95_ms", w->p95, "queries", (int)w->nq));
         }
         json_t *o = json_pack("{s:s,s:o}", "bench", "text", "rows", rows);
         char *s = json_dumps(o, JSON_INDENT(1));
@@ -333,11 +334,11 @@ static void print_rows(const run_t *r, int json)
         json_decref(o);
         return;
     }
-    printf("%-10s %-7s %-7s %-34s %8s %8s %9s %8s %8s\n", "corpus", "engine", "mode", "config",
+    printf("%-10s %-7s %-7s %-46s %8s %8s %9s %8s %8s\n", "corpus", "engine", "mode", "config",
            "readable", "ndcg@10", "recall@100", "p50_ms", "p95_ms");
     for (size_t i = 0; i < r->nrows; i++) {
         const row_t *w = &r->rows[i];
-        printf("%-10s %-7s %-7s %-34s %8.2f %8.4f %9.4f %8.4f %8.4f\n", w->corpus, w->engine,
+        printf("%-10s %-7s %-7s %-46s %8.2f %8.4f %9.4f %8.4f %8.4f\n", w->corpus, w->engine,
                w->mode, w->config, w->readable, w->ndcg, w->recall, w->p50, w->p95);
     }
 }

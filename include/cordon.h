@@ -76,7 +76,7 @@ typedef enum cordon_metric {
 } cordon_metric;
 
 #define CORDON_NAME_MAX 128        /* collection names: [a-z0-9_-], 1..128 bytes */
-#define CORDON_ID_MAX 512          /* chunk ids: 1..512 bytes of UTF-8 without controls */
+#define CORDON_ID_MAX 500          /* chunk ids: 1..500 bytes of UTF-8 without controls */
 #define CORDON_TEXT_FIELDS_MAX 16  /* text fields per collection */
 #define CORDON_DIM_MAX 4096        /* vector dimension */
 
@@ -100,6 +100,13 @@ typedef struct cordon_collection_spec {
     size_t n_meta_fields;
     float bm25_k1;                   /* 0 = 1.2 */
     float bm25_b;                    /* 0 = 0.75 (pass 1e-9 for no length normalisation) */
+    /* 1: searches and reads may present principals directly (cordon_subject.principals), for a
+     * trusted caller whose groups live in its own identity provider. 0 (the default): only
+     * subjects of the permission model (cordon_subject.subject_id) may search. */
+    int asserted_principals;
+    /* 1: keep 8-bit codes of the vectors (about dim + 8 bytes a row more memory) so that exact
+     * scans of large readable sets read a quarter of the bytes; results stay exact. */
+    int int8_scan;
 } cordon_collection_spec;
 
 typedef enum cordon_meta_kind {
@@ -185,9 +192,10 @@ int cordon_set_acl(cordon_t *db, const char *collection, const cordon_acl_change
 
 /* ---- Subjects: who is asking. ---- */
 typedef struct cordon_subject {
-    /* Asserted mode, for a trusted caller whose groups live elsewhere: the principals the
-     * subject holds: "user:alice", "group:eng", "role:auditor" (a bare name is a group). A
-     * subject that holds no principal reads nothing. Ignored when subject_id is set. */
+    /* Asserted mode, for a trusted caller whose groups live elsewhere, on collections created
+     * with asserted_principals: the principals the subject holds: "user:alice", "group:eng",
+     * "role:auditor" (a bare name is a group). A subject that holds no principal reads
+     * nothing. Ignored when subject_id is set. */
     const char *const *principals;
     size_t n_principals;
     /* Model mode: a subject of the permission model. Its view (itself, its groups
@@ -249,6 +257,9 @@ typedef struct cordon_query {
     uint32_t rank_constant;     /* RRF constant; 0 = 60 */
     float text_weight;          /* linear fusion weights; 0 = 0.5 */
     float vector_weight;
+    const char *filter_json;    /* an Elasticsearch query object that only filters (e.g. term,
+                                   range, bool.filter on metadata fields): results come from
+                                   the readable chunks it matches; NULL = none */
 } cordon_query;
 
 typedef struct cordon_hit {

@@ -12,6 +12,25 @@ if [ "${1:-}" = "--summary" ]; then
     [ "${failed:-0}" -eq 0 ] && [ "${passed:-0}" -gt 0 ]
     exit $?
 fi
+if [ "${1:-}" = "--pytest" ]; then
+    # Command-line tests through the binary of this mode ($CORDON_BIN), with Debian's pytest.
+    mode=$2
+    mkdir -p "build/$mode/logs"
+    log=build/$mode/logs/cli.log
+    /usr/bin/python3 -m pytest -q -p no:cacheprovider tests/cli >"$log" 2>&1
+    rc=$?
+    np=$(grep -Eo '[0-9]+ passed' "$log" | tail -1 | grep -Eo '[0-9]+' || echo 0)
+    nf=$(grep -Eo '[0-9]+ (failed|error)' "$log" | awk '{s += $1} END {print s + 0}')
+    if [ $rc -eq 0 ]; then
+        echo "[$mode] cli (pytest): ${np:-0} passed"
+        echo "$mode/cli PASS ${np:-0} $nf" >>"$results"
+    else
+        echo "[$mode] cli (pytest): FAILED, log follows"
+        tail -n 60 "$log"
+        echo "$mode/cli FAIL ${np:-0} $nf" >>"$results"
+    fi
+    exit $rc
+fi
 mode=$1; shift
 mkdir -p build
 fail=0

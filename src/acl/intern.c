@@ -2,6 +2,7 @@
  * Relies on base/strmap. */
 #include "acl/acl.h"
 #include "base/mem.h"
+#include "base/utf8.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -70,10 +71,12 @@ int acl_principal_canon(const char *name, char *canon, size_t canon_size, cdn_er
     if (n > ACL_PRINCIPAL_MAX)
         return cdn_err_set(err, CDN_ERR_LIMIT, "principal name of %zu bytes; the limit is %d",
                            n, ACL_PRINCIPAL_MAX);
-    for (size_t i = 0; i < n; i++)
-        if ((unsigned char)name[i] < 0x20)
-            return cdn_err_set(err, CDN_ERR_INVALID,
-                               "principal name contains a control character at byte %zu", i);
+    size_t at;
+    if (!cdn_utf8_valid(name, n, &at))
+        return cdn_err_set(err, CDN_ERR_INVALID, "principal name is not UTF-8 (byte %zu)", at);
+    if (cdn_utf8_has_control(name, n, &at))
+        return cdn_err_set(err, CDN_ERR_INVALID,
+                           "principal name contains a control character at byte %zu", at);
     if (colon && colon[1] == '\0')
         return cdn_err_set(err, CDN_ERR_INVALID, "principal \"%s\" has a kind but no name",
                            name);

@@ -23,7 +23,10 @@ int cordon_put(cordon_t *db, const char *coll, const cordon_chunk *chunks, size_
     if (!db || !coll || (n && !chunks))
         return api_ret(cdn_err_set(&e, CDN_ERR_INVALID, "cordon_put needs a collection and chunks"),
                    &e, err);
-    for (size_t i = 0; i < n && n <= WRITE_BATCH_MAX; i++) {
+    if (n > WRITE_BATCH_MAX)
+        return api_ret(cdn_err_set(&e, CDN_ERR_LIMIT, "batch of %zu chunks; the limit is %d", n,
+                                   WRITE_BATCH_MAX), &e, err);
+    for (size_t i = 0; i < n; i++) {
         if (chunks[i].n_fields > CORDON_TEXT_FIELDS_MAX || (chunks[i].n_fields && !chunks[i].fields))
             return api_ret(cdn_err_set(&e, CDN_ERR_INVALID, "chunk %zu: bad field list (at most %d)",
                                    i, CORDON_TEXT_FIELDS_MAX), &e, err);
@@ -36,7 +39,7 @@ int cordon_put(cordon_t *db, const char *coll, const cordon_chunk *chunks, size_
         rc = cdn_err_set(&e, CDN_ERR_NOMEM, "out of memory");
         goto done;
     }
-    for (size_t i = 0; i < n && n <= WRITE_BATCH_MAX; i++) {
+    for (size_t i = 0; i < n; i++) {
         const cordon_chunk *c = &chunks[i];
         w[i] = (write_chunk_t){c->id, c->vector, names + at, values + at, c->n_fields,
                                c->metadata_json, c->allowed, c->n_allowed, c->denied, c->n_denied};
@@ -73,6 +76,9 @@ int cordon_set_acl(cordon_t *db, const char *coll, const cordon_acl_change *chan
     int rc;
     if (!db || !coll || (n && !changes))
         return api_ret(cdn_err_set(&e, CDN_ERR_INVALID, "cordon_set_acl needs changes"), &e, err);
+    if (n > WRITE_BATCH_MAX)
+        return api_ret(cdn_err_set(&e, CDN_ERR_LIMIT, "batch of %zu changes; the limit is %d", n,
+                                   WRITE_BATCH_MAX), &e, err);
     if (!(w = cdn_calloc(n ? n : 1, sizeof *w)))
         return api_ret(cdn_err_set(&e, CDN_ERR_NOMEM, "out of memory"), &e, err);
     for (size_t i = 0; i < n; i++)
@@ -113,7 +119,8 @@ int cordon_search(cordon_t *db, const char *coll, const cordon_subject *subject,
                        q->max_candidates, q->text,
                        q->query_json,    (search_fusion_t)q->fusion,
                        q->rank_window_size, q->rank_constant,
-                       q->text_weight,   q->vector_weight};
+                       q->text_weight,   q->vector_weight,
+                       q->filter_json};
     rc = search_knn(db->e, coll, who.principals, who.n, &k, &r, &e);
     engine_subject_release(&who);
     if (rc)

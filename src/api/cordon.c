@@ -112,6 +112,8 @@ int cordon_collection_create(cordon_t *db, const cordon_collection_spec *s, cord
     cfg.n_meta = s->n_meta_fields;
     NEED(s->bm25_k1 >= 0 && s->bm25_b >= 0 && s->bm25_b <= 1, "bm25_k1 must be >= 0 and bm25_b "
                                                               "between 0 and 1");
+    cfg.asserted = s->asserted_principals != 0;
+    cfg.int8_scan = s->int8_scan != 0 && s->dim > 0;
     cfg.k1 = s->bm25_k1;
     cfg.b = s->bm25_b;
     NEED(cfg.hnsw_efc <= 4096 && cfg.hnsw_ef <= 4096, "hnsw ef values must be at most 4096");

@@ -61,7 +61,6 @@ int cordon_get(cordon_t *db, const char *coll, const cordon_subject *subject, co
     cdn_err_t e = {0, ""};
     cordon_record *r;
     json_t *obj = NULL;
-    coll_t *c;
     int rc;
     engine_subject_t who;
     if (!db || !coll || !out)
@@ -77,14 +76,13 @@ int cordon_get(cordon_t *db, const char *coll, const cordon_subject *subject, co
         engine_subject_release(&who);
         return api_ret(cdn_err_set(&e, CDN_ERR_NOMEM, "out of memory"), &e, err);
     }
-    rc = search_get(db->e, coll, who.principals, who.n, id, &obj, &r->vector, &r->revision, &e);
+    rc = search_get(db->e, coll, who.principals, who.n, id, &obj, &r->vector, &r->dim,
+                    &r->revision, &e);
     engine_subject_release(&who);
     if (rc == CDN_OK && (rc = fill_record(obj, r)) != 0)
         cdn_err_set(&e, rc, "chunk \"%s\" cannot be read: %s", id, cdn_strerror(rc));
-    if (rc == CDN_OK && r->vector && engine_coll_get(db->e, coll, &c, NULL) == CDN_OK) {
-        r->dim = c->cfg.dim;
-        coll_unref(c);
-    }
+    if (!r->vector)
+        r->dim = 0;
     json_decref(obj);
     if (rc) {
         cordon_record_free(r);

@@ -12,6 +12,9 @@ int cli_bench(int argc, char **argv);
 int cli_load(int argc, char **argv);
 int cli_search(int argc, char **argv);
 int cli_demo(int argc, char **argv);
+int cli_model(int argc, char **argv);
+int cli_check(int argc, char **argv);
+int cli_explain(int argc, char **argv);
 
 /* Splits "a,b,c" into a NULL-terminated array of strings (one allocation; cdn_free it). */
 char **cli_split(const char *csv, size_t *n);

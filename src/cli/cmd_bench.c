@@ -5,6 +5,7 @@
 #include "../../bench/bench_hnsw.h"
 #include "../../bench/bench_text.h"
 #include "../../bench/bench_scan.h"
+#include "../../bench/bench_quant.h"
 #include "../../bench/bench_permissions.h"
 
 #include <stdio.h>
@@ -20,6 +21,7 @@ static const struct bench_entry {
     {"hnsw", bench_hnsw_main, "HNSW build, memory, save/load, recall and latency under filters"},
     {"text", bench_text_main, "BM25 / kNN / hybrid quality and latency on BEIR corpora, vs FTS5"},
     {"scan", bench_scan_main, "exact scan of an allowed set vs a scalar loop"},
+    {"quant", bench_quant_main, "exact scan with 8-bit pruning vs the float exact scan"},
     {"permissions", bench_permissions_main, "recall, leaks, latency under hierarchical ACLs vs peers"},
     {NULL, NULL, NULL},
 };

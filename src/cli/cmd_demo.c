@@ -107,7 +107,10 @@ static void title_of(demo_t *d, const cordon_subject *s, const char *id, char *b
 static int ask(demo_t *d, size_t qi, const cordon_subject *s, const char *who, int k,
                char first_id[64])
 {
-    cordon_query q = {.vector = d->qvecs + qi * d->dim, .k = (size_t)k};
+    /* Hybrid: BM25 on the question's words and the question's vector, fused by rank. */
+    json_t *qj = json_array_get(json_object_get(d->questions, "questions"), qi);
+    cordon_query q = {.vector = d->qvecs + qi * d->dim, .k = (size_t)k,
+                      .text = json_string_value(json_object_get(qj, "text"))};
     cordon_result *r;
     cordon_error err;
     char title[160];
@@ -117,7 +120,7 @@ static int ask(demo_t *d, size_t qi, const cordon_subject *s, const char *who, i
            (unsigned long long)r->readable, r->plan, r->complete ? "complete" : "incomplete");
     for (size_t i = 0; i < r->n_hits; i++) {
         title_of(d, s, r->hits[i].id, title, sizeof title);
-        printf("      %zu. %-60.60s %.3f\n", i + 1, title, r->hits[i].score);
+        printf("      %zu. %-60.60s %.4f\n", i + 1, title, r->hits[i].score);
     }
     if (first_id && r->n_hits)
         snprintf(first_id, 64, "%s", r->hits[0].id);
@@ -196,8 +199,12 @@ static int setup(demo_t *d, const char *corpus)
 {
     char jsonl[4096], fvecs[4096], qfile[4096];
     const char *fields[] = {"title", "text"};
+    cordon_meta_field meta[] = {{"kind", CORDON_META_KEYWORD}, {"team", CORDON_META_KEYWORD},
+                                {"date", CORDON_META_DATE}};
     cordon_collection_spec spec = {.name = "demo", .dim = 512, .metric = CORDON_METRIC_COSINE,
-                                   .text_fields = fields, .n_text_fields = 2};
+                                   .text_fields = fields, .n_text_fields = 2,
+                                   .analyzer = "english", .meta_fields = meta,
+                                   .n_meta_fields = 3};
     loader_opts_t lo = {.collection = "demo", .jsonl = jsonl, .fvecs = fvecs};
     cordon_error err;
     cdn_err_t e;

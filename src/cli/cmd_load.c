@@ -18,7 +18,13 @@ static const char usage[] =
     "  --beir DIR              DIR/corpus.jsonl with DIR/use-lite/corpus.fvecs if present,\n"
     "                          text fields title and text\n"
     "  --allow P1,P2           principals for lines that name none (else nobody may read them)\n"
-    "  --create                create the collection first (with --dim, --metric, --text-fields)\n"
+    "  --create                create the collection first (with --dim, --metric, --text-fields,\n"
+    "                          --analyzer, --asserted-principals)\n"
+    "  --analyzer A            standard (default), english, english:snowball, whitespace, keyword\n"
+    "  --asserted-principals   let searches present principals (cordon search --as) instead of\n"
+    "                          only subjects of the permission model\n"
+    "  --int8-scan             keep 8-bit codes so exact scans of large readable sets run\n"
+    "                          faster (results stay exact; about dim + 8 bytes a row)\n"
     "  --dim N                 vector dimension (default: the --vectors file's)\n"
     "  --metric M              cosine (default), dot_product or l2_norm\n"
     "  --text-fields A,B       text field names (default title,text)\n"
@@ -60,6 +66,7 @@ int cli_load(int argc, char **argv)
         {"beir", 1, 0, 'B'},   {"allow", 1, 0, 'a'},      {"create", 0, 0, 'C'},
         {"dim", 1, 0, 'D'},    {"metric", 1, 0, 'm'},     {"text-fields", 1, 0, 't'},
         {"batch", 1, 0, 'b'},  {"quiet", 0, 0, 'q'},      {"help", 0, 0, 'h'},
+        {"analyzer", 1, 0, 'A'}, {"asserted-principals", 0, 0, 'P'}, {"int8-scan", 0, 0, 'I'},
         {0, 0, 0, 0}};
     const char *dir = NULL, *fields = "title,text", *beir = NULL;
     char beir_corpus[4096], beir_vecs[4096];
@@ -84,6 +91,9 @@ int cli_load(int argc, char **argv)
         case 't': fields = optarg; break;
         case 'b': if (cli_parse_size("--batch", optarg, &lo.batch)) return 2; break;
         case 'q': lo.progress = 0; break;
+        case 'A': spec.analyzer = optarg; break;
+        case 'P': spec.asserted_principals = 1; break;
+        case 'I': spec.int8_scan = 1; break;
         case 'h': fputs(usage, stdout); return 0;
         default: fputs(usage, stderr); return 2;
         }
@@ -123,6 +133,8 @@ int cli_load(int argc, char **argv)
     if (loader_run(db, &lo, &loaded, &err)) {
         fprintf(stderr, "cordon load: %s (%zu chunks were loaded before this)\n", err.message,
                 loaded);
+        if (create) /* leave no half-made collection behind */
+            cordon_collection_drop(db, lo.collection, NULL);
         goto done;
     }
     printf("loaded %zu chunks into \"%s\"; revision %llu\n", loaded, lo.collection,

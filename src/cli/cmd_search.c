@@ -16,9 +16,13 @@ static const char usage[] =
     "usage: cordon search --data DIR --collection NAME --as P1,P2 QUERY [options]\n\n"
     "Searches as the subject holding principals P1,P2 (\"user:alice\", \"group:eng\", a bare\n"
     "name is a group) and prints only what that subject may read.\n\n"
-    "QUERY is one of:\n"
+    "QUERY is a vector, a text query, or both (hybrid, fused by reciprocal rank):\n"
     "  --vector X1,X2,...      the query vector\n"
-    "  --vectors F.fvecs --row N   row N of an fvecs file\n\n"
+    "  --vectors F.fvecs --row N   row N of an fvecs file\n"
+    "  --text \"words\"          BM25 over every text field\n"
+    "  --query JSON            an Elasticsearch query object, e.g. '{\"match\":{\"title\":\"x\"}}'\n"
+    "  --fusion rrf|linear     how a hybrid query fuses its two sides (default rrf)\n\n"
+    "  --subject ID            search as a subject of the permission model instead of --as\n"
     "  --k N                   hits to return (default 10)\n"
     "  --strategy S            auto (default), exact, prefilter or postfilter\n"
     "  --ef N                  HNSW search breadth (default: the collection's)\n"
@@ -88,7 +92,10 @@ int cli_search(int argc, char **argv)
         {"data", 1, 0, 'd'},    {"collection", 1, 0, 'c'}, {"as", 1, 0, 'a'},
         {"vector", 1, 0, 'v'},  {"vectors", 1, 0, 'V'},    {"row", 1, 0, 'r'},
         {"k", 1, 0, 'k'},       {"strategy", 1, 0, 's'},   {"ef", 1, 0, 'e'},
-        {"json", 0, 0, 'j'},    {"help", 0, 0, 'h'},       {0, 0, 0, 0}};
+        {"json", 0, 0, 'j'},    {"help", 0, 0, 'h'},       {"text", 1, 0, 't'},
+        {"query", 1, 0, 'Q'},   {"fusion", 1, 0, 'f'},     {"subject", 1, 0, 'S'},
+        {0, 0, 0, 0}};
+    const char *subject = NULL;
     const char *dir = NULL, *coll = NULL, *as = NULL, *vec = NULL, *vfile = NULL;
     size_t row = 0, k = 10, ef = 0, nprin = 0, dim = 0;
     int json = 0, c, rc = 1, has_row = 0;
@@ -111,18 +118,30 @@ int cli_search(int argc, char **argv)
         case 'e': if (cli_parse_size("--ef", optarg, &ef)) return 2; break;
         case 's': if (parse_strategy(optarg, &q.strategy)) return 2; break;
         case 'j': json = 1; break;
+        case 't': q.text = optarg; break;
+        case 'Q': q.query_json = optarg; break;
+        case 'S': subject = optarg; break;
+        case 'f':
+            if (strcmp(optarg, "rrf") && strcmp(optarg, "linear")) {
+                fprintf(stderr, "cordon search: --fusion must be rrf or linear\n");
+                return 2;
+            }
+            q.fusion = optarg[0] == 'l' ? CORDON_FUSION_LINEAR : CORDON_FUSION_RRF;
+            break;
         case 'h': fputs(usage, stdout); return 0;
         default: fputs(usage, stderr); return 2;
         }
     }
-    if (!coll || !as || (!vec && !(vfile && has_row))) {
-        fprintf(stderr, "cordon search: give --collection, --as and a query vector\n%s", usage);
+    if (!coll || (!as && !subject) || (!vec && !(vfile && has_row) && !q.text && !q.query_json)) {
+        fprintf(stderr, "cordon search: give --collection, --as (or --subject) and a query\n%s",
+                usage);
         return 2;
     }
-    prin = cli_split(as, &nprin);
+    if (as)
+        prin = cli_split(as, &nprin);
     if (vec && !(qv = parse_vector(vec, &dim)))
         goto done;
-    if (!vec) {
+    if (!vec && vfile) {
         cdn_err_t e;
         size_t rows;
         uint32_t d;
@@ -144,7 +163,7 @@ int cli_search(int argc, char **argv)
         cli_fail("search", &err);
         goto done;
     }
-    if (dim != info.dim) {
+    if (qv && dim != info.dim) {
         fprintf(stderr, "cordon search: the query vector has %zu values; collection \"%s\" "
                         "expects %u\n", dim, coll, info.dim);
         goto done;
@@ -152,7 +171,8 @@ int cli_search(int argc, char **argv)
     q.vector = qv;
     q.k = k;
     q.ef_search = (uint32_t)ef;
-    cordon_subject s = {.principals = (const char *const *)prin, .n_principals = nprin};
+    cordon_subject s = {.principals = (const char *const *)prin, .n_principals = nprin,
+                        .subject_id = subject};
     if (cordon_search(db, coll, &s, &q, &r, &err)) {
         cli_fail("search", &err);
         goto done;

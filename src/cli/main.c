@@ -13,6 +13,9 @@ static const struct command {
     {"demo", cli_demo, "load the sample corpus and show permission-aware answers"},
     {"load", cli_load, "load chunks from JSON lines (BEIR corpus.jsonl or NDJSON)"},
     {"search", cli_search, "search a collection as a subject"},
+    {"model", cli_model, "import, export, change or inspect the permission model"},
+    {"check", cli_check, "is-authorized: may a subject do an action on a resource?"},
+    {"explain", cli_explain, "why a subject may or may not read a chunk"},
     {"bench", cli_bench, "run a benchmark and print its figures"},
     {NULL, NULL, NULL},
 };

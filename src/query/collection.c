@@ -36,13 +36,15 @@ int coll_config_encode(const coll_config_t *cfg, char **json)
     for (size_t i = 0; meta && i < cfg->n_meta; i++)
         json_array_append_new(meta, json_pack("{s:s, s:i}", "name", cfg->meta_fields[i], "kind",
                                               cfg->meta_kinds[i]));
-    o = json_pack("{s:s, s:I, s:I, s:s, s:o, s:s, s:I, s:I, s:I, s:s, s:o, s:f, s:f}", "name",
+    o = json_pack("{s:s, s:I, s:I, s:s, s:o, s:s, s:I, s:I, s:I, s:s, s:o, s:f, s:f, s:b, s:b}",
+                  "name",
                   cfg->name, "id", (json_int_t)cfg->id, "dim", (json_int_t)cfg->dim, "metric",
                   vec_metric_name(cfg->metric), "text_fields", fields, "acl_field",
                   cfg->acl_field, "hnsw_m", (json_int_t)cfg->hnsw_m, "hnsw_ef_construction",
                   (json_int_t)cfg->hnsw_efc, "hnsw_ef_search", (json_int_t)cfg->hnsw_ef,
                   "analyzer", cfg->analyzer, "meta_fields", meta, "bm25_k1", (double)cfg->k1,
-                  "bm25_b", (double)cfg->b);
+                  "bm25_b", (double)cfg->b, "asserted_principals", cfg->asserted, "int8_scan",
+                  cfg->int8_scan);
     if (!o)
         return CDN_ERR_NOMEM;
     *json = json_dumps(o, JSON_COMPACT);
@@ -69,11 +71,15 @@ int coll_config_decode(const char *json, size_t len, coll_config_t *cfg, cdn_err
     size_t i;
     int rc = CDN_ERR_CORRUPT;
     memset(cfg, 0, sizeof *cfg);
-    if (!o || json_unpack(o, "{s:s, s:I, s:I, s:s, s:o, s:s, s:I, s:I, s:I, s:s, s:o, s:F, s:F}",
+    if (!o || json_unpack(o,
+                          "{s:s, s:I, s:I, s:s, s:o, s:s, s:I, s:I, s:I, s:s, s:o, s:F, s:F, s:b, "
+                          "s:b}",
                           "name", &name, "id", &id, "dim", &dim, "metric", &metric,
                           "text_fields", &fields, "acl_field", &acl, "hnsw_m", &m,
                           "hnsw_ef_construction", &efc, "hnsw_ef_search", &ef, "analyzer", &an,
-                          "meta_fields", &meta, "bm25_k1", &k1, "bm25_b", &b) != 0)
+                          "meta_fields", &meta, "bm25_k1", &k1, "bm25_b", &b,
+                          "asserted_principals", &cfg->asserted, "int8_scan",
+                          &cfg->int8_scan) != 0)
         goto done;
     if (strlen(an) >= COLL_ANALYZER_MAX || !json_is_array(meta) ||
         json_array_size(meta) > COLL_META_FIELDS_MAX)
@@ -141,7 +147,12 @@ int coll_create_state(const char *dir, const coll_config_t *cfg, coll_t **out, c
     if (!c)
         return cdn_err_set(err, CDN_ERR_NOMEM, "out of memory");
     c->cfg = *cfg;
-    pthread_rwlock_init(&c->lock, NULL);
+    /* Writer-preferring: a stream of searches must not hold off a revocation. */
+    pthread_rwlockattr_t attr;
+    pthread_rwlockattr_init(&attr);
+    pthread_rwlockattr_setkind_np(&attr, PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
+    pthread_rwlock_init(&c->lock, &attr);
+    pthread_rwlockattr_destroy(&attr);
     atomic_init(&c->refs, 1);
     if ((rc = acl_index_create(&c->acl)) != 0) {
         cdn_err_set(err, rc, "out of memory");
@@ -164,6 +175,8 @@ int coll_create_state(const char *dir, const coll_config_t *cfg, coll_t **out, c
             cdn_err_set(err, rc, "cannot create the vector graph: %s", cdn_strerror(rc));
             goto fail;
         }
+        if (cfg->int8_scan && (rc = quant_create(cfg->dim, &c->quant, err)) != 0)
+            goto fail;
     }
     *out = c;
     return CDN_OK;
@@ -227,6 +240,7 @@ int coll_load(const char *dir, store_txn_t *t, const coll_config_t *cfg, coll_t 
         coll_unref(l.c);
         return rc;
     }
+    coll_quant_sync(l.c); /* codes are rebuilt at open: a second or two per million rows */
     if ((rc = coll_text_open(dir, t, l.c, err)) != 0 ||
         (l.c->hnsw && (rc = coll_graph_open(dir, l.c, err)) != 0)) {
         coll_unref(l.c);
@@ -247,6 +261,7 @@ void coll_unref(coll_t *c)
     cdn_free(c->row_ext);
     acl_index_free(c->acl);
     hnsw_free(c->hnsw);
+    quant_free(c->quant);
     textidx_free(c->text);
     vecfile_close(c->vf);
     pthread_rwlock_destroy(&c->lock);
@@ -284,4 +299,27 @@ void coll_row_clear(coll_t *c, uint32_t row)
         cdn_free(c->row_ext[row]);
         c->row_ext[row] = NULL;
     }
+}
+
+int coll_quant_sync(coll_t *c)
+{
+    vec_view_t v;
+    uint32_t have;
+    int rc;
+    if (!c->quant || c->next_row == 0)
+        return CDN_OK;
+    coll_view(c, &v);
+    if (!quant_is_trained(c->quant)) {
+        if (c->next_row < COLL_QUANT_TRAIN_MIN)
+            return CDN_OK;
+        /* The first rows stand in for the distribution; rows outside it stay exact, only
+         * re-ranked more often (vector/quant.h). */
+        rc = quant_train(c->quant, &v, NULL, c->next_row < 100000 ? c->next_row : 100000, NULL);
+        if (rc)
+            return rc;
+    }
+    have = quant_count(c->quant);
+    if (have >= c->next_row)
+        return CDN_OK;
+    return quant_encode_rows(c->quant, &v, have, c->next_row - have, NULL);
 }

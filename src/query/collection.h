@@ -14,6 +14,7 @@
 #include "store/vecfile.h"
 #include "vector/distance.h"
 #include "vector/hnsw.h"
+#include "vector/quant.h"
 #include "text/textidx.h"
 
 #define COLL_NAME_MAX 128
@@ -35,6 +36,8 @@ typedef struct coll_config {
     char meta_fields[COLL_META_FIELDS_MAX][COLL_NAME_MAX + 1];
     int meta_kinds[COLL_META_FIELDS_MAX];   /* textidx_kind_t */
     float k1, b;
+    int asserted;      /* accepts principals asserted by the caller */
+    int int8_scan;     /* keeps 8-bit codes for exact scans */
 } coll_config_t;
 
 typedef struct coll {
@@ -43,6 +46,7 @@ typedef struct coll {
     hnsw_t *hnsw;             /* graph over the live rows; NULL when cfg.dim == 0 */
     uint32_t hnsw_saved;      /* rows the checkpoint on disk reflects (0 = none) */
     int hnsw_dirty;           /* changed since the checkpoint */
+    quant_t *quant;           /* 8-bit codes of the rows (cfg.int8_scan), or NULL */
     textidx_t *text;          /* text fields, "_all", metadata filters; always present */
     int text_dirty;
     acl_index_t *acl;
@@ -53,7 +57,7 @@ typedef struct coll {
     /* Writers hold it exclusively while they apply a committed write; searches share it. */
     pthread_rwlock_t lock;
     atomic_int refs;
-    int broken;               /* in-memory state missed a committed write: fail closed */
+    atomic_int broken;        /* in-memory state missed a committed write: fail closed */
 } coll_t;
 
 /* Checks a collection name: 1..128 bytes of [a-z0-9_-], not starting with '_' or '-'. */
@@ -84,6 +88,11 @@ int coll_file_path(const char *dir, uint32_t id, const char *ext, char *buf, siz
 int coll_graph_open(const char *dir, coll_t *c, cdn_err_t *err);
 /* Inserts rows (already in the vector file) into the graph, in parallel for large batches. */
 int coll_graph_insert(coll_t *c, const uint32_t *rows, size_t n);
+/* Rows a quantizer is trained on before it encodes anything (fewer: exact scans use floats). */
+#define COLL_QUANT_TRAIN_MIN 1000
+/* Brings the 8-bit codes up to next_row: trains once enough rows exist, then encodes the rows
+ * it lacks. Caller holds the write lock (or is opening). A failure leaves the codes unused. */
+int coll_quant_sync(coll_t *c);
 /* Writes the graph checkpoint if it changed; called at close. */
 int coll_graph_save(const char *dir, coll_t *c, cdn_err_t *err);
 

@@ -90,6 +90,7 @@ static int load_all(engine_t *e, cdn_err_t *err)
         cdn_err_set(err, rc, "principal table does not load: %s", cdn_strerror(rc));
         goto done;
     }
+    e->principals_saved = e->principals.len;
     rc = store_scan_prefix(t, STORE_COLLECTIONS, "", 0, load_collection, &cc);
     if (rc == CDN_OK)
         rc = engine_model_load(e, t, err);
@@ -130,6 +131,17 @@ void engine_close(engine_t *e)
         return;
     for (size_t i = 0; i < e->ncolls; i++) {
         cdn_err_t err;
+        char path[4096];
+        if (atomic_load(&e->colls[i]->broken)) {
+            /* Its indexes missed a committed write: saving them would make the loss
+             * permanent. Remove the checkpoints; the next open rebuilds from the rows. */
+            if (coll_file_path(e->dir, e->colls[i]->cfg.id, "hnsw", path, sizeof path) == 0)
+                unlink(path);
+            if (coll_file_path(e->dir, e->colls[i]->cfg.id, "text", path, sizeof path) == 0)
+                unlink(path);
+            coll_unref(e->colls[i]);
+            continue;
+        }
         if (coll_graph_save(e->dir, e->colls[i], &err))
             fprintf(stderr, "cordon: %s (it will be rebuilt at the next open)\n", err.msg);
         if (coll_text_save(e->dir, e->colls[i], &err))
@@ -193,7 +205,7 @@ int engine_coll_create(engine_t *e, const coll_config_t *cfg_in, cdn_err_t *err)
     store_txn_t *t = NULL;
     coll_t *c = NULL;
     char *json = NULL;
-    int rc;
+    int rc, made = 0;
     if ((rc = coll_name_check(cfg.name, err)) != 0)
         return rc;
     pthread_mutex_lock(&e->write_lock);
@@ -213,8 +225,12 @@ int engine_coll_create(engine_t *e, const coll_config_t *cfg_in, cdn_err_t *err)
     }
     cfg.id = e->next_coll_id;
     store_be32(idb, cfg.id + 1);
-    if ((rc = coll_config_encode(&cfg, &json)) != 0 ||
-        (rc = coll_create_state(e->dir, &cfg, &c, err)) != 0 ||
+    /* Room in the registry first, so nothing can fail between the commit and the insert. */
+    pthread_rwlock_wrlock(&e->meta_lock);
+    rc = cdn_grow((void **)&e->colls, &e->colls_cap, e->ncolls + 1, sizeof(coll_t *));
+    pthread_rwlock_unlock(&e->meta_lock);
+    if (rc != 0 || (rc = coll_config_encode(&cfg, &json)) != 0 ||
+        (made = 1, rc = coll_create_state(e->dir, &cfg, &c, err)) != 0 ||
         (rc = store_txn_begin(e->store, 1, &t, err)) != 0)
         goto done;
     if ((rc = store_put(t, STORE_COLLECTIONS, cfg.name, strlen(cfg.name), json,
@@ -228,17 +244,32 @@ int engine_coll_create(engine_t *e, const coll_config_t *cfg_in, cdn_err_t *err)
         goto done;
     e->next_coll_id = cfg.id + 1;
     pthread_rwlock_wrlock(&e->meta_lock);
-    rc = coll_insert_sorted(e, c);
+    rc = coll_insert_sorted(e, c); /* cannot fail: room was made above */
     pthread_rwlock_unlock(&e->meta_lock);
-    if (rc == CDN_OK)
-        c = NULL; /* the registry holds it now */
+    c = NULL; /* the registry holds it now */
 done:
     if (rc == CDN_ERR_NOMEM)
         cdn_err_set(err, rc, "out of memory creating collection \"%s\"", cfg.name);
+    if (rc && made && cfg.dim) { /* not created: remove any vector file it made (the id is
+                                    unused, so the file can be no other collection's) */
+        char path[4096];
+        if (coll_vecfile_path(e->dir, cfg.id, path, sizeof path) == 0)
+            unlink(path);
+    }
     coll_unref(c);
     free(json); /* from jansson's allocator */
     pthread_mutex_unlock(&e->write_lock);
     return rc;
+}
+
+static int drop_next_key(store_txn_t *t, uint32_t id)
+{
+    unsigned char k[8];
+    int rc;
+    memcpy(k, "next", 4);
+    store_be32(k + 4, id);
+    rc = store_del(t, STORE_META, k, 8);
+    return rc == CDN_ERR_NOT_FOUND ? CDN_OK : rc;
 }
 
 int engine_coll_drop(engine_t *e, const char *name, cdn_err_t *err)
@@ -263,7 +294,8 @@ int engine_coll_drop(engine_t *e, const char *name, cdn_err_t *err)
     if ((rc = store_del(t, STORE_COLLECTIONS, name, strlen(name))) != 0 ||
         (rc = store_del_prefix(t, STORE_CHUNKS, prefix, 4)) != 0 ||
         (rc = store_del_prefix(t, STORE_ROWS, prefix, 4)) != 0 ||
-        (rc = store_del_prefix(t, STORE_ACLS, prefix, 4)) != 0) {
+        (rc = store_del_prefix(t, STORE_ACLS, prefix, 4)) != 0 ||
+        (rc = drop_next_key(t, c->cfg.id)) != 0) {
         store_txn_abort(t);
         rc = cdn_err_set(err, rc, "cannot drop collection \"%s\"", name);
         goto done;

@@ -20,6 +20,8 @@ typedef struct engine {
     pthread_mutex_t write_lock;   /* one writer at a time, as LMDB allows */
     pthread_rwlock_t meta_lock;   /* the collection list and the principal table */
     acl_intern_t principals;
+    size_t principals_saved;      /* principals [0, saved) are in the store; the rest were
+                                     interned by a write that failed and wait for the next */
     coll_t **colls;               /* sorted by name */
     size_t ncolls, colls_cap;
     uint32_t next_coll_id;

@@ -58,7 +58,10 @@ static int finish(contrib_t *c, size_t n, size_t k, fusion_hit_t *out, size_t *n
     return CDN_OK;
 }
 
-static size_t window(const fusion_list_t *l, size_t w) { return w && w < l->n ? w : l->n; }
+static size_t window(const fusion_list_t *l, size_t w)
+{
+    return w && w < l->n ? w : l->n;
+}
 
 int fusion_rrf(const fusion_list_t *lists, size_t nlists, uint32_t rank_constant,
                size_t rank_window, size_t k, fusion_hit_t *out, size_t *n_out)

@@ -112,6 +112,18 @@ int engine_subject_resolve(engine_t *e, const char *subject_id, const char *cons
     int rc;
     memset(out, 0, sizeof *out);
     if (!subject_id) {
+        coll_t *c;
+        int asserted;
+        if ((rc = engine_coll_get(e, coll, &c, err)) != 0)
+            return rc;
+        asserted = c->cfg.asserted;
+        coll_unref(c);
+        if (!asserted)
+            return cdn_err_set(err, CDN_ERR_DENIED,
+                               "collection \"%s\" does not accept asserted principals: search as "
+                               "a subject of the permission model (subject_id), or create the "
+                               "collection with asserted_principals",
+                               coll);
         out->principals = principals;
         out->n = n;
         return CDN_OK;

@@ -13,6 +13,9 @@
 #include <stdio.h>
 #include <string.h>
 
+/* Below this many rows the float scan is as fast as the 8-bit one (bench quant). */
+#define SEARCH_QUANT_MIN_ROWS 5000
+
 static int check_query(const coll_t *c, const search_knn_t *q, cdn_err_t *err)
 {
     if (q->text && q->query_json)
@@ -91,8 +94,15 @@ static int run_exact(coll_t *c, const vec_view_t *v, const float *query,
                      const roaring_bitmap_t *allowed, size_t k, vec_hit_t *hits, size_t *nhits,
                      search_result_t *out)
 {
-    uint64_t scanned = 0;
-    int rc = exact_search(v, c->cfg.metric, query, allowed, k, hits, nhits, &scanned);
+    uint64_t scanned = 0, n = roaring_bitmap_get_cardinality(allowed);
+    int rc;
+    if (c->quant && quant_is_trained(c->quant) && n >= SEARCH_QUANT_MIN_ROWS) {
+        quant_stats_t st = {0};
+        rc = quant_exact_search(c->quant, v, c->cfg.metric, query, allowed, k, hits, nhits, &st);
+        scanned = st.scanned;
+    } else {
+        rc = exact_search(v, c->cfg.metric, query, allowed, k, hits, nhits, &scanned);
+    }
     out->candidates += scanned;
     out->complete = rc == CDN_OK;
     snprintf(out->plan, sizeof out->plan, "%s", out->plan[0] ? "hnsw+exact" : "exact");
@@ -112,7 +122,9 @@ int search_vector_locked(engine_t *e, coll_t *c, const search_knn_t *q, const fl
     coll_view(c, &v);
     if (c->hnsw)
         hnsw_get_info(c->hnsw, &info);
-    plan_choose((int)q->strategy, out->readable, c->live, c->cfg.dim, k,
+    /* The candidates: readable, and inside the filter when there is one. */
+    uint64_t cand = roaring_bitmap_get_cardinality(allowed);
+    plan_choose((int)q->strategy, cand, c->live, c->cfg.dim, k,
                 q->ef_search ? q->ef_search : c->cfg.hnsw_ef, q->max_candidates, info.nodes, e->plan_exact_floats, &p);
     if (p.kind == PLAN_EXACT)
         return run_exact(c, &v, query, allowed, k, hits, nhits, out);
@@ -120,7 +132,7 @@ int search_vector_locked(engine_t *e, coll_t *c, const search_knn_t *q, const fl
     if (p.kind == PLAN_GRAPH_UNFILTERED) {
         rc = run_unfiltered(c, &v, query, allowed, k, &p, hits, nhits, out);
         out->complete = 0;
-        if (rc == CDN_OK && *nhits < k && *nhits < out->readable && p.fallback_exact)
+        if (rc == CDN_OK && *nhits < k && *nhits < cand && p.fallback_exact)
             return run_exact(c, &v, query, allowed, k, hits, nhits, out);
         return rc;
     }
@@ -131,7 +143,7 @@ int search_vector_locked(engine_t *e, coll_t *c, const search_knn_t *q, const fl
     /* Complete only when the traversal evaluated every readable row the graph holds (every
      * readable row is in the graph: writes insert before they publish). */
     out->complete = rc == CDN_OK && !st.incomplete;
-    if (rc == CDN_OK && p.fallback_exact && (st.exhausted_budget || (n < k && n < out->readable)))
+    if (rc == CDN_OK && p.fallback_exact && (st.exhausted_budget || (n < k && n < cand)))
         return run_exact(c, &v, query, allowed, k, hits, nhits, out);
     return rc;
 }
@@ -151,6 +163,10 @@ static int knn_locked(engine_t *e, coll_t *c, const uint32_t *view, size_t nview
     if ((rc = acl_index_allowed(c->acl, view, nview, &allowed)) != 0)
         return cdn_err_set(err, rc, "out of memory");
     out->readable = roaring_bitmap_get_cardinality(allowed);
+    if (q->filter_json && (rc = search_filter_locked(e, c, q->filter_json, allowed, err)) != 0) {
+        roaring_bitmap_free(allowed);
+        return rc;
+    }
     if (q->text || q->query_json) {
         rc = search_text_locked(e, c, q, query, allowed, k, out, &hits, &nhits, err);
     } else if (!(hits = cdn_malloc(k * sizeof *hits))) {
@@ -214,42 +230,70 @@ void search_result_free(search_result_t *r)
     r->n_hits = 0;
 }
 
+/* Reads the chunk's record and checks it under the collection's read lock. A write commits to
+ * the store before it reaches memory, so a read transaction may be ahead of memory: then
+ * *ahead is set and nothing is read; the caller waits for the writer and tries again. */
+static int get_locked(engine_t *e, coll_t *c, const unsigned char *key, size_t klen,
+                      const uint32_t *view, size_t nview, json_t **obj, float **vec,
+                      uint64_t *rev, int *readable, int *ahead, cdn_err_t *err)
+{
+    store_txn_t *t = NULL;
+    uint64_t stored = 0;
+    const void *v;
+    size_t vlen;
+    uint32_t row = 0;
+    int rc = klen ? store_txn_begin(e->store, 0, &t, err) : CDN_OK;
+    *rev = atomic_load(&e->revision);
+    if (rc == CDN_OK && t && (rc = store_revision_get(t, &stored)) == CDN_OK && stored > *rev)
+        *ahead = 1;
+    else if (rc == CDN_OK && t && store_get(t, STORE_CHUNKS, key, klen, &v, &vlen) == CDN_OK &&
+             chunkrec_decode(v, vlen, &row, obj) == CDN_OK)
+        *readable = !c->broken && acl_index_check(c->acl, row, view, nview);
+    if (*readable && c->vf && (*vec = cdn_malloc(c->cfg.dim * sizeof(float))))
+        memcpy(*vec, vecfile_base(c->vf) + (size_t)row * vecfile_stride(c->vf),
+               c->cfg.dim * sizeof(float));
+    else if (*readable && c->vf)
+        rc = CDN_ERR_NOMEM;
+    store_txn_abort(t);
+    return rc;
+}
+
 int search_get(engine_t *e, const char *name, const char *const *principals, size_t n,
-               const char *id, json_t **obj, float **vec, uint64_t *rev, cdn_err_t *err)
+               const char *id, json_t **obj, float **vec, uint32_t *dim, uint64_t *rev,
+               cdn_err_t *err)
 {
     unsigned char key[4 + 512];
-    uint32_t *view = NULL, row = 0;
-    size_t nview = 0, klen, vlen;
-    const void *v;
-    store_txn_t *t = NULL;
+    uint32_t *view = NULL;
+    size_t nview = 0, klen;
     coll_t *c;
-    int rc, readable = 0;
+    int rc, readable = 0, ahead = 1;
     *obj = NULL;
     *vec = NULL;
     if ((rc = engine_coll_get(e, name, &c, err)) != 0)
         return rc;
+    *dim = c->cfg.dim;
     klen = coll_chunk_key(c->cfg.id, id, key, sizeof key);
     if ((rc = engine_view_ids(e, principals, n, &view, &nview, err)) != 0)
         goto done;
-    pthread_rwlock_rdlock(&c->lock);
-    *rev = atomic_load(&e->revision);
-    rc = klen ? store_txn_begin(e->store, 0, &t, err) : CDN_OK;
-    if (rc == CDN_OK && t && store_get(t, STORE_CHUNKS, key, klen, &v, &vlen) == CDN_OK &&
-        chunkrec_decode(v, vlen, &row, obj) == CDN_OK)
-        readable = !c->broken && acl_index_check(c->acl, row, view, nview);
-    if (readable && c->vf && (*vec = cdn_malloc(c->cfg.dim * sizeof(float))))
-        memcpy(*vec, vecfile_base(c->vf) + (size_t)row * vecfile_stride(c->vf),
-               c->cfg.dim * sizeof(float));
-    else if (readable && c->vf)
-        rc = CDN_ERR_NOMEM;
-    pthread_rwlock_unlock(&c->lock);
-    store_txn_abort(t);
+    for (int tries = 0; rc == CDN_OK && ahead; tries++) {
+        if (tries) { /* a writer is between its commit and its apply: let it finish */
+            pthread_mutex_lock(&e->write_lock);
+            pthread_mutex_unlock(&e->write_lock);
+        }
+        ahead = 0;
+        pthread_rwlock_rdlock(&c->lock);
+        rc = get_locked(e, c, key, klen, view, nview, obj, vec, rev, &readable,
+                        tries < 100 ? &ahead : &(int){0}, err);
+        pthread_rwlock_unlock(&c->lock);
+    }
     if (rc == CDN_OK && !readable) /* hidden equals missing: the same code and message */
         rc = cdn_err_set(err, CDN_ERR_NOT_FOUND, "no chunk \"%s\" in collection \"%s\"", id, name);
 done:
     if (rc) {
         json_decref(*obj);
         *obj = NULL;
+        cdn_free(*vec);
+        *vec = NULL;
     }
     cdn_free(view);
     coll_unref(c);

@@ -35,6 +35,7 @@ typedef struct search_knn {
     uint32_t rank_constant;   /* RRF: 0 = 60 */
     float text_weight;        /* linear: 0 = 0.5 */
     float vector_weight;      /* linear: 0 = 0.5 */
+    const char *filter_json;  /* ES query restricting the candidates, or NULL */
 } search_knn_t;
 
 typedef struct search_hit {
@@ -62,9 +63,11 @@ void search_result_free(search_result_t *r);
 
 /* Reads chunk id as the subject: CDN_ERR_NOT_FOUND whether missing or unreadable. On success
  * *obj is the stored record ({"fields","metadata","allowed","denied"}, json_decref it), *vec a
- * copy of the vector (cdn_free; NULL without vectors), *rev the revision read. */
+ * copy of the vector (cdn_free; NULL without vectors) of *dim floats, *rev the revision read.
+ * The record and the permission check come from the same revision. */
 int search_get(engine_t *e, const char *coll, const char *const *principals, size_t n,
-               const char *id, json_t **obj, float **vec, uint64_t *rev, cdn_err_t *err);
+               const char *id, json_t **obj, float **vec, uint32_t *dim, uint64_t *rev,
+               cdn_err_t *err);
 
 /* Reads chunk id's stored record without a permission check, for administrators' questions
  * (explain). *obj is released with json_decref. */

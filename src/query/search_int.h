@@ -19,6 +19,10 @@ int search_text_locked(engine_t *e, coll_t *c, const search_knn_t *q, const floa
                        const roaring_bitmap_t *allowed, size_t k, search_result_t *out,
                        vec_hit_t **hits, size_t *nhits, cdn_err_t *err);
 
+/* Narrows allowed to the chunks the filter query (ES JSON) matches. */
+int search_filter_locked(engine_t *e, coll_t *c, const char *filter_json,
+                         roaring_bitmap_t *allowed, cdn_err_t *err);
+
 /* Re-checks hits against the view and fills out->hits with ids and scores. */
 int search_finish(const coll_t *c, const uint32_t *view, size_t nview, const vec_hit_t *h,
                   size_t n, search_result_t *out);

@@ -2,6 +2,7 @@
  * search fusing it with the vector plan (reciprocal rank or weighted linear fusion).
  * Relies on text/textidx, query/fusion and the vector plan in search.c. */
 #include "base/mem.h"
+#include "query/chunkrec.h"
 #include "query/fusion.h"
 #include "query/search_int.h"
 #include "text/textq.h"
@@ -10,37 +11,124 @@
 #include <stdio.h>
 #include <string.h>
 
-static int build_query(const search_knn_t *q, textq_t **out, cdn_err_t *err)
+/* Rewrites the values of every {"ids": {"values": [...]}} in j from chunk ids (strings, or
+ * numbers taken as their decimal text) to the rows that hold them now; ids that name no
+ * chunk are dropped. The text layer only knows rows, and a caller must never name rows. */
+static int map_ids(store_txn_t *t, const coll_t *c, json_t *j)
+{
+    const char *k;
+    json_t *v, *vals;
+    size_t i;
+    int rc = CDN_OK;
+    if (json_is_array(j)) {
+        json_array_foreach(j, i, v) if (rc == CDN_OK) rc = map_ids(t, c, v);
+        return rc;
+    }
+    if (!json_is_object(j))
+        return CDN_OK;
+    vals = json_object_get(json_object_get(j, "ids"), "values");
+    if (json_is_array(vals)) {
+        json_t *rows = json_array();
+        if (!rows)
+            return CDN_ERR_NOMEM;
+        json_array_foreach(vals, i, v) {
+            unsigned char key[4 + 512];
+            char num[32];
+            const char *id = json_string_value(v);
+            const void *rec;
+            size_t klen, rlen;
+            uint32_t row;
+            if (!id && json_is_integer(v)) {
+                snprintf(num, sizeof num, "%lld", (long long)json_integer_value(v));
+                id = num;
+            }
+            klen = id && strlen(id) <= 512 ? coll_chunk_key(c->cfg.id, id, key, sizeof key) : 0;
+            if (klen && store_get(t, STORE_CHUNKS, key, klen, &rec, &rlen) == CDN_OK &&
+                chunkrec_row(rec, rlen, &row) == CDN_OK)
+                json_array_append_new(rows, json_integer(row));
+        }
+        json_object_set_new(json_object_get(j, "ids"), "values", rows);
+    }
+    json_object_foreach(j, k, v) if (rc == CDN_OK) rc = map_ids(t, c, v);
+    return rc;
+}
+
+static int parse_es(engine_t *e, const coll_t *c, const char *what, const char *text,
+                    textq_t **out, cdn_err_t *err)
 {
     json_error_t je;
-    json_t *j;
+    json_t *j = json_loads(text, 0, &je);
+    store_txn_t *t;
     int rc;
-    if (q->text)
-        return textq_match("_all", q->text, out) ? cdn_err_set(err, CDN_ERR_NOMEM, "out of memory")
-                                                 : CDN_OK;
-    if (!(j = json_loads(q->query_json, 0, &je)))
-        return cdn_err_set(err, CDN_ERR_INVALID, "query is not valid JSON (column %d: %s)",
+    if (!j)
+        return cdn_err_set(err, CDN_ERR_INVALID, "%s is not valid JSON (column %d: %s)", what,
                            je.column, je.text);
-    rc = textq_parse_es(j, out, err);
+    if ((rc = store_txn_begin(e->store, 0, &t, err)) == CDN_OK) {
+        rc = map_ids(t, c, j);
+        store_txn_abort(t);
+    }
+    if (rc == CDN_OK)
+        rc = textq_parse_es(j, out, err);
     json_decref(j);
     return rc;
 }
 
+static int build_query(engine_t *e, const coll_t *c, const search_knn_t *q, textq_t **out,
+                       cdn_err_t *err)
+{
+    if (q->text)
+        return textq_match("_all", q->text, out) ? cdn_err_set(err, CDN_ERR_NOMEM, "out of memory")
+                                                 : CDN_OK;
+    return parse_es(e, c, "query", q->query_json, out, err);
+}
+
+/* Runs tq (which it frees) over the allowed rows for k hits into res. */
+static int run_tree(coll_t *c, textq_t *tq, const roaring_bitmap_t *allowed, size_t k,
+                    int exhaustive, textidx_result_t *res, cdn_err_t *err)
+{
+    textidx_search_opts_t o = {.allowed = allowed, .k = k, .exhaustive = exhaustive};
+    int rc;
+    memset(res, 0, sizeof *res);
+    rc = textidx_search(c->text, tq, &o, res, err);
+    textq_free(tq);
+    return rc;
+}
+
+int search_filter_locked(engine_t *e, coll_t *c, const char *filter_json,
+                         roaring_bitmap_t *allowed, cdn_err_t *err)
+{
+    uint64_t n = roaring_bitmap_get_cardinality(allowed);
+    textidx_result_t res;
+    roaring_bitmap_t *keep;
+    textq_t *tq = NULL;
+    int rc = parse_es(e, c, "filter", filter_json, &tq, err);
+    if (rc || n == 0) {
+        textq_free(tq);
+        return rc;
+    }
+    if ((rc = run_tree(c, tq, allowed, (size_t)n, 1, &res, err)) != 0)
+        return rc;
+    if (!(keep = roaring_bitmap_create())) {
+        textidx_result_free(&res);
+        return cdn_err_set(err, CDN_ERR_NOMEM, "out of memory");
+    }
+    for (size_t i = 0; i < res.n; i++)
+        roaring_bitmap_add(keep, res.hits[i].id);
+    textidx_result_free(&res);
+    roaring_bitmap_and_inplace(allowed, keep);
+    roaring_bitmap_free(keep);
+    return CDN_OK;
+}
+
 /* Runs the text side for `window` hits into a newly allocated array of (id, score). */
-static int text_side(coll_t *c, const search_knn_t *q, const roaring_bitmap_t *allowed,
+static int text_side(engine_t *e, coll_t *c, const search_knn_t *q, const roaring_bitmap_t *allowed,
                      size_t window, vec_hit_t **hits, size_t *n, search_result_t *out,
                      cdn_err_t *err)
 {
     textq_t *tq = NULL;
     textidx_result_t res;
-    textidx_search_opts_t o = {.allowed = allowed, .k = window};
-    int rc = build_query(q, &tq, err);
-    if (rc)
-        return rc;
-    memset(&res, 0, sizeof res);
-    rc = textidx_search(c->text, tq, &o, &res, err);
-    textq_free(tq);
-    if (rc)
+    int rc = build_query(e, c, q, &tq, err);
+    if (rc || (rc = run_tree(c, tq, allowed, window, 0, &res, err)) != 0)
         return rc;
     *hits = cdn_malloc((res.n ? res.n : 1) * sizeof **hits);
     for (size_t i = 0; *hits && i < res.n; i++)
@@ -93,10 +181,10 @@ int search_text_locked(engine_t *e, coll_t *c, const search_knn_t *q, const floa
     size_t nt = 0, nv = 0;
     char tplan[32];
     int tcomplete, rc;
-    if (window < k)
-        return cdn_err_set(err, CDN_ERR_INVALID, "rank_window_size %zu is below k %zu", window,
-                           k);
-    if ((rc = text_side(c, q, allowed, window, &th, &nt, out, err)) != 0 || !q->vector) {
+    if (window < k || window > SEARCH_K_MAX)
+        return cdn_err_set(err, CDN_ERR_INVALID, "rank_window_size %zu must be between k (%zu) "
+                           "and %d", window, k, SEARCH_K_MAX);
+    if ((rc = text_side(e, c, q, allowed, window, &th, &nt, out, err)) != 0 || !q->vector) {
         *hits = th;
         *nhits = nt;
         return rc;
@@ -118,8 +206,9 @@ int search_text_locked(engine_t *e, coll_t *c, const search_knn_t *q, const floa
     out->complete = out->complete && tcomplete;
     char vplan[32];
     memcpy(vplan, out->plan, sizeof vplan);
-    snprintf(out->plan, sizeof out->plan, "%s:%.12s+%.8s",
-             q->fusion == SEARCH_FUSION_LINEAR ? "linear" : "rrf", vplan, tplan);
+    (void)tplan; /* the text side is always BM25; its pruning variant is not worth the room */
+    snprintf(out->plan, sizeof out->plan, "%s(%.15s,bm25)",
+             q->fusion == SEARCH_FUSION_LINEAR ? "linear" : "rrf", vplan);
     cdn_free(th);
     cdn_free(vh);
     if (rc)

@@ -4,6 +4,7 @@
 #include "query/write.h"
 #include "base/arena.h"
 #include "base/mem.h"
+#include "base/utf8.h"
 #include "query/chunkrec.h"
 #include "query/write_int.h"
 
@@ -19,14 +20,17 @@ int write_id_check(const char *id, size_t index, cdn_err_t *err)
     if (!id)
         return cdn_err_set(err, CDN_ERR_INVALID, "chunk %zu has no id; every chunk needs one",
                            index);
+    size_t at;
     n = strlen(id);
     if (n == 0 || n > WRITE_ID_MAX)
         return cdn_err_set(err, CDN_ERR_INVALID, "chunk %zu: id must be 1 to %d bytes; got %zu",
                            index, WRITE_ID_MAX, n);
-    for (size_t i = 0; i < n; i++)
-        if ((unsigned char)id[i] < 0x20)
-            return cdn_err_set(err, CDN_ERR_INVALID,
-                               "chunk \"%s\": id contains a control character", id);
+    if (!cdn_utf8_valid(id, n, &at))
+        return cdn_err_set(err, CDN_ERR_INVALID, "chunk %zu: id is not UTF-8 (byte %zu)", index,
+                           at);
+    if (cdn_utf8_has_control(id, n, &at))
+        return cdn_err_set(err, CDN_ERR_INVALID,
+                           "chunk %zu: id has a control character at byte %zu", index, at);
     return CDN_OK;
 }
 
@@ -58,7 +62,7 @@ int write_prep_acl(prep_t *p, const char *const *allowed, size_t na, const char 
                     size_t nd, cdn_arena_t *a, cdn_err_t *err)
 {
     int rc;
-    if (na + nd > ACL_MAX_PRINCIPALS)
+    if (na > ACL_MAX_PRINCIPALS || nd > ACL_MAX_PRINCIPALS || na + nd > ACL_MAX_PRINCIPALS)
         return cdn_err_set(err, CDN_ERR_LIMIT, "chunk \"%s\": %zu principals; the limit is %d",
                            p->in->id, na + nd, ACL_MAX_PRINCIPALS);
     if ((na && !allowed) || (nd && !denied))
@@ -115,9 +119,14 @@ static int prep_fields(const write_chunk_t *c, const coll_config_t *cfg, cdn_err
         if (f == cfg->n_text)
             return cdn_err_set(err, CDN_ERR_INVALID, "chunk \"%s\": \"%s\" is not a text field "
                                "of collection \"%s\"", c->id, c->field_names[i], cfg->name);
-        if (strlen(c->field_values[i]) > WRITE_TEXT_MAX)
+        size_t len = strlen(c->field_values[i]), at;
+        if (len > WRITE_TEXT_MAX)
             return cdn_err_set(err, CDN_ERR_LIMIT, "chunk \"%s\": field \"%s\" passes %d bytes",
                                c->id, c->field_names[i], WRITE_TEXT_MAX);
+        if (!cdn_utf8_valid(c->field_values[i], len, &at))
+            return cdn_err_set(err, CDN_ERR_INVALID,
+                               "chunk \"%s\": field \"%s\" is not UTF-8 (byte %zu)", c->id,
+                               c->field_names[i], at);
         for (size_t j = 0; j < i; j++)
             if (!strcmp(c->field_names[j], c->field_names[i]))
                 return cdn_err_set(err, CDN_ERR_INVALID, "chunk \"%s\": field \"%s\" given twice",
@@ -179,10 +188,11 @@ int write_pack_acl(engine_t *e, prep_t *p, cdn_arena_t *a)
     return CDN_OK;
 }
 
-/* Writes the principals interned since old_len into the store. */
-int write_persist_principals(engine_t *e, store_txn_t *t, size_t old_len)
+/* Writes the principals not yet in the store. Ids are never taken back once handed out (a
+ * search may already hold one), so a failed write's principals are stored by the next. */
+int write_persist_principals(engine_t *e, store_txn_t *t)
 {
-    for (size_t id = old_len; id < e->principals.len; id++) {
+    for (size_t id = e->principals_saved; id < e->principals.len; id++) {
         const char *name = acl_intern_name(&e->principals, (uint32_t)id);
         unsigned char k[4], v[4];
         int rc;
@@ -237,13 +247,19 @@ static int save_next_row(store_txn_t *t, const coll_t *c, uint32_t next)
     return store_put(t, STORE_META, k, 8, v, 4);
 }
 
+/* The batch's rows are consecutive (next_row onward), so one gathered write covers them. */
 static int write_vectors(coll_t *c, prep_t *p, size_t n, cdn_err_t *err)
 {
-    int rc = CDN_OK;
-    if (!c->vf)
+    const float **rows;
+    int rc;
+    if (!c->vf || n == 0)
         return CDN_OK;
-    for (size_t i = 0; i < n && rc == CDN_OK; i++)
-        rc = vecfile_write(c->vf, p[i].row, p[i].vec, 1, err);
+    if (!(rows = cdn_malloc(n * sizeof *rows)))
+        return cdn_err_set(err, CDN_ERR_NOMEM, "out of memory");
+    for (size_t i = 0; i < n; i++)
+        rows[i] = p[i].vec;
+    rc = vecfile_write(c->vf, p[0].row, rows, (uint32_t)n, err);
+    cdn_free(rows);
     return rc ? rc : vecfile_sync(c->vf, err);
 }
 
@@ -253,6 +269,10 @@ static void apply_put(engine_t *e, coll_t *c, prep_t *p, size_t n, uint32_t next
 {
     pthread_rwlock_wrlock(&c->lock);
     c->next_row = next_row;
+    if (coll_quant_sync(c)) { /* codes out of step: stop using them rather than risk them */
+        quant_free(c->quant);
+        c->quant = NULL;
+    }
     for (size_t i = 0; i < n; i++) {
         if (p[i].had_old) {
             if (c->hnsw)
@@ -287,7 +307,6 @@ int write_commit(engine_t *e, store_txn_t *t, uint64_t *rev, cdn_err_t *err)
 static int put_locked(engine_t *e, coll_t *c, const write_chunk_t *chunks, size_t n,
                       prep_t *p, cdn_arena_t *a, uint64_t *rev, cdn_err_t *err)
 {
-    size_t old_len = e->principals.len;
     uint32_t next_row = c->next_row;
     store_txn_t *t;
     int rc = CDN_OK;
@@ -308,19 +327,18 @@ static int put_locked(engine_t *e, coll_t *c, const write_chunk_t *chunks, size_
         (rc = store_txn_begin(e->store, 1, &t, err)) == CDN_OK) {
         for (size_t i = 0; i < n && rc == CDN_OK; i++)
             rc = put_one(e, c, t, &p[i]);
-        if (rc == CDN_OK && (rc = write_persist_principals(e, t, old_len)) == CDN_OK)
+        if (rc == CDN_OK && (rc = write_persist_principals(e, t)) == CDN_OK)
             rc = save_next_row(t, c, next_row + (uint32_t)n);
         if (rc) {
             store_txn_abort(t);
             cdn_err_set(err, rc, "cannot store the batch: %s", cdn_strerror(rc));
         } else {
             rc = write_commit(e, t, rev, err);
+            if (rc == CDN_OK)
+                e->principals_saved = e->principals.len;
         }
     }
     if (rc) {
-        pthread_rwlock_wrlock(&e->meta_lock);
-        acl_intern_truncate(&e->principals, old_len);
-        pthread_rwlock_unlock(&e->meta_lock);
         if (rc == CDN_ERR_NOMEM)
             cdn_err_set(err, rc, "out of memory writing the batch");
         return rc;

@@ -105,7 +105,10 @@ static int set_one(coll_t *c, store_txn_t *t, prep_t *p, cdn_err_t *err)
     for (int w = 0; w < 2; w++) {
         arr[w] = json_array();
         for (size_t i = 0; arr[w] && i < p->nnames[w]; i++)
-            json_array_append_new(arr[w], json_string(p->names[w][i]));
+            if (json_array_append_new(arr[w], json_string(p->names[w][i]))) {
+                json_decref(arr[w]);
+                arr[w] = NULL;
+            }
     }
     rc = (!arr[0] || !arr[1] || json_object_set_new(obj, "allowed", arr[0]) ||
           json_object_set_new(obj, "denied", arr[1]))
@@ -125,7 +128,6 @@ static int set_one(coll_t *c, store_txn_t *t, prep_t *p, cdn_err_t *err)
 static int set_acl_locked(engine_t *e, coll_t *c, const write_acl_t *ch, size_t n, prep_t *p,
                           write_chunk_t *ids, cdn_arena_t *a, uint64_t *rev, cdn_err_t *err)
 {
-    size_t old_len = e->principals.len;
     store_txn_t *t;
     int rc = CDN_OK;
     for (size_t i = 0; i < n && rc == CDN_OK; i++) {
@@ -144,16 +146,14 @@ static int set_acl_locked(engine_t *e, coll_t *c, const write_acl_t *ch, size_t 
     if (rc == CDN_OK && (rc = store_txn_begin(e->store, 1, &t, err)) == CDN_OK) {
         for (size_t i = 0; i < n && rc == CDN_OK; i++)
             rc = set_one(c, t, &p[i], err);
-        if (rc == CDN_OK && (rc = write_persist_principals(e, t, old_len)) != 0)
+        if (rc == CDN_OK && (rc = write_persist_principals(e, t)) != 0)
             cdn_err_set(err, rc, "cannot store principals");
         rc = rc ? (store_txn_abort(t), rc) : write_commit(e, t, rev, err);
+        if (rc == CDN_OK)
+            e->principals_saved = e->principals.len;
     }
-    if (rc) {
-        pthread_rwlock_wrlock(&e->meta_lock);
-        acl_intern_truncate(&e->principals, old_len);
-        pthread_rwlock_unlock(&e->meta_lock);
+    if (rc)
         return rc == CDN_ERR_NOMEM ? cdn_err_set(err, rc, "out of memory") : rc;
-    }
     pthread_rwlock_wrlock(&c->lock);
     for (size_t i = 0; i < n; i++)
         if (acl_index_set(c->acl, p[i].row, p[i].packed))

@@ -21,8 +21,8 @@ int write_prep_acl(prep_t *p, const char *const *allowed, size_t na, const char 
                    size_t nd, cdn_arena_t *a, cdn_err_t *err);
 /* Interns p's principals and packs its ACL; caller holds meta_lock for writing. */
 int write_pack_acl(engine_t *e, prep_t *p, cdn_arena_t *a);
-/* Stores principals interned since old_len. */
-int write_persist_principals(engine_t *e, store_txn_t *t, size_t old_len);
+/* Stores the principals interned but not yet stored. */
+int write_persist_principals(engine_t *e, store_txn_t *t);
 /* Records the next revision in t and commits it (t is gone either way); *rev is the new
  * revision, which the caller publishes once memory reflects the write. */
 int write_commit(engine_t *e, store_txn_t *t, uint64_t *rev, cdn_err_t *err);

@@ -20,9 +20,11 @@ typedef struct vecfile vecfile_t;
 int vecfile_open(const char *path, uint32_t dim, vecfile_t **out, cdn_err_t *err);
 void vecfile_close(vecfile_t *vf);
 
-/* Writes n rows (each dim floats, packed) at rows first .. first+n-1. Not durable until
- * vecfile_sync. Returns 0, CDN_ERR_LIMIT past VECFILE_MAX_BYTES, or CDN_ERR_IO. */
-int vecfile_write(vecfile_t *vf, uint32_t first, const float *rows, uint32_t n, cdn_err_t *err);
+/* Writes n rows (rows[i] points at dim floats) at rows first .. first+n-1, in as few system
+ * calls as a bounded buffer allows. Not durable until vecfile_sync. Returns 0, CDN_ERR_LIMIT
+ * past VECFILE_MAX_BYTES, CDN_ERR_NOMEM or CDN_ERR_IO. */
+int vecfile_write(vecfile_t *vf, uint32_t first, const float *const *rows, uint32_t n,
+                  cdn_err_t *err);
 int vecfile_sync(vecfile_t *vf, cdn_err_t *err);
 
 /* The mapping: row r starts at base + r * stride floats, 64-byte aligned. The pointer is

@@ -11,10 +11,9 @@
 
 /* Lucene's EnglishAnalyzer default stop set (also Anserini's and Elasticsearch's _english_). */
 static const char *const lucene_stop[] = {
-    "a",    "an",   "and",   "are",  "as",    "at",    "be",   "but",   "by",
-    "for",  "if",   "in",    "into", "is",    "it",    "no",   "not",   "of",
-    "on",   "or",   "such",  "that", "the",   "their", "then", "there", "these",
-    "they", "this", "to",    "was",  "will",  "with",
+    "a",   "an",    "and",  "are",   "as",    "at",   "be",   "but", "by",  "for",  "if",
+    "in",  "into",  "is",   "it",    "no",    "not",  "of",   "on",  "or",  "such", "that",
+    "the", "their", "then", "there", "these", "they", "this", "to",  "was", "will", "with",
 };
 
 int analyzer_is_stopword(const char *word, size_t len)
@@ -138,13 +137,19 @@ static int is_word_cp(utf8proc_int32_t c)
         return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
                c == '_';
     switch (utf8proc_category(c)) {
-    case UTF8PROC_CATEGORY_LU: case UTF8PROC_CATEGORY_LL: case UTF8PROC_CATEGORY_LT:
-    case UTF8PROC_CATEGORY_LM: case UTF8PROC_CATEGORY_LO: case UTF8PROC_CATEGORY_MN:
-    case UTF8PROC_CATEGORY_MC: case UTF8PROC_CATEGORY_ME: case UTF8PROC_CATEGORY_ND:
-    case UTF8PROC_CATEGORY_NL: case UTF8PROC_CATEGORY_NO: case UTF8PROC_CATEGORY_PC:
-        return 1;
-    default:
-        return 0;
+    case UTF8PROC_CATEGORY_LU:
+    case UTF8PROC_CATEGORY_LL:
+    case UTF8PROC_CATEGORY_LT:
+    case UTF8PROC_CATEGORY_LM:
+    case UTF8PROC_CATEGORY_LO:
+    case UTF8PROC_CATEGORY_MN:
+    case UTF8PROC_CATEGORY_MC:
+    case UTF8PROC_CATEGORY_ME:
+    case UTF8PROC_CATEGORY_ND:
+    case UTF8PROC_CATEGORY_NL:
+    case UTF8PROC_CATEGORY_NO:
+    case UTF8PROC_CATEGORY_PC: return 1;
+    default: return 0;
     }
 }
 
@@ -164,8 +169,8 @@ static int is_digit_cp(utf8proc_int32_t c)
 /* Decodes the code point at s[i]; invalid bytes decode as -1 with length 1. */
 static utf8proc_ssize_t cp_at(const char *s, size_t len, size_t i, utf8proc_int32_t *c)
 {
-    utf8proc_ssize_t n = utf8proc_iterate((const utf8proc_uint8_t *)s + i,
-                                          (utf8proc_ssize_t)(len - i), c);
+    utf8proc_ssize_t n =
+        utf8proc_iterate((const utf8proc_uint8_t *)s + i, (utf8proc_ssize_t)(len - i), c);
     if (n <= 0) {
         *c = -1;
         return 1;
@@ -185,6 +190,8 @@ static int emit_word(analyzer_t *a, const char *w, size_t wl, analyzer_tokens_t 
     int ascii = 1;
     for (size_t i = 0; i < wl && ascii; i++)
         ascii = !((unsigned char)w[i] & 0x80);
+    if (a->spec.kind != ANALYZER_KEYWORD && wl > ANALYZER_MAX_TOKEN)
+        return CDN_OK; /* a "word" this long is data (base64, a URL run), not a term */
     if (a->spec.kind == ANALYZER_WHITESPACE || a->spec.kind == ANALYZER_KEYWORD) {
         return push_token(t, w, wl, pos);
     } else if (ascii && wl < sizeof small) {
@@ -194,8 +201,8 @@ static int emit_word(analyzer_t *a, const char *w, size_t wl, analyzer_tokens_t 
     } else {
         int opts = UTF8PROC_STABLE | UTF8PROC_COMPOSE | UTF8PROC_COMPAT | UTF8PROC_CASEFOLD |
                    (a->spec.fold_marks ? UTF8PROC_STRIPMARK : 0);
-        utf8proc_ssize_t r = utf8proc_map((const utf8proc_uint8_t *)w, (utf8proc_ssize_t)wl,
-                                          &heap, (utf8proc_option_t)opts);
+        utf8proc_ssize_t r = utf8proc_map((const utf8proc_uint8_t *)w, (utf8proc_ssize_t)wl, &heap,
+                                          (utf8proc_option_t)opts);
         if (r < 0) {
             free(heap); /* utf8proc allocates with malloc */
             return r == UTF8PROC_ERROR_NOMEM ? CDN_ERR_NOMEM : CDN_OK;
@@ -311,15 +318,9 @@ int analyzer_run(analyzer_t *a, const char *text, size_t len, analyzer_tokens_t 
         toks->next_pos += 100;
     int rc;
     switch (a->spec.kind) {
-    case ANALYZER_KEYWORD:
-        rc = emit_word(a, text, len, toks);
-        break;
-    case ANALYZER_WHITESPACE:
-        rc = run_whitespace(a, text, len, toks);
-        break;
-    default:
-        rc = run_standard(a, text, len, toks);
-        break;
+    case ANALYZER_KEYWORD: rc = emit_word(a, text, len, toks); break;
+    case ANALYZER_WHITESPACE: rc = run_whitespace(a, text, len, toks); break;
+    default: rc = run_standard(a, text, len, toks); break;
     }
     return rc;
 }

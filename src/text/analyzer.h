@@ -16,6 +16,10 @@ typedef enum analyzer_kind {
     ANALYZER_KEYWORD = 3,    /* the whole value is one term */
 } analyzer_kind_t;
 
+/* Tokens longer than this many bytes are dropped (keeping their position) by every analyzer
+ * but keyword, as Lucene's StandardTokenizer caps tokens at 255 characters. */
+#define ANALYZER_MAX_TOKEN 255
+
 /* Stop word lists an analyzer may drop. */
 typedef enum analyzer_stop { ANALYZER_STOP_NONE = 0, ANALYZER_STOP_LUCENE = 1 } analyzer_stop_t;
 
@@ -24,8 +28,8 @@ typedef enum analyzer_stop { ANALYZER_STOP_NONE = 0, ANALYZER_STOP_LUCENE = 1 } 
 typedef struct analyzer_spec {
     analyzer_kind_t kind;
     analyzer_stop_t stop;
-    uint8_t stem;        /* 0 none, 1 porter (as Lucene/ES english), 2 snowball english */
-    uint8_t fold_marks;  /* 1: strip diacritics (é -> e) after case folding */
+    uint8_t stem;       /* 0 none, 1 porter (as Lucene/ES english), 2 snowball english */
+    uint8_t fold_marks; /* 1: strip diacritics (é -> e) after case folding */
 } analyzer_spec_t;
 
 /* An analyzer: immutable after creation except its stemmer, which is used under `lock`

@@ -24,7 +24,7 @@ int bm25_clause_make(const invidx_t *ix, const char *term, size_t len, float boo
     if (invidx_lookup(ix, term, len, &tid) || ix->pl[tid].df == 0)
         return CDN_ERR_NOT_FOUND;
     *out = (bm25_clause_t){ix, tid, (float)(bm25_idf(ix->doc_count, ix->pl[tid].df) * boost),
-                           k1, b, (float)invidx_avgdl(ix)};
+                           k1, b,   (float)invidx_avgdl(ix)};
     return CDN_OK;
 }
 
@@ -129,8 +129,8 @@ static int cmp_ub(const void *a, const void *b)
 /* Scores doc d (already known to be allowed): essential cursors on d first, then the
  * non-essential ones from the largest bound down while the doc can still enter. Returns 1 when
  * fully scored into *score, 0 when skipped. */
-static int score_doc(term_scorer_t *ts, size_t n, size_t ne, const float *cum, uint32_t d,
-                     int full, float theta, float *score, bm25_stats_t *st)
+static int score_doc(term_scorer_t *ts, size_t n, size_t ne, const float *cum, uint32_t d, int full,
+                     float theta, float *score, bm25_stats_t *st)
 {
     float s = 0;
     if (full) { /* block-max check before touching any tf */
@@ -165,12 +165,13 @@ static int score_doc(term_scorer_t *ts, size_t n, size_t ne, const float *cum, u
 }
 
 int bm25_topk_or(const bm25_clause_t *cl, size_t n, const roaring_bitmap_t *filter, size_t k,
-                 int prune, bm25_hit_t *hits, size_t *n_hits, uint64_t *matched,
-                 int *matched_exact, bm25_stats_t *st)
+                 int prune, bm25_hit_t *hits, size_t *n_hits, uint64_t *matched, int *matched_exact,
+                 bm25_stats_t *st)
 {
     *n_hits = 0;
     *matched = 0;
     *matched_exact = 1;
+    prune = prune && k > 0; /* k = 0 is a count: every match must be seen */
     term_scorer_t *ts = cdn_malloc((n ? n : 1) * sizeof *ts);
     float *cum = cdn_malloc((n ? n : 1) * sizeof *cum);
     if (!ts || !cum) {
@@ -256,8 +257,8 @@ void bm25_docset_free(bm25_docset_t *s)
     memset(s, 0, sizeof *s);
 }
 
-int bm25_clause_docset(const bm25_clause_t *c, const roaring_bitmap_t *filter,
-                       bm25_docset_t *out, bm25_stats_t *st)
+int bm25_clause_docset(const bm25_clause_t *c, const roaring_bitmap_t *filter, bm25_docset_t *out,
+                       bm25_stats_t *st)
 {
     term_scorer_t t;
     ts_init(&t, c);

@@ -25,8 +25,8 @@ typedef struct bm25_hit {
 } bm25_hit_t;
 
 typedef struct bm25_stats {
-    uint64_t postings;  /* postings read (scored or stepped over by a seek landing on them) */
-    uint64_t scored;    /* documents fully scored */
+    uint64_t postings; /* postings read (scored or stepped over by a seek landing on them) */
+    uint64_t scored;   /* documents fully scored */
 } bm25_stats_t;
 
 /* A sorted set of documents with scores (ids strictly increasing). Free with
@@ -51,12 +51,12 @@ int bm25_clause_make(const invidx_t *ix, const char *term, size_t len, float boo
  * number of matching docs when prune=0 or when nothing was skipped, else a lower bound
  * (*matched_exact says which). Returns 0 or CDN_ERR_NOMEM. */
 int bm25_topk_or(const bm25_clause_t *cl, size_t n, const roaring_bitmap_t *filter, size_t k,
-                 int prune, bm25_hit_t *hits, size_t *n_hits, uint64_t *matched,
-                 int *matched_exact, bm25_stats_t *st);
+                 int prune, bm25_hit_t *hits, size_t *n_hits, uint64_t *matched, int *matched_exact,
+                 bm25_stats_t *st);
 
 /* The scored docs of one clause (restricted to filter when not NULL). 0 or NOMEM. */
-int bm25_clause_docset(const bm25_clause_t *c, const roaring_bitmap_t *filter,
-                       bm25_docset_t *out, bm25_stats_t *st);
+int bm25_clause_docset(const bm25_clause_t *c, const roaring_bitmap_t *filter, bm25_docset_t *out,
+                       bm25_stats_t *st);
 
 /* Docset helpers. push appends (ids must increase); 0 or NOMEM. */
 int bm25_docset_push(bm25_docset_t *s, uint32_t doc, float score);

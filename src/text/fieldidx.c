@@ -10,7 +10,10 @@
 
 #include "base/mem.h"
 
-void fieldidx_init(fieldidx_t *fi) { memset(fi, 0, sizeof *fi); }
+void fieldidx_init(fieldidx_t *fi)
+{
+    memset(fi, 0, sizeof *fi);
+}
 
 static void field_free(fieldidx_field_t *f)
 {
@@ -74,7 +77,10 @@ static int is_kw(const fieldidx_field_t *f)
     return f->kind == FIELDIDX_KEYWORD || f->kind == FIELDIDX_BOOL;
 }
 
-static uint64_t vhash(const char *s, size_t n) { return XXH64(s, n, 0xf1e1d); }
+static uint64_t vhash(const char *s, size_t n)
+{
+    return XXH64(s, n, 0xf1e1d);
+}
 
 static long value_find(const fieldidx_field_t *f, const char *v, size_t len)
 {
@@ -244,8 +250,8 @@ static int in_range(double v, double lo, int lo_incl, double hi, int hi_incl)
     return (lo_incl ? v >= lo : v > lo) && (hi_incl ? v <= hi : v < hi);
 }
 
-int fieldidx_range(const fieldidx_t *fi, size_t fno, double lo, int lo_incl, double hi,
-                   int hi_incl, roaring_bitmap_t *out)
+int fieldidx_range(const fieldidx_t *fi, size_t fno, double lo, int lo_incl, double hi, int hi_incl,
+                   roaring_bitmap_t *out)
 {
     const fieldidx_field_t *f = &fi->f[fno];
     if (is_kw(f))
@@ -305,7 +311,7 @@ int fieldidx_parse_date(const char *s, size_t len, double *ms)
     if (digits(s, len, 0, 4, &y))
         return CDN_ERR_INVALID;
     i = 4;
-    if (i < len && (s[i] != '-' || digits(s, len, i + 1, 2, &mo) || s[i + 3] != '-' ||
+    if (i < len && (len < 10 || s[i] != '-' || digits(s, len, i + 1, 2, &mo) || s[i + 3] != '-' ||
                     digits(s, len, i + 4, 2, &d)))
         return CDN_ERR_INVALID;
     i = len > 4 ? 10 : 4;

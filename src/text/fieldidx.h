@@ -68,8 +68,8 @@ int fieldidx_term(const fieldidx_t *fi, size_t fno, const char *v, size_t len,
                   roaring_bitmap_t *out);
 int fieldidx_prefix(const fieldidx_t *fi, size_t fno, const char *p, size_t len,
                     roaring_bitmap_t *out);
-int fieldidx_range(const fieldidx_t *fi, size_t fno, double lo, int lo_incl, double hi,
-                   int hi_incl, roaring_bitmap_t *out);
+int fieldidx_range(const fieldidx_t *fi, size_t fno, double lo, int lo_incl, double hi, int hi_incl,
+                   roaring_bitmap_t *out);
 int fieldidx_exists(const fieldidx_t *fi, size_t fno, roaring_bitmap_t *out);
 
 /* Parses an ISO-8601 date ("2024-05-01", "2024-05-01T10:00:00Z", "...+02:00", fractional

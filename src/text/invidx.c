@@ -50,7 +50,10 @@ void invidx_destroy(invidx_t *ix)
     memset(ix, 0, sizeof *ix);
 }
 
-static uint64_t term_hash(const char *s, size_t n) { return XXH64(s, n, 0x5eed); }
+static uint64_t term_hash(const char *s, size_t n)
+{
+    return XXH64(s, n, 0x5eed);
+}
 
 int invidx_lookup(const invidx_t *ix, const char *term, size_t len, uint32_t *tid)
 {
@@ -190,8 +193,8 @@ static int plist_reserve(invidx_plist_t *p, uint32_t need)
 static int plist_add(invidx_plist_t *p, const uint32_t *dl, uint32_t doc, const uint32_t *pos,
                      uint32_t tf)
 {
-    if (plist_reserve(p, p->n + 1) || cdn_grow((void **)&p->pos, &p->pos_cap,
-                                               p->pos_len + (size_t)tf * 5, 1))
+    if (plist_reserve(p, p->n + 1) ||
+        cdn_grow((void **)&p->pos, &p->pos_cap, p->pos_len + (size_t)tf * 5, 1))
         return CDN_ERR_NOMEM;
     uint32_t at = p->n;
     if (p->n && p->docs[p->n - 1] > doc) {
@@ -360,7 +363,10 @@ static void purge_doc(invidx_t *ix, uint32_t doc)
     roaring_bitmap_remove(ix->dead, doc);
 }
 
-uint64_t invidx_dead_postings(const invidx_t *ix) { return ix->dead_postings; }
+uint64_t invidx_dead_postings(const invidx_t *ix)
+{
+    return ix->dead_postings;
+}
 
 void invidx_compact(invidx_t *ix)
 {
@@ -489,7 +495,7 @@ static int load_postings(invidx_t *ix, textio_r_t *r, uint32_t t, uint32_t n)
         p->pos_len += pl;
         if (cdn_grow((void **)&ix->fwd, &ix->fwd_cap, ix->fwd_len + 1, sizeof(uint32_t)))
             return CDN_ERR_NOMEM;
-        ix->fwd_len++;     /* slot only: build_forward fills fwd per doc */
+        ix->fwd_len++;    /* slot only: build_forward fills fwd per doc */
         ix->fwd_n[doc]++; /* count now, offsets assigned in build_forward */
     }
     p->n = p->df = n;

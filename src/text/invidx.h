@@ -24,7 +24,7 @@ typedef struct invidx_plist {
     uint32_t *bmax_tf; /* per block: largest tf */
     uint32_t *bmin_dl; /* per block: smallest field length */
     uint32_t n, cap;
-    uint32_t df;       /* live postings */
+    uint32_t df; /* live postings */
     size_t pos_len, pos_cap;
 } invidx_plist_t;
 
@@ -44,11 +44,11 @@ typedef struct invidx {
     size_t doc_cap;
     uint32_t *fwd;
     size_t fwd_len, fwd_cap;
-    roaring_bitmap_t *live;  /* live docs with at least one term in this field */
-    roaring_bitmap_t *dead;  /* deleted docs whose postings may remain */
-    uint64_t doc_count;      /* cardinality of live */
-    uint64_t sum_dl;         /* total length over live docs */
-    uint64_t dead_postings;  /* postings of deleted docs still stored */
+    roaring_bitmap_t *live; /* live docs with at least one term in this field */
+    roaring_bitmap_t *dead; /* deleted docs whose postings may remain */
+    uint64_t doc_count;     /* cardinality of live */
+    uint64_t sum_dl;        /* total length over live docs */
+    uint64_t dead_postings; /* postings of deleted docs still stored */
 } invidx_t;
 
 /* Cursor over one posting list. */

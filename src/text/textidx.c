@@ -8,7 +8,10 @@
 
 #include "base/mem.h"
 
-textidx_config_t textidx_config_default(void) { return (textidx_config_t){1.2f, 0.75f}; }
+textidx_config_t textidx_config_default(void)
+{
+    return (textidx_config_t){1.2f, 0.75f};
+}
 
 int textidx_create(const textidx_config_t *cfg, textidx_t **out, cdn_err_t *err)
 {
@@ -73,8 +76,8 @@ static int add_text_field(textidx_t *ti, const char *name, const analyzer_spec_t
     return CDN_OK;
 }
 
-int textidx_add_field(textidx_t *ti, const char *name, textidx_kind_t kind,
-                      const char *analyzer, cdn_err_t *err)
+int textidx_add_field(textidx_t *ti, const char *name, textidx_kind_t kind, const char *analyzer,
+                      cdn_err_t *err)
 {
     size_t fno;
     if (!name || !*name)
@@ -96,7 +99,10 @@ int textidx_add_field(textidx_t *ti, const char *name, textidx_kind_t kind,
     return fieldidx_add_field(&ti->fi, name, (fieldidx_kind_t)kind, err);
 }
 
-uint64_t textidx_doc_count(const textidx_t *ti) { return roaring_bitmap_get_cardinality(ti->live); }
+uint64_t textidx_doc_count(const textidx_t *ti)
+{
+    return roaring_bitmap_get_cardinality(ti->live);
+}
 
 /* Checks every value before anything is indexed, so a bad document changes nothing. */
 static int check_values(const textidx_t *ti, const textidx_value_t *v, size_t n, cdn_err_t *err)
@@ -124,8 +130,7 @@ static int check_values(const textidx_t *ti, const textidx_value_t *v, size_t n,
             return cdn_err_set(err, CDN_ERR_INVALID,
                                "field '%s': '%.*s' is not a date; use ISO-8601 or epoch ms",
                                v[i].field, (int)(v[i].len > 64 ? 64 : v[i].len), v[i].text);
-        if (k == FIELDIDX_BOOL && v[i].text &&
-            !(v[i].len == 4 && !memcmp(v[i].text, "true", 4)) &&
+        if (k == FIELDIDX_BOOL && v[i].text && !(v[i].len == 4 && !memcmp(v[i].text, "true", 4)) &&
             !(v[i].len == 5 && !memcmp(v[i].text, "false", 5)))
             return cdn_err_set(err, CDN_ERR_INVALID, "field '%s': boolean must be true or false",
                                v[i].field);
@@ -142,8 +147,7 @@ static int index_meta(textidx_t *ti, uint32_t id, const textidx_value_t *v)
     if (fieldidx_find(&ti->fi, v->field, &fno))
         return CDN_OK;
     switch (ti->fi.f[fno].kind) {
-    case FIELDIDX_KEYWORD:
-        return fieldidx_add_keyword(&ti->fi, fno, id, v->text, v->len);
+    case FIELDIDX_KEYWORD: return fieldidx_add_keyword(&ti->fi, fno, id, v->text, v->len);
     case FIELDIDX_BOOL: {
         int t = v->text ? v->len == 4 : v->num != 0;
         return fieldidx_add_keyword(&ti->fi, fno, id, t ? "true" : "false", t ? 4 : 5);
@@ -154,8 +158,7 @@ static int index_meta(textidx_t *ti, uint32_t id, const textidx_value_t *v)
             fieldidx_parse_date(v->text, v->len, &d);
         return fieldidx_add_number(&ti->fi, fno, id, d);
     }
-    default:
-        return fieldidx_add_number(&ti->fi, fno, id, v->num);
+    default: return fieldidx_add_number(&ti->fi, fno, id, v->num);
     }
 }
 

@@ -52,7 +52,7 @@ typedef struct textidx {
     textidx_tfield_t *tf;
     size_t ntf, tf_cap;
     fieldidx_t fi;
-    roaring_bitmap_t *live;   /* every live doc, with or without text */
+    roaring_bitmap_t *live;    /* every live doc, with or without text */
     analyzer_tokens_t scratch; /* writer-side only */
 } textidx_t;
 
@@ -63,14 +63,14 @@ typedef struct textidx_search_opts {
 } textidx_search_opts_t;
 
 typedef struct textidx_result {
-    bm25_hit_t *hits;     /* n hits, score desc then id asc; freed by textidx_result_free */
+    bm25_hit_t *hits; /* n hits, score desc then id asc; freed by textidx_result_free */
     size_t n;
-    uint64_t total;       /* matching readable docs (exact when total_exact) */
-    int total_exact;      /* 0: total is a lower bound (pruning skipped some docs) */
-    int complete;         /* 1: hits are the exact top-k of the readable docs */
-    uint64_t readable;    /* live docs the subject may read */
+    uint64_t total;    /* matching readable docs (exact when total_exact) */
+    int total_exact;   /* 0: total is a lower bound (pruning skipped some docs) */
+    int complete;      /* 1: hits are the exact top-k of the readable docs */
+    uint64_t readable; /* live docs the subject may read */
     bm25_stats_t stats;
-    const char *plan;     /* "bm25-maxscore", "bm25-exhaustive" or "tree" (static string) */
+    const char *plan; /* "bm25-maxscore", "bm25-exhaustive" or "tree" (static string) */
 } textidx_result_t;
 
 /* Default configuration (k1 1.2, b 0.75). */
@@ -83,8 +83,8 @@ void textidx_free(textidx_t *ti);
 
 /* Maps a field. analyzer applies to text fields (NULL = "standard"; see analyzer_spec_parse).
  * Mapping an existing name again with the same kind is a no-op. 0, INVALID, EXISTS, NOMEM. */
-int textidx_add_field(textidx_t *ti, const char *name, textidx_kind_t kind,
-                      const char *analyzer, cdn_err_t *err);
+int textidx_add_field(textidx_t *ti, const char *name, textidx_kind_t kind, const char *analyzer,
+                      cdn_err_t *err);
 
 /* Indexes doc id with its values. 0; CDN_ERR_EXISTS when id is live (delete it first: an
  * update gives the chunk a new id); CDN_ERR_INVALID naming an unmapped field or a bad value

@@ -127,8 +127,7 @@ static int read_file(const char *path, uint8_t **out, size_t *len, cdn_err_t *er
     if (fd < 0 || fstat(fd, &st)) {
         if (fd >= 0)
             close(fd);
-        return cdn_err_set(err, CDN_ERR_IO, "cannot read text index %s: %s", path,
-                           strerror(errno));
+        return cdn_err_set(err, CDN_ERR_IO, "cannot read text index %s: %s", path, strerror(errno));
     }
     uint8_t *p = cdn_malloc((size_t)st.st_size + 1);
     size_t got = 0;
@@ -154,8 +153,8 @@ static int get_payload(textidx_t *ti, textio_r_t *r)
     ti->cfg.b = (float)textio_get_f64(r);
     size_t bl = (size_t)textio_get_lim(r, r->len);
     const uint8_t *bp = textio_get_bytes(r, bl);
-    roaring_bitmap_t *live = bp ? roaring_bitmap_portable_deserialize_safe((const char *)bp, bl)
-                                : NULL;
+    roaring_bitmap_t *live =
+        bp ? roaring_bitmap_portable_deserialize_safe((const char *)bp, bl) : NULL;
     if (!live)
         return CDN_ERR_CORRUPT;
     roaring_bitmap_free(ti->live);
@@ -217,8 +216,7 @@ int textidx_load(const char *path, textidx_t **out, uint64_t *revision, cdn_err_
     uint64_t rev, len, sum;
     if (n < TEXTIDX_HEADER || memcmp(p, TEXTIDX_MAGIC, 8)) {
         cdn_free(p);
-        return cdn_err_set(err, CDN_ERR_CORRUPT, "%s is not a cordon text index (bad magic)",
-                           path);
+        return cdn_err_set(err, CDN_ERR_CORRUPT, "%s is not a cordon text index (bad magic)", path);
     }
     memcpy(&ver, p + 8, 4);
     memcpy(&rev, p + 16, 8);

@@ -43,7 +43,10 @@ static inline void textio_put_var(textio_w_t *w, uint64_t v)
     textio_put(w, b, n);
 }
 
-static inline void textio_put_f64(textio_w_t *w, double d) { textio_put(w, &d, sizeof d); }
+static inline void textio_put_f64(textio_w_t *w, double d)
+{
+    textio_put(w, &d, sizeof d);
+}
 
 static inline void textio_put_str(textio_w_t *w, const char *s, size_t n)
 {

@@ -96,10 +96,13 @@ int textq_term(const char *field, const char *value, textq_t **out)
     return leaf(TEXTQ_TERM, field, value, out);
 }
 
-int textq_exists(const char *field, textq_t **out) { return leaf(TEXTQ_EXISTS, field, NULL, out); }
+int textq_exists(const char *field, textq_t **out)
+{
+    return leaf(TEXTQ_EXISTS, field, NULL, out);
+}
 
-int textq_multi_match(const char *text, const char *const *fields, const float *boosts,
-                      size_t n, textq_mm_t type, textq_t **out)
+int textq_multi_match(const char *text, const char *const *fields, const float *boosts, size_t n,
+                      textq_mm_t type, textq_t **out)
 {
     textq_t *q;
     if (leaf(TEXTQ_MULTI_MATCH, NULL, text, &q))
@@ -180,7 +183,10 @@ int textq_ids(const uint32_t *ids, size_t n, textq_t **out)
     return CDN_OK;
 }
 
-int textq_bool(textq_t **out) { return textq_new(TEXTQ_BOOL, out); }
+int textq_bool(textq_t **out)
+{
+    return textq_new(TEXTQ_BOOL, out);
+}
 
 int textq_bool_add(textq_t *b, textq_occur_t occur, textq_t *child)
 {

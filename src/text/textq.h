@@ -48,23 +48,23 @@ typedef struct textq_list {
 
 struct textq {
     textq_type_t type;
-    float boost;          /* 1 by default */
-    char *field;          /* every leaf but multi_match / ids / bool / match_all */
-    char *text;           /* match/phrase query text; prefix/fuzzy/term value */
+    float boost;           /* 1 by default */
+    char *field;           /* every leaf but multi_match / ids / bool / match_all */
+    char *text;            /* match/phrase query text; prefix/fuzzy/term value */
     textq_field_t *fields; /* multi_match */
     size_t nfields;
-    int op_and;           /* match, multi_match: operator and */
-    textq_msm_t msm;      /* match, multi_match, bool (should) */
-    textq_mm_t mm_type;   /* multi_match */
-    float tie_breaker;    /* multi_match best_fields */
-    uint32_t slop;        /* match_phrase */
-    int fuzziness;        /* fuzzy: edits 0..2, -1 = AUTO */
+    int op_and;                             /* match, multi_match: operator and */
+    textq_msm_t msm;                        /* match, multi_match, bool (should) */
+    textq_mm_t mm_type;                     /* multi_match */
+    float tie_breaker;                      /* multi_match best_fields */
+    uint32_t slop;                          /* match_phrase */
+    int fuzziness;                          /* fuzzy: edits 0..2, -1 = AUTO */
     uint32_t prefix_length, max_expansions; /* fuzzy */
-    char **values;        /* terms */
+    char **values;                          /* terms */
     size_t nvalues;
-    uint32_t *ids;        /* ids: internal doc ids */
+    uint32_t *ids; /* ids: internal doc ids */
     size_t nids;
-    char *lo, *hi;        /* range bounds as given (numbers or dates), NULL = open */
+    char *lo, *hi; /* range bounds as given (numbers or dates), NULL = open */
     int lo_incl, hi_incl;
     textq_list_t must, should, filter, must_not; /* bool */
 };
@@ -73,8 +73,8 @@ struct textq {
  * with textq_free (or hands it to a bool, which then owns it). Strings are copied. */
 int textq_new(textq_type_t type, textq_t **out);
 int textq_match(const char *field, const char *text, textq_t **out);
-int textq_multi_match(const char *text, const char *const *fields, const float *boosts,
-                      size_t n, textq_mm_t type, textq_t **out);
+int textq_multi_match(const char *text, const char *const *fields, const float *boosts, size_t n,
+                      textq_mm_t type, textq_t **out);
 int textq_phrase(const char *field, const char *text, uint32_t slop, textq_t **out);
 int textq_prefix(const char *field, const char *prefix, textq_t **out);
 int textq_fuzzy(const char *field, const char *value, int fuzziness, textq_t **out);

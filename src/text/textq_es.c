@@ -87,8 +87,7 @@ static int get_msm(const json_t *v, const char *at, textq_msm_t *m, cdn_err_t *e
 }
 
 /* match and match_phrase share their shape: {"f": "text"} or {"f": {"query": ..., opts}} */
-static int parse_match(const json_t *j, const char *at, int phrase, textq_t **out,
-                       cdn_err_t *err)
+static int parse_match(const json_t *j, const char *at, int phrase, textq_t **out, cdn_err_t *err)
 {
     const char *field;
     const json_t *body, *qv;
@@ -238,7 +237,8 @@ static int parse_terms(const json_t *j, const char *at, textq_t **out, cdn_err_t
     float boost = 1;
     if (!json_is_object(j))
         return bad(err, at, "expected {\"field\": [values]}");
-    json_object_foreach((json_t *)j, key, v) {
+    json_object_foreach((json_t *)j, key, v)
+    {
         if (!strcmp(key, "boost"))
             continue;
         if (field)
@@ -287,7 +287,8 @@ static int parse_range(const json_t *j, const char *at, textq_t **out, cdn_err_t
     int lo_incl = 1, hi_incl = 1;
     const char *key;
     const json_t *v;
-    json_object_foreach((json_t *)body, key, v) {
+    json_object_foreach((json_t *)body, key, v)
+    {
         int is_lo = !strcmp(key, "gte") || !strcmp(key, "gt");
         int is_hi = !strcmp(key, "lte") || !strcmp(key, "lt");
         if (!strcmp(key, "boost") || !strcmp(key, "format") || !strcmp(key, "time_zone"))
@@ -349,7 +350,8 @@ static int parse_bool(const json_t *j, const char *at, textq_t **out, cdn_err_t 
         return bad(err, at, "expected an object with must, should, filter or must_not");
     const char *key;
     const json_t *v;
-    json_object_foreach((json_t *)j, key, v) {
+    json_object_foreach((json_t *)j, key, v)
+    {
         int known = !strcmp(key, "minimum_should_match") || !strcmp(key, "boost");
         for (int o = 0; o < 4; o++)
             known |= !strcmp(key, occ[o]);
@@ -359,7 +361,7 @@ static int parse_bool(const json_t *j, const char *at, textq_t **out, cdn_err_t 
             return bad(err, p.s, "unknown bool clause; use must, should, filter or must_not");
         }
     }
-    textq_t *b;
+    textq_t *b = NULL;
     int rc = textq_bool(&b);
     for (int o = 0; o < 4 && !rc; o++) {
         const json_t *c = json_object_get(j, occ[o]);
@@ -394,7 +396,8 @@ static int parse(const json_t *j, const char *at, textq_t **out, cdn_err_t *err)
 {
     *out = NULL;
     if (!json_is_object(j) || json_object_size(j) != 1)
-        return bad(err, at, "expected an object with exactly one query type, e.g. {\"match\": ...}");
+        return bad(err, at,
+                   "expected an object with exactly one query type, e.g. {\"match\": ...}");
     void *it = json_object_iter((json_t *)j);
     const char *type = json_object_iter_key(it);
     const json_t *body = json_object_iter_value(it);
@@ -421,8 +424,8 @@ static int parse(const json_t *j, const char *at, textq_t **out, cdn_err_t *err)
     if (!strcmp(type, "bool"))
         return parse_bool(body, p.s, out, err);
     if (!strcmp(type, "exists")) {
-        const char *f = json_is_object(body) ? json_string_value(json_object_get(body, "field"))
-                                             : NULL;
+        const char *f =
+            json_is_object(body) ? json_string_value(json_object_get(body, "field")) : NULL;
         return f ? textq_exists(f, out) : bad(err, p.s, "expected {\"field\": \"name\"}");
     }
     if (!strcmp(type, "match_all")) {

@@ -65,14 +65,13 @@ static int collect_or(ectx_t *x, const textq_t *q, clauses_t *cl, int *rc)
     *rc = CDN_OK;
     switch (q->type) {
     case TEXTQ_MATCH:
-        if (!f || q->op_and || (q->msm.set && !(q->msm.value <= 1 && !q->msm.percent &&
-                                                q->msm.value >= 0)))
+        if (!f || q->op_and ||
+            (q->msm.set && !(q->msm.value <= 1 && !q->msm.percent && q->msm.value >= 0)))
             return 0;
         *rc = text_clauses(x, f, q->text, q->boost, cl);
         return 1;
     case TEXTQ_MULTI_MATCH:
-        if (q->op_and || q->msm.set ||
-            (q->mm_type == TEXTQ_MM_BEST_FIELDS && q->nfields > 1))
+        if (q->op_and || q->msm.set || (q->mm_type == TEXTQ_MM_BEST_FIELDS && q->nfields > 1))
             return 0;
         for (size_t i = 0; i < q->nfields && !*rc; i++) {
             const textidx_tfield_t *g = textidx_text_field(x->ti, q->fields[i].name);
@@ -87,13 +86,12 @@ static int collect_or(ectx_t *x, const textq_t *q, clauses_t *cl, int *rc)
         for (size_t i = 0; i < (q->type == TEXTQ_TERM ? 1 : q->nvalues) && !*rc; i++) {
             const char *v = q->type == TEXTQ_TERM ? q->text : q->values[i];
             bm25_clause_t c;
-            if (bm25_clause_make(&f->ix, v, strlen(v), q->boost, x->ti->cfg.k1, x->ti->cfg.b,
-                                 &c) == CDN_OK)
+            if (bm25_clause_make(&f->ix, v, strlen(v), q->boost, x->ti->cfg.k1, x->ti->cfg.b, &c) ==
+                CDN_OK)
                 *rc = add_clause(cl, &c);
         }
         return 1;
-    default:
-        return 0;
+    default: return 0;
     }
 }
 
@@ -214,8 +212,8 @@ static int eval_multi_match(ectx_t *x, const textq_t *q, const roaring_bitmap_t 
             rc = eval_match(x, q, g, q->fields[i].boost, filter, &sets[i]);
     }
     if (!rc)
-        rc = ds_merge_tie(sets, q->nfields, 1, q->mm_type == TEXTQ_MM_BEST_FIELDS,
-                          q->tie_breaker, q->boost, out);
+        rc = ds_merge_tie(sets, q->nfields, 1, q->mm_type == TEXTQ_MM_BEST_FIELDS, q->tie_breaker,
+                          q->boost, out);
     ds_free_all(sets, q->nfields);
     return rc;
 }
@@ -406,8 +404,8 @@ static int eval_fuzzy(ectx_t *x, const textq_t *q, const textidx_tfield_t *f,
     return rc;
 }
 
-static int parse_bound(const fieldidx_field_t *f, const char *s, const char *which,
-                       double *out, cdn_err_t *err)
+static int parse_bound(const fieldidx_field_t *f, const char *s, const char *which, double *out,
+                       cdn_err_t *err)
 {
     if (f->kind == FIELDIDX_DATE) {
         if (fieldidx_parse_date(s, strlen(s), out))
@@ -443,12 +441,8 @@ static int eval_leaf_bitmap(ectx_t *x, const textq_t *q, roaring_bitmap_t *out)
     int meta = q->field && fieldidx_find(&ti->fi, q->field, &fno) == CDN_OK;
     const textidx_tfield_t *tf = q->field ? textidx_text_field(ti, q->field) : NULL;
     switch (q->type) {
-    case TEXTQ_MATCH_ALL:
-        roaring_bitmap_or_inplace(out, ti->live);
-        return CDN_OK;
-    case TEXTQ_IDS:
-        roaring_bitmap_add_many(out, q->nids, q->ids);
-        return CDN_OK;
+    case TEXTQ_MATCH_ALL: roaring_bitmap_or_inplace(out, ti->live); return CDN_OK;
+    case TEXTQ_IDS: roaring_bitmap_add_many(out, q->nids, q->ids); return CDN_OK;
     case TEXTQ_MATCH: /* on a keyword field: the whole text as one term */
     case TEXTQ_TERM:
         if (meta && fieldidx_term(&ti->fi, fno, q->text, strlen(q->text), out))
@@ -461,9 +455,8 @@ static int eval_leaf_bitmap(ectx_t *x, const textq_t *q, roaring_bitmap_t *out)
         for (size_t i = 0; i < q->nvalues; i++) {
             size_t l = strlen(q->values[i]);
             if (meta && fieldidx_term(&ti->fi, fno, q->values[i], l, out))
-                return cdn_err_set(x->err, CDN_ERR_INVALID,
-                                   "terms.%s: '%s' does not fit the field", q->field,
-                                   q->values[i]);
+                return cdn_err_set(x->err, CDN_ERR_INVALID, "terms.%s: '%s' does not fit the field",
+                                   q->field, q->values[i]);
             if (tf)
                 text_term_bitmap(tf, q->values[i], l, out);
         }
@@ -478,8 +471,7 @@ static int eval_leaf_bitmap(ectx_t *x, const textq_t *q, roaring_bitmap_t *out)
         size_t pl = strlen(q->text);
         if (meta && fieldidx_prefix(&ti->fi, fno, q->text, pl, out))
             return cdn_err_set(x->err, CDN_ERR_INVALID,
-                               "prefix.%s: prefix queries need a keyword or text field",
-                               q->field);
+                               "prefix.%s: prefix queries need a keyword or text field", q->field);
         for (uint32_t t = 0; tf && t < tf->ix.nterms; t++) {
             size_t tl;
             const char *ts = invidx_term(&tf->ix, t, &tl);
@@ -508,14 +500,13 @@ static int eval_leaf_bitmap(ectx_t *x, const textq_t *q, roaring_bitmap_t *out)
         return fieldidx_range(&ti->fi, fno, lo, q->lo_incl || !q->lo, hi, q->hi_incl || !q->hi,
                               out);
     }
-    default:
-        return cdn_err_set(x->err, CDN_ERR_INTERNAL, "query type %d is not a leaf", q->type);
+    default: return cdn_err_set(x->err, CDN_ERR_INTERNAL, "query type %d is not a leaf", q->type);
     }
 }
 
 /* Scores of must and should over a required base set B (docs of must, or of the filter). */
-static int ds_bool_combine(const bm25_docset_t *base, bm25_docset_t *sh, size_t nsh,
-                           size_t req, float boost, bm25_docset_t *out)
+static int ds_bool_combine(const bm25_docset_t *base, bm25_docset_t *sh, size_t nsh, size_t req,
+                           float boost, bm25_docset_t *out)
 {
     size_t *p = cdn_calloc(nsh ? nsh : 1, sizeof *p);
     if (!p)
@@ -606,18 +597,14 @@ static int eval_scored(ectx_t *x, const textq_t *q, const roaring_bitmap_t *filt
 {
     const textidx_tfield_t *tf = q->field ? textidx_text_field(x->ti, q->field) : NULL;
     switch (q->type) {
-    case TEXTQ_BOOL:
-        return eval_bool(x, q, filter, out);
-    case TEXTQ_MULTI_MATCH:
-        return eval_multi_match(x, q, filter, out);
+    case TEXTQ_BOOL: return eval_bool(x, q, filter, out);
+    case TEXTQ_MULTI_MATCH: return eval_multi_match(x, q, filter, out);
     case TEXTQ_MATCH:
         if (tf)
             return eval_match(x, q, tf, q->boost, filter, out);
         break;
-    case TEXTQ_PHRASE:
-        return tf ? eval_phrase(x, q, tf, filter, out) : CDN_OK;
-    case TEXTQ_FUZZY:
-        return tf ? eval_fuzzy(x, q, tf, filter, out) : CDN_OK;
+    case TEXTQ_PHRASE: return tf ? eval_phrase(x, q, tf, filter, out) : CDN_OK;
+    case TEXTQ_FUZZY: return tf ? eval_fuzzy(x, q, tf, filter, out) : CDN_OK;
     case TEXTQ_TERM:
     case TEXTQ_TERMS:
         if (tf) {
@@ -635,8 +622,7 @@ static int eval_scored(ectx_t *x, const textq_t *q, const roaring_bitmap_t *filt
             return rc;
         }
         break;
-    default:
-        break;
+    default: break;
     }
     roaring_bitmap_t *b = roaring_bitmap_create();
     int rc = b ? eval_leaf_bitmap(x, q, b) : CDN_ERR_NOMEM;
@@ -653,8 +639,13 @@ static int eval_scored(ectx_t *x, const textq_t *q, const roaring_bitmap_t *filt
 static int eval_bitmap(ectx_t *x, const textq_t *q, roaring_bitmap_t *out)
 {
     switch (q->type) {
-    case TEXTQ_BOOL: case TEXTQ_MULTI_MATCH: case TEXTQ_MATCH: case TEXTQ_PHRASE:
-    case TEXTQ_FUZZY: case TEXTQ_TERM: case TEXTQ_TERMS: {
+    case TEXTQ_BOOL:
+    case TEXTQ_MULTI_MATCH:
+    case TEXTQ_MATCH:
+    case TEXTQ_PHRASE:
+    case TEXTQ_FUZZY:
+    case TEXTQ_TERM:
+    case TEXTQ_TERMS: {
         bm25_docset_t s = {0};
         int rc = eval_scored(x, q, NULL, &s);
         if (!rc)
@@ -662,8 +653,7 @@ static int eval_bitmap(ectx_t *x, const textq_t *q, roaring_bitmap_t *out)
         bm25_docset_free(&s);
         return rc;
     }
-    default:
-        return eval_leaf_bitmap(x, q, out);
+    default: return eval_leaf_bitmap(x, q, out);
     }
 }
 

@@ -300,8 +300,8 @@ static uint32_t select_diverse(const hnsw_t *h, const vec_view_t *view, hnsw_hit
 
 /* Adds `id` to node s's list at `level`; a full list is re-chosen with the heuristic over its
  * members plus id. Holds s's stripe throughout so concurrent inserts cannot lose a link. */
-static void link_back(hnsw_t *h, const vec_view_t *view, uint32_t s, uint32_t id,
-                      uint32_t level, hnsw_hit_t *scratch)
+static void link_back(hnsw_t *h, const vec_view_t *view, uint32_t s, uint32_t id, uint32_t level,
+                      hnsw_hit_t *scratch)
 {
     uint32_t cap = hnsw_list_cap(h, level);
     pthread_mutex_t *mu = hnsw_stripe(h, s);
@@ -485,8 +485,7 @@ static void *build_worker(void *arg)
     return NULL;
 }
 
-int hnsw_build(hnsw_t *h, const vec_view_t *view, const uint32_t *ids, size_t n,
-               unsigned threads)
+int hnsw_build(hnsw_t *h, const vec_view_t *view, const uint32_t *ids, size_t n, unsigned threads)
 {
     if (!h || !view || (n && !ids) || view->dim != h->dim)
         return CDN_ERR_INVALID;

@@ -53,9 +53,9 @@ typedef struct hnsw_stats {
 
 /* Counters of an index, for planners and benchmarks. */
 typedef struct hnsw_info {
-    uint32_t nodes;      /* inserted ids, deleted ones included */
+    uint32_t nodes; /* inserted ids, deleted ones included */
     uint32_t deleted;
-    uint32_t id_span;    /* 1 + the largest id the arrays can hold without growing */
+    uint32_t id_span; /* 1 + the largest id the arrays can hold without growing */
     uint32_t max_level;
     uint32_t dim;
     vec_metric_t metric;
@@ -86,8 +86,7 @@ int hnsw_insert(hnsw_t *h, const vec_view_t *view, uint32_t id);
 
 /* Inserts ids[0..n) with `threads` worker threads (0 = every online CPU). Returns the first
  * error any insert met (the others still ran), or 0. Ids already present count as errors. */
-int hnsw_build(hnsw_t *h, const vec_view_t *view, const uint32_t *ids, size_t n,
-               unsigned threads);
+int hnsw_build(hnsw_t *h, const vec_view_t *view, const uint32_t *ids, size_t n, unsigned threads);
 
 /* Marks id deleted: it keeps routing searches but never appears in results.
  * Returns 0 or CDN_ERR_NOT_FOUND (never inserted). Deleting twice is fine. */
@@ -97,8 +96,8 @@ int hnsw_delete(hnsw_t *h, uint32_t id);
  * (0 = params.ef_search; raised to k). In FILTERED mode only ids in `allowed` (NULL = all) that
  * are not deleted are returned; in UNFILTERED mode `allowed` is ignored and only deleted ids are
  * dropped. `max_visits` bounds stats->visited (0 = no bound): when reached, the search stops
- * with stats->exhausted_budget set (hits so far are still returned). out_hits (room for k) receives *n_out <= k hits,
- * nearest first. stats may be NULL. Safe alongside inserts and other searches.
+ * with stats->exhausted_budget set (hits so far are still returned). out_hits (room for k) receives
+ * *n_out <= k hits, nearest first. stats may be NULL. Safe alongside inserts and other searches.
  * Returns 0, CDN_ERR_INVALID (dim mismatch, k = 0) or CDN_ERR_NOMEM. */
 int hnsw_search(hnsw_t *h, const vec_view_t *view, const float *query, uint32_t k, uint32_t ef,
                 const roaring_bitmap_t *allowed, hnsw_mode_t mode, uint64_t max_visits,

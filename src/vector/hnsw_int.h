@@ -41,18 +41,18 @@ struct hnsw {
      * held for writing; every search and insert holds it for reading. */
     pthread_rwlock_t grow_lock;
     uint32_t span;
-    uint32_t *l0;      /* span * (m0 + 1): slot 0 = count, then ids */
-    uint8_t *levels;   /* top level of each node */
-    uint8_t *flags;    /* HNSW_F_* */
-    uint32_t **upper;  /* levels[id] blocks of (m + 1) slots for levels 1..levels[id], or NULL */
+    uint32_t *l0;     /* span * (m0 + 1): slot 0 = count, then ids */
+    uint8_t *levels;  /* top level of each node */
+    uint8_t *flags;   /* HNSW_F_* */
+    uint32_t **upper; /* levels[id] blocks of (m + 1) slots for levels 1..levels[id], or NULL */
 
     pthread_mutex_t stripes[HNSW_STRIPES];
-    pthread_mutex_t top_lock;    /* held by an insert that raises the top level */
-    _Atomic uint64_t entry;      /* (level << 32) | id, or HNSW_NO_ENTRY */
+    pthread_mutex_t top_lock; /* held by an insert that raises the top level */
+    _Atomic uint64_t entry;   /* (level << 32) | id, or HNSW_NO_ENTRY */
     _Atomic uint32_t n_nodes;
     _Atomic uint32_t n_deleted;
     _Atomic uint64_t upper_words; /* slots allocated for upper-level lists, for info and save */
-    pthread_rwlock_t write_gate; /* inserts/deletes share it; save takes it alone */
+    pthread_rwlock_t write_gate;  /* inserts/deletes share it; save takes it alone */
 
     pthread_mutex_t pool_lock;
     hnsw_visited_t *pool;
@@ -108,7 +108,6 @@ void hnsw_descend(hnsw_t *h, const vec_view_t *view, const float *q, uint32_t to
 /* Construction search at one level: the ef nearest nodes to q reachable from eps, deleted ones
  * included. `out` is cleared and filled (a max-heap). Returns 0 or CDN_ERR_NOMEM. */
 int hnsw_search_layer_build(hnsw_t *h, const vec_view_t *view, const float *q, uint32_t level,
-                            const hnsw_hit_t *eps, uint32_t n_eps, uint32_t ef,
-                            hnsw_heap_t *out);
+                            const hnsw_hit_t *eps, uint32_t n_eps, uint32_t ef, hnsw_heap_t *out);
 
 #endif

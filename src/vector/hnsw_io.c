@@ -35,7 +35,10 @@ typedef struct file_header {
 } file_header_t;
 _Static_assert(sizeof(file_header_t) == 128, "header is 128 bytes on disk");
 
-static size_t pad8(size_t n) { return (n + 7) & ~(size_t)7; }
+static size_t pad8(size_t n)
+{
+    return (n + 7) & ~(size_t)7;
+}
 
 static int write_all(int fd, const void *p, size_t n, XXH3_state_t *xs)
 {
@@ -89,8 +92,8 @@ static int write_body(hnsw_t *h, int fd, XXH3_state_t *xs)
     rc = rc ? rc : write_all(fd, h->l0, span * ((size_t)h->m0 + 1) * sizeof(uint32_t), xs);
     for (size_t i = 0; i < span && !rc; i++)
         if ((h->flags[i] & HNSW_F_CLAIMED) && h->levels[i] > 0)
-            rc = write_all(fd, h->upper[i],
-                           (size_t)h->levels[i] * (h->p.m + 1) * sizeof(uint32_t), xs);
+            rc = write_all(fd, h->upper[i], (size_t)h->levels[i] * (h->p.m + 1) * sizeof(uint32_t),
+                           xs);
     return rc;
 }
 
@@ -145,8 +148,8 @@ static int fsync_dir_of(const char *path)
 int hnsw_save(hnsw_t *h, const char *path, uint64_t revision)
 {
     char tmp[4096];
-    if (!h || !path || snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid()) >=
-                           (int)sizeof tmp)
+    if (!h || !path ||
+        snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid()) >= (int)sizeof tmp)
         return CDN_ERR_INVALID;
     int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     if (fd < 0)
@@ -192,8 +195,8 @@ static int check_header(const file_header_t *hd, uint64_t file_size)
         (hd->has_entry && (hd->entry_id >= hd->span || hd->entry_level > HNSW_MAX_LEVEL)))
         return CDN_ERR_CORRUPT;
     uint64_t span = hd->span;
-    uint64_t want = sizeof(*hd) + pad8(2 * span) + span * (2ull * hd->m + 1) * 4 +
-                    hd->upper_words * 4 + 8;
+    uint64_t want =
+        sizeof(*hd) + pad8(2 * span) + span * (2ull * hd->m + 1) * 4 + hd->upper_words * 4 + 8;
     if (hd->upper_words > span * (uint64_t)HNSW_MAX_LEVEL * (hd->m + 1) || want != file_size)
         return CDN_ERR_CORRUPT;
     return CDN_OK;
@@ -228,8 +231,8 @@ static int check_graph(const hnsw_t *h, const file_header_t *hd)
     }
     if (words != hd->upper_words || present != hd->n_nodes || deleted != hd->n_deleted)
         return CDN_ERR_CORRUPT;
-    if (hd->has_entry && (!(h->flags[hd->entry_id] & HNSW_F_PRESENT) ||
-                          h->levels[hd->entry_id] != hd->entry_level))
+    if (hd->has_entry &&
+        (!(h->flags[hd->entry_id] & HNSW_F_PRESENT) || h->levels[hd->entry_id] != hd->entry_level))
         return CDN_ERR_CORRUPT;
     return hd->has_entry || present == 0 ? CDN_OK : CDN_ERR_CORRUPT;
 }

@@ -36,8 +36,7 @@ void hnsw_descend(hnsw_t *h, const vec_view_t *view, const float *q, uint32_t to
 }
 
 int hnsw_search_layer_build(hnsw_t *h, const vec_view_t *view, const float *q, uint32_t level,
-                            const hnsw_hit_t *eps, uint32_t n_eps, uint32_t ef,
-                            hnsw_heap_t *out)
+                            const hnsw_hit_t *eps, uint32_t n_eps, uint32_t ef, hnsw_heap_t *out)
 {
     hnsw_visited_t *vis;
     hnsw_heap_t cand; /* min-heap: distances negated */
@@ -93,8 +92,8 @@ typedef struct qctx {
     const float *q;
     uint16_t *marks;
     uint16_t tag;
-    hnsw_heap_t cand; /* min-heap (negated): nodes to expand, admissible or not */
-    hnsw_heap_t res;  /* max-heap of admissible nodes: the ef best so far */
+    hnsw_heap_t cand;  /* min-heap (negated): nodes to expand, admissible or not */
+    hnsw_heap_t res;   /* max-heap of admissible nodes: the ef best so far */
     uint32_t *bridges; /* inadmissible nodes crossed by two-hop expansion, not yet routed */
     size_t n_bridges, cap_bridges, next_bridge;
     const roaring_bitmap_t *allowed; /* NULL: every live node is admissible */
@@ -131,16 +130,19 @@ static bool set_bit(uint32_t id, void *arg)
     return true;
 }
 
-/* Sparse allowed sets are held by roaring as sorted arrays, so each membership test is a
- * binary search; a filtered search makes tens of thousands of them (two-hop expansion checks
- * every neighbour of every bridge). Past HNSW_BITSET_MIN ids a flat bitset, built in one pass
- * over the set, pays for itself. A failed allocation just keeps the roaring path. */
+/* Sparse allowed sets are held by roaring as sorted arrays (below 1/16 density per 64 Ki
+ * ids), so each membership test is a binary search, and a filtered search makes tens of
+ * thousands of them (two-hop expansion checks every neighbour of every bridge). For such sets
+ * a flat bitset, built in one pass over the set, pays for itself; denser sets are roaring
+ * bitmaps or runs already, where a test is cheap and a pass over every id is not. A failed
+ * allocation just keeps the roaring path. */
 #define HNSW_BITSET_MIN 64u
 
 static void build_bits(qctx_t *c)
 {
     uint32_t span = c->h->span;
-    if (roaring_bitmap_get_cardinality(c->allowed) < HNSW_BITSET_MIN || span == 0)
+    uint64_t card = roaring_bitmap_get_cardinality(c->allowed);
+    if (card < HNSW_BITSET_MIN || card * 16 > span)
         return;
     c->bits = cdn_calloc(((size_t)span + 63) / 64, sizeof(uint64_t));
     if (!c->bits)

@@ -30,7 +30,7 @@ static int setup(void **state)
     fixture_t *f = calloc(1, sizeof *f);
     uint64_t seed = 42;
     const char *fields[] = {"body"};
-    cordon_collection_spec spec = {.name = "docs", .dim = DIM, .metric = CORDON_METRIC_L2,
+    cordon_collection_spec spec = {.asserted_principals = 1, .name = "docs", .dim = DIM, .metric = CORDON_METRIC_L2,
                                    .text_fields = fields, .n_text_fields = 1};
     assert_non_null(tu_tmpdir(f->dir, sizeof f->dir));
     assert_int_equal(cordon_open(f->dir, NULL, &f->db, NULL), 0);
@@ -324,7 +324,7 @@ static void test_collections_create_list_drop(void **state)
     assert_int_equal(cordon_collection_create(f->db, &bad, &err), CORDON_ERR_INVALID);
     cordon_collection_spec dup = {.name = "docs", .dim = 4};
     assert_int_equal(cordon_collection_create(f->db, &dup, &err), CORDON_ERR_EXISTS);
-    cordon_collection_spec other = {.name = "another", .dim = 4, .metric = CORDON_METRIC_COSINE};
+    cordon_collection_spec other = {.asserted_principals = 1, .name = "another", .dim = 4, .metric = CORDON_METRIC_COSINE};
     assert_int_equal(cordon_collection_create(f->db, &other, NULL), 0);
     cordon_collection_info *list;
     size_t n;

@@ -59,7 +59,7 @@ static void test_kill_mid_load_loses_no_acknowledged_batch(void **state)
         char dir[64];
         int fds[2];
         cordon_t *db;
-        cordon_collection_spec spec = {.name = "load", .dim = DIM, .metric = CORDON_METRIC_L2};
+        cordon_collection_spec spec = {.asserted_principals = 1, .name = "load", .dim = DIM, .metric = CORDON_METRIC_L2};
         assert_non_null(tu_tmpdir(dir, sizeof dir));
         assert_int_equal(cordon_open(dir, NULL, &db, NULL), 0);
         assert_int_equal(cordon_collection_create(db, &spec, NULL), 0);

@@ -185,6 +185,21 @@ static void test_bad_operations_change_nothing(void **state)
     cordon_free(after);
 }
 
+static void test_collection_refuses_asserted_principals_unless_configured(void **state)
+{
+    fx_t *f = *state;
+    const char *claims[] = {"group:eng"};
+    float q[DIM] = {1};
+    cordon_subject s = {.principals = claims, .n_principals = 1};
+    cordon_query qu = {.vector = q};
+    cordon_result *r;
+    cordon_error err;
+    assert_int_equal(cordon_search(f->db, "docs", &s, &qu, &r, &err), CORDON_ERR_DENIED);
+    assert_non_null(strstr(err.message, "does not accept asserted principals"));
+    cordon_record *rec;
+    assert_int_equal(cordon_get(f->db, "docs", &s, "eng-doc", &rec, &err), CORDON_ERR_DENIED);
+}
+
 static void test_explain_names_the_deciding_principal(void **state)
 {
     fx_t *f = *state;
@@ -260,6 +275,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_bad_operations_change_nothing, setup, teardown),
         cmocka_unit_test_setup_teardown(test_explain_names_the_deciding_principal, setup,
                                         teardown),
+        cmocka_unit_test_setup_teardown(
+            test_collection_refuses_asserted_principals_unless_configured, setup, teardown),
         cmocka_unit_test_setup_teardown(
             test_revocation_is_seen_by_every_later_search_in_other_threads, setup, teardown),
     };

@@ -35,7 +35,7 @@ static int setup(void **state)
     static char ids[N][16], tn[N][16];
     static const char *acl[N][2];
     static cordon_chunk ch[N];
-    cordon_collection_spec spec = {.name = "v", .dim = DIM, .metric = CORDON_METRIC_L2};
+    cordon_collection_spec spec = {.asserted_principals = 1, .name = "v", .dim = DIM, .metric = CORDON_METRIC_L2};
     for (int c = 0; c < CLUSTERS; c++)
         for (int d = 0; d < DIM; d++)
             centre[c][d] = tu_randf(&seed) * 10;
@@ -160,6 +160,47 @@ static void test_auto_picks_plans_by_readable_size_and_keeps_recall(void **state
     assert_true(run(f, 10, CORDON_STRATEGY_EXACT, "exact") == 1.0);
 }
 
+static void test_int8_codes_give_the_same_exact_results(void **state)
+{
+    fx_t *f = *state;
+    static cordon_chunk ch[N];
+    static char ids[N][16];
+    const char *every[] = {"everyone"};
+    cordon_collection_spec spec = {.asserted_principals = 1, .name = "q", .dim = DIM,
+                                   .metric = CORDON_METRIC_L2, .int8_scan = 1};
+    assert_int_equal(cordon_collection_create(f->db, &spec, NULL), 0);
+    for (int i = 0; i < N; i++) {
+        snprintf(ids[i], sizeof ids[i], "r%d", i);
+        ch[i] = (cordon_chunk){.id = ids[i], .vector = f->v[i], .allowed = every, .n_allowed = 1};
+    }
+    /* Small batches first (below the training size), then the rest: codes follow the rows. */
+    assert_int_equal(cordon_put(f->db, "q", ch, 500, NULL, NULL), 0);
+    assert_int_equal(cordon_put(f->db, "q", ch + 500, N - 500, NULL, NULL), 0);
+    for (int pass = 0; pass < 2; pass++) {
+        uint64_t seed = 9;
+        for (int qi = 0; qi < 20; qi++) {
+            float q[DIM];
+            for (int d = 0; d < DIM; d++)
+                q[d] = tu_randf(&seed) * 10;
+            cordon_subject s = {.principals = every, .n_principals = 1};
+            cordon_query cq = {.vector = q, .k = 10, .strategy = CORDON_STRATEGY_EXACT};
+            cordon_result *a, *b;
+            assert_int_equal(cordon_search(f->db, "q", &s, &cq, &a, NULL), 0);
+            assert_int_equal(cordon_search(f->db, "v", &s, &cq, &b, NULL), 0);
+            assert_true(a->complete);
+            assert_int_equal(a->n_hits, b->n_hits);
+            for (size_t h = 0; h < a->n_hits; h++) {
+                assert_string_equal(a->hits[h].id, b->hits[h].id);
+                assert_true(a->hits[h].score == b->hits[h].score);
+            }
+            cordon_result_free(a);
+            cordon_result_free(b);
+        }
+        cordon_close(f->db); /* the codes are rebuilt at open */
+        assert_int_equal(cordon_open(f->dir, &opts, &f->db, NULL), 0);
+    }
+}
+
 static void test_graph_is_right_after_reopen_loss_and_corruption(void **state)
 {
     fx_t *f = *state;
@@ -220,6 +261,8 @@ int main(void)
                                         setup, teardown),
         cmocka_unit_test_setup_teardown(test_graph_is_right_after_reopen_loss_and_corruption,
                                         setup, teardown),
+        cmocka_unit_test_setup_teardown(test_int8_codes_give_the_same_exact_results, setup,
+                                        teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

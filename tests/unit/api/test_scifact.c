@@ -45,7 +45,7 @@ static void test_exact_search_on_scifact_matches_brute_force_without_leaks(void 
     cordon_chunk *chunks = calloc(nd, sizeof *chunks);
     uint64_t seed = 2024;
     cordon_t *db;
-    cordon_collection_spec spec = {.name = "scifact", .dim = dim, .metric = CORDON_METRIC_DOT};
+    cordon_collection_spec spec = {.asserted_principals = 1, .name = "scifact", .dim = dim, .metric = CORDON_METRIC_DOT};
     assert_non_null(tu_tmpdir(dir, sizeof dir));
     assert_int_equal(cordon_open(dir, NULL, &db, NULL), 0);
     assert_int_equal(cordon_collection_create(db, &spec, NULL), 0);

@@ -36,7 +36,7 @@ static int setup(void **state)
     static cordon_chunk ch[N];
     const char *tf[] = {"title", "body"};
     cordon_meta_field mf[] = {{"kind", CORDON_META_KEYWORD}, {"year", CORDON_META_NUMBER}};
-    cordon_collection_spec spec = {.name = "t", .dim = DIM, .metric = CORDON_METRIC_L2,
+    cordon_collection_spec spec = {.asserted_principals = 1, .name = "t", .dim = DIM, .metric = CORDON_METRIC_L2,
                                    .text_fields = tf, .n_text_fields = 2, .analyzer = "english",
                                    .meta_fields = mf, .n_meta_fields = 2};
     for (int i = 0; i < N; i++) {
@@ -160,6 +160,30 @@ static void test_hybrid_is_filtered_and_fused(void **state)
     cordon_result_free(r);
 }
 
+static void test_knn_with_a_metadata_filter_stays_inside_it(void **state)
+{
+    fx_t *f = *state;
+    float v[DIM] = {0.2f, 0.9f, 0.1f, 0.4f, 0.5f, 0.5f, 0.3f, 0.8f};
+    cordon_subject s = {.principals = all_groups, .n_principals = 4}; /* g0..g3 */
+    cordon_query q = {.vector = v, .k = 20,
+                      .filter_json = "{\"bool\":{\"filter\":[{\"term\":{\"kind\":\"memo\"}},"
+                                     "{\"range\":{\"year\":{\"lt\":2005}}}]}}"};
+    cordon_result *r;
+    assert_int_equal(cordon_search(f->db, "t", &s, &q, &r, NULL), 0);
+    assert_true(r->n_hits > 0);
+    assert_true(r->complete);
+    for (size_t i = 0; i < r->n_hits; i++) {
+        int d = atoi(r->hits[i].id + 1);
+        assert_true(d % 2 == 1 && 2000 + d % 20 < 2005);
+        assert_true(f->group[d] < 4);
+    }
+    cordon_result_free(r);
+    cordon_error err;
+    q.filter_json = "{\"term\":";
+    assert_int_equal(cordon_search(f->db, "t", &s, &q, &r, &err), CORDON_ERR_INVALID);
+    assert_non_null(strstr(err.message, "filter is not valid JSON"));
+}
+
 static size_t count_hits(cordon_t *db, const char *text)
 {
     cordon_subject all = {.principals = all_groups, .n_principals = GROUPS};
@@ -203,6 +227,8 @@ int main(void)
                                         setup, teardown),
         cmocka_unit_test_setup_teardown(test_metadata_filters_and_bool_queries, setup, teardown),
         cmocka_unit_test_setup_teardown(test_hybrid_is_filtered_and_fused, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_knn_with_a_metadata_filter_stays_inside_it, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(test_updates_deletes_and_reopen, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

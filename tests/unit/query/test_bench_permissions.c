@@ -75,8 +75,10 @@ static int is_cordon(const char *strategy)
 static void test_selftest_exits_zero_so_complete_never_hid_a_readable_top10_chunk(void **state)
 {
     sel_t *s = *state;
+    if (!getenv("CORDON_BIN") || !*getenv("CORDON_BIN"))
+        return; /* skipped, and said so in setup */
     if (!s->doc)
-        return;
+        fail_msg("the selftest printed no JSON (exit status %d)", s->status);
     assert_true(WIFEXITED(s->status));
     assert_int_equal(WEXITSTATUS(s->status), 0);
 }

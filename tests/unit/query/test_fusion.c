@@ -1,11 +1,12 @@
 /* test_fusion.c: reciprocal rank fusion and min-max linear fusion of ranked lists.
  * Relies on cmocka and query/fusion; expected values follow the formulas, computed here. */
+#include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
-#include <cmocka.h>
-#include <math.h>
+
+#include <cmocka.h> /* own block: it needs setjmp.h, stdarg.h, stddef.h first */
 
 #include "base/err.h"
 #include "query/fusion.h"

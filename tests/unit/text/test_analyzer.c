@@ -5,9 +5,10 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
-#include <cmocka.h>
 #include <stdio.h>
 #include <string.h>
+
+#include <cmocka.h> /* own block: it needs setjmp.h, stdarg.h, stddef.h first */
 
 #include "text/analyzer.h"
 
@@ -136,8 +137,21 @@ static void test_invalid_utf8_is_a_separator(void **state)
 {
     (void)state;
     char out[128];
-    analyze("standard", "ab\xff\xfe" "cd", out, sizeof out);
+    analyze("standard",
+            "ab\xff\xfe"
+            "cd",
+            out, sizeof out);
     assert_string_equal(out, "ab@0 cd@1");
+}
+
+static void test_overlong_tokens_are_dropped_but_keep_their_position(void **state)
+{
+    (void)state;
+    char text[600], out[128];
+    memset(text, 'x', 300);
+    memcpy(text + 300, " tail", 6);
+    analyze("standard", text, out, sizeof out);
+    assert_string_equal(out, "tail@1");
 }
 
 int main(void)
@@ -155,6 +169,7 @@ int main(void)
         cmocka_unit_test(test_multi_valued_fields_are_100_positions_apart),
         cmocka_unit_test(test_unknown_analyzer_name_is_rejected_with_the_choices),
         cmocka_unit_test(test_invalid_utf8_is_a_separator),
+        cmocka_unit_test(test_overlong_tokens_are_dropped_but_keep_their_position),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

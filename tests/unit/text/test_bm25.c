@@ -1,15 +1,17 @@
 /* test_bm25.c: BM25 top-k against an exhaustive reference scorer written here, over random
  * corpora, random permission sets, deletes and updates, with and without pruning.
  * Relies on cmocka, textidx and CRoaring; the reference never calls the index's scoring code. */
+#include <math.h>
+#include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
-#include <cmocka.h>
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include <cmocka.h> /* own block: it needs setjmp.h, stdarg.h, stddef.h first */
 
 #include "text/textidx.h"
 
@@ -115,7 +117,10 @@ static size_t reference(const corpus_t *c, const int *q, int nq, const roaring_b
     return n;
 }
 
-static double tol(double s) { return 1e-5 * (fabs(s) > 1 ? fabs(s) : 1); }
+static double tol(double s)
+{
+    return 1e-5 * (fabs(s) > 1 ? fabs(s) : 1);
+}
 
 /* The engine's top-k must equal the reference's up to exact ties: the same score at each rank,
  * each returned id scored the same by the reference, and the same id wherever the reference
@@ -299,6 +304,96 @@ static void test_totals_count_only_readable_docs(void **state)
     textidx_free(ti);
 }
 
+static void test_k_zero_counts_every_readable_match(void **state)
+{
+    (void)state;
+    textidx_t *ti = new_index(1.2f, 0.75f);
+    textidx_value_t a = {"body", "red apple", 9, 0}, b = {"body", "green apple", 11, 0};
+    for (uint32_t d = 0; d < 30; d++)
+        assert_int_equal(textidx_add_doc(ti, d, d % 3 ? &a : &b, 1, NULL), 0);
+    roaring_bitmap_t *al = roaring_bitmap_create();
+    roaring_bitmap_add_range(al, 0, 10);
+    textq_t *q;
+    textidx_result_t res;
+    textidx_search_opts_t o = {al, 0, 0};
+    assert_int_equal(textq_match("body", "apple green", &q), 0);
+    assert_int_equal(textidx_search(ti, q, &o, &res, NULL), 0);
+    assert_int_equal(res.n, 0);
+    assert_int_equal(res.total, 10);
+    assert_true(res.total_exact);
+    textidx_result_free(&res);
+    textq_free(q);
+    roaring_bitmap_free(al);
+    textidx_free(ti);
+}
+
+typedef struct shared {
+    const textidx_t *ti;
+    uint32_t expect[8][5];
+    int bad;
+} shared_t;
+
+static const char *const conc_q[8] = {
+    "running horses", "studies of stars", "the runner ran",       "horse studied",
+    "stars running",  "ran studies",      "runners horses stars", "study"};
+
+static void conc_run(const textidx_t *ti, int i, uint32_t *out)
+{
+    textq_t *q;
+    textidx_result_t r;
+    textidx_search_opts_t o = {NULL, 5, 0};
+    memset(out, 0xff, 5 * sizeof *out);
+    if (textq_match("body", conc_q[i], &q) || textidx_search(ti, q, &o, &r, NULL))
+        return;
+    for (size_t h = 0; h < r.n; h++)
+        out[h] = r.hits[h].id;
+    textidx_result_free(&r);
+    textq_free(q);
+}
+
+static void *conc_worker(void *arg)
+{
+    shared_t *s = arg;
+    for (int it = 0; it < 3000; it++) {
+        uint32_t got[5];
+        conc_run(s->ti, it % 8, got);
+        if (memcmp(got, s->expect[it % 8], sizeof got))
+            __atomic_store_n(&s->bad, 1, __ATOMIC_RELAXED);
+    }
+    return NULL;
+}
+
+/* Searches share the analyzer's stemmer (libstemmer keeps scratch state per stemmer); the
+ * analyzer's mutex must keep concurrent query analysis from mixing words. */
+static void test_concurrent_searches_return_the_same_hits(void **state)
+{
+    (void)state;
+    textidx_t *ti;
+    assert_int_equal(textidx_create(NULL, &ti, NULL), 0);
+    assert_int_equal(textidx_add_field(ti, "body", TEXTIDX_TEXT, "english", NULL), 0);
+    static const char *const w[] = {"running", "horses",  "studies", "stars", "runner", "ran",
+                                    "horse",   "studied", "study",   "star",  "runs",   "stable"};
+    rng_state = 99;
+    for (uint32_t d = 0; d < 300; d++) {
+        char buf[256];
+        size_t o = 0;
+        for (int i = 0; i < 8; i++)
+            o += (size_t)snprintf(buf + o, sizeof buf - o, "%s ", w[rnd(12)]);
+        textidx_value_t v = {"body", buf, o, 0};
+        assert_int_equal(textidx_add_doc(ti, d, &v, 1, NULL), 0);
+    }
+    shared_t s = {ti, {{0}}, 0};
+    for (int i = 0; i < 8; i++)
+        conc_run(ti, i, s.expect[i]);
+    pthread_t th[4];
+    for (int i = 0; i < 4; i++)
+        assert_int_equal(pthread_create(&th[i], NULL, conc_worker, &s), 0);
+    for (int i = 0; i < 4; i++)
+        pthread_join(th[i], NULL);
+    assert_int_equal(s.bad, 0);
+    textidx_free(ti);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -306,6 +401,8 @@ int main(void)
         cmocka_unit_test(test_deletes_and_updates_are_visible_to_the_next_query),
         cmocka_unit_test(test_deleted_doc_disappears_and_its_id_cannot_be_added_twice),
         cmocka_unit_test(test_totals_count_only_readable_docs),
+        cmocka_unit_test(test_k_zero_counts_every_readable_match),
+        cmocka_unit_test(test_concurrent_searches_return_the_same_hits),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -4,13 +4,14 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
-#include <cmocka.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include <xxhash.h>
+
+#include <cmocka.h> /* own block: it needs setjmp.h, stdarg.h, stddef.h first */
 
 #include "text/textidx.h"
 
@@ -25,9 +26,9 @@ static uint32_t rnd(uint32_t n)
     return (uint32_t)(rng % n);
 }
 
-static const char *const words[] = {"alpha", "beta",  "gamma", "delta", "epsilon", "zeta",
-                                    "eta",   "theta", "iota",  "kappa", "lambda",  "mu",
-                                    "nu",    "xi",    "omicron", "pi",  "rho",     "sigma"};
+static const char *const words[] = {"alpha", "beta",  "gamma",   "delta", "epsilon", "zeta",
+                                    "eta",   "theta", "iota",    "kappa", "lambda",  "mu",
+                                    "nu",    "xi",    "omicron", "pi",    "rho",     "sigma"};
 #define NW (sizeof words / sizeof *words)
 
 static textidx_t *build(void)

@@ -1,16 +1,17 @@
 /* test_scifact.c: BM25 quality on the real BEIR SciFact test split: english analyzer on title +
  * text, k1 0.9, b 0.4, nDCG@10 from the qrels computed here. Relies on cmocka, jansson and
  * $CORDON_SHARED_DATA/scifact (skipped with a SKIP line when absent). */
+#include <jansson.h>
+#include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
-#include <cmocka.h>
-#include <jansson.h>
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include <cmocka.h> /* own block: it needs setjmp.h, stdarg.h, stddef.h first */
 
 #include "text/textidx.h"
 

@@ -5,9 +5,10 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
-#include <cmocka.h>
 #include <stdio.h>
 #include <string.h>
+
+#include <cmocka.h> /* own block: it needs setjmp.h, stdarg.h, stddef.h first */
 
 #include "text/textidx.h"
 
@@ -41,9 +42,12 @@ static int setup(void **state)
     for (uint32_t i = 0; i < NDOCS; i++) {
         const doc_t *d = &docs[i];
         textidx_value_t v[] = {
-            {"title", d->title, strlen(d->title), 0}, {"body", d->body, strlen(d->body), 0},
-            {"tag", d->tag, strlen(d->tag), 0},       {"date", d->date, strlen(d->date), 0},
-            {"price", NULL, 0, d->price},             {"flag", NULL, 0, d->flag},
+            {"title", d->title, strlen(d->title), 0},
+            {"body", d->body, strlen(d->body), 0},
+            {"tag", d->tag, strlen(d->tag), 0},
+            {"date", d->date, strlen(d->date), 0},
+            {"price", NULL, 0, d->price},
+            {"flag", NULL, 0, d->flag},
         };
         assert_int_equal(textidx_add_doc(ti, 10 + i, v, 6, NULL), 0);
     }
@@ -330,21 +334,41 @@ static void test_metadata_of_deleted_doc_is_not_returned(void **state)
     assert_string_equal(run_set(ti, range("price", "0", "6"), NULL), "");
 }
 
+static void test_dates_parse_iso_forms_and_refuse_partial_ones(void **state)
+{
+    (void)state;
+    double ms;
+    assert_int_equal(fieldidx_parse_date("1970-01-02", 10, &ms), 0);
+    assert_true(ms == 86400000.0);
+    assert_int_equal(fieldidx_parse_date("1970-01-01T00:00:01.5Z", 22, &ms), 0);
+    assert_true(ms == 1500.0);
+    assert_int_equal(fieldidx_parse_date("1970-01-01T01:00:00+01:00", 25, &ms), 0);
+    assert_true(ms == 0.0);
+    assert_int_equal(fieldidx_parse_date("1970", 4, &ms), 0);
+    assert_true(ms == 0.0);
+    assert_int_equal(fieldidx_parse_date("86400000", 8, &ms), 0); /* epoch millis */
+    assert_true(ms == 86400000.0);
+    /* a partial date, read from a buffer that continues: only len bytes may be looked at */
+    assert_int_equal(fieldidx_parse_date("2024-05-01", 7, &ms), CDN_ERR_INVALID);
+    assert_int_equal(fieldidx_parse_date("2024-13-01", 10, &ms), CDN_ERR_INVALID);
+    assert_int_equal(fieldidx_parse_date("yesterday", 9, &ms), CDN_ERR_INVALID);
+    assert_int_equal(fieldidx_parse_date("2024-05-01T10", 13, &ms), CDN_ERR_INVALID);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup_teardown(test_phrase_needs_adjacent_terms_unless_slop_allows,
-                                        setup, teardown),
+        cmocka_unit_test_setup_teardown(test_phrase_needs_adjacent_terms_unless_slop_allows, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(test_exact_phrase_scores_above_sloppy_match, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_fuzzy_finds_terms_within_auto_edits, setup, teardown),
         cmocka_unit_test_setup_teardown(test_prefix_on_text_and_keyword_fields, setup, teardown),
         cmocka_unit_test_setup_teardown(test_match_operator_and_minimum_should_match, setup,
                                         teardown),
-        cmocka_unit_test_setup_teardown(test_english_title_matches_stemmed_forms, setup,
-                                        teardown),
-        cmocka_unit_test_setup_teardown(
-            test_multi_match_most_fields_sums_and_best_fields_takes_max, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_english_title_matches_stemmed_forms, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_multi_match_most_fields_sums_and_best_fields_takes_max,
+                                        setup, teardown),
         cmocka_unit_test_setup_teardown(test_metadata_filters_term_terms_range_exists_ids, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_bad_range_value_is_an_error_naming_the_field, setup,
@@ -352,6 +376,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_bool_must_should_filter_must_not, setup, teardown),
         cmocka_unit_test_setup_teardown(test_permissions_hide_docs_from_every_query_kind, setup,
                                         teardown),
+        cmocka_unit_test(test_dates_parse_iso_forms_and_refuse_partial_ones),
         cmocka_unit_test_setup_teardown(test_metadata_of_deleted_doc_is_not_returned, setup,
                                         teardown),
     };

@@ -1,12 +1,13 @@
 /* test_textq_es.c: the Elasticsearch query DSL parser: shapes it accepts, the trees it builds,
  * and errors that name the JSON path of the bad field. Relies on cmocka, jansson, textq. */
+#include <jansson.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
-#include <cmocka.h>
-#include <jansson.h>
 #include <string.h>
+
+#include <cmocka.h> /* own block: it needs setjmp.h, stdarg.h, stddef.h first */
 
 #include "text/textidx.h"
 
@@ -104,10 +105,11 @@ static void test_leaf_queries_parse_their_options(void **state)
 static void test_bool_with_single_and_array_clauses(void **state)
 {
     (void)state;
-    textq_t *q = ok("{\"bool\": {\"must\": {\"match\": {\"body\": \"fox\"}}, "
-                    "\"filter\": [{\"term\": {\"tag\": \"a\"}}, {\"range\": {\"n\": {\"gte\": 1}}}],"
-                    " \"must_not\": [{\"exists\": {\"field\": \"x\"}}], \"should\": [], "
-                    "\"minimum_should_match\": 1}}");
+    textq_t *q =
+        ok("{\"bool\": {\"must\": {\"match\": {\"body\": \"fox\"}}, "
+           "\"filter\": [{\"term\": {\"tag\": \"a\"}}, {\"range\": {\"n\": {\"gte\": 1}}}],"
+           " \"must_not\": [{\"exists\": {\"field\": \"x\"}}], \"should\": [], "
+           "\"minimum_should_match\": 1}}");
     assert_int_equal(q->must.n, 1);
     assert_int_equal(q->filter.n, 2);
     assert_int_equal(q->must_not.n, 1);
@@ -128,14 +130,14 @@ static void test_errors_name_the_path_of_the_bad_field(void **state)
                      CDN_ERR_INVALID);
     assert_int_equal(fails("{\"bool\": {\"shuold\": []}}", "query.bool.shuold"), CDN_ERR_INVALID);
     assert_int_equal(fails("{\"geo_shape\": {}}", "geo_shape"), CDN_ERR_UNSUPPORTED);
-    assert_int_equal(fails("{\"multi_match\": {\"query\": \"x\", \"fields\": [\"t^z\"]}}",
-                           "query.multi_match"),
-                     CDN_ERR_INVALID);
+    assert_int_equal(
+        fails("{\"multi_match\": {\"query\": \"x\", \"fields\": [\"t^z\"]}}", "query.multi_match"),
+        CDN_ERR_INVALID);
     assert_int_equal(fails("{\"match\": {}}", "query.match"), CDN_ERR_INVALID);
     assert_int_equal(fails("{\"ids\": {\"values\": [\"abc\"]}}", "query.ids"), CDN_ERR_INVALID);
-    assert_int_equal(fails("{\"fuzzy\": {\"f\": {\"value\": \"x\", \"fuzziness\": 7}}}",
-                           "query.fuzzy.f"),
-                     CDN_ERR_INVALID);
+    assert_int_equal(
+        fails("{\"fuzzy\": {\"f\": {\"value\": \"x\", \"fuzziness\": 7}}}", "query.fuzzy.f"),
+        CDN_ERR_INVALID);
 }
 
 static void test_parsed_query_runs_like_the_built_one(void **state)
@@ -148,8 +150,7 @@ static void test_parsed_query_runs_like_the_built_one(void **state)
     const char *texts[] = {"foxes run", "a fox sleeps", "dogs run", "the fox and dogs"};
     const char *tags[] = {"a", "b", "a", "a"};
     for (uint32_t i = 0; i < 4; i++) {
-        textidx_value_t v[2] = {{"body", texts[i], strlen(texts[i]), 0},
-                                {"tag", tags[i], 1, 0}};
+        textidx_value_t v[2] = {{"body", texts[i], strlen(texts[i]), 0}, {"tag", tags[i], 1, 0}};
         assert_int_equal(textidx_add_doc(ti, i, v, 2, NULL), 0);
     }
     textq_t *q = ok("{\"bool\": {\"must\": {\"match\": {\"body\": \"fox\"}}, "

@@ -26,7 +26,10 @@ static inline uint64_t tu_next(tu_rng_t *r)
     return z ^ (z >> 31);
 }
 
-static inline double tu_unif(tu_rng_t *r) { return ((double)(tu_next(r) >> 11) + 0.5) / 9007199254740992.0; }
+static inline double tu_unif(tu_rng_t *r)
+{
+    return ((double)(tu_next(r) >> 11) + 0.5) / 9007199254740992.0;
+}
 
 static inline float tu_gauss(tu_rng_t *r)
 {

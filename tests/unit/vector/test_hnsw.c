@@ -1,10 +1,13 @@
 /* test_hnsw.c: HNSW recall against brute force, unfiltered and under permission filters of
  * every selectivity, deletes, completeness and the visit budget. Relies on cmocka, CRoaring. */
+/* cmocka.h needs these four first. */
+// clang-format off
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <cmocka.h>
+// clang-format on
 
 #include "base/err.h"
 #include "unit/vector/hnsw_testutil.h"
@@ -67,8 +70,7 @@ static double mean_recall(fixture_t *f, uint32_t ef, const roaring_bitmap_t *all
         hnsw_hit_t hits[K];
         uint32_t n, truth[K];
         hnsw_stats_t st;
-        assert_int_equal(hnsw_search(f->h, &f->view, q, K, ef, allowed, mode, 0, &st, hits, &n),
-                         0);
+        assert_int_equal(hnsw_search(f->h, &f->view, q, K, ef, allowed, mode, 0, &st, hits, &n), 0);
         for (uint32_t i = 0; i < n; i++) {
             if (mode == HNSW_MODE_FILTERED && allowed)
                 assert_true(roaring_bitmap_contains(allowed, hits[i].id));
@@ -147,10 +149,12 @@ static void test_unfiltered_mode_ignores_allowed_set(void **state)
     roaring_bitmap_t *allowed = tu_random_set(N, 0.01, 9);
     hnsw_hit_t a[K], b[K];
     uint32_t na, nb;
-    assert_int_equal(hnsw_search(f->h, &f->view, f->queries, K, 64, allowed,
-                                 HNSW_MODE_UNFILTERED, 0, NULL, a, &na), 0);
-    assert_int_equal(hnsw_search(f->h, &f->view, f->queries, K, 64, NULL, HNSW_MODE_UNFILTERED,
-                                 0, NULL, b, &nb), 0);
+    assert_int_equal(hnsw_search(f->h, &f->view, f->queries, K, 64, allowed, HNSW_MODE_UNFILTERED,
+                                 0, NULL, a, &na),
+                     0);
+    assert_int_equal(
+        hnsw_search(f->h, &f->view, f->queries, K, 64, NULL, HNSW_MODE_UNFILTERED, 0, NULL, b, &nb),
+        0);
     assert_int_equal(na, K);
     assert_int_equal(na, nb);
     assert_memory_equal(a, b, sizeof(hnsw_hit_t) * na);
@@ -167,8 +171,9 @@ static void test_tiny_allowed_set_is_searched_exactly_and_says_complete(void **s
     hnsw_hit_t hits[K];
     uint32_t n, truth[K];
     hnsw_stats_t st;
-    assert_int_equal(hnsw_search(f->h, &f->view, f->queries, K, 64, allowed, HNSW_MODE_FILTERED,
-                                 0, &st, hits, &n), 0);
+    assert_int_equal(hnsw_search(f->h, &f->view, f->queries, K, 64, allowed, HNSW_MODE_FILTERED, 0,
+                                 &st, hits, &n),
+                     0);
     uint32_t nt = tu_exact(&f->view, VEC_METRIC_L2, f->queries, N, allowed, NULL, K, truth);
     assert_int_equal(n, nt);
     for (uint32_t i = 0; i < n; i++)
@@ -186,16 +191,18 @@ static void test_visit_budget_stops_search_and_flags_it(void **state)
     uint32_t n;
     hnsw_stats_t st;
     uint64_t budget = roaring_bitmap_get_cardinality(allowed);
-    assert_int_equal(hnsw_search(f->h, &f->view, f->queries, K, 200, allowed,
-                                 HNSW_MODE_FILTERED, budget, &st, hits, &n), 0);
+    assert_int_equal(hnsw_search(f->h, &f->view, f->queries, K, 200, allowed, HNSW_MODE_FILTERED,
+                                 budget, &st, hits, &n),
+                     0);
     assert_int_equal(st.exhausted_budget, 1);
     assert_int_equal(st.incomplete, 1);
     assert_true(st.visited <= budget);
     for (uint32_t i = 0; i < n; i++)
         assert_true(roaring_bitmap_contains(allowed, hits[i].id));
     /* Without a budget the same search finishes by itself. */
-    assert_int_equal(hnsw_search(f->h, &f->view, f->queries, K, 200, allowed,
-                                 HNSW_MODE_FILTERED, 0, &st, hits, &n), 0);
+    assert_int_equal(hnsw_search(f->h, &f->view, f->queries, K, 200, allowed, HNSW_MODE_FILTERED, 0,
+                                 &st, hits, &n),
+                     0);
     assert_int_equal(st.exhausted_budget, 0);
     assert_true(st.visited > budget);
     roaring_bitmap_free(allowed);
@@ -225,6 +232,30 @@ static void test_deleted_ids_never_returned_and_recall_holds(void **state)
     roaring_bitmap_free(deleted);
 }
 
+/* The allowed set may name rows the graph has not indexed yet (or never will): they are
+ * neither returned nor counted as seen, so the result cannot claim to be complete. */
+static void test_allowed_ids_missing_from_graph_are_skipped_and_flagged(void **state)
+{
+    fixture_t *f = *state;
+    roaring_bitmap_t *allowed = roaring_bitmap_create();
+    for (uint32_t i = 0; i < 40; i++)
+        roaring_bitmap_add(allowed, i * 97);
+    roaring_bitmap_add_range(allowed, N, N + 200); /* sparse: the flat-bitset path */
+    hnsw_hit_t hits[K];
+    uint32_t n;
+    hnsw_stats_t st;
+    assert_int_equal(hnsw_search(f->h, &f->view, f->queries, K, 64, allowed, HNSW_MODE_FILTERED, 0,
+                                 &st, hits, &n),
+                     0);
+    assert_int_equal(n, K);
+    for (uint32_t i = 0; i < n; i++) {
+        assert_true(hits[i].id < N);
+        assert_int_equal(hits[i].id % 97, 0);
+    }
+    assert_int_equal(st.incomplete, 1);
+    roaring_bitmap_free(allowed);
+}
+
 static void test_delete_unknown_id_is_not_found(void **state)
 {
     fixture_t *f = *state;
@@ -238,10 +269,12 @@ static void test_bad_arguments_are_rejected(void **state)
     uint32_t n;
     vec_view_t wrong = f->view;
     wrong.dim = DIM + 1;
-    assert_int_equal(hnsw_search(f->h, &wrong, f->queries, K, 64, NULL, HNSW_MODE_UNFILTERED, 0,
-                                 NULL, hits, &n), CDN_ERR_INVALID);
-    assert_int_equal(hnsw_search(f->h, &f->view, f->queries, 0, 64, NULL, HNSW_MODE_UNFILTERED,
-                                 0, NULL, hits, &n), CDN_ERR_INVALID);
+    assert_int_equal(
+        hnsw_search(f->h, &wrong, f->queries, K, 64, NULL, HNSW_MODE_UNFILTERED, 0, NULL, hits, &n),
+        CDN_ERR_INVALID);
+    assert_int_equal(hnsw_search(f->h, &f->view, f->queries, 0, 64, NULL, HNSW_MODE_UNFILTERED, 0,
+                                 NULL, hits, &n),
+                     CDN_ERR_INVALID);
     assert_int_equal(hnsw_insert(f->h, &f->view, N), CDN_ERR_INVALID);
     assert_int_equal(hnsw_insert(f->h, &f->view, 3), CDN_ERR_EXISTS);
     hnsw_t *h;
@@ -267,7 +300,8 @@ static void test_ids_with_gaps_in_any_order_are_found(void **state)
         hnsw_hit_t hit;
         uint32_t n;
         assert_int_equal(hnsw_search(h, &v, vec_row(&v, i), 1, 32, NULL, HNSW_MODE_UNFILTERED, 0,
-                                     NULL, &hit, &n), 0);
+                                     NULL, &hit, &n),
+                         0);
         assert_int_equal(n, 1);
         assert_int_equal(hit.id % 3, 0);
         if (i % 3 == 0)
@@ -306,6 +340,7 @@ int main(void)
         cmocka_unit_test(test_tiny_allowed_set_is_searched_exactly_and_says_complete),
         cmocka_unit_test(test_visit_budget_stops_search_and_flags_it),
         cmocka_unit_test(test_bad_arguments_are_rejected),
+        cmocka_unit_test(test_allowed_ids_missing_from_graph_are_skipped_and_flagged),
         cmocka_unit_test(test_delete_unknown_id_is_not_found),
         /* Deletes change the shared index: keep last. */
         cmocka_unit_test(test_deleted_ids_never_returned_and_recall_holds),

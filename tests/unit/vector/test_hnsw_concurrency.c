@@ -1,10 +1,13 @@
 /* test_hnsw_concurrency.c: HNSW inserts racing searches, deletes and saves, and parallel
  * builds matching serial ones. Relies on cmocka and pthreads (asserts stay on the main thread). */
+/* cmocka.h needs these four first. */
+// clang-format off
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <cmocka.h>
+// clang-format on
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -61,9 +64,9 @@ static void *searcher(void *arg)
         if (hnsw_search(s->h, &s->view, q, K, 32, s->allowed, mode, 0, NULL, hits, &n))
             atomic_fetch_add(&s->errors, 1);
         for (uint32_t i = 0; i < n; i++) {
-            int bad = hits[i].id >= N || (i && hits[i - 1].dist > hits[i].dist) ||
-                      (mode == HNSW_MODE_FILTERED &&
-                       !roaring_bitmap_contains(s->allowed, hits[i].id));
+            int bad =
+                hits[i].id >= N || (i && hits[i - 1].dist > hits[i].dist) ||
+                (mode == HNSW_MODE_FILTERED && !roaring_bitmap_contains(s->allowed, hits[i].id));
             if (bad)
                 atomic_fetch_add(&s->errors, 1);
         }
@@ -80,8 +83,8 @@ static double recall_of(hnsw_t *h, const vec_view_t *v, const roaring_bitmap_t *
         const float *q = vec_row(v, (qi * 389 + 11) % N);
         hnsw_hit_t hits[K];
         uint32_t n, truth[K];
-        assert_int_equal(hnsw_search(h, v, q, K, 64, NULL, HNSW_MODE_UNFILTERED, 0, NULL, hits,
-                                     &n), 0);
+        assert_int_equal(hnsw_search(h, v, q, K, 64, NULL, HNSW_MODE_UNFILTERED, 0, NULL, hits, &n),
+                         0);
         uint32_t nt = tu_exact(v, VEC_METRIC_L2, q, N, NULL, deleted, K, truth);
         sum += tu_recall(hits, n, truth, nt);
     }

@@ -1,10 +1,13 @@
 /* test_hnsw_io.c: HNSW save/load round trips and the rejection of damaged files.
  * Relies on cmocka, POSIX temp directories. */
+/* cmocka.h needs these four first. */
+// clang-format off
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <cmocka.h>
+// clang-format on
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -67,10 +70,12 @@ static void same_results(fixture_t *f, hnsw_t *a, hnsw_t *b)
         hnsw_hit_t ha[K], hb[K];
         uint32_t na, nb;
         for (int mode = 0; mode < 2; mode++) {
-            assert_int_equal(hnsw_search(a, &f->view, q, K, 40, allowed, (hnsw_mode_t)mode, 0,
-                                         NULL, ha, &na), 0);
-            assert_int_equal(hnsw_search(b, &f->view, q, K, 40, allowed, (hnsw_mode_t)mode, 0,
-                                         NULL, hb, &nb), 0);
+            assert_int_equal(
+                hnsw_search(a, &f->view, q, K, 40, allowed, (hnsw_mode_t)mode, 0, NULL, ha, &na),
+                0);
+            assert_int_equal(
+                hnsw_search(b, &f->view, q, K, 40, allowed, (hnsw_mode_t)mode, 0, NULL, hb, &nb),
+                0);
             assert_int_equal(na, nb);
             assert_true(na > 0);
             assert_memory_equal(ha, hb, na * sizeof(hnsw_hit_t));
@@ -103,10 +108,12 @@ static void test_save_then_load_gives_identical_results(void **state)
     hnsw_hit_t hit;
     uint32_t n;
     assert_int_equal(hnsw_search(g, &f->view, vec_row(&f->view, N - 1), 1, 32, NULL,
-                                 HNSW_MODE_UNFILTERED, 0, NULL, &hit, &n), 0);
+                                 HNSW_MODE_UNFILTERED, 0, NULL, &hit, &n),
+                     0);
     assert_int_equal(hit.id, N - 1);
     assert_int_equal(hnsw_search(g, &f->view, vec_row(&f->view, 50), 1, 32, NULL,
-                                 HNSW_MODE_UNFILTERED, 0, NULL, &hit, &n), 0);
+                                 HNSW_MODE_UNFILTERED, 0, NULL, &hit, &n),
+                     0);
     assert_int_not_equal(hit.id, 50);
     hnsw_free(g);
 }

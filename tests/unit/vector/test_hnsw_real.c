@@ -1,10 +1,13 @@
 /* test_hnsw_real.c: HNSW recall on real 512-d sentence vectors (SciFact, USE-lite), unfiltered
  * and under random permission sets. Relies on cmocka and CORDON_SHARED_DATA (skips without). */
+/* cmocka.h needs these four first. */
+// clang-format off
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <cmocka.h>
+// clang-format on
 
 #include "base/err.h"
 #include "unit/vector/hnsw_testutil.h"
@@ -61,7 +64,8 @@ static int setup(void **state)
     f->queries = read_fvecs(p, &f->n_queries, &qdim);
     if (!f->docs || !f->queries || qdim != f->dim) {
         printf("SKIP: SciFact use-lite vectors not found under %s/scifact/use-lite "
-               "(set CORDON_SHARED_DATA)\n", root ? root : "../shared/data");
+               "(set CORDON_SHARED_DATA)\n",
+               root ? root : "../shared/data");
         return 0;
     }
     f->view = (vec_view_t){f->docs, f->dim, f->dim, f->n_docs};
@@ -98,8 +102,7 @@ static double recall(fixture_t *f, const roaring_bitmap_t *allowed, uint32_t ef,
         uint32_t n, truth[K];
         hnsw_stats_t st;
         hnsw_mode_t mode = allowed ? HNSW_MODE_FILTERED : HNSW_MODE_UNFILTERED;
-        assert_int_equal(hnsw_search(f->h, &f->view, q, K, ef, allowed, mode, 0, &st, hits, &n),
-                         0);
+        assert_int_equal(hnsw_search(f->h, &f->view, q, K, ef, allowed, mode, 0, &st, hits, &n), 0);
         for (uint32_t i = 0; i < n && allowed; i++)
             assert_true(roaring_bitmap_contains(allowed, hits[i].id));
         uint32_t nt = tu_exact(&f->view, VEC_METRIC_COSINE, q, f->n_docs, allowed, NULL, K, truth);

@@ -1,0 +1,653 @@
+/* quant.c: 8-bit per-dimension codes of float rows and the exact top-k search that prunes with
+ * them. Relies on quant_kern.h (code kernels), exact.h (the float re-rank), topk.h, CRoaring.
+ *
+ * Why nothing of the true top-k is pruned. For every allowed row r the scan computes, from its
+ * codes, bounds L_r <= d_r <= U_r on d_r, the distance exact_search's float kernel returns for r
+ * (bounds derived below, in row_bounds, including every float rounding). Let T be the k-th
+ * smallest U_r over the rows that got one. Those k rows have d <= U <= T, so the k-th smallest
+ * true distance D_k is <= T. A row with L_r > T has d_r >= L_r > T >= D_k: it is strictly worse
+ * than k other rows, so no tie-break by id can bring it into the top k. The scan only drops rows
+ * with L_r > T_now, and T_now (the running k-th smallest U) never falls below the final T. The
+ * survivors, a superset of the true top k, are re-ranked by exact_search_ids, whose kernels and
+ * tie-break are exact_search's own: same distances, same ids. Rows without usable bounds (not
+ * encoded, non-finite values, overflow risk) get L = -inf and are always re-ranked. */
+#include "vector/quant.h"
+#include "base/mem.h"
+#include "vector/exact.h"
+#include "vector/quant_kern.h"
+
+#include <float.h>
+#include <math.h>
+#include <string.h>
+
+#define QUANT_BLOCK 256
+#define QUANT_PREFETCH_ROWS 8
+/* Directories retired by growth: it doubles from 8 chunks, so 2^32 rows need at most 20. */
+#define QUANT_MAX_RETIRED 24
+/* Exact zero-rounding-error reasoning is replaced by generous bounds: u = 2^-24 is float's unit
+ * roundoff, gamma_n = n u / (1 - n u) bounds any summation order of n terms (FMA or not). */
+#define QUANT_U (1.0 / 16777216.0)
+
+struct quant {
+    uint32_t dim, stride; /* stride: dim rounded up to 32, the code and weight length */
+    int trained;
+    float *lo, *s; /* stride floats each, pads zero */
+    /* The chunk directory. Searches load it (acquire) once; an append that outgrows it copies it,
+     * publishes the copy (release) and keeps the old one in `retired` until quant_free, so a
+     * search that started earlier keeps reading valid memory. */
+    uint8_t **chunks;
+    size_t n_chunks, cap_chunks;
+    uint8_t **retired[QUANT_MAX_RETIRED];
+    size_t n_retired, retired_bytes;
+    uint32_t count; /* published with release after the rows below it are written */
+};
+
+/* What a search reads: the directory and row count loaded once, at its start. */
+typedef struct rows_snap {
+    uint8_t *const *dir;
+    uint32_t count, stride;
+} rows_snap_t;
+
+static inline rows_snap_t snap_rows(const quant_t *q)
+{
+    rows_snap_t r;
+    r.count = __atomic_load_n(&q->count, __ATOMIC_ACQUIRE);
+    r.dir = __atomic_load_n(&q->chunks, __ATOMIC_ACQUIRE);
+    r.stride = q->stride;
+    return r;
+}
+
+/* A chunk: QUANT_CHUNK_ROWS code rows of `stride` bytes, then QUANT_CHUNK_ROWS floats e_r, then
+ * QUANT_CHUNK_ROWS floats r_r = ||x^ - lo||^2 = sum (s_j c_j)^2 (to nearest; L2 needs it). */
+static inline uint8_t *row_codes(const rows_snap_t *q, uint32_t id)
+{
+    return q->dir[id >> QUANT_CHUNK_SHIFT] + (size_t)(id & (QUANT_CHUNK_ROWS - 1)) * q->stride;
+}
+
+static inline float *row_err_ptr(const rows_snap_t *q, uint32_t id)
+{
+    float *errs = (float *)(q->dir[id >> QUANT_CHUNK_SHIFT] + (size_t)QUANT_CHUNK_ROWS * q->stride);
+    return errs + (id & (QUANT_CHUNK_ROWS - 1));
+}
+
+static inline float *row_r_ptr(const rows_snap_t *q, uint32_t id)
+{
+    return row_err_ptr(q, id) + QUANT_CHUNK_ROWS;
+}
+
+static size_t chunk_bytes(const quant_t *q)
+{
+    return (size_t)QUANT_CHUNK_ROWS * (q->stride + 2 * sizeof(float));
+}
+
+int quant_create(uint32_t dim, quant_t **out, cdn_err_t *err)
+{
+    if (!out)
+        return cdn_err_set(err, CDN_ERR_INVALID, "quant_create: out is NULL; pass a quant_t **");
+    *out = NULL;
+    if (dim < 1 || dim > 65536)
+        return cdn_err_set(err, CDN_ERR_INVALID,
+                           "quant dim is %u; it must be 1..65536, the vector field's dimension",
+                           dim);
+    quant_t *q = cdn_calloc(1, sizeof *q);
+    if (!q)
+        return cdn_err_set(err, CDN_ERR_NOMEM, "quant_create: out of memory");
+    q->dim = dim;
+    q->stride = (dim + 31u) & ~31u;
+    q->lo = cdn_calloc(q->stride, sizeof(float));
+    q->s = cdn_calloc(q->stride, sizeof(float));
+    if (!q->lo || !q->s) {
+        quant_free(q);
+        return cdn_err_set(err, CDN_ERR_NOMEM, "quant_create: out of memory");
+    }
+    *out = q;
+    return CDN_OK;
+}
+
+void quant_free(quant_t *q)
+{
+    if (!q)
+        return;
+    for (size_t i = 0; i < q->n_chunks; i++)
+        cdn_free(q->chunks[i]);
+    cdn_free(q->chunks);
+    for (size_t i = 0; i < q->n_retired; i++)
+        cdn_free(q->retired[i]);
+    cdn_free(q->lo);
+    cdn_free(q->s);
+    cdn_free(q);
+}
+
+int quant_is_trained(const quant_t *q)
+{
+    return q && q->trained;
+}
+
+uint32_t quant_count(const quant_t *q)
+{
+    return q ? __atomic_load_n(&q->count, __ATOMIC_ACQUIRE) : 0;
+}
+
+size_t quant_memory(const quant_t *q)
+{
+    if (!q)
+        return 0;
+    return sizeof *q + 2 * (size_t)q->stride * sizeof(float) + q->cap_chunks * sizeof(uint8_t *) +
+           q->retired_bytes + q->n_chunks * chunk_bytes(q);
+}
+
+static int check_view(const quant_t *q, const vec_view_t *v, cdn_err_t *err)
+{
+    if (!q || !v)
+        return cdn_err_set(err, CDN_ERR_INVALID, "quant: quantizer or view is NULL");
+    if (v->dim != q->dim)
+        return cdn_err_set(err, CDN_ERR_INVALID,
+                           "quant: the view has %u dimensions; the quantizer expects %u", v->dim,
+                           q->dim);
+    if (v->count && (!v->base || v->stride < v->dim))
+        return cdn_err_set(err, CDN_ERR_INVALID,
+                           "quant: the view has no rows or a stride below dim");
+    return CDN_OK;
+}
+
+int quant_train(quant_t *q, const vec_view_t *v, const uint32_t *ids, size_t n, cdn_err_t *err)
+{
+    int rc = check_view(q, v, err);
+    if (rc)
+        return rc;
+    if (n == 0 || (!ids && n > v->count))
+        return cdn_err_set(
+            err, CDN_ERR_INVALID,
+            "quant_train: %zu training rows requested, %u in the view; pass 1..count", n, v->count);
+    float *hi = cdn_malloc((size_t)q->dim * sizeof(float));
+    if (!hi)
+        return cdn_err_set(err, CDN_ERR_NOMEM, "quant_train: out of memory");
+    for (uint32_t j = 0; j < q->dim; j++) {
+        q->lo[j] = INFINITY;
+        hi[j] = -INFINITY;
+    }
+    for (size_t i = 0; i < n; i++) { /* row by row: the view is row-major */
+        uint32_t id = ids ? ids[i] : (uint32_t)i;
+        if (id >= v->count) {
+            cdn_free(hi);
+            q->trained = 0; /* lo is half-updated: refuse to encode with it */
+            return cdn_err_set(err, CDN_ERR_INVALID,
+                               "quant_train: training id %u is past the view's %u rows", id,
+                               v->count);
+        }
+        const float *x = vec_row(v, id);
+        for (uint32_t j = 0; j < q->dim; j++)
+            if (isfinite(x[j])) {
+                q->lo[j] = x[j] < q->lo[j] ? x[j] : q->lo[j];
+                hi[j] = x[j] > hi[j] ? x[j] : hi[j];
+            }
+    }
+    for (uint32_t j = 0; j < q->dim; j++) {
+        if (q->lo[j] > hi[j]) /* no finite value: each row of this dimension carries its error */
+            q->lo[j] = hi[j] = 0;
+        /* Any lo / s are correct (each row's true error is measured); these make it small. */
+        q->s[j] = (float)(((double)hi[j] - (double)q->lo[j]) / 255.0);
+    }
+    cdn_free(hi);
+    q->trained = 1;
+    q->count = 0; /* exclusive access: no search holds these chunks */
+    for (size_t i = 0; i < q->n_chunks; i++)
+        cdn_free(q->chunks[i]);
+    q->n_chunks = 0;
+    return CDN_OK;
+}
+
+static float round_up_f(double x)
+{
+    float f = (float)x;
+    if ((double)f < x)
+        f = nextafterf(f, INFINITY);
+    return f;
+}
+
+static float round_down_f(double x)
+{
+    float f = (float)x;
+    if ((double)f > x)
+        f = nextafterf(f, -INFINITY);
+    return f;
+}
+
+/* Writes the codes of x to c (dim bytes) and returns e = ||x - x^||_2 rounded up, +inf when x
+ * holds a non-finite value. x^_j = lo_j + s_j c_j is evaluated in double, where s_j c_j is exact
+ * (24 x 8 bits) and the two roundings are covered by the relative and absolute slack added. */
+static float encode_row(const quant_t *q, const float *x, uint8_t *c, float *r)
+{
+    double e2 = 0, n2 = 0, r2 = 0;
+    int bad = 0;
+    for (uint32_t j = 0; j < q->dim; j++) {
+        double xj = x[j], lo = q->lo[j], s = q->s[j], code = 0;
+        if (!isfinite(xj)) {
+            bad = 1;
+            c[j] = 0;
+            continue;
+        }
+        if (s > 0) {
+            code = nearbyint((xj - lo) / s);
+            code = code < 0 ? 0 : code > 255 ? 255 : code;
+        }
+        c[j] = (uint8_t)code;
+        r2 += (s * code) * (s * code);
+        double d = xj - (lo + s * code);
+        e2 += d * d;
+        n2 += xj * xj;
+    }
+    *r = (float)r2;
+    if (bad)
+        return INFINITY;
+    return round_up_f(sqrt(e2) * (1.0 + 0x1p-40) + sqrt(n2) * 0x1p-50);
+}
+
+/* Makes sure chunks cover rows 0..need-1; new rows are unknown (e = +inf) until encoded. */
+static int ensure_rows(quant_t *q, uint64_t need)
+{
+    size_t want = (size_t)((need + QUANT_CHUNK_ROWS - 1) >> QUANT_CHUNK_SHIFT);
+    if (want > q->cap_chunks) {
+        size_t cap = q->cap_chunks ? q->cap_chunks : 8;
+        while (cap < want)
+            cap *= 2;
+        if (q->cap_chunks && q->n_retired == QUANT_MAX_RETIRED)
+            return CDN_ERR_NOMEM;
+        uint8_t **dir = cdn_calloc(cap, sizeof(uint8_t *));
+        if (!dir)
+            return CDN_ERR_NOMEM;
+        if (q->n_chunks)
+            memcpy(dir, q->chunks, q->n_chunks * sizeof(uint8_t *));
+        if (q->chunks) { /* a running search may still hold it */
+            q->retired[q->n_retired++] = q->chunks;
+            q->retired_bytes += q->cap_chunks * sizeof(uint8_t *);
+        }
+        __atomic_store_n(&q->chunks, dir, __ATOMIC_RELEASE);
+        q->cap_chunks = cap;
+    }
+    while (q->n_chunks < want) {
+        uint8_t *ch = cdn_aligned_alloc(64, chunk_bytes(q));
+        if (!ch)
+            return CDN_ERR_NOMEM;
+        memset(ch, 0, (size_t)QUANT_CHUNK_ROWS * q->stride); /* pads stay zero forever */
+        float *errs = (float *)(ch + (size_t)QUANT_CHUNK_ROWS * q->stride);
+        for (size_t i = 0; i < QUANT_CHUNK_ROWS; i++)
+            errs[i] = INFINITY;
+        q->chunks[q->n_chunks++] = ch; /* read only for ids below a later-published count */
+    }
+    return CDN_OK;
+}
+
+int quant_encode_rows(quant_t *q, const vec_view_t *v, uint32_t first, uint32_t n, cdn_err_t *err)
+{
+    int rc = check_view(q, v, err);
+    if (rc)
+        return rc;
+    if (!q->trained)
+        return cdn_err_set(err, CDN_ERR_INVALID,
+                           "quant_encode_rows: the quantizer is untrained; call quant_train first");
+    if ((uint64_t)first + n > v->count)
+        return cdn_err_set(err, CDN_ERR_INVALID,
+                           "quant_encode_rows: rows %u..%llu are past the view's %u rows", first,
+                           (unsigned long long)first + n, v->count);
+    if (ensure_rows(q, (uint64_t)first + n))
+        return cdn_err_set(err, CDN_ERR_NOMEM, "quant_encode_rows: out of memory");
+    rows_snap_t r = {q->chunks, q->count, q->stride}; /* the writer's own, current view */
+    for (uint32_t i = 0; i < n; i++)
+        *row_err_ptr(&r, first + i) = encode_row(q, vec_row(v, first + i), row_codes(&r, first + i),
+                                                 row_r_ptr(&r, first + i));
+    if (first + n > q->count) /* publish: the rows are complete before a search can see them */
+        __atomic_store_n(&q->count, first + n, __ATOMIC_RELEASE);
+    return CDN_OK;
+}
+
+/* ---- search ---- */
+
+typedef struct cand {
+    uint32_t id;
+    float lb; /* lower bound on the row's float distance, rounded down */
+} cand_t;
+
+typedef struct qscan {
+    const quant_t *q;
+    rows_snap_t r; /* directory and count as of the search's start */
+    const vec_view_t *v;
+    vec_metric_t m;
+    int l2;
+    quant_kern4_fn kern4, kern4x; /* four consecutive rows / four scattered rows */
+    int16_t *w;                   /* per-query integer weights, stride entries, pads zero */
+    double sigma;                 /* weight j stands for sigma * w[j] */
+    double dw;   /* |sum omega_j c_j - sigma * S| <= dw for every row (weight rounding) */
+    double qn;   /* ||query||_2, rounded up */
+    double c0;   /* dot: sum q_j lo_j */
+    double pmag; /* dot: sum |q_j| (|lo_j| + 255 s_j), bounds sum |q_j x^_j| */
+    double qq;   /* l2: ||q - lo||^2 */
+    double eps;  /* relative rounding bound of exact_search's float sums (gamma_n, doubled) */
+    double epsd; /* the same for the double sums here */
+    double tiny; /* absolute slack for float underflow in exact_search's kernels */
+    double t;    /* topk_bound(&ub): the running threshold T */
+    topk_t ub;   /* the k smallest upper bounds seen */
+    cand_t *cand;
+    size_t n_cand, cap_cand;
+    quant_stats_t st;
+} qscan_t;
+
+/* Bounds for dot and cosine. omega_j = q_j s_j, so q.x^ = c0 + sum omega_j c_j, which the
+ * integer sum gives within dw; |q.(x - x^)| <= qn e_r (Cauchy-Schwarz); exact_search's float
+ * q.x is within eps * sum |q_j x_j| <= eps (pmag + qn e_r) of the real one, and 1 - dot adds one
+ * rounding. `mag` bounds every magnitude involved, so eps * mag also covers the double
+ * arithmetic here; if it nears FLT_MAX, partial float sums could overflow: bounds unknown. */
+static void bounds_dot(const qscan_t *c, int32_t s, float e, double *lo, double *hi)
+{
+    double sum = c->sigma * (double)s;
+    double mag = c->pmag + c->qn * e + fabs(c->c0) + 1.0 + c->dw + fabs(sum);
+    if (!(mag < FLT_MAX / 4)) {
+        *lo = -INFINITY;
+        *hi = INFINITY;
+        return;
+    }
+    double d = (c->m == VEC_METRIC_COSINE ? 1.0 : 0.0) - (c->c0 + sum);
+    double slack = c->dw + c->qn * e * (1 + c->eps) + c->eps * mag + 2 * c->tiny;
+    *lo = d - slack;
+    *hi = d + slack;
+}
+
+/* Bounds for L2 (squared). ||q - x^||^2 = qq + r_r - 2 sum omega_j c_j (omega_j = (q_j - lo_j)
+ * s_j) lies within delta of A (weight rounding, r_r stored in float, double sums); the triangle
+ * inequality moves ||q - x|| at most e_r from ||q - x^||; exact_search's float sum of
+ * non-negative terms is within a factor 1 +- eps of ||q - x||^2, plus underflow slack. */
+static void bounds_l2(const qscan_t *c, int32_t s, float e, float r, double *lo, double *hi)
+{
+    double sum = c->sigma * (double)s;
+    double a = c->qq + (double)r - 2 * sum;
+    double delta = 2 * c->dw + 0x1p-23 * (double)r + c->epsd * (c->qq + (double)r + 2 * fabs(sum));
+    if (!isfinite(a) || !isfinite(delta)) {
+        *lo = -INFINITY;
+        *hi = INFINITY;
+        return;
+    }
+    double a_lo = sqrt(fmax(0.0, a - delta)) * (1 - 0x1p-50) - e;
+    double a_hi = sqrt(a + delta) * (1 + 0x1p-50) + e;
+    *lo = a_lo > 0 ? a_lo * a_lo * (1 - c->eps) - c->tiny : -c->tiny;
+    *hi = a_hi * a_hi * (1 + c->eps) + c->tiny;
+    if (!(*hi < FLT_MAX / 4))
+        *hi = INFINITY;
+}
+
+/* Drops candidates whose lower bound already exceeds bound t. */
+static void compact(qscan_t *c, float t)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < c->n_cand; i++)
+        if (!(c->cand[i].lb > t))
+            c->cand[n++] = c->cand[i];
+    c->n_cand = n;
+}
+
+static int add_cand(qscan_t *c, uint32_t id, float lb)
+{
+    if (c->n_cand == c->cap_cand) {
+        compact(c, topk_bound(&c->ub));
+        if (c->n_cand >= c->cap_cand / 2 &&
+            cdn_grow((void **)&c->cand, &c->cap_cand, c->n_cand + 1, sizeof(cand_t)))
+            return CDN_ERR_NOMEM;
+    }
+    c->cand[c->n_cand++] = (cand_t){id, lb};
+    return CDN_OK;
+}
+
+/* Judges one row from its integer code sum: dropped if its lower bound already exceeds the
+ * running threshold (then its upper bound could not enter the heap either), else its upper bound
+ * joins the heap and the row becomes a candidate. */
+static int judge_row(qscan_t *c, uint32_t id, int32_t s, float e)
+{
+    double lo, hi;
+    if (c->l2)
+        bounds_l2(c, s, e, *row_r_ptr(&c->r, id), &lo, &hi);
+    else
+        bounds_dot(c, s, e, &lo, &hi);
+    if (lo > c->t)
+        return CDN_OK;
+    float ub = round_up_f(hi);
+    if (!isnan(ub) && topk_push(&c->ub, id, ub))
+        c->t = topk_bound(&c->ub);
+    if (lo > c->t)
+        return CDN_OK;
+    return add_cand(c, id, round_down_f(lo));
+}
+
+/* Prefetches the codes of ids[j] (unless it directly follows ids[j - 1]: a run of consecutive
+ * rows is one stream the hardware follows) and its e_r / r_r, which live in other lines. */
+static inline void prefetch_row(const qscan_t *c, const uint32_t *ids, size_t j, size_t n)
+{
+    if (j >= n)
+        return;
+    if (j == 0 || ids[j] != ids[j - 1] + 1) {
+        const char *p = (const char *)row_codes(&c->r, ids[j]);
+        for (size_t off = 0; off < c->q->stride; off += 64)
+            __builtin_prefetch(p + off, 0, 3);
+    }
+    if (j == 0 || (ids[j] ^ ids[j - 1]) >= 16) { /* 16 floats to a cache line */
+        __builtin_prefetch(row_err_ptr(&c->r, ids[j]), 0, 3);
+        if (c->l2)
+            __builtin_prefetch(row_r_ptr(&c->r, ids[j]), 0, 3);
+    }
+}
+
+/* Scores ids[0..n) (all < v->count): ids without a code slot become candidates outright, the
+ * rest go through the 4-row kernel (the last group padded with repeats); rows never encoded
+ * (e_r = +inf, codes zero) become candidates too, the others go to judge_row. */
+static int scan_ids(qscan_t *c, const uint32_t *ids, size_t n)
+{
+    const quant_t *q = c->q;
+    uint32_t known[QUANT_BLOCK];
+    size_t nk = 0;
+    int rc = CDN_OK;
+    for (size_t i = 0; rc == CDN_OK && i < n; i++) {
+        if (ids[i] < c->r.count)
+            known[nk++] = ids[i];
+        else
+            rc = add_cand(c, ids[i], -INFINITY);
+    }
+    for (size_t j = 0; j < QUANT_PREFETCH_ROWS; j++)
+        prefetch_row(c, known, j, nk);
+    for (size_t i = 0; rc == CDN_OK && i < nk; i += 4) {
+        size_t group = nk - i < 4 ? nk - i : 4;
+        for (size_t j = i + QUANT_PREFETCH_ROWS; j < i + QUANT_PREFETCH_ROWS + 4; j++)
+            prefetch_row(c, known, j, nk);
+        const uint8_t *rows[4];
+        for (size_t j = 0; j < 4; j++)
+            rows[j] = row_codes(&c->r, known[i + (j < group ? j : group - 1)]);
+        int32_t d[4];
+        if (group == 4 && known[i + 3] == known[i] + 3)
+            c->kern4(rows, c->w, q->stride, d);
+        else
+            c->kern4x(rows, c->w, q->stride, d);
+        for (size_t j = 0; rc == CDN_OK && j < group; j++) {
+            float e = *row_err_ptr(&c->r, known[i + j]);
+            rc = e < INFINITY ? judge_row(c, known[i + j], d[j], e)
+                              : add_cand(c, known[i + j], -INFINITY);
+        }
+    }
+    c->st.scanned += n;
+    return rc;
+}
+
+static int scan_allowed(qscan_t *c, const roaring_bitmap_t *allowed)
+{
+    uint32_t ids[QUANT_BLOCK];
+    int rc = CDN_OK;
+    if (!allowed) {
+        for (uint64_t start = 0; rc == CDN_OK && start < c->v->count; start += QUANT_BLOCK) {
+            uint64_t n = c->v->count - start < QUANT_BLOCK ? c->v->count - start : QUANT_BLOCK;
+            for (uint64_t i = 0; i < n; i++)
+                ids[i] = (uint32_t)(start + i);
+            rc = scan_ids(c, ids, n);
+        }
+        return rc;
+    }
+    roaring_uint32_iterator_t it;
+    roaring_init_iterator(allowed, &it);
+    while (rc == CDN_OK && it.has_value) {
+        uint32_t n = roaring_read_uint32_iterator(&it, ids, QUANT_BLOCK);
+        uint32_t keep = n; /* ids come sorted: the first one past the view ends the scan */
+        while (keep > 0 && ids[keep - 1] >= c->v->count)
+            keep--;
+        rc = scan_ids(c, ids, keep);
+        if (keep < n)
+            break;
+    }
+    return rc;
+}
+
+/* The largest |weight| for a stride: 255 * stride * wmax must stay below 2^31 (int32 sums). */
+static int32_t weight_max(uint32_t stride)
+{
+    int64_t m = (INT64_C(2147483647) / (255 * (int64_t)stride)) - 1;
+    return (int32_t)(m > 32767 ? 32767 : m);
+}
+
+/* Fills the per-query weights and constants. Returns 1 if the query has a non-finite value (then
+ * the caller falls back to exact_search). omega_j is q_j s_j (dot, cosine) or (q_j - lo_j) s_j
+ * (L2), rounded to sigma * w_j with |w_j| <= weight_max: error <= sigma / 2 per unit of code. */
+static int prepare(qscan_t *c, const float *query)
+{
+    const quant_t *q = c->q;
+    double qn2 = 0, maxw = 0;
+    c->c0 = c->pmag = c->qq = 0;
+    for (uint32_t j = 0; j < q->dim; j++) {
+        double x = query[j], lo = q->lo[j], s = q->s[j];
+        if (!isfinite(x))
+            return 1;
+        double om = c->l2 ? (x - lo) * s : x * s;
+        maxw = fmax(maxw, fabs(om));
+        qn2 += x * x;
+        c->c0 += x * lo;
+        c->pmag += fabs(x) * (fabs(lo) + 255.0 * s);
+        c->qq += (x - lo) * (x - lo);
+    }
+    int32_t wmax = weight_max(q->stride);
+    c->sigma = maxw > 0 ? maxw / wmax : 0;
+    for (uint32_t j = 0; j < q->dim && c->sigma > 0; j++) {
+        double x = query[j], om = c->l2 ? (x - q->lo[j]) * q->s[j] : x * q->s[j];
+        double r = nearbyint(om / c->sigma);
+        c->w[j] = (int16_t)(r > wmax ? wmax : r < -wmax ? -wmax : r);
+    }
+    c->dw = (c->sigma / 2 + maxw * 0x1p-48) * 255.0 * q->dim;
+    c->qn = sqrt(qn2) * (1 + 0x1p-40);
+    c->eps = 2.0 * ((double)q->dim + 8.0) * QUANT_U;
+    c->epsd = ((double)q->dim + 8.0) * 0x1p-50;
+    c->tiny = ((double)q->dim + 8.0) * 0x1p-140;
+    c->pmag *= 1 + c->epsd;
+    c->qq *= 1 + c->epsd;
+    return 0;
+}
+
+/* Keeps the candidates whose lower bound reaches the final threshold and re-ranks them. */
+static int rerank(qscan_t *c, const float *query, size_t k, vec_hit_t *out, size_t *n_out)
+{
+    float t = topk_bound(&c->ub);
+    uint32_t *ids = cdn_malloc((c->n_cand ? c->n_cand : 1) * sizeof(uint32_t));
+    if (!ids)
+        return CDN_ERR_NOMEM;
+    size_t n = 0;
+    for (size_t i = 0; i < c->n_cand; i++)
+        if (!(c->cand[i].lb > t))
+            ids[n++] = c->cand[i].id;
+    c->st.reranked = n;
+    c->st.float_bytes = (uint64_t)n * c->q->dim * sizeof(float);
+    int rc = exact_search_ids(c->v, c->m, query, ids, n, k, out, n_out, NULL);
+    cdn_free(ids);
+    return rc;
+}
+
+static int fallback(const vec_view_t *v, vec_metric_t m, const float *query,
+                    const roaring_bitmap_t *allowed, size_t k, vec_hit_t *out, size_t *n_out,
+                    quant_stats_t *stats)
+{
+    uint64_t scanned = 0;
+    int rc = exact_search(v, m, query, allowed, k, out, n_out, &scanned);
+    if (stats)
+        *stats = (quant_stats_t){0, scanned, 0, scanned * v->dim * sizeof(float)};
+    return rc;
+}
+
+int quant_exact_search_isa(const quant_t *q, const vec_view_t *v, vec_metric_t m, vec_isa_t isa,
+                           const float *query, const roaring_bitmap_t *allowed, size_t k,
+                           vec_hit_t *out, size_t *n_out, quant_stats_t *stats)
+{
+    if (n_out)
+        *n_out = 0;
+    if (stats)
+        *stats = (quant_stats_t){0, 0, 0, 0};
+    if (!q || !v || !query || (k > 0 && !out) || (unsigned)m > VEC_METRIC_L2 || v->dim != q->dim ||
+        (v->count && (!v->base || v->stride < v->dim)))
+        return CDN_ERR_INVALID;
+    qscan_t c = {
+        .q = q, .r = snap_rows(q), .v = v, .m = m, .l2 = m == VEC_METRIC_L2, .t = INFINITY};
+    c.kern4 = quant_kern4_for(isa, 0);
+    c.kern4x = quant_kern4_for(isa, 1);
+    if (!c.kern4 || !c.kern4x)
+        return CDN_ERR_UNSUPPORTED;
+    if (!q->trained || k == 0 || v->count == 0)
+        return fallback(v, m, query, allowed, k, out, n_out, stats);
+    c.w = cdn_aligned_alloc(64, (size_t)q->stride * sizeof(int16_t));
+    if (!c.w)
+        return CDN_ERR_NOMEM;
+    memset(c.w, 0, (size_t)q->stride * sizeof(int16_t));
+    if (prepare(&c, query)) {
+        cdn_free(c.w);
+        return fallback(v, m, query, allowed, k, out, n_out, stats);
+    }
+    int rc = topk_init(&c.ub, k);
+    if (rc == CDN_OK)
+        rc = scan_allowed(&c, allowed);
+    if (rc == CDN_OK)
+        rc = rerank(&c, query, k, out, n_out);
+    c.st.code_bytes = c.st.scanned * q->dim;
+    if (stats && rc == CDN_OK)
+        *stats = c.st;
+    topk_free(&c.ub);
+    cdn_free(c.cand);
+    cdn_free(c.w);
+    return rc;
+}
+
+int quant_exact_search(const quant_t *q, const vec_view_t *v, vec_metric_t m, const float *query,
+                       const roaring_bitmap_t *allowed, size_t k, vec_hit_t *out, size_t *n_out,
+                       quant_stats_t *stats)
+{
+    /* AVX-512 without AVX-512BW has no kernel here: step down to the next instruction set. */
+    vec_isa_t isa = vec_isa_best();
+    while (isa > VEC_ISA_SCALAR && !quant_kern4_for(isa, 0))
+        isa = (vec_isa_t)(isa - 1);
+    return quant_exact_search_isa(q, v, m, isa, query, allowed, k, out, n_out, stats);
+}
+
+int quant_code_dot(const quant_t *q, vec_isa_t isa, const int16_t *w, uint32_t id, int32_t *out)
+{
+    if (!q || !w || !out || id >= quant_count(q))
+        return CDN_ERR_INVALID;
+    rows_snap_t r = snap_rows(q);
+    int32_t wmax = weight_max(q->stride);
+    for (uint32_t j = 0; j < q->dim; j++)
+        if (w[j] > wmax || w[j] < -wmax)
+            return CDN_ERR_INVALID;
+    quant_kern4_fn kern4 = quant_kern4_for(isa, id % 2);
+    if (!kern4)
+        return CDN_ERR_UNSUPPORTED;
+    int16_t *buf = cdn_aligned_alloc(64, (size_t)q->stride * sizeof(int16_t));
+    if (!buf)
+        return CDN_ERR_NOMEM;
+    memset(buf, 0, (size_t)q->stride * sizeof(int16_t));
+    memcpy(buf, w, q->dim * sizeof(int16_t));
+    /* The row sits in lane id % 4 with row 0 around it: lanes must not leak into each other. */
+    const uint8_t *rows[4] = {row_codes(&r, 0), row_codes(&r, 0), row_codes(&r, 0),
+                              row_codes(&r, 0)};
+    rows[id % 4] = row_codes(&r, id);
+    int32_t d[4];
+    kern4(rows, buf, q->stride, d);
+    *out = d[id % 4];
+    cdn_free(buf);
+    return CDN_OK;
+}

@@ -1,0 +1,97 @@
+/* quant.h: per-dimension 8-bit scalar codes of a collection's rows and an exact top-k search that
+ * prunes with them, then re-ranks the survivors in float32. Relies on distance.h, exact.h, topk.h.
+ *
+ * Codes: c_j = round((x_j - lo_j) / s_j) clamped to 0..255, lo_j / s_j from a training sample's
+ * per-dimension min / max. Each row also keeps e_r = ||x - x^||_2 (x^_j = lo_j + s_j c_j, rounded
+ * up), its true reconstruction error, so rows outside the training range or inserted after
+ * training stay correct: their e_r is just larger. The codes depend on no metric.
+ *
+ * Thread-safety (the engine's collection lock): quant_train, and quant_encode_rows over ids below
+ * quant_count (rewrites, filling gaps), need exclusive access (write lock). Appends (first >=
+ * quant_count) by a single writer may run while searches read: code storage is chunked
+ * (QUANT_CHUNK_ROWS rows per chunk, 64-byte aligned), chunks never move, a directory outgrown
+ * is replaced by a copy and kept until quant_free, and the row count is published (release)
+ * only after the rows below it are written; a search snapshots directory and count (acquire)
+ * at its start. quant_exact_search only reads q: any number may run at once (read lock). */
+#ifndef CDN_QUANT_H
+#define CDN_QUANT_H
+
+#include <roaring/roaring.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "base/err.h"
+#include "vector/distance.h"
+#include "vector/topk.h"
+
+#define QUANT_CHUNK_SHIFT 12
+#define QUANT_CHUNK_ROWS (1u << QUANT_CHUNK_SHIFT)
+
+typedef struct quant quant_t;
+
+/* What one search did: rows whose codes were scored, rows re-ranked in float32, and the bytes
+ * of codes and float rows it read (the cost model: both scans are memory-bound). */
+typedef struct quant_stats {
+    uint64_t scanned;
+    uint64_t reranked;
+    uint64_t code_bytes;
+    uint64_t float_bytes;
+} quant_stats_t;
+
+/* Makes an empty, untrained quantizer for rows of `dim` floats (1..65536) into *out; free with
+ * quant_free. Returns 0, CDN_ERR_INVALID (dim out of range) or CDN_ERR_NOMEM. */
+int quant_create(uint32_t dim, quant_t **out, cdn_err_t *err);
+
+/* Frees q and all its codes. NULL-safe. */
+void quant_free(quant_t *q);
+
+/* Sets lo_j / s_j from the per-dimension min / max of rows ids[0..n) of v (ids NULL: rows
+ * 0..n-1); non-finite values are ignored. Forgets every encoded row (quant_count becomes 0):
+ * encode them again. A few thousand representative rows are plenty; values outside their range
+ * only widen the bound of the rows that hold them. Needs exclusive access. Returns 0,
+ * CDN_ERR_INVALID (n == 0, v->dim != dim, an id >= v->count, bad view) or CDN_ERR_NOMEM; after
+ * a bad id q is untrained (searches fall back to exact_search), after other errors unchanged. */
+int quant_train(quant_t *q, const vec_view_t *v, const uint32_t *ids, size_t n, cdn_err_t *err);
+
+/* Encodes rows first..first+n-1 of v (they must be < v->count), overwriting any earlier codes
+ * for those ids; quant_count becomes at least first+n. Ids between the old count and `first`
+ * that were never encoded are treated as unknown by searches (always re-ranked), never wrong.
+ * Needs exclusive access. Returns 0, CDN_ERR_INVALID (untrained, dim mismatch, range outside v)
+ * or CDN_ERR_NOMEM (then rows already encoded stay valid). */
+int quant_encode_rows(quant_t *q, const vec_view_t *v, uint32_t first, uint32_t n, cdn_err_t *err);
+
+/* 1 once quant_train has succeeded. */
+int quant_is_trained(const quant_t *q);
+
+/* Rows 0..count-1 have a code slot (encoded or unknown). */
+uint32_t quant_count(const quant_t *q);
+
+/* Bytes q holds (parameters, directory, code chunks); per row it is about
+ * round_up(dim, 32) + 8 bytes, allocated QUANT_CHUNK_ROWS rows at a time. */
+size_t quant_memory(const quant_t *q);
+
+/* Exactly what exact_search(v, m, query, allowed, k, ...) returns (same ids, same float
+ * distances, ties by smaller id) but reading 8-bit codes for every allowed row and float rows
+ * only for those whose lower bound could still reach the top k. v must be the view the rows were
+ * encoded from (same rows); allowed ids >= v->count are ignored, ids >= quant_count or never
+ * encoded are re-ranked unconditionally. Untrained q, or a query with a non-finite value, falls
+ * back to exact_search. stats (may be NULL) gets what was read. Allocates a candidate list
+ * (freed before returning). Returns 0, CDN_ERR_INVALID (as exact_search, or v->dim != dim) or
+ * CDN_ERR_NOMEM. Thread-safe against other searches (read-only on q). */
+int quant_exact_search(const quant_t *q, const vec_view_t *v, vec_metric_t m, const float *query,
+                       const roaring_bitmap_t *allowed, size_t k, vec_hit_t *out, size_t *n_out,
+                       quant_stats_t *stats);
+
+/* As quant_exact_search with the code kernels of a given instruction set (the float re-rank is
+ * always exact_search's own); CDN_ERR_UNSUPPORTED if this CPU lacks it. For tests and benches. */
+int quant_exact_search_isa(const quant_t *q, const vec_view_t *v, vec_metric_t m, vec_isa_t isa,
+                           const float *query, const roaring_bitmap_t *allowed, size_t k,
+                           vec_hit_t *out, size_t *n_out, quant_stats_t *stats);
+
+/* The code-space kernel alone, for tests: *out = sum_j w[j] * code_j(id) over dim entries of w
+ * (|w[j]| at most the bound the search uses, 2^31 / (255 * round_up(dim, 32)) - 1), in exact int32
+ * arithmetic with instruction set isa. Returns 0, CDN_ERR_INVALID (id not encoded, weight too
+ * large, NULL args), CDN_ERR_UNSUPPORTED or CDN_ERR_NOMEM. */
+int quant_code_dot(const quant_t *q, vec_isa_t isa, const int16_t *w, uint32_t id, int32_t *out);
+
+#endif

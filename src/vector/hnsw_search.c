@@ -252,28 +252,69 @@ static void search_level0(qctx_t *c)
     }
 }
 
-/* Adds max(ef, HNSW_FILTER_SEEDS) allowed ids, spread evenly over the set's ranks, as extra
- * entry points: they reach islands of allowed nodes the query's neighbourhood does not link to,
- * and fill the result list at once, so the distance bound is finite from the first step. When
- * the set is no bigger than that the whole set is seeded and the search is exact. */
+/* How many allowed ids are scored to choose the seeds from, at most (and at least 8 per seed). */
+#define HNSW_SEED_SAMPLE 1024u
+
+typedef struct seed {
+    float d;
+    uint32_t id;
+} seed_t;
+
+static int seed_cmp(const void *a, const void *b)
+{
+    const seed_t *x = a, *y = b;
+    return x->d < y->d ? -1 : x->d > y->d ? 1 : (x->id > y->id) - (x->id < y->id);
+}
+
+/* Seeds the traversal with allowed ids. When the allowed set is no larger than the seed count
+ * (max(ef, HNSW_FILTER_SEEDS)), all of it. When it is under a tenth of the graph, a sample
+ * spread evenly over the set's ranks is scored and the nearest become the seeds: when the
+ * readable rows form a region far from the query, the traversal then starts at the region's
+ * edge nearest the query instead of at random points inside it (where it converged on a local
+ * minimum: misaligned 1% recall 0.90 -> 1.00, 5% 0.81 -> 0.91 on generated 100k x 128).
+ * Otherwise the spread itself. */
 static void seed_from_allowed(qctx_t *c)
 {
     uint64_t card = roaring_bitmap_get_cardinality(c->allowed);
     uint64_t s = c->ef > HNSW_FILTER_SEEDS ? c->ef : HNSW_FILTER_SEEDS;
+    uint64_t m = s * 8 > HNSW_SEED_SAMPLE ? s * 8 : HNSW_SEED_SAMPLE;
+    uint64_t off = card ? ((uint64_t)c->h->p.seed * 0x9e3779b97f4a7c15ull) % card : 0;
+    seed_t *cand = NULL;
+    size_t n = 0;
     if (s > card)
         s = card;
-    uint64_t off = card ? ((uint64_t)c->h->p.seed * 0x9e3779b97f4a7c15ull) % card : 0;
-    for (uint64_t i = 0; i < s && !c->stop; i++) {
+    if (m > card)
+        m = card;
+    /* Large sets are dense around any query and the descent already lands among them; there
+     * the sample's cost (select() on big bitmaps) buys nothing (bench permissions, 100k). */
+    if (card * 10 > atomic_load(&c->h->n_nodes))
+        m = s;
+    if (m > s && !(cand = cdn_malloc(m * sizeof *cand)))
+        m = s; /* no room to choose: fall back to the spread itself */
+    for (uint64_t i = 0; i < m; i++) {
         uint32_t id;
-        uint64_t rank = (off + i * card / s) % card;
+        uint64_t rank = (off + i * card / m) % card;
         if (!roaring_bitmap_select(c->allowed, (uint32_t)rank, &id) || id >= c->h->span)
             continue;
         if (!(hnsw_flags(c->h, id) & HNSW_F_PRESENT))
             continue;
-        if (visit(c, id)) {
+        if (cand) {
+            cand[n].d = c->h->dist(c->q, vec_row(c->view, id), c->h->dim);
+            cand[n++].id = id;
+            c->st->distances++;
+        } else if (visit(c, id)) {
             c->st->seeds++;
             consider(c, id, admissible(c, id));
         }
+    }
+    if (cand) {
+        qsort(cand, n, sizeof *cand, seed_cmp);
+        for (size_t i = 0; i < n && i < s && !c->stop; i++)
+            if (visit(c, cand[i].id)) {
+                c->st->seeds++;
+                consider(c, cand[i].id, admissible(c, cand[i].id));
+            }
+        cdn_free(cand);
     }
 }
 

@@ -3,7 +3,8 @@
 strategies (from `cordon bench permissions --json-out`) beside the peers (from peers.py --json).
 For each peer, layout and share the point is the first ef of its sweep that reached recall 0.99,
 or its largest ef when none did. Relies on Debian python3-matplotlib (run with /usr/bin/python3).
-Usage: plot.py --cordon C.json [--peers P.json] --out docs/perm-NAME.png"""
+Usage: plot.py --cordon C.json [--cordon C2.json ...] [--peers P.json] --out docs/perm-NAME.png
+(a later --cordon file's rows replace an earlier one's for the same layout, share and strategy)."""
 import argparse
 import json
 
@@ -30,12 +31,18 @@ def peer_points(peers):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--cordon", required=True)
+    ap.add_argument("--cordon", required=True, action="append")
     ap.add_argument("--peers")
     ap.add_argument("--out", required=True)
     a = ap.parse_args()
-    with open(a.cordon) as f:
-        cd = json.load(f)
+    cd, merged = None, {}
+    for path in a.cordon:
+        with open(path) as f:
+            doc = json.load(f)
+        cd = cd or doc
+        for r in doc["rows"]:
+            merged[(r["layout"], r["readable"], r["strategy"])] = r
+    cd["rows"] = list(merged.values())
     peers = {}
     if a.peers:
         with open(a.peers) as f:

@@ -30,11 +30,15 @@ CLI_OBJ   := $(CLI_SRC:%.c=$(BUILD)/%.o)
 TEST_BIN  := $(TEST_SRC:%.c=$(BUILD)/%)
 SHARED_DATA ?= $(abspath ../shared/data)
 
-.PHONY: all deps demo test unit check-unit clean format
+.PHONY: all deps bench-deps demo test unit check-unit clean format
 all: $(BUILD)/cordon $(BUILD)/libcordon.a
 
 deps:
 	@bash scripts/deps.sh
+
+# The benchmarks' extra corpora and peers (Fashion-MNIST, hnswlib, FAISS, matplotlib, node).
+bench-deps: deps
+	@bash scripts/deps.sh --bench
 
 $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)

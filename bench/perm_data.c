@@ -89,7 +89,7 @@ static int read_idx(const char *file, size_t want, float **out, size_t *n, uint3
         pclose(f);
         return cdn_err_set(err, CDN_ERR_IO,
                            "%s/%s is missing or not an IDX image file; "
-                           "install the Debian package dataset-fashion-mnist",
+                           "install the Debian package dataset-fashion-mnist (make bench-deps)",
                            FMNIST_DIR, file);
     }
     *n = be32(h + 4) < want ? be32(h + 4) : want;

@@ -1,11 +1,14 @@
 #!/usr/bin/env bash
-# Installs the Debian packages cordon needs to build, test and benchmark, when they are missing.
+# Installs the Debian packages cordon needs to build and test (and with --bench, to run the
+# benchmarks' corpora and peers), when they are missing.
 # Relies on dpkg and apt-get (root, as on the project's machines and CI).
 set -euo pipefail
 pkgs=(build-essential pkg-config liblmdb-dev libroaring-dev libmicrohttpd-dev libstemmer-dev
       libxxhash-dev libjansson-dev libcmocka-dev libutf8proc-dev libsqlite3-dev
-      python3 python3-pytest python3-requests
-      dataset-fashion-mnist python3-numpy python3-hnswlib python3-faiss python3-matplotlib)
+      python3 python3-pytest python3-requests)
+if [ "${1:-}" = "--bench" ]; then
+    pkgs+=(dataset-fashion-mnist python3-numpy python3-hnswlib python3-faiss python3-matplotlib)
+fi
 missing=()
 for p in "${pkgs[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

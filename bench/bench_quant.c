@@ -34,31 +34,6 @@ typedef struct bq_row {
     size_t agree;
 } bq_row_t;
 
-static void gen_rows(float *out, size_t n, uint32_t dim, const float *centroids, uint64_t *s)
-{
-    for (size_t i = 0; i < n; i++) {
-        float *row = out + i * dim;
-        const float *c = centroids + (bench_rng_next(s) % BQ_CLUSTERS) * dim;
-        for (uint32_t j = 0; j < dim; j += 2) {
-            double r = sqrt(-2.0 * log(bench_rng_unit(s))), t = 6.283185307179586 * bench_rng_unit(s);
-            row[j] = c[j] + 0.5f * (float)(r * cos(t));
-            if (j + 1 < dim)
-                row[j + 1] = c[j + 1] + 0.5f * (float)(r * sin(t));
-        }
-        vec_normalize(row, dim);
-    }
-}
-
-/* bench_parse_u64 for size_t options. */
-static int parse_num(const char *name, const char *val, size_t lo, size_t hi, size_t *out)
-{
-    uint64_t v = 0;
-    int rc = bench_parse_u64("quant", name, val, lo, hi, &v);
-    if (rc == 0)
-        *out = (size_t)v;
-    return rc;
-}
-
 static void usage(FILE *f)
 {
     fprintf(f,
@@ -81,16 +56,16 @@ static int parse_opts(int argc, char **argv, bq_opts_t *o)
             usage(stdout);
             return -1;
         } else if (!strcmp(a, "--size")) {
-            rc = parse_num(a, v, 100, 100000000, &o->size);
+            rc = bench_parse_size("quant", a, v, 100, 100000000, &o->size);
         } else if (!strcmp(a, "--queries")) {
-            rc = parse_num(a, v, 1, 100000, &o->queries);
+            rc = bench_parse_size("quant", a, v, 1, 100000, &o->queries);
         } else if (!strcmp(a, "--train")) {
-            rc = parse_num(a, v, 1, 100000000, &o->train);
+            rc = bench_parse_size("quant", a, v, 1, 100000000, &o->train);
         } else if (!strcmp(a, "--dim")) {
-            rc = parse_num(a, v, 1, 65536, &x);
+            rc = bench_parse_size("quant", a, v, 1, 65536, &x);
             o->dim = (uint32_t)x;
         } else if (!strcmp(a, "--seed")) {
-            rc = parse_num(a, v, 0, SIZE_MAX, &x);
+            rc = bench_parse_size("quant", a, v, 0, SIZE_MAX, &x);
             o->seed = x;
         } else if (!strcmp(a, "--format") && v && (!strcmp(v, "json") || !strcmp(v, "table"))) {
             o->json = !strcmp(v, "json");
@@ -267,8 +242,8 @@ int bench_quant_main(int argc, char **argv)
         uint64_t t0 = cdn_clock_ns();
         for (size_t i = 0; i < (size_t)BQ_CLUSTERS * o.dim; i++)
             cent[i] = (float)(2.0 * bench_rng_unit(&s) - 1.0);
-        gen_rows(base, o.size, o.dim, cent, &s);
-        gen_rows(queries, o.queries, o.dim, cent, &s);
+        bench_gen_rows(base, o.size, o.dim, cent, BQ_CLUSTERS, &s);
+        bench_gen_rows(queries, o.queries, o.dim, cent, BQ_CLUSTERS, &s);
         rc = run(&o, base, queries, ns, (double)(cdn_clock_ns() - t0) / 1e9, &s);
     }
     cdn_free(base);

@@ -34,42 +34,6 @@ typedef struct scan_row {
     const char *cache;
 } scan_row_t;
 
-/* Two standard normal samples (Box-Muller). */
-static void rng_gauss2(uint64_t *s, float *a, float *b)
-{
-    double r = sqrt(-2.0 * log(bench_rng_unit(s))), t = 6.283185307179586 * bench_rng_unit(s);
-    *a = (float)(r * cos(t));
-    *b = (float)(r * sin(t));
-}
-
-/* Row i = centroid[c] + 0.5 * noise, unit length, c drawn uniformly: clusters give the top-k
- * real structure (not all distances near 1) as embeddings have. */
-static void gen_rows(float *out, size_t n, uint32_t dim, const float *centroids, uint64_t *s)
-{
-    for (size_t i = 0; i < n; i++) {
-        float *row = out + i * dim;
-        const float *c = centroids + (bench_rng_next(s) % SCAN_CLUSTERS) * dim;
-        for (uint32_t j = 0; j < dim; j += 2) {
-            float a, b;
-            rng_gauss2(s, &a, &b);
-            row[j] = c[j] + 0.5f * a;
-            if (j + 1 < dim)
-                row[j + 1] = c[j + 1] + 0.5f * b;
-        }
-        vec_normalize(row, dim);
-    }
-}
-
-/* bench_parse_u64 for size_t options. */
-static int parse_size(const char *name, const char *val, size_t lo, size_t hi, size_t *out)
-{
-    uint64_t v = 0;
-    int rc = bench_parse_u64("scan", name, val, lo, hi, &v);
-    if (rc == 0)
-        *out = (size_t)v;
-    return rc;
-}
-
 static void usage(FILE *f)
 {
     fprintf(f,
@@ -111,14 +75,14 @@ static int parse_opts(int argc, char **argv, scan_opts_t *o)
             usage(stdout);
             return -1;
         } else if (!strcmp(a, "--size")) {
-            rc = parse_size(a, v, 100, 100000000, &o->size);
+            rc = bench_parse_size("scan", a, v, 100, 100000000, &o->size);
         } else if (!strcmp(a, "--queries")) {
-            rc = parse_size(a, v, 1, 100000, &o->queries);
+            rc = bench_parse_size("scan", a, v, 1, 100000, &o->queries);
         } else if (!strcmp(a, "--dim")) {
-            rc = parse_size(a, v, 1, 65536, &x);
+            rc = bench_parse_size("scan", a, v, 1, 65536, &x);
             o->dim = (uint32_t)x;
         } else if (!strcmp(a, "--seed")) {
-            rc = parse_size(a, v, 0, SIZE_MAX, &x);
+            rc = bench_parse_size("scan", a, v, 0, SIZE_MAX, &x);
             o->seed = x;
         } else if (!strcmp(a, "--format")) {
             rc = parse_choice(a, v, formats, &choice);
@@ -351,8 +315,8 @@ int bench_scan_main(int argc, char **argv)
     uint64_t t0 = cdn_clock_ns();
     for (size_t i = 0; i < (size_t)SCAN_CLUSTERS * o.dim; i++)
         cent[i] = (float)(2.0 * bench_rng_unit(&s) - 1.0);
-    gen_rows(base, o.size, o.dim, cent, &s);
-    gen_rows(queries, o.queries, o.dim, cent, &s);
+    bench_gen_rows(base, o.size, o.dim, cent, SCAN_CLUSTERS, &s);
+    bench_gen_rows(queries, o.queries, o.dim, cent, SCAN_CLUSTERS, &s);
     if (scratch)
         memset(scratch, 1, EVICT_BYTES);
     double gen_s = (double)(cdn_clock_ns() - t0) / 1e9, read_gbs, copy_gbs;

@@ -1,6 +1,7 @@
 /* bench_util.c: the benchmarks' shared random generator and option parsing.
  * Relies on libc math for the normal variates. */
 #include "bench_util.h"
+#include "vector/distance.h"
 
 #include <errno.h>
 #include <math.h>
@@ -38,4 +39,31 @@ int bench_parse_u64(const char *bench, const char *name, const char *val, uint64
     }
     *out = v;
     return 0;
+}
+
+void bench_gen_rows(float *out, size_t n, uint32_t dim, const float *centroids,
+                    uint32_t nclusters, uint64_t *s)
+{
+    for (size_t i = 0; i < n; i++) {
+        float *row = out + i * dim;
+        const float *c = centroids + (bench_rng_next(s) % nclusters) * dim;
+        for (uint32_t j = 0; j < dim; j += 2) { /* Box-Muller gives two normals a draw */
+            double r = sqrt(-2.0 * log(bench_rng_unit(s)));
+            double t = 6.283185307179586 * bench_rng_unit(s);
+            row[j] = c[j] + 0.5f * (float)(r * cos(t));
+            if (j + 1 < dim)
+                row[j + 1] = c[j + 1] + 0.5f * (float)(r * sin(t));
+        }
+        vec_normalize(row, dim);
+    }
+}
+
+int bench_parse_size(const char *bench, const char *name, const char *val, size_t lo, size_t hi,
+                     size_t *out)
+{
+    uint64_t v = 0;
+    int rc = bench_parse_u64(bench, name, val, lo, hi, &v);
+    if (rc == 0)
+        *out = (size_t)v;
+    return rc;
 }

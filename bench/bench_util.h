@@ -3,6 +3,7 @@
 #ifndef CDN_BENCH_UTIL_H
 #define CDN_BENCH_UTIL_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 /* splitmix64: seedable, fast, and good enough for test data; *s is the state. */
@@ -12,9 +13,19 @@ double bench_rng_unit(uint64_t *s);
 /* Standard normal (Box-Muller, one value per call). */
 float bench_rng_gauss(uint64_t *s);
 
+/* Fills n rows of dim floats: row = centroids[c] + 0.5 * N(0, 1) noise, c uniform among
+ * nclusters, then unit length. Clusters give the top-k real structure (not every distance near
+ * 1), as embeddings have. The generator of `bench scan` and `bench quant`. */
+void bench_gen_rows(float *out, size_t n, uint32_t dim, const float *centroids,
+                    uint32_t nclusters, uint64_t *s);
+
 /* Parses a whole number from lo to hi for option `name` of `cordon bench <bench>`; prints what
  * is wrong and returns 2 (the usage exit code) when it is not one, else 0. */
 int bench_parse_u64(const char *bench, const char *name, const char *val, uint64_t lo,
                     uint64_t hi, uint64_t *out);
+
+/* The same for size_t options. */
+int bench_parse_size(const char *bench, const char *name, const char *val, size_t lo, size_t hi,
+                     size_t *out);
 
 #endif

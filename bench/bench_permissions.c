@@ -38,7 +38,7 @@ static void usage(FILE *f)
         f,
         "usage: cordon bench permissions [--corpus DIR|fashion-mnist|generated] [--size N]\n"
         "           [--dim D] [--queries Q] [--seed S] [--m M] [--efc EF] [--ef EF]\n"
-        "           [--max-candidates N] [--exact-floats N] [--data DIR] [--keep]\n"
+        "           [--max-candidates N] [--exact-floats N] [--int8-scan] [--data DIR] [--keep]\n"
         "           [--strategy auto,prefilter,...] [--dump DIR] [--format table|json]\n"
         "           [--json-out FILE] [--selftest]\n"
         "  Every chunk belongs to one of 1,000 teams (10 to a department, 10 departments to a\n"
@@ -83,6 +83,8 @@ static int parse_flag(const char *a, perm_opts_t *o)
         o->selftest = 1;
     else if (!strcmp(a, "--keep"))
         o->keep = 1;
+    else if (!strcmp(a, "--int8-scan"))
+        o->int8_scan = 1;
     else
         return 0;
     return 1;
@@ -240,6 +242,7 @@ static int load_engine(perm_run_t *r)
     cordon_options opts = {.plan_exact_floats = o->exact_floats};
     cordon_collection_spec spec = {.name = "perm",
                                    .asserted_principals = 1, /* subjects are principal sets */
+                                   .int8_scan = o->int8_scan,
                                    .dim = r->w.c.dim,
                                    .metric = r->w.c.metric,
                                    .hnsw_m = o->m,

@@ -51,6 +51,7 @@ typedef struct perm_opts {
     size_t max_candidates;
     unsigned strat_mask; /* bit i: measure perm_strat_names[i] */
     int json, selftest, keep, progress;
+    int int8_scan;       /* create the collection with 8-bit codes for exact scans */
 } perm_opts_t;
 
 typedef struct perm_corpus {

@@ -70,19 +70,6 @@ static void gen_rows(float *out, size_t n, uint32_t dim, const float *centroids,
     }
 }
 
-static double rss_mb(void)
-{
-    FILE *f = fopen("/proc/self/status", "r");
-    char line[256];
-    double kb = 0;
-    while (f && fgets(line, sizeof line, f))
-        if (!strncmp(line, "VmRSS:", 6))
-            kb = strtod(line + 6, NULL);
-    if (f)
-        fclose(f);
-    return kb / 1024.0;
-}
-
 static int cmp_double(const void *a, const void *b)
 {
     double x = *(const double *)a, y = *(const double *)b;
@@ -176,13 +163,13 @@ static int setup_index(hb_run_t *r)
         fprintf(stderr, "cordon bench hnsw: out of memory for %zu x %u rows\n", o->size, o->dim);
         return 1;
     }
-    double rss0 = rss_mb();
+    double rss0 = bench_rss_mb();
     for (size_t i = 0; i < (size_t)B_CLUSTERS * o->dim; i++)
         cent[i] = bench_rng_gauss(&s);
     gen_rows(r->rows, o->size, o->dim, cent, &s, r->cluster_of);
     gen_rows(r->queries, o->queries, o->dim, cent, &s, NULL);
     free(cent);
-    double rss1 = rss_mb();
+    double rss1 = bench_rss_mb();
     r->rss_data_mb = rss1 - rss0;
     r->view = (vec_view_t){r->rows, o->dim, o->dim, (uint32_t)o->size};
     hnsw_params_t p = hnsw_params_default();
@@ -201,7 +188,7 @@ static int setup_index(hb_run_t *r)
         fprintf(stderr, "cordon bench hnsw: build failed: %s\n", cdn_strerror(rc));
         return 1;
     }
-    r->rss_graph_mb = rss_mb() - rss1;
+    r->rss_graph_mb = bench_rss_mb() - rss1;
     hnsw_info_t info;
     hnsw_get_info(r->h, &info);
     r->graph_mb = (double)info.memory_bytes / (1024.0 * 1024.0);

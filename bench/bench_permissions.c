@@ -3,6 +3,7 @@
  * layout and share readable against the benchmark's own ground truth and ACL table.
  * Relies on include/cordon.h (the engine under test), perm_data.c and perm_truth.c. */
 #include "bench_permissions.h"
+#include "bench_util.h"
 #include "base/clock.h"
 #include "base/mem.h"
 #include "perm_int.h"
@@ -61,22 +62,6 @@ static void usage(FILE *f)
         "  defaults: --corpus generated --size 50000 --dim 128 --seed 42 --max-candidates 1000\n");
 }
 
-static int parse_num(const char *name, const char *val, uint64_t lo, uint64_t hi, uint64_t *out)
-{
-    char *end;
-    errno = 0;
-    unsigned long long v = val ? strtoull(val, &end, 10) : 0;
-    if (!val || errno || *end || v < lo || v > hi) {
-        fprintf(stderr,
-                "cordon bench permissions: %s needs a whole number from %llu to %llu "
-                "(got '%s')\n",
-                name, (unsigned long long)lo, (unsigned long long)hi, val ? val : "");
-        return 2;
-    }
-    *out = v;
-    return 0;
-}
-
 static int parse_flag(const char *a, perm_opts_t *o)
 {
     if (!strcmp(a, "--selftest"))
@@ -133,23 +118,23 @@ static int parse_opts(int argc, char **argv, perm_opts_t *o)
         if (parse_flag(a, o))
             continue;
         i++;
-        if (!strcmp(a, "--size") && !(rc = parse_num(a, v, PERM_TEAMS, 50000000, &x)))
+        if (!strcmp(a, "--size") && !(rc = bench_parse_u64("permissions", a, v, PERM_TEAMS, 50000000, &x)))
             o->size = x;
-        else if (!strcmp(a, "--dim") && !(rc = parse_num(a, v, 2, CORDON_DIM_MAX, &x)))
+        else if (!strcmp(a, "--dim") && !(rc = bench_parse_u64("permissions", a, v, 2, CORDON_DIM_MAX, &x)))
             o->dim = (uint32_t)x;
-        else if (!strcmp(a, "--queries") && !(rc = parse_num(a, v, 1, 100000, &x)))
+        else if (!strcmp(a, "--queries") && !(rc = bench_parse_u64("permissions", a, v, 1, 100000, &x)))
             o->queries = x;
-        else if (!strcmp(a, "--seed") && !(rc = parse_num(a, v, 0, UINT64_MAX, &x)))
+        else if (!strcmp(a, "--seed") && !(rc = bench_parse_u64("permissions", a, v, 0, UINT64_MAX, &x)))
             o->seed = x;
-        else if (!strcmp(a, "--m") && !(rc = parse_num(a, v, 2, 256, &x)))
+        else if (!strcmp(a, "--m") && !(rc = bench_parse_u64("permissions", a, v, 2, 256, &x)))
             o->m = (uint32_t)x;
-        else if (!strcmp(a, "--efc") && !(rc = parse_num(a, v, 1, 100000, &x)))
+        else if (!strcmp(a, "--efc") && !(rc = bench_parse_u64("permissions", a, v, 1, 100000, &x)))
             o->efc = (uint32_t)x;
-        else if (!strcmp(a, "--ef") && !(rc = parse_num(a, v, 1, 100000, &x)))
+        else if (!strcmp(a, "--ef") && !(rc = bench_parse_u64("permissions", a, v, 1, 100000, &x)))
             o->ef = (uint32_t)x;
-        else if (!strcmp(a, "--max-candidates") && !(rc = parse_num(a, v, 10, 1000000, &x)))
+        else if (!strcmp(a, "--max-candidates") && !(rc = bench_parse_u64("permissions", a, v, 10, 1000000, &x)))
             o->max_candidates = x;
-        else if (!strcmp(a, "--exact-floats") && !(rc = parse_num(a, v, 1, UINT64_MAX, &x)))
+        else if (!strcmp(a, "--exact-floats") && !(rc = bench_parse_u64("permissions", a, v, 1, UINT64_MAX, &x)))
             o->exact_floats = x;
         else if (!strcmp(a, "--corpus") && v)
             o->corpus = v;
@@ -185,19 +170,6 @@ static int parse_opts(int argc, char **argv, perm_opts_t *o)
                            .strat_mask = (1u << PERM_STRATS) - 1};
     o->progress = !o->json && !o->selftest && isatty(2);
     return 0;
-}
-
-static double rss_mb(void)
-{
-    FILE *f = fopen("/proc/self/status", "r");
-    char line[256];
-    double kb = 0;
-    while (f && fgets(line, sizeof line, f))
-        if (!strncmp(line, "VmRSS:", 6))
-            kb = strtod(line + 6, NULL);
-    if (f)
-        fclose(f);
-    return kb / 1024.0;
 }
 
 static int rm_one(const char *p, const struct stat *sb, int flag, struct FTW *ftw)
@@ -284,7 +256,7 @@ static int load_engine(perm_run_t *r)
         rc = cordon_open(r->dir, &opts, &r->db, &e);
         r->reopen_s = (double)(cdn_clock_ns() - t0) / 1e9;
     }
-    r->rss_mb = rss_mb();
+    r->rss_mb = bench_rss_mb();
     if (rc)
         fprintf(stderr, "cordon bench permissions: loading failed: %s (%s)\n",
                 e.message[0] ? e.message : "", cordon_strerror(rc));

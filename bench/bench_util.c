@@ -7,6 +7,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 uint64_t bench_rng_next(uint64_t *s)
 {
@@ -66,4 +67,17 @@ int bench_parse_size(const char *bench, const char *name, const char *val, size_
     if (rc == 0)
         *out = (size_t)v;
     return rc;
+}
+
+double bench_rss_mb(void)
+{
+    FILE *f = fopen("/proc/self/status", "r");
+    char line[256];
+    double kb = 0;
+    while (f && fgets(line, sizeof line, f))
+        if (!strncmp(line, "VmRSS:", 6))
+            kb = strtod(line + 6, NULL);
+    if (f)
+        fclose(f);
+    return kb / 1024.0;
 }

@@ -19,6 +19,9 @@ float bench_rng_gauss(uint64_t *s);
 void bench_gen_rows(float *out, size_t n, uint32_t dim, const float *centroids,
                     uint32_t nclusters, uint64_t *s);
 
+/* Resident memory of this process in MB (VmRSS), 0 when /proc cannot tell. */
+double bench_rss_mb(void);
+
 /* Parses a whole number from lo to hi for option `name` of `cordon bench <bench>`; prints what
  * is wrong and returns 2 (the usage exit code) when it is not one, else 0. */
 int bench_parse_u64(const char *bench, const char *name, const char *val, uint64_t lo,

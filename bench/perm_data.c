@@ -5,6 +5,7 @@
 #include "base/fvecs.h"
 #include "base/mem.h"
 #include "perm_int.h"
+#include "bench_util.h"
 #include "vector/distance.h"
 
 #include <math.h>
@@ -23,24 +24,6 @@ const perm_share_t perm_shares[PERM_SHARES] = {
 const char *const perm_layout_names[PERM_LAYOUTS] = {"random", "aligned", "misaligned"};
 const char *const perm_strat_names[PERM_STRATS] = {"auto", "prefilter", "postfilter", "naive",
                                                    "unprotected"};
-
-static uint64_t rng_next(uint64_t *s)
-{
-    uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
-
-static double rng_unit(uint64_t *s)
-{
-    return ((rng_next(s) >> 11) + 0.5) / 9007199254740992.0;
-}
-
-static float rng_gauss(uint64_t *s)
-{
-    return (float)(sqrt(-2.0 * log(rng_unit(s))) * cos(6.283185307179586 * rng_unit(s)));
-}
 
 static int load_beir(const perm_opts_t *o, perm_corpus_t *c, cdn_err_t *err)
 {
@@ -140,12 +123,12 @@ static int load_generated(const perm_opts_t *o, perm_corpus_t *c, cdn_err_t *err
         return cdn_err_set(err, CDN_ERR_NOMEM, "out of memory for %zu x %u rows", c->n, c->dim);
     }
     for (size_t i = 0; i < (size_t)GEN_CLUSTERS * c->dim; i++)
-        cent[i] = rng_gauss(&s);
+        cent[i] = bench_rng_gauss(&s);
     for (size_t i = 0; i < c->n + c->nq; i++) {
         float *row = i < c->n ? c->base + i * c->dim : c->queries + (i - c->n) * c->dim;
-        const float *ce = cent + (rng_next(&s) % GEN_CLUSTERS) * c->dim;
+        const float *ce = cent + (bench_rng_next(&s) % GEN_CLUSTERS) * c->dim;
         for (uint32_t d = 0; d < c->dim; d++)
-            row[d] = ce[d] + 0.5f * rng_gauss(&s);
+            row[d] = ce[d] + 0.5f * bench_rng_gauss(&s);
         vec_normalize(row, c->dim);
     }
     cdn_free(cent);
@@ -204,7 +187,7 @@ static void split_centres(split_ctx_t *x, const uint32_t *idx, size_t n)
     size_t ns = n < KM_SAMPLE ? n : KM_SAMPLE;
     double *acc = cdn_calloc((size_t)10 * dim, sizeof *acc);
     for (int p = 0; p < 10; p++)
-        memcpy(x->cent + (size_t)p * dim, x->c->base + (size_t)idx[rng_next(x->seed) % n] * dim,
+        memcpy(x->cent + (size_t)p * dim, x->c->base + (size_t)idx[bench_rng_next(x->seed) % n] * dim,
                dim * sizeof(float));
     for (int it = 0; acc && it < KM_ITERS; it++) {
         memset(acc, 0, sizeof *acc * 10 * dim);
@@ -332,7 +315,7 @@ int perm_assign_teams(perm_world_t *w, cdn_err_t *err)
         for (size_t i = 0; i < n; i++)
             idx[i] = (uint32_t)i;
         for (size_t i = n - 1; i > 0; i--) {
-            size_t j = rng_next(&seed) % (i + 1);
+            size_t j = bench_rng_next(&seed) % (i + 1);
             uint32_t t = idx[i];
             idx[i] = idx[j];
             idx[j] = t;
@@ -401,7 +384,7 @@ int perm_choose_subjects(perm_world_t *w, cdn_err_t *err)
             for (int j = 0; j < cnt; j++) { /* distinct random groups of the level */
                 int dup;
                 do {
-                    h[j] = (uint16_t)(level_first[lv] + rng_next(&seed) % level_count[lv]);
+                    h[j] = (uint16_t)(level_first[lv] + bench_rng_next(&seed) % level_count[lv]);
                     dup = 0;
                     for (int i = 0; i < j; i++)
                         dup |= h[i] == h[j];

@@ -1,6 +1,7 @@
 /* bench_hnsw.c: HNSW build time and memory, save/load time, recall@10 and latency unfiltered and
  * under random allowed sets, beside the exact scan and post-filtering in the same run. Relies on
- * vector/hnsw.h, vector/exact.h, CRoaring and base/clock.h. Data: seeded Gaussian clusters. */
+ * vector/hnsw.h, vector/exact.h, CRoaring and base/clock.h. Data: bench_gen.h. */
+#include "bench_gen.h"
 #include "bench_hnsw.h"
 #include "bench_util.h"
 #include "base/clock.h"
@@ -16,7 +17,6 @@
 #include <unistd.h>
 
 #define BK 10
-#define B_CLUSTERS 256
 #define B_MAX_ROWS 64
 
 typedef struct hb_opts {
@@ -25,6 +25,7 @@ typedef struct hb_opts {
     uint64_t seed;
     int json;
     const char *dir;
+    bench_gen_kind_t gen;
 } hb_opts_t;
 
 /* One measured configuration. plan: "hnsw" (unfiltered), "filtered", "postfilter" (unfiltered
@@ -41,7 +42,8 @@ typedef struct hb_row {
 typedef struct hb_run {
     hb_opts_t o;
     float *rows, *queries;
-    uint8_t *cluster_of; /* centroid of each row */
+    uint32_t *cluster_of; /* generator cluster of each row */
+    uint32_t clusters;
     vec_view_t view;
     hnsw_t *h;
     vec_hit_t *truth; /* queries * BK */
@@ -53,122 +55,25 @@ typedef struct hb_run {
     int load_same;
 } hb_run_t;
 
-/* Row = centroid + 0.5 * noise, unit length (cosine), centroid drawn uniformly; the centroid
- * of each row goes to cluster_of (if not NULL) for permission sets that follow topics. */
-static void gen_rows(float *out, size_t n, uint32_t dim, const float *centroids, uint64_t *s,
-                     uint8_t *cluster_of)
-{
-    for (size_t i = 0; i < n; i++) {
-        float *row = out + i * dim;
-        uint64_t ci = bench_rng_next(s) % B_CLUSTERS;
-        const float *c = centroids + ci * dim;
-        if (cluster_of)
-            cluster_of[i] = (uint8_t)ci;
-        for (uint32_t j = 0; j < dim; j++)
-            row[j] = c[j] + 0.5f * bench_rng_gauss(s);
-        vec_normalize(row, dim);
-    }
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static double median(double *v, size_t n)
-{
-    qsort(v, n, sizeof(double), cmp_double);
-    return n ? v[n / 2] : 0;
-}
-
-static double recall_of(const vec_hit_t *got, size_t n, const vec_hit_t *truth, size_t nt)
-{
-    if (nt == 0)
-        return 1.0;
-    size_t hit = 0;
-    for (size_t i = 0; i < nt; i++)
-        for (size_t j = 0; j < n; j++)
-            if (got[j].id == truth[i].id) {
-                hit++;
-                break;
-            }
-    return (double)hit / (double)nt;
-}
-
-static void usage(FILE *f)
-{
-    fprintf(f,
-            "usage: cordon bench hnsw [--size N] [--dim D] [--queries Q] [--seed S]\n"
-            "                         [--threads T] [--m M] [--efc EF] [--dir PATH]\n"
-            "                         [--format table|json]\n"
-            "  builds HNSW over N generated unit vectors (cosine, %d clusters), saves and\n"
-            "  loads it under PATH, then measures recall@%d and p50 latency unfiltered and\n"
-            "  under random allowed sets of 0.1, 1, 5, 20 and 100%%, beside the exact scan.\n"
-            "  defaults: --size 1000000 --dim 384 --queries 100 --seed 42 --threads 2\n"
-            "            --m 16 --efc 200 --dir /tmp\n",
-            B_CLUSTERS, BK);
-}
-
-static int parse_opts(int argc, char **argv, hb_opts_t *o)
-{
-    *o = (hb_opts_t){1000000, 100, 384, 16, 200, 2, 42, 0, "/tmp"};
-    for (int i = 1; i < argc; i += 2) {
-        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        uint64_t x = 0;
-        int rc = 0;
-        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-            usage(stdout);
-            return -1;
-        } else if (!strcmp(a, "--size") && !(rc = bench_parse_u64("hnsw", a, v, 1000, 50000000, &x)))
-            o->size = x;
-        else if (!strcmp(a, "--dim") && !(rc = bench_parse_u64("hnsw", a, v, 2, 4096, &x)))
-            o->dim = (uint32_t)x;
-        else if (!strcmp(a, "--queries") && !(rc = bench_parse_u64("hnsw", a, v, 1, 100000, &x)))
-            o->queries = x;
-        else if (!strcmp(a, "--seed") && !(rc = bench_parse_u64("hnsw", a, v, 0, UINT64_MAX, &x)))
-            o->seed = x;
-        else if (!strcmp(a, "--threads") && !(rc = bench_parse_u64("hnsw", a, v, 1, 256, &x)))
-            o->threads = (uint32_t)x;
-        else if (!strcmp(a, "--m") && !(rc = bench_parse_u64("hnsw", a, v, HNSW_M_MIN, HNSW_M_MAX, &x)))
-            o->m = (uint32_t)x;
-        else if (!strcmp(a, "--efc") && !(rc = bench_parse_u64("hnsw", a, v, 1, HNSW_EF_MAX, &x)))
-            o->efc = (uint32_t)x;
-        else if (!strcmp(a, "--dir") && v)
-            o->dir = v;
-        else if (!strcmp(a, "--format") && v && (!strcmp(v, "json") || !strcmp(v, "table")))
-            o->json = !strcmp(v, "json");
-        else if (!rc) {
-            fprintf(stderr, "cordon bench hnsw: unknown option or missing value '%s'\n", a);
-            usage(stderr);
-            return 2;
-        }
-        if (rc)
-            return rc;
-    }
-    return 0;
-}
-
 /* Generates rows and queries, builds the index with o.threads threads, measures memory. */
 static int setup_index(hb_run_t *r)
 {
     hb_opts_t *o = &r->o;
-    uint64_t s = o->seed;
-    float *cent = malloc(sizeof(float) * B_CLUSTERS * o->dim);
+    bench_gen_t g;
+    int grc = bench_gen_init(&g, o->gen, o->dim, o->seed);
     r->rows = malloc(sizeof(float) * o->size * o->dim);
     r->queries = malloc(sizeof(float) * o->queries * o->dim);
-    r->cluster_of = malloc(o->size);
-    if (!cent || !r->rows || !r->queries || !r->cluster_of) {
-        free(cent);
+    r->cluster_of = malloc(sizeof(uint32_t) * o->size);
+    r->clusters = g.clusters;
+    if (grc || !r->rows || !r->queries || !r->cluster_of) {
+        bench_gen_free(&g);
         fprintf(stderr, "cordon bench hnsw: out of memory for %zu x %u rows\n", o->size, o->dim);
         return 1;
     }
     double rss0 = bench_rss_mb();
-    for (size_t i = 0; i < (size_t)B_CLUSTERS * o->dim; i++)
-        cent[i] = bench_rng_gauss(&s);
-    gen_rows(r->rows, o->size, o->dim, cent, &s, r->cluster_of);
-    gen_rows(r->queries, o->queries, o->dim, cent, &s, NULL);
-    free(cent);
+    bench_gen_rows_of(&g, r->rows, o->size, r->cluster_of);
+    bench_gen_rows_of(&g, r->queries, o->queries, NULL);
+    bench_gen_free(&g);
     double rss1 = bench_rss_mb();
     r->rss_data_mb = rss1 - rss0;
     r->view = (vec_view_t){r->rows, o->dim, o->dim, (uint32_t)o->size};
@@ -342,8 +247,8 @@ static void measure(hb_run_t *r)
             hnsw_row(r, "postfilter", allowed, pcts[i], card, ef);
         roaring_bitmap_free(allowed);
     }
-    measure_clustered(r, B_CLUSTERS / 20);
-    measure_clustered(r, B_CLUSTERS / 100);
+    measure_clustered(r, r->clusters / 20);
+    measure_clustered(r, r->clusters / 100);
 }
 
 static void print_json(const hb_run_t *r)
@@ -370,9 +275,9 @@ static void print_json(const hb_run_t *r)
 static void print_table(const hb_run_t *r)
 {
     const hb_opts_t *o = &r->o;
-    printf("HNSW, %zu x %u generated unit rows (cosine, %d clusters, seed %llu), m=%u, "
+    printf("HNSW, %zu x %u generated unit rows (cosine, %s generator, seed %llu), m=%u, "
            "ef_construction=%u, %s kernels\n",
-           o->size, o->dim, B_CLUSTERS, (unsigned long long)o->seed, o->m, o->efc,
+           o->size, o->dim, bench_gen_name(o->gen), (unsigned long long)o->seed, o->m, o->efc,
            vec_isa_name(vec_isa_best()));
     printf("build: %.1f s with %u threads (%.0f inserts/s)\n", r->build_s, o->threads,
            (double)o->size / r->build_s);

@@ -38,9 +38,10 @@ static void usage(FILE *f)
     fprintf(
         f,
         "usage: cordon bench permissions [--corpus DIR|fashion-mnist|generated] [--size N]\n"
-        "           [--dim D] [--queries Q] [--seed S] [--m M] [--efc EF] [--ef EF]\n"
-        "           [--max-candidates N] [--exact-floats N] [--int8-scan] [--data DIR] [--keep]\n"
-        "           [--strategy auto,prefilter,...] [--dump DIR] [--format table|json]\n"
+        "           [--dim D] [--generator topics|isotropic] [--queries Q] [--seed S] [--m M]\n"
+        "           [--efc EF] [--ef EF] [--max-candidates N] [--exact-floats N] [--int8-scan]\n"
+        "           [--data DIR] [--keep]"
+        " [--strategy auto,prefilter,...] [--dump DIR] [--format table|json]\n"
         "           [--json-out FILE] [--selftest]\n"
         "  Every chunk belongs to one of 1,000 teams (10 to a department, 10 departments to a\n"
         "  division); its ACL names its team, department and division. Subjects read 0.1%%,\n"
@@ -52,7 +53,8 @@ static void usage(FILE *f)
         "  while missing a readable top-10 chunk.\n"
         "  --corpus DIR: BEIR layout with use-lite/{corpus,queries}.fvecs (cosine);\n"
         "  fashion-mnist: the Debian package, L2, first 1,000 test images as queries;\n"
-        "  generated: --size x --dim Gaussian clusters (seed --seed), 100 queries.\n"
+        "  generated: --size x --dim rows from --generator (seed --seed), 100 queries; topics\n"
+        "  (default) is shaped like text embeddings, isotropic is a harder stress case.\n"
         "  --data DIR: the engine's directory (default: a temporary one, removed unless --keep);\n"
         "  a DIR that already holds the same corpus is reused without loading.\n"
         "  --json-out FILE: also write the JSON object to FILE (with the table on stdout).\n"
@@ -136,6 +138,8 @@ static int parse_opts(int argc, char **argv, perm_opts_t *o)
             o->max_candidates = x;
         else if (!strcmp(a, "--exact-floats") && !(rc = bench_parse_u64("permissions", a, v, 1, UINT64_MAX, &x)))
             o->exact_floats = x;
+        else if (!strcmp(a, "--generator") && !(rc = bench_gen_parse("permissions", v, &o->gen)))
+            ;
         else if (!strcmp(a, "--corpus") && v)
             o->corpus = v;
         else if (!strcmp(a, "--data") && v)
@@ -162,6 +166,7 @@ static int parse_opts(int argc, char **argv, perm_opts_t *o)
                            .dim = 16,
                            .queries = 40,
                            .seed = o->seed,
+                           .gen = o->gen,
                            .max_candidates = 1000,
                            .exact_floats = 100 * 16,
                            .json = o->json,
@@ -207,6 +212,24 @@ static int put_batch(perm_run_t *r, size_t from, size_t to, cordon_chunk *ch,
     return cordon_put(r->db, "perm", ch, to - from, NULL, e);
 }
 
+/* The corpus a kept data directory was loaded with (name and seed) is written beside it, so a
+ * directory is reused only for the very same rows. *match: 1 if the marker matches. */
+static void corpus_marker(const perm_run_t *r, int write, int *match)
+{
+    char path[4096], want[160], got[160] = "";
+    snprintf(path, sizeof path, "%s/bench-corpus.txt", r->dir);
+    snprintf(want, sizeof want, "%s seed %llu\n", r->w.c.name, (unsigned long long)r->w.o.seed);
+    FILE *f = fopen(path, write ? "w" : "r");
+    if (f && write)
+        fputs(want, f);
+    else if (f && !fgets(got, sizeof got, f))
+        got[0] = 0;
+    if (f)
+        fclose(f);
+    if (match)
+        *match = !strcmp(want, got);
+}
+
 /* Opens the engine, creates the collection, loads every chunk, then closes and reopens. */
 static int load_engine(perm_run_t *r)
 {
@@ -227,13 +250,15 @@ static int load_engine(perm_run_t *r)
     int rc = ch && names && acl ? CORDON_OK : CORDON_ERR_NOMEM;
     cordon_collection_info info;
     size_t from = 0;
+    int same = 0;
     uint64_t t0 = cdn_clock_ns();
     if (rc == CORDON_OK)
         rc = cordon_open(r->dir, &opts, &r->db, &e);
     /* A kept --data directory holding this corpus already is reused: the HNSW build is the
      * slow part, and query-side changes (planner, ef) need no reload. */
+    corpus_marker(r, 0, &same);
     if (rc == CORDON_OK && cordon_collection_info_get(r->db, "perm", &info, NULL) == CORDON_OK &&
-        info.dim == r->w.c.dim && info.chunks == r->w.c.n) {
+        same && info.dim == r->w.c.dim && info.chunks == r->w.c.n) {
         from = r->w.c.n;
         r->reused = 1;
     } else if (rc == CORDON_OK) {
@@ -247,6 +272,8 @@ static int load_engine(perm_run_t *r)
                     (double)(cdn_clock_ns() - t0) / 1e9);
     }
     r->load_s = (double)(cdn_clock_ns() - t0) / 1e9;
+    if (rc == CORDON_OK)
+        corpus_marker(r, 1, NULL);
     if (o->progress)
         fprintf(stderr, "\n");
     if (rc == CORDON_OK) {

@@ -14,7 +14,6 @@
 #include <string.h>
 
 #define FMNIST_DIR "/usr/share/datasets/fashion-mnist"
-#define GEN_CLUSTERS 256
 #define KM_SAMPLE 4000
 #define KM_ITERS 6
 
@@ -106,33 +105,26 @@ static int load_fmnist(const perm_opts_t *o, perm_corpus_t *c, cdn_err_t *err)
     return rc;
 }
 
-/* Generated: GEN_CLUSTERS centres with N(0,1) components; each row (and each query) is a
- * uniformly chosen centre + 0.5 x N(0,1) noise, L2-normalised (cosine); splitmix64 from seed. */
+/* Generated: rows and queries from bench_gen.h's generator (topics or isotropic), seeded. */
 static int load_generated(const perm_opts_t *o, perm_corpus_t *c, cdn_err_t *err)
 {
-    uint64_t s = o->seed;
-    float *cent = cdn_malloc(sizeof(float) * GEN_CLUSTERS * o->dim);
+    bench_gen_t g;
     c->n = o->size;
     c->nq = o->queries ? o->queries : 100;
     c->dim = o->dim;
     c->metric = CORDON_METRIC_COSINE;
     c->base = cdn_malloc(sizeof(float) * c->n * c->dim);
     c->queries = cdn_malloc(sizeof(float) * c->nq * c->dim);
-    if (!cent || !c->base || !c->queries) {
-        cdn_free(cent);
+    int rc = bench_gen_init(&g, o->gen, o->dim, o->seed);
+    if (rc == CDN_OK && c->base && c->queries) {
+        bench_gen_rows_of(&g, c->base, c->n, NULL);
+        bench_gen_rows_of(&g, c->queries, c->nq, NULL);
+    }
+    bench_gen_free(&g);
+    if (rc || !c->base || !c->queries)
         return cdn_err_set(err, CDN_ERR_NOMEM, "out of memory for %zu x %u rows", c->n, c->dim);
-    }
-    for (size_t i = 0; i < (size_t)GEN_CLUSTERS * c->dim; i++)
-        cent[i] = bench_rng_gauss(&s);
-    for (size_t i = 0; i < c->n + c->nq; i++) {
-        float *row = i < c->n ? c->base + i * c->dim : c->queries + (i - c->n) * c->dim;
-        const float *ce = cent + (bench_rng_next(&s) % GEN_CLUSTERS) * c->dim;
-        for (uint32_t d = 0; d < c->dim; d++)
-            row[d] = ce[d] + 0.5f * bench_rng_gauss(&s);
-        vec_normalize(row, c->dim);
-    }
-    cdn_free(cent);
-    snprintf(c->name, sizeof c->name, "generated-%zux%u", c->n, c->dim);
+    snprintf(c->name, sizeof c->name, "generated-%s-%zux%u", bench_gen_name(o->gen), c->n,
+             c->dim);
     return CDN_OK;
 }
 

@@ -8,6 +8,7 @@
 #include <stdint.h>
 
 #include "base/err.h"
+#include "bench_gen.h"
 #include "cordon.h"
 
 #define PERM_K 10
@@ -52,6 +53,7 @@ typedef struct perm_opts {
     unsigned strat_mask; /* bit i: measure perm_strat_names[i] */
     int json, selftest, keep, progress;
     int int8_scan;       /* create the collection with 8-bit codes for exact scans */
+    bench_gen_kind_t gen; /* generator of --corpus generated */
 } perm_opts_t;
 
 typedef struct perm_corpus {

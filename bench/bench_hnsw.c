@@ -87,7 +87,7 @@ static void usage(FILE *f)
             "usage: cordon bench hnsw [--size N] [--dim D] [--queries Q] [--seed S]\n"
             "                         [--threads T] [--m M] [--efc EF] [--dir PATH]\n"
             "                         [--generator topics|isotropic] [--format table|json]\n"
-            "  builds HNSW over N generated unit vectors (cosine; bench_gen.h), saves and\n"
+            "  builds HNSW over N generated unit vectors (cosine, bench_gen.h), saves and\n"
             "  loads it under PATH, then measures recall@%d and p50 latency unfiltered and\n"
             "  under random allowed sets of 0.1, 1, 5, 20 and 100%%, beside the exact scan.\n"
             "  defaults: --size 1000000 --dim 384 --queries 100 --seed 42 --threads 2\n"
@@ -122,7 +122,7 @@ static int parse_opts(int argc, char **argv, hb_opts_t *o)
         else if (!strcmp(a, "--dir") && v)
             o->dir = v;
         else if (!strcmp(a, "--generator") && !(rc = bench_gen_parse("hnsw", v, &o->gen)))
-            ;
+            continue;
         else if (!strcmp(a, "--format") && v && (!strcmp(v, "json") || !strcmp(v, "table")))
             o->json = !strcmp(v, "json");
         else if (!rc) {

@@ -143,7 +143,11 @@ int search_vector_locked(engine_t *e, coll_t *c, const search_knn_t *q, const fl
     /* Complete only when the traversal evaluated every readable row the graph holds (every
      * readable row is in the graph: writes insert before they publish). */
     out->complete = rc == CDN_OK && !st.incomplete;
-    if (rc == CDN_OK && p.fallback_exact && (st.exhausted_budget || (n < k && n < cand)))
+    /* The seed sample witnesses the result: far more sampled rows nearer than the k-th hit
+     * than a true top-k would leave means the traversal stopped short (readable rows far from
+     * the query, where graph search stalls); then the exact scan answers. */
+    if (rc == CDN_OK && p.fallback_exact &&
+        (st.exhausted_budget || (n < k && n < cand) || hnsw_sample_suspect(&st, (uint32_t)k)))
         return run_exact(c, &v, query, allowed, k, hits, nhits, out);
     return rc;
 }

@@ -49,7 +49,19 @@ typedef struct hnsw_stats {
     uint32_t seeds;
     int exhausted_budget;
     int incomplete;
+    /* Filtered searches that chose their seeds from a uniform sample of the allowed set:
+     * sampled = rows scored, sample_allowed = the allowed set's size, sample_closer = sampled
+     * rows nearer than the k-th result. A true top-k leaves about k * sampled / allowed of the
+     * sample nearer than its k-th hit; many more is evidence the traversal stopped short
+     * (hnsw_sample_suspect). */
+    uint32_t sampled, sample_closer;
+    uint64_t sample_allowed;
 } hnsw_stats_t;
+
+/* 1 when st's sample witness makes a complete top-k unlikely: sample_closer reaches the
+ * smallest count a correct top-k reaches with probability below 1% (binomial, k trials, each
+ * sampled with probability sampled / sample_allowed). 0 without a sample. */
+int hnsw_sample_suspect(const hnsw_stats_t *st, uint32_t k);
 
 /* Counters of an index, for planners and benchmarks. */
 typedef struct hnsw_info {

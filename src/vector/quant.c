@@ -17,11 +17,16 @@
 #include "vector/quant_kern.h"
 
 #include <float.h>
+#include <pthread.h>
+#include <unistd.h>
 #include <math.h>
 #include <string.h>
 
 #define QUANT_BLOCK 256
 #define QUANT_PREFETCH_ROWS 8
+/* Scans of at least this many rows are split over two threads: below it, thread start-up
+ * (tens of microseconds) is a large share of the scan. */
+#define QUANT_PAR_MIN_ROWS 8192
 /* Directories retired by growth: it doubles from 8 chunks, so 2^32 rows need at most 20. */
 #define QUANT_MAX_RETIRED 24
 /* Exact zero-rounding-error reasoning is replaced by generous bounds: u = 2^-24 is float's unit
@@ -473,13 +478,16 @@ static int scan_ids(qscan_t *c, const uint32_t *ids, size_t n)
     return rc;
 }
 
-static int scan_allowed(qscan_t *c, const roaring_bitmap_t *allowed)
+/* Scans the allowed ids in [lo, hi) (all ids there when allowed is NULL). */
+static int scan_allowed(qscan_t *c, const roaring_bitmap_t *allowed, uint32_t lo, uint32_t hi)
 {
     uint32_t ids[QUANT_BLOCK];
     int rc = CDN_OK;
+    if (hi > c->v->count)
+        hi = (uint32_t)c->v->count;
     if (!allowed) {
-        for (uint64_t start = 0; rc == CDN_OK && start < c->v->count; start += QUANT_BLOCK) {
-            uint64_t n = c->v->count - start < QUANT_BLOCK ? c->v->count - start : QUANT_BLOCK;
+        for (uint64_t start = lo; rc == CDN_OK && start < hi; start += QUANT_BLOCK) {
+            uint64_t n = hi - start < QUANT_BLOCK ? hi - start : QUANT_BLOCK;
             for (uint64_t i = 0; i < n; i++)
                 ids[i] = (uint32_t)(start + i);
             rc = scan_ids(c, ids, n);
@@ -488,15 +496,70 @@ static int scan_allowed(qscan_t *c, const roaring_bitmap_t *allowed)
     }
     roaring_uint32_iterator_t it;
     roaring_init_iterator(allowed, &it);
+    if (lo > 0)
+        roaring_move_uint32_iterator_equalorlarger(&it, lo);
     while (rc == CDN_OK && it.has_value) {
         uint32_t n = roaring_read_uint32_iterator(&it, ids, QUANT_BLOCK);
-        uint32_t keep = n; /* ids come sorted: the first one past the view ends the scan */
-        while (keep > 0 && ids[keep - 1] >= c->v->count)
+        uint32_t keep = n; /* ids come sorted: the first one at or past hi ends the scan */
+        while (keep > 0 && ids[keep - 1] >= hi)
             keep--;
         rc = scan_ids(c, ids, keep);
         if (keep < n)
             break;
     }
+    return rc;
+}
+
+/* One half of a two-thread scan: its own heap and candidates, the query's weights shared. */
+typedef struct qpart {
+    qscan_t c;
+    const roaring_bitmap_t *allowed;
+    uint32_t lo, hi;
+    size_t k;
+    int rc;
+} qpart_t;
+
+static void *scan_part(void *arg)
+{
+    qpart_t *p = arg;
+    p->rc = topk_init(&p->c.ub, p->k);
+    if (p->rc == CDN_OK)
+        p->rc = scan_allowed(&p->c, p->allowed, p->lo, p->hi);
+    return NULL;
+}
+
+/* Scans with two threads when there are enough rows to pay for one (each half keeps its own
+ * bounds; the merged heap's k-th upper bound is as tight as one thread's would be, since it
+ * holds the k smallest upper bounds of all rows). On return c holds the merged state. */
+static int scan_split(qscan_t *c, const roaring_bitmap_t *allowed, size_t k, uint64_t rows)
+{
+    uint32_t mid = 0;
+    if (rows < QUANT_PAR_MIN_ROWS || sysconf(_SC_NPROCESSORS_ONLN) < 2)
+        return scan_allowed(c, allowed, 0, UINT32_MAX);
+    if (allowed)
+        roaring_bitmap_select(allowed, (uint32_t)(rows / 2), &mid);
+    else
+        mid = (uint32_t)(rows / 2);
+    qpart_t b = {.c = *c, .allowed = allowed, .lo = mid, .hi = UINT32_MAX, .k = k};
+    b.c.ub = (topk_t){0};
+    b.c.cand = NULL;
+    b.c.n_cand = b.c.cap_cand = 0;
+    b.c.st = (quant_stats_t){0};
+    pthread_t th;
+    int started = pthread_create(&th, NULL, scan_part, &b) == 0;
+    int rc = scan_allowed(c, allowed, 0, started ? mid : UINT32_MAX);
+    if (started)
+        pthread_join(th, NULL);
+    if (rc == CDN_OK && started)
+        rc = b.rc;
+    for (size_t i = 0; rc == CDN_OK && started && i < b.c.ub.n; i++)
+        topk_push(&c->ub, b.c.ub.heap[i].id, b.c.ub.heap[i].dist);
+    c->t = topk_bound(&c->ub);
+    for (size_t i = 0; rc == CDN_OK && started && i < b.c.n_cand; i++)
+        rc = add_cand(c, b.c.cand[i].id, b.c.cand[i].lb);
+    c->st.scanned += b.c.st.scanned;
+    topk_free(&b.c.ub);
+    cdn_free(b.c.cand);
     return rc;
 }
 
@@ -601,7 +664,8 @@ int quant_exact_search_isa(const quant_t *q, const vec_view_t *v, vec_metric_t m
     }
     int rc = topk_init(&c.ub, k);
     if (rc == CDN_OK)
-        rc = scan_allowed(&c, allowed);
+        rc = scan_split(&c, allowed, k, allowed ? roaring_bitmap_get_cardinality(allowed)
+                                                : (uint64_t)v->count);
     if (rc == CDN_OK)
         rc = rerank(&c, query, k, out, n_out);
     c.st.code_bytes = c.st.scanned * q->dim;

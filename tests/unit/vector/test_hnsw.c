@@ -327,9 +327,34 @@ static void test_empty_index_returns_nothing_and_is_complete(void **state)
     hnsw_free(h);
 }
 
+/* The sample witness raises the alarm at the smallest count a correct top-10 reaches with
+ * probability under 1%: with a tenth of the allowed set sampled, 4 nearer sampled rows happen
+ * 1.3% of the time and 5 only 0.16%; with a fiftieth, 2 happen 1.6% and 3 0.09%. */
+static void test_sample_witness_alarms_only_on_improbable_counts(void **state)
+{
+    (void)state;
+    hnsw_stats_t st = {0};
+    assert_false(hnsw_sample_suspect(&st, 10)); /* no sample: no evidence */
+    st.sampled = 1000;
+    st.sample_allowed = 10000;
+    st.sample_closer = 4;
+    assert_false(hnsw_sample_suspect(&st, 10));
+    st.sample_closer = 5;
+    assert_true(hnsw_sample_suspect(&st, 10));
+    st.sample_allowed = 50000;
+    st.sample_closer = 2;
+    assert_false(hnsw_sample_suspect(&st, 10));
+    st.sample_closer = 3;
+    assert_true(hnsw_sample_suspect(&st, 10));
+    st.sample_allowed = 1000; /* the sample was the whole set: the answer is exact anyway */
+    st.sample_closer = 10;
+    assert_false(hnsw_sample_suspect(&st, 10));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_sample_witness_alarms_only_on_improbable_counts),
         cmocka_unit_test(test_unfiltered_recall_at_10_beats_095),
         cmocka_unit_test(test_filtered_half_allowed_keeps_recall_and_hides_the_rest),
         cmocka_unit_test(test_filtered_five_percent_keeps_recall),

@@ -435,6 +435,44 @@ static void test_quant_rejects_bad_arguments_with_messages(void **state)
     quant_free(NULL);
 }
 
+/* Scans of QUANT_PAR_MIN_ROWS rows or more run on two threads, each half with its own bounds;
+ * the merged answer must still be exactly the float scan's, and a failed allocation in either
+ * half must surface as NOMEM, never as a short answer. */
+static void test_quant_two_thread_scan_matches_exact_search(void **state)
+{
+    (void)state;
+    uint64_t s = 4242;
+    const uint32_t dim = 48, n = 24000;
+    for (int m = 0; m <= VEC_METRIC_L2; m++) {
+        float *x = make_rows(n + 3, dim, DATA_CLUSTERED, (vec_metric_t)m, &s);
+        vec_view_t v = {x, dim, dim, n};
+        quant_t *q = make_quant(&v, 2000);
+        for (int qi = 0; qi < 3; qi++) {
+            const float *query = x + (size_t)(n + qi) * dim;
+            assert_same(q, &v, (vec_metric_t)m, vec_isa_best(), query, NULL, 10, NULL);
+            assert_same(q, &v, (vec_metric_t)m, vec_isa_best(), query, NULL, 100, NULL);
+            roaring_bitmap_t *a = make_allowed(n, 0.6, &s);
+            assert_same(q, &v, (vec_metric_t)m, vec_isa_best(), query, a, 10, NULL);
+            roaring_bitmap_free(a);
+        }
+        vec_hit_t out[10];
+        size_t got;
+        int saw_nomem = 0;
+        for (long f = 0; f < 8; f++) {
+            cdn_mem_fail_after(f);
+            int rc = quant_exact_search(q, &v, (vec_metric_t)m, x + (size_t)n * dim, NULL, 10, out,
+                                        &got, NULL);
+            cdn_mem_fail_after(-1);
+            assert_true(rc == 0 || rc == CDN_ERR_NOMEM);
+            assert_true(rc != 0 || got == 10);
+            saw_nomem |= rc == CDN_ERR_NOMEM;
+        }
+        assert_true(saw_nomem);
+        quant_free(q);
+        free(x);
+    }
+}
+
 static void test_quant_reports_nomem_when_allocation_fails(void **state)
 {
     (void)state;
@@ -463,6 +501,7 @@ int main(void)
         cmocka_unit_test(test_quant_matches_exact_search_for_dims_1_to_70_all_metrics),
         cmocka_unit_test(test_quant_is_exact_where_the_bounds_are_tight_in_low_dims),
         cmocka_unit_test(test_quant_matches_exact_search_at_384_dims_every_density),
+        cmocka_unit_test(test_quant_two_thread_scan_matches_exact_search),
         cmocka_unit_test(test_quant_prunes_most_rows_of_clustered_384d_data),
         cmocka_unit_test(test_quant_every_isa_matches_scalar_and_exact),
         cmocka_unit_test(test_quant_stays_exact_for_rows_outside_the_training_range),

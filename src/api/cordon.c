@@ -91,7 +91,7 @@ int cordon_collection_create(cordon_t *db, const cordon_collection_spec *s, cord
     memcpy(cfg.acl_field, acl, strlen(acl) + 1);
     cfg.hnsw_m = s->hnsw_m ? s->hnsw_m : 16;
     cfg.hnsw_efc = s->hnsw_ef_construction ? s->hnsw_ef_construction : 200;
-    cfg.hnsw_ef = s->hnsw_ef_search ? s->hnsw_ef_search : 64;
+    cfg.hnsw_ef = s->hnsw_ef_search; /* 0: calibrated from measured recall (graph.c) */
     NEED(cfg.hnsw_m >= 2 && cfg.hnsw_m <= 128, "hnsw_m must be 2 to 128");
     NEED(!s->analyzer || strlen(s->analyzer) < COLL_ANALYZER_MAX, "analyzer name too long");
     memcpy(cfg.analyzer, s->analyzer ? s->analyzer : "standard",

@@ -46,6 +46,8 @@ typedef struct coll {
     hnsw_t *hnsw;             /* graph over the live rows; NULL when cfg.dim == 0 */
     uint32_t hnsw_saved;      /* rows the checkpoint on disk reflects (0 = none) */
     int hnsw_dirty;           /* changed since the checkpoint */
+    uint32_t ef_auto;         /* calibrated search breadth when cfg.hnsw_ef is 0 (0 = none) */
+    uint32_t ef_auto_rows;    /* rows the graph held when ef_auto was measured */
     quant_t *quant;           /* 8-bit codes of the rows (cfg.int8_scan), or NULL */
     textidx_t *text;          /* text fields, "_all", metadata filters; always present */
     int text_dirty;
@@ -93,8 +95,18 @@ int coll_graph_insert(coll_t *c, const uint32_t *rows, size_t n);
 /* Brings the 8-bit codes up to next_row: trains once enough rows exist, then encodes the rows
  * it lacks. Caller holds the write lock (or is opening). A failure leaves the codes unused. */
 int coll_quant_sync(coll_t *c);
-/* Writes the graph checkpoint if it changed; called at close. */
+/* Writes the graph checkpoint if it changed; called at close. When the collection leaves ef to
+ * cordon (cfg.hnsw_ef 0) and holds COLL_CALIB_MIN_ROWS live rows, also measures recall at a
+ * ladder of ef values (hnsw_calibrate) and records the smallest reaching COLL_CALIB_TARGET
+ * beside the checkpoint ("efauto"), read back by coll_graph_open. */
 int coll_graph_save(const char *dir, coll_t *c, cdn_err_t *err);
+#define COLL_CALIB_MIN_ROWS 20000
+#define COLL_CALIB_TARGET 0.99
+#define COLL_CALIB_QUERIES 32
+
+/* The search breadth a query without its own ef uses: the collection's, else the calibrated
+ * one, else the graph's default. */
+uint32_t coll_search_ef(const coll_t *c);
 
 /* The vectors as a view (count = next_row). Caller holds the lock. */
 void coll_view(const coll_t *c, vec_view_t *v);

@@ -313,6 +313,8 @@ int engine_coll_drop(engine_t *e, const char *name, cdn_err_t *err)
         unlink(path);
     if (coll_file_path(e->dir, c->cfg.id, "text", path, sizeof path) == 0)
         unlink(path);
+    if (coll_file_path(e->dir, c->cfg.id, "efauto", path, sizeof path) == 0)
+        unlink(path);
     c->hnsw_dirty = c->text_dirty = 0; /* dropped: nothing to save */
     coll_unref(c);
 done:

@@ -66,6 +66,26 @@ static int catch_up(coll_t *c, uint32_t from)
     return CDN_OK;
 }
 
+/* The calibration file: one line, "cordon-efauto 1 rows R ef E recall X queries Q". It
+ * applies while the graph holds at most a quarter more rows than it was measured on. */
+static void efauto_read(const char *dir, coll_t *c)
+{
+    char path[4096], line[160];
+    unsigned rows = 0, ef = 0, nq = 0;
+    double recall = 0;
+    FILE *f;
+    if (coll_file_path(dir, c->cfg.id, "efauto", path, sizeof path) || !(f = fopen(path, "r")))
+        return;
+    if (fgets(line, sizeof line, f) &&
+        sscanf(line, "cordon-efauto 1 rows %u ef %u recall %lf queries %u", &rows, &ef, &recall,
+               &nq) == 4 &&
+        ef > 0 && ef <= HNSW_EF_MAX && rows > 0 && (uint64_t)rows * 5 / 4 >= c->next_row) {
+        c->ef_auto = ef;
+        c->ef_auto_rows = rows;
+    }
+    fclose(f);
+}
+
 int coll_graph_open(const char *dir, coll_t *c, cdn_err_t *err)
 {
     char path[4096];
@@ -93,19 +113,59 @@ int coll_graph_open(const char *dir, coll_t *c, cdn_err_t *err)
         return cdn_err_set(err, rc, "cannot rebuild the vector graph of \"%s\": %s", c->cfg.name,
                            cdn_strerror(rc));
     c->hnsw_dirty = rows != c->next_row;
+    efauto_read(dir, c);
     return CDN_OK;
+}
+
+uint32_t coll_search_ef(const coll_t *c)
+{
+    uint32_t def = hnsw_params_default().ef_search;
+    if (c->cfg.hnsw_ef)
+        return c->cfg.hnsw_ef;
+    return c->ef_auto > def ? c->ef_auto : def;
+}
+
+/* Measures and records the calibrated ef; a failure only leaves the default in place. */
+static void efauto_write(const char *dir, coll_t *c)
+{
+    char path[4096];
+    hnsw_calib_t cal;
+    vec_view_t v;
+    const roaring_bitmap_t *live = acl_index_live(c->acl);
+    if (c->cfg.hnsw_ef || roaring_bitmap_get_cardinality(live) < COLL_CALIB_MIN_ROWS ||
+        (uint64_t)c->ef_auto_rows * 5 / 4 >= c->next_row ||
+        coll_file_path(dir, c->cfg.id, "efauto", path, sizeof path))
+        return;
+    coll_view(c, &v);
+    if (hnsw_calibrate(c->hnsw, &v, live, COLL_CALIB_QUERIES, COLL_CALIB_TARGET,
+                       hnsw_params_default().ef_search, &cal) != CDN_OK)
+        return;
+    FILE *f = fopen(path, "w");
+    if (!f)
+        return;
+    fprintf(f, "cordon-efauto 1 rows %u ef %u recall %.4f queries %u\n", c->next_row, cal.ef,
+            cal.recall, cal.queries);
+    if (fclose(f) == 0) {
+        c->ef_auto = cal.ef;
+        c->ef_auto_rows = c->next_row;
+    }
 }
 
 int coll_graph_save(const char *dir, coll_t *c, cdn_err_t *err)
 {
     char path[4096];
     int rc;
-    if (!c->hnsw || !c->hnsw_dirty)
+    if (!c->hnsw)
         return CDN_OK;
+    if (!c->hnsw_dirty) {
+        efauto_write(dir, c); /* a collection measured on far fewer rows, or never */
+        return CDN_OK;
+    }
     if ((rc = coll_file_path(dir, c->cfg.id, "hnsw", path, sizeof path)) != 0 ||
         (rc = hnsw_save(c->hnsw, path, c->next_row)) != 0)
         return cdn_err_set(err, rc, "cannot save the vector graph of \"%s\"", c->cfg.name);
     c->hnsw_saved = c->next_row;
     c->hnsw_dirty = 0;
+    efauto_write(dir, c);
     return CDN_OK;
 }

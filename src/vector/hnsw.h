@@ -128,4 +128,19 @@ int hnsw_save(hnsw_t *h, const char *path, uint64_t revision);
  * checksum or content) or CDN_ERR_NOMEM. */
 int hnsw_load(const char *path, hnsw_t **out, uint64_t *revision);
 
+/* The outcome of hnsw_calibrate. */
+typedef struct hnsw_calib {
+    uint32_t ef;      /* the smallest ef of the ladder reaching the target (else the largest) */
+    double recall;    /* recall@10 measured at that ef */
+    uint32_t queries; /* rows asked */
+} hnsw_calib_t;
+
+/* Measures unfiltered recall@10 at a ladder of ef values (32 ... 512) with `queries` live rows
+ * (spread over `live`'s ranks) as queries, each row's own hit left out, against the exact scan
+ * of `live`; out->ef is the smallest ef >= floor_ef whose recall reaches `target`. Costs
+ * `queries` exact scans. Returns 0, CDN_ERR_INVALID (fewer than 12 live rows, NULL arguments)
+ * or CDN_ERR_NOMEM. Safe alongside searches and inserts. */
+int hnsw_calibrate(hnsw_t *h, const vec_view_t *view, const roaring_bitmap_t *live,
+                   uint32_t queries, double target, uint32_t floor_ef, hnsw_calib_t *out);
+
 #endif

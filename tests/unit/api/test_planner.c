@@ -8,6 +8,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 #include <math.h>
+#include <dirent.h>
 #include <sys/wait.h>
 
 #include "cordon.h"
@@ -252,6 +253,70 @@ static void test_graph_is_right_after_reopen_loss_and_corruption(void **state)
     assert_true(run(f, -1, CORDON_STRATEGY_PREFILTER, NULL) >= 0.95);
 }
 
+/* Counts files of the data directory whose names end in suffix; the last one goes to path. */
+static int count_suffix(const char *dir, const char *suffix, char *path, size_t size)
+{
+    DIR *d = opendir(dir);
+    struct dirent *de;
+    int n = 0;
+    assert_non_null(d);
+    while ((de = readdir(d)) != NULL) {
+        size_t l = strlen(de->d_name), ls = strlen(suffix);
+        if (l > ls && !strcmp(de->d_name + l - ls, suffix)) {
+            n++;
+            snprintf(path, size, "%s/%s", dir, de->d_name);
+        }
+    }
+    closedir(d);
+    return n;
+}
+
+/* A collection that leaves ef to cordon gets it measured when its graph is checkpointed (at
+ * close), from 20,000 live rows up; one with its own ef does not; dropping removes the file. */
+static void test_checkpoint_calibrates_ef_only_when_the_collection_leaves_it_open(void **state)
+{
+    fx_t *f = *state;
+    enum { CN = 20000, CD = 8 };
+    static float v[CN][CD];
+    static char ids[CN][16];
+    static cordon_chunk ch[CN];
+    static const char *acl[1] = {"everyone"};
+    uint64_t seed = 11;
+    cordon_collection_spec open_ef = {.asserted_principals = 1, .name = "cal", .dim = CD,
+                                      .metric = CORDON_METRIC_L2, .hnsw_ef_construction = 40};
+    cordon_collection_spec fixed_ef = open_ef;
+    fixed_ef.name = "fixed";
+    fixed_ef.hnsw_ef_search = 80;
+    for (int i = 0; i < CN; i++) {
+        for (int d = 0; d < CD; d++)
+            v[i][d] = tu_randf(&seed);
+        snprintf(ids[i], sizeof ids[i], "c%d", i);
+        ch[i] = (cordon_chunk){.id = ids[i], .vector = v[i], .allowed = acl, .n_allowed = 1};
+    }
+    assert_int_equal(cordon_collection_create(f->db, &open_ef, NULL), 0);
+    assert_int_equal(cordon_collection_create(f->db, &fixed_ef, NULL), 0);
+    assert_int_equal(cordon_put(f->db, "cal", ch, CN, NULL, NULL), 0);
+    assert_int_equal(cordon_put(f->db, "fixed", ch, CN, NULL, NULL), 0);
+    cordon_close(f->db);
+    char path[512], line[160];
+    assert_int_equal(count_suffix(f->dir, ".efauto", path, sizeof path), 1);
+    FILE *fp = fopen(path, "r");
+    assert_non_null(fp);
+    assert_non_null(fgets(line, sizeof line, fp));
+    fclose(fp);
+    unsigned rows = 0, ef = 0, nq = 0;
+    double recall = 0;
+    assert_int_equal(sscanf(line, "cordon-efauto 1 rows %u ef %u recall %lf queries %u", &rows,
+                            &ef, &recall, &nq), 4);
+    assert_int_equal(rows, CN);
+    assert_true(ef >= 64 && ef <= 512);
+    assert_true(recall >= 0.99 || ef == 512);
+    assert_true(nq > 0);
+    assert_int_equal(cordon_open(f->dir, &opts, &f->db, NULL), 0);
+    assert_int_equal(cordon_collection_drop(f->db, "cal", NULL), 0);
+    assert_int_equal(count_suffix(f->dir, ".efauto", path, sizeof path), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -261,6 +326,8 @@ int main(void)
                                         setup, teardown),
         cmocka_unit_test_setup_teardown(test_graph_is_right_after_reopen_loss_and_corruption,
                                         setup, teardown),
+        cmocka_unit_test_setup_teardown(
+            test_checkpoint_calibrates_ef_only_when_the_collection_leaves_it_open, setup, teardown),
         cmocka_unit_test_setup_teardown(test_int8_codes_give_the_same_exact_results, setup,
                                         teardown),
     };

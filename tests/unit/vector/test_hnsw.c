@@ -351,10 +351,70 @@ static void test_sample_witness_alarms_only_on_improbable_counts(void **state)
     assert_false(hnsw_sample_suspect(&st, 10));
 }
 
+/* Recall@10 of stored row `row` asked as a query at ef, its own hit left out on both sides. */
+static double self_recall(fixture_t *f, uint32_t row, uint32_t ef)
+{
+    uint32_t truth[K + 1], t[K], nt = 0;
+    hnsw_hit_t got[K + 1], g[K];
+    uint32_t n = 0, ng = 0;
+    uint32_t m = tu_exact(&f->view, VEC_METRIC_L2, vec_row(&f->view, row), N, NULL, NULL, K + 1,
+                          truth);
+    for (uint32_t i = 0; i < m && nt < K; i++)
+        if (truth[i] != row)
+            t[nt++] = truth[i];
+    assert_int_equal(hnsw_search(f->h, &f->view, vec_row(&f->view, row), K + 1, ef, NULL,
+                                 HNSW_MODE_UNFILTERED, 0, NULL, got, &n), 0);
+    for (uint32_t i = 0; i < n && ng < K; i++)
+        if (got[i].id != row)
+            g[ng++] = got[i];
+    return tu_recall(g, ng, t, nt);
+}
+
+/* Calibration reports the recall an independent brute force measures at the ef it picked,
+ * that ef reaches the target, and the ladder step below it does not (else it would have been
+ * picked); an unreachable target gets the top of the ladder. */
+static void test_calibration_picks_the_smallest_ef_reaching_the_target(void **state)
+{
+    fixture_t *f = *state;
+    roaring_bitmap_t *live = roaring_bitmap_from_range(0, N, 1);
+    const uint32_t nq = 40;
+    static const uint32_t ladder[] = {32, 48, 64, 96, 128, 192, 256, 384, 512};
+    hnsw_calib_t cal;
+    for (int pass = 0; pass < 2; pass++) {
+        double target = pass == 0 ? 0.999 : 1.01;
+        assert_int_equal(hnsw_calibrate(f->h, &f->view, live, nq, target, 32, &cal), 0);
+        assert_int_equal(cal.queries, nq);
+        double want = 0, below = 0;
+        size_t step = 0;
+        while (step < 9 && ladder[step] != cal.ef)
+            step++;
+        assert_true(step < 9);
+        for (uint32_t i = 0; i < nq; i++) {
+            uint32_t row = (uint32_t)((uint64_t)i * N / nq);
+            want += self_recall(f, row, cal.ef) / nq;
+            below += step ? self_recall(f, row, ladder[step - 1]) / nq : 0;
+        }
+        assert_true(fabs(want - cal.recall) < 0.011);
+        if (pass == 1) {
+            assert_int_equal(cal.ef, 512);
+        } else {
+            assert_true(cal.recall >= target || cal.ef == 512);
+            if (step > 0)
+                assert_true(below < target + 0.011);
+        }
+    }
+    roaring_bitmap_t *few = roaring_bitmap_from_range(0, 8, 1);
+    assert_int_equal(hnsw_calibrate(f->h, &f->view, few, nq, 0.99, 32, &cal), CDN_ERR_INVALID);
+    roaring_bitmap_free(few);
+    roaring_bitmap_free(live);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_sample_witness_alarms_only_on_improbable_counts),
+        cmocka_unit_test_setup_teardown(test_calibration_picks_the_smallest_ef_reaching_the_target,
+                                        setup, teardown),
         cmocka_unit_test(test_unfiltered_recall_at_10_beats_095),
         cmocka_unit_test(test_filtered_half_allowed_keeps_recall_and_hides_the_rest),
         cmocka_unit_test(test_filtered_five_percent_keeps_recall),

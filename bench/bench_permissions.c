@@ -310,11 +310,12 @@ static void fail(perm_run_t *r, const char *fmt, ...)
 
 static int plan_slot(const char *plan)
 {
-    static const char *const names[4] = {"exact", "hnsw-filtered", "hnsw-unfiltered", "hnsw+exact"};
-    for (int i = 0; i < 4; i++)
+    static const char *const names[5] = {"exact", "hnsw-filtered", "hnsw-unfiltered", "hnsw+exact",
+                                         "exact-far"};
+    for (int i = 0; i < 5; i++)
         if (!strcmp(plan, names[i]))
             return i;
-    return 4;
+    return 5;
 }
 
 /* Scores one query's hits: leaks, recall (tie-aware: a hit counts when it is no farther than

@@ -89,7 +89,7 @@ typedef struct perm_row {
     int layout, share, strat;
     double recall, complete_rate, p50_ms, p95_ms, qps, candidates;
     uint64_t leaks, readable_sum;
-    uint64_t plans[5]; /* exact, hnsw-filtered, hnsw-unfiltered, hnsw+exact, other */
+    uint64_t plans[6]; /* exact, hnsw-filtered, hnsw-unfiltered, hnsw+exact, exact-far, other */
 } perm_row_t;
 
 /* perm_data.c */

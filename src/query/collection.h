@@ -48,6 +48,7 @@ typedef struct coll {
     int hnsw_dirty;           /* changed since the checkpoint */
     uint32_t ef_auto;         /* calibrated search breadth when cfg.hnsw_ef is 0 (0 = none) */
     uint32_t ef_auto_rows;    /* rows the graph held when ef_auto was measured */
+    float d10;                /* median distance of a row to its 10th neighbour (0 = unknown) */
     quant_t *quant;           /* 8-bit codes of the rows (cfg.int8_scan), or NULL */
     textidx_t *text;          /* text fields, "_all", metadata filters; always present */
     int text_dirty;
@@ -95,10 +96,12 @@ int coll_graph_insert(coll_t *c, const uint32_t *rows, size_t n);
 /* Brings the 8-bit codes up to next_row: trains once enough rows exist, then encodes the rows
  * it lacks. Caller holds the write lock (or is opening). A failure leaves the codes unused. */
 int coll_quant_sync(coll_t *c);
-/* Writes the graph checkpoint if it changed; called at close. When the collection leaves ef to
- * cordon (cfg.hnsw_ef 0) and holds COLL_CALIB_MIN_ROWS live rows, also measures recall at a
- * ladder of ef values (hnsw_calibrate) and records the smallest reaching COLL_CALIB_TARGET
- * beside the checkpoint ("efauto"), read back by coll_graph_open. */
+/* Writes the graph checkpoint if it changed; called at close. When the collection holds
+ * COLL_CALIB_MIN_ROWS live rows (and a quarter more than at the last measurement), also
+ * measures recall at a ladder of ef values (hnsw_calibrate) and records the smallest reaching
+ * COLL_CALIB_TARGET and the rows' typical 10th-neighbour distance beside the checkpoint
+ * ("efauto"), read back by coll_graph_open. The ef is used only when the collection leaves
+ * ef_search to cordon (cfg.hnsw_ef 0); the distance serves the planner's far-set probe. */
 int coll_graph_save(const char *dir, coll_t *c, cdn_err_t *err);
 #define COLL_CALIB_MIN_ROWS 20000
 #define COLL_CALIB_TARGET 0.99

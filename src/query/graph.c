@@ -66,22 +66,23 @@ static int catch_up(coll_t *c, uint32_t from)
     return CDN_OK;
 }
 
-/* The calibration file: one line, "cordon-efauto 1 rows R ef E recall X queries Q". It
+/* The calibration file: one line, "cordon-efauto 2 rows R ef E recall X queries Q d10 D". It
  * applies while the graph holds at most a quarter more rows than it was measured on. */
 static void efauto_read(const char *dir, coll_t *c)
 {
     char path[4096], line[160];
     unsigned rows = 0, ef = 0, nq = 0;
-    double recall = 0;
+    double recall = 0, d10 = 0;
     FILE *f;
     if (coll_file_path(dir, c->cfg.id, "efauto", path, sizeof path) || !(f = fopen(path, "r")))
         return;
     if (fgets(line, sizeof line, f) &&
-        sscanf(line, "cordon-efauto 1 rows %u ef %u recall %lf queries %u", &rows, &ef, &recall,
-               &nq) == 4 &&
+        sscanf(line, "cordon-efauto 2 rows %u ef %u recall %lf queries %u d10 %lf", &rows, &ef,
+               &recall, &nq, &d10) == 5 &&
         ef > 0 && ef <= HNSW_EF_MAX && rows > 0 && (uint64_t)rows * 5 / 4 >= c->next_row) {
         c->ef_auto = ef;
         c->ef_auto_rows = rows;
+        c->d10 = d10 > 0 && d10 < 1e30 ? (float)d10 : 0;
     }
     fclose(f);
 }
@@ -132,7 +133,7 @@ static void efauto_write(const char *dir, coll_t *c)
     hnsw_calib_t cal;
     vec_view_t v;
     const roaring_bitmap_t *live = acl_index_live(c->acl);
-    if (c->cfg.hnsw_ef || roaring_bitmap_get_cardinality(live) < COLL_CALIB_MIN_ROWS ||
+    if (roaring_bitmap_get_cardinality(live) < COLL_CALIB_MIN_ROWS ||
         (uint64_t)c->ef_auto_rows * 5 / 4 >= c->next_row ||
         coll_file_path(dir, c->cfg.id, "efauto", path, sizeof path))
         return;
@@ -143,11 +144,12 @@ static void efauto_write(const char *dir, coll_t *c)
     FILE *f = fopen(path, "w");
     if (!f)
         return;
-    fprintf(f, "cordon-efauto 1 rows %u ef %u recall %.4f queries %u\n", c->next_row, cal.ef,
-            cal.recall, cal.queries);
+    fprintf(f, "cordon-efauto 2 rows %u ef %u recall %.4f queries %u d10 %.9g\n", c->next_row,
+            cal.ef, cal.recall, cal.queries, (double)cal.d10);
     if (fclose(f) == 0) {
         c->ef_auto = cal.ef;
         c->ef_auto_rows = c->next_row;
+        c->d10 = cal.d10 > 0 ? cal.d10 : 0;
     }
 }
 

@@ -133,6 +133,7 @@ typedef struct hnsw_calib {
     uint32_t ef;      /* the smallest ef of the ladder reaching the target (else the largest) */
     double recall;    /* recall@10 measured at that ef */
     uint32_t queries; /* rows asked */
+    float d10;        /* median distance from a row to its 10th nearest other row */
 } hnsw_calib_t;
 
 /* Measures unfiltered recall@10 at a ladder of ef values (32 ... 512) with `queries` live rows

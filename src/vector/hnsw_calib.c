@@ -7,9 +7,17 @@
 #include "base/err.h"
 #include "base/mem.h"
 
+#include <stdlib.h>
+
 #define CALIB_K 10
 static const uint32_t calib_ladder[] = {32, 48, 64, 96, 128, 192, 256, 384, 512};
 #define CALIB_STEPS (sizeof calib_ladder / sizeof calib_ladder[0])
+
+static int float_cmp(const void *a, const void *b)
+{
+    float x = *(const float *)a, y = *(const float *)b;
+    return (x > y) - (x < y);
+}
 
 /* How many of got (minus the query row) are in truth (minus the query row), out of k. */
 static uint32_t hits_in(const hnsw_hit_t *got, uint32_t n, const vec_hit_t *truth, size_t nt,
@@ -41,6 +49,9 @@ int hnsw_calibrate(hnsw_t *h, const vec_view_t *view, const roaring_bitmap_t *li
     if (!h || !view || !live || queries == 0 || n_live <= CALIB_K + 1)
         return CDN_ERR_INVALID;
     uint32_t found[CALIB_STEPS] = {0}, total = 0;
+    float *d10 = cdn_malloc(queries * sizeof(float));
+    if (!d10)
+        return CDN_ERR_NOMEM;
     hnsw_info_t info;
     hnsw_get_info(h, &info);
     vec_hit_t truth[CALIB_K + 1];
@@ -57,6 +68,9 @@ int hnsw_calibrate(hnsw_t *h, const vec_view_t *view, const roaring_bitmap_t *li
         rc = exact_search(view, info.metric, q, live, CALIB_K + 1, truth, &nt, NULL);
         if (rc || nt < CALIB_K + 1)
             continue;
+        /* The 10th other row: the 11th hit, or the 10th if the row did not find itself. */
+        d10[total / CALIB_K] = truth[truth[0].id == row || truth[1].id == row ? CALIB_K
+                                                                              : CALIB_K - 1].dist;
         total += CALIB_K;
         for (size_t s = 0; s < CALIB_STEPS && rc == CDN_OK; s++) {
             rc = hnsw_search(h, view, q, CALIB_K + 1, calib_ladder[s], NULL,
@@ -64,9 +78,14 @@ int hnsw_calibrate(hnsw_t *h, const vec_view_t *view, const roaring_bitmap_t *li
             found[s] += rc ? 0 : hits_in(got, n, truth, nt, row);
         }
     }
-    if (rc || total == 0)
+    if (rc || total == 0) {
+        cdn_free(d10);
         return rc ? rc : CDN_ERR_INVALID;
+    }
     out->queries = total / CALIB_K;
+    qsort(d10, out->queries, sizeof(float), float_cmp);
+    out->d10 = d10[out->queries / 2];
+    cdn_free(d10);
     out->ef = calib_ladder[CALIB_STEPS - 1];
     out->recall = (double)found[CALIB_STEPS - 1] / total;
     for (size_t s = 0; s < CALIB_STEPS; s++)

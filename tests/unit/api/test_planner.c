@@ -271,9 +271,9 @@ static int count_suffix(const char *dir, const char *suffix, char *path, size_t 
     return n;
 }
 
-/* A collection that leaves ef to cordon gets it measured when its graph is checkpointed (at
- * close), from 20,000 live rows up; one with its own ef does not; dropping removes the file. */
-static void test_checkpoint_calibrates_ef_only_when_the_collection_leaves_it_open(void **state)
+/* Collections of 20,000 live rows and more get their recall measured when the graph is
+ * checkpointed (at close), one file each; dropping a collection removes its file. */
+static void test_checkpoint_measures_recall_and_drop_removes_it(void **state)
 {
     fx_t *f = *state;
     enum { CN = 20000, CD = 8 };
@@ -299,22 +299,23 @@ static void test_checkpoint_calibrates_ef_only_when_the_collection_leaves_it_ope
     assert_int_equal(cordon_put(f->db, "fixed", ch, CN, NULL, NULL), 0);
     cordon_close(f->db);
     char path[512], line[160];
-    assert_int_equal(count_suffix(f->dir, ".efauto", path, sizeof path), 1);
+    assert_int_equal(count_suffix(f->dir, ".efauto", path, sizeof path), 2);
     FILE *fp = fopen(path, "r");
     assert_non_null(fp);
     assert_non_null(fgets(line, sizeof line, fp));
     fclose(fp);
     unsigned rows = 0, ef = 0, nq = 0;
-    double recall = 0;
-    assert_int_equal(sscanf(line, "cordon-efauto 1 rows %u ef %u recall %lf queries %u", &rows,
-                            &ef, &recall, &nq), 4);
+    double recall = 0, d10 = 0;
+    assert_int_equal(sscanf(line, "cordon-efauto 2 rows %u ef %u recall %lf queries %u d10 %lf",
+                            &rows, &ef, &recall, &nq, &d10), 5);
+    assert_true(d10 > 0);
     assert_int_equal(rows, CN);
     assert_true(ef >= 64 && ef <= 512);
     assert_true(recall >= 0.99 || ef == 512);
     assert_true(nq > 0);
     assert_int_equal(cordon_open(f->dir, &opts, &f->db, NULL), 0);
     assert_int_equal(cordon_collection_drop(f->db, "cal", NULL), 0);
-    assert_int_equal(count_suffix(f->dir, ".efauto", path, sizeof path), 0);
+    assert_int_equal(count_suffix(f->dir, ".efauto", path, sizeof path), 1);
 }
 
 int main(void)
@@ -327,7 +328,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_graph_is_right_after_reopen_loss_and_corruption,
                                         setup, teardown),
         cmocka_unit_test_setup_teardown(
-            test_checkpoint_calibrates_ef_only_when_the_collection_leaves_it_open, setup, teardown),
+            test_checkpoint_measures_recall_and_drop_removes_it, setup, teardown),
         cmocka_unit_test_setup_teardown(test_int8_codes_give_the_same_exact_results, setup,
                                         teardown),
     };

@@ -108,6 +108,7 @@ int hnsw_create(hnsw_params_t p, vec_metric_t metric, uint32_t dim, hnsw_t **out
     h->m0 = 2 * p.m;
     h->level_mult = 1.0 / log((double)p.m);
     h->dist = vec_dist_for(metric);
+    h->dist4 = vec_dist4_for(metric);
     pthread_rwlockattr_t ra;
     pthread_rwlockattr_init(&ra);
     /* Writer preference: a growing insert must not starve behind a stream of searches. */
@@ -117,6 +118,8 @@ int hnsw_create(hnsw_params_t p, vec_metric_t metric, uint32_t dim, hnsw_t **out
     pthread_rwlockattr_destroy(&ra);
     for (uint32_t i = 0; i < HNSW_STRIPES; i++)
         pthread_mutex_init(&h->stripes[i], NULL);
+    for (uint32_t i = 0; i < HNSW_STRIPES; i++)
+        atomic_init(&h->seq[i], 0);
     pthread_mutex_init(&h->top_lock, NULL);
     pthread_mutex_init(&h->pool_lock, NULL);
     atomic_init(&h->entry, HNSW_NO_ENTRY);
@@ -214,15 +217,64 @@ static int ensure_span(hnsw_t *h, uint32_t id)
 
 /* ---------- shared helpers ---------- */
 
+static inline void cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#endif
+}
+
+/* The reader half of a seqlock (Boehm, "Can seqlocks get along with programming language memory
+ * models?", 2012): slots are read with relaxed atomic loads, so a copy racing a writer is
+ * well-defined and merely thrown away; the acquire load of the counter pairs with the writer's
+ * release store, the acquire fence with its release fence. Readers write nothing shared, so
+ * two threads reading the same hub node no longer bounce a mutex's cache line. */
 uint32_t hnsw_read_list(hnsw_t *h, uint32_t id, uint32_t level, uint32_t *buf)
 {
-    pthread_mutex_t *mu = hnsw_stripe(h, id);
-    pthread_mutex_lock(mu);
+    _Atomic uint32_t *sq = &h->seq[id & (HNSW_STRIPES - 1)];
     const uint32_t *l = hnsw_list_at(h, id, level);
-    uint32_t n = l[0];
-    memcpy(buf, l + 1, n * sizeof(uint32_t));
-    pthread_mutex_unlock(mu);
-    return n;
+    uint32_t cap = hnsw_list_cap(h, level);
+    for (;;) {
+        uint32_t s1 = atomic_load_explicit(sq, memory_order_acquire);
+        if (s1 & 1u) {
+            cpu_relax();
+            continue;
+        }
+        uint32_t n = __atomic_load_n(&l[0], __ATOMIC_RELAXED);
+        if (n > cap) /* cannot happen (writers store valid counts); keeps buf in bounds */
+            n = cap;
+        for (uint32_t i = 0; i < n; i++)
+            buf[i] = __atomic_load_n(&l[1 + i], __ATOMIC_RELAXED);
+        atomic_thread_fence(memory_order_acquire);
+        if (atomic_load_explicit(sq, memory_order_relaxed) == s1)
+            return n;
+    }
+}
+
+void hnsw_list_store(hnsw_t *h, uint32_t id, uint32_t level, const uint32_t *ids, uint32_t n)
+{
+    _Atomic uint32_t *sq = &h->seq[id & (HNSW_STRIPES - 1)];
+    uint32_t *l = hnsw_list_at(h, id, level);
+    uint32_t s = atomic_load_explicit(sq, memory_order_relaxed);
+    atomic_store_explicit(sq, s + 1, memory_order_relaxed);
+    atomic_thread_fence(memory_order_release);
+    for (uint32_t i = 0; i < n; i++)
+        __atomic_store_n(&l[1 + i], ids[i], __ATOMIC_RELAXED);
+    __atomic_store_n(&l[0], n, __ATOMIC_RELAXED);
+    atomic_store_explicit(sq, s + 2, memory_order_release);
+}
+
+void hnsw_score(const hnsw_t *h, const vec_view_t *view, const float *q, const uint32_t *ids,
+                uint32_t n, float *out)
+{
+    uint32_t i = 0;
+    for (; i + 4 <= n; i += 4) {
+        const float *r[4] = {vec_row(view, ids[i]), vec_row(view, ids[i + 1]),
+                             vec_row(view, ids[i + 2]), vec_row(view, ids[i + 3])};
+        h->dist4(q, r, h->dim, out + i);
+    }
+    for (; i < n; i++)
+        out[i] = h->dist(q, vec_row(view, ids[i]), h->dim);
 }
 
 int hnsw_visited_get(hnsw_t *h, hnsw_visited_t **out)
@@ -299,32 +351,34 @@ static uint32_t select_diverse(const hnsw_t *h, const vec_view_t *view, hnsw_hit
 }
 
 /* Adds `id` to node s's list at `level`; a full list is re-chosen with the heuristic over its
- * members plus id. Holds s's stripe throughout so concurrent inserts cannot lose a link. */
+ * members plus id. Holds s's stripe throughout so concurrent inserts cannot lose a link; the
+ * seqlock is odd only while the new list is stored, not while it is chosen. */
 static void link_back(hnsw_t *h, const vec_view_t *view, uint32_t s, uint32_t id, uint32_t level,
                       hnsw_hit_t *scratch)
 {
-    uint32_t cap = hnsw_list_cap(h, level);
+    uint32_t cap = hnsw_list_cap(h, level), ids[2 * HNSW_M_MAX + 1];
     pthread_mutex_t *mu = hnsw_stripe(h, s);
     pthread_mutex_lock(mu);
-    uint32_t *l = hnsw_list_at(h, s, level);
+    const uint32_t *l = hnsw_list_at(h, s, level);
     uint32_t n = l[0];
     for (uint32_t i = 0; i < n; i++)
         if (l[1 + i] == id)
             goto out;
+    memcpy(ids, l + 1, n * sizeof(uint32_t));
+    ids[n] = id;
     if (n < cap) {
-        l[1 + n] = id;
-        l[0] = n + 1;
+        hnsw_list_store(h, s, level, ids, n + 1);
         goto out;
     }
-    const float *sv = vec_row(view, s);
-    for (uint32_t i = 0; i < n; i++)
-        scratch[i] = (hnsw_hit_t){l[1 + i], h->dist(sv, vec_row(view, l[1 + i]), h->dim)};
-    scratch[n] = (hnsw_hit_t){id, h->dist(sv, vec_row(view, id), h->dim)};
+    float d[2 * HNSW_M_MAX + 1];
+    hnsw_score(h, view, vec_row(view, s), ids, n + 1, d);
+    for (uint32_t i = 0; i <= n; i++)
+        scratch[i] = (hnsw_hit_t){ids[i], d[i]};
     qsort(scratch, n + 1, sizeof(hnsw_hit_t), hit_cmp);
     uint32_t kept = select_diverse(h, view, scratch, n + 1, cap);
     for (uint32_t i = 0; i < kept; i++)
-        l[1 + i] = scratch[i].id;
-    l[0] = kept;
+        ids[i] = scratch[i].id;
+    hnsw_list_store(h, s, level, ids, kept);
 out:
     pthread_mutex_unlock(mu);
 }
@@ -361,13 +415,12 @@ static int insert_levels(hnsw_t *h, const vec_view_t *view, uint32_t id, uint32_
         for (uint32_t i = 0; i < c->found.n; i++)
             if (c->found.a[i].id != id)
                 c->found.a[w++] = c->found.a[i];
-        uint32_t kept = select_diverse(h, view, c->found.a, w, h->p.m);
+        uint32_t kept = select_diverse(h, view, c->found.a, w, h->p.m), ids[HNSW_M_MAX];
+        for (uint32_t i = 0; i < kept; i++)
+            ids[i] = c->found.a[i].id;
         pthread_mutex_t *mu = hnsw_stripe(h, id);
         pthread_mutex_lock(mu);
-        uint32_t *l = hnsw_list_at(h, id, (uint32_t)lc);
-        for (uint32_t i = 0; i < kept; i++)
-            l[1 + i] = c->found.a[i].id;
-        l[0] = kept;
+        hnsw_list_store(h, id, (uint32_t)lc, ids, kept);
         pthread_mutex_unlock(mu);
         for (uint32_t i = 0; i < kept; i++)
             link_back(h, view, c->found.a[i].id, id, (uint32_t)lc, c->scratch);

@@ -15,8 +15,10 @@
 #define HNSW_F_PRESENT 2u
 #define HNSW_F_DELETED 4u
 
-/* Neighbour lists are guarded by striped mutexes: a thread holds at most one at a time, so
- * stripes cannot deadlock, and 4096 of them keep two writers on one stripe rare. */
+/* Neighbour lists are written under striped mutexes: a thread holds at most one at a time, so
+ * stripes cannot deadlock, and 4096 of them keep two writers on one stripe rare. Readers take
+ * no lock: each stripe also has a sequence counter (a seqlock), odd while a list of the stripe
+ * is being rewritten, and a reader copies the list and retries if the counter moved. */
 #define HNSW_STRIPES 4096u
 #define HNSW_NO_ENTRY UINT64_MAX
 
@@ -46,7 +48,10 @@ struct hnsw {
     uint8_t *flags;   /* HNSW_F_* */
     uint32_t **upper; /* levels[id] blocks of (m + 1) slots for levels 1..levels[id], or NULL */
 
+    vec_dist4_fn dist4; /* the same metric, one query against four rows */
+
     pthread_mutex_t stripes[HNSW_STRIPES];
+    _Atomic uint32_t seq[HNSW_STRIPES]; /* per-stripe seqlock counters, see hnsw_read_list */
     pthread_mutex_t top_lock; /* held by an insert that raises the top level */
     _Atomic uint64_t entry;   /* (level << 32) | id, or HNSW_NO_ENTRY */
     _Atomic uint32_t n_nodes;
@@ -94,8 +99,29 @@ static inline uint8_t hnsw_flags(const hnsw_t *h, uint32_t id)
     return __atomic_load_n(&h->flags[id], __ATOMIC_ACQUIRE);
 }
 
-/* Copies id's neighbour list at `level` into buf (room for list cap); returns the count. */
+/* Copies id's neighbour list at `level` into buf (room for list cap); returns the count. Takes
+ * no lock: retries while a writer of id's stripe is between hnsw_list_write_begin and _end. */
 uint32_t hnsw_read_list(hnsw_t *h, uint32_t id, uint32_t level, uint32_t *buf);
+
+/* Replaces id's list at `level` with ids[0..n). The caller holds id's stripe mutex; the
+ * stores are bracketed by the stripe's seqlock so lock-free readers never use a torn copy. */
+void hnsw_list_store(hnsw_t *h, uint32_t id, uint32_t level, const uint32_t *ids, uint32_t n);
+
+/* Bytes of a row fetched ahead of scoring: the first lines start the miss early and the
+ * hardware streamer follows the rest of the row. */
+#define HNSW_PREFETCH_BYTES 256u
+
+static inline void hnsw_prefetch_row(const vec_view_t *view, uint32_t id)
+{
+    const char *p = (const char *)vec_row(view, id);
+    for (uint32_t b = 0; b < HNSW_PREFETCH_BYTES; b += 64)
+        __builtin_prefetch(p + b, 0, 3);
+}
+
+/* out[i] = distance from q to row ids[i], four rows per kernel call (the query block is loaded
+ * once for four rows and four misses overlap). */
+void hnsw_score(const hnsw_t *h, const vec_view_t *view, const float *q, const uint32_t *ids,
+                uint32_t n, float *out);
 
 /* Takes a visited set sized for the current span (grow_lock held for reading), cleared. */
 int hnsw_visited_get(hnsw_t *h, hnsw_visited_t **out);

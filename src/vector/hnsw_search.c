@@ -99,6 +99,9 @@ int hnsw_search_layer_build(hnsw_t *h, const vec_view_t *view, const float *q, u
                     hnsw_heap_pop(out);
             }
         }
+        /* The next node to expand is usually the candidates' top: start fetching its list. */
+        if (cand.n)
+            __builtin_prefetch(hnsw_list_at(h, cand.a[0].id, level), 0, 3);
     }
     hnsw_heap_free(&cand);
     hnsw_visited_put(h, vis);

@@ -277,6 +277,34 @@ void hnsw_score(const hnsw_t *h, const vec_view_t *view, const float *q, const u
         out[i] = h->dist(q, vec_row(view, ids[i]), h->dim);
 }
 
+void hnsw_score_src(const hnsw_t *h, const hnsw_scorer_t *s, const uint32_t *ids, uint32_t n,
+                    float *out)
+{
+    if (!s->bf) {
+        hnsw_score(h, s->view, s->q, ids, n, out);
+        return;
+    }
+    for (uint32_t i = 0; i < n; i++)
+        out[i] = s->bdist(s->qb, hnsw_bf_row(s, ids[i]), s->bf_stride);
+}
+
+/* The distance between two rows through a scorer's source. */
+static float pair_dist(const hnsw_t *h, const hnsw_scorer_t *s, uint32_t a, uint32_t b)
+{
+    if (s->bf)
+        return s->bdist(hnsw_bf_row(s, a), hnsw_bf_row(s, b), s->bf_stride);
+    return h->dist(vec_row(s->view, a), vec_row(s->view, b), h->dim);
+}
+
+/* The scorer for row id as the query, from the same source as `base`. */
+static hnsw_scorer_t scorer_for(const hnsw_scorer_t *base, uint32_t id)
+{
+    hnsw_scorer_t s = *base;
+    s.q = vec_row(s.view, id);
+    s.qb = s.bf ? hnsw_bf_row(&s, id) : NULL;
+    return s;
+}
+
 int hnsw_visited_get(hnsw_t *h, hnsw_visited_t **out)
 {
     pthread_mutex_lock(&h->pool_lock);
@@ -334,15 +362,14 @@ static uint32_t level_for(const hnsw_t *h, uint32_t id)
  * nearer to the base than to every neighbour kept so far, so links spread over directions
  * instead of piling into one cluster. cand must be sorted ascending; keeps up to `max` in
  * place at the front; returns how many. */
-static uint32_t select_diverse(const hnsw_t *h, const vec_view_t *view, hnsw_hit_t *cand,
+static uint32_t select_diverse(const hnsw_t *h, const hnsw_scorer_t *s, hnsw_hit_t *cand,
                                uint32_t n, uint32_t max)
 {
     uint32_t kept = 0;
     for (uint32_t i = 0; i < n && kept < max; i++) {
-        const float *v = vec_row(view, cand[i].id);
         int good = 1;
         for (uint32_t j = 0; j < kept && good; j++)
-            if (h->dist(v, vec_row(view, cand[j].id), h->dim) < cand[i].dist)
+            if (pair_dist(h, s, cand[i].id, cand[j].id) < cand[i].dist)
                 good = 0;
         if (good)
             cand[kept++] = cand[i];
@@ -353,8 +380,8 @@ static uint32_t select_diverse(const hnsw_t *h, const vec_view_t *view, hnsw_hit
 /* Adds `id` to node s's list at `level`; a full list is re-chosen with the heuristic over its
  * members plus id. Holds s's stripe throughout so concurrent inserts cannot lose a link; the
  * seqlock is odd only while the new list is stored, not while it is chosen. */
-static void link_back(hnsw_t *h, const vec_view_t *view, uint32_t s, uint32_t id, uint32_t level,
-                      hnsw_hit_t *scratch)
+static void link_back(hnsw_t *h, const hnsw_scorer_t *src, uint32_t s, uint32_t id,
+                      uint32_t level, hnsw_hit_t *scratch)
 {
     uint32_t cap = hnsw_list_cap(h, level), ids[2 * HNSW_M_MAX + 1];
     pthread_mutex_t *mu = hnsw_stripe(h, s);
@@ -371,11 +398,12 @@ static void link_back(hnsw_t *h, const vec_view_t *view, uint32_t s, uint32_t id
         goto out;
     }
     float d[2 * HNSW_M_MAX + 1];
-    hnsw_score(h, view, vec_row(view, s), ids, n + 1, d);
+    hnsw_scorer_t ss = scorer_for(src, s);
+    hnsw_score_src(h, &ss, ids, n + 1, d);
     for (uint32_t i = 0; i <= n; i++)
         scratch[i] = (hnsw_hit_t){ids[i], d[i]};
     qsort(scratch, n + 1, sizeof(hnsw_hit_t), hit_cmp);
-    uint32_t kept = select_diverse(h, view, scratch, n + 1, cap);
+    uint32_t kept = select_diverse(h, src, scratch, n + 1, cap);
     for (uint32_t i = 0; i < kept; i++)
         ids[i] = scratch[i].id;
     hnsw_list_store(h, s, level, ids, kept);
@@ -392,18 +420,18 @@ typedef struct insert_ctx {
 } insert_ctx_t;
 
 /* Links id into levels min(level, top) .. 0 starting from entry point ep. */
-static int insert_levels(hnsw_t *h, const vec_view_t *view, uint32_t id, uint32_t level,
+static int insert_levels(hnsw_t *h, const hnsw_scorer_t *src, uint32_t id, uint32_t level,
                          uint32_t top, uint32_t ep, insert_ctx_t *c)
 {
-    const float *q = vec_row(view, id);
-    float ep_dist = h->dist(q, vec_row(view, ep), h->dim);
+    hnsw_scorer_t sq = scorer_for(src, id);
+    float ep_dist = pair_dist(h, src, id, ep);
     uint64_t nd = 0;
     if (top > level)
-        hnsw_descend(h, view, q, top, level, &ep, &ep_dist, &nd);
+        hnsw_descend_src(h, &sq, top, level, &ep, &ep_dist, &nd);
     c->eps[0] = (hnsw_hit_t){ep, ep_dist};
     uint32_t n_eps = 1;
     for (int32_t lc = (int32_t)(level < top ? level : top); lc >= 0; lc--) {
-        int rc = hnsw_search_layer_build(h, view, q, (uint32_t)lc, c->eps, n_eps,
+        int rc = hnsw_search_layer_build(h, &sq, (uint32_t)lc, c->eps, n_eps,
                                          h->p.ef_construction, &c->found);
         if (rc)
             return rc;
@@ -415,7 +443,7 @@ static int insert_levels(hnsw_t *h, const vec_view_t *view, uint32_t id, uint32_
         for (uint32_t i = 0; i < c->found.n; i++)
             if (c->found.a[i].id != id)
                 c->found.a[w++] = c->found.a[i];
-        uint32_t kept = select_diverse(h, view, c->found.a, w, h->p.m), ids[HNSW_M_MAX];
+        uint32_t kept = select_diverse(h, src, c->found.a, w, h->p.m), ids[HNSW_M_MAX];
         for (uint32_t i = 0; i < kept; i++)
             ids[i] = c->found.a[i].id;
         pthread_mutex_t *mu = hnsw_stripe(h, id);
@@ -423,7 +451,7 @@ static int insert_levels(hnsw_t *h, const vec_view_t *view, uint32_t id, uint32_
         hnsw_list_store(h, id, (uint32_t)lc, ids, kept);
         pthread_mutex_unlock(mu);
         for (uint32_t i = 0; i < kept; i++)
-            link_back(h, view, c->found.a[i].id, id, (uint32_t)lc, c->scratch);
+            link_back(h, src, c->found.a[i].id, id, (uint32_t)lc, c->scratch);
     }
     return CDN_OK;
 }
@@ -446,7 +474,7 @@ static void insert_ctx_free(insert_ctx_t *c)
 }
 
 /* Claims id, sets its level and upper lists, then links it. grow_lock held for reading. */
-static int insert_locked(hnsw_t *h, const vec_view_t *view, uint32_t id)
+static int insert_locked(hnsw_t *h, const hnsw_scorer_t *src, uint32_t id)
 {
     uint8_t old = __atomic_fetch_or(&h->flags[id], (uint8_t)HNSW_F_CLAIMED, __ATOMIC_ACQ_REL);
     if (old & HNSW_F_CLAIMED)
@@ -482,7 +510,7 @@ static int insert_locked(hnsw_t *h, const vec_view_t *view, uint32_t id)
         }
     }
     if (!rc && e != HNSW_NO_ENTRY)
-        rc = insert_levels(h, view, id, level, (uint32_t)(e >> 32), (uint32_t)e, &c);
+        rc = insert_levels(h, src, id, level, (uint32_t)(e >> 32), (uint32_t)e, &c);
     insert_ctx_free(&c);
     if (!rc) {
         __atomic_fetch_or(&h->flags[id], (uint8_t)HNSW_F_PRESENT, __ATOMIC_RELEASE);
@@ -497,26 +525,38 @@ static int insert_locked(hnsw_t *h, const vec_view_t *view, uint32_t id)
     return rc;
 }
 
-int hnsw_insert(hnsw_t *h, const vec_view_t *view, uint32_t id)
+/* hnsw_insert with the construction distances taken from src (float rows or a bf16 copy). */
+static int insert_from(hnsw_t *h, const hnsw_scorer_t *src, uint32_t id)
 {
+    const vec_view_t *view = src->view;
     if (!h || !view || view->dim != h->dim || id >= view->count)
         return CDN_ERR_INVALID;
     pthread_rwlock_rdlock(&h->write_gate);
     int rc = ensure_span(h, id);
     if (!rc) {
         pthread_rwlock_rdlock(&h->grow_lock);
-        rc = insert_locked(h, view, id);
+        rc = insert_locked(h, src, id);
         pthread_rwlock_unlock(&h->grow_lock);
     }
     pthread_rwlock_unlock(&h->write_gate);
     return rc;
 }
 
+int hnsw_insert(hnsw_t *h, const vec_view_t *view, uint32_t id)
+{
+    hnsw_scorer_t src = {.view = view};
+    return insert_from(h, &src, id);
+}
+
 /* ---------- parallel build ---------- */
+
+/* AUTO builds in bf16 from this many inserts on, when they are at least a quarter of the view's
+ * rows (the copy covers every row, since the search reaches nodes inserted earlier). */
+#define HNSW_BF16_MIN_BATCH 4096u
 
 typedef struct build_job {
     hnsw_t *h;
-    const vec_view_t *view;
+    hnsw_scorer_t src;
     const uint32_t *ids;
     size_t n;
     _Atomic size_t next;
@@ -530,7 +570,7 @@ static void *build_worker(void *arg)
         size_t i = atomic_fetch_add(&j->next, 1);
         if (i >= j->n)
             break;
-        int rc = hnsw_insert(j->h, j->view, j->ids[i]);
+        int rc = insert_from(j->h, &j->src, j->ids[i]);
         int zero = 0;
         if (rc)
             atomic_compare_exchange_strong(&j->first_err, &zero, rc);
@@ -538,9 +578,34 @@ static void *build_worker(void *arg)
     return NULL;
 }
 
-int hnsw_build(hnsw_t *h, const vec_view_t *view, const uint32_t *ids, size_t n, unsigned threads)
+/* Fills j->src with a bf16 copy of every row of the view when prec asks for it (AUTO: a large
+ * batch on a CPU with AVX-512). Returns 0 or CDN_ERR_NOMEM; the caller frees j->src.bf. */
+static int make_bf16_copy(build_job_t *j, hnsw_build_precision_t prec)
 {
-    if (!h || !view || (n && !ids) || view->dim != h->dim)
+    const vec_view_t *v = j->src.view;
+    vec_bf16_isa_t isa = vec_bf16_isa_best();
+    if (prec == HNSW_BUILD_AUTO)
+        prec = isa != VEC_BF16_SCALAR && j->n >= HNSW_BF16_MIN_BATCH && 4 * j->n >= v->count
+                   ? HNSW_BUILD_BF16
+                   : HNSW_BUILD_FLOAT;
+    if (prec != HNSW_BUILD_BF16 || v->count == 0)
+        return CDN_OK;
+    size_t stride = vec_bf16_padded(v->dim);
+    uint16_t *bf = cdn_aligned_alloc(64, (size_t)v->count * stride * sizeof(uint16_t));
+    if (!bf)
+        return CDN_ERR_NOMEM;
+    for (uint32_t r = 0; r < v->count; r++)
+        vec_bf16_from_f32(vec_row(v, r), v->dim, bf + (size_t)r * stride, stride);
+    j->src.bf = bf;
+    j->src.bf_stride = stride;
+    j->src.bdist = vec_bf16_dist_for_isa(j->h->metric, isa);
+    return CDN_OK;
+}
+
+int hnsw_build_ex(hnsw_t *h, const vec_view_t *view, const uint32_t *ids, size_t n,
+                  unsigned threads, hnsw_build_precision_t prec)
+{
+    if (!h || !view || (n && !ids) || view->dim != h->dim || (unsigned)prec > HNSW_BUILD_BF16)
         return CDN_ERR_INVALID;
     uint32_t max_id = 0;
     for (size_t i = 0; i < n; i++)
@@ -559,9 +624,11 @@ int hnsw_build(hnsw_t *h, const vec_view_t *view, const uint32_t *ids, size_t n,
     }
     if (threads > 256)
         threads = 256;
-    build_job_t j = {.h = h, .view = view, .ids = ids, .n = n};
+    build_job_t j = {.h = h, .src = {.view = view}, .ids = ids, .n = n};
     atomic_init(&j.next, 0);
     atomic_init(&j.first_err, 0);
+    if (make_bf16_copy(&j, prec))
+        return CDN_ERR_NOMEM;
     pthread_t tid[256];
     unsigned started = 0;
     for (unsigned t = 1; t < threads; t++)
@@ -570,7 +637,13 @@ int hnsw_build(hnsw_t *h, const vec_view_t *view, const uint32_t *ids, size_t n,
     build_worker(&j);
     for (unsigned t = 0; t < started; t++)
         pthread_join(tid[t], NULL);
+    cdn_free((void *)j.src.bf);
     return atomic_load(&j.first_err);
+}
+
+int hnsw_build(hnsw_t *h, const vec_view_t *view, const uint32_t *ids, size_t n, unsigned threads)
+{
+    return hnsw_build_ex(h, view, ids, n, threads, HNSW_BUILD_AUTO);
 }
 
 /* ---------- delete and info ---------- */

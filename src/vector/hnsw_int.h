@@ -7,6 +7,7 @@
 #include <stdatomic.h>
 #include <stdint.h>
 
+#include "vector/distance_bf16.h"
 #include "vector/hnsw.h"
 
 /* Per-node flags, read and written with __atomic builtins. CLAIMED: an insert owns the id;
@@ -127,13 +128,47 @@ void hnsw_score(const hnsw_t *h, const vec_view_t *view, const float *q, const u
 int hnsw_visited_get(hnsw_t *h, hnsw_visited_t **out);
 void hnsw_visited_put(hnsw_t *h, hnsw_visited_t *v);
 
+/* Where a traversal's distances come from: the float rows of view, or (construction by
+ * hnsw_build) a bf16 copy of them, bf16 rows of bf_stride elements, scored with bdist. q / qb:
+ * the query as float (always) and as a bf16 row (when bf is set). */
+typedef struct hnsw_scorer {
+    const vec_view_t *view;
+    const float *q;
+    const uint16_t *bf;
+    size_t bf_stride;
+    vec_bf16_dist_fn bdist;
+    const uint16_t *qb;
+} hnsw_scorer_t;
+
+static inline const uint16_t *hnsw_bf_row(const hnsw_scorer_t *s, uint32_t id)
+{
+    return s->bf + (size_t)id * s->bf_stride;
+}
+
+/* hnsw_score through a scorer: bf16 rows when it has them, else float. */
+void hnsw_score_src(const hnsw_t *h, const hnsw_scorer_t *s, const uint32_t *ids, uint32_t n,
+                    float *out);
+
+static inline void hnsw_prefetch_src(const hnsw_scorer_t *s, uint32_t id)
+{
+    if (s->bf) {
+        const char *p = (const char *)hnsw_bf_row(s, id);
+        for (uint32_t b = 0; b < HNSW_PREFETCH_BYTES; b += 64)
+            __builtin_prefetch(p + b, 0, 3);
+    } else {
+        hnsw_prefetch_row(s->view, id);
+    }
+}
+
 /* Greedy descent from *ep (at distance *ep_dist) through levels top .. stop+1. */
 void hnsw_descend(hnsw_t *h, const vec_view_t *view, const float *q, uint32_t top, uint32_t stop,
                   uint32_t *ep, float *ep_dist, uint64_t *ndist);
+void hnsw_descend_src(hnsw_t *h, const hnsw_scorer_t *s, uint32_t top, uint32_t stop,
+                      uint32_t *ep, float *ep_dist, uint64_t *ndist);
 
-/* Construction search at one level: the ef nearest nodes to q reachable from eps, deleted ones
- * included. `out` is cleared and filled (a max-heap). Returns 0 or CDN_ERR_NOMEM. */
-int hnsw_search_layer_build(hnsw_t *h, const vec_view_t *view, const float *q, uint32_t level,
+/* Construction search at one level: the ef nearest nodes to s->q reachable from eps, deleted
+ * ones included. `out` is cleared and filled (a max-heap). Returns 0 or CDN_ERR_NOMEM. */
+int hnsw_search_layer_build(hnsw_t *h, const hnsw_scorer_t *s, uint32_t level,
                             const hnsw_hit_t *eps, uint32_t n_eps, uint32_t ef, hnsw_heap_t *out);
 
 #endif

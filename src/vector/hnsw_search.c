@@ -13,8 +13,8 @@
  * greedy descent would miss when the allowed subgraph falls apart into islands. */
 #define HNSW_FILTER_SEEDS 16u
 
-void hnsw_descend(hnsw_t *h, const vec_view_t *view, const float *q, uint32_t top, uint32_t stop,
-                  uint32_t *ep, float *ep_dist, uint64_t *ndist)
+void hnsw_descend_src(hnsw_t *h, const hnsw_scorer_t *s, uint32_t top, uint32_t stop,
+                      uint32_t *ep, float *ep_dist, uint64_t *ndist)
 {
     uint32_t buf[HNSW_M_MAX + 1];
     float d[HNSW_M_MAX + 1];
@@ -24,8 +24,8 @@ void hnsw_descend(hnsw_t *h, const vec_view_t *view, const float *q, uint32_t to
             changed = 0;
             uint32_t n = hnsw_read_list(h, *ep, l, buf);
             for (uint32_t i = 0; i < n; i++)
-                hnsw_prefetch_row(view, buf[i]);
-            hnsw_score(h, view, q, buf, n, d);
+                hnsw_prefetch_src(s, buf[i]);
+            hnsw_score_src(h, s, buf, n, d);
             *ndist += n;
             for (uint32_t i = 0; i < n; i++) {
                 if (d[i] < *ep_dist) {
@@ -38,10 +38,17 @@ void hnsw_descend(hnsw_t *h, const vec_view_t *view, const float *q, uint32_t to
     }
 }
 
+void hnsw_descend(hnsw_t *h, const vec_view_t *view, const float *q, uint32_t top, uint32_t stop,
+                  uint32_t *ep, float *ep_dist, uint64_t *ndist)
+{
+    hnsw_scorer_t s = {.view = view, .q = q};
+    hnsw_descend_src(h, &s, top, stop, ep, ep_dist, ndist);
+}
+
 /* Keeps the neighbours of a popped node that are not yet visited (marking them), in place at
  * the front of buf; returns how many. The marks and rows are fetched ahead in two passes, so
  * the misses of one node's neighbours overlap instead of following one another. */
-static uint32_t take_unvisited(const vec_view_t *view, uint16_t *marks, uint16_t tag,
+static uint32_t take_unvisited(const hnsw_scorer_t *s, uint16_t *marks, uint16_t tag,
                                uint32_t *buf, uint32_t n)
 {
     for (uint32_t i = 0; i < n; i++)
@@ -52,13 +59,13 @@ static uint32_t take_unvisited(const vec_view_t *view, uint16_t *marks, uint16_t
         if (marks[u] == tag)
             continue;
         marks[u] = tag;
-        hnsw_prefetch_row(view, u);
+        hnsw_prefetch_src(s, u);
         buf[w++] = u;
     }
     return w;
 }
 
-int hnsw_search_layer_build(hnsw_t *h, const vec_view_t *view, const float *q, uint32_t level,
+int hnsw_search_layer_build(hnsw_t *h, const hnsw_scorer_t *s, uint32_t level,
                             const hnsw_hit_t *eps, uint32_t n_eps, uint32_t ef, hnsw_heap_t *out)
 {
     hnsw_visited_t *vis;
@@ -89,8 +96,8 @@ int hnsw_search_layer_build(hnsw_t *h, const vec_view_t *view, const float *q, u
             break;
         hnsw_heap_pop(&cand);
         uint32_t n = hnsw_read_list(h, c.id, level, buf);
-        n = take_unvisited(view, marks, tag, buf, n);
-        hnsw_score(h, view, q, buf, n, d);
+        n = take_unvisited(s, marks, tag, buf, n);
+        hnsw_score_src(h, s, buf, n, d);
         for (uint32_t i = 0; i < n && !rc; i++) {
             if (out->n < ef || d[i] < out->a[0].dist) {
                 rc = hnsw_heap_push(&cand, buf[i], -d[i]);

@@ -57,7 +57,20 @@ static float l2sq_scalar(const uint16_t *a, const uint16_t *b, size_t n)
     return (s[0] + s[1]) + (s[2] + s[3]);
 }
 
-#define METRIC_KERNELS(isa, dot, attr)                                                             \
+static void dot4_scalar(const uint16_t *q, const uint16_t *const r[4], size_t n, float out[4])
+{
+    for (int j = 0; j < 4; j++)
+        out[j] = dot_scalar(q, r[j], n);
+}
+
+static void l2sq4_scalar(const uint16_t *q, const uint16_t *const r[4], size_t n, float out[4])
+{
+    for (int j = 0; j < 4; j++)
+        out[j] = l2sq_scalar(q, r[j], n);
+}
+
+/* Cosine (unit rows) and dot distances from one dot kernel, one-row and four-row. */
+#define METRIC_KERNELS(isa, dot, dot4, attr)                                                       \
     attr static float cos_##isa(const uint16_t *a, const uint16_t *b, size_t n)                    \
     {                                                                                              \
         return 1.0f - dot(a, b, n);                                                                \
@@ -65,9 +78,23 @@ static float l2sq_scalar(const uint16_t *a, const uint16_t *b, size_t n)
     attr static float negdot_##isa(const uint16_t *a, const uint16_t *b, size_t n)                 \
     {                                                                                              \
         return -dot(a, b, n);                                                                      \
+    }                                                                                              \
+    attr static void cos4_##isa(const uint16_t *q, const uint16_t *const r[4], size_t n,           \
+                                float out[4])                                                      \
+    {                                                                                              \
+        dot4(q, r, n, out);                                                                        \
+        for (int j = 0; j < 4; j++)                                                                \
+            out[j] = 1.0f - out[j];                                                                \
+    }                                                                                              \
+    attr static void negdot4_##isa(const uint16_t *q, const uint16_t *const r[4], size_t n,        \
+                                   float out[4])                                                   \
+    {                                                                                              \
+        dot4(q, r, n, out);                                                                        \
+        for (int j = 0; j < 4; j++)                                                                \
+            out[j] = -out[j];                                                                      \
     }
 
-METRIC_KERNELS(scalar, dot_scalar, )
+METRIC_KERNELS(scalar, dot_scalar, dot4_scalar, )
 
 #if defined(__x86_64__) || defined(__i386__)
 #define CDN_BF16_X86 1
@@ -123,8 +150,71 @@ AVX512BF16_FN static float dot_avx512bf16(const uint16_t *a, const uint16_t *b, 
     return _mm512_reduce_add_ps(_mm512_add_ps(s0, s1));
 }
 
-METRIC_KERNELS(avx512, dot_avx512, AVX512_FN)
-METRIC_KERNELS(avx512bf16, dot_avx512bf16, AVX512BF16_FN)
+/* Four rows against one query, widened: written out row by row (GCC -O2 keeps a loop over an
+ * accumulator array in memory). l2 is a constant at each call site and folds away. */
+AVX512_FN static inline void four_avx512(const uint16_t *q, const uint16_t *const r[4], size_t n,
+                                         float out[4], int l2)
+{
+    const uint16_t *r0 = r[0], *r1 = r[1], *r2 = r[2], *r3 = r[3];
+    __m512 s0 = _mm512_setzero_ps(), s1 = s0, s2 = s0, s3 = s0;
+    for (size_t i = 0; i < n; i += 16) {
+        __m512 qv = widen16(q + i);
+        __m512 x0 = widen16(r0 + i), x1 = widen16(r1 + i), x2 = widen16(r2 + i),
+               x3 = widen16(r3 + i);
+        if (l2) {
+            x0 = _mm512_sub_ps(qv, x0);
+            x1 = _mm512_sub_ps(qv, x1);
+            x2 = _mm512_sub_ps(qv, x2);
+            x3 = _mm512_sub_ps(qv, x3);
+            s0 = _mm512_fmadd_ps(x0, x0, s0);
+            s1 = _mm512_fmadd_ps(x1, x1, s1);
+            s2 = _mm512_fmadd_ps(x2, x2, s2);
+            s3 = _mm512_fmadd_ps(x3, x3, s3);
+        } else {
+            s0 = _mm512_fmadd_ps(qv, x0, s0);
+            s1 = _mm512_fmadd_ps(qv, x1, s1);
+            s2 = _mm512_fmadd_ps(qv, x2, s2);
+            s3 = _mm512_fmadd_ps(qv, x3, s3);
+        }
+    }
+    out[0] = _mm512_reduce_add_ps(s0);
+    out[1] = _mm512_reduce_add_ps(s1);
+    out[2] = _mm512_reduce_add_ps(s2);
+    out[3] = _mm512_reduce_add_ps(s3);
+}
+
+AVX512_FN static void dot4_avx512(const uint16_t *q, const uint16_t *const r[4], size_t n,
+                                  float out[4])
+{
+    four_avx512(q, r, n, out, 0);
+}
+
+AVX512_FN static void l2sq4_avx512(const uint16_t *q, const uint16_t *const r[4], size_t n,
+                                   float out[4])
+{
+    four_avx512(q, r, n, out, 1);
+}
+
+AVX512BF16_FN static void dot4_avx512bf16(const uint16_t *q, const uint16_t *const r[4], size_t n,
+                                          float out[4])
+{
+    const uint16_t *r0 = r[0], *r1 = r[1], *r2 = r[2], *r3 = r[3];
+    __m512 s0 = _mm512_setzero_ps(), s1 = s0, s2 = s0, s3 = s0;
+    for (size_t i = 0; i < n; i += 32) {
+        __m512bh qv = (__m512bh)_mm512_loadu_si512(q + i);
+        s0 = _mm512_dpbf16_ps(s0, qv, (__m512bh)_mm512_loadu_si512(r0 + i));
+        s1 = _mm512_dpbf16_ps(s1, qv, (__m512bh)_mm512_loadu_si512(r1 + i));
+        s2 = _mm512_dpbf16_ps(s2, qv, (__m512bh)_mm512_loadu_si512(r2 + i));
+        s3 = _mm512_dpbf16_ps(s3, qv, (__m512bh)_mm512_loadu_si512(r3 + i));
+    }
+    out[0] = _mm512_reduce_add_ps(s0);
+    out[1] = _mm512_reduce_add_ps(s1);
+    out[2] = _mm512_reduce_add_ps(s2);
+    out[3] = _mm512_reduce_add_ps(s3);
+}
+
+METRIC_KERNELS(avx512, dot_avx512, dot4_avx512, AVX512_FN)
+METRIC_KERNELS(avx512bf16, dot_avx512bf16, dot4_avx512bf16, AVX512BF16_FN)
 #endif
 
 /* Indexed by vec_bf16_isa_t, then vec_metric_t (cosine, dot, L2). */
@@ -133,6 +223,14 @@ static const vec_bf16_dist_fn kernels[3][3] = {
 #ifdef CDN_BF16_X86
     [VEC_BF16_AVX512] = {cos_avx512, negdot_avx512, l2sq_avx512},
     [VEC_BF16_AVX512_BF16] = {cos_avx512bf16, negdot_avx512bf16, l2sq_avx512},
+#endif
+};
+
+static const vec_bf16_dist4_fn kernels4[3][3] = {
+    [VEC_BF16_SCALAR] = {cos4_scalar, negdot4_scalar, l2sq4_scalar},
+#ifdef CDN_BF16_X86
+    [VEC_BF16_AVX512] = {cos4_avx512, negdot4_avx512, l2sq4_avx512},
+    [VEC_BF16_AVX512_BF16] = {cos4_avx512bf16, negdot4_avx512bf16, l2sq4_avx512},
 #endif
 };
 
@@ -165,4 +263,11 @@ vec_bf16_dist_fn vec_bf16_dist_for_isa(vec_metric_t m, vec_bf16_isa_t isa)
     if ((unsigned)m > VEC_METRIC_L2 || (unsigned)isa > (unsigned)vec_bf16_isa_best())
         return NULL;
     return kernels[isa][m];
+}
+
+vec_bf16_dist4_fn vec_bf16_dist4_for_isa(vec_metric_t m, vec_bf16_isa_t isa)
+{
+    if ((unsigned)m > VEC_METRIC_L2 || (unsigned)isa > (unsigned)vec_bf16_isa_best())
+        return NULL;
+    return kernels4[isa][m];
 }

@@ -25,6 +25,11 @@ typedef enum vec_bf16_isa {
  * nearer, as the float kernel of the same metric. */
 typedef float (*vec_bf16_dist_fn)(const uint16_t *a, const uint16_t *b, size_t n);
 
+/* One query row against four rows: out[j] = kernel(q, r[j], n). The query block is loaded once
+ * for four rows and four rows' misses overlap. Equal to the one-row kernel up to rounding. */
+typedef void (*vec_bf16_dist4_fn)(const uint16_t *q, const uint16_t *const r[4], size_t n,
+                                  float out[4]);
+
 /* Elements of a padded row of dim values: dim rounded up to VEC_BF16_BLOCK. */
 size_t vec_bf16_padded(uint32_t dim);
 
@@ -41,5 +46,8 @@ vec_bf16_isa_t vec_bf16_isa_best(void);
 /* The kernel for metric m with instruction set isa, or NULL if the CPU lacks it or m is not a
  * metric. For L2 the AVX512_BF16 set uses the widening kernel (vdpbf16ps only multiplies). */
 vec_bf16_dist_fn vec_bf16_dist_for_isa(vec_metric_t m, vec_bf16_isa_t isa);
+
+/* The four-row kernel for metric m with instruction set isa, or NULL as above. */
+vec_bf16_dist4_fn vec_bf16_dist4_for_isa(vec_metric_t m, vec_bf16_isa_t isa);
 
 #endif

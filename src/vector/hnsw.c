@@ -284,7 +284,13 @@ void hnsw_score_src(const hnsw_t *h, const hnsw_scorer_t *s, const uint32_t *ids
         hnsw_score(h, s->view, s->q, ids, n, out);
         return;
     }
-    for (uint32_t i = 0; i < n; i++)
+    uint32_t i = 0;
+    for (; i + 4 <= n; i += 4) {
+        const uint16_t *r[4] = {hnsw_bf_row(s, ids[i]), hnsw_bf_row(s, ids[i + 1]),
+                                hnsw_bf_row(s, ids[i + 2]), hnsw_bf_row(s, ids[i + 3])};
+        s->bdist4(s->qb, r, s->bf_stride, out + i);
+    }
+    for (; i < n; i++)
         out[i] = s->bdist(s->qb, hnsw_bf_row(s, ids[i]), s->bf_stride);
 }
 
@@ -599,6 +605,7 @@ static int make_bf16_copy(build_job_t *j, hnsw_build_precision_t prec)
     j->src.bf = bf;
     j->src.bf_stride = stride;
     j->src.bdist = vec_bf16_dist_for_isa(j->h->metric, isa);
+    j->src.bdist4 = vec_bf16_dist4_for_isa(j->h->metric, isa);
     return CDN_OK;
 }
 

@@ -137,6 +137,7 @@ typedef struct hnsw_scorer {
     const uint16_t *bf;
     size_t bf_stride;
     vec_bf16_dist_fn bdist;
+    vec_bf16_dist4_fn bdist4;
     const uint16_t *qb;
 } hnsw_scorer_t;
 

@@ -79,10 +79,21 @@ static void test_bf16_kernels_agree_with_float_and_every_isa_with_the_portable_o
                     /* Same bf16 inputs, only the float summation order differs. */
                     assert_true(fabsf(got - port) < 1e-4f);
                 }
+            vec_bf16_dist4_fn k4 = vec_bf16_dist4_for_isa(ms[m], (vec_bf16_isa_t)isa);
+            assert_non_null(k4);
+            for (uint32_t i = 0; i + 4 <= rows; i += 4) {
+                const uint16_t *r[4] = {b + i * pad, b + (i + 1) * pad, b + (i + 2) * pad,
+                                        b + (i + 3) * pad};
+                float out[4];
+                k4(b + 5 * pad, r, pad, out);
+                for (int j = 0; j < 4; j++)
+                    assert_true(fabsf(out[j] - ref(b + 5 * pad, r[j], pad)) < 1e-4f);
+            }
         }
     }
     assert_true(sets >= 3);
     assert_null(vec_bf16_dist_for_isa((vec_metric_t)7, VEC_BF16_SCALAR));
+    assert_null(vec_bf16_dist4_for_isa((vec_metric_t)7, VEC_BF16_SCALAR));
     free(b);
     free(f);
 }

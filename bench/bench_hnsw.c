@@ -26,6 +26,7 @@ typedef struct hb_opts {
     int json;
     const char *dir;
     bench_gen_kind_t gen;
+    hnsw_build_precision_t prec;
 } hb_opts_t;
 
 /* One measured configuration. plan: "hnsw" (unfiltered), "filtered", "postfilter" (unfiltered
@@ -87,6 +88,7 @@ static void usage(FILE *f)
             "usage: cordon bench hnsw [--size N] [--dim D] [--queries Q] [--seed S]\n"
             "                         [--threads T] [--m M] [--efc EF] [--dir PATH]\n"
             "                         [--generator topics|isotropic] [--format table|json]\n"
+            "                         [--build-precision auto|float|bf16]\n"
             "  builds HNSW over N generated unit vectors (cosine, bench_gen.h), saves and\n"
             "  loads it under PATH, then measures recall@%d and p50 latency unfiltered and\n"
             "  under random allowed sets of 0.1, 1, 5, 20 and 100%%, beside the exact scan.\n"
@@ -97,7 +99,7 @@ static void usage(FILE *f)
 
 static int parse_opts(int argc, char **argv, hb_opts_t *o)
 {
-    *o = (hb_opts_t){1000000, 100, 384, 16, 200, 2, 42, 0, "/tmp", BENCH_GEN_TOPICS};
+    *o = (hb_opts_t){1000000, 100, 384, 16, 200, 2, 42, 0, "/tmp", BENCH_GEN_TOPICS, HNSW_BUILD_AUTO};
     for (int i = 1; i < argc; i += 2) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         uint64_t x = 0;
@@ -125,6 +127,11 @@ static int parse_opts(int argc, char **argv, hb_opts_t *o)
             continue;
         else if (!strcmp(a, "--format") && v && (!strcmp(v, "json") || !strcmp(v, "table")))
             o->json = !strcmp(v, "json");
+        else if (!strcmp(a, "--build-precision") && v &&
+                 (!strcmp(v, "auto") || !strcmp(v, "float") || !strcmp(v, "bf16")))
+            o->prec = !strcmp(v, "float") ? HNSW_BUILD_FLOAT
+                      : !strcmp(v, "bf16") ? HNSW_BUILD_BF16
+                                           : HNSW_BUILD_AUTO;
         else if (!rc) {
             fprintf(stderr, "cordon bench hnsw: unknown option or missing value '%s'\n", a);
             usage(stderr);
@@ -167,7 +174,7 @@ static int setup_index(hb_run_t *r)
     for (size_t i = 0; ids && i < o->size; i++)
         ids[i] = (uint32_t)i;
     uint64_t t0 = cdn_clock_ns();
-    rc = rc ? rc : hnsw_build(r->h, &r->view, ids, o->size, o->threads);
+    rc = rc ? rc : hnsw_build_ex(r->h, &r->view, ids, o->size, o->threads, o->prec);
     r->build_s = (double)(cdn_clock_ns() - t0) / 1e9;
     free(ids);
     if (rc) {
@@ -360,8 +367,9 @@ static void print_table(const hb_run_t *r)
            "ef_construction=%u, %s kernels\n",
            o->size, o->dim, bench_gen_name(o->gen), (unsigned long long)o->seed, o->m, o->efc,
            vec_isa_name(vec_isa_best()));
-    printf("build: %.1f s with %u threads (%.0f inserts/s)\n", r->build_s, o->threads,
-           (double)o->size / r->build_s);
+    printf("build: %.1f s with %u threads (%.0f inserts/s), construction precision %s\n",
+           r->build_s, o->threads, (double)o->size / r->build_s,
+           o->prec == HNSW_BUILD_FLOAT ? "float" : o->prec == HNSW_BUILD_BF16 ? "bf16" : "auto");
     printf("memory (VmRSS): vectors %.0f MB, graph %.0f MB (index counts %.0f MB)\n",
            r->rss_data_mb, r->rss_graph_mb, r->graph_mb);
     printf("save: %.2f s, file %.0f MB; load: %.2f s; loaded index answers identically: %s\n\n",

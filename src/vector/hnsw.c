@@ -108,6 +108,7 @@ int hnsw_create(hnsw_params_t p, vec_metric_t metric, uint32_t dim, hnsw_t **out
     h->m0 = 2 * p.m;
     h->level_mult = 1.0 / log((double)p.m);
     h->dist = vec_dist_for(metric);
+    h->dist4 = vec_dist4_for(metric);
     pthread_rwlockattr_t ra;
     pthread_rwlockattr_init(&ra);
     /* Writer preference: a growing insert must not starve behind a stream of searches. */
@@ -117,6 +118,8 @@ int hnsw_create(hnsw_params_t p, vec_metric_t metric, uint32_t dim, hnsw_t **out
     pthread_rwlockattr_destroy(&ra);
     for (uint32_t i = 0; i < HNSW_STRIPES; i++)
         pthread_mutex_init(&h->stripes[i], NULL);
+    for (uint32_t i = 0; i < HNSW_STRIPES; i++)
+        atomic_init(&h->seq[i], 0);
     pthread_mutex_init(&h->top_lock, NULL);
     pthread_mutex_init(&h->pool_lock, NULL);
     atomic_init(&h->entry, HNSW_NO_ENTRY);
@@ -214,15 +217,98 @@ static int ensure_span(hnsw_t *h, uint32_t id)
 
 /* ---------- shared helpers ---------- */
 
+static inline void cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#endif
+}
+
+/* The reader half of a seqlock (Boehm, "Can seqlocks get along with programming language memory
+ * models?", 2012): slots are read with relaxed atomic loads, so a copy racing a writer is
+ * well-defined and merely thrown away; the acquire load of the counter pairs with the writer's
+ * release store, the acquire fence with its release fence. Readers write nothing shared, so
+ * two threads reading the same hub node no longer bounce a mutex's cache line. */
 uint32_t hnsw_read_list(hnsw_t *h, uint32_t id, uint32_t level, uint32_t *buf)
 {
-    pthread_mutex_t *mu = hnsw_stripe(h, id);
-    pthread_mutex_lock(mu);
+    _Atomic uint32_t *sq = &h->seq[id & (HNSW_STRIPES - 1)];
     const uint32_t *l = hnsw_list_at(h, id, level);
-    uint32_t n = l[0];
-    memcpy(buf, l + 1, n * sizeof(uint32_t));
-    pthread_mutex_unlock(mu);
-    return n;
+    uint32_t cap = hnsw_list_cap(h, level);
+    for (;;) {
+        uint32_t s1 = atomic_load_explicit(sq, memory_order_acquire);
+        if (s1 & 1u) {
+            cpu_relax();
+            continue;
+        }
+        uint32_t n = __atomic_load_n(&l[0], __ATOMIC_RELAXED);
+        if (n > cap) /* cannot happen (writers store valid counts); keeps buf in bounds */
+            n = cap;
+        for (uint32_t i = 0; i < n; i++)
+            buf[i] = __atomic_load_n(&l[1 + i], __ATOMIC_RELAXED);
+        atomic_thread_fence(memory_order_acquire);
+        if (atomic_load_explicit(sq, memory_order_relaxed) == s1)
+            return n;
+    }
+}
+
+void hnsw_list_store(hnsw_t *h, uint32_t id, uint32_t level, const uint32_t *ids, uint32_t n)
+{
+    _Atomic uint32_t *sq = &h->seq[id & (HNSW_STRIPES - 1)];
+    uint32_t *l = hnsw_list_at(h, id, level);
+    uint32_t s = atomic_load_explicit(sq, memory_order_relaxed);
+    atomic_store_explicit(sq, s + 1, memory_order_relaxed);
+    atomic_thread_fence(memory_order_release);
+    for (uint32_t i = 0; i < n; i++)
+        __atomic_store_n(&l[1 + i], ids[i], __ATOMIC_RELAXED);
+    __atomic_store_n(&l[0], n, __ATOMIC_RELAXED);
+    atomic_store_explicit(sq, s + 2, memory_order_release);
+}
+
+void hnsw_score(const hnsw_t *h, const vec_view_t *view, const float *q, const uint32_t *ids,
+                uint32_t n, float *out)
+{
+    uint32_t i = 0;
+    for (; i + 4 <= n; i += 4) {
+        const float *r[4] = {vec_row(view, ids[i]), vec_row(view, ids[i + 1]),
+                             vec_row(view, ids[i + 2]), vec_row(view, ids[i + 3])};
+        h->dist4(q, r, h->dim, out + i);
+    }
+    for (; i < n; i++)
+        out[i] = h->dist(q, vec_row(view, ids[i]), h->dim);
+}
+
+void hnsw_score_src(const hnsw_t *h, const hnsw_scorer_t *s, const uint32_t *ids, uint32_t n,
+                    float *out)
+{
+    if (!s->bf) {
+        hnsw_score(h, s->view, s->q, ids, n, out);
+        return;
+    }
+    uint32_t i = 0;
+    for (; i + 4 <= n; i += 4) {
+        const uint16_t *r[4] = {hnsw_bf_row(s, ids[i]), hnsw_bf_row(s, ids[i + 1]),
+                                hnsw_bf_row(s, ids[i + 2]), hnsw_bf_row(s, ids[i + 3])};
+        s->bdist4(s->qb, r, s->bf_stride, out + i);
+    }
+    for (; i < n; i++)
+        out[i] = s->bdist(s->qb, hnsw_bf_row(s, ids[i]), s->bf_stride);
+}
+
+/* The distance between two rows through a scorer's source. */
+static float pair_dist(const hnsw_t *h, const hnsw_scorer_t *s, uint32_t a, uint32_t b)
+{
+    if (s->bf)
+        return s->bdist(hnsw_bf_row(s, a), hnsw_bf_row(s, b), s->bf_stride);
+    return h->dist(vec_row(s->view, a), vec_row(s->view, b), h->dim);
+}
+
+/* The scorer for row id as the query, from the same source as `base`. */
+static hnsw_scorer_t scorer_for(const hnsw_scorer_t *base, uint32_t id)
+{
+    hnsw_scorer_t s = *base;
+    s.q = vec_row(s.view, id);
+    s.qb = s.bf ? hnsw_bf_row(&s, id) : NULL;
+    return s;
 }
 
 int hnsw_visited_get(hnsw_t *h, hnsw_visited_t **out)
@@ -282,15 +368,14 @@ static uint32_t level_for(const hnsw_t *h, uint32_t id)
  * nearer to the base than to every neighbour kept so far, so links spread over directions
  * instead of piling into one cluster. cand must be sorted ascending; keeps up to `max` in
  * place at the front; returns how many. */
-static uint32_t select_diverse(const hnsw_t *h, const vec_view_t *view, hnsw_hit_t *cand,
+static uint32_t select_diverse(const hnsw_t *h, const hnsw_scorer_t *s, hnsw_hit_t *cand,
                                uint32_t n, uint32_t max)
 {
     uint32_t kept = 0;
     for (uint32_t i = 0; i < n && kept < max; i++) {
-        const float *v = vec_row(view, cand[i].id);
         int good = 1;
         for (uint32_t j = 0; j < kept && good; j++)
-            if (h->dist(v, vec_row(view, cand[j].id), h->dim) < cand[i].dist)
+            if (pair_dist(h, s, cand[i].id, cand[j].id) < cand[i].dist)
                 good = 0;
         if (good)
             cand[kept++] = cand[i];
@@ -299,32 +384,35 @@ static uint32_t select_diverse(const hnsw_t *h, const vec_view_t *view, hnsw_hit
 }
 
 /* Adds `id` to node s's list at `level`; a full list is re-chosen with the heuristic over its
- * members plus id. Holds s's stripe throughout so concurrent inserts cannot lose a link. */
-static void link_back(hnsw_t *h, const vec_view_t *view, uint32_t s, uint32_t id, uint32_t level,
-                      hnsw_hit_t *scratch)
+ * members plus id. Holds s's stripe throughout so concurrent inserts cannot lose a link; the
+ * seqlock is odd only while the new list is stored, not while it is chosen. */
+static void link_back(hnsw_t *h, const hnsw_scorer_t *src, uint32_t s, uint32_t id,
+                      uint32_t level, hnsw_hit_t *scratch)
 {
-    uint32_t cap = hnsw_list_cap(h, level);
+    uint32_t cap = hnsw_list_cap(h, level), ids[2 * HNSW_M_MAX + 1];
     pthread_mutex_t *mu = hnsw_stripe(h, s);
     pthread_mutex_lock(mu);
-    uint32_t *l = hnsw_list_at(h, s, level);
+    const uint32_t *l = hnsw_list_at(h, s, level);
     uint32_t n = l[0];
     for (uint32_t i = 0; i < n; i++)
         if (l[1 + i] == id)
             goto out;
+    memcpy(ids, l + 1, n * sizeof(uint32_t));
+    ids[n] = id;
     if (n < cap) {
-        l[1 + n] = id;
-        l[0] = n + 1;
+        hnsw_list_store(h, s, level, ids, n + 1);
         goto out;
     }
-    const float *sv = vec_row(view, s);
-    for (uint32_t i = 0; i < n; i++)
-        scratch[i] = (hnsw_hit_t){l[1 + i], h->dist(sv, vec_row(view, l[1 + i]), h->dim)};
-    scratch[n] = (hnsw_hit_t){id, h->dist(sv, vec_row(view, id), h->dim)};
+    float d[2 * HNSW_M_MAX + 1];
+    hnsw_scorer_t ss = scorer_for(src, s);
+    hnsw_score_src(h, &ss, ids, n + 1, d);
+    for (uint32_t i = 0; i <= n; i++)
+        scratch[i] = (hnsw_hit_t){ids[i], d[i]};
     qsort(scratch, n + 1, sizeof(hnsw_hit_t), hit_cmp);
-    uint32_t kept = select_diverse(h, view, scratch, n + 1, cap);
+    uint32_t kept = select_diverse(h, src, scratch, n + 1, cap);
     for (uint32_t i = 0; i < kept; i++)
-        l[1 + i] = scratch[i].id;
-    l[0] = kept;
+        ids[i] = scratch[i].id;
+    hnsw_list_store(h, s, level, ids, kept);
 out:
     pthread_mutex_unlock(mu);
 }
@@ -338,18 +426,18 @@ typedef struct insert_ctx {
 } insert_ctx_t;
 
 /* Links id into levels min(level, top) .. 0 starting from entry point ep. */
-static int insert_levels(hnsw_t *h, const vec_view_t *view, uint32_t id, uint32_t level,
+static int insert_levels(hnsw_t *h, const hnsw_scorer_t *src, uint32_t id, uint32_t level,
                          uint32_t top, uint32_t ep, insert_ctx_t *c)
 {
-    const float *q = vec_row(view, id);
-    float ep_dist = h->dist(q, vec_row(view, ep), h->dim);
+    hnsw_scorer_t sq = scorer_for(src, id);
+    float ep_dist = pair_dist(h, src, id, ep);
     uint64_t nd = 0;
     if (top > level)
-        hnsw_descend(h, view, q, top, level, &ep, &ep_dist, &nd);
+        hnsw_descend_src(h, &sq, top, level, &ep, &ep_dist, &nd);
     c->eps[0] = (hnsw_hit_t){ep, ep_dist};
     uint32_t n_eps = 1;
     for (int32_t lc = (int32_t)(level < top ? level : top); lc >= 0; lc--) {
-        int rc = hnsw_search_layer_build(h, view, q, (uint32_t)lc, c->eps, n_eps,
+        int rc = hnsw_search_layer_build(h, &sq, (uint32_t)lc, c->eps, n_eps,
                                          h->p.ef_construction, &c->found);
         if (rc)
             return rc;
@@ -361,16 +449,15 @@ static int insert_levels(hnsw_t *h, const vec_view_t *view, uint32_t id, uint32_
         for (uint32_t i = 0; i < c->found.n; i++)
             if (c->found.a[i].id != id)
                 c->found.a[w++] = c->found.a[i];
-        uint32_t kept = select_diverse(h, view, c->found.a, w, h->p.m);
+        uint32_t kept = select_diverse(h, src, c->found.a, w, h->p.m), ids[HNSW_M_MAX];
+        for (uint32_t i = 0; i < kept; i++)
+            ids[i] = c->found.a[i].id;
         pthread_mutex_t *mu = hnsw_stripe(h, id);
         pthread_mutex_lock(mu);
-        uint32_t *l = hnsw_list_at(h, id, (uint32_t)lc);
-        for (uint32_t i = 0; i < kept; i++)
-            l[1 + i] = c->found.a[i].id;
-        l[0] = kept;
+        hnsw_list_store(h, id, (uint32_t)lc, ids, kept);
         pthread_mutex_unlock(mu);
         for (uint32_t i = 0; i < kept; i++)
-            link_back(h, view, c->found.a[i].id, id, (uint32_t)lc, c->scratch);
+            link_back(h, src, c->found.a[i].id, id, (uint32_t)lc, c->scratch);
     }
     return CDN_OK;
 }
@@ -393,7 +480,7 @@ static void insert_ctx_free(insert_ctx_t *c)
 }
 
 /* Claims id, sets its level and upper lists, then links it. grow_lock held for reading. */
-static int insert_locked(hnsw_t *h, const vec_view_t *view, uint32_t id)
+static int insert_locked(hnsw_t *h, const hnsw_scorer_t *src, uint32_t id)
 {
     uint8_t old = __atomic_fetch_or(&h->flags[id], (uint8_t)HNSW_F_CLAIMED, __ATOMIC_ACQ_REL);
     if (old & HNSW_F_CLAIMED)
@@ -429,7 +516,7 @@ static int insert_locked(hnsw_t *h, const vec_view_t *view, uint32_t id)
         }
     }
     if (!rc && e != HNSW_NO_ENTRY)
-        rc = insert_levels(h, view, id, level, (uint32_t)(e >> 32), (uint32_t)e, &c);
+        rc = insert_levels(h, src, id, level, (uint32_t)(e >> 32), (uint32_t)e, &c);
     insert_ctx_free(&c);
     if (!rc) {
         __atomic_fetch_or(&h->flags[id], (uint8_t)HNSW_F_PRESENT, __ATOMIC_RELEASE);
@@ -444,26 +531,38 @@ static int insert_locked(hnsw_t *h, const vec_view_t *view, uint32_t id)
     return rc;
 }
 
-int hnsw_insert(hnsw_t *h, const vec_view_t *view, uint32_t id)
+/* hnsw_insert with the construction distances taken from src (float rows or a bf16 copy). */
+static int insert_from(hnsw_t *h, const hnsw_scorer_t *src, uint32_t id)
 {
+    const vec_view_t *view = src->view;
     if (!h || !view || view->dim != h->dim || id >= view->count)
         return CDN_ERR_INVALID;
     pthread_rwlock_rdlock(&h->write_gate);
     int rc = ensure_span(h, id);
     if (!rc) {
         pthread_rwlock_rdlock(&h->grow_lock);
-        rc = insert_locked(h, view, id);
+        rc = insert_locked(h, src, id);
         pthread_rwlock_unlock(&h->grow_lock);
     }
     pthread_rwlock_unlock(&h->write_gate);
     return rc;
 }
 
+int hnsw_insert(hnsw_t *h, const vec_view_t *view, uint32_t id)
+{
+    hnsw_scorer_t src = {.view = view};
+    return insert_from(h, &src, id);
+}
+
 /* ---------- parallel build ---------- */
+
+/* AUTO builds in bf16 from this many inserts on, when they are at least a quarter of the view's
+ * rows (the copy covers every row, since the search reaches nodes inserted earlier). */
+#define HNSW_BF16_MIN_BATCH 4096u
 
 typedef struct build_job {
     hnsw_t *h;
-    const vec_view_t *view;
+    hnsw_scorer_t src;
     const uint32_t *ids;
     size_t n;
     _Atomic size_t next;
@@ -477,7 +576,7 @@ static void *build_worker(void *arg)
         size_t i = atomic_fetch_add(&j->next, 1);
         if (i >= j->n)
             break;
-        int rc = hnsw_insert(j->h, j->view, j->ids[i]);
+        int rc = insert_from(j->h, &j->src, j->ids[i]);
         int zero = 0;
         if (rc)
             atomic_compare_exchange_strong(&j->first_err, &zero, rc);
@@ -485,9 +584,35 @@ static void *build_worker(void *arg)
     return NULL;
 }
 
-int hnsw_build(hnsw_t *h, const vec_view_t *view, const uint32_t *ids, size_t n, unsigned threads)
+/* Fills j->src with a bf16 copy of every row of the view when prec asks for it (AUTO: a large
+ * batch on a CPU with AVX-512). Returns 0 or CDN_ERR_NOMEM; the caller frees j->src.bf. */
+static int make_bf16_copy(build_job_t *j, hnsw_build_precision_t prec)
 {
-    if (!h || !view || (n && !ids) || view->dim != h->dim)
+    const vec_view_t *v = j->src.view;
+    vec_bf16_isa_t isa = vec_bf16_isa_best();
+    if (prec == HNSW_BUILD_AUTO)
+        prec = isa != VEC_BF16_SCALAR && j->n >= HNSW_BF16_MIN_BATCH && 4 * j->n >= v->count
+                   ? HNSW_BUILD_BF16
+                   : HNSW_BUILD_FLOAT;
+    if (prec != HNSW_BUILD_BF16 || v->count == 0)
+        return CDN_OK;
+    size_t stride = vec_bf16_padded(v->dim);
+    uint16_t *bf = cdn_aligned_alloc(64, (size_t)v->count * stride * sizeof(uint16_t));
+    if (!bf)
+        return CDN_ERR_NOMEM;
+    for (uint32_t r = 0; r < v->count; r++)
+        vec_bf16_from_f32(vec_row(v, r), v->dim, bf + (size_t)r * stride, stride);
+    j->src.bf = bf;
+    j->src.bf_stride = stride;
+    j->src.bdist = vec_bf16_dist_for_isa(j->h->metric, isa);
+    j->src.bdist4 = vec_bf16_dist4_for_isa(j->h->metric, isa);
+    return CDN_OK;
+}
+
+int hnsw_build_ex(hnsw_t *h, const vec_view_t *view, const uint32_t *ids, size_t n,
+                  unsigned threads, hnsw_build_precision_t prec)
+{
+    if (!h || !view || (n && !ids) || view->dim != h->dim || (unsigned)prec > HNSW_BUILD_BF16)
         return CDN_ERR_INVALID;
     uint32_t max_id = 0;
     for (size_t i = 0; i < n; i++)
@@ -506,9 +631,11 @@ int hnsw_build(hnsw_t *h, const vec_view_t *view, const uint32_t *ids, size_t n,
     }
     if (threads > 256)
         threads = 256;
-    build_job_t j = {.h = h, .view = view, .ids = ids, .n = n};
+    build_job_t j = {.h = h, .src = {.view = view}, .ids = ids, .n = n};
     atomic_init(&j.next, 0);
     atomic_init(&j.first_err, 0);
+    if (make_bf16_copy(&j, prec))
+        return CDN_ERR_NOMEM;
     pthread_t tid[256];
     unsigned started = 0;
     for (unsigned t = 1; t < threads; t++)
@@ -517,7 +644,13 @@ int hnsw_build(hnsw_t *h, const vec_view_t *view, const uint32_t *ids, size_t n,
     build_worker(&j);
     for (unsigned t = 0; t < started; t++)
         pthread_join(tid[t], NULL);
+    cdn_free((void *)j.src.bf);
     return atomic_load(&j.first_err);
+}
+
+int hnsw_build(hnsw_t *h, const vec_view_t *view, const uint32_t *ids, size_t n, unsigned threads)
+{
+    return hnsw_build_ex(h, view, ids, n, threads, HNSW_BUILD_AUTO);
 }
 
 /* ---------- delete and info ---------- */

@@ -97,8 +97,24 @@ int hnsw_reserve(hnsw_t *h, uint32_t id_span);
 int hnsw_insert(hnsw_t *h, const vec_view_t *view, uint32_t id);
 
 /* Inserts ids[0..n) with `threads` worker threads (0 = every online CPU). Returns the first
- * error any insert met (the others still ran), or 0. Ids already present count as errors. */
+ * error any insert met (the others still ran), or 0. Ids already present count as errors.
+ * Same as hnsw_build_ex with HNSW_BUILD_AUTO. */
 int hnsw_build(hnsw_t *h, const vec_view_t *view, const uint32_t *ids, size_t n, unsigned threads);
+
+/* The precision of construction distances. FLOAT: the float rows. BF16: a bfloat16 copy of every
+ * row of the view (2 bytes a value, allocated for the build and freed before it returns), which
+ * halves the memory read per distance; searches always use float. AUTO: BF16 when the CPU has
+ * AVX-512 and the batch is large (>= 4096 ids and >= a quarter of the view's rows), else FLOAT. */
+typedef enum hnsw_build_precision {
+    HNSW_BUILD_AUTO = 0,
+    HNSW_BUILD_FLOAT = 1,
+    HNSW_BUILD_BF16 = 2,
+} hnsw_build_precision_t;
+
+/* hnsw_build with a chosen construction precision. Returns as hnsw_build; CDN_ERR_INVALID also
+ * for an unknown precision, CDN_ERR_NOMEM if the bf16 copy cannot be allocated. */
+int hnsw_build_ex(hnsw_t *h, const vec_view_t *view, const uint32_t *ids, size_t n,
+                  unsigned threads, hnsw_build_precision_t prec);
 
 /* Marks id deleted: it keeps routing searches but never appears in results.
  * Returns 0 or CDN_ERR_NOT_FOUND (never inserted). Deleting twice is fine. */

@@ -7,6 +7,7 @@
 #include <stdatomic.h>
 #include <stdint.h>
 
+#include "vector/distance_bf16.h"
 #include "vector/hnsw.h"
 
 /* Per-node flags, read and written with __atomic builtins. CLAIMED: an insert owns the id;
@@ -15,8 +16,10 @@
 #define HNSW_F_PRESENT 2u
 #define HNSW_F_DELETED 4u
 
-/* Neighbour lists are guarded by striped mutexes: a thread holds at most one at a time, so
- * stripes cannot deadlock, and 4096 of them keep two writers on one stripe rare. */
+/* Neighbour lists are written under striped mutexes: a thread holds at most one at a time, so
+ * stripes cannot deadlock, and 4096 of them keep two writers on one stripe rare. Readers take
+ * no lock: each stripe also has a sequence counter (a seqlock), odd while a list of the stripe
+ * is being rewritten, and a reader copies the list and retries if the counter moved. */
 #define HNSW_STRIPES 4096u
 #define HNSW_NO_ENTRY UINT64_MAX
 
@@ -46,7 +49,10 @@ struct hnsw {
     uint8_t *flags;   /* HNSW_F_* */
     uint32_t **upper; /* levels[id] blocks of (m + 1) slots for levels 1..levels[id], or NULL */
 
+    vec_dist4_fn dist4; /* the same metric, one query against four rows */
+
     pthread_mutex_t stripes[HNSW_STRIPES];
+    _Atomic uint32_t seq[HNSW_STRIPES]; /* per-stripe seqlock counters, see hnsw_read_list */
     pthread_mutex_t top_lock; /* held by an insert that raises the top level */
     _Atomic uint64_t entry;   /* (level << 32) | id, or HNSW_NO_ENTRY */
     _Atomic uint32_t n_nodes;
@@ -94,20 +100,76 @@ static inline uint8_t hnsw_flags(const hnsw_t *h, uint32_t id)
     return __atomic_load_n(&h->flags[id], __ATOMIC_ACQUIRE);
 }
 
-/* Copies id's neighbour list at `level` into buf (room for list cap); returns the count. */
+/* Copies id's neighbour list at `level` into buf (room for list cap); returns the count. Takes
+ * no lock: retries while a writer of id's stripe is between hnsw_list_write_begin and _end. */
 uint32_t hnsw_read_list(hnsw_t *h, uint32_t id, uint32_t level, uint32_t *buf);
+
+/* Replaces id's list at `level` with ids[0..n). The caller holds id's stripe mutex; the
+ * stores are bracketed by the stripe's seqlock so lock-free readers never use a torn copy. */
+void hnsw_list_store(hnsw_t *h, uint32_t id, uint32_t level, const uint32_t *ids, uint32_t n);
+
+/* Bytes of a row fetched ahead of scoring: the first lines start the miss early and the
+ * hardware streamer follows the rest of the row. */
+#define HNSW_PREFETCH_BYTES 256u
+
+static inline void hnsw_prefetch_row(const vec_view_t *view, uint32_t id)
+{
+    const char *p = (const char *)vec_row(view, id);
+    for (uint32_t b = 0; b < HNSW_PREFETCH_BYTES; b += 64)
+        __builtin_prefetch(p + b, 0, 3);
+}
+
+/* out[i] = distance from q to row ids[i], four rows per kernel call (the query block is loaded
+ * once for four rows and four misses overlap). */
+void hnsw_score(const hnsw_t *h, const vec_view_t *view, const float *q, const uint32_t *ids,
+                uint32_t n, float *out);
 
 /* Takes a visited set sized for the current span (grow_lock held for reading), cleared. */
 int hnsw_visited_get(hnsw_t *h, hnsw_visited_t **out);
 void hnsw_visited_put(hnsw_t *h, hnsw_visited_t *v);
 
+/* Where a traversal's distances come from: the float rows of view, or (construction by
+ * hnsw_build) a bf16 copy of them, bf16 rows of bf_stride elements, scored with bdist. q / qb:
+ * the query as float (always) and as a bf16 row (when bf is set). */
+typedef struct hnsw_scorer {
+    const vec_view_t *view;
+    const float *q;
+    const uint16_t *bf;
+    size_t bf_stride;
+    vec_bf16_dist_fn bdist;
+    vec_bf16_dist4_fn bdist4;
+    const uint16_t *qb;
+} hnsw_scorer_t;
+
+static inline const uint16_t *hnsw_bf_row(const hnsw_scorer_t *s, uint32_t id)
+{
+    return s->bf + (size_t)id * s->bf_stride;
+}
+
+/* hnsw_score through a scorer: bf16 rows when it has them, else float. */
+void hnsw_score_src(const hnsw_t *h, const hnsw_scorer_t *s, const uint32_t *ids, uint32_t n,
+                    float *out);
+
+static inline void hnsw_prefetch_src(const hnsw_scorer_t *s, uint32_t id)
+{
+    if (s->bf) {
+        const char *p = (const char *)hnsw_bf_row(s, id);
+        for (uint32_t b = 0; b < HNSW_PREFETCH_BYTES; b += 64)
+            __builtin_prefetch(p + b, 0, 3);
+    } else {
+        hnsw_prefetch_row(s->view, id);
+    }
+}
+
 /* Greedy descent from *ep (at distance *ep_dist) through levels top .. stop+1. */
 void hnsw_descend(hnsw_t *h, const vec_view_t *view, const float *q, uint32_t top, uint32_t stop,
                   uint32_t *ep, float *ep_dist, uint64_t *ndist);
+void hnsw_descend_src(hnsw_t *h, const hnsw_scorer_t *s, uint32_t top, uint32_t stop,
+                      uint32_t *ep, float *ep_dist, uint64_t *ndist);
 
-/* Construction search at one level: the ef nearest nodes to q reachable from eps, deleted ones
- * included. `out` is cleared and filled (a max-heap). Returns 0 or CDN_ERR_NOMEM. */
-int hnsw_search_layer_build(hnsw_t *h, const vec_view_t *view, const float *q, uint32_t level,
+/* Construction search at one level: the ef nearest nodes to s->q reachable from eps, deleted
+ * ones included. `out` is cleared and filled (a max-heap). Returns 0 or CDN_ERR_NOMEM. */
+int hnsw_search_layer_build(hnsw_t *h, const hnsw_scorer_t *s, uint32_t level,
                             const hnsw_hit_t *eps, uint32_t n_eps, uint32_t ef, hnsw_heap_t *out);
 
 #endif

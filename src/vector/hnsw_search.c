@@ -14,21 +14,24 @@
  * greedy descent would miss when the allowed subgraph falls apart into islands. */
 #define HNSW_FILTER_SEEDS 16u
 
-void hnsw_descend(hnsw_t *h, const vec_view_t *view, const float *q, uint32_t top, uint32_t stop,
-                  uint32_t *ep, float *ep_dist, uint64_t *ndist)
+void hnsw_descend_src(hnsw_t *h, const hnsw_scorer_t *s, uint32_t top, uint32_t stop,
+                      uint32_t *ep, float *ep_dist, uint64_t *ndist)
 {
     uint32_t buf[HNSW_M_MAX + 1];
+    float d[HNSW_M_MAX + 1];
     for (uint32_t l = top; l > stop; l--) {
         int changed = 1;
         while (changed) {
             changed = 0;
             uint32_t n = hnsw_read_list(h, *ep, l, buf);
+            for (uint32_t i = 0; i < n; i++)
+                hnsw_prefetch_src(s, buf[i]);
+            hnsw_score_src(h, s, buf, n, d);
+            *ndist += n;
             for (uint32_t i = 0; i < n; i++) {
-                float d = h->dist(q, vec_row(view, buf[i]), h->dim);
-                (*ndist)++;
-                if (d < *ep_dist) {
+                if (d[i] < *ep_dist) {
                     *ep = buf[i];
-                    *ep_dist = d;
+                    *ep_dist = d[i];
                     changed = 1;
                 }
             }
@@ -36,7 +39,34 @@ void hnsw_descend(hnsw_t *h, const vec_view_t *view, const float *q, uint32_t to
     }
 }
 
-int hnsw_search_layer_build(hnsw_t *h, const vec_view_t *view, const float *q, uint32_t level,
+void hnsw_descend(hnsw_t *h, const vec_view_t *view, const float *q, uint32_t top, uint32_t stop,
+                  uint32_t *ep, float *ep_dist, uint64_t *ndist)
+{
+    hnsw_scorer_t s = {.view = view, .q = q};
+    hnsw_descend_src(h, &s, top, stop, ep, ep_dist, ndist);
+}
+
+/* Keeps the neighbours of a popped node that are not yet visited (marking them), in place at
+ * the front of buf; returns how many. The marks and rows are fetched ahead in two passes, so
+ * the misses of one node's neighbours overlap instead of following one another. */
+static uint32_t take_unvisited(const hnsw_scorer_t *s, uint16_t *marks, uint16_t tag,
+                               uint32_t *buf, uint32_t n)
+{
+    for (uint32_t i = 0; i < n; i++)
+        __builtin_prefetch(&marks[buf[i]], 1, 3);
+    uint32_t w = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        uint32_t u = buf[i];
+        if (marks[u] == tag)
+            continue;
+        marks[u] = tag;
+        hnsw_prefetch_src(s, u);
+        buf[w++] = u;
+    }
+    return w;
+}
+
+int hnsw_search_layer_build(hnsw_t *h, const hnsw_scorer_t *s, uint32_t level,
                             const hnsw_hit_t *eps, uint32_t n_eps, uint32_t ef, hnsw_heap_t *out)
 {
     hnsw_visited_t *vis;
@@ -49,6 +79,7 @@ int hnsw_search_layer_build(hnsw_t *h, const vec_view_t *view, const float *q, u
         return CDN_ERR_NOMEM;
     }
     uint32_t buf[2 * HNSW_M_MAX + 1];
+    float d[2 * HNSW_M_MAX + 1];
     uint16_t tag = vis->tag, *marks = vis->marks;
     out->n = 0;
     for (uint32_t i = 0; i < n_eps && !rc; i++) {
@@ -66,19 +97,19 @@ int hnsw_search_layer_build(hnsw_t *h, const vec_view_t *view, const float *q, u
             break;
         hnsw_heap_pop(&cand);
         uint32_t n = hnsw_read_list(h, c.id, level, buf);
+        n = take_unvisited(s, marks, tag, buf, n);
+        hnsw_score_src(h, s, buf, n, d);
         for (uint32_t i = 0; i < n && !rc; i++) {
-            uint32_t u = buf[i];
-            if (marks[u] == tag)
-                continue;
-            marks[u] = tag;
-            float d = h->dist(q, vec_row(view, u), h->dim);
-            if (out->n < ef || d < out->a[0].dist) {
-                rc = hnsw_heap_push(&cand, u, -d);
-                rc = rc ? rc : hnsw_heap_push(out, u, d);
+            if (out->n < ef || d[i] < out->a[0].dist) {
+                rc = hnsw_heap_push(&cand, buf[i], -d[i]);
+                rc = rc ? rc : hnsw_heap_push(out, buf[i], d[i]);
                 if (out->n > ef)
                     hnsw_heap_pop(out);
             }
         }
+        /* The next node to expand is usually the candidates' top: start fetching its list. */
+        if (cand.n)
+            __builtin_prefetch(hnsw_list_at(h, cand.a[0].id, level), 0, 3);
     }
     hnsw_heap_free(&cand);
     hnsw_visited_put(h, vis);
@@ -171,9 +202,8 @@ static int visit(qctx_t *c, uint32_t u)
 
 /* Computes u's distance and keeps it as a candidate if it can still matter; only admissible
  * nodes enter the results. */
-static void consider(qctx_t *c, uint32_t u, int adm)
+static void consider_at(qctx_t *c, uint32_t u, int adm, float d)
 {
-    float d = c->h->dist(c->q, vec_row(c->view, u), c->h->dim);
     c->st->distances++;
     c->adm_evaluated += (uint64_t)adm;
     /* Every admissible node has been seen: nothing left to find, and the result is exact. */
@@ -189,6 +219,11 @@ static void consider(qctx_t *c, uint32_t u, int adm)
         if (c->rc)
             c->stop = 1;
     }
+}
+
+static void consider(qctx_t *c, uint32_t u, int adm)
+{
+    consider_at(c, u, adm, c->h->dist(c->q, vec_row(c->view, u), c->h->dim));
 }
 
 /* ACORN-style bridge: u is not admissible and sits in a mostly inadmissible neighbourhood, so
@@ -225,6 +260,25 @@ static int resume_from_bridges(qctx_t *c)
     return c->cand.n > before;
 }
 
+/* The dense case of search_level0: every unvisited neighbour is scored, the rows fetched
+ * ahead and four scored per kernel call, then considered in list order. */
+static void consider_batch(qctx_t *c, uint32_t *buf, uint8_t *adm, uint32_t n)
+{
+    float d[2 * HNSW_M_MAX];
+    uint32_t w = 0;
+    for (uint32_t i = 0; i < n && !c->stop; i++) {
+        if (!visit(c, buf[i]))
+            continue;
+        hnsw_prefetch_row(c->view, buf[i]);
+        adm[w] = adm[i];
+        buf[w++] = buf[i];
+    }
+    hnsw_score(c->h, c->view, c->q, buf, w, d);
+    /* Nodes visited before the budget ran out are still considered, as one by one they were. */
+    for (uint32_t i = 0; i < w && !c->rc; i++)
+        consider_at(c, buf[i], adm[i], d[i]);
+}
+
 /* Expands the nearest candidate until the ef-th admissible result is nearer than every
  * remaining candidate, the budget runs out or nothing is left. */
 static void search_level0(qctx_t *c)
@@ -240,10 +294,18 @@ static void search_level0(qctx_t *c)
         hnsw_heap_pop(&c->cand);
         uint32_t n = hnsw_read_list(c->h, top.id, 0, buf), n_adm = 0;
         for (uint32_t i = 0; i < n; i++) {
+            __builtin_prefetch(&c->marks[buf[i]], 1, 3);
+            __builtin_prefetch(&c->h->flags[buf[i]], 0, 3);
+        }
+        for (uint32_t i = 0; i < n; i++) {
             adm[i] = (uint8_t)admissible(c, buf[i]);
             n_adm += adm[i];
         }
         int sparse = 2 * n_adm < n;
+        if (!sparse) {
+            consider_batch(c, buf, adm, n);
+            continue;
+        }
         for (uint32_t i = 0; i < n && !c->stop; i++) {
             if (!visit(c, buf[i]))
                 continue;

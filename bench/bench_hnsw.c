@@ -99,7 +99,8 @@ static void usage(FILE *f)
 
 static int parse_opts(int argc, char **argv, hb_opts_t *o)
 {
-    *o = (hb_opts_t){1000000, 100, 384, 16, 200, 2, 42, 0, "/tmp", BENCH_GEN_TOPICS, HNSW_BUILD_AUTO};
+    *o = (hb_opts_t){1000000, 100,    384, 16, 200, 2, 42, 0, "/tmp", BENCH_GEN_TOPICS,
+                     HNSW_BUILD_AUTO};
     for (int i = 1; i < argc; i += 2) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         uint64_t x = 0;

@@ -386,8 +386,8 @@ static uint32_t select_diverse(const hnsw_t *h, const hnsw_scorer_t *s, hnsw_hit
 /* Adds `id` to node s's list at `level`; a full list is re-chosen with the heuristic over its
  * members plus id. Holds s's stripe throughout so concurrent inserts cannot lose a link; the
  * seqlock is odd only while the new list is stored, not while it is chosen. */
-static void link_back(hnsw_t *h, const hnsw_scorer_t *src, uint32_t s, uint32_t id,
-                      uint32_t level, hnsw_hit_t *scratch)
+static void link_back(hnsw_t *h, const hnsw_scorer_t *src, uint32_t s, uint32_t id, uint32_t level,
+                      hnsw_hit_t *scratch)
 {
     uint32_t cap = hnsw_list_cap(h, level), ids[2 * HNSW_M_MAX + 1];
     pthread_mutex_t *mu = hnsw_stripe(h, s);
@@ -437,8 +437,8 @@ static int insert_levels(hnsw_t *h, const hnsw_scorer_t *src, uint32_t id, uint3
     c->eps[0] = (hnsw_hit_t){ep, ep_dist};
     uint32_t n_eps = 1;
     for (int32_t lc = (int32_t)(level < top ? level : top); lc >= 0; lc--) {
-        int rc = hnsw_search_layer_build(h, &sq, (uint32_t)lc, c->eps, n_eps,
-                                         h->p.ef_construction, &c->found);
+        int rc = hnsw_search_layer_build(h, &sq, (uint32_t)lc, c->eps, n_eps, h->p.ef_construction,
+                                         &c->found);
         if (rc)
             return rc;
         hnsw_heap_sort(&c->found);

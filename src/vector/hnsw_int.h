@@ -53,8 +53,8 @@ struct hnsw {
 
     pthread_mutex_t stripes[HNSW_STRIPES];
     _Atomic uint32_t seq[HNSW_STRIPES]; /* per-stripe seqlock counters, see hnsw_read_list */
-    pthread_mutex_t top_lock; /* held by an insert that raises the top level */
-    _Atomic uint64_t entry;   /* (level << 32) | id, or HNSW_NO_ENTRY */
+    pthread_mutex_t top_lock;           /* held by an insert that raises the top level */
+    _Atomic uint64_t entry;             /* (level << 32) | id, or HNSW_NO_ENTRY */
     _Atomic uint32_t n_nodes;
     _Atomic uint32_t n_deleted;
     _Atomic uint64_t upper_words; /* slots allocated for upper-level lists, for info and save */
@@ -164,8 +164,8 @@ static inline void hnsw_prefetch_src(const hnsw_scorer_t *s, uint32_t id)
 /* Greedy descent from *ep (at distance *ep_dist) through levels top .. stop+1. */
 void hnsw_descend(hnsw_t *h, const vec_view_t *view, const float *q, uint32_t top, uint32_t stop,
                   uint32_t *ep, float *ep_dist, uint64_t *ndist);
-void hnsw_descend_src(hnsw_t *h, const hnsw_scorer_t *s, uint32_t top, uint32_t stop,
-                      uint32_t *ep, float *ep_dist, uint64_t *ndist);
+void hnsw_descend_src(hnsw_t *h, const hnsw_scorer_t *s, uint32_t top, uint32_t stop, uint32_t *ep,
+                      float *ep_dist, uint64_t *ndist);
 
 /* Construction search at one level: the ef nearest nodes to s->q reachable from eps, deleted
  * ones included. `out` is cleared and filled (a max-heap). Returns 0 or CDN_ERR_NOMEM. */

@@ -14,8 +14,8 @@
  * greedy descent would miss when the allowed subgraph falls apart into islands. */
 #define HNSW_FILTER_SEEDS 16u
 
-void hnsw_descend_src(hnsw_t *h, const hnsw_scorer_t *s, uint32_t top, uint32_t stop,
-                      uint32_t *ep, float *ep_dist, uint64_t *ndist)
+void hnsw_descend_src(hnsw_t *h, const hnsw_scorer_t *s, uint32_t top, uint32_t stop, uint32_t *ep,
+                      float *ep_dist, uint64_t *ndist)
 {
     uint32_t buf[HNSW_M_MAX + 1];
     float d[HNSW_M_MAX + 1];
@@ -49,8 +49,8 @@ void hnsw_descend(hnsw_t *h, const vec_view_t *view, const float *q, uint32_t to
 /* Keeps the neighbours of a popped node that are not yet visited (marking them), in place at
  * the front of buf; returns how many. The marks and rows are fetched ahead in two passes, so
  * the misses of one node's neighbours overlap instead of following one another. */
-static uint32_t take_unvisited(const hnsw_scorer_t *s, uint16_t *marks, uint16_t tag,
-                               uint32_t *buf, uint32_t n)
+static uint32_t take_unvisited(const hnsw_scorer_t *s, uint16_t *marks, uint16_t tag, uint32_t *buf,
+                               uint32_t n)
 {
     for (uint32_t i = 0; i < n; i++)
         __builtin_prefetch(&marks[buf[i]], 1, 3);

@@ -47,6 +47,7 @@ typedef struct coll {
     uint32_t hnsw_saved;      /* rows the checkpoint on disk reflects (0 = none) */
     int hnsw_dirty;           /* changed since the checkpoint */
     uint32_t ef_auto;         /* calibrated search breadth when cfg.hnsw_ef is 0 (0 = none) */
+    uint32_t ef_auto_filtered; /* the same for filtered traversals (seeded: smaller) */
     uint32_t ef_auto_rows;    /* rows the graph held when ef_auto was measured */
     float d10;                /* median distance of a row to its 10th neighbour (0 = unknown) */
     quant_t *quant;           /* 8-bit codes of the rows (cfg.int8_scan), or NULL */
@@ -108,8 +109,8 @@ int coll_graph_save(const char *dir, coll_t *c, cdn_err_t *err);
 #define COLL_CALIB_QUERIES 64
 
 /* The search breadth a query without its own ef uses: the collection's, else the calibrated
- * one, else the graph's default. */
-uint32_t coll_search_ef(const coll_t *c);
+ * one (for filtered traversals when `filtered`), else the graph's default. */
+uint32_t coll_search_ef(const coll_t *c, int filtered);
 
 /* The vectors as a view (count = next_row). Caller holds the lock. */
 void coll_view(const coll_t *c, vec_view_t *v);

@@ -66,20 +66,24 @@ static int catch_up(coll_t *c, uint32_t from)
     return CDN_OK;
 }
 
-/* The calibration file: one line, "cordon-efauto 2 rows R ef E recall X queries Q d10 D". It
- * applies while the graph holds at most a quarter more rows than it was measured on. */
+/* The calibration file: one line, "cordon-efauto 3 rows R ef E recall X queries Q d10 D efq F
+ * recallq Y" (efq: filtered traversals). It applies while the graph holds at most a quarter more
+ * rows than it was measured on; a file that does not parse is measured again at the next
+ * checkpoint. */
 static void efauto_read(const char *dir, coll_t *c)
 {
     char path[4096], line[160];
-    unsigned rows = 0, ef = 0, nq = 0;
-    double recall = 0, d10 = 0;
+    unsigned rows = 0, ef = 0, nq = 0, efq = 0;
+    double recall = 0, d10 = 0, recallq = 0;
     FILE *f;
     if (coll_file_path(dir, c->cfg.id, "efauto", path, sizeof path) || !(f = fopen(path, "r")))
         return;
     if (fgets(line, sizeof line, f) &&
-        sscanf(line, "cordon-efauto 2 rows %u ef %u recall %lf queries %u d10 %lf", &rows, &ef,
-               &recall, &nq, &d10) == 5 &&
-        ef > 0 && ef <= HNSW_EF_MAX && rows > 0 && (uint64_t)rows * 5 / 4 >= c->next_row) {
+        sscanf(line, "cordon-efauto 3 rows %u ef %u recall %lf queries %u d10 %lf efq %u recallq %lf",
+               &rows, &ef, &recall, &nq, &d10, &efq, &recallq) == 7 &&
+        ef > 0 && ef <= HNSW_EF_MAX && efq > 0 && efq <= HNSW_EF_MAX && rows > 0 &&
+        (uint64_t)rows * 5 / 4 >= c->next_row) {
+        c->ef_auto_filtered = efq;
         c->ef_auto = ef;
         c->ef_auto_rows = rows;
         c->d10 = d10 > 0 && d10 < 1e30 ? (float)d10 : 0;
@@ -118,12 +122,12 @@ int coll_graph_open(const char *dir, coll_t *c, cdn_err_t *err)
     return CDN_OK;
 }
 
-uint32_t coll_search_ef(const coll_t *c)
+uint32_t coll_search_ef(const coll_t *c, int filtered)
 {
-    uint32_t def = hnsw_params_default().ef_search;
+    uint32_t def = hnsw_params_default().ef_search, cal = filtered ? c->ef_auto_filtered : c->ef_auto;
     if (c->cfg.hnsw_ef)
         return c->cfg.hnsw_ef;
-    return c->ef_auto > def ? c->ef_auto : def;
+    return cal > def ? cal : def;
 }
 
 /* Measures and records the calibrated ef; a failure only leaves the default in place. */
@@ -144,10 +148,12 @@ static void efauto_write(const char *dir, coll_t *c)
     FILE *f = fopen(path, "w");
     if (!f)
         return;
-    fprintf(f, "cordon-efauto 2 rows %u ef %u recall %.4f queries %u d10 %.9g\n", c->next_row,
-            cal.ef, cal.recall, cal.queries, (double)cal.d10);
+    fprintf(f, "cordon-efauto 3 rows %u ef %u recall %.4f queries %u d10 %.9g efq %u recallq %.4f\n",
+            c->next_row, cal.ef, cal.recall, cal.queries, (double)cal.d10, cal.ef_filtered,
+            cal.recall_filtered);
     if (fclose(f) == 0) {
         c->ef_auto = cal.ef;
+        c->ef_auto_filtered = cal.ef_filtered;
         c->ef_auto_rows = c->next_row;
         c->d10 = cal.d10 > 0 ? cal.d10 : 0;
     }

@@ -143,8 +143,12 @@ int search_vector_locked(engine_t *e, coll_t *c, const search_knn_t *q, const fl
     /* The candidates: readable, and inside the filter when there is one. */
     uint64_t cand = roaring_bitmap_get_cardinality(allowed);
     plan_choose((int)q->strategy, cand, c->live, c->cfg.dim, k,
-                q->ef_search ? q->ef_search : coll_search_ef(c), q->max_candidates, info.nodes,
+                q->ef_search ? q->ef_search : coll_search_ef(c, 0), q->max_candidates, info.nodes,
                 e->plan_exact_floats, &p);
+    if (p.kind == PLAN_GRAPH_FILTERED && !q->ef_search) {
+        uint32_t ef = coll_search_ef(c, 1);
+        p.ef = ef < k ? (uint32_t)k : ef;
+    }
     if (p.kind == PLAN_EXACT)
         return run_exact(c, &v, query, allowed, k, hits, nhits, out);
     snprintf(out->plan, sizeof out->plan, "%s", plan_name(p.kind));

@@ -150,12 +150,18 @@ typedef struct hnsw_calib {
     double recall;    /* recall@10 measured at that ef */
     uint32_t queries; /* rows asked */
     float d10;        /* median distance from a row to its 10th nearest other row */
+    /* The same for FILTERED searches under a random tenth of the live rows: seeded from the
+     * allowed set, they need a smaller ef than the plain descent does. */
+    uint32_t ef_filtered;
+    double recall_filtered;
 } hnsw_calib_t;
 
 /* Measures unfiltered recall@10 at a ladder of ef values (32 ... 512) with `queries` live rows
  * (spread over `live`'s ranks) as queries, each row's own hit left out, against the exact scan
  * of `live`; out->ef is the smallest ef >= floor_ef whose recall reaches `target`. Costs
- * `queries` exact scans. Returns 0, CDN_ERR_INVALID (fewer than 12 live rows, NULL arguments)
+ * `queries` exact scans. ef_filtered: the same measured with FILTERED searches allowed a
+ * fixed random tenth of the live rows (truth: the exact scan of that tenth).
+ * Returns 0, CDN_ERR_INVALID (fewer than 12 live rows, NULL arguments)
  * or CDN_ERR_NOMEM. Safe alongside searches and inserts. */
 int hnsw_calibrate(hnsw_t *h, const vec_view_t *view, const roaring_bitmap_t *live,
                    uint32_t queries, double target, uint32_t floor_ef, hnsw_calib_t *out);

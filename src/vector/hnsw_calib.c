@@ -41,19 +41,29 @@ static uint32_t hits_in(const hnsw_hit_t *got, uint32_t n, const vec_hit_t *trut
     return found;
 }
 
-int hnsw_calibrate(hnsw_t *h, const vec_view_t *view, const roaring_bitmap_t *live,
-                   uint32_t queries, double target, uint32_t floor_ef, hnsw_calib_t *out)
+/* A fixed random tenth of live (by a hash of the id), for the filtered measurement. */
+static roaring_bitmap_t *tenth_of(const roaring_bitmap_t *live)
 {
-    uint64_t n_live = live ? roaring_bitmap_get_cardinality(live) : 0;
-    *out = (hnsw_calib_t){0};
-    if (!h || !view || !live || queries == 0 || n_live <= CALIB_K + 1)
-        return CDN_ERR_INVALID;
-    uint32_t found[CALIB_STEPS] = {0}, total = 0;
-    float *d10 = cdn_malloc(queries * sizeof(float));
-    if (!d10)
-        return CDN_ERR_NOMEM;
-    hnsw_info_t info;
-    hnsw_get_info(h, &info);
+    roaring_bitmap_t *t = roaring_bitmap_create();
+    roaring_uint32_iterator_t it;
+    if (!t)
+        return NULL;
+    roaring_init_iterator(live, &it);
+    for (; it.has_value; roaring_advance_uint32_iterator(&it)) {
+        uint64_t z = (uint64_t)it.current_value * 0x9e3779b97f4a7c15ull;
+        if ((z >> 32) % 10 == 0)
+            roaring_bitmap_add(t, it.current_value);
+    }
+    return t;
+}
+
+/* Recall@10 at every ladder step for `queries` live rows asked against `allowed` (NULL: the
+ * live rows, unfiltered mode); found[] counts hits, *total the answers. */
+static int measure(hnsw_t *h, const vec_view_t *view, vec_metric_t metric,
+                   const roaring_bitmap_t *live, const roaring_bitmap_t *allowed,
+                   uint32_t queries, uint32_t found[CALIB_STEPS], uint32_t *total, float *d10)
+{
+    uint64_t n_live = roaring_bitmap_get_cardinality(live);
     vec_hit_t truth[CALIB_K + 1];
     hnsw_hit_t got[CALIB_K + 1];
     int rc = CDN_OK;
@@ -65,34 +75,68 @@ int hnsw_calibrate(hnsw_t *h, const vec_view_t *view, const roaring_bitmap_t *li
             row >= view->count)
             continue;
         const float *q = vec_row(view, row);
-        rc = exact_search(view, info.metric, q, live, CALIB_K + 1, truth, &nt, NULL);
+        rc = exact_search(view, metric, q, allowed ? allowed : live, CALIB_K + 1, truth, &nt,
+                          NULL);
         if (rc || nt < CALIB_K + 1)
             continue;
         /* The 10th other row: the 11th hit, or the 10th if the row did not find itself. */
-        d10[total / CALIB_K] = truth[truth[0].id == row || truth[1].id == row ? CALIB_K
-                                                                              : CALIB_K - 1].dist;
-        total += CALIB_K;
+        if (d10)
+            d10[*total / CALIB_K] =
+                truth[truth[0].id == row || truth[1].id == row ? CALIB_K : CALIB_K - 1].dist;
+        *total += CALIB_K;
         for (size_t s = 0; s < CALIB_STEPS && rc == CDN_OK; s++) {
-            rc = hnsw_search(h, view, q, CALIB_K + 1, calib_ladder[s], NULL,
-                             HNSW_MODE_UNFILTERED, 0, NULL, got, &n);
+            rc = hnsw_search(h, view, q, CALIB_K + 1, calib_ladder[s], allowed,
+                             allowed ? HNSW_MODE_FILTERED : HNSW_MODE_UNFILTERED, 0, NULL, got,
+                             &n);
             found[s] += rc ? 0 : hits_in(got, n, truth, nt, row);
         }
     }
-    if (rc || total == 0) {
-        cdn_free(d10);
-        return rc ? rc : CDN_ERR_INVALID;
-    }
-    out->queries = total / CALIB_K;
-    qsort(d10, out->queries, sizeof(float), float_cmp);
-    out->d10 = d10[out->queries / 2];
-    cdn_free(d10);
-    out->ef = calib_ladder[CALIB_STEPS - 1];
-    out->recall = (double)found[CALIB_STEPS - 1] / total;
-    for (size_t s = 0; s < CALIB_STEPS; s++)
+    return rc;
+}
+
+/* The smallest ladder ef >= floor_ef whose recall reaches target (else the largest). */
+static void pick(const uint32_t found[CALIB_STEPS], uint32_t total, double target,
+                 uint32_t floor_ef, uint32_t *ef, double *recall)
+{
+    *ef = calib_ladder[CALIB_STEPS - 1];
+    *recall = total ? (double)found[CALIB_STEPS - 1] / total : 0;
+    for (size_t s = 0; s < CALIB_STEPS && total; s++)
         if (calib_ladder[s] >= floor_ef && (double)found[s] / total >= target) {
-            out->ef = calib_ladder[s];
-            out->recall = (double)found[s] / total;
-            break;
+            *ef = calib_ladder[s];
+            *recall = (double)found[s] / total;
+            return;
         }
-    return CDN_OK;
+}
+
+int hnsw_calibrate(hnsw_t *h, const vec_view_t *view, const roaring_bitmap_t *live,
+                   uint32_t queries, double target, uint32_t floor_ef, hnsw_calib_t *out)
+{
+    uint64_t n_live = live ? roaring_bitmap_get_cardinality(live) : 0;
+    *out = (hnsw_calib_t){0};
+    if (!h || !view || !live || queries == 0 || n_live <= CALIB_K + 1)
+        return CDN_ERR_INVALID;
+    uint32_t found[CALIB_STEPS] = {0}, found_f[CALIB_STEPS] = {0}, total = 0, total_f = 0;
+    hnsw_info_t info;
+    hnsw_get_info(h, &info);
+    float *d10 = cdn_malloc(queries * sizeof(float));
+    roaring_bitmap_t *tenth = d10 ? tenth_of(live) : NULL;
+    int rc = tenth ? CDN_OK : CDN_ERR_NOMEM;
+    if (rc == CDN_OK)
+        rc = measure(h, view, info.metric, live, NULL, queries, found, &total, d10);
+    if (rc == CDN_OK && roaring_bitmap_get_cardinality(tenth) > CALIB_K + 1)
+        rc = measure(h, view, info.metric, live, tenth, queries, found_f, &total_f, NULL);
+    if (rc == CDN_OK && total == 0)
+        rc = CDN_ERR_INVALID;
+    if (rc == CDN_OK) {
+        out->queries = total / CALIB_K;
+        pick(found, total, target, floor_ef, &out->ef, &out->recall);
+        pick(found_f, total_f, target, floor_ef, &out->ef_filtered, &out->recall_filtered);
+        if (!total_f)
+            out->ef_filtered = out->ef;
+        qsort(d10, out->queries, sizeof(float), float_cmp);
+        out->d10 = d10[out->queries / 2];
+    }
+    roaring_bitmap_free(tenth);
+    cdn_free(d10);
+    return rc;
 }

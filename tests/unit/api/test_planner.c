@@ -300,10 +300,16 @@ static void test_checkpoint_measures_recall_and_drop_removes_it(void **state)
     assert_non_null(fgets(line, sizeof line, fp));
     fclose(fp);
     unsigned rows = 0, ef = 0, nq = 0;
-    double recall = 0, d10 = 0;
-    assert_int_equal(sscanf(line, "cordon-efauto 2 rows %u ef %u recall %lf queries %u d10 %lf",
-                            &rows, &ef, &recall, &nq, &d10), 5);
+    unsigned efq = 0;
+    double recall = 0, d10 = 0, recallq = 0;
+    assert_int_equal(sscanf(line,
+                            "cordon-efauto 3 rows %u ef %u recall %lf queries %u d10 %lf efq %u "
+                            "recallq %lf",
+                            &rows, &ef, &recall, &nq, &d10, &efq, &recallq),
+                     7);
     assert_true(d10 > 0);
+    assert_true(efq >= 64 && efq <= 512);
+    assert_true(recallq >= 0.98 || efq == 512);
     assert_int_equal(rows, CN);
     assert_true(ef >= 64 && ef <= 512);
     assert_true(recall >= 0.98 || ef == 512);

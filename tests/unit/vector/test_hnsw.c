@@ -384,6 +384,11 @@ static void test_calibration_picks_the_smallest_ef_reaching_the_target(void **st
         double target = pass == 0 ? 0.999 : 1.01;
         assert_int_equal(hnsw_calibrate(f->h, &f->view, live, nq, target, 32, &cal), 0);
         assert_int_equal(cal.queries, nq);
+        int filtered_on_ladder = 0;
+        for (size_t j = 0; j < 9; j++)
+            filtered_on_ladder |= ladder[j] == cal.ef_filtered;
+        assert_true(filtered_on_ladder);
+        assert_true(cal.recall_filtered >= target || cal.ef_filtered == 512);
         double want = 0, below = 0;
         size_t step = 0;
         while (step < 9 && ladder[step] != cal.ef)

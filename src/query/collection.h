@@ -48,6 +48,7 @@ typedef struct coll {
     int hnsw_dirty;           /* changed since the checkpoint */
     uint32_t ef_auto;         /* calibrated search breadth when cfg.hnsw_ef is 0 (0 = none) */
     uint32_t ef_auto_filtered; /* the same for filtered traversals (seeded: smaller) */
+    uint32_t ef_auto_dense;   /* filtered traversals of nearly every row (0 = not measured) */
     uint32_t ef_auto_rows;    /* rows the graph held when ef_auto was measured */
     float d10;                /* median distance of a row to its 10th neighbour (0 = unknown) */
     quant_t *quant;           /* 8-bit codes of the rows (cfg.int8_scan), or NULL */
@@ -109,8 +110,9 @@ int coll_graph_save(const char *dir, coll_t *c, cdn_err_t *err);
 #define COLL_CALIB_QUERIES 64
 
 /* The search breadth a query without its own ef uses: the collection's, else the calibrated
- * one (for filtered traversals when `filtered`), else the graph's default. */
-uint32_t coll_search_ef(const coll_t *c, int filtered);
+ * one for the traversal (COLL_EF_*), else the graph's default. */
+enum { COLL_EF_UNFILTERED = 0, COLL_EF_FILTERED = 1, COLL_EF_DENSE = 2 };
+uint32_t coll_search_ef(const coll_t *c, int kind);
 
 /* The vectors as a view (count = next_row). Caller holds the lock. */
 void coll_view(const coll_t *c, vec_view_t *v);

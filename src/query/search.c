@@ -143,12 +143,21 @@ int search_vector_locked(engine_t *e, coll_t *c, const search_knn_t *q, const fl
     /* The candidates: readable, and inside the filter when there is one. */
     uint64_t cand = roaring_bitmap_get_cardinality(allowed);
     plan_choose((int)q->strategy, cand, c->live, c->cfg.dim, k,
-                q->ef_search ? q->ef_search : coll_search_ef(c, 0), q->max_candidates, info.nodes,
-                e->plan_exact_floats, &p);
-    if (p.kind == PLAN_GRAPH_FILTERED && !q->ef_search) {
-        uint32_t ef = coll_search_ef(c, 1);
-        p.ef = ef < k ? (uint32_t)k : ef;
+                q->ef_search ? q->ef_search : coll_search_ef(c, COLL_EF_UNFILTERED),
+                q->max_candidates, info.nodes, e->plan_exact_floats, &p);
+    /* Nearly everything readable: where calibration measured it, the filtered traversal of the
+     * readable set (seeded from a sample of it) beats the unfiltered one plus a re-check at
+     * equal recall (1M x 384: recall 0.99 at ef 128 against 384). */
+    if (p.kind == PLAN_GRAPH_UNFILTERED && q->strategy == SEARCH_AUTO && c->ef_auto_dense &&
+        !c->cfg.hnsw_ef && !q->ef_search) {
+        p.kind = PLAN_GRAPH_FILTERED;
+        p.ef = coll_search_ef(c, COLL_EF_DENSE);
+        p.max_visits = cand;
+    } else if (p.kind == PLAN_GRAPH_FILTERED && !q->ef_search) {
+        p.ef = coll_search_ef(c, COLL_EF_FILTERED);
     }
+    if (p.ef < k)
+        p.ef = (uint32_t)k;
     if (p.kind == PLAN_EXACT)
         return run_exact(c, &v, query, allowed, k, hits, nhits, out);
     snprintf(out->plan, sizeof out->plan, "%s", plan_name(p.kind));

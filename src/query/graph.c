@@ -66,28 +66,29 @@ static int catch_up(coll_t *c, uint32_t from)
     return CDN_OK;
 }
 
-/* The calibration file: one line, "cordon-efauto 4 rows R ef E recall X queries Q d10 D efq F
- * recallq Y efd G recalld Z" (efq: filtered traversals; efd: filtered, every row allowed). It applies while the graph holds at most a quarter more
+/* The calibration file: one line, "cordon-efauto 5 rows R ef E recall X queries Q d10 D efq F
+ * recallq Y efd G recalld Z dense B" (efq: filtered traversals; efd: filtered, every row
+ * allowed; dense 1: that traversal is cheaper than the unfiltered one at their efs). It applies while the graph holds at most a quarter more
  * rows than it was measured on; a file that does not parse is measured again at the next
  * checkpoint. */
 static void efauto_read(const char *dir, coll_t *c)
 {
     char path[4096], line[160];
-    unsigned rows = 0, ef = 0, nq = 0, efq = 0, efd = 0;
+    unsigned rows = 0, ef = 0, nq = 0, efq = 0, efd = 0, dense = 0;
     double recall = 0, d10 = 0, recallq = 0, recalld = 0;
     FILE *f;
     if (coll_file_path(dir, c->cfg.id, "efauto", path, sizeof path) || !(f = fopen(path, "r")))
         return;
     if (fgets(line, sizeof line, f) &&
         sscanf(line,
-               "cordon-efauto 4 rows %u ef %u recall %lf queries %u d10 %lf efq %u recallq %lf "
-               "efd %u recalld %lf",
-               &rows, &ef, &recall, &nq, &d10, &efq, &recallq, &efd, &recalld) == 9 &&
+               "cordon-efauto 5 rows %u ef %u recall %lf queries %u d10 %lf efq %u recallq %lf "
+               "efd %u recalld %lf dense %u",
+               &rows, &ef, &recall, &nq, &d10, &efq, &recallq, &efd, &recalld, &dense) == 10 &&
         ef > 0 && ef <= HNSW_EF_MAX && efq > 0 && efq <= HNSW_EF_MAX && efd > 0 &&
         efd <= HNSW_EF_MAX && rows > 0 &&
         (uint64_t)rows * 5 / 4 >= c->next_row) {
         c->ef_auto_filtered = efq;
-        c->ef_auto_dense = efd;
+        c->ef_auto_dense = dense ? efd : 0;
         c->ef_auto = ef;
         c->ef_auto_rows = rows;
         c->d10 = d10 > 0 && d10 < 1e30 ? (float)d10 : 0;
@@ -156,14 +157,14 @@ static void efauto_write(const char *dir, coll_t *c)
     if (!f)
         return;
     fprintf(f,
-            "cordon-efauto 4 rows %u ef %u recall %.4f queries %u d10 %.9g efq %u recallq %.4f "
-            "efd %u recalld %.4f\n",
+            "cordon-efauto 5 rows %u ef %u recall %.4f queries %u d10 %.9g efq %u recallq %.4f "
+            "efd %u recalld %.4f dense %d\n",
             c->next_row, cal.ef, cal.recall, cal.queries, (double)cal.d10, cal.ef_filtered,
-            cal.recall_filtered, cal.ef_dense, cal.recall_dense);
+            cal.recall_filtered, cal.ef_dense, cal.recall_dense, cal.cost_dense < cal.cost);
     if (fclose(f) == 0) {
         c->ef_auto = cal.ef;
         c->ef_auto_filtered = cal.ef_filtered;
-        c->ef_auto_dense = cal.ef_dense;
+        c->ef_auto_dense = cal.cost_dense < cal.cost ? cal.ef_dense : 0;
         c->ef_auto_rows = c->next_row;
         c->d10 = cal.d10 > 0 ? cal.d10 : 0;
     }

@@ -159,6 +159,10 @@ typedef struct hnsw_calib {
      * better this way than with the unfiltered mode at the same ef. */
     uint32_t ef_dense;
     double recall_dense;
+    /* Distances computed per query at ef and at ef_dense: the planner takes the dense
+     * traversal only where it is the cheaper of the two (its seed sample costs a fixed
+     * thousand distances, which small graphs do not repay). */
+    double cost, cost_dense;
 } hnsw_calib_t;
 
 /* Measures unfiltered recall@10 at a ladder of ef values (32 ... 512) with `queries` live rows

@@ -7,6 +7,7 @@
 #include "base/err.h"
 #include "base/mem.h"
 
+#include <math.h>
 #include <stdlib.h>
 
 #define CALIB_K 10
@@ -61,11 +62,13 @@ static roaring_bitmap_t *tenth_of(const roaring_bitmap_t *live)
  * live rows, unfiltered mode); found[] counts hits, *total the answers. */
 static int measure(hnsw_t *h, const vec_view_t *view, vec_metric_t metric,
                    const roaring_bitmap_t *live, const roaring_bitmap_t *allowed,
-                   uint32_t queries, uint32_t found[CALIB_STEPS], uint32_t *total, float *d10)
+                   uint32_t queries, uint32_t found[CALIB_STEPS], uint64_t dists[CALIB_STEPS],
+                   uint32_t *total, float *d10)
 {
     uint64_t n_live = roaring_bitmap_get_cardinality(live);
     vec_hit_t truth[CALIB_K + 1];
     hnsw_hit_t got[CALIB_K + 1];
+    hnsw_stats_t st;
     int rc = CDN_OK;
     for (uint32_t i = 0; i < queries && rc == CDN_OK; i++) {
         uint32_t row, n = 0;
@@ -86,9 +89,10 @@ static int measure(hnsw_t *h, const vec_view_t *view, vec_metric_t metric,
         *total += CALIB_K;
         for (size_t s = 0; s < CALIB_STEPS && rc == CDN_OK; s++) {
             rc = hnsw_search(h, view, q, CALIB_K + 1, calib_ladder[s], allowed,
-                             allowed ? HNSW_MODE_FILTERED : HNSW_MODE_UNFILTERED, 0, NULL, got,
+                             allowed ? HNSW_MODE_FILTERED : HNSW_MODE_UNFILTERED, 0, &st, got,
                              &n);
             found[s] += rc ? 0 : hits_in(got, n, truth, nt, row);
+            dists[s] += rc ? 0 : st.distances;
         }
     }
     return rc;
@@ -98,8 +102,8 @@ static int measure(hnsw_t *h, const vec_view_t *view, vec_metric_t metric,
  * `margin` steps. Seeded (filtered-mode) traversals get a step of margin: a stored row asked as
  * a query is linked to its own answers, which flatters them (1M x 384, every row allowed, ef
  * 64: 0.991 on stored rows, 0.974 on held-out queries). */
-static void pick(const uint32_t found[CALIB_STEPS], uint32_t total, double target,
-                 uint32_t floor_ef, size_t margin, uint32_t *ef, double *recall)
+static size_t pick(const uint32_t found[CALIB_STEPS], uint32_t total, double target,
+                   uint32_t floor_ef, size_t margin, uint32_t *ef, double *recall)
 {
     size_t s = 0;
     while (s < CALIB_STEPS && total &&
@@ -108,6 +112,7 @@ static void pick(const uint32_t found[CALIB_STEPS], uint32_t total, double targe
     s = s + margin < CALIB_STEPS ? s + margin : CALIB_STEPS - 1;
     *ef = calib_ladder[s];
     *recall = total ? (double)found[s] / total : 0;
+    return s;
 }
 
 int hnsw_calibrate(hnsw_t *h, const vec_view_t *view, const roaring_bitmap_t *live,
@@ -119,26 +124,30 @@ int hnsw_calibrate(hnsw_t *h, const vec_view_t *view, const roaring_bitmap_t *li
         return CDN_ERR_INVALID;
     uint32_t found[CALIB_STEPS] = {0}, found_f[CALIB_STEPS] = {0}, found_d[CALIB_STEPS] = {0};
     uint32_t total = 0, total_f = 0, total_d = 0;
+    uint64_t dists[CALIB_STEPS] = {0}, dists_f[CALIB_STEPS] = {0}, dists_d[CALIB_STEPS] = {0};
     hnsw_info_t info;
     hnsw_get_info(h, &info);
     float *d10 = cdn_malloc(queries * sizeof(float));
     roaring_bitmap_t *tenth = d10 ? tenth_of(live) : NULL;
     int rc = tenth ? CDN_OK : CDN_ERR_NOMEM;
     if (rc == CDN_OK)
-        rc = measure(h, view, info.metric, live, NULL, queries, found, &total, d10);
+        rc = measure(h, view, info.metric, live, NULL, queries, found, dists, &total, d10);
     if (rc == CDN_OK && roaring_bitmap_get_cardinality(tenth) > CALIB_K + 1)
-        rc = measure(h, view, info.metric, live, tenth, queries, found_f, &total_f, NULL);
+        rc = measure(h, view, info.metric, live, tenth, queries, found_f, dists_f, &total_f,
+                     NULL);
     if (rc == CDN_OK)
-        rc = measure(h, view, info.metric, live, live, queries, found_d, &total_d, NULL);
+        rc = measure(h, view, info.metric, live, live, queries, found_d, dists_d, &total_d, NULL);
     if (rc == CDN_OK && total == 0)
         rc = CDN_ERR_INVALID;
     if (rc == CDN_OK) {
         out->queries = total / CALIB_K;
-        pick(found, total, target, floor_ef, 0, &out->ef, &out->recall);
+        size_t s = pick(found, total, target, floor_ef, 0, &out->ef, &out->recall);
+        out->cost = (double)dists[s] / (total / CALIB_K);
         pick(found_f, total_f, target, floor_ef, 1, &out->ef_filtered, &out->recall_filtered);
         if (!total_f)
             out->ef_filtered = out->ef;
-        pick(found_d, total_d, target, floor_ef, 1, &out->ef_dense, &out->recall_dense);
+        s = pick(found_d, total_d, target, floor_ef, 1, &out->ef_dense, &out->recall_dense);
+        out->cost_dense = total_d ? (double)dists_d[s] / (total_d / CALIB_K) : INFINITY;
         qsort(d10, out->queries, sizeof(float), float_cmp);
         out->d10 = d10[out->queries / 2];
     }

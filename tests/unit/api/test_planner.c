@@ -300,13 +300,15 @@ static void test_checkpoint_measures_recall_and_drop_removes_it(void **state)
     assert_non_null(fgets(line, sizeof line, fp));
     fclose(fp);
     unsigned rows = 0, ef = 0, nq = 0;
-    unsigned efq = 0, efd = 0;
+    unsigned efq = 0, efd = 0, dense = 9;
     double recall = 0, d10 = 0, recallq = 0, recalld = 0;
     assert_int_equal(sscanf(line,
-                            "cordon-efauto 4 rows %u ef %u recall %lf queries %u d10 %lf efq %u "
-                            "recallq %lf efd %u recalld %lf",
-                            &rows, &ef, &recall, &nq, &d10, &efq, &recallq, &efd, &recalld),
-                     9);
+                            "cordon-efauto 5 rows %u ef %u recall %lf queries %u d10 %lf efq %u "
+                            "recallq %lf efd %u recalld %lf dense %u",
+                            &rows, &ef, &recall, &nq, &d10, &efq, &recallq, &efd, &recalld,
+                            &dense),
+                     10);
+    assert_true(dense <= 1);
     assert_true(efd >= 64 && efd <= 512);
     assert_true(recalld >= 0.98 || efd == 512);
     assert_true(d10 > 0);

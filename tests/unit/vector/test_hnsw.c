@@ -388,6 +388,7 @@ static void test_calibration_picks_the_smallest_ef_reaching_the_target(void **st
         for (size_t j = 0; j < 9; j++)
             filtered_on_ladder |= ladder[j] == cal.ef_filtered;
         assert_true(filtered_on_ladder);
+        assert_true(cal.cost > 0 && cal.cost_dense > 0);
         assert_true(cal.recall_filtered >= target || cal.ef_filtered == 512);
         double want = 0, below = 0;
         size_t step = 0;

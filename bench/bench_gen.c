@@ -73,8 +73,8 @@ int bench_gen_init(bench_gen_t *g, bench_gen_kind_t kind, uint32_t dim, uint64_t
         }
     }
     for (uint32_t r = 0; r < GEN_TOPICS * GEN_RANK; r++)
-        fill_gauss(g->basis + (size_t)r * dim, dim, GEN_LOW_SCALE / sqrtf((float)(r % GEN_RANK) + 1),
-                   &g->s);
+        fill_gauss(g->basis + (size_t)r * dim, dim,
+                   GEN_LOW_SCALE / sqrtf((float)(r % GEN_RANK) + 1), &g->s);
     return CDN_OK;
 }
 

@@ -68,12 +68,12 @@ static int catch_up(coll_t *c, uint32_t from)
 
 /* The calibration file: one line, "cordon-efauto 5 rows R ef E recall X queries Q d10 D efq F
  * recallq Y efd G recalld Z dense B" (efq: filtered traversals; efd: filtered, every row
- * allowed; dense 1: that traversal is cheaper than the unfiltered one at their efs). It applies while the graph holds at most a quarter more
- * rows than it was measured on; a file that does not parse is measured again at the next
- * checkpoint. */
+ * allowed; dense 1: that traversal is cheaper than the unfiltered one at their efs). It
+ * applies while the graph holds at most a quarter more rows than it was measured on; a file
+ * that does not parse is measured again at the next checkpoint. */
 static void efauto_read(const char *dir, coll_t *c)
 {
-    char path[4096], line[160];
+    char path[4096], line[256];
     unsigned rows = 0, ef = 0, nq = 0, efq = 0, efd = 0, dense = 0;
     double recall = 0, d10 = 0, recallq = 0, recalld = 0;
     FILE *f;

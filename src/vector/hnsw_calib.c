@@ -61,9 +61,9 @@ static roaring_bitmap_t *tenth_of(const roaring_bitmap_t *live)
 /* Recall@10 at every ladder step for `queries` live rows asked against `allowed` (NULL: the
  * live rows, unfiltered mode); found[] counts hits, *total the answers. */
 static int measure(hnsw_t *h, const vec_view_t *view, vec_metric_t metric,
-                   const roaring_bitmap_t *live, const roaring_bitmap_t *allowed,
-                   uint32_t queries, uint32_t found[CALIB_STEPS], uint64_t dists[CALIB_STEPS],
-                   uint32_t *total, float *d10)
+                   const roaring_bitmap_t *live, const roaring_bitmap_t *allowed, uint32_t queries,
+                   uint32_t found[CALIB_STEPS], uint64_t dists[CALIB_STEPS], uint32_t *total,
+                   float *d10)
 {
     uint64_t n_live = roaring_bitmap_get_cardinality(live);
     vec_hit_t truth[CALIB_K + 1];
@@ -78,8 +78,7 @@ static int measure(hnsw_t *h, const vec_view_t *view, vec_metric_t metric,
             row >= view->count)
             continue;
         const float *q = vec_row(view, row);
-        rc = exact_search(view, metric, q, allowed ? allowed : live, CALIB_K + 1, truth, &nt,
-                          NULL);
+        rc = exact_search(view, metric, q, allowed ? allowed : live, CALIB_K + 1, truth, &nt, NULL);
         if (rc || nt < CALIB_K + 1)
             continue;
         /* The 10th other row: the 11th hit, or the 10th if the row did not find itself. */
@@ -89,8 +88,7 @@ static int measure(hnsw_t *h, const vec_view_t *view, vec_metric_t metric,
         *total += CALIB_K;
         for (size_t s = 0; s < CALIB_STEPS && rc == CDN_OK; s++) {
             rc = hnsw_search(h, view, q, CALIB_K + 1, calib_ladder[s], allowed,
-                             allowed ? HNSW_MODE_FILTERED : HNSW_MODE_UNFILTERED, 0, &st, got,
-                             &n);
+                             allowed ? HNSW_MODE_FILTERED : HNSW_MODE_UNFILTERED, 0, &st, got, &n);
             found[s] += rc ? 0 : hits_in(got, n, truth, nt, row);
             dists[s] += rc ? 0 : st.distances;
         }
@@ -133,8 +131,7 @@ int hnsw_calibrate(hnsw_t *h, const vec_view_t *view, const roaring_bitmap_t *li
     if (rc == CDN_OK)
         rc = measure(h, view, info.metric, live, NULL, queries, found, dists, &total, d10);
     if (rc == CDN_OK && roaring_bitmap_get_cardinality(tenth) > CALIB_K + 1)
-        rc = measure(h, view, info.metric, live, tenth, queries, found_f, dists_f, &total_f,
-                     NULL);
+        rc = measure(h, view, info.metric, live, tenth, queries, found_f, dists_f, &total_f, NULL);
     if (rc == CDN_OK)
         rc = measure(h, view, info.metric, live, live, queries, found_d, dists_d, &total_d, NULL);
     if (rc == CDN_OK && total == 0)

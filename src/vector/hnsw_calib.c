@@ -58,40 +58,65 @@ static roaring_bitmap_t *tenth_of(const roaring_bitmap_t *live)
     return t;
 }
 
-/* Recall@10 at every ladder step for `queries` live rows asked against `allowed` (NULL: the
- * live rows, unfiltered mode); found[] counts hits, *total the answers. */
-static int measure(hnsw_t *h, const vec_view_t *view, vec_metric_t metric,
-                   const roaring_bitmap_t *live, const roaring_bitmap_t *allowed, uint32_t queries,
-                   uint32_t found[CALIB_STEPS], uint64_t dists[CALIB_STEPS], uint32_t *total,
-                   float *d10)
+/* Answers found and distances computed at every ladder step, for one kind of traversal. */
+typedef struct tally {
+    uint32_t found[CALIB_STEPS];
+    uint64_t dists[CALIB_STEPS];
+    uint32_t total; /* answers asked for: CALIB_K a query */
+} tally_t;
+
+/* Asks row `row` (vector q) at every ladder step, FILTERED to `allowed` or UNFILTERED when it
+ * is NULL, and counts the hits that are in truth[0..nt). */
+static int ladder(hnsw_t *h, const vec_view_t *view, const float *q, uint32_t row,
+                  const roaring_bitmap_t *allowed, const vec_hit_t *truth, size_t nt, tally_t *t)
 {
-    uint64_t n_live = roaring_bitmap_get_cardinality(live);
-    vec_hit_t truth[CALIB_K + 1];
     hnsw_hit_t got[CALIB_K + 1];
     hnsw_stats_t st;
+    uint32_t n = 0;
+    t->total += CALIB_K;
+    for (size_t s = 0; s < CALIB_STEPS; s++) {
+        int rc = hnsw_search(h, view, q, CALIB_K + 1, calib_ladder[s], allowed,
+                             allowed ? HNSW_MODE_FILTERED : HNSW_MODE_UNFILTERED, 0, &st, got, &n);
+        if (rc)
+            return rc;
+        t->found[s] += hits_in(got, n, truth, nt, row);
+        t->dists[s] += st.distances;
+    }
+    return CDN_OK;
+}
+
+/* Measures the three traversals with `queries` live rows: the exact answer over the live rows
+ * serves both the unfiltered and the every-row-allowed traversal, the one over `tenth` the
+ * filtered one. d10[i] gets query i's distance to its 10th other row. */
+static int measure(hnsw_t *h, const vec_view_t *view, vec_metric_t metric,
+                   const roaring_bitmap_t *live, const roaring_bitmap_t *tenth, uint32_t queries,
+                   tally_t *unf, tally_t *filt, tally_t *dense, float *d10)
+{
+    uint64_t n_live = roaring_bitmap_get_cardinality(live);
+    int use_tenth = roaring_bitmap_get_cardinality(tenth) > CALIB_K + 1;
+    vec_hit_t truth[CALIB_K + 1];
     int rc = CDN_OK;
     for (uint32_t i = 0; i < queries && rc == CDN_OK; i++) {
-        uint32_t row, n = 0;
+        uint32_t row;
         size_t nt = 0;
         /* Rows spread evenly over the live set's ranks: deterministic, and every region. */
         if (!roaring_bitmap_select(live, (uint32_t)((uint64_t)i * n_live / queries), &row) ||
             row >= view->count)
             continue;
         const float *q = vec_row(view, row);
-        rc = exact_search(view, metric, q, allowed ? allowed : live, CALIB_K + 1, truth, &nt, NULL);
+        rc = exact_search(view, metric, q, live, CALIB_K + 1, truth, &nt, NULL);
         if (rc || nt < CALIB_K + 1)
             continue;
         /* The 10th other row: the 11th hit, or the 10th if the row did not find itself. */
-        if (d10)
-            d10[*total / CALIB_K] =
-                truth[truth[0].id == row || truth[1].id == row ? CALIB_K : CALIB_K - 1].dist;
-        *total += CALIB_K;
-        for (size_t s = 0; s < CALIB_STEPS && rc == CDN_OK; s++) {
-            rc = hnsw_search(h, view, q, CALIB_K + 1, calib_ladder[s], allowed,
-                             allowed ? HNSW_MODE_FILTERED : HNSW_MODE_UNFILTERED, 0, &st, got, &n);
-            found[s] += rc ? 0 : hits_in(got, n, truth, nt, row);
-            dists[s] += rc ? 0 : st.distances;
-        }
+        d10[unf->total / CALIB_K] =
+            truth[truth[0].id == row || truth[1].id == row ? CALIB_K : CALIB_K - 1].dist;
+        rc = ladder(h, view, q, row, NULL, truth, nt, unf);
+        if (rc == CDN_OK)
+            rc = ladder(h, view, q, row, live, truth, nt, dense);
+        if (rc == CDN_OK && use_tenth &&
+            (rc = exact_search(view, metric, q, tenth, CALIB_K + 1, truth, &nt, NULL)) == CDN_OK &&
+            nt == CALIB_K + 1)
+            rc = ladder(h, view, q, row, tenth, truth, nt, filt);
     }
     return rc;
 }
@@ -100,17 +125,23 @@ static int measure(hnsw_t *h, const vec_view_t *view, vec_metric_t metric,
  * `margin` steps. Seeded (filtered-mode) traversals get a step of margin: a stored row asked as
  * a query is linked to its own answers, which flatters them (1M x 384, every row allowed, ef
  * 64: 0.991 on stored rows, 0.974 on held-out queries). */
-static size_t pick(const uint32_t found[CALIB_STEPS], uint32_t total, double target,
-                   uint32_t floor_ef, size_t margin, uint32_t *ef, double *recall)
+static size_t pick(const tally_t *t, double target, uint32_t floor_ef, size_t margin, uint32_t *ef,
+                   double *recall)
 {
     size_t s = 0;
-    while (s < CALIB_STEPS && total &&
-           (calib_ladder[s] < floor_ef || (double)found[s] / total < target))
+    while (s < CALIB_STEPS && t->total &&
+           (calib_ladder[s] < floor_ef || (double)t->found[s] / t->total < target))
         s++;
     s = s + margin < CALIB_STEPS ? s + margin : CALIB_STEPS - 1;
     *ef = calib_ladder[s];
-    *recall = total ? (double)found[s] / total : 0;
+    *recall = t->total ? (double)t->found[s] / t->total : 0;
     return s;
+}
+
+/* Mean distances per query at ladder step s. */
+static double cost_at(const tally_t *t, size_t s)
+{
+    return t->total ? (double)t->dists[s] / (t->total / CALIB_K) : INFINITY;
 }
 
 int hnsw_calibrate(hnsw_t *h, const vec_view_t *view, const roaring_bitmap_t *live,
@@ -120,31 +151,24 @@ int hnsw_calibrate(hnsw_t *h, const vec_view_t *view, const roaring_bitmap_t *li
     *out = (hnsw_calib_t){0};
     if (!h || !view || !live || queries == 0 || n_live <= CALIB_K + 1)
         return CDN_ERR_INVALID;
-    uint32_t found[CALIB_STEPS] = {0}, found_f[CALIB_STEPS] = {0}, found_d[CALIB_STEPS] = {0};
-    uint32_t total = 0, total_f = 0, total_d = 0;
-    uint64_t dists[CALIB_STEPS] = {0}, dists_f[CALIB_STEPS] = {0}, dists_d[CALIB_STEPS] = {0};
+    tally_t unf = {0}, filt = {0}, dense = {0};
     hnsw_info_t info;
     hnsw_get_info(h, &info);
     float *d10 = cdn_malloc(queries * sizeof(float));
     roaring_bitmap_t *tenth = d10 ? tenth_of(live) : NULL;
     int rc = tenth ? CDN_OK : CDN_ERR_NOMEM;
     if (rc == CDN_OK)
-        rc = measure(h, view, info.metric, live, NULL, queries, found, dists, &total, d10);
-    if (rc == CDN_OK && roaring_bitmap_get_cardinality(tenth) > CALIB_K + 1)
-        rc = measure(h, view, info.metric, live, tenth, queries, found_f, dists_f, &total_f, NULL);
-    if (rc == CDN_OK)
-        rc = measure(h, view, info.metric, live, live, queries, found_d, dists_d, &total_d, NULL);
-    if (rc == CDN_OK && total == 0)
+        rc = measure(h, view, info.metric, live, tenth, queries, &unf, &filt, &dense, d10);
+    if (rc == CDN_OK && unf.total == 0)
         rc = CDN_ERR_INVALID;
     if (rc == CDN_OK) {
-        out->queries = total / CALIB_K;
-        size_t s = pick(found, total, target, floor_ef, 0, &out->ef, &out->recall);
-        out->cost = (double)dists[s] / (total / CALIB_K);
-        pick(found_f, total_f, target, floor_ef, 1, &out->ef_filtered, &out->recall_filtered);
-        if (!total_f)
+        out->queries = unf.total / CALIB_K;
+        out->cost = cost_at(&unf, pick(&unf, target, floor_ef, 0, &out->ef, &out->recall));
+        pick(&filt, target, floor_ef, 1, &out->ef_filtered, &out->recall_filtered);
+        if (!filt.total)
             out->ef_filtered = out->ef;
-        s = pick(found_d, total_d, target, floor_ef, 1, &out->ef_dense, &out->recall_dense);
-        out->cost_dense = total_d ? (double)dists_d[s] / (total_d / CALIB_K) : INFINITY;
+        out->cost_dense =
+            cost_at(&dense, pick(&dense, target, floor_ef, 1, &out->ef_dense, &out->recall_dense));
         qsort(d10, out->queries, sizeof(float), float_cmp);
         out->d10 = d10[out->queries / 2];
     }

@@ -7,8 +7,8 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <cmocka.h>
-#include <math.h>
 #include <dirent.h>
+#include <math.h>
 #include <sys/wait.h>
 
 #include "cordon.h"
@@ -36,7 +36,8 @@ static int setup(void **state)
     static char ids[N][16], tn[N][16];
     static const char *acl[N][2];
     static cordon_chunk ch[N];
-    cordon_collection_spec spec = {.asserted_principals = 1, .name = "v", .dim = DIM, .metric = CORDON_METRIC_L2};
+    cordon_collection_spec spec = {
+        .asserted_principals = 1, .name = "v", .dim = DIM, .metric = CORDON_METRIC_L2};
     for (int c = 0; c < CLUSTERS; c++)
         for (int d = 0; d < DIM; d++)
             centre[c][d] = tu_randf(&seed) * 10;
@@ -167,8 +168,11 @@ static void test_int8_codes_give_the_same_exact_results(void **state)
     static cordon_chunk ch[N];
     static char ids[N][16];
     const char *every[] = {"everyone"};
-    cordon_collection_spec spec = {.asserted_principals = 1, .name = "q", .dim = DIM,
-                                   .metric = CORDON_METRIC_L2, .int8_scan = 1};
+    cordon_collection_spec spec = {.asserted_principals = 1,
+                                   .name = "q",
+                                   .dim = DIM,
+                                   .metric = CORDON_METRIC_L2,
+                                   .int8_scan = 1};
     assert_int_equal(cordon_collection_create(f->db, &spec, NULL), 0);
     for (int i = 0; i < N; i++) {
         snprintf(ids[i], sizeof ids[i], "r%d", i);
@@ -282,8 +286,11 @@ static void test_checkpoint_measures_recall_and_drop_removes_it(void **state)
     static cordon_chunk ch[CN];
     static const char *acl[1] = {"everyone"};
     uint64_t seed = 11;
-    cordon_collection_spec open_ef = {.asserted_principals = 1, .name = "cal", .dim = CD,
-                                      .metric = CORDON_METRIC_L2, .hnsw_ef_construction = 40};
+    cordon_collection_spec open_ef = {.asserted_principals = 1,
+                                      .name = "cal",
+                                      .dim = CD,
+                                      .metric = CORDON_METRIC_L2,
+                                      .hnsw_ef_construction = 40};
     for (int i = 0; i < CN; i++) {
         for (int d = 0; d < CD; d++)
             v[i][d] = tu_randf(&seed);
@@ -305,8 +312,7 @@ static void test_checkpoint_measures_recall_and_drop_removes_it(void **state)
     assert_int_equal(sscanf(line,
                             "cordon-efauto 5 rows %u ef %u recall %lf queries %u d10 %lf efq %u "
                             "recallq %lf efd %u recalld %lf dense %u",
-                            &rows, &ef, &recall, &nq, &d10, &efq, &recallq, &efd, &recalld,
-                            &dense),
+                            &rows, &ef, &recall, &nq, &d10, &efq, &recallq, &efd, &recalld, &dense),
                      10);
     assert_true(dense <= 1);
     assert_true(efd >= 64 && efd <= 512);
@@ -323,6 +329,76 @@ static void test_checkpoint_measures_recall_and_drop_removes_it(void **state)
     assert_int_equal(count_suffix(f->dir, ".efauto", path, sizeof path), 0);
 }
 
+/* A subject whose readable rows all lie far from the query (their documents are about other
+ * things) gets the exact scan once the collection is calibrated ("exact-far"): complete, and
+ * exactly the brute force's top 10 of those rows. A subject reading rows around the query
+ * keeps the graph. */
+static void test_far_readable_rows_are_answered_by_the_exact_scan(void **state)
+{
+    fx_t *f = *state;
+    enum { CN = 20000, CD = 8, NFAR = 2000 };
+    static float v[CN][CD];
+    static char ids[CN][16];
+    static cordon_chunk ch[CN];
+    static const char *near_acl[1] = {"near"}, *far_acl[1] = {"far"};
+    uint64_t seed = 23;
+    cordon_collection_spec spec = {.asserted_principals = 1,
+                                   .name = "two",
+                                   .dim = CD,
+                                   .metric = CORDON_METRIC_L2,
+                                   .hnsw_ef_construction = 40};
+    for (int i = 0; i < CN; i++) {
+        for (int d = 0; d < CD; d++)
+            v[i][d] = tu_randf(&seed) + (i < NFAR ? 20.0f : 0.0f);
+        snprintf(ids[i], sizeof ids[i], "t%d", i);
+        ch[i] = (cordon_chunk){
+            .id = ids[i], .vector = v[i], .allowed = i < NFAR ? far_acl : near_acl, .n_allowed = 1};
+    }
+    assert_int_equal(cordon_collection_create(f->db, &spec, NULL), 0);
+    assert_int_equal(cordon_put(f->db, "two", ch, CN, NULL, NULL), 0);
+    cordon_close(f->db); /* the checkpoint calibrates */
+    assert_int_equal(cordon_open(f->dir, &opts, &f->db, NULL), 0);
+    float q[CD];
+    for (int d = 0; d < CD; d++)
+        q[d] = tu_randf(&seed);
+    const char *far_p[1] = {"far"}, *near_p[1] = {"near"};
+    cordon_subject far_s = {.principals = far_p, .n_principals = 1};
+    cordon_subject near_s = {.principals = near_p, .n_principals = 1};
+    cordon_query qq = {.vector = q, .k = 10};
+    cordon_result *r;
+    assert_int_equal(cordon_search(f->db, "two", &far_s, &qq, &r, NULL), 0);
+    assert_string_equal(r->plan, "exact-far");
+    assert_true(r->complete);
+    assert_int_equal(r->n_hits, 10);
+    float best[10]; /* the 10 nearest far rows' distances, by brute force */
+    for (int j = 0; j < 10; j++)
+        best[j] = INFINITY;
+    for (int i = 0; i < NFAR; i++) {
+        float d = 0;
+        for (int k = 0; k < CD; k++)
+            d += (q[k] - v[i][k]) * (q[k] - v[i][k]);
+        for (int j = 0; j < 10; j++)
+            if (d < best[j]) {
+                for (int m = 9; m > j; m--)
+                    best[m] = best[m - 1];
+                best[j] = d;
+                break;
+            }
+    }
+    for (size_t h = 0; h < r->n_hits; h++) {
+        int row = (int)strtol(r->hits[h].id + 1, NULL, 10);
+        assert_true(row < NFAR);
+        float d = 0;
+        for (int k = 0; k < CD; k++)
+            d += (q[k] - v[row][k]) * (q[k] - v[row][k]);
+        assert_true(d <= best[9]);
+    }
+    cordon_result_free(r);
+    assert_int_equal(cordon_search(f->db, "two", &near_s, &qq, &r, NULL), 0);
+    assert_string_not_equal(r->plan, "exact-far");
+    cordon_result_free(r);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -330,10 +406,12 @@ int main(void)
                                         teardown),
         cmocka_unit_test_setup_teardown(test_auto_picks_plans_by_readable_size_and_keeps_recall,
                                         setup, teardown),
-        cmocka_unit_test_setup_teardown(test_graph_is_right_after_reopen_loss_and_corruption,
+        cmocka_unit_test_setup_teardown(test_graph_is_right_after_reopen_loss_and_corruption, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_checkpoint_measures_recall_and_drop_removes_it, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_far_readable_rows_are_answered_by_the_exact_scan,
                                         setup, teardown),
-        cmocka_unit_test_setup_teardown(
-            test_checkpoint_measures_recall_and_drop_removes_it, setup, teardown),
         cmocka_unit_test_setup_teardown(test_int8_codes_give_the_same_exact_results, setup,
                                         teardown),
     };

@@ -11,6 +11,7 @@
 #include <cmocka.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <unistd.h>
 
 #include "cordon.h"
 #include "testutil.h"
@@ -73,6 +74,10 @@ static void run(shared_t *s, void *(*writer)(void *), void *(*reader)(void *))
     pthread_t w, r[NREADERS];
     for (int i = 0; i < NREADERS; i++)
         assert_int_equal(pthread_create(&r[i], NULL, reader, s), 0);
+    /* The writer starts once a reader has searched: on a loaded machine it could otherwise
+     * finish before any reader ran, and the race would not be tried. Bounded (5 s). */
+    for (int t = 0; t < 50000 && atomic_load(&s->searches) == 0; t++)
+        usleep(100);
     assert_int_equal(pthread_create(&w, NULL, writer, s), 0);
     pthread_join(w, NULL);
     for (int i = 0; i < NREADERS; i++)
@@ -562,17 +567,21 @@ static void *recreate_writer(void *arg)
     shared_t *s = arg;
     static const char *A[] = {"group:a"};
     static float v[64];
-    for (int k = 0; k < RECREATES; k++) {
+    for (int k = 1; k <= RECREATES; k++) {
         uint32_t dim = k % 2 ? 64 : 4;
         cordon_collection_spec spec = {.asserted_principals = 1, .name = "vv", .dim = dim, .metric = CORDON_METRIC_L2};
         for (uint32_t d = 0; d < dim; d++)
             v[d] = (float)dim;
         cordon_chunk c = {.id = "x", .vector = v, .allowed = A, .n_allowed = 1};
-        if (k && cordon_collection_drop(s->db, "vv", NULL))
+        if (cordon_collection_drop(s->db, "vv", NULL))
             violation(s, "drop failed");
         if (cordon_collection_create(s->db, &spec, NULL) ||
             cordon_put(s->db, "vv", &c, 1, NULL, NULL))
             violation(s, "create/put failed");
+        /* Let the readers see this incarnation before the next drop (bounded, 1 s). */
+        unsigned long long seen = atomic_load(&s->searches);
+        for (int w = 0; w < 10000 && atomic_load(&s->searches) == seen; w++)
+            usleep(100);
     }
     atomic_store(&s->done, 1);
     return NULL;
@@ -602,6 +611,12 @@ static void test_get_reports_the_dim_of_the_vector_it_returns(void **state)
 {
     (void)state;
     shared_t *s = open_shared();
+    static const char *A[] = {"group:a"};
+    cordon_collection_spec spec = {.asserted_principals = 1, .name = "vv", .dim = 4,
+                                   .metric = CORDON_METRIC_L2};
+    cordon_chunk c = {.id = "x", .vector = (float[4]){4, 4, 4, 4}, .allowed = A, .n_allowed = 1};
+    assert_int_equal(cordon_collection_create(s->db, &spec, NULL), 0);
+    assert_int_equal(cordon_put(s->db, "vv", &c, 1, NULL, NULL), 0);
     run(s, recreate_writer, recreate_reader);
 }
 

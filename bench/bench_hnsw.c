@@ -17,7 +17,7 @@
 #include <unistd.h>
 
 #define BK 10
-#define B_MAX_ROWS 64
+#define B_MAX_ROWS 96
 
 typedef struct hb_opts {
     size_t size, queries;
@@ -27,6 +27,7 @@ typedef struct hb_opts {
     const char *dir;
     bench_gen_kind_t gen;
     hnsw_build_precision_t prec;
+    int codes; /* also measure traversals scored from 8-bit codes */
 } hb_opts_t;
 
 /* One measured configuration. plan: "hnsw" (unfiltered), "filtered", "postfilter" (unfiltered
@@ -47,6 +48,7 @@ typedef struct hb_run {
     uint32_t clusters;
     vec_view_t view;
     hnsw_t *h;
+    quant_t *codes; /* 8-bit codes of the rows (--codes), else NULL */
     vec_hit_t *truth; /* queries * BK */
     size_t *n_truth;
     double *lat; /* per query, ms */
@@ -88,7 +90,7 @@ static void usage(FILE *f)
             "usage: cordon bench hnsw [--size N] [--dim D] [--queries Q] [--seed S]\n"
             "                         [--threads T] [--m M] [--efc EF] [--dir PATH]\n"
             "                         [--generator topics|isotropic] [--format table|json]\n"
-            "                         [--build-precision auto|float|bf16]\n"
+            "                         [--build-precision auto|float|bf16] [--codes]\n"
             "  builds HNSW over N generated unit vectors (cosine, bench_gen.h), saves and\n"
             "  loads it under PATH, then measures recall@%d and p50 latency unfiltered and\n"
             "  under random allowed sets of 0.1, 1, 5, 20 and 100%%, beside the exact scan.\n"
@@ -100,7 +102,7 @@ static void usage(FILE *f)
 static int parse_opts(int argc, char **argv, hb_opts_t *o)
 {
     *o = (hb_opts_t){1000000, 100,    384, 16, 200, 2, 42, 0, "/tmp", BENCH_GEN_TOPICS,
-                     HNSW_BUILD_AUTO};
+                     HNSW_BUILD_AUTO, 0};
     for (int i = 1; i < argc; i += 2) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         uint64_t x = 0;
@@ -122,7 +124,10 @@ static int parse_opts(int argc, char **argv, hb_opts_t *o)
             o->m = (uint32_t)x;
         else if (!strcmp(a, "--efc") && !(rc = bench_parse_u64("hnsw", a, v, 1, HNSW_EF_MAX, &x)))
             o->efc = (uint32_t)x;
-        else if (!strcmp(a, "--dir") && v)
+        else if (!strcmp(a, "--codes")) {
+            o->codes = 1;
+            i--; /* takes no value */
+        } else if (!strcmp(a, "--dir") && v)
             o->dir = v;
         else if (!strcmp(a, "--generator") && !(rc = bench_gen_parse("hnsw", v, &o->gen)))
             continue;
@@ -186,6 +191,16 @@ static int setup_index(hb_run_t *r)
     hnsw_info_t info;
     hnsw_get_info(r->h, &info);
     r->graph_mb = (double)info.memory_bytes / (1024.0 * 1024.0);
+    if (o->codes) { /* as a collection with int8_scan trains and encodes them */
+        size_t train = o->size < 100000 ? o->size : 100000;
+        rc = quant_create(o->dim, &r->codes, NULL);
+        rc = rc ? rc : quant_train(r->codes, &r->view, NULL, train, NULL);
+        rc = rc ? rc : quant_encode_rows(r->codes, &r->view, 0, (uint32_t)o->size, NULL);
+        if (rc) {
+            fprintf(stderr, "cordon bench hnsw: encoding 8-bit codes failed: %s\n", cdn_strerror(rc));
+            return 1;
+        }
+    }
     return 0;
 }
 
@@ -256,8 +271,8 @@ static void exact_rows(hb_run_t *r, const roaring_bitmap_t *allowed, double pct,
 
 /* Runs one HNSW plan over every query and records its row. post: unfiltered traversal with
  * k = ef, then only allowed hits kept (the plan for nearly-everything-allowed). */
-static void hnsw_row(hb_run_t *r, const char *plan, const roaring_bitmap_t *allowed, double pct,
-                     uint64_t card, uint32_t ef)
+static void hnsw_row_q(hb_run_t *r, const char *plan, const quant_t *codes,
+                       const roaring_bitmap_t *allowed, double pct, uint64_t card, uint32_t ef)
 {
     int post = !strcmp(plan, "postfilter"), fallback = !strncmp(plan, "fallb", 5);
     hnsw_mode_t mode = post || !allowed ? HNSW_MODE_UNFILTERED : HNSW_MODE_FILTERED;
@@ -268,7 +283,8 @@ static void hnsw_row(hb_run_t *r, const char *plan, const roaring_bitmap_t *allo
         uint32_t n = 0, k = post ? ef : BK;
         uint64_t t0 = cdn_clock_ns();
         const float *qv = r->queries + q * r->o.dim;
-        hnsw_search(r->h, &r->view, qv, k, ef, allowed, mode, fallback ? card : 0, &st, buf, &n);
+        hnsw_search_codes(r->h, &r->view, codes, qv, k, ef, allowed, mode, fallback ? card : 0, &st,
+                          buf, &n);
         if (fallback && st.exhausted_budget) {
             size_t ne = 0;
             exact_search(&r->view, VEC_METRIC_COSINE, qv, allowed, BK, buf, &ne, NULL);
@@ -293,6 +309,12 @@ static void hnsw_row(hb_run_t *r, const char *plan, const roaring_bitmap_t *allo
         r->out[r->n_out++] =
             (hb_row_t){plan,     pct,       card,     ef, rec / nq, median(r->lat, r->o.queries),
                        vis / nq, dist / nq, over / nq};
+}
+
+static void hnsw_row(hb_run_t *r, const char *plan, const roaring_bitmap_t *allowed, double pct,
+                     uint64_t card, uint32_t ef)
+{
+    hnsw_row_q(r, plan, NULL, allowed, pct, card, ef);
 }
 
 /* Permissions that follow topics: every row of the first `clusters` centroids (so most
@@ -323,10 +345,16 @@ static void measure(hb_run_t *r)
         uint64_t card = roaring_bitmap_get_cardinality(allowed);
         exact_rows(r, frac >= 1.0 ? NULL : allowed, pcts[i], card, "exact");
         if (frac >= 1.0)
-            for (size_t e = 0; e < sizeof efs_unf / sizeof efs_unf[0]; e++)
+            for (size_t e = 0; e < sizeof efs_unf / sizeof efs_unf[0]; e++) {
                 hnsw_row(r, "hnsw", NULL, pcts[i], card, efs_unf[e]);
-        for (size_t e = 0; e < sizeof efs_filt / sizeof efs_filt[0]; e++)
+                if (r->codes)
+                    hnsw_row_q(r, "hnsw-int8", r->codes, NULL, pcts[i], card, efs_unf[e]);
+            }
+        for (size_t e = 0; e < sizeof efs_filt / sizeof efs_filt[0]; e++) {
             hnsw_row(r, "filtered", allowed, pcts[i], card, efs_filt[e]);
+            if (r->codes)
+                hnsw_row_q(r, "filt-int8", r->codes, allowed, pcts[i], card, efs_filt[e]);
+        }
         if (frac < 1.0)
             hnsw_row(r, "fallback", allowed, pcts[i], card, 64);
         /* Post-filtering needs about k / share candidates to keep k allowed ones. */
@@ -411,6 +439,7 @@ int bench_hnsw_main(int argc, char **argv)
             print_table(r);
     }
     hnsw_free(r->h);
+    quant_free(r->codes);
     free(r->rows);
     free(r->queries);
     free(r->cluster_of);

@@ -98,6 +98,13 @@ int coll_graph_insert(coll_t *c, const uint32_t *rows, size_t n);
 /* Brings the 8-bit codes up to next_row: trains once enough rows exist, then encodes the rows
  * it lacks. Caller holds the write lock (or is opening). A failure leaves the codes unused. */
 int coll_quant_sync(coll_t *c);
+/* The codes graph traversals score with: the collection's 8-bit codes once trained (an
+ * int8_scan collection), else NULL (float rows). Estimates from codes read a quarter of the
+ * bytes, and the traversal re-scores its final list in float (hnsw_search_codes). */
+static inline const quant_t *coll_codes(const coll_t *c)
+{
+    return c->quant && quant_is_trained(c->quant) ? c->quant : NULL;
+}
 /* Writes the graph checkpoint if it changed; called at close. When the collection holds
  * COLL_CALIB_MIN_ROWS live rows (and a quarter more than at the last measurement), also
  * measures recall at a ladder of ef values (hnsw_calibrate) and records the smallest reaching

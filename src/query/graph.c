@@ -150,7 +150,7 @@ static void efauto_write(const char *dir, coll_t *c)
         coll_file_path(dir, c->cfg.id, "efauto", path, sizeof path))
         return;
     coll_view(c, &v);
-    if (hnsw_calibrate(c->hnsw, &v, live, COLL_CALIB_QUERIES, COLL_CALIB_TARGET,
+    if (hnsw_calibrate(c->hnsw, &v, coll_codes(c), live, COLL_CALIB_QUERIES, COLL_CALIB_TARGET,
                        hnsw_params_default().ef_search, &cal) != CDN_OK)
         return;
     FILE *f = fopen(path, "w");

@@ -75,9 +75,9 @@ static int run_unfiltered(coll_t *c, const vec_view_t *v, const float *query,
         uint32_t n = 0;
         if (!cand)
             return CDN_ERR_NOMEM;
-        rc = hnsw_search(c->hnsw, v, query, (uint32_t)pool,
-                         p->ef > pool ? p->ef : (uint32_t)pool, NULL, HNSW_MODE_UNFILTERED, 0,
-                         &st, cand, &n);
+        rc = hnsw_search_codes(c->hnsw, v, coll_codes(c), query, (uint32_t)pool,
+                               p->ef > pool ? p->ef : (uint32_t)pool, NULL, HNSW_MODE_UNFILTERED,
+                               0, &st, cand, &n);
         out->candidates += st.distances;
         *nhits = 0;
         for (uint32_t i = 0; rc == CDN_OK && i < n && *nhits < k; i++)
@@ -168,8 +168,8 @@ int search_vector_locked(engine_t *e, coll_t *c, const search_knn_t *q, const fl
             return run_exact(c, &v, query, allowed, k, hits, nhits, out);
         return rc;
     }
-    rc = hnsw_search(c->hnsw, &v, query, (uint32_t)k, p.ef, allowed, HNSW_MODE_FILTERED,
-                     p.max_visits, &st, hits, &n);
+    rc = hnsw_search_codes(c->hnsw, &v, coll_codes(c), query, (uint32_t)k, p.ef, allowed,
+                           HNSW_MODE_FILTERED, p.max_visits, &st, hits, &n);
     out->candidates += st.distances;
     *nhits = n;
     /* Complete only when the traversal evaluated every readable row the graph holds (every

@@ -280,6 +280,10 @@ void hnsw_score(const hnsw_t *h, const vec_view_t *view, const float *q, const u
 void hnsw_score_src(const hnsw_t *h, const hnsw_scorer_t *s, const uint32_t *ids, uint32_t n,
                     float *out)
 {
+    if (s->codes) {
+        quant_query_score(s->codes, ids, n, out);
+        return;
+    }
     if (!s->bf) {
         hnsw_score(h, s->view, s->q, ids, n, out);
         return;

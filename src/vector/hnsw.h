@@ -9,6 +9,7 @@
 #include <roaring/roaring.h>
 
 #include "vector/distance.h"
+#include "vector/quant.h"
 #include "vector/topk.h"
 
 /* Build and search parameters. m: links per node on upper levels (level 0 gets 2*m);
@@ -131,6 +132,18 @@ int hnsw_search(hnsw_t *h, const vec_view_t *view, const float *query, uint32_t 
                 const roaring_bitmap_t *allowed, hnsw_mode_t mode, uint64_t max_visits,
                 hnsw_stats_t *stats, hnsw_hit_t *out_hits, uint32_t *n_out);
 
+/* hnsw_search with the traversal scored from 8-bit codes (codes: a trained quantizer of the
+ * view's rows; NULL, or a query with a non-finite value, is hnsw_search): every distance of
+ * the descent, the seeding and the level-0 search is the codes' estimate (vector/quant.h),
+ * which reads a quarter of the bytes of a float row, and the ef best admissible nodes found
+ * are re-scored in float before the k nearest are returned, so hits carry float distances.
+ * stats->incomplete is cleared only when every admissible node made that ef-list. Returns as
+ * hnsw_search. */
+int hnsw_search_codes(hnsw_t *h, const vec_view_t *view, const quant_t *codes, const float *query,
+                      uint32_t k, uint32_t ef, const roaring_bitmap_t *allowed, hnsw_mode_t mode,
+                      uint64_t max_visits, hnsw_stats_t *stats, hnsw_hit_t *out_hits,
+                      uint32_t *n_out);
+
 /* Fills *out with the index's counters. */
 void hnsw_get_info(hnsw_t *h, hnsw_info_t *out);
 
@@ -169,10 +182,13 @@ typedef struct hnsw_calib {
  * (spread over `live`'s ranks) as queries, each row's own hit left out, against the exact scan
  * of `live`; out->ef is the smallest ef >= floor_ef whose recall reaches `target`. Costs
  * `queries` exact scans. ef_filtered: the same measured with FILTERED searches allowed a
- * fixed random tenth of the live rows (truth: the exact scan of that tenth).
+ * fixed random tenth of the live rows (truth: the exact scan of that tenth). codes (may be
+ * NULL): the traversals are measured as hnsw_search_codes runs them with these codes, and the
+ * exact answers come from their 8-bit scan.
  * Returns 0, CDN_ERR_INVALID (fewer than 12 live rows, NULL arguments)
  * or CDN_ERR_NOMEM. Safe alongside searches and inserts. */
-int hnsw_calibrate(hnsw_t *h, const vec_view_t *view, const roaring_bitmap_t *live,
-                   uint32_t queries, double target, uint32_t floor_ef, hnsw_calib_t *out);
+int hnsw_calibrate(hnsw_t *h, const vec_view_t *view, const quant_t *codes,
+                   const roaring_bitmap_t *live, uint32_t queries, double target,
+                   uint32_t floor_ef, hnsw_calib_t *out);
 
 #endif

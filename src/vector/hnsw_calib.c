@@ -1,8 +1,10 @@
 /* hnsw_calib.c: choosing a collection's search breadth (ef) from measured recall: a few stored
  * rows are asked as queries, the exact answer comes from the scan, and the smallest ef of a
- * ladder whose recall@10 reaches the target wins. Relies on vector/hnsw.h and vector/exact.h. */
+ * ladder whose recall@10 reaches the target wins. Relies on vector/hnsw.h, vector/exact.h and
+ * vector/quant.h (when the traversal is scored from 8-bit codes, so is the calibration). */
 #include "vector/exact.h"
 #include "vector/hnsw.h"
+#include "vector/quant.h"
 
 #include "base/err.h"
 #include "base/mem.h"
@@ -67,16 +69,18 @@ typedef struct tally {
 
 /* Asks row `row` (vector q) at every ladder step, FILTERED to `allowed` or UNFILTERED when it
  * is NULL, and counts the hits that are in truth[0..nt). */
-static int ladder(hnsw_t *h, const vec_view_t *view, const float *q, uint32_t row,
-                  const roaring_bitmap_t *allowed, const vec_hit_t *truth, size_t nt, tally_t *t)
+static int ladder(hnsw_t *h, const vec_view_t *view, const quant_t *codes, const float *q,
+                  uint32_t row, const roaring_bitmap_t *allowed, const vec_hit_t *truth, size_t nt,
+                  tally_t *t)
 {
     hnsw_hit_t got[CALIB_K + 1];
     hnsw_stats_t st;
     uint32_t n = 0;
     t->total += CALIB_K;
     for (size_t s = 0; s < CALIB_STEPS; s++) {
-        int rc = hnsw_search(h, view, q, CALIB_K + 1, calib_ladder[s], allowed,
-                             allowed ? HNSW_MODE_FILTERED : HNSW_MODE_UNFILTERED, 0, &st, got, &n);
+        int rc = hnsw_search_codes(h, view, codes, q, CALIB_K + 1, calib_ladder[s], allowed,
+                                   allowed ? HNSW_MODE_FILTERED : HNSW_MODE_UNFILTERED, 0, &st,
+                                   got, &n);
         if (rc)
             return rc;
         t->found[s] += hits_in(got, n, truth, nt, row);
@@ -88,7 +92,17 @@ static int ladder(hnsw_t *h, const vec_view_t *view, const float *q, uint32_t ro
 /* Measures the three traversals with `queries` live rows: the exact answer over the live rows
  * serves both the unfiltered and the every-row-allowed traversal, the one over `tenth` the
  * filtered one. d10[i] gets query i's distance to its 10th other row. */
-static int measure(hnsw_t *h, const vec_view_t *view, vec_metric_t metric,
+/* The exact answer: the 8-bit scan when there are codes (the same hits, and it leaves most
+ * float rows untouched, so a calibration does not pull the whole vector file into memory). */
+static int truth_of(const vec_view_t *view, const quant_t *codes, vec_metric_t metric,
+                    const float *q, const roaring_bitmap_t *allowed, vec_hit_t *truth, size_t *nt)
+{
+    if (codes && quant_is_trained(codes))
+        return quant_exact_search(codes, view, metric, q, allowed, CALIB_K + 1, truth, nt, NULL);
+    return exact_search(view, metric, q, allowed, CALIB_K + 1, truth, nt, NULL);
+}
+
+static int measure(hnsw_t *h, const vec_view_t *view, const quant_t *codes, vec_metric_t metric,
                    const roaring_bitmap_t *live, const roaring_bitmap_t *tenth, uint32_t queries,
                    tally_t *unf, tally_t *filt, tally_t *dense, float *d10)
 {
@@ -104,19 +118,19 @@ static int measure(hnsw_t *h, const vec_view_t *view, vec_metric_t metric,
             row >= view->count)
             continue;
         const float *q = vec_row(view, row);
-        rc = exact_search(view, metric, q, live, CALIB_K + 1, truth, &nt, NULL);
+        rc = truth_of(view, codes, metric, q, live, truth, &nt);
         if (rc || nt < CALIB_K + 1)
             continue;
         /* The 10th other row: the 11th hit, or the 10th if the row did not find itself. */
         d10[unf->total / CALIB_K] =
             truth[truth[0].id == row || truth[1].id == row ? CALIB_K : CALIB_K - 1].dist;
-        rc = ladder(h, view, q, row, NULL, truth, nt, unf);
+        rc = ladder(h, view, codes, q, row, NULL, truth, nt, unf);
         if (rc == CDN_OK)
-            rc = ladder(h, view, q, row, live, truth, nt, dense);
+            rc = ladder(h, view, codes, q, row, live, truth, nt, dense);
         if (rc == CDN_OK && use_tenth &&
-            (rc = exact_search(view, metric, q, tenth, CALIB_K + 1, truth, &nt, NULL)) == CDN_OK &&
+            (rc = truth_of(view, codes, metric, q, tenth, truth, &nt)) == CDN_OK &&
             nt == CALIB_K + 1)
-            rc = ladder(h, view, q, row, tenth, truth, nt, filt);
+            rc = ladder(h, view, codes, q, row, tenth, truth, nt, filt);
     }
     return rc;
 }
@@ -144,8 +158,9 @@ static double cost_at(const tally_t *t, size_t s)
     return t->total ? (double)t->dists[s] / (t->total / CALIB_K) : INFINITY;
 }
 
-int hnsw_calibrate(hnsw_t *h, const vec_view_t *view, const roaring_bitmap_t *live,
-                   uint32_t queries, double target, uint32_t floor_ef, hnsw_calib_t *out)
+int hnsw_calibrate(hnsw_t *h, const vec_view_t *view, const quant_t *codes,
+                   const roaring_bitmap_t *live, uint32_t queries, double target,
+                   uint32_t floor_ef, hnsw_calib_t *out)
 {
     uint64_t n_live = live ? roaring_bitmap_get_cardinality(live) : 0;
     *out = (hnsw_calib_t){0};
@@ -158,7 +173,7 @@ int hnsw_calibrate(hnsw_t *h, const vec_view_t *view, const roaring_bitmap_t *li
     roaring_bitmap_t *tenth = d10 ? tenth_of(live) : NULL;
     int rc = tenth ? CDN_OK : CDN_ERR_NOMEM;
     if (rc == CDN_OK)
-        rc = measure(h, view, info.metric, live, tenth, queries, &unf, &filt, &dense, d10);
+        rc = measure(h, view, codes, info.metric, live, tenth, queries, &unf, &filt, &dense, d10);
     if (rc == CDN_OK && unf.total == 0)
         rc = CDN_ERR_INVALID;
     if (rc == CDN_OK) {

@@ -9,6 +9,7 @@
 
 #include "vector/distance_bf16.h"
 #include "vector/hnsw.h"
+#include "vector/quant.h"
 
 /* Per-node flags, read and written with __atomic builtins. CLAIMED: an insert owns the id;
  * PRESENT: the node is fully linked; DELETED: hidden from results, still routes. */
@@ -129,8 +130,9 @@ int hnsw_visited_get(hnsw_t *h, hnsw_visited_t **out);
 void hnsw_visited_put(hnsw_t *h, hnsw_visited_t *v);
 
 /* Where a traversal's distances come from: the float rows of view, or (construction by
- * hnsw_build) a bf16 copy of them, bf16 rows of bf_stride elements, scored with bdist. q / qb:
- * the query as float (always) and as a bf16 row (when bf is set). */
+ * hnsw_build) a bf16 copy of them, bf16 rows of bf_stride elements, scored with bdist, or (a
+ * query search given 8-bit codes) estimates from the codes, through codes. q / qb: the query as
+ * float (always) and as a bf16 row (when bf is set). */
 typedef struct hnsw_scorer {
     const vec_view_t *view;
     const float *q;
@@ -139,6 +141,7 @@ typedef struct hnsw_scorer {
     vec_bf16_dist_fn bdist;
     vec_bf16_dist4_fn bdist4;
     const uint16_t *qb;
+    const quant_query_t *codes;
 } hnsw_scorer_t;
 
 static inline const uint16_t *hnsw_bf_row(const hnsw_scorer_t *s, uint32_t id)
@@ -152,7 +155,9 @@ void hnsw_score_src(const hnsw_t *h, const hnsw_scorer_t *s, const uint32_t *ids
 
 static inline void hnsw_prefetch_src(const hnsw_scorer_t *s, uint32_t id)
 {
-    if (s->bf) {
+    if (s->codes) {
+        quant_query_prefetch(s->codes, id);
+    } else if (s->bf) {
         const char *p = (const char *)hnsw_bf_row(s, id);
         for (uint32_t b = 0; b < HNSW_PREFETCH_BYTES; b += 64)
             __builtin_prefetch(p + b, 0, 3);
@@ -162,8 +167,6 @@ static inline void hnsw_prefetch_src(const hnsw_scorer_t *s, uint32_t id)
 }
 
 /* Greedy descent from *ep (at distance *ep_dist) through levels top .. stop+1. */
-void hnsw_descend(hnsw_t *h, const vec_view_t *view, const float *q, uint32_t top, uint32_t stop,
-                  uint32_t *ep, float *ep_dist, uint64_t *ndist);
 void hnsw_descend_src(hnsw_t *h, const hnsw_scorer_t *s, uint32_t top, uint32_t stop, uint32_t *ep,
                       float *ep_dist, uint64_t *ndist);
 

@@ -39,13 +39,6 @@ void hnsw_descend_src(hnsw_t *h, const hnsw_scorer_t *s, uint32_t top, uint32_t 
     }
 }
 
-void hnsw_descend(hnsw_t *h, const vec_view_t *view, const float *q, uint32_t top, uint32_t stop,
-                  uint32_t *ep, float *ep_dist, uint64_t *ndist)
-{
-    hnsw_scorer_t s = {.view = view, .q = q};
-    hnsw_descend_src(h, &s, top, stop, ep, ep_dist, ndist);
-}
-
 /* Keeps the neighbours of a popped node that are not yet visited (marking them), in place at
  * the front of buf; returns how many. The marks and rows are fetched ahead in two passes, so
  * the misses of one node's neighbours overlap instead of following one another. */
@@ -120,8 +113,7 @@ int hnsw_search_layer_build(hnsw_t *h, const hnsw_scorer_t *s, uint32_t level,
 
 typedef struct qctx {
     hnsw_t *h;
-    const vec_view_t *view;
-    const float *q;
+    hnsw_scorer_t s; /* float rows, or estimates from 8-bit codes */
     uint16_t *marks;
     uint16_t tag;
     hnsw_heap_t cand;  /* min-heap (negated): nodes to expand, admissible or not */
@@ -221,15 +213,43 @@ static void consider_at(qctx_t *c, uint32_t u, int adm, float d)
     }
 }
 
+/* One distance through the traversal's scorer. */
+static float score1(const qctx_t *c, uint32_t u)
+{
+    float d;
+    hnsw_score_src(c->h, &c->s, &u, 1, &d);
+    return d;
+}
+
 static void consider(qctx_t *c, uint32_t u, int adm)
 {
-    consider_at(c, u, adm, c->h->dist(c->q, vec_row(c->view, u), c->h->dim));
+    consider_at(c, u, adm, score1(c, u));
+}
+
+/* Scores ids[0..n) (already visited) through the traversal's scorer, rows fetched a few
+ * ahead and four per kernel call, and considers them in order; adm[i] says whether ids[i] may
+ * enter the results (NULL: all may). */
+#define SCORE_AHEAD 8u
+static void score_batch(qctx_t *c, const uint32_t *ids, const uint8_t *adm, uint32_t n)
+{
+    float d[4];
+    for (uint32_t i = 0; i < n && i < SCORE_AHEAD; i++)
+        hnsw_prefetch_src(&c->s, ids[i]);
+    for (uint32_t i = 0; i < n && !c->rc; i += 4) {
+        uint32_t g = n - i < 4 ? n - i : 4;
+        for (uint32_t j = i + SCORE_AHEAD; j < i + SCORE_AHEAD + g && j < n; j++)
+            hnsw_prefetch_src(&c->s, ids[j]);
+        hnsw_score_src(c->h, &c->s, ids + i, g, d);
+        for (uint32_t j = 0; j < g && !c->rc; j++)
+            consider_at(c, ids[i + j], adm ? adm[i + j] : 1, d[j]);
+    }
 }
 
 /* ACORN-style bridge: u is not admissible and sits in a mostly inadmissible neighbourhood, so
- * instead of routing through u we look straight at u's admissible neighbours. u is remembered
- * in case the admissible nodes alone run dry. */
-static void expand_two_hop(qctx_t *c, uint32_t u, uint32_t *buf)
+ * instead of routing through u we look straight at u's admissible neighbours, which are
+ * visited and appended to out (scored later, in one batch). u is remembered in case the
+ * admissible nodes alone run dry. Returns the new length of out. */
+static uint32_t expand_two_hop(qctx_t *c, uint32_t u, uint32_t *buf, uint32_t *out, uint32_t n_out)
 {
     if (c->n_bridges == c->cap_bridges) {
         void *p = c->bridges;
@@ -240,13 +260,16 @@ static void expand_two_hop(qctx_t *c, uint32_t u, uint32_t *buf)
         c->bridges[c->n_bridges++] = u;
     uint32_t n = hnsw_read_list(c->h, u, 0, buf);
     c->st->two_hop_expansions++;
+    for (uint32_t i = 0; i < n; i++)
+        __builtin_prefetch(&c->marks[buf[i]], 1, 3);
     for (uint32_t i = 0; i < n && !c->stop; i++) {
         uint32_t w = buf[i];
         if (c->marks[w] == c->tag || !admissible(c, w))
             continue;
         if (visit(c, w))
-            consider(c, w, 1);
+            out[n_out++] = w;
     }
+    return n_out;
 }
 
 /* When the admissible nodes reachable by two hops are used up before ef results are found
@@ -260,31 +283,56 @@ static int resume_from_bridges(qctx_t *c)
     return c->cand.n > before;
 }
 
-/* The dense case of search_level0: every unvisited neighbour is scored, the rows fetched
- * ahead and four scored per kernel call, then considered in list order. */
+/* The dense case of search_level0: every unvisited neighbour is scored. */
 static void consider_batch(qctx_t *c, uint32_t *buf, uint8_t *adm, uint32_t n)
 {
-    float d[2 * HNSW_M_MAX];
     uint32_t w = 0;
     for (uint32_t i = 0; i < n && !c->stop; i++) {
         if (!visit(c, buf[i]))
             continue;
-        hnsw_prefetch_row(c->view, buf[i]);
         adm[w] = adm[i];
         buf[w++] = buf[i];
     }
-    hnsw_score(c->h, c->view, c->q, buf, w, d);
     /* Nodes visited before the budget ran out are still considered, as one by one they were. */
-    for (uint32_t i = 0; i < w && !c->rc; i++)
-        consider_at(c, buf[i], adm[i], d[i]);
+    score_batch(c, buf, adm, w);
+}
+
+/* The sparse case: admissible neighbours are scored, inadmissible ones are crossed (two-hop
+ * expansion); every list is fetched before any is read, and everything found is scored in
+ * one batch. two (room for m0 * (m0 + 1) ids) collects them. */
+static void consider_sparse(qctx_t *c, uint32_t *buf, const uint8_t *adm, uint32_t n,
+                            uint32_t *two)
+{
+    uint32_t lists[2 * HNSW_M_MAX + 1], n_two = 0, n_bridge = 0;
+    uint32_t *bridge = buf; /* compacted in place: bridge ids never outrun buf's reads */
+    for (uint32_t i = 0; i < n && !c->stop; i++) {
+        uint32_t u = buf[i];
+        if (!visit(c, u))
+            continue;
+        if (adm[i]) {
+            two[n_two++] = u;
+        } else {
+            __builtin_prefetch(hnsw_list_at(c->h, u, 0), 0, 3);
+            bridge[n_bridge++] = u;
+        }
+    }
+    for (uint32_t i = 0; i < n_bridge && !c->stop; i++)
+        n_two = expand_two_hop(c, bridge[i], lists, two, n_two);
+    score_batch(c, two, NULL, n_two);
 }
 
 /* Expands the nearest candidate until the ef-th admissible result is nearer than every
  * remaining candidate, the budget runs out or nothing is left. */
 static void search_level0(qctx_t *c)
 {
-    uint32_t buf[2 * HNSW_M_MAX + 1], buf2[2 * HNSW_M_MAX + 1];
+    uint32_t buf[2 * HNSW_M_MAX + 1];
     uint8_t adm[2 * HNSW_M_MAX];
+    size_t cap_two = (size_t)c->h->m0 * (c->h->m0 + 1);
+    uint32_t *two = cdn_malloc(cap_two * sizeof(uint32_t));
+    if (!two) {
+        c->rc = CDN_ERR_NOMEM;
+        return;
+    }
     while (!c->stop) {
         if (!c->cand.n && (c->res.n >= c->ef || !resume_from_bridges(c)))
             break;
@@ -301,20 +349,15 @@ static void search_level0(qctx_t *c)
             adm[i] = (uint8_t)admissible(c, buf[i]);
             n_adm += adm[i];
         }
-        int sparse = 2 * n_adm < n;
-        if (!sparse) {
+        if (2 * n_adm < n)
+            consider_sparse(c, buf, adm, n, two);
+        else
             consider_batch(c, buf, adm, n);
-            continue;
-        }
-        for (uint32_t i = 0; i < n && !c->stop; i++) {
-            if (!visit(c, buf[i]))
-                continue;
-            if (!adm[i] && sparse)
-                expand_two_hop(c, buf[i], buf2);
-            else
-                consider(c, buf[i], adm[i]);
-        }
+        /* The next node to expand is usually the candidates' top: start fetching its list. */
+        if (c->cand.n)
+            __builtin_prefetch(hnsw_list_at(c->h, c->cand.a[0].id, 0), 0, 3);
     }
+    cdn_free(two);
 }
 
 /* How many allowed ids are scored to choose the seeds from, at most (and at least 8 per seed). */
@@ -331,19 +374,41 @@ static int seed_cmp(const void *a, const void *b)
     return x->d < y->d ? -1 : x->d > y->d ? 1 : (x->id > y->id) - (x->id < y->id);
 }
 
-/* Scores allowed id `id` as a seed candidate (or, without room to choose, seeds it). */
+/* Takes allowed id `id` as a seed candidate, scored later by score_seeds (or, without room to
+ * choose, seeds it). */
 static void seed_one(qctx_t *c, uint32_t id, seed_t *cand, size_t *n)
 {
     if (id >= c->h->span || !(hnsw_flags(c->h, id) & HNSW_F_PRESENT))
         return;
     if (cand) {
-        cand[*n].d = c->h->dist(c->q, vec_row(c->view, id), c->h->dim);
         cand[(*n)++].id = id;
-        c->st->distances++;
     } else if (visit(c, id)) {
         c->st->seeds++;
         consider(c, id, admissible(c, id));
     }
+}
+
+/* Scores the sampled seed candidates: rows fetched a few groups ahead and scored four per
+ * kernel call, so the sample's misses overlap instead of following one another. */
+#define SEED_AHEAD 16u
+static void score_seeds(qctx_t *c, seed_t *cand, size_t n)
+{
+    uint32_t ids[4];
+    float d[4];
+    for (size_t i = 0; i < n && i < SEED_AHEAD; i++)
+        hnsw_prefetch_src(&c->s, cand[i].id);
+    for (size_t i = 0; i < n; i += 4) {
+        uint32_t g = n - i < 4 ? (uint32_t)(n - i) : 4;
+        for (uint32_t j = 0; j < g; j++) {
+            if (i + j + SEED_AHEAD < n)
+                hnsw_prefetch_src(&c->s, cand[i + j + SEED_AHEAD].id);
+            ids[j] = cand[i + j].id;
+        }
+        hnsw_score_src(c->h, &c->s, ids, g, d);
+        for (uint32_t j = 0; j < g; j++)
+            cand[i + j].d = d[j];
+    }
+    c->st->distances += n;
 }
 
 /* Seeds the traversal with allowed ids. When the allowed set is no larger than the seed count
@@ -386,6 +451,7 @@ static void seed_from_allowed(qctx_t *c)
         }
     }
     if (cand) {
+        score_seeds(c, cand, n);
         qsort(cand, n, sizeof *cand, seed_cmp);
         for (size_t i = 0; i < n && i < s && !c->stop; i++)
             if (visit(c, cand[i].id)) {
@@ -446,9 +512,9 @@ static void search_locked(qctx_t *c, hnsw_mode_t mode)
     if (e == HNSW_NO_ENTRY)
         return;
     uint32_t ep = (uint32_t)e;
-    float ep_dist = h->dist(c->q, vec_row(c->view, ep), h->dim);
+    float ep_dist = score1(c, ep);
     c->st->distances++;
-    hnsw_descend(h, c->view, c->q, (uint32_t)(e >> 32), 0, &ep, &ep_dist, &c->st->distances);
+    hnsw_descend_src(h, &c->s, (uint32_t)(e >> 32), 0, &ep, &ep_dist, &c->st->distances);
     if (visit(c, ep))
         consider(c, ep, admissible(c, ep));
     if (mode == HNSW_MODE_FILTERED && c->allowed)
@@ -456,9 +522,44 @@ static void search_locked(qctx_t *c, hnsw_mode_t mode)
     search_level0(c);
 }
 
+/* On codes, the first HNSW_RERANK_FACTOR * k of the ef-list (by estimate) are re-scored in
+ * float: the estimates' errors are small beside the gaps between a query's neighbours, so the
+ * true top k sit well inside them (200k x 384 topics: recall at factor 2 equals the whole
+ * list's at every ef and share measured; 4 keeps a margin), and each float row re-scored is
+ * a cold 1.5 KB read at 384 dimensions. */
+#define HNSW_RERANK_FACTOR 4u
+
+/* Re-scores the best HNSW_RERANK_FACTOR * k of a traversal's ef-list on codes in float and
+ * sorts them by the float distance, dropping the rest; returns the k-th estimate of the
+ * list as it was ranked (the witness compares the sample's estimates with it), or +inf with
+ * fewer than k. */
+static float rerank_float(qctx_t *c, const vec_view_t *view, const float *query, uint32_t k)
+{
+    hnsw_heap_sort(&c->res);
+    float kth = c->res.n >= k ? c->res.a[k - 1].dist : INFINITY;
+    uint32_t keep = HNSW_RERANK_FACTOR * k;
+    if (keep < c->res.n)
+        c->res.n = keep;
+    for (uint32_t i = 0; i < c->res.n; i++)
+        hnsw_prefetch_row(view, c->res.a[i].id);
+    for (uint32_t i = 0; i < c->res.n; i++)
+        c->res.a[i].dist = c->h->dist(query, vec_row(view, c->res.a[i].id), c->h->dim);
+    hnsw_heap_sort(&c->res);
+    return kth;
+}
+
 int hnsw_search(hnsw_t *h, const vec_view_t *view, const float *query, uint32_t k, uint32_t ef,
                 const roaring_bitmap_t *allowed, hnsw_mode_t mode, uint64_t max_visits,
                 hnsw_stats_t *stats, hnsw_hit_t *out_hits, uint32_t *n_out)
+{
+    return hnsw_search_codes(h, view, NULL, query, k, ef, allowed, mode, max_visits, stats,
+                             out_hits, n_out);
+}
+
+int hnsw_search_codes(hnsw_t *h, const vec_view_t *view, const quant_t *codes, const float *query,
+                      uint32_t k, uint32_t ef, const roaring_bitmap_t *allowed, hnsw_mode_t mode,
+                      uint64_t max_visits, hnsw_stats_t *stats, hnsw_hit_t *out_hits,
+                      uint32_t *n_out)
 {
     hnsw_stats_t local;
     hnsw_stats_t *st = stats ? stats : &local;
@@ -473,10 +574,19 @@ int hnsw_search(hnsw_t *h, const vec_view_t *view, const float *query, uint32_t 
         ef = k;
     if (ef > HNSW_EF_MAX)
         ef = HNSW_EF_MAX;
-    qctx_t c = {.h = h, .view = view, .q = query, .ef = ef, .max_visits = max_visits, .st = st};
+    qctx_t c = {.h = h, .s = {.view = view, .q = query}, .ef = ef, .max_visits = max_visits,
+                .st = st};
     c.allowed = mode == HNSW_MODE_FILTERED ? allowed : NULL;
+    quant_query_t *qq = NULL;
+    if (codes && quant_is_trained(codes)) {
+        int qrc = quant_query_new(codes, view, h->metric, query, &qq);
+        if (qrc == CDN_ERR_NOMEM)
+            return qrc;
+        c.s.codes = qq; /* a non-finite query keeps the float traversal */
+    }
     if (hnsw_heap_init(&c.cand, 4 * ef) || hnsw_heap_init(&c.res, ef + 1)) {
         hnsw_heap_free(&c.cand);
+        quant_query_free(qq);
         return CDN_ERR_NOMEM;
     }
     pthread_rwlock_rdlock(&h->grow_lock);
@@ -490,20 +600,27 @@ int hnsw_search(hnsw_t *h, const vec_view_t *view, const float *query, uint32_t 
     }
     pthread_rwlock_unlock(&h->grow_lock);
     if (!c.rc) {
-        hnsw_heap_sort(&c.res);
+        float kth = INFINITY;
+        if (qq)
+            kth = rerank_float(&c, view, query, k);
+        else
+            hnsw_heap_sort(&c.res);
         uint32_t n = c.res.n < k ? c.res.n : k;
         memcpy(out_hits, c.res.a, n * sizeof(hnsw_hit_t));
         *n_out = n;
         if (c.n_sample && n == k)
-            st->sample_closer = sample_below(&c, out_hits[k - 1].dist);
+            st->sample_closer = sample_below(&c, qq ? kth : out_hits[k - 1].dist);
         /* Exact only if every admissible node was evaluated (conservative when the allowed
-         * set names ids the graph lacks). */
-        st->incomplete = !(c.adm_evaluated >= c.adm_total && !st->exhausted_budget);
+         * set names ids the graph lacks); on codes, only if every one of them also made the
+         * ef-list, since the estimates rank them only roughly. */
+        st->incomplete = !(c.adm_evaluated >= c.adm_total && !st->exhausted_budget &&
+                           (!qq || c.res.n >= c.adm_total));
     }
     hnsw_heap_free(&c.cand);
     hnsw_heap_free(&c.res);
     cdn_free(c.bridges);
     cdn_free(c.bits);
     cdn_free(c.sample_d);
+    quant_query_free(qq);
     return c.rc;
 }

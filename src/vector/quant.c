@@ -14,6 +14,7 @@
 #include "vector/quant.h"
 #include "base/mem.h"
 #include "vector/exact.h"
+#include "vector/quant_int.h"
 #include "vector/quant_kern.h"
 
 #include <float.h>
@@ -27,58 +28,9 @@
 /* Scans of at least this many rows are split over two threads: below it, thread start-up
  * (tens of microseconds) is a large share of the scan. */
 #define QUANT_PAR_MIN_ROWS 8192
-/* Directories retired by growth: it doubles from 8 chunks, so 2^32 rows need at most 20. */
-#define QUANT_MAX_RETIRED 24
 /* Exact zero-rounding-error reasoning is replaced by generous bounds: u = 2^-24 is float's unit
  * roundoff, gamma_n = n u / (1 - n u) bounds any summation order of n terms (FMA or not). */
 #define QUANT_U (1.0 / 16777216.0)
-
-struct quant {
-    uint32_t dim, stride; /* stride: dim rounded up to 32, the code and weight length */
-    int trained;
-    float *lo, *s; /* stride floats each, pads zero */
-    /* The chunk directory. Searches load it (acquire) once; an append that outgrows it copies it,
-     * publishes the copy (release) and keeps the old one in `retired` until quant_free, so a
-     * search that started earlier keeps reading valid memory. */
-    uint8_t **chunks;
-    size_t n_chunks, cap_chunks;
-    uint8_t **retired[QUANT_MAX_RETIRED];
-    size_t n_retired, retired_bytes;
-    uint32_t count; /* published with release after the rows below it are written */
-};
-
-/* What a search reads: the directory and row count loaded once, at its start. */
-typedef struct rows_snap {
-    uint8_t *const *dir;
-    uint32_t count, stride;
-} rows_snap_t;
-
-static inline rows_snap_t snap_rows(const quant_t *q)
-{
-    rows_snap_t r;
-    r.count = __atomic_load_n(&q->count, __ATOMIC_ACQUIRE);
-    r.dir = __atomic_load_n(&q->chunks, __ATOMIC_ACQUIRE);
-    r.stride = q->stride;
-    return r;
-}
-
-/* A chunk: QUANT_CHUNK_ROWS code rows of `stride` bytes, then QUANT_CHUNK_ROWS floats e_r, then
- * QUANT_CHUNK_ROWS floats r_r = ||x^ - lo||^2 = sum (s_j c_j)^2 (to nearest; L2 needs it). */
-static inline uint8_t *row_codes(const rows_snap_t *q, uint32_t id)
-{
-    return q->dir[id >> QUANT_CHUNK_SHIFT] + (size_t)(id & (QUANT_CHUNK_ROWS - 1)) * q->stride;
-}
-
-static inline float *row_err_ptr(const rows_snap_t *q, uint32_t id)
-{
-    float *errs = (float *)(q->dir[id >> QUANT_CHUNK_SHIFT] + (size_t)QUANT_CHUNK_ROWS * q->stride);
-    return errs + (id & (QUANT_CHUNK_ROWS - 1));
-}
-
-static inline float *row_r_ptr(const rows_snap_t *q, uint32_t id)
-{
-    return row_err_ptr(q, id) + QUANT_CHUNK_ROWS;
-}
 
 static size_t chunk_bytes(const quant_t *q)
 {
@@ -297,10 +249,10 @@ int quant_encode_rows(quant_t *q, const vec_view_t *v, uint32_t first, uint32_t 
                            (unsigned long long)first + n, v->count);
     if (ensure_rows(q, (uint64_t)first + n))
         return cdn_err_set(err, CDN_ERR_NOMEM, "quant_encode_rows: out of memory");
-    rows_snap_t r = {q->chunks, q->count, q->stride}; /* the writer's own, current view */
+    quant_snap_t r = {q->chunks, q->count, q->stride}; /* the writer's own, current view */
     for (uint32_t i = 0; i < n; i++)
-        *row_err_ptr(&r, first + i) = encode_row(q, vec_row(v, first + i), row_codes(&r, first + i),
-                                                 row_r_ptr(&r, first + i));
+        *quant_row_err(&r, first + i) = encode_row(q, vec_row(v, first + i), quant_row_codes(&r, first + i),
+                                                 quant_row_r(&r, first + i));
     if (first + n > q->count) /* publish: the rows are complete before a search can see them */
         __atomic_store_n(&q->count, first + n, __ATOMIC_RELEASE);
     return CDN_OK;
@@ -315,7 +267,7 @@ typedef struct cand {
 
 typedef struct qscan {
     const quant_t *q;
-    rows_snap_t r; /* directory and count as of the search's start */
+    quant_snap_t r; /* directory and count as of the search's start */
     const vec_view_t *v;
     vec_metric_t m;
     int l2;
@@ -408,7 +360,7 @@ static int judge_row(qscan_t *c, uint32_t id, int32_t s, float e)
 {
     double lo, hi;
     if (c->l2)
-        bounds_l2(c, s, e, *row_r_ptr(&c->r, id), &lo, &hi);
+        bounds_l2(c, s, e, *quant_row_r(&c->r, id), &lo, &hi);
     else
         bounds_dot(c, s, e, &lo, &hi);
     if (lo > c->t)
@@ -428,14 +380,14 @@ static inline void prefetch_row(const qscan_t *c, const uint32_t *ids, size_t j,
     if (j >= n)
         return;
     if (j == 0 || ids[j] != ids[j - 1] + 1) {
-        const char *p = (const char *)row_codes(&c->r, ids[j]);
+        const char *p = (const char *)quant_row_codes(&c->r, ids[j]);
         for (size_t off = 0; off < c->q->stride; off += 64)
             __builtin_prefetch(p + off, 0, 3);
     }
     if (j == 0 || (ids[j] ^ ids[j - 1]) >= 16) { /* 16 floats to a cache line */
-        __builtin_prefetch(row_err_ptr(&c->r, ids[j]), 0, 3);
+        __builtin_prefetch(quant_row_err(&c->r, ids[j]), 0, 3);
         if (c->l2)
-            __builtin_prefetch(row_r_ptr(&c->r, ids[j]), 0, 3);
+            __builtin_prefetch(quant_row_r(&c->r, ids[j]), 0, 3);
     }
 }
 
@@ -462,14 +414,14 @@ static int scan_ids(qscan_t *c, const uint32_t *ids, size_t n)
             prefetch_row(c, known, j, nk);
         const uint8_t *rows[4];
         for (size_t j = 0; j < 4; j++)
-            rows[j] = row_codes(&c->r, known[i + (j < group ? j : group - 1)]);
+            rows[j] = quant_row_codes(&c->r, known[i + (j < group ? j : group - 1)]);
         int32_t d[4];
         if (group == 4 && known[i + 3] == known[i] + 3)
             c->kern4(rows, c->w, q->stride, d);
         else
             c->kern4x(rows, c->w, q->stride, d);
         for (size_t j = 0; rc == CDN_OK && j < group; j++) {
-            float e = *row_err_ptr(&c->r, known[i + j]);
+            float e = *quant_row_err(&c->r, known[i + j]);
             rc = e < INFINITY ? judge_row(c, known[i + j], d[j], e)
                               : add_cand(c, known[i + j], -INFINITY);
         }
@@ -570,34 +522,50 @@ static int32_t weight_max(uint32_t stride)
     return (int32_t)(m > 32767 ? 32767 : m);
 }
 
-/* Fills the per-query weights and constants. Returns 1 if the query has a non-finite value (then
- * the caller falls back to exact_search). omega_j is q_j s_j (dot, cosine) or (q_j - lo_j) s_j
- * (L2), rounded to sigma * w_j with |w_j| <= weight_max: error <= sigma / 2 per unit of code. */
-static int prepare(qscan_t *c, const float *query)
+int quant_weigh(const quant_t *q, const float *query, int l2, quant_weights_t *out)
 {
-    const quant_t *q = c->q;
-    double qn2 = 0, maxw = 0;
-    c->c0 = c->pmag = c->qq = 0;
+    double qn2 = 0, maxw = 0, c0 = 0, pmag = 0, qq = 0;
     for (uint32_t j = 0; j < q->dim; j++) {
         double x = query[j], lo = q->lo[j], s = q->s[j];
         if (!isfinite(x))
             return 1;
-        double om = c->l2 ? (x - lo) * s : x * s;
+        double om = l2 ? (x - lo) * s : x * s;
         maxw = fmax(maxw, fabs(om));
         qn2 += x * x;
-        c->c0 += x * lo;
-        c->pmag += fabs(x) * (fabs(lo) + 255.0 * s);
-        c->qq += (x - lo) * (x - lo);
+        c0 += x * lo;
+        pmag += fabs(x) * (fabs(lo) + 255.0 * s);
+        qq += (x - lo) * (x - lo);
     }
     int32_t wmax = weight_max(q->stride);
-    c->sigma = maxw > 0 ? maxw / wmax : 0;
-    for (uint32_t j = 0; j < q->dim && c->sigma > 0; j++) {
-        double x = query[j], om = c->l2 ? (x - q->lo[j]) * q->s[j] : x * q->s[j];
-        double r = nearbyint(om / c->sigma);
-        c->w[j] = (int16_t)(r > wmax ? wmax : r < -wmax ? -wmax : r);
+    double sigma = maxw > 0 ? maxw / wmax : 0;
+    for (uint32_t j = 0; j < q->dim && sigma > 0; j++) {
+        double x = query[j], om = l2 ? (x - q->lo[j]) * q->s[j] : x * q->s[j];
+        double r = nearbyint(om / sigma);
+        out->w[j] = (int16_t)(r > wmax ? wmax : r < -wmax ? -wmax : r);
     }
-    c->dw = (c->sigma / 2 + maxw * 0x1p-48) * 255.0 * q->dim;
-    c->qn = sqrt(qn2) * (1 + 0x1p-40);
+    out->sigma = sigma;
+    out->maxw = maxw;
+    out->qn2 = qn2;
+    out->c0 = c0;
+    out->pmag = pmag;
+    out->qq = qq;
+    return 0;
+}
+
+/* Fills the per-query weights and constants. Returns 1 if the query has a non-finite value (then
+ * the caller falls back to exact_search). */
+static int prepare(qscan_t *c, const float *query)
+{
+    const quant_t *q = c->q;
+    quant_weights_t wt = {.w = c->w};
+    if (quant_weigh(q, query, c->l2, &wt))
+        return 1;
+    c->sigma = wt.sigma;
+    c->c0 = wt.c0;
+    c->pmag = wt.pmag;
+    c->qq = wt.qq;
+    c->dw = (c->sigma / 2 + wt.maxw * 0x1p-48) * 255.0 * q->dim;
+    c->qn = sqrt(wt.qn2) * (1 + 0x1p-40);
     c->eps = 2.0 * ((double)q->dim + 8.0) * QUANT_U;
     c->epsd = ((double)q->dim + 8.0) * 0x1p-50;
     c->tiny = ((double)q->dim + 8.0) * 0x1p-140;
@@ -647,7 +615,7 @@ int quant_exact_search_isa(const quant_t *q, const vec_view_t *v, vec_metric_t m
         (v->count && (!v->base || v->stride < v->dim)))
         return CDN_ERR_INVALID;
     qscan_t c = {
-        .q = q, .r = snap_rows(q), .v = v, .m = m, .l2 = m == VEC_METRIC_L2, .t = INFINITY};
+        .q = q, .r = quant_snap(q), .v = v, .m = m, .l2 = m == VEC_METRIC_L2, .t = INFINITY};
     c.kern4 = quant_kern4_for(isa, 0);
     c.kern4x = quant_kern4_for(isa, 1);
     if (!c.kern4 || !c.kern4x)
@@ -692,7 +660,7 @@ int quant_code_dot(const quant_t *q, vec_isa_t isa, const int16_t *w, uint32_t i
 {
     if (!q || !w || !out || id >= quant_count(q))
         return CDN_ERR_INVALID;
-    rows_snap_t r = snap_rows(q);
+    quant_snap_t r = quant_snap(q);
     int32_t wmax = weight_max(q->stride);
     for (uint32_t j = 0; j < q->dim; j++)
         if (w[j] > wmax || w[j] < -wmax)
@@ -706,9 +674,9 @@ int quant_code_dot(const quant_t *q, vec_isa_t isa, const int16_t *w, uint32_t i
     memset(buf, 0, (size_t)q->stride * sizeof(int16_t));
     memcpy(buf, w, q->dim * sizeof(int16_t));
     /* The row sits in lane id % 4 with row 0 around it: lanes must not leak into each other. */
-    const uint8_t *rows[4] = {row_codes(&r, 0), row_codes(&r, 0), row_codes(&r, 0),
-                              row_codes(&r, 0)};
-    rows[id % 4] = row_codes(&r, id);
+    const uint8_t *rows[4] = {quant_row_codes(&r, 0), quant_row_codes(&r, 0), quant_row_codes(&r, 0),
+                              quant_row_codes(&r, 0)};
+    rows[id % 4] = quant_row_codes(&r, id);
     int32_t d[4];
     kern4(rows, buf, q->stride, d);
     *out = d[id % 4];

@@ -94,4 +94,26 @@ int quant_exact_search_isa(const quant_t *q, const vec_view_t *v, vec_metric_t m
  * large, NULL args), CDN_ERR_UNSUPPORTED or CDN_ERR_NOMEM. */
 int quant_code_dot(const quant_t *q, vec_isa_t isa, const int16_t *w, uint32_t id, int32_t *out);
 
+/* ---- approximate scoring, for graph traversal ----
+ * A query prepared against the codes: estimates of each row's float distance from its codes
+ * alone (the distance to the reconstruction x^: L2 ||q - x^||^2, dot -q.x^, cosine 1 - q.x^),
+ * a quarter of the memory a float row costs. Estimates, not bounds: a traversal that ranks with
+ * them re-scores its final list in float. Rows without codes (never encoded, past quant_count,
+ * non-finite values) are scored from the float view instead. */
+typedef struct quant_query quant_query_t;
+
+/* Prepares `query` (dim floats) for scoring rows of v (the view the codes were encoded from)
+ * under metric m. *out is freed with quant_query_free. Returns 0, CDN_ERR_INVALID (untrained
+ * q, dim mismatch, a non-finite query value, NULL arguments) or CDN_ERR_NOMEM. Read-only on q:
+ * any number may run at once, and alongside appends (the row count is taken here). */
+int quant_query_new(const quant_t *q, const vec_view_t *v, vec_metric_t m, const float *query,
+                    quant_query_t **out);
+void quant_query_free(quant_query_t *qq);
+
+/* out[i] = the estimate for row ids[i] (every id < v->count). */
+void quant_query_score(const quant_query_t *qq, const uint32_t *ids, uint32_t n, float *out);
+
+/* Starts fetching what quant_query_score will read for row id. */
+void quant_query_prefetch(const quant_query_t *qq, uint32_t id);
+
 #endif

@@ -382,7 +382,7 @@ static void test_calibration_picks_the_smallest_ef_reaching_the_target(void **st
     hnsw_calib_t cal;
     for (int pass = 0; pass < 2; pass++) {
         double target = pass == 0 ? 0.999 : 1.01;
-        assert_int_equal(hnsw_calibrate(f->h, &f->view, live, nq, target, 32, &cal), 0);
+        assert_int_equal(hnsw_calibrate(f->h, &f->view, NULL, live, nq, target, 32, &cal), 0);
         assert_int_equal(cal.queries, nq);
         int filtered_on_ladder = 0;
         for (size_t j = 0; j < 9; j++)
@@ -410,7 +410,7 @@ static void test_calibration_picks_the_smallest_ef_reaching_the_target(void **st
         }
     }
     roaring_bitmap_t *few = roaring_bitmap_from_range(0, 8, 1);
-    assert_int_equal(hnsw_calibrate(f->h, &f->view, few, nq, 0.99, 32, &cal), CDN_ERR_INVALID);
+    assert_int_equal(hnsw_calibrate(f->h, &f->view, NULL, few, nq, 0.99, 32, &cal), CDN_ERR_INVALID);
     roaring_bitmap_free(few);
     roaring_bitmap_free(live);
 }

@@ -1,0 +1,216 @@
+/* test_hnsw_codes.c: graph traversal scored from 8-bit codes (hnsw_search_codes) and the
+ * codes' distance estimates (quant_query_*): recall as the float traversal's, hits carrying
+ * float distances, filters obeyed, completeness only when it is proven, rows without codes
+ * scored in float, calibration on codes. Relies on cmocka, CRoaring. */
+/* cmocka.h needs these four first. */
+// clang-format off
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+// clang-format on
+
+#include <math.h>
+
+#include "base/err.h"
+#include "unit/vector/hnsw_testutil.h"
+#include "vector/quant.h"
+
+#define N 5000
+#define DIM 32
+#define NQ 100
+#define K 10
+
+typedef struct fixture {
+    float *data, *queries;
+    vec_view_t view;
+    hnsw_t *h;
+    quant_t *codes;
+} fixture_t;
+
+static int setup(void **state)
+{
+    fixture_t *f = calloc(1, sizeof(*f));
+    f->data = tu_clustered(N, DIM, 50, 1.0f, 1, 0, NULL);
+    f->queries = tu_clustered(NQ, DIM, 50, 1.0f, 1, 0, NULL);
+    tu_rng_t r = {91};
+    for (uint32_t i = 0; i < NQ * DIM; i++)
+        f->queries[i] += 0.3f * tu_gauss(&r);
+    f->view = (vec_view_t){f->data, DIM, DIM, N};
+    hnsw_params_t p = hnsw_params_default();
+    p.ef_construction = 100;
+    uint32_t *ids = malloc(sizeof(uint32_t) * N);
+    for (uint32_t i = 0; i < N; i++)
+        ids[i] = i;
+    int rc = hnsw_create(p, VEC_METRIC_L2, DIM, &f->h);
+    rc = rc ? rc : hnsw_build(f->h, &f->view, ids, N, 2);
+    rc = rc ? rc : quant_create(DIM, &f->codes, NULL);
+    rc = rc ? rc : quant_train(f->codes, &f->view, NULL, N, NULL);
+    rc = rc ? rc : quant_encode_rows(f->codes, &f->view, 0, N, NULL);
+    free(ids);
+    *state = f;
+    return rc;
+}
+
+static int teardown(void **state)
+{
+    fixture_t *f = *state;
+    hnsw_free(f->h);
+    quant_free(f->codes);
+    free(f->data);
+    free(f->queries);
+    free(f);
+    return 0;
+}
+
+/* Mean recall@K of the traversal on codes; every hit must be admissible, sorted, and carry
+ * exactly the float kernel's distance. */
+static double recall_on_codes(fixture_t *f, uint32_t ef, const roaring_bitmap_t *allowed)
+{
+    vec_dist_fn dist = vec_dist_for(VEC_METRIC_L2);
+    hnsw_mode_t mode = allowed ? HNSW_MODE_FILTERED : HNSW_MODE_UNFILTERED;
+    double sum = 0;
+    for (uint32_t qi = 0; qi < NQ; qi++) {
+        const float *q = f->queries + (size_t)qi * DIM;
+        hnsw_hit_t hits[K];
+        uint32_t n = 0, truth[K];
+        assert_int_equal(hnsw_search_codes(f->h, &f->view, f->codes, q, K, ef, allowed, mode, 0,
+                                           NULL, hits, &n),
+                         0);
+        for (uint32_t i = 0; i < n; i++) {
+            if (allowed)
+                assert_true(roaring_bitmap_contains(allowed, hits[i].id));
+            assert_true(hits[i].dist == dist(q, vec_row(&f->view, hits[i].id), DIM));
+            if (i)
+                assert_true(hits[i - 1].dist <= hits[i].dist);
+        }
+        uint32_t nt = tu_exact(&f->view, VEC_METRIC_L2, q, N, allowed, NULL, K, truth);
+        sum += tu_recall(hits, n, truth, nt);
+    }
+    return sum / NQ;
+}
+
+static void test_traversal_on_codes_keeps_the_float_recall(void **state)
+{
+    fixture_t *f = *state;
+    double r = recall_on_codes(f, 64, NULL);
+    print_message("unfiltered on codes, recall@10 ef=64: %.4f\n", r);
+    assert_true(r >= 0.95);
+    for (double frac = 0.5; frac > 0.004; frac /= 10) {
+        roaring_bitmap_t *allowed = tu_random_set(N, frac, 17);
+        r = recall_on_codes(f, 64, allowed);
+        print_message("filtered %.1f%% on codes, recall@10: %.4f\n", frac * 100, r);
+        assert_true(r >= 0.9);
+        roaring_bitmap_free(allowed);
+    }
+}
+
+/* Estimates rank roughly, so "every admissible node evaluated" proves the top k only when all
+ * of them were re-scored in float: a small set (within the re-scored part) is complete and
+ * exact; a larger one searched to exhaustion is not claimed complete. */
+static void test_complete_only_when_every_allowed_row_was_rescored(void **state)
+{
+    fixture_t *f = *state;
+    roaring_bitmap_t *small = roaring_bitmap_create(), *large = roaring_bitmap_create();
+    for (uint32_t i = 0; i < 30; i++)
+        roaring_bitmap_add(small, i * 150 + 3);
+    for (uint32_t i = 0; i < 200; i++)
+        roaring_bitmap_add(large, i * 25 + 1);
+    hnsw_hit_t hits[K];
+    uint32_t n = 0, truth[K];
+    hnsw_stats_t st;
+    assert_int_equal(hnsw_search_codes(f->h, &f->view, f->codes, f->queries, K, 64, small,
+                                       HNSW_MODE_FILTERED, 0, &st, hits, &n),
+                     0);
+    uint32_t nt = tu_exact(&f->view, VEC_METRIC_L2, f->queries, N, small, NULL, K, truth);
+    assert_int_equal(n, nt);
+    for (uint32_t i = 0; i < n; i++)
+        assert_int_equal(hits[i].id, truth[i]);
+    assert_int_equal(st.incomplete, 0);
+    /* ef 400 >= 200 allowed rows: all are evaluated, but only 4k = 40 re-scored in float. */
+    assert_int_equal(hnsw_search_codes(f->h, &f->view, f->codes, f->queries, K, 400, large,
+                                       HNSW_MODE_FILTERED, 0, &st, hits, &n),
+                     0);
+    assert_int_equal(st.incomplete, 1);
+    assert_int_equal(hnsw_search(f->h, &f->view, f->queries, K, 400, large, HNSW_MODE_FILTERED, 0,
+                                 &st, hits, &n),
+                     0);
+    assert_int_equal(st.incomplete, 0); /* the float traversal does prove it */
+    roaring_bitmap_free(small);
+    roaring_bitmap_free(large);
+}
+
+/* The estimate is the distance to the reconstruction: close to the float distance for every
+ * metric, and exactly the float distance for rows that have no codes yet. */
+static void test_estimates_track_float_distances_and_uncoded_rows_use_floats(void **state)
+{
+    fixture_t *f = *state;
+    quant_t *part = NULL;
+    assert_int_equal(quant_create(DIM, &part, NULL), 0);
+    assert_int_equal(quant_train(part, &f->view, NULL, N, NULL), 0);
+    assert_int_equal(quant_encode_rows(part, &f->view, 0, N / 2, NULL), 0); /* half encoded */
+    for (int m = VEC_METRIC_COSINE; m <= VEC_METRIC_L2; m++) {
+        vec_dist_fn dist = vec_dist_for((vec_metric_t)m);
+        quant_query_t *qq = NULL;
+        assert_int_equal(quant_query_new(part, &f->view, (vec_metric_t)m, f->queries, &qq), 0);
+        uint32_t ids[64];
+        float est[64];
+        for (uint32_t i = 0; i < 64; i++)
+            ids[i] = i * 77 % N;
+        quant_query_score(qq, ids, 64, est);
+        double worst = 0, scale = 0;
+        for (uint32_t i = 0; i < 64; i++) {
+            float d = dist(f->queries, vec_row(&f->view, ids[i]), DIM);
+            scale = fmax(scale, fabs(d));
+            if (ids[i] >= N / 2)
+                assert_true(est[i] == d); /* no codes: the float kernel's own value */
+            else
+                worst = fmax(worst, fabs(est[i] - d));
+        }
+        print_message("metric %d: worst estimate error %.4g of distances up to %.4g\n", m, worst,
+                      scale);
+        assert_true(worst > 0);            /* the codes were used */
+        assert_true(worst < 0.02 * scale); /* and they are close */
+        quant_query_free(qq);
+    }
+    float bad[DIM] = {0};
+    bad[3] = NAN;
+    quant_query_t *qq = NULL;
+    assert_int_equal(quant_query_new(part, &f->view, VEC_METRIC_L2, bad, &qq), CDN_ERR_INVALID);
+    assert_null(qq);
+    quant_t *untrained = NULL;
+    assert_int_equal(quant_create(DIM, &untrained, NULL), 0);
+    assert_int_equal(quant_query_new(untrained, &f->view, VEC_METRIC_L2, f->queries, &qq),
+                     CDN_ERR_INVALID);
+    quant_free(untrained);
+    quant_free(part);
+}
+
+/* Calibration measures the traversal that will run: on codes it reaches the target too. */
+static void test_calibration_on_codes_reaches_its_target(void **state)
+{
+    fixture_t *f = *state;
+    roaring_bitmap_t *live = roaring_bitmap_create();
+    roaring_bitmap_add_range(live, 0, N);
+    hnsw_calib_t cal;
+    assert_int_equal(hnsw_calibrate(f->h, &f->view, f->codes, live, 40, 0.95, 32, &cal), 0);
+    print_message("calibrated on codes: ef %u recall %.3f, filtered ef %u recall %.3f\n", cal.ef,
+                  cal.recall, cal.ef_filtered, cal.recall_filtered);
+    assert_int_equal(cal.queries, 40);
+    assert_true(cal.recall >= 0.95);
+    assert_true(cal.recall_filtered >= 0.95);
+    assert_true(cal.d10 > 0);
+    roaring_bitmap_free(live);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_traversal_on_codes_keeps_the_float_recall),
+        cmocka_unit_test(test_complete_only_when_every_allowed_row_was_rescored),
+        cmocka_unit_test(test_estimates_track_float_distances_and_uncoded_rows_use_floats),
+        cmocka_unit_test(test_calibration_on_codes_reaches_its_target),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}

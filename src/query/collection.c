@@ -250,7 +250,8 @@ int coll_load(const char *dir, store_txn_t *t, const coll_config_t *cfg, coll_t 
         coll_unref(l.c);
         return rc;
     }
-    coll_quant_sync(l.c); /* codes are rebuilt at open: a second or two per million rows */
+    coll_codes_open(dir, l.c); /* the saved codes, so open need not read every float row */
+    coll_quant_sync(l.c);      /* rows the file lacks: encoded now */
     if ((rc = coll_text_open(dir, t, l.c, err)) != 0 ||
         (l.c->hnsw && (rc = coll_graph_open(dir, l.c, err)) != 0)) {
         coll_unref(l.c);
@@ -332,4 +333,38 @@ int coll_quant_sync(coll_t *c)
     if (have >= c->next_row)
         return CDN_OK;
     return quant_encode_rows(c->quant, &v, have, c->next_row - have, NULL);
+}
+
+void coll_codes_open(const char *dir, coll_t *c)
+{
+    char path[4096];
+    vec_view_t v;
+    quant_t *q = NULL;
+    if (!c->quant || c->next_row == 0 ||
+        coll_file_path(dir, c->cfg.id, "q8", path, sizeof path) || access(path, F_OK))
+        return;
+    coll_view(c, &v);
+    int rc = quant_load(path, &v, &q);
+    if (rc) {
+        fprintf(stderr, "cordon: codes file %s is unusable (%s); re-encoding\n", path,
+                cdn_strerror(rc));
+        return;
+    }
+    quant_free(c->quant);
+    c->quant = q;
+    c->quant_saved = quant_count(q);
+}
+
+int coll_codes_save(const char *dir, coll_t *c, cdn_err_t *err)
+{
+    char path[4096];
+    int rc;
+    if (!c->quant || !quant_is_trained(c->quant) || quant_count(c->quant) == c->quant_saved)
+        return CDN_OK;
+    uint32_t rows = quant_count(c->quant);
+    if ((rc = coll_file_path(dir, c->cfg.id, "q8", path, sizeof path)) != 0 ||
+        (rc = quant_save(c->quant, path)) != 0)
+        return cdn_err_set(err, rc, "cannot save the 8-bit codes of \"%s\"", c->cfg.name);
+    c->quant_saved = rows;
+    return CDN_OK;
 }

@@ -139,11 +139,15 @@ void engine_close(engine_t *e)
                 unlink(path);
             if (coll_file_path(e->dir, e->colls[i]->cfg.id, "text", path, sizeof path) == 0)
                 unlink(path);
+            if (coll_file_path(e->dir, e->colls[i]->cfg.id, "q8", path, sizeof path) == 0)
+                unlink(path);
             coll_unref(e->colls[i]);
             continue;
         }
         if (coll_graph_save(e->dir, e->colls[i], &err))
             fprintf(stderr, "cordon: %s (it will be rebuilt at the next open)\n", err.msg);
+        if (coll_codes_save(e->dir, e->colls[i], &err))
+            fprintf(stderr, "cordon: %s (they will be re-encoded at the next open)\n", err.msg);
         if (coll_text_save(e->dir, e->colls[i], &err))
             fprintf(stderr, "cordon: %s (it will be rebuilt at the next open)\n", err.msg);
         coll_unref(e->colls[i]);
@@ -314,6 +318,8 @@ int engine_coll_drop(engine_t *e, const char *name, cdn_err_t *err)
     if (coll_file_path(e->dir, c->cfg.id, "text", path, sizeof path) == 0)
         unlink(path);
     if (coll_file_path(e->dir, c->cfg.id, "efauto", path, sizeof path) == 0)
+        unlink(path);
+    if (coll_file_path(e->dir, c->cfg.id, "q8", path, sizeof path) == 0)
         unlink(path);
     c->hnsw_dirty = c->text_dirty = 0; /* dropped: nothing to save */
     coll_unref(c);

@@ -10,6 +10,7 @@
 #include <unistd.h>
 #include <xxhash.h>
 
+#include "base/fileio.h"
 #include "base/mem.h"
 #include "text/textidx.h"
 
@@ -48,38 +49,6 @@ static void put_payload(const textidx_t *ti, textio_w_t *w)
     fieldidx_save(&ti->fi, ti->live, w);
 }
 
-static int write_all(int fd, const uint8_t *p, size_t n)
-{
-    while (n) {
-        ssize_t k = write(fd, p, n);
-        if (k < 0 && errno == EINTR)
-            continue;
-        if (k <= 0)
-            return -1;
-        p += k;
-        n -= (size_t)k;
-    }
-    return 0;
-}
-
-static int fsync_dir(const char *path)
-{
-    char dir[4096];
-    const char *slash = strrchr(path, '/');
-    size_t n = slash ? (size_t)(slash - path) : 1;
-    if (n == 0)
-        n = 1;
-    if (n >= sizeof dir)
-        return -1;
-    memcpy(dir, slash ? path : ".", n);
-    dir[n] = 0;
-    int fd = open(dir, O_RDONLY | O_DIRECTORY);
-    if (fd < 0)
-        return -1;
-    int rc = fsync(fd);
-    close(fd);
-    return rc;
-}
 
 int textidx_save(const textidx_t *ti, const char *path, uint64_t revision, cdn_err_t *err)
 {
@@ -105,12 +74,12 @@ int textidx_save(const textidx_t *ti, const char *path, uint64_t revision, cdn_e
         return cdn_err_set(err, CDN_ERR_INVALID, "index path is too long");
     }
     int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    int bad = fd < 0 || write_all(fd, w.p, w.len) || fsync(fd);
+    int bad = fd < 0 || cdn_file_write_all(fd, w.p, w.len, NULL) || fsync(fd);
     int saved = errno;
     if (fd >= 0 && close(fd))
         bad = 1;
     cdn_free(w.p);
-    if (bad || rename(tmp, path) || fsync_dir(path)) {
+    if (bad || rename(tmp, path) || cdn_file_fsync_dir_of(path)) {
         if (!bad)
             saved = errno;
         unlink(tmp);

@@ -11,6 +11,7 @@
 #include <xxhash.h>
 
 #include "base/err.h"
+#include "base/fileio.h"
 #include "base/mem.h"
 
 /* File layout (host byte order, little-endian on every supported machine):
@@ -40,59 +41,19 @@ static size_t pad8(size_t n)
     return (n + 7) & ~(size_t)7;
 }
 
-static int write_all(int fd, const void *p, size_t n, XXH3_state_t *xs)
-{
-    const char *c = p;
-    if (xs)
-        XXH3_64bits_update(xs, p, n);
-    while (n) {
-        size_t chunk = n > (1u << 30) ? (1u << 30) : n;
-        ssize_t w = write(fd, c, chunk);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w <= 0)
-            return CDN_ERR_IO;
-        c += w;
-        n -= (size_t)w;
-    }
-    return CDN_OK;
-}
-
-static int read_all(int fd, void *p, size_t n, XXH3_state_t *xs)
-{
-    char *c = p;
-    size_t total = n;
-    while (n) {
-        size_t chunk = n > (1u << 30) ? (1u << 30) : n;
-        ssize_t r = read(fd, c, chunk);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r < 0)
-            return CDN_ERR_IO;
-        if (r == 0)
-            return CDN_ERR_CORRUPT; /* shorter than its header promised */
-        c += r;
-        n -= (size_t)r;
-    }
-    if (xs)
-        XXH3_64bits_update(xs, p, total);
-    return CDN_OK;
-}
-
-/* Writes the body (everything after the header) into fd. Inserts are held off by the caller. */
 static int write_body(hnsw_t *h, int fd, XXH3_state_t *xs)
 {
     static const uint8_t zeros[8];
     size_t span = h->span;
-    int rc = write_all(fd, h->flags, span, xs);
-    rc = rc ? rc : write_all(fd, h->levels, span, xs);
-    rc = rc ? rc : write_all(fd, zeros, pad8(2 * span) - 2 * span, xs);
+    int rc = cdn_file_write_all(fd, h->flags, span, xs);
+    rc = rc ? rc : cdn_file_write_all(fd, h->levels, span, xs);
+    rc = rc ? rc : cdn_file_write_all(fd, zeros, pad8(2 * span) - 2 * span, xs);
     /* Neighbour lists are read under their stripes' locks elsewhere; here no writer runs, and
      * searches only read, so the array can go out in one call. */
-    rc = rc ? rc : write_all(fd, h->l0, span * ((size_t)h->m0 + 1) * sizeof(uint32_t), xs);
+    rc = rc ? rc : cdn_file_write_all(fd, h->l0, span * ((size_t)h->m0 + 1) * sizeof(uint32_t), xs);
     for (size_t i = 0; i < span && !rc; i++)
         if ((h->flags[i] & HNSW_F_CLAIMED) && h->levels[i] > 0)
-            rc = write_all(fd, h->upper[i], (size_t)h->levels[i] * (h->p.m + 1) * sizeof(uint32_t),
+            rc = cdn_file_write_all(fd, h->upper[i], (size_t)h->levels[i] * (h->p.m + 1) * sizeof(uint32_t),
                            xs);
     return rc;
 }
@@ -124,27 +85,6 @@ static void fill_header(hnsw_t *h, uint64_t revision, file_header_t *hd)
     hd->upper_words = words;
 }
 
-static int fsync_dir_of(const char *path)
-{
-    char dir[4096];
-    const char *slash = strrchr(path, '/');
-    if (!slash)
-        return snprintf(dir, sizeof dir, ".") < 0 ? CDN_ERR_IO : CDN_OK;
-    size_t n = (size_t)(slash - path);
-    if (n == 0)
-        n = 1;
-    if (n >= sizeof dir)
-        return CDN_ERR_IO;
-    memcpy(dir, path, n);
-    dir[n] = '\0';
-    int fd = open(dir, O_RDONLY | O_DIRECTORY);
-    if (fd < 0)
-        return CDN_ERR_IO;
-    int rc = fsync(fd) ? CDN_ERR_IO : CDN_OK;
-    close(fd);
-    return rc;
-}
-
 int hnsw_save(hnsw_t *h, const char *path, uint64_t revision)
 {
     char tmp[4096];
@@ -165,13 +105,13 @@ int hnsw_save(hnsw_t *h, const char *path, uint64_t revision)
     pthread_rwlock_rdlock(&h->grow_lock);
     file_header_t hd;
     fill_header(h, revision, &hd);
-    int rc = write_all(fd, &hd, sizeof hd, xs);
+    int rc = cdn_file_write_all(fd, &hd, sizeof hd, xs);
     rc = rc ? rc : write_body(h, fd, xs);
     pthread_rwlock_unlock(&h->grow_lock);
     pthread_rwlock_unlock(&h->write_gate);
     uint64_t sum = XXH3_64bits_digest(xs);
     XXH3_freeState(xs);
-    rc = rc ? rc : write_all(fd, &sum, sizeof sum, NULL);
+    rc = rc ? rc : cdn_file_write_all(fd, &sum, sizeof sum, NULL);
     if (!rc && fsync(fd))
         rc = CDN_ERR_IO;
     if (close(fd) && !rc)
@@ -180,7 +120,7 @@ int hnsw_save(hnsw_t *h, const char *path, uint64_t revision)
         rc = CDN_ERR_IO;
     if (rc)
         unlink(tmp);
-    return rc ? rc : fsync_dir_of(path);
+    return rc ? rc : cdn_file_fsync_dir_of(path);
 }
 
 /* ---------- load ---------- */
@@ -270,15 +210,15 @@ static int read_body(int fd, const file_header_t *hd, hnsw_t *h, XXH3_state_t *x
     int rc = hd->span ? hnsw_reserve(h, hd->span) : CDN_OK;
     uint32_t *blob = NULL;
     if (!rc)
-        rc = read_all(fd, h->flags, hd->span, xs);
-    rc = rc ? rc : read_all(fd, h->levels, hd->span, xs);
-    rc = rc ? rc : read_all(fd, pad, pad8(2 * (size_t)hd->span) - 2 * (size_t)hd->span, xs);
-    rc = rc ? rc : read_all(fd, h->l0, (size_t)hd->span * (h->m0 + 1) * sizeof(uint32_t), xs);
+        rc = cdn_file_read_all(fd, h->flags, hd->span, xs);
+    rc = rc ? rc : cdn_file_read_all(fd, h->levels, hd->span, xs);
+    rc = rc ? rc : cdn_file_read_all(fd, pad, pad8(2 * (size_t)hd->span) - 2 * (size_t)hd->span, xs);
+    rc = rc ? rc : cdn_file_read_all(fd, h->l0, (size_t)hd->span * (h->m0 + 1) * sizeof(uint32_t), xs);
     if (!rc && !(blob = cdn_malloc(hd->upper_words * sizeof(uint32_t) + 1)))
         rc = CDN_ERR_NOMEM;
-    rc = rc ? rc : read_all(fd, blob, hd->upper_words * sizeof(uint32_t), xs);
+    rc = rc ? rc : cdn_file_read_all(fd, blob, hd->upper_words * sizeof(uint32_t), xs);
     uint64_t sum = 0;
-    rc = rc ? rc : read_all(fd, &sum, sizeof sum, NULL);
+    rc = rc ? rc : cdn_file_read_all(fd, &sum, sizeof sum, NULL);
     if (!rc && sum != XXH3_64bits_digest(xs))
         rc = CDN_ERR_CORRUPT;
     rc = rc ? rc : check_graph(h, hd);
@@ -304,7 +244,7 @@ int hnsw_load(const char *path, hnsw_t **out, uint64_t *revision)
         rc = CDN_ERR_CORRUPT;
     if (!rc) {
         XXH3_64bits_reset(xs);
-        rc = read_all(fd, &hd, sizeof hd, xs);
+        rc = cdn_file_read_all(fd, &hd, sizeof hd, xs);
     }
     rc = rc ? rc : check_header(&hd, (uint64_t)sb.st_size);
     if (!rc) {

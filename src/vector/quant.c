@@ -32,7 +32,7 @@
  * roundoff, gamma_n = n u / (1 - n u) bounds any summation order of n terms (FMA or not). */
 #define QUANT_U (1.0 / 16777216.0)
 
-static size_t chunk_bytes(const quant_t *q)
+size_t quant_chunk_bytes(const quant_t *q)
 {
     return (size_t)QUANT_CHUNK_ROWS * (q->stride + 2 * sizeof(float));
 }
@@ -90,7 +90,7 @@ size_t quant_memory(const quant_t *q)
     if (!q)
         return 0;
     return sizeof *q + 2 * (size_t)q->stride * sizeof(float) + q->cap_chunks * sizeof(uint8_t *) +
-           q->retired_bytes + q->n_chunks * chunk_bytes(q);
+           q->retired_bytes + q->n_chunks * quant_chunk_bytes(q);
 }
 
 static int check_view(const quant_t *q, const vec_view_t *v, cdn_err_t *err)
@@ -201,7 +201,7 @@ static float encode_row(const quant_t *q, const float *x, uint8_t *c, float *r)
 }
 
 /* Makes sure chunks cover rows 0..need-1; new rows are unknown (e = +inf) until encoded. */
-static int ensure_rows(quant_t *q, uint64_t need)
+int quant_reserve_rows(quant_t *q, uint64_t need)
 {
     size_t want = (size_t)((need + QUANT_CHUNK_ROWS - 1) >> QUANT_CHUNK_SHIFT);
     if (want > q->cap_chunks) {
@@ -223,7 +223,7 @@ static int ensure_rows(quant_t *q, uint64_t need)
         q->cap_chunks = cap;
     }
     while (q->n_chunks < want) {
-        uint8_t *ch = cdn_aligned_alloc(64, chunk_bytes(q));
+        uint8_t *ch = cdn_aligned_alloc(64, quant_chunk_bytes(q));
         if (!ch)
             return CDN_ERR_NOMEM;
         memset(ch, 0, (size_t)QUANT_CHUNK_ROWS * q->stride); /* pads stay zero forever */
@@ -247,7 +247,7 @@ int quant_encode_rows(quant_t *q, const vec_view_t *v, uint32_t first, uint32_t 
         return cdn_err_set(err, CDN_ERR_INVALID,
                            "quant_encode_rows: rows %u..%llu are past the view's %u rows", first,
                            (unsigned long long)first + n, v->count);
-    if (ensure_rows(q, (uint64_t)first + n))
+    if (quant_reserve_rows(q, (uint64_t)first + n))
         return cdn_err_set(err, CDN_ERR_NOMEM, "quant_encode_rows: out of memory");
     quant_snap_t r = {q->chunks, q->count, q->stride}; /* the writer's own, current view */
     for (uint32_t i = 0; i < n; i++)
@@ -256,6 +256,27 @@ int quant_encode_rows(quant_t *q, const vec_view_t *v, uint32_t first, uint32_t 
     if (first + n > q->count) /* publish: the rows are complete before a search can see them */
         __atomic_store_n(&q->count, first + n, __ATOMIC_RELEASE);
     return CDN_OK;
+}
+
+int quant_rows_match(const quant_t *q, const vec_view_t *v, uint32_t n)
+{
+    quant_snap_t r = quant_snap(q);
+    uint8_t *c = cdn_malloc(q->stride);
+    if (!c)
+        return 0;
+    int same = 1;
+    for (uint32_t i = 0; same && r.count && i <= n; i++) {
+        /* n rows spread over the range, then the last one (the most recently encoded). */
+        uint32_t id = i < n ? (uint32_t)((uint64_t)i * r.count / n) : r.count - 1;
+        float rr = 0, e;
+        memset(c, 0, q->stride);
+        e = encode_row(q, vec_row(v, id), c, &rr);
+        same = !memcmp(c, quant_row_codes(&r, id), q->stride) &&
+               !memcmp(&e, quant_row_err(&r, id), sizeof e) &&
+               !memcmp(&rr, quant_row_r(&r, id), sizeof rr);
+    }
+    cdn_free(c);
+    return same;
 }
 
 /* ---- search ---- */

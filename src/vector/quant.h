@@ -94,6 +94,19 @@ int quant_exact_search_isa(const quant_t *q, const vec_view_t *v, vec_metric_t m
  * large, NULL args), CDN_ERR_UNSUPPORTED or CDN_ERR_NOMEM. */
 int quant_code_dot(const quant_t *q, vec_isa_t isa, const int16_t *w, uint32_t id, int32_t *out);
 
+/* Writes q's parameters and codes (rows below quant_count) to path atomically (temporary file,
+ * fsync, rename, directory fsync). Safe alongside searches and a single appending writer (rows
+ * below the count it reads are complete); not alongside quant_train or rewrites. Returns 0,
+ * CDN_ERR_INVALID (untrained q, NULL, path too long), CDN_ERR_IO or CDN_ERR_NOMEM. */
+int quant_save(const quant_t *q, const char *path);
+
+/* Reads a quantizer written by quant_save for the rows of v: rows the file holds past
+ * v->count are dropped (never acknowledged), and sample rows are re-encoded from v and must
+ * match the file exactly, so stale or foreign codes are refused. *out: free with quant_free.
+ * Returns 0, CDN_ERR_IO (cannot open or read), CDN_ERR_CORRUPT (bad header, size, checksum,
+ * dimension, or codes that do not restate v) or CDN_ERR_NOMEM. */
+int quant_load(const char *path, const vec_view_t *v, quant_t **out);
+
 /* ---- approximate scoring, for graph traversal ----
  * A query prepared against the codes: estimates of each row's float distance from its codes
  * alone (the distance to the reconstruction x^: L2 ||q - x^||^2, dot -q.x^, cosine 1 - q.x^),

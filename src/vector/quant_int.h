@@ -55,6 +55,17 @@ static inline float *quant_row_r(const quant_snap_t *q, uint32_t id)
     return quant_row_err(q, id) + QUANT_CHUNK_ROWS;
 }
 
+/* Bytes of one chunk: QUANT_CHUNK_ROWS rows of codes, then their e_r and r_r floats. */
+size_t quant_chunk_bytes(const quant_t *q);
+
+/* Allocates chunks (and the directory) for rows 0..need-1, new rows unknown; the count is left
+ * alone. Returns 0 or CDN_ERR_NOMEM. Exclusive access, or a single appending writer. */
+int quant_reserve_rows(quant_t *q, uint64_t need);
+
+/* 1 when n rows spread over 0..count-1, and the last, encode from v to exactly the stored
+ * codes, errors and norms (a file of codes checked against the rows it claims to restate). */
+int quant_rows_match(const quant_t *q, const vec_view_t *v, uint32_t n);
+
 /* A query's integer weights and constants. omega_j is q_j s_j (dot, cosine) or (q_j - lo_j) s_j
  * (L2), rounded to sigma * w_j with |w_j| within the int32-safe bound: error <= sigma / 2 per
  * unit of code. c0 = sum q_j lo_j, qq = ||q - lo||^2, qn2 = ||q||^2, pmag = sum |q_j| (|lo_j| +

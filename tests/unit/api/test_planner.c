@@ -181,7 +181,11 @@ static void test_int8_codes_give_the_same_exact_results(void **state)
     /* Small batches first (below the training size), then the rest: codes follow the rows. */
     assert_int_equal(cordon_put(f->db, "q", ch, 500, NULL, NULL), 0);
     assert_int_equal(cordon_put(f->db, "q", ch + 500, N - 500, NULL, NULL), 0);
-    for (int pass = 0; pass < 2; pass++) {
+    char q8[128];
+    snprintf(q8, sizeof q8, "%s/coll-1.q8", f->dir);
+    /* Passes: codes encoded as rows arrive; codes read from the file written at close; codes
+     * re-encoded because the file was damaged. */
+    for (int pass = 0; pass < 3; pass++) {
         uint64_t seed = 9;
         for (int qi = 0; qi < 20; qi++) {
             float q[DIM];
@@ -201,7 +205,15 @@ static void test_int8_codes_give_the_same_exact_results(void **state)
             cordon_result_free(a);
             cordon_result_free(b);
         }
-        cordon_close(f->db); /* the codes are rebuilt at open */
+        cordon_close(f->db); /* writes the codes file */
+        assert_int_equal(access(q8, R_OK), 0);
+        if (pass == 1) {
+            FILE *fp = fopen(q8, "r+b");
+            assert_non_null(fp);
+            fseek(fp, 300, SEEK_SET);
+            fputs("garbage", fp);
+            fclose(fp);
+        }
         assert_int_equal(cordon_open(f->dir, &opts, &f->db, NULL), 0);
     }
 }

@@ -1,0 +1,67 @@
+/* fileio.c: see fileio.h. */
+#include "base/fileio.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "base/err.h"
+
+int cdn_file_write_all(int fd, const void *p, size_t n, XXH3_state_t *xs)
+{
+    const char *c = p;
+    if (xs)
+        XXH3_64bits_update(xs, p, n);
+    while (n) {
+        size_t chunk = n > (1u << 30) ? (1u << 30) : n;
+        ssize_t w = write(fd, c, chunk);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0)
+            return CDN_ERR_IO;
+        c += w;
+        n -= (size_t)w;
+    }
+    return CDN_OK;
+}
+
+int cdn_file_read_all(int fd, void *p, size_t n, XXH3_state_t *xs)
+{
+    char *c = p;
+    size_t total = n;
+    while (n) {
+        size_t chunk = n > (1u << 30) ? (1u << 30) : n;
+        ssize_t r = read(fd, c, chunk);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r < 0)
+            return CDN_ERR_IO;
+        if (r == 0)
+            return CDN_ERR_CORRUPT; /* shorter than its header promised */
+        c += r;
+        n -= (size_t)r;
+    }
+    if (xs)
+        XXH3_64bits_update(xs, p, total);
+    return CDN_OK;
+}
+
+int cdn_file_fsync_dir_of(const char *path)
+{
+    char dir[4096];
+    const char *slash = strrchr(path, '/');
+    size_t n = slash ? (size_t)(slash - path) : 1;
+    if (n == 0)
+        n = 1; /* a file in "/" */
+    if (n >= sizeof dir)
+        return CDN_ERR_IO;
+    memcpy(dir, slash ? path : ".", n);
+    dir[n] = '\0';
+    int fd = open(dir, O_RDONLY | O_DIRECTORY);
+    if (fd < 0)
+        return CDN_ERR_IO;
+    int rc = fsync(fd) ? CDN_ERR_IO : CDN_OK;
+    close(fd);
+    return rc;
+}

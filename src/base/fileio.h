@@ -1,0 +1,21 @@
+/* fileio.h: whole-buffer reads and writes that survive short transfers and EINTR, optionally
+ * feeding an XXH3 checksum, and the directory fsync that makes a rename durable. Relies on POSIX
+ * and xxhash. Used by every file the engine writes beside LMDB (graph, codes, text index). */
+#ifndef CDN_FILEIO_H
+#define CDN_FILEIO_H
+
+#include <stddef.h>
+#include <xxhash.h>
+
+/* Writes n bytes of p to fd (xs, if not NULL, absorbs them). Returns 0 or CDN_ERR_IO. */
+int cdn_file_write_all(int fd, const void *p, size_t n, XXH3_state_t *xs);
+
+/* Reads exactly n bytes into p (xs, if not NULL, absorbs them). Returns 0, CDN_ERR_IO, or
+ * CDN_ERR_CORRUPT when the file ends first. */
+int cdn_file_read_all(int fd, void *p, size_t n, XXH3_state_t *xs);
+
+/* fsyncs the directory holding path, so that a rename into it survives a crash. Returns 0 or
+ * CDN_ERR_IO (also for a directory name longer than 4095 bytes). */
+int cdn_file_fsync_dir_of(const char *path);
+
+#endif

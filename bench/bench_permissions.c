@@ -27,7 +27,7 @@ typedef struct perm_run {
     perm_world_t w;
     cordon_t *db;
     char dir[256];
-    double load_s, reopen_s, rss_mb;
+    double load_s, reopen_s, rss_mb, engine_rss_open_mb, engine_rss_end_mb;
     int reused; /* the --data directory already held the corpus */
     size_t failures;
     double *lat;
@@ -230,6 +230,23 @@ static void corpus_marker(const perm_run_t *r, int write, int *match)
         *match = !strcmp(want, got);
 }
 
+/* Resident memory without the benchmark's own arrays (corpus, queries, teams, subjects, truth):
+ * what the engine keeps. */
+static double engine_rss(const perm_run_t *r)
+{
+    const perm_world_t *w = &r->w;
+    size_t n = w->c.n, nq = w->c.nq, dim = w->c.dim;
+    double own = bench_resident_mb(w->c.base, n * dim * sizeof(float)) +
+                 bench_resident_mb(w->c.queries, nq * dim * sizeof(float)) +
+                 bench_resident_mb(w->team[0], n * sizeof(uint16_t)) +
+                 bench_resident_mb(w->team[1], n * sizeof(uint16_t)) +
+                 bench_resident_mb(w->held, PERM_LAYOUTS * nq * sizeof *w->held) +
+                 bench_resident_mb(w->centroid, (size_t)PERM_GROUPS * dim * sizeof(float)) +
+                 bench_resident_mb(w->truth, (size_t)PERM_LAYOUTS * PERM_SHARES * nq *
+                                                 sizeof *w->truth);
+    return bench_rss_mb() - own;
+}
+
 /* Opens the engine, creates the collection, loads every chunk, then closes and reopens. */
 static int load_engine(perm_run_t *r)
 {
@@ -284,6 +301,7 @@ static int load_engine(perm_run_t *r)
         r->reopen_s = (double)(cdn_clock_ns() - t0) / 1e9;
     }
     r->rss_mb = bench_rss_mb();
+    r->engine_rss_open_mb = engine_rss(r);
     if (rc)
         fprintf(stderr, "cordon bench permissions: loading failed: %s (%s)\n",
                 e.message[0] ? e.message : "", cordon_strerror(rc));
@@ -506,8 +524,8 @@ int bench_permissions_main(int argc, char **argv)
         (rows = cdn_calloc(PERM_LAYOUTS * PERM_SHARES * PERM_STRATS, sizeof *rows)) &&
         (r.lat = cdn_calloc(r.w.c.nq, sizeof *r.lat)) && run_all(&r, rows, &n) == CORDON_OK &&
         (r.w.o.selftest || perm_sweep_unfiltered(&r.w, r.db, PERM_ALL, sweep, &n_sweep) == 0)) {
-        perm_report_t rep = {rows,       n,       sweep, n_sweep, r.reused ? -1 : r.load_s,
-                             r.reopen_s, r.rss_mb};
+        perm_report_t rep = {rows,       n,        sweep, n_sweep, r.reused ? -1 : r.load_s,
+                             r.reopen_s, r.rss_mb, r.engine_rss_open_mb, engine_rss(&r)};
         if (r.w.o.selftest)
             selftest_recall(&r, rows, n);
         perm_print(&r.w, &rep);

@@ -8,6 +8,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 uint64_t bench_rng_next(uint64_t *s)
 {
@@ -67,6 +69,21 @@ int bench_parse_size(const char *bench, const char *name, const char *val, size_
     if (rc == 0)
         *out = (size_t)v;
     return rc;
+}
+
+double bench_resident_mb(const void *p, size_t bytes)
+{
+    size_t page = (size_t)sysconf(_SC_PAGESIZE);
+    if (!p || !bytes)
+        return 0;
+    uintptr_t lo = (uintptr_t)p / page * page, hi = ((uintptr_t)p + bytes + page - 1) / page * page;
+    size_t pages = (hi - lo) / page, resident = 0;
+    unsigned char *vec = malloc(pages);
+    if (vec && mincore((void *)lo, hi - lo, vec) == 0)
+        for (size_t i = 0; i < pages; i++)
+            resident += vec[i] & 1;
+    free(vec);
+    return (double)(resident * page) / (1024.0 * 1024.0);
 }
 
 double bench_rss_mb(void)

@@ -22,6 +22,10 @@ void bench_gen_rows(float *out, size_t n, uint32_t dim, const float *centroids,
 /* Resident memory of this process in MB (VmRSS), 0 when /proc cannot tell. */
 double bench_rss_mb(void);
 
+/* Resident MB of the bytes at p (mincore), for leaving a benchmark's own arrays out of the
+ * process's resident memory. 0 when it cannot tell. */
+double bench_resident_mb(const void *p, size_t bytes);
+
 /* Parses a whole number from lo to hi for option `name` of `cordon bench <bench>`; prints what
  * is wrong and returns 2 (the usage exit code) when it is not one, else 0. */
 int bench_parse_u64(const char *bench, const char *name, const char *val, uint64_t lo,

@@ -139,6 +139,8 @@ typedef struct perm_report {
     const perm_sweep_t *sweep;
     size_t n_sweep;
     double load_s, reopen_s, rss_mb;
+    /* Resident memory without the benchmark's own arrays, after the reopen and at the end. */
+    double engine_rss_open_mb, engine_rss_end_mb;
 } perm_report_t;
 
 /* Prints the table (or JSON with --format json) to stdout, and JSON to o.json_out if set. */

@@ -19,12 +19,15 @@ static void print_table(const perm_world_t *w, const perm_report_t *rep)
     printf("permissions benchmark: %s, %zu x %u (%s), %zu queries, k=%d\n", w->c.name, w->c.n,
            w->c.dim, w->c.metric == CORDON_METRIC_L2 ? "l2" : "cosine", w->c.nq, PERM_K);
     if (load_s < 0)
-        printf("reused the loaded data directory, reopen %.2f s, RSS %.0f MB\n\n", reopen_s,
+        printf("reused the loaded data directory, reopen %.2f s, RSS %.0f MB\n", reopen_s,
                rss_mb);
     else
         printf("load %.1f s (cordon_put in batches of 10,000, HNSW built), reopen %.2f s, "
-               "RSS %.0f MB\n\n",
+               "RSS %.0f MB\n",
                load_s, reopen_s, rss_mb);
+    printf("engine RSS (the benchmark's own corpus, truth and subjects left out): %.0f MB after "
+           "the reopen, %.0f MB after every query\n\n",
+           rep->engine_rss_open_mb, rep->engine_rss_end_mb);
     printf("%-10s %7s %-11s %7s %6s %8s %8s %8s %10s  %s\n", "layout", "share", "strategy",
            "recall", "leaks", "complete", "p50 ms", "p95 ms", "candidates", "plans");
     for (size_t i = 0; i < n; i++) {
@@ -57,11 +60,12 @@ static void print_json(FILE *f, const perm_world_t *w, const perm_report_t *rep)
             "{\"bench\":\"permissions\",\"corpus\":\"%s\",\"size\":%zu,\"dim\":%u,"
             "\"metric\":\"%s\",\"queries\":%zu,\"k\":%d,\"seed\":%llu,\"m\":%u,\"efc\":%u,"
             "\"ef\":%u,\"max_candidates\":%zu,\"exact_floats\":%llu,\"load_s\":%.3f,"
-            "\"reused\":%s,\"reopen_s\":%.3f,\"rss_mb\":%.1f,\"rows\":[",
+            "\"reused\":%s,\"reopen_s\":%.3f,\"rss_mb\":%.1f,\"engine_rss_open_mb\":%.1f,"
+            "\"engine_rss_end_mb\":%.1f,\"rows\":[",
             w->c.name, w->c.n, w->c.dim, w->c.metric == CORDON_METRIC_L2 ? "l2" : "cosine", w->c.nq,
             PERM_K, (unsigned long long)w->o.seed, w->o.m, w->o.efc, w->o.ef, w->o.max_candidates,
             (unsigned long long)w->o.exact_floats, load_s, load_s < 0 ? "true" : "false", reopen_s,
-            rss_mb);
+            rss_mb, rep->engine_rss_open_mb, rep->engine_rss_end_mb);
     for (size_t i = 0; i < n; i++) {
         const perm_row_t *r = &rows[i];
         fprintf(f,

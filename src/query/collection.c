@@ -250,7 +250,7 @@ int coll_load(const char *dir, store_txn_t *t, const coll_config_t *cfg, coll_t 
         coll_unref(l.c);
         return rc;
     }
-    coll_codes_open(dir, l.c); /* the saved codes, so open need not read every float row */
+    coll_codes_open(dir, l.c); /* the saved codes: open need not encode every float row */
     coll_quant_sync(l.c);      /* rows the file lacks: encoded now */
     if ((rc = coll_text_open(dir, t, l.c, err)) != 0 ||
         (l.c->hnsw && (rc = coll_graph_open(dir, l.c, err)) != 0)) {

@@ -121,6 +121,12 @@ int engine_open(const char *dir, uint64_t map_size, engine_t **out, cdn_err_t *e
         engine_close(e);
         return rc;
     }
+    /* The load's scans are done: hand their database pages back, then map the vector rows
+     * searches will read (in that order, so the two are never resident at once). */
+    store_release_pages(e->store);
+    for (size_t i = 0; i < e->ncolls; i++)
+        if (e->colls[i]->vf)
+            vecfile_prefault(e->colls[i]->vf, e->colls[i]->next_row);
     *out = e;
     return CDN_OK;
 }

@@ -5,7 +5,9 @@
 
 #include <errno.h>
 #include <lmdb.h>
+#include <stdio.h>
 #include <string.h>
+#include <sys/mman.h>
 
 static const char *const table_names[STORE_NTABLES] = {
     "meta", "collections", "chunks", "rows", "acls", "principals", "principal_ids", "model_log",
@@ -62,6 +64,48 @@ fail:
         mdb_env_close(s->env);
     cdn_free(s);
     return err ? err->code : CDN_ERR_IO;
+}
+
+/* An address inside the map: the first key of any table (a read transaction's keys and values
+ * point into the map). 0 for an empty database. */
+static uintptr_t map_address(store_t *s)
+{
+    MDB_txn *txn;
+    MDB_cursor *cur;
+    MDB_val k, v;
+    uintptr_t p = 0;
+    if (mdb_txn_begin(s->env, NULL, MDB_RDONLY, &txn))
+        return 0;
+    for (int i = 0; i < STORE_NTABLES && !p; i++) {
+        if (mdb_cursor_open(txn, s->dbi[i], &cur))
+            continue;
+        if (!mdb_cursor_get(cur, &k, &v, MDB_FIRST))
+            p = (uintptr_t)k.mv_data;
+        mdb_cursor_close(cur);
+    }
+    mdb_txn_abort(txn);
+    return p;
+}
+
+void store_release_pages(store_t *s)
+{
+    /* LMDB does not say where it mapped the file (mdb_env_info's address is only set with
+     * MDB_FIXEDMAP), so the mapping holding one of its pages is looked up. */
+    uintptr_t p = s ? map_address(s) : 0;
+    FILE *f = p ? fopen("/proc/self/maps", "r") : NULL;
+    char line[512];
+    int at_start = 1;
+    while (f && fgets(line, sizeof line, f)) {
+        unsigned long lo, hi;
+        int starts = at_start; /* a long line arrives in pieces: parse only line starts */
+        at_start = strchr(line, '\n') != NULL;
+        if (starts && sscanf(line, "%lx-%lx", &lo, &hi) == 2 && p >= lo && p < hi) {
+            (void)madvise((void *)lo, hi - lo, MADV_DONTNEED);
+            break;
+        }
+    }
+    if (f)
+        fclose(f);
 }
 
 void store_close(store_t *s)

@@ -135,3 +135,12 @@ const float *vecfile_base(const vecfile_t *vf)
 }
 size_t vecfile_stride(const vecfile_t *vf) { return vf->stride; }
 uint32_t vecfile_dim(const vecfile_t *vf) { return vf->dim; }
+
+void vecfile_prefault(vecfile_t *vf, uint32_t rows)
+{
+    size_t page = (size_t)sysconf(_SC_PAGESIZE);
+    size_t bytes = VECFILE_HEADER + (size_t)rows * vf->stride * sizeof(float);
+    bytes = (bytes + page - 1) / page * page;
+    if (rows)
+        (void)madvise(vf->map, bytes, MADV_POPULATE_READ); /* older kernels: faults on demand */
+}

@@ -157,7 +157,8 @@ static void test_auto_picks_plans_by_readable_size_and_keeps_recall(void **state
     fx_t *f = *state;
     assert_true(run(f, 1, CORDON_STRATEGY_AUTO, "exact") == 1.0);
     assert_true(run(f, 10, CORDON_STRATEGY_AUTO, NULL) >= 0.97);
-    assert_true(run(f, 60, CORDON_STRATEGY_AUTO, "hnsw-filtered") >= 0.97);
+    /* About 26% readable: the unfiltered pool of 2k / share finds k readable hits. */
+    assert_true(run(f, 60, CORDON_STRATEGY_AUTO, "hnsw-unfiltered") >= 0.97);
     assert_true(run(f, -1, CORDON_STRATEGY_AUTO, "hnsw-unfiltered") >= 0.97);
     assert_true(run(f, 10, CORDON_STRATEGY_EXACT, "exact") == 1.0);
 }
@@ -348,7 +349,9 @@ static void test_checkpoint_measures_recall_and_drop_removes_it(void **state)
 static void test_far_readable_rows_are_answered_by_the_exact_scan(void **state)
 {
     fx_t *f = *state;
-    enum { CN = 20000, CD = 8, NFAR = 2000 };
+    /* 15% far rows: the unfiltered pool tried first for such shares finds none of them near
+     * the query, and the filtered plan (then the exact scan) answers. */
+    enum { CN = 20000, CD = 8, NFAR = 3000 };
     static float v[CN][CD];
     static char ids[CN][16];
     static cordon_chunk ch[CN];

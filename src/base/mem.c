@@ -7,6 +7,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 static atomic_long fail_countdown = -1;
 
@@ -51,6 +52,14 @@ void *cdn_aligned_alloc(size_t align, size_t n)
     if (posix_memalign(&p, align, n ? n : align) != 0)
         return NULL;
     return p;
+}
+
+void cdn_advise_huge(void *p, size_t n)
+{
+    uintptr_t lo = ((uintptr_t)p + CDN_HUGE_PAGE - 1) & ~(uintptr_t)(CDN_HUGE_PAGE - 1);
+    uintptr_t hi = ((uintptr_t)p + n) & ~(uintptr_t)(CDN_HUGE_PAGE - 1);
+    if (p && hi > lo)
+        (void)madvise((void *)lo, hi - lo, MADV_HUGEPAGE);
 }
 
 int cdn_grow(void **p, size_t *cap, size_t need, size_t size)

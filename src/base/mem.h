@@ -17,6 +17,15 @@ void cdn_free(void *p);
 /* Allocates n bytes aligned to `align` (a power of two, >= sizeof(void*)); free with cdn_free. */
 void *cdn_aligned_alloc(size_t align, size_t n);
 
+/* Asks the kernel to back the 2 MiB-aligned pages inside [p, p + n) with huge pages (transparent
+ * huge pages in "madvise" mode). Best effort, for large arrays read at random (graph lists,
+ * 8-bit codes, visited marks): one TLB entry then covers 2 MiB instead of 4 KiB, and a random
+ * read no longer walks the page tables. Pages already touched keep their size. */
+void cdn_advise_huge(void *p, size_t n);
+
+/* The alignment that lets a whole allocation take huge pages (see cdn_advise_huge). */
+#define CDN_HUGE_PAGE ((size_t)2 << 20)
+
 /* Grows *p (holding *cap elements of `size` bytes) to hold at least `need`; doubles.
  * Returns 0 or CDN_ERR_NOMEM (then *p and *cap are unchanged). */
 int cdn_grow(void **p, size_t *cap, size_t need, size_t size);

@@ -165,6 +165,7 @@ static int grow_arrays(hnsw_t *h, uint32_t span)
     if (!l0)
         return CDN_ERR_NOMEM;
     h->l0 = l0;
+    cdn_advise_huge(l0, (size_t)span * per * sizeof(uint32_t)); /* read at random */
     uint8_t *levels = cdn_realloc(h->levels, span);
     if (!levels)
         return CDN_ERR_NOMEM;
@@ -333,6 +334,7 @@ int hnsw_visited_get(hnsw_t *h, hnsw_visited_t **out)
             hnsw_visited_put(h, v);
             return CDN_ERR_NOMEM;
         }
+        cdn_advise_huge(m, (size_t)h->span * sizeof(uint16_t)); /* marked at random */
         memset(m + v->cap, 0, (size_t)(h->span - v->cap) * sizeof(uint16_t));
         v->marks = m;
         v->cap = h->span;

@@ -65,8 +65,9 @@ void quant_free(quant_t *q)
 {
     if (!q)
         return;
-    for (size_t i = 0; i < q->n_chunks; i++)
-        cdn_free(q->chunks[i]);
+    for (size_t i = 0; i < q->n_slabs; i++)
+        cdn_free(q->slabs[i]);
+    cdn_free(q->slabs);
     cdn_free(q->chunks);
     for (size_t i = 0; i < q->n_retired; i++)
         cdn_free(q->retired[i]);
@@ -148,9 +149,9 @@ int quant_train(quant_t *q, const vec_view_t *v, const uint32_t *ids, size_t n, 
     cdn_free(hi);
     q->trained = 1;
     q->count = 0; /* exclusive access: no search holds these chunks */
-    for (size_t i = 0; i < q->n_chunks; i++)
-        cdn_free(q->chunks[i]);
-    q->n_chunks = 0;
+    for (size_t i = 0; i < q->n_slabs; i++)
+        cdn_free(q->slabs[i]);
+    q->n_slabs = q->n_chunks = q->slab_left = 0;
     return CDN_OK;
 }
 
@@ -200,6 +201,30 @@ static float encode_row(const quant_t *q, const float *x, uint8_t *c, float *r)
     return round_up_f(sqrt(e2) * (1.0 + 0x1p-40) + sqrt(n2) * 0x1p-50);
 }
 
+/* The next chunk's memory: cut from the newest slab, or from a new one. */
+static uint8_t *next_chunk(quant_t *q)
+{
+    if (q->slab_left == 0) {
+        size_t chunks = q->n_chunks ? q->n_chunks : 1;
+        chunks = chunks > QUANT_SLAB_MAX_CHUNKS ? QUANT_SLAB_MAX_CHUNKS : chunks;
+        if (q->n_slabs == q->cap_slabs &&
+            cdn_grow((void **)&q->slabs, &q->cap_slabs, q->n_slabs + 1, sizeof(uint8_t *)))
+            return NULL;
+        size_t bytes = chunks * quant_chunk_bytes(q);
+        uint8_t *slab = cdn_aligned_alloc(bytes >= CDN_HUGE_PAGE ? CDN_HUGE_PAGE : 64, bytes);
+        if (!slab)
+            return NULL;
+        cdn_advise_huge(slab, bytes);
+        q->slabs[q->n_slabs++] = slab;
+        q->slab_next = slab;
+        q->slab_left = chunks;
+    }
+    uint8_t *ch = q->slab_next; /* chunk sizes are multiples of 64: every chunk stays aligned */
+    q->slab_next += quant_chunk_bytes(q);
+    q->slab_left--;
+    return ch;
+}
+
 /* Makes sure chunks cover rows 0..need-1; new rows are unknown (e = +inf) until encoded. */
 int quant_reserve_rows(quant_t *q, uint64_t need)
 {
@@ -223,7 +248,7 @@ int quant_reserve_rows(quant_t *q, uint64_t need)
         q->cap_chunks = cap;
     }
     while (q->n_chunks < want) {
-        uint8_t *ch = cdn_aligned_alloc(64, quant_chunk_bytes(q));
+        uint8_t *ch = next_chunk(q);
         if (!ch)
             return CDN_ERR_NOMEM;
         memset(ch, 0, (size_t)QUANT_CHUNK_ROWS * q->stride); /* pads stay zero forever */

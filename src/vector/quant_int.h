@@ -20,7 +20,16 @@ struct quant {
     uint8_t **retired[QUANT_MAX_RETIRED];
     size_t n_retired, retired_bytes;
     uint32_t count; /* published with release after the rows below it are written */
+    /* Chunks are cut from slabs (2 MiB-aligned, advised for huge pages: scans and traversals
+     * read rows at random), each slab holding as many chunks as the quantizer had so far, up
+     * to QUANT_SLAB_MAX_CHUNKS; the slabs are what quant_free releases. */
+    uint8_t **slabs;
+    size_t n_slabs, cap_slabs;
+    uint8_t *slab_next; /* the next chunk of the newest slab */
+    size_t slab_left;   /* chunks left in it */
 };
+
+#define QUANT_SLAB_MAX_CHUNKS 16
 
 /* What a search reads: the directory and row count loaded once, at its start. */
 typedef struct quant_snap {

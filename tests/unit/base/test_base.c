@@ -5,6 +5,8 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <cmocka.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "base/arena.h"
@@ -74,6 +76,56 @@ static void test_mem_fail_after_fails_exactly_the_nth(void **state)
     cdn_free(c);
 }
 
+/* Huge pages in [lo, hi) as /proc/self/smaps reports them (kB), summed over its mappings. */
+static long huge_kb_in(uintptr_t lo, uintptr_t hi)
+{
+    FILE *f = fopen("/proc/self/smaps", "r");
+    char line[512];
+    long kb = 0;
+    int inside = 0;
+    while (f && fgets(line, sizeof line, f)) {
+        unsigned long a, b;
+        char dash;
+        if (sscanf(line, "%lx%c%lx", &a, &dash, &b) == 3 && dash == '-')
+            inside = a < hi && b > lo;
+        else if (inside && !strncmp(line, "AnonHugePages:", 14))
+            kb += strtol(line + 14, NULL, 10);
+    }
+    if (f)
+        fclose(f);
+    return kb;
+}
+
+/* Advice keeps the data, tolerates any range, and where the kernel grants transparent huge
+ * pages on request ("madvise" or "always" mode) the advised block gets them. */
+static void test_advise_huge_keeps_data_and_gets_huge_pages(void **state)
+{
+    (void)state;
+    size_t n = 4 * CDN_HUGE_PAGE;
+    unsigned char *p = cdn_aligned_alloc(CDN_HUGE_PAGE, n);
+    assert_non_null(p);
+    cdn_advise_huge(p, n);
+    cdn_advise_huge(p + 1, 100); /* nothing aligned inside: a no-op */
+    cdn_advise_huge(NULL, n);
+    for (size_t i = 0; i < n; i++)
+        p[i] = (unsigned char)(i * 7);
+    for (size_t i = 0; i < n; i += 4093)
+        assert_int_equal(p[i], (unsigned char)(i * 7));
+    char mode[128] = "";
+    FILE *f = fopen("/sys/kernel/mm/transparent_hugepage/enabled", "r");
+    if (f && fgets(mode, sizeof mode, f) && !strstr(mode, "[never]")) {
+        mode[strcspn(mode, "\n")] = '\0';
+        long kb = huge_kb_in((uintptr_t)p, (uintptr_t)p + n);
+        print_message("transparent huge pages %s: %ld kB of the block are huge\n", mode, kb);
+        assert_true(kb >= 2048);
+    } else {
+        print_message("transparent huge pages are off here: only the data is checked\n");
+    }
+    if (f)
+        fclose(f);
+    cdn_free(p);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -82,6 +134,7 @@ int main(void)
         cmocka_unit_test(test_arena_aligns_and_enforces_max),
         cmocka_unit_test(test_err_set_keeps_code_and_message),
         cmocka_unit_test(test_mem_fail_after_fails_exactly_the_nth),
+        cmocka_unit_test(test_advise_huge_keeps_data_and_gets_huge_pages),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -603,9 +603,11 @@ static int make_bf16_copy(build_job_t *j, hnsw_build_precision_t prec)
     if (prec != HNSW_BUILD_BF16 || v->count == 0)
         return CDN_OK;
     size_t stride = vec_bf16_padded(v->dim);
-    uint16_t *bf = cdn_aligned_alloc(64, (size_t)v->count * stride * sizeof(uint16_t));
+    size_t bytes = (size_t)v->count * stride * sizeof(uint16_t);
+    uint16_t *bf = cdn_aligned_alloc(CDN_HUGE_PAGE, bytes);
     if (!bf)
         return CDN_ERR_NOMEM;
+    cdn_advise_huge(bf, bytes); /* read at random by every insert */
     for (uint32_t r = 0; r < v->count; r++)
         vec_bf16_from_f32(vec_row(v, r), v->dim, bf + (size_t)r * stride, stride);
     j->src.bf = bf;

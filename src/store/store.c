@@ -101,6 +101,9 @@ void store_release_pages(store_t *s)
         at_start = strchr(line, '\n') != NULL;
         if (starts && sscanf(line, "%lx-%lx", &lo, &hi) == 2 && p >= lo && p < hi) {
             (void)madvise((void *)lo, hi - lo, MADV_DONTNEED);
+            /* Results read chunk records from here: if the page cache lost the file, have the
+             * kernel read it back in the background (no mapping, so no resident memory). */
+            (void)madvise((void *)lo, hi - lo, MADV_WILLNEED);
             break;
         }
     }

@@ -36,8 +36,9 @@ void store_close(store_t *s);
  * in the kernel's page cache and come back on the next read at the cost of a minor fault.
  * Opening scans whole tables to rebuild in-memory state, and the kernel maps pages around each
  * one it faults in, so after open most of the file counts as the process's resident memory
- * (1M chunks: 0.48 GB) though nothing reads it again. Safe at any time (LMDB's map is read-only
- * and shared: no data is lost, only mappings). */
+ * (1M chunks: 0.48 GB) though nothing reads it again. Also asks for the file to be read ahead
+ * into the page cache, so that a cold cache does not make the first results wait on the disk.
+ * Safe at any time (LMDB's map is read-only and shared: no data is lost, only mappings). */
 void store_release_pages(store_t *s);
 
 /* Begins a transaction: write != 0 for the single writer. Returns 0 or CDN_ERR_IO. A

@@ -127,43 +127,13 @@ static int hits_far(const coll_t *c, const vec_hit_t *hits, size_t n, uint64_t c
            cand * c->cfg.dim <= SEARCH_FAR_EXACT_FLOATS && hits[0].dist > SEARCH_FAR_RATIO * c->d10;
 }
 
-/* Subjects reading a tenth to 90% of the rows. The unfiltered traversal, fetching twice the
- * pool that k readable hits need at the subject's share and keeping the readable ones, costs
- * less than the filtered traversal, whose seed sample and two-hop expansions do not pay when
- * readable rows are this common (200k x 384 topics, 20% readable: p50 0.42 against 0.88 ms at
- * recall 0.999). It is tried once, without widening: a pool holding fewer than k readable hits
- * means the readable rows lie elsewhere, and the filtered plan (seeds from the readable set,
- * the far rule, the witness) answers instead. */
-#define SEARCH_POOL_SHARE 0.1
-
-/* Hits a pool-first search fetches: twice what k readable hits need at the subject's share. */
-static size_t pool_size(const coll_t *c, size_t k, uint64_t cand)
+/* Pool first: one unfiltered traversal for the plan's first pool (plan.h, PLAN_POOL_SHARE). */
+static int run_pool_first(coll_t *c, const vec_view_t *v, const plan_t *p, const float *query,
+                          const roaring_bitmap_t *allowed, size_t k, vec_hit_t *hits,
+                          size_t *nhits, search_result_t *out)
 {
-    return (size_t)(2.0 * (double)k * (double)c->live / (double)cand) + 1;
-}
-
-/* Pool-first pays when its traversal is at most SEARCH_POOL_EF_RATIO times as broad as the
- * filtered one would be: per unit of ef the unfiltered traversal costs about a quarter as much
- * (200k x 384 topics, 20% readable: ef 101 unfiltered 0.24 ms, ef 96 filtered 0.88 ms), and at
- * 1M x 384, where the unfiltered ef is 384 against the filtered 96, the two are even (random
- * 20% 1.31 against 1.54 ms, aligned 1.14 against 0.94 ms), so the filtered plan keeps it. */
-#define SEARCH_POOL_EF_RATIO 2
-
-static int pool_pays(const coll_t *c, const search_knn_t *q, size_t k, uint64_t cand,
-                     uint32_t ef_filtered)
-{
-    size_t ef = q->ef_search ? q->ef_search : coll_search_ef(c, COLL_EF_UNFILTERED);
-    size_t pool = pool_size(c, k, cand);
-    return (ef > pool ? ef : pool) <= (size_t)SEARCH_POOL_EF_RATIO * ef_filtered;
-}
-
-static int run_pool_first(coll_t *c, const vec_view_t *v, const search_knn_t *q,
-                          const float *query, const roaring_bitmap_t *allowed, size_t k,
-                          uint64_t cand, vec_hit_t *hits, size_t *nhits, search_result_t *out)
-{
-    plan_t u = {.kind = PLAN_GRAPH_UNFILTERED,
-                .ef = q->ef_search ? q->ef_search : coll_search_ef(c, COLL_EF_UNFILTERED)};
-    u.pool = u.max_pool = pool_size(c, k, cand);
+    plan_t u = {.kind = PLAN_GRAPH_UNFILTERED, .ef = p->first_ef};
+    u.pool = u.max_pool = p->first_pool;
     snprintf(out->plan, sizeof out->plan, "%s", plan_name(PLAN_GRAPH_UNFILTERED));
     out->complete = 0;
     return run_unfiltered(c, v, query, allowed, k, &u, hits, nhits, out);
@@ -184,26 +154,23 @@ int search_vector_locked(engine_t *e, coll_t *c, const search_knn_t *q, const fl
         hnsw_get_info(c->hnsw, &info);
     /* The candidates: readable, and inside the filter when there is one. */
     uint64_t cand = roaring_bitmap_get_cardinality(allowed);
-    plan_choose((int)q->strategy, cand, c->live, c->cfg.dim, k,
-                q->ef_search ? q->ef_search : coll_search_ef(c, COLL_EF_UNFILTERED),
-                q->max_candidates, info.nodes, e->plan_exact_floats, &p);
-    /* Nearly everything readable: where calibration measured it, the filtered traversal of the
-     * readable set (seeded from a sample of it) beats the unfiltered one plus a re-check at
-     * equal recall (1M x 384: recall 0.99 at ef 128 against 384). */
-    int pool_first = p.kind == PLAN_GRAPH_FILTERED && q->strategy == SEARCH_AUTO &&
-                     (double)cand >= SEARCH_POOL_SHARE * (double)c->live;
-    if (p.kind == PLAN_GRAPH_UNFILTERED && q->strategy == SEARCH_AUTO && c->ef_auto_dense &&
-        !c->cfg.hnsw_ef && !q->ef_search) {
-        p.kind = PLAN_GRAPH_FILTERED;
-        p.ef = coll_search_ef(c, COLL_EF_DENSE);
-        p.max_visits = cand;
-    } else if (p.kind == PLAN_GRAPH_FILTERED && !q->ef_search) {
-        p.ef = coll_search_ef(c, COLL_EF_FILTERED);
-    }
-    if (p.ef < k)
-        p.ef = (uint32_t)k;
-    if (pool_first && pool_pays(c, q, k, cand, p.ef)) {
-        rc = run_pool_first(c, &v, q, query, allowed, k, cand, hits, nhits, out);
+    plan_in_t in = {.ask = (int)q->strategy,
+                    .readable = cand,
+                    .live = c->live,
+                    .dim = c->cfg.dim,
+                    .k = k,
+                    .max_candidates = q->max_candidates,
+                    .graph_rows = info.nodes,
+                    .exact_floats = e->plan_exact_floats,
+                    .ef_query = q->ef_search,
+                    .ef_unfiltered = coll_search_ef(c, COLL_EF_UNFILTERED),
+                    .ef_filtered = coll_search_ef(c, COLL_EF_FILTERED),
+                    .ef_dense = c->ef_auto_dense && !c->cfg.hnsw_ef
+                                    ? coll_search_ef(c, COLL_EF_DENSE)
+                                    : 0};
+    plan_choose(&in, &p);
+    if (p.pool_first) {
+        rc = run_pool_first(c, &v, &p, query, allowed, k, hits, nhits, out);
         if (rc || *nhits >= k)
             return rc;
         out->plan[0] = '\0'; /* too few readable nearby: the filtered plan answers */

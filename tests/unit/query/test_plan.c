@@ -1,0 +1,130 @@
+/* test_plan.c: the planner's rules on their own (plan_choose): exact below the float budget,
+ * the every-row filtered traversal where calibration found it cheaper, pool first for mid shares
+ * only where its traversal is not much broader, forced strategies, and the query's ef winning.
+ * Relies on cmocka. */
+/* cmocka.h needs these four first. */
+// clang-format off
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+// clang-format on
+
+#include "query/plan.h"
+
+/* A million live rows of 384 dimensions, k 10, calibrated breadths 64 / 96 / dense 96. */
+static plan_in_t base(uint64_t readable)
+{
+    return (plan_in_t){.ask = PLAN_ASK_AUTO,
+                       .readable = readable,
+                       .live = 1000000,
+                       .dim = 384,
+                       .k = 10,
+                       .graph_rows = 1000000,
+                       .ef_unfiltered = 64,
+                       .ef_filtered = 96,
+                       .ef_dense = 96};
+}
+
+static void test_small_readable_sets_are_scanned(void **state)
+{
+    (void)state;
+    plan_t p;
+    plan_in_t in = base(10000); /* 3.84 Mi floats, under the 12 Mi default */
+    plan_choose(&in, &p);
+    assert_int_equal(p.kind, PLAN_EXACT);
+    in.exact_floats = 1000 * 384; /* a smaller budget sends it to the graph */
+    plan_choose(&in, &p);
+    assert_int_equal(p.kind, PLAN_GRAPH_FILTERED);
+    assert_int_equal(p.max_visits, 10000);
+    assert_true(p.fallback_exact);
+    assert_false(p.pool_first); /* 1% is below the pool-first share */
+    in = base(500000);
+    in.graph_rows = 0; /* no graph yet */
+    plan_choose(&in, &p);
+    assert_int_equal(p.kind, PLAN_EXACT);
+}
+
+static void test_nearly_everything_readable_takes_the_cheaper_traversal(void **state)
+{
+    (void)state;
+    plan_t p;
+    plan_in_t in = base(950000);
+    plan_choose(&in, &p);
+    assert_int_equal(p.kind, PLAN_GRAPH_FILTERED); /* calibration found the seeded one cheaper */
+    assert_int_equal(p.ef, 96);
+    in.ef_dense = 0;
+    plan_choose(&in, &p);
+    assert_int_equal(p.kind, PLAN_GRAPH_UNFILTERED);
+    assert_int_equal(p.ef, 64);
+    assert_int_equal(p.pool, 11); /* k * live / readable + 1 */
+    in.ef_dense = 96;
+    in.ef_query = 200; /* the query's own breadth keeps the unfiltered plan */
+    plan_choose(&in, &p);
+    assert_int_equal(p.kind, PLAN_GRAPH_UNFILTERED);
+    assert_int_equal(p.ef, 200);
+}
+
+static void test_pool_first_only_for_mid_shares_where_it_is_not_broader(void **state)
+{
+    (void)state;
+    plan_t p;
+    plan_in_t in = base(200000); /* 20% */
+    plan_choose(&in, &p);
+    assert_int_equal(p.kind, PLAN_GRAPH_FILTERED); /* the plan if the pool comes back short */
+    assert_int_equal(p.ef, 96);
+    assert_true(p.pool_first);
+    assert_int_equal(p.first_pool, 101); /* 2 k / share + 1 */
+    assert_int_equal(p.first_ef, 64);
+    in.ef_unfiltered = 384; /* a million-row graph: four times the filtered breadth */
+    plan_choose(&in, &p);
+    assert_false(p.pool_first);
+    in = base(100000); /* 10%: pool 201 > 2 x 96 */
+    plan_choose(&in, &p);
+    assert_false(p.pool_first);
+    in.ef_filtered = 128; /* 201 <= 256 */
+    plan_choose(&in, &p);
+    assert_true(p.pool_first);
+    in = base(200000);
+    in.ask = PLAN_ASK_PREFILTER; /* forced strategies never take it */
+    plan_choose(&in, &p);
+    assert_false(p.pool_first);
+}
+
+static void test_forced_strategies_and_breadth_never_below_k(void **state)
+{
+    (void)state;
+    plan_t p;
+    plan_in_t in = base(200000);
+    in.ask = PLAN_ASK_PREFILTER;
+    plan_choose(&in, &p);
+    assert_int_equal(p.kind, PLAN_GRAPH_FILTERED);
+    assert_int_equal(p.ef, 96);
+    assert_false(p.fallback_exact);
+    in.ask = PLAN_ASK_POSTFILTER;
+    in.max_candidates = 500;
+    plan_choose(&in, &p);
+    assert_int_equal(p.kind, PLAN_GRAPH_UNFILTERED);
+    assert_int_equal(p.ef, 64);
+    assert_int_equal(p.max_pool, 500);
+    in.ask = PLAN_ASK_EXACT;
+    plan_choose(&in, &p);
+    assert_int_equal(p.kind, PLAN_EXACT);
+    in = base(200000);
+    in.k = 300; /* every breadth is raised to k */
+    in.ask = PLAN_ASK_PREFILTER;
+    plan_choose(&in, &p);
+    assert_int_equal(p.ef, 300);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_small_readable_sets_are_scanned),
+        cmocka_unit_test(test_nearly_everything_readable_takes_the_cheaper_traversal),
+        cmocka_unit_test(test_pool_first_only_for_mid_shares_where_it_is_not_broader),
+        cmocka_unit_test(test_forced_strategies_and_breadth_never_below_k),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -267,9 +267,8 @@ void coll_unref(coll_t *c)
 {
     if (!c || atomic_fetch_sub(&c->refs, 1) != 1)
         return;
-    for (size_t i = 0; i < c->row_cap; i++)
-        cdn_free(c->row_ext[i]);
-    cdn_free(c->row_ext);
+    cdn_free(c->row_id);
+    cdn_free(c->id_bytes);
     acl_index_free(c->acl);
     hnsw_free(c->hnsw);
     quant_free(c->quant);
@@ -289,27 +288,28 @@ void coll_view(const coll_t *c, vec_view_t *v)
 
 int coll_row_set(coll_t *c, uint32_t row, const char *id)
 {
-    size_t cap = c->row_cap;
-    char *copy;
+    size_t n = strlen(id) + 1, cap = c->row_cap;
+    if (c->id_len + n >= UINT32_MAX)
+        return CDN_ERR_LIMIT;
     if (row >= c->row_cap) {
-        if (cdn_grow((void **)&c->row_ext, &cap, (size_t)row + 1, sizeof(char *)))
+        if (cdn_grow((void **)&c->row_id, &cap, (size_t)row + 1, sizeof(uint32_t)))
             return CDN_ERR_NOMEM;
-        memset(c->row_ext + c->row_cap, 0, (cap - c->row_cap) * sizeof(char *));
+        memset(c->row_id + c->row_cap, 0, (cap - c->row_cap) * sizeof(uint32_t));
         c->row_cap = cap;
     }
-    if (!(copy = cdn_strdup(id)))
+    if (c->id_len + n > c->id_cap &&
+        cdn_grow((void **)&c->id_bytes, &c->id_cap, c->id_len + n, 1))
         return CDN_ERR_NOMEM;
-    cdn_free(c->row_ext[row]);
-    c->row_ext[row] = copy;
+    memcpy(c->id_bytes + c->id_len, id, n);
+    c->row_id[row] = (uint32_t)c->id_len + 1;
+    c->id_len += n;
     return CDN_OK;
 }
 
 void coll_row_clear(coll_t *c, uint32_t row)
 {
-    if (row < c->row_cap) {
-        cdn_free(c->row_ext[row]);
-        c->row_ext[row] = NULL;
-    }
+    if (row < c->row_cap)
+        c->row_id[row] = 0;
 }
 
 int coll_quant_sync(coll_t *c)

@@ -48,7 +48,7 @@ int search_finish(const coll_t *c, const uint32_t *view, size_t nview, const vec
     if (!out->hits)
         return CDN_ERR_NOMEM;
     for (size_t i = 0; i < n; i++) {
-        const char *id = h[i].id < c->row_cap ? c->row_ext[h[i].id] : NULL;
+        const char *id = coll_row_id(c, h[i].id);
         if (!id || !acl_index_check(c->acl, h[i].id, view, nview)) {
             out->rejected++; /* an index path let through what the view does not hold */
             continue;

@@ -164,6 +164,7 @@ int coll_create_state(const char *dir, const coll_config_t *cfg, coll_t **out, c
     pthread_rwlock_init(&c->lock, &attr);
     pthread_rwlockattr_destroy(&attr);
     atomic_init(&c->refs, 1);
+    c->id_max = COLL_ID_BYTES_MAX;
     if ((rc = acl_index_create(&c->acl)) != 0) {
         cdn_err_set(err, rc, "out of memory");
         goto fail;
@@ -286,11 +287,40 @@ void coll_view(const coll_t *c, vec_view_t *v)
     v->count = c->next_row;
 }
 
+/* Rewrites the arena with the live ids only (cleared rows' bytes are never reused in place). */
+static int compact_ids(coll_t *c)
+{
+    size_t live = 0, len = 0;
+    for (size_t r = 0; r < c->row_cap; r++)
+        if (c->row_id[r])
+            live += strlen(c->id_bytes + c->row_id[r] - 1) + 1;
+    char *nb = cdn_malloc(live ? live : 1);
+    if (!nb)
+        return CDN_ERR_NOMEM;
+    for (size_t r = 0; r < c->row_cap; r++) {
+        if (!c->row_id[r])
+            continue;
+        const char *old = c->id_bytes + c->row_id[r] - 1;
+        size_t n = strlen(old) + 1;
+        memcpy(nb + len, old, n);
+        c->row_id[r] = (uint32_t)len + 1;
+        len += n;
+    }
+    cdn_free(c->id_bytes);
+    c->id_bytes = nb;
+    c->id_len = c->id_cap = len;
+    return CDN_OK;
+}
+
 int coll_row_set(coll_t *c, uint32_t row, const char *id)
 {
     size_t n = strlen(id) + 1, cap = c->row_cap;
-    if (c->id_len + n >= UINT32_MAX)
-        return CDN_ERR_LIMIT;
+    if (c->id_len + n > c->id_max) {
+        if (compact_ids(c))
+            return CDN_ERR_NOMEM;
+        if (c->id_len + n > c->id_max)
+            return CDN_ERR_LIMIT;
+    }
     if (row >= c->row_cap) {
         if (cdn_grow((void **)&c->row_id, &cap, (size_t)row + 1, sizeof(uint32_t)))
             return CDN_ERR_NOMEM;

@@ -63,6 +63,7 @@ typedef struct coll {
     size_t row_cap;
     char *id_bytes;
     size_t id_len, id_cap;
+    size_t id_max; /* arena bytes allowed (COLL_ID_BYTES_MAX; tests lower it) */
     uint32_t next_row;        /* rows below this have been handed out */
     uint64_t live;            /* live chunks */
     /* Writers hold it exclusively while they apply a committed write; searches share it. */
@@ -137,8 +138,11 @@ uint32_t coll_search_ef(const coll_t *c, int kind);
 /* The vectors as a view (count = next_row). Caller holds the lock. */
 void coll_view(const coll_t *c, vec_view_t *v);
 
-/* Records row -> id in the row map (copying id), growing it. 0, CDN_ERR_NOMEM, or
- * CDN_ERR_LIMIT past 4 GiB of ids in one collection. */
+/* Most bytes of ids one collection's arena holds (offsets are 32-bit). */
+#define COLL_ID_BYTES_MAX ((size_t)UINT32_MAX - 1)
+/* Records row -> id in the row map (copying id), growing it. A full arena is first compacted
+ * (the ids of cleared rows dropped), so the limit is on live ids. 0, CDN_ERR_NOMEM, or
+ * CDN_ERR_LIMIT past c->id_max bytes of live ids. */
 int coll_row_set(coll_t *c, uint32_t row, const char *id);
 /* The external id of row, or NULL for a dead or unknown row. Valid until the next write. */
 static inline const char *coll_row_id(const coll_t *c, uint32_t row)

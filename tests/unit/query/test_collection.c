@@ -6,9 +6,11 @@
 #include <stdint.h>
 
 #include <cmocka.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/err.h"
 #include "query/collection.h"
 
 static void test_config_round_trips(void **state)
@@ -62,11 +64,54 @@ static void test_record_from_before_later_keys_opens_with_defaults(void **state)
     assert_int_equal(coll_config_decode(broken, strlen(broken), &c, NULL), CDN_ERR_CORRUPT);
 }
 
+/* Row ids live in one arena: set, clear and reset rows; a full arena is compacted (cleared
+ * rows' ids dropped) before a write is refused, so the limit is on live ids. */
+static void test_row_ids_survive_clears_compaction_and_the_limit(void **state)
+{
+    (void)state;
+    coll_config_t cfg = {0};
+    snprintf(cfg.name, sizeof cfg.name, "%s", "ids");
+    coll_t *c = NULL;
+    assert_int_equal(coll_create_state("/nonexistent", &cfg, &c, NULL), 0);
+    char id[32];
+    for (uint32_t r = 0; r < 1000; r++) {
+        snprintf(id, sizeof id, "doc-%u", r);
+        assert_int_equal(coll_row_set(c, r, id), 0);
+    }
+    for (uint32_t r = 0; r < 1000; r += 2)
+        coll_row_clear(c, r);
+    assert_int_equal(coll_row_set(c, 7, "renamed"), 0); /* the old bytes stay until compaction */
+    assert_null(coll_row_id(c, 0));
+    assert_null(coll_row_id(c, 5000)); /* never set */
+    assert_string_equal(coll_row_id(c, 7), "renamed");
+    assert_string_equal(coll_row_id(c, 999), "doc-999");
+    /* Room for the live ids and a little more: the next write must compact, not refuse. */
+    size_t live = 0;
+    for (uint32_t r = 0; r < 1000; r++)
+        live += coll_row_id(c, r) ? strlen(coll_row_id(c, r)) + 1 : 0;
+    c->id_max = live + 20;
+    assert_true(c->id_len > c->id_max); /* cleared ids are still in the arena */
+    assert_int_equal(coll_row_set(c, 1000, "after-compaction"), 0);
+    assert_int_equal(c->id_len, live + strlen("after-compaction") + 1);
+    for (uint32_t r = 1; r < 1000; r += 2) {
+        snprintf(id, sizeof id, "doc-%u", r);
+        assert_string_equal(coll_row_id(c, r), r == 7 ? "renamed" : id);
+        assert_null(coll_row_id(c, r - 1));
+    }
+    assert_string_equal(coll_row_id(c, 1000), "after-compaction");
+    /* Live ids alone past the limit: refused, and nothing changes. */
+    assert_int_equal(coll_row_set(c, 1001, "this-one-does-not-fit-in-the-arena"), CDN_ERR_LIMIT);
+    assert_null(coll_row_id(c, 1001));
+    assert_string_equal(coll_row_id(c, 999), "doc-999");
+    coll_unref(c);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_config_round_trips),
         cmocka_unit_test(test_record_from_before_later_keys_opens_with_defaults),
+        cmocka_unit_test(test_row_ids_survive_clears_compaction_and_the_limit),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -3,7 +3,8 @@
 generator (bench/bench_gen.c: 64 topics x 16 subtopics, rank-64 topic term scaled 2/sqrt(r),
 0.2 isotropic noise, unit length), with numpy's generator: the same distribution, not the same
 rows. The first 100 rows are held out as queries; truth by brute force. Answers whether a low
-recall at a given ef comes from the data or from cordon's graph.
+recall at a given ef comes from the data or from cordon's graph, and times hnswlib's queries one
+at a time (p50, QPS) beside cordon's unfiltered sweep on its own draw.
 Usage: /usr/bin/python3 bench/peers/topics_hnswlib.py [N]   (default 1000000; about 30 min at 1M
 on two shared cores). Relies on Debian python3-numpy and python3-hnswlib."""
 import sys
@@ -39,11 +40,17 @@ def main():
     index.add_items(x, np.arange(len(x)))
     print(f"n={len(x)} hnswlib build {time.time() - t0:.1f} s", flush=True)
     index.set_num_threads(1)
-    for ef in (64, 128, 256):
+    for ef in (64, 128, 192, 256, 384, 512):
         index.set_ef(ef)
-        labels, _ = index.knn_query(q, k=10)
+        labels = np.zeros((len(q), 10), dtype=np.int64)
+        lat = []
+        for i in range(len(q)):  # one query at a time, as cordon's sweep runs them
+            t0 = time.perf_counter()
+            labels[i], _ = index.knn_query(q[i : i + 1], k=10)
+            lat.append((time.perf_counter() - t0) * 1e3)
         rec = np.mean([len(np.intersect1d(labels[i], truth[i])) / 10 for i in range(len(q))])
-        print(f"ef {ef}: recall@10 {rec:.4f}", flush=True)
+        print(f"ef {ef}: recall@10 {rec:.4f} p50 {np.median(lat):.3f} ms "
+              f"qps {1e3 / np.mean(lat):.1f}", flush=True)
 
 
 if __name__ == "__main__":

@@ -18,11 +18,11 @@ enum { PLAN_ASK_AUTO = 0, PLAN_ASK_EXACT = 1, PLAN_ASK_PREFILTER = 2, PLAN_ASK_P
 
 typedef struct plan {
     plan_kind_t kind;
-    uint32_t ef;          /* graph search breadth */
-    uint64_t max_visits;  /* filtered: stop and scan exactly past this many visits (0 = none) */
-    int fallback_exact;   /* on a spent budget or too few hits, finish with an exact scan */
-    size_t pool;          /* unfiltered: candidates to fetch before filtering */
-    size_t max_pool;      /* unfiltered: widen up to this many candidates */
+    uint32_t ef;         /* graph search breadth */
+    uint64_t max_visits; /* filtered: stop and scan exactly past this many visits (0 = none) */
+    int fallback_exact;  /* on a spent budget or too few hits, finish with an exact scan */
+    size_t pool;         /* unfiltered: candidates to fetch before filtering */
+    size_t max_pool;     /* unfiltered: widen up to this many candidates */
     /* Pool first (auto, filtered plans of a tenth of the rows or more): before the plan above,
      * one unfiltered traversal at first_ef fetching first_pool hits, kept if k of them are
      * readable. */
@@ -38,12 +38,12 @@ typedef struct plan_in {
     uint64_t readable, live; /* candidate rows (readable and inside any filter), live rows */
     uint32_t dim;
     size_t k;
-    size_t max_candidates;   /* unfiltered plans widen up to this (0 = 1000) */
-    uint64_t graph_rows;     /* rows the graph holds (0 = no graph: exact) */
-    uint64_t exact_floats;   /* the exact-scan threshold (0 = PLAN_EXACT_FLOATS) */
-    uint32_t ef_query;       /* the query's ef_search (0 = none) */
-    uint32_t ef_unfiltered;  /* the unfiltered descent's breadth */
-    uint32_t ef_filtered;    /* the filtered traversal's (seeded: smaller) */
+    size_t max_candidates;  /* unfiltered plans widen up to this (0 = 1000) */
+    uint64_t graph_rows;    /* rows the graph holds (0 = no graph: exact) */
+    uint64_t exact_floats;  /* the exact-scan threshold (0 = PLAN_EXACT_FLOATS) */
+    uint32_t ef_query;      /* the query's ef_search (0 = none) */
+    uint32_t ef_unfiltered; /* the unfiltered descent's breadth */
+    uint32_t ef_filtered;   /* the filtered traversal's (seeded: smaller) */
     /* The filtered traversal of every row's breadth, where calibration found it cheaper than
      * the unfiltered one at equal recall (0: it was not, or ef was set at creation). */
     uint32_t ef_dense;

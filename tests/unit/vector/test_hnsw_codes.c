@@ -75,9 +75,9 @@ static double recall_on_codes(fixture_t *f, uint32_t ef, const roaring_bitmap_t 
         const float *q = f->queries + (size_t)qi * DIM;
         hnsw_hit_t hits[K];
         uint32_t n = 0, truth[K];
-        assert_int_equal(hnsw_search_codes(f->h, &f->view, f->codes, q, K, ef, allowed, mode, 0,
-                                           NULL, hits, &n),
-                         0);
+        assert_int_equal(
+            hnsw_search_codes(f->h, &f->view, f->codes, q, K, ef, allowed, mode, 0, NULL, hits, &n),
+            0);
         for (uint32_t i = 0; i < n; i++) {
             if (allowed)
                 assert_true(roaring_bitmap_contains(allowed, hits[i].id));

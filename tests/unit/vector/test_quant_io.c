@@ -69,8 +69,10 @@ static void test_round_trip_answers_exactly_as_before(void **state)
         vec_hit_t a[K], b[K], e[K];
         size_t na = 0, nb = 0, ne = 0;
         quant_stats_t sa, sb;
-        assert_int_equal(quant_exact_search(f->q, &f->view, VEC_METRIC_L2, qv, NULL, K, a, &na, &sa), 0);
-        assert_int_equal(quant_exact_search(back, &f->view, VEC_METRIC_L2, qv, NULL, K, b, &nb, &sb), 0);
+        assert_int_equal(
+            quant_exact_search(f->q, &f->view, VEC_METRIC_L2, qv, NULL, K, a, &na, &sa), 0);
+        assert_int_equal(
+            quant_exact_search(back, &f->view, VEC_METRIC_L2, qv, NULL, K, b, &nb, &sb), 0);
         assert_int_equal(exact_search(&f->view, VEC_METRIC_L2, qv, NULL, K, e, &ne, NULL), 0);
         assert_int_equal(na, nb);
         assert_int_equal(nb, ne);

@@ -28,8 +28,12 @@ void hnsw_descend_src(hnsw_t *h, const hnsw_scorer_t *s, uint32_t top, uint32_t 
                 hnsw_prefetch_src(s, buf[i]);
             hnsw_score_src(h, s, buf, n, d);
             *ndist += n;
+            /* Only fully linked nodes take the descent on: a node still being inserted is
+             * linked from above before its own level-0 list is written, and a search that
+             * landed on it would start level 0 with no neighbours (and return next to
+             * nothing). Readers racing an insert met it as a forced postfilter with no hits. */
             for (uint32_t i = 0; i < n; i++) {
-                if (d[i] < *ep_dist) {
+                if (d[i] < *ep_dist && (hnsw_flags(h, buf[i]) & HNSW_F_PRESENT)) {
                     *ep = buf[i];
                     *ep_dist = d[i];
                     changed = 1;

@@ -620,6 +620,100 @@ static void test_get_reports_the_dim_of_the_vector_it_returns(void **state)
     run(s, recreate_writer, recreate_reader);
 }
 
+/* ---- Searches on 8-bit codes while rows are appended and replaced. ----
+ * An int8_scan collection traverses its graph on codes; rows written after a search started
+ * have no codes in its snapshot and are scored in float. Row i is readable by group:a when i is
+ * even (ids "c<i>"); no search may return an odd one, fail, come back empty, or (under ASan)
+ * touch freed memory while the writer appends batches and rewrites rows. It found a graph
+ * race: a descent could land on a node still being inserted (linked from above, level-0 list
+ * not yet written), and a forced postfilter then returned nothing (float traversals too). */
+
+#define CODE_ROWS 2000
+#define CODE_BATCHES 20
+
+static void code_rows(cordon_chunk *c, int from, int n, float (*v)[DIM], char (*ids)[16],
+                      uint64_t seed)
+{
+    static const char *A[] = {"group:a"}, *Z[] = {"group:z"};
+    for (int j = 0; j < n; j++) {
+        int i = from + j;
+        snprintf(ids[j], sizeof ids[j], "c%d", i);
+        for (int d = 0; d < DIM; d++)
+            v[j][d] = tu_randf(&seed) * 4;
+        c[j] = (cordon_chunk){.id = ids[j], .vector = v[j], .allowed = i % 2 ? Z : A,
+                              .n_allowed = 1};
+    }
+}
+
+static void *codes_writer(void *arg)
+{
+    shared_t *s = arg;
+    static float v[100][DIM];
+    static char ids[100][16];
+    cordon_chunk c[100];
+    for (int b = 0; b < CODE_BATCHES; b++) {
+        /* A new batch, then a rewrite of old rows (same ids, same parity, new vectors). */
+        code_rows(c, CODE_ROWS + b * 100, 100, v, ids, 1000 + (uint64_t)b);
+        if (cordon_put(s->db, "codes", c, 100, NULL, NULL))
+            violation(s, "append batch %d failed", b);
+        code_rows(c, b * 50, 50, v, ids, 5000 + (uint64_t)b);
+        if (cordon_put(s->db, "codes", c, 50, NULL, NULL))
+            violation(s, "rewrite batch %d failed", b);
+    }
+    atomic_store(&s->done, 1);
+    return NULL;
+}
+
+static void *codes_reader(void *arg)
+{
+    shared_t *s = arg;
+    static const char *A[] = {"group:a"};
+    cordon_subject sub = {.principals = A, .n_principals = 1};
+    uint64_t seed = (uint64_t)(uintptr_t)&seed;
+    const cordon_strategy strat[] = {CORDON_STRATEGY_AUTO, CORDON_STRATEGY_PREFILTER,
+                                     CORDON_STRATEGY_POSTFILTER, CORDON_STRATEGY_EXACT};
+    for (int n = 0; !atomic_load(&s->done); n++) {
+        float q[DIM];
+        for (int d = 0; d < DIM; d++)
+            q[d] = tu_randf(&seed) * 4;
+        cordon_query qu = {.vector = q, .k = 10, .strategy = strat[n % 4]};
+        cordon_result *r;
+        if (cordon_search(s->db, "codes", &sub, &qu, &r, NULL)) {
+            violation(s, "search with strategy %d failed", (int)qu.strategy);
+            continue;
+        }
+        atomic_fetch_add(&s->searches, 1);
+        if (r->n_hits == 0)
+            violation(s, "strategy %d (plan %s, %llu candidates) found nothing among %llu "
+                         "readable rows",
+                      (int)qu.strategy, r->plan, (unsigned long long)r->candidates,
+                      (unsigned long long)r->readable);
+        for (size_t h = 0; h < r->n_hits; h++) {
+            int i = -1;
+            if (sscanf(r->hits[h].id, "c%d", &i) != 1 || i % 2)
+                violation(s, "strategy %d returned %s, not readable by group:a",
+                          (int)qu.strategy, r->hits[h].id);
+        }
+        cordon_result_free(r);
+    }
+    return NULL;
+}
+
+static void test_searches_on_codes_hold_while_rows_arrive(void **state)
+{
+    (void)state;
+    shared_t *s = open_shared();
+    static float v[CODE_ROWS][DIM];
+    static char ids[CODE_ROWS][16];
+    static cordon_chunk c[CODE_ROWS];
+    cordon_collection_spec spec = {.asserted_principals = 1, .name = "codes", .dim = DIM,
+                                   .metric = CORDON_METRIC_L2, .int8_scan = 1};
+    assert_int_equal(cordon_collection_create(s->db, &spec, NULL), 0);
+    code_rows(c, 0, CODE_ROWS, v, ids, 7);
+    assert_int_equal(cordon_put(s->db, "codes", c, CODE_ROWS, NULL, NULL), 0);
+    run(s, codes_writer, codes_reader);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -629,6 +723,7 @@ int main(void)
         cmocka_unit_test(test_lost_membership_hides_chunks_from_every_later_search),
         cmocka_unit_test(test_rolled_back_principal_ids_never_open_other_chunks),
         cmocka_unit_test(test_get_reports_the_dim_of_the_vector_it_returns),
+        cmocka_unit_test(test_searches_on_codes_hold_while_rows_arrive),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -64,4 +65,28 @@ int cdn_file_fsync_dir_of(const char *path)
     int rc = fsync(fd) ? CDN_ERR_IO : CDN_OK;
     close(fd);
     return rc;
+}
+
+int cdn_file_open_tmp(const char *path, char *tmp, size_t size, int *fd)
+{
+    *fd = -1;
+    if (!path || snprintf(tmp, size, "%s.tmp.%ld", path, (long)getpid()) >= (int)size)
+        return CDN_ERR_INVALID;
+    *fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    return *fd < 0 ? CDN_ERR_IO : CDN_OK;
+}
+
+int cdn_file_commit(int fd, const char *tmp, const char *path, int rc)
+{
+    if (!rc && fsync(fd))
+        rc = CDN_ERR_IO;
+    if (close(fd) && !rc)
+        rc = CDN_ERR_IO;
+    if (!rc && rename(tmp, path))
+        rc = CDN_ERR_IO;
+    if (rc) {
+        unlink(tmp);
+        return rc;
+    }
+    return cdn_file_fsync_dir_of(path);
 }

@@ -14,6 +14,15 @@ int cdn_file_write_all(int fd, const void *p, size_t n, XXH3_state_t *xs);
  * CDN_ERR_CORRUPT when the file ends first. */
 int cdn_file_read_all(int fd, void *p, size_t n, XXH3_state_t *xs);
 
+/* Atomic replacement of a file, in two steps. cdn_file_open_tmp names a temporary file beside
+ * path (tmp, room for 4096 bytes) and creates it: 0, CDN_ERR_INVALID (path too long) or
+ * CDN_ERR_IO; *fd is the descriptor. cdn_file_commit then takes the writer's status rc: if it
+ * is 0 the file is fsynced, closed, renamed over path and the directory fsynced; otherwise (or
+ * if any of those fails) the descriptor is closed and the temporary file removed. Returns the
+ * first error, or 0 when path now holds the new file. */
+int cdn_file_open_tmp(const char *path, char *tmp, size_t size, int *fd);
+int cdn_file_commit(int fd, const char *tmp, const char *path, int rc);
+
 /* fsyncs the directory holding path, so that a rename into it survives a crash. Returns 0 or
  * CDN_ERR_IO (also for a directory name longer than 4095 bytes). */
 int cdn_file_fsync_dir_of(const char *path);

@@ -69,23 +69,15 @@ int textidx_save(const textidx_t *ti, const char *path, uint64_t revision, cdn_e
     memcpy(w.p + 24, &len, 8);
     memcpy(w.p + 32, &sum, 8);
     char tmp[4096];
-    if ((size_t)snprintf(tmp, sizeof tmp, "%s.tmp", path) >= sizeof tmp) {
-        cdn_free(w.p);
-        return cdn_err_set(err, CDN_ERR_INVALID, "index path is too long");
-    }
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    int bad = fd < 0 || cdn_file_write_all(fd, w.p, w.len, NULL) || fsync(fd);
+    int fd, rc = cdn_file_open_tmp(path, tmp, sizeof tmp, &fd);
+    if (rc == CDN_OK)
+        rc = cdn_file_commit(fd, tmp, path, cdn_file_write_all(fd, w.p, w.len, NULL));
     int saved = errno;
-    if (fd >= 0 && close(fd))
-        bad = 1;
     cdn_free(w.p);
-    if (bad || rename(tmp, path) || cdn_file_fsync_dir_of(path)) {
-        if (!bad)
-            saved = errno;
-        unlink(tmp);
-        return cdn_err_set(err, CDN_ERR_IO, "writing text index %s failed: %s", path,
-                           strerror(saved));
-    }
+    if (rc == CDN_ERR_INVALID)
+        return cdn_err_set(err, rc, "index path is too long");
+    if (rc)
+        return cdn_err_set(err, rc, "writing text index %s failed: %s", path, strerror(saved));
     return CDN_OK;
 }
 

@@ -88,39 +88,25 @@ static void fill_header(hnsw_t *h, uint64_t revision, file_header_t *hd)
 int hnsw_save(hnsw_t *h, const char *path, uint64_t revision)
 {
     char tmp[4096];
-    if (!h || !path ||
-        snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid()) >= (int)sizeof tmp)
-        return CDN_ERR_INVALID;
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (fd < 0)
-        return CDN_ERR_IO;
+    int fd, rc = h ? cdn_file_open_tmp(path, tmp, sizeof tmp, &fd) : CDN_ERR_INVALID;
+    if (rc)
+        return rc;
     XXH3_state_t *xs = XXH3_createState();
-    if (!xs) {
-        close(fd);
-        unlink(tmp);
-        return CDN_ERR_NOMEM;
-    }
+    if (!xs)
+        return cdn_file_commit(fd, tmp, path, CDN_ERR_NOMEM);
     XXH3_64bits_reset(xs);
     pthread_rwlock_wrlock(&h->write_gate);
     pthread_rwlock_rdlock(&h->grow_lock);
     file_header_t hd;
     fill_header(h, revision, &hd);
-    int rc = cdn_file_write_all(fd, &hd, sizeof hd, xs);
+    rc = cdn_file_write_all(fd, &hd, sizeof hd, xs);
     rc = rc ? rc : write_body(h, fd, xs);
     pthread_rwlock_unlock(&h->grow_lock);
     pthread_rwlock_unlock(&h->write_gate);
     uint64_t sum = XXH3_64bits_digest(xs);
     XXH3_freeState(xs);
     rc = rc ? rc : cdn_file_write_all(fd, &sum, sizeof sum, NULL);
-    if (!rc && fsync(fd))
-        rc = CDN_ERR_IO;
-    if (close(fd) && !rc)
-        rc = CDN_ERR_IO;
-    if (!rc && rename(tmp, path))
-        rc = CDN_ERR_IO;
-    if (rc)
-        unlink(tmp);
-    return rc ? rc : cdn_file_fsync_dir_of(path);
+    return cdn_file_commit(fd, tmp, path, rc);
 }
 
 /* ---------- load ---------- */

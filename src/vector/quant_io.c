@@ -36,8 +36,8 @@ _Static_assert(sizeof(qfile_header_t) == 64, "header is 64 bytes on disk");
 int quant_save(const quant_t *q, const char *path)
 {
     char tmp[4096];
-    if (!q || !path || !q->trained ||
-        snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid()) >= (int)sizeof tmp)
+    int fd;
+    if (!q || !q->trained)
         return CDN_ERR_INVALID;
     quant_snap_t r = quant_snap(q);
     qfile_header_t hd = {.magic = QUANT_MAGIC,
@@ -48,11 +48,11 @@ int quant_save(const quant_t *q, const char *path)
                          .count = r.count,
                          .n_chunks = (r.count + QUANT_CHUNK_ROWS - 1) >> QUANT_CHUNK_SHIFT,
                          .chunk_rows = QUANT_CHUNK_ROWS};
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (fd < 0)
-        return CDN_ERR_IO;
+    int rc = cdn_file_open_tmp(path, tmp, sizeof tmp, &fd);
+    if (rc)
+        return rc;
     XXH3_state_t *xs = XXH3_createState();
-    int rc = xs ? CDN_OK : CDN_ERR_NOMEM;
+    rc = xs ? CDN_OK : CDN_ERR_NOMEM;
     if (xs)
         XXH3_64bits_reset(xs);
     rc = rc ? rc : cdn_file_write_all(fd, &hd, sizeof hd, xs);
@@ -63,15 +63,7 @@ int quant_save(const quant_t *q, const char *path)
     uint64_t sum = xs ? XXH3_64bits_digest(xs) : 0;
     XXH3_freeState(xs);
     rc = rc ? rc : cdn_file_write_all(fd, &sum, sizeof sum, NULL);
-    if (!rc && fsync(fd))
-        rc = CDN_ERR_IO;
-    if (close(fd) && !rc)
-        rc = CDN_ERR_IO;
-    if (!rc && rename(tmp, path))
-        rc = CDN_ERR_IO;
-    if (rc)
-        unlink(tmp);
-    return rc ? rc : cdn_file_fsync_dir_of(path);
+    return cdn_file_commit(fd, tmp, path, rc);
 }
 
 static int check_header(const qfile_header_t *hd, uint32_t dim, uint64_t size)

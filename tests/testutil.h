@@ -28,6 +28,28 @@ static inline char *tu_tmpdir(char *buf, size_t size)
 
 static inline void tu_rmrf(const char *dir) { nftw(dir, tu_rm_one, 16, FTW_DEPTH | FTW_PHYS); }
 
+/* Sums a /proc/self/smaps field (e.g. "Rss:", "AnonHugePages:") in kB over the mappings that
+ * overlap [lo, hi) or, with name set, whose header line names it. 0 without /proc. */
+static inline long tu_smaps_kb(const char *field, uintptr_t lo, uintptr_t hi, const char *name)
+{
+    FILE *f = fopen("/proc/self/smaps", "r");
+    char line[512];
+    size_t flen = strlen(field);
+    long kb = 0;
+    int inside = 0;
+    while (f && fgets(line, sizeof line, f)) {
+        unsigned long a, b;
+        char dash;
+        if (sscanf(line, "%lx%c%lx", &a, &dash, &b) == 3 && dash == '-')
+            inside = name ? strstr(line, name) != NULL : a < hi && b > lo;
+        else if (inside && !strncmp(line, field, flen))
+            kb += strtol(line + flen, NULL, 10);
+    }
+    if (f)
+        fclose(f);
+    return kb;
+}
+
 /* xorshift64*: deterministic, seeded, good enough for test data. */
 static inline uint64_t tu_rand(uint64_t *s)
 {

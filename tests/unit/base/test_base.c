@@ -13,6 +13,7 @@
 #include "base/buf.h"
 #include "base/err.h"
 #include "base/mem.h"
+#include "testutil.h"
 
 static void test_buf_refuses_to_pass_its_maximum(void **state)
 {
@@ -76,26 +77,6 @@ static void test_mem_fail_after_fails_exactly_the_nth(void **state)
     cdn_free(c);
 }
 
-/* Huge pages in [lo, hi) as /proc/self/smaps reports them (kB), summed over its mappings. */
-static long huge_kb_in(uintptr_t lo, uintptr_t hi)
-{
-    FILE *f = fopen("/proc/self/smaps", "r");
-    char line[512];
-    long kb = 0;
-    int inside = 0;
-    while (f && fgets(line, sizeof line, f)) {
-        unsigned long a, b;
-        char dash;
-        if (sscanf(line, "%lx%c%lx", &a, &dash, &b) == 3 && dash == '-')
-            inside = a < hi && b > lo;
-        else if (inside && !strncmp(line, "AnonHugePages:", 14))
-            kb += strtol(line + 14, NULL, 10);
-    }
-    if (f)
-        fclose(f);
-    return kb;
-}
-
 /* Advice keeps the data, tolerates any range, and where the kernel grants transparent huge
  * pages on request ("madvise" or "always" mode) the advised block gets them. */
 static void test_advise_huge_keeps_data_and_gets_huge_pages(void **state)
@@ -115,7 +96,7 @@ static void test_advise_huge_keeps_data_and_gets_huge_pages(void **state)
     FILE *f = fopen("/sys/kernel/mm/transparent_hugepage/enabled", "r");
     if (f && fgets(mode, sizeof mode, f) && !strstr(mode, "[never]")) {
         mode[strcspn(mode, "\n")] = '\0';
-        long kb = huge_kb_in((uintptr_t)p, (uintptr_t)p + n);
+        long kb = tu_smaps_kb("AnonHugePages:", (uintptr_t)p, (uintptr_t)p + n, NULL);
         print_message("transparent huge pages %s: %ld kB of the block are huge\n", mode, kb);
         assert_true(kb >= 2048);
     } else {

@@ -20,25 +20,12 @@
 #define NREC 3000
 #define VLEN 1000
 
-/* Resident kB of the mapping of dir/data.mdb, from /proc/self/smaps. */
+/* Resident kB of the mapping of dir/data.mdb. */
 static long mapped_kb(const char *dir)
 {
-    char want[128], line[512];
+    char want[128];
     snprintf(want, sizeof want, "%s/data.mdb", dir);
-    FILE *f = fopen("/proc/self/smaps", "r");
-    long kb = 0;
-    int inside = 0;
-    while (f && fgets(line, sizeof line, f)) {
-        unsigned long a, b;
-        char dash;
-        if (sscanf(line, "%lx%c%lx", &a, &dash, &b) == 3 && dash == '-')
-            inside = strstr(line, want) != NULL;
-        else if (inside && !strncmp(line, "Rss:", 4))
-            kb += strtol(line + 4, NULL, 10);
-    }
-    if (f)
-        fclose(f);
-    return kb;
+    return tu_smaps_kb("Rss:", 0, 0, want);
 }
 
 static void fill(unsigned char *v, uint32_t i)

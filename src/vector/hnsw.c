@@ -144,6 +144,7 @@ void hnsw_free(hnsw_t *h)
         hnsw_visited_t *v = h->pool;
         h->pool = v->next;
         cdn_free(v->marks);
+        cdn_free(v->scratch);
         cdn_free(v);
     }
     for (uint32_t i = 0; i < HNSW_STRIPES; i++)

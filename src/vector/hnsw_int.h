@@ -30,6 +30,8 @@ typedef struct hnsw_visited {
     uint16_t *marks;
     uint32_t cap;
     uint16_t tag;
+    uint32_t *scratch; /* a traversal's id buffer (two-hop finds), kept between searches */
+    size_t scratch_cap;
     struct hnsw_visited *next;
 } hnsw_visited_t;
 

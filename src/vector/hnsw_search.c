@@ -118,6 +118,7 @@ int hnsw_search_layer_build(hnsw_t *h, const hnsw_scorer_t *s, uint32_t level,
 typedef struct qctx {
     hnsw_t *h;
     hnsw_scorer_t s; /* float rows, or estimates from 8-bit codes */
+    hnsw_visited_t *vis; /* marks, tag and scratch buffer, pooled between searches */
     uint16_t *marks;
     uint16_t tag;
     hnsw_heap_t cand;  /* min-heap (negated): nodes to expand, admissible or not */
@@ -332,11 +333,16 @@ static void search_level0(qctx_t *c)
     uint32_t buf[2 * HNSW_M_MAX + 1];
     uint8_t adm[2 * HNSW_M_MAX];
     size_t cap_two = (size_t)c->h->m0 * (c->h->m0 + 1);
-    uint32_t *two = cdn_malloc(cap_two * sizeof(uint32_t));
-    if (!two) {
-        c->rc = CDN_ERR_NOMEM;
-        return;
+    if (c->vis->scratch_cap < cap_two) {
+        uint32_t *p = cdn_realloc(c->vis->scratch, cap_two * sizeof(uint32_t));
+        if (!p) {
+            c->rc = CDN_ERR_NOMEM;
+            return;
+        }
+        c->vis->scratch = p;
+        c->vis->scratch_cap = cap_two;
     }
+    uint32_t *two = c->vis->scratch;
     while (!c->stop) {
         if (!c->cand.n && (c->res.n >= c->ef || !resume_from_bridges(c)))
             break;
@@ -361,7 +367,6 @@ static void search_level0(qctx_t *c)
         if (c->cand.n)
             __builtin_prefetch(hnsw_list_at(c->h, c->cand.a[0].id, 0), 0, 3);
     }
-    cdn_free(two);
 }
 
 /* How many allowed ids are scored to choose the seeds from, at most (and at least 8 per seed). */
@@ -597,6 +602,7 @@ int hnsw_search_codes(hnsw_t *h, const vec_view_t *view, const quant_t *codes, c
     hnsw_visited_t *vis = NULL;
     c.rc = hnsw_visited_get(h, &vis);
     if (!c.rc) {
+        c.vis = vis;
         c.marks = vis->marks;
         c.tag = vis->tag;
         search_locked(&c, mode);

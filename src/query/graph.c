@@ -85,12 +85,12 @@ static void efauto_read(const char *dir, coll_t *c)
                "efd %u recalld %lf dense %u",
                &rows, &ef, &recall, &nq, &d10, &efq, &recallq, &efd, &recalld, &dense) == 10 &&
         ef > 0 && ef <= HNSW_EF_MAX && efq > 0 && efq <= HNSW_EF_MAX && efd > 0 &&
-        efd <= HNSW_EF_MAX && rows > 0 &&
-        (uint64_t)rows * 5 / 4 >= c->next_row) {
+        efd <= HNSW_EF_MAX && rows > 0 && (uint64_t)rows * 5 / 4 >= c->next_row) {
         c->ef_auto_filtered = efq;
         c->ef_auto_dense = dense ? efd : 0;
         c->ef_auto = ef;
         c->ef_auto_rows = rows;
+        c->ef_auto_recall = recall >= 0 && recall <= 1 ? recall : 0;
         c->d10 = d10 > 0 && d10 < 1e30 ? (float)d10 : 0;
     }
     fclose(f);
@@ -166,6 +166,7 @@ static void efauto_write(const char *dir, coll_t *c)
         c->ef_auto_filtered = cal.ef_filtered;
         c->ef_auto_dense = cal.cost_dense < cal.cost ? cal.ef_dense : 0;
         c->ef_auto_rows = c->next_row;
+        c->ef_auto_recall = cal.recall;
         c->d10 = cal.d10 > 0 ? cal.d10 : 0;
     }
 }

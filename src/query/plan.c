@@ -19,10 +19,12 @@ static uint32_t breadth(const plan_in_t *in, uint32_t collection_ef)
     return ef < in->k ? (uint32_t)in->k : ef;
 }
 
-/* Pool first for a filtered auto plan, where it pays (PLAN_POOL_SHARE, PLAN_POOL_EF_RATIO). */
+/* Pool first for a filtered auto plan, where it pays (PLAN_POOL_SHARE, PLAN_POOL_EF_RATIO,
+ * PLAN_POOL_MIN_RECALL). */
 static void consider_pool_first(const plan_in_t *in, plan_t *out)
 {
-    if ((double)in->readable < PLAN_POOL_SHARE * (double)in->live)
+    if ((double)in->readable < PLAN_POOL_SHARE * (double)in->live ||
+        (in->recall_unfiltered > 0 && in->recall_unfiltered < PLAN_POOL_MIN_RECALL))
         return;
     size_t pool = (size_t)(2.0 * (double)in->k * (double)in->live / (double)in->readable) + 1;
     uint32_t ef = breadth(in, in->ef_unfiltered);

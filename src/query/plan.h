@@ -47,6 +47,9 @@ typedef struct plan_in {
     /* The filtered traversal of every row's breadth, where calibration found it cheaper than
      * the unfiltered one at equal recall (0: it was not, or ef was set at creation). */
     uint32_t ef_dense;
+    /* Recall@10 calibration measured for the unfiltered traversal at ef_unfiltered (0: not
+     * measured). Pool first reads deep into that traversal's list: it needs headroom there. */
+    double recall_unfiltered;
 } plan_in_t;
 
 /* Exact scan when the readable rows hold at most this many floats (rows x dim, 48 MiB): below
@@ -71,6 +74,13 @@ typedef struct plan_in {
  * ef it costs about a quarter, and at 1M x 384, where the unfiltered ef is 384 against the
  * filtered 96, the two were even (random 20% 1.31 against 1.54 ms, aligned 1.14 against 0.94). */
 #define PLAN_POOL_EF_RATIO 2
+/* ... and, where calibration measured it, only if the unfiltered traversal was at least this
+ * right at its ef:
+ * the k readable hits sit anywhere in a pool of 2 k / share, so the list must be right well
+ * past its first k. 200k x 384 topics (recall 0.998 at ef 96): 20% readable at recall 0.997 -
+ * 1.000. 1M (0.992 at ef 128, with the seeded descent): 20% random 0.979 at ef 128, 0.986 at
+ * ef 202, 0.991 at ef 303, the last no faster than the filtered plan. */
+#define PLAN_POOL_MIN_RECALL 0.995
 
 /* Chooses a plan for in. */
 void plan_choose(const plan_in_t *in, plan_t *out);

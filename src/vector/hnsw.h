@@ -179,16 +179,15 @@ typedef struct hnsw_calib {
 } hnsw_calib_t;
 
 /* Measures unfiltered recall@10 at a ladder of ef values (32 ... 512) with `queries` live rows
- * (spread over `live`'s ranks) as queries, each row's own hit left out, against the exact scan
- * of `live`; out->ef is the smallest ef >= floor_ef whose recall reaches `target`. Costs
- * `queries` exact scans. ef_filtered: the same measured with FILTERED searches allowed a
- * fixed random tenth of the live rows (truth: the exact scan of that tenth). codes (may be
- * NULL): the traversals are measured as hnsw_search_codes runs them with these codes, and the
- * exact answers come from their 8-bit scan.
- * Returns 0, CDN_ERR_INVALID (fewer than 12 live rows, NULL arguments)
- * or CDN_ERR_NOMEM. Safe alongside searches and inserts. */
+ * (spread over `live`'s ranks, on level 0 only) as queries, each hidden from its own
+ * traversal, against the exact scan of `live`; out->ef is the smallest ef >= floor_ef whose
+ * recall reaches `target`. Costs `queries` exact scans. ef_filtered: the same measured with
+ * FILTERED searches allowed a fixed random tenth of the live rows (truth: the exact scan of that
+ * tenth). codes (may be NULL): the traversals are measured as hnsw_search_codes runs them with
+ * these codes, and the exact answers come from their 8-bit scan. Returns 0, CDN_ERR_INVALID (fewer
+ * than 12 live rows, NULL arguments) or CDN_ERR_NOMEM. Safe alongside searches and inserts. */
 int hnsw_calibrate(hnsw_t *h, const vec_view_t *view, const quant_t *codes,
-                   const roaring_bitmap_t *live, uint32_t queries, double target,
-                   uint32_t floor_ef, hnsw_calib_t *out);
+                   const roaring_bitmap_t *live, uint32_t queries, double target, uint32_t floor_ef,
+                   hnsw_calib_t *out);
 
 #endif

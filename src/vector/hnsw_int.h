@@ -127,6 +127,14 @@ static inline void hnsw_prefetch_row(const vec_view_t *view, uint32_t id)
 void hnsw_score(const hnsw_t *h, const vec_view_t *view, const float *q, const uint32_t *ids,
                 uint32_t n, float *out);
 
+/* hnsw_search_codes without a visit budget, acting as if row `hide` were not in the graph:
+ * it is never scored, returned or expanded. A stored row asked as a query with itself hidden
+ * behaves like a query the graph has never seen (calibration, hnsw_calib.c); the greedy
+ * descent through the upper levels does not hide it, so hide rows that sit on level 0 only. */
+int hnsw_search_hiding(hnsw_t *h, const vec_view_t *view, const quant_t *codes, const float *query,
+                       uint32_t k, uint32_t ef, const roaring_bitmap_t *allowed, hnsw_mode_t mode,
+                       uint32_t hide, hnsw_stats_t *stats, hnsw_hit_t *out_hits, uint32_t *n_out);
+
 /* Takes a visited set sized for the current span (grow_lock held for reading), cleared. */
 int hnsw_visited_get(hnsw_t *h, hnsw_visited_t **out);
 void hnsw_visited_put(hnsw_t *h, hnsw_visited_t *v);

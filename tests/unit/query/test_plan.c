@@ -1,7 +1,7 @@
 /* test_plan.c: the planner's rules on their own (plan_choose): exact below the float budget,
  * the every-row filtered traversal where calibration found it cheaper, pool first for mid shares
- * only where its traversal is not much broader, forced strategies, and the query's ef winning.
- * Relies on cmocka. */
+ * only where its traversal is not much broader and calibration found headroom, forced strategies,
+ * and the query's ef winning. Relies on cmocka. */
 /* cmocka.h needs these four first. */
 // clang-format off
 #include <setjmp.h>
@@ -24,7 +24,8 @@ static plan_in_t base(uint64_t readable)
                        .graph_rows = 1000000,
                        .ef_unfiltered = 64,
                        .ef_filtered = 96,
-                       .ef_dense = 96};
+                       .ef_dense = 96,
+                       .recall_unfiltered = 0.998};
 }
 
 static void test_small_readable_sets_are_scanned(void **state)
@@ -66,7 +67,7 @@ static void test_nearly_everything_readable_takes_the_cheaper_traversal(void **s
     assert_int_equal(p.ef, 200);
 }
 
-static void test_pool_first_only_for_mid_shares_where_it_is_not_broader(void **state)
+static void test_pool_first_only_for_mid_shares_where_it_is_not_broader_nor_short(void **state)
 {
     (void)state;
     plan_t p;
@@ -84,6 +85,13 @@ static void test_pool_first_only_for_mid_shares_where_it_is_not_broader(void **s
     plan_choose(&in, &p);
     assert_false(p.pool_first);
     in.ef_filtered = 128; /* 201 <= 256 */
+    plan_choose(&in, &p);
+    assert_true(p.pool_first);
+    in = base(200000);
+    in.recall_unfiltered = 0.992; /* too little headroom to read 101 deep */
+    plan_choose(&in, &p);
+    assert_false(p.pool_first);
+    in.recall_unfiltered = 0; /* never calibrated (a small collection): the breadth rule alone */
     plan_choose(&in, &p);
     assert_true(p.pool_first);
     in = base(200000);
@@ -123,7 +131,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_small_readable_sets_are_scanned),
         cmocka_unit_test(test_nearly_everything_readable_takes_the_cheaper_traversal),
-        cmocka_unit_test(test_pool_first_only_for_mid_shares_where_it_is_not_broader),
+        cmocka_unit_test(test_pool_first_only_for_mid_shares_where_it_is_not_broader_nor_short),
         cmocka_unit_test(test_forced_strategies_and_breadth_never_below_k),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

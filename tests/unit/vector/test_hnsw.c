@@ -11,6 +11,7 @@
 
 #include "base/err.h"
 #include "unit/vector/hnsw_testutil.h"
+#include "vector/hnsw_int.h"
 
 #define N 5000
 #define DIM 32
@@ -352,22 +353,89 @@ static void test_sample_witness_alarms_only_on_improbable_counts(void **state)
 }
 
 /* Recall@10 of stored row `row` asked as a query at ef, its own hit left out on both sides. */
+/* The row calibration asks for rank r: the first at or after it on level 0 only. */
+static uint32_t level0_row_at(fixture_t *f, uint32_t r)
+{
+    while (r + 1 < N && f->h->levels[r] != 0)
+        r++;
+    return r;
+}
+
+/* Recall@K of row asked as a query with itself hidden, against a brute force without it. */
 static double self_recall(fixture_t *f, uint32_t row, uint32_t ef)
 {
     uint32_t truth[K + 1], t[K], nt = 0;
     hnsw_hit_t got[K + 1], g[K];
     uint32_t n = 0, ng = 0;
-    uint32_t m = tu_exact(&f->view, VEC_METRIC_L2, vec_row(&f->view, row), N, NULL, NULL, K + 1,
-                          truth);
+    uint32_t m =
+        tu_exact(&f->view, VEC_METRIC_L2, vec_row(&f->view, row), N, NULL, NULL, K + 1, truth);
     for (uint32_t i = 0; i < m && nt < K; i++)
         if (truth[i] != row)
             t[nt++] = truth[i];
-    assert_int_equal(hnsw_search(f->h, &f->view, vec_row(&f->view, row), K + 1, ef, NULL,
-                                 HNSW_MODE_UNFILTERED, 0, NULL, got, &n), 0);
-    for (uint32_t i = 0; i < n && ng < K; i++)
-        if (got[i].id != row)
-            g[ng++] = got[i];
+    assert_int_equal(hnsw_search_hiding(f->h, &f->view, NULL, vec_row(&f->view, row), K + 1, ef,
+                                        NULL, HNSW_MODE_UNFILTERED, row, NULL, got, &n),
+                     0);
+    for (uint32_t i = 0; i < n && ng < K; i++) {
+        assert_int_not_equal(got[i].id, row); /* hidden: never returned */
+        g[ng++] = got[i];
+    }
     return tu_recall(g, ng, t, nt);
+}
+
+/* A hidden row is never returned, in either mode, and the traversal still finds the row's
+ * neighbours (the calibration's stand-in for a query the graph has never seen). */
+static void test_hidden_row_is_never_returned_and_its_neighbours_are_found(void **state)
+{
+    fixture_t *f = *state;
+    roaring_bitmap_t *all = roaring_bitmap_from_range(0, N, 1);
+    double sum = 0;
+    for (uint32_t i = 0; i < 40; i++) {
+        uint32_t row = level0_row_at(f, i * (N / 40));
+        hnsw_hit_t got[K];
+        hnsw_stats_t st, plain;
+        uint32_t n = 0;
+        const float *q = vec_row(&f->view, row);
+        assert_int_equal(hnsw_search_hiding(f->h, &f->view, NULL, q, K, 64, all, HNSW_MODE_FILTERED,
+                                            row, &st, got, &n),
+                         0);
+        for (uint32_t j = 0; j < n; j++)
+            assert_int_not_equal(got[j].id, row);
+        assert_int_equal(
+            hnsw_search(f->h, &f->view, q, K, 64, NULL, HNSW_MODE_UNFILTERED, 0, &plain, got, &n),
+            0);
+        assert_int_equal(got[0].id, row); /* not hidden: the row is its own nearest */
+        sum += self_recall(f, row, 64);
+    }
+    print_message("stored rows hidden from their traversals, ef 64: recall %.4f\n", sum / 40);
+    assert_true(sum / 40 >= 0.9);
+    roaring_bitmap_free(all);
+}
+
+/* Unfiltered traversals of large graphs also start from the nearest of a random sample (a
+ * square root of the rows): seeds are counted, none on a graph under 1,024 rows. */
+static void test_unfiltered_traversal_is_seeded_from_a_sample_on_large_graphs(void **state)
+{
+    fixture_t *f = *state;
+    hnsw_hit_t got[K];
+    hnsw_stats_t st;
+    uint32_t n = 0;
+    assert_int_equal(
+        hnsw_search(f->h, &f->view, f->queries, K, 32, NULL, HNSW_MODE_UNFILTERED, 0, &st, got, &n),
+        0);
+    assert_true(st.seeds >= 16);
+    assert_true(st.distances >= 70); /* the sample, sqrt(5000), was scored */
+    hnsw_t *small = NULL;
+    assert_int_equal(hnsw_create(hnsw_params_default(), VEC_METRIC_L2, DIM, &small), 0);
+    uint32_t ids[1000];
+    for (uint32_t i = 0; i < 1000; i++)
+        ids[i] = i;
+    vec_view_t v = {f->data, DIM, DIM, 1000};
+    assert_int_equal(hnsw_build(small, &v, ids, 1000, 2), 0);
+    assert_int_equal(
+        hnsw_search(small, &v, f->queries, K, 32, NULL, HNSW_MODE_UNFILTERED, 0, &st, got, &n), 0);
+    assert_int_equal(st.seeds, 0);
+    assert_int_equal(n, K);
+    hnsw_free(small);
 }
 
 /* Calibration reports the recall an independent brute force measures at the ef it picked,
@@ -396,7 +464,7 @@ static void test_calibration_picks_the_smallest_ef_reaching_the_target(void **st
             step++;
         assert_true(step < 9);
         for (uint32_t i = 0; i < nq; i++) {
-            uint32_t row = (uint32_t)((uint64_t)i * N / nq);
+            uint32_t row = level0_row_at(f, (uint32_t)((uint64_t)i * N / nq));
             want += self_recall(f, row, cal.ef) / nq;
             below += step ? self_recall(f, row, ladder[step - 1]) / nq : 0;
         }
@@ -410,7 +478,8 @@ static void test_calibration_picks_the_smallest_ef_reaching_the_target(void **st
         }
     }
     roaring_bitmap_t *few = roaring_bitmap_from_range(0, 8, 1);
-    assert_int_equal(hnsw_calibrate(f->h, &f->view, NULL, few, nq, 0.99, 32, &cal), CDN_ERR_INVALID);
+    assert_int_equal(hnsw_calibrate(f->h, &f->view, NULL, few, nq, 0.99, 32, &cal),
+                     CDN_ERR_INVALID);
     roaring_bitmap_free(few);
     roaring_bitmap_free(live);
 }
@@ -434,6 +503,8 @@ int main(void)
         cmocka_unit_test(test_allowed_ids_missing_from_graph_are_skipped_and_flagged),
         cmocka_unit_test(test_delete_unknown_id_is_not_found),
         /* Deletes change the shared index: keep last. */
+        cmocka_unit_test(test_hidden_row_is_never_returned_and_its_neighbours_are_found),
+        cmocka_unit_test(test_unfiltered_traversal_is_seeded_from_a_sample_on_large_graphs),
         cmocka_unit_test(test_deleted_ids_never_returned_and_recall_holds),
         cmocka_unit_test(test_ids_with_gaps_in_any_order_are_found),
         cmocka_unit_test(test_empty_index_returns_nothing_and_is_complete),

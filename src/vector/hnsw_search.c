@@ -383,6 +383,40 @@ static int seed_cmp(const void *a, const void *b)
     return x->d < y->d ? -1 : x->d > y->d ? 1 : (x->id > y->id) - (x->id < y->id);
 }
 
+/* Moves the s nearest of cand[0..n) to its front, ascending (a quickselect, then a sort of the
+ * s): the unfiltered sample needs its best 16 of up to 1,024, not the whole order. */
+static void nearest_first(seed_t *cand, size_t n, size_t s)
+{
+    size_t lo = 0, hi = n;
+    if (s >= n) {
+        qsort(cand, n, sizeof *cand, seed_cmp);
+        return;
+    }
+    while (hi - lo > 1) { /* invariant: the s-th smallest lies in [lo, hi) */
+        seed_t pivot = cand[lo + (hi - lo) / 2], t;
+        size_t i = lo, j = hi - 1;
+        while (i <= j) {
+            while (seed_cmp(&cand[i], &pivot) < 0)
+                i++;
+            while (seed_cmp(&cand[j], &pivot) > 0)
+                j--;
+            if (i <= j) {
+                t = cand[i], cand[i] = cand[j], cand[j] = t;
+                i++;
+                if (j-- == 0)
+                    break;
+            }
+        }
+        if (s <= j)
+            hi = j + 1;
+        else if (s >= i)
+            lo = i;
+        else
+            break;
+    }
+    qsort(cand, s, sizeof *cand, seed_cmp);
+}
+
 /* Takes allowed id `id` as a seed candidate, scored later by score_seeds (or, without room to
  * choose, seeds it). */
 static void seed_one(qctx_t *c, uint32_t id, seed_t *cand, size_t *n)
@@ -477,7 +511,7 @@ static void seed_sample(qctx_t *c, uint64_t card, uint64_t s, uint64_t m, int wi
         for (uint64_t tries = 0; n < m && tries < 40 * m && span; tries++) {
             z = z * 6364136223846793005ull + 1442695040888963407ull;
             uint32_t id = (uint32_t)((z >> 32) % span);
-            if ((c->allowed || (hnsw_flags(c->h, id) & HNSW_F_PRESENT)) && admissible(c, id))
+            if (admissible(c, id))
                 seed_one(c, id, cand, &n);
         }
     } else {
@@ -490,7 +524,10 @@ static void seed_sample(qctx_t *c, uint64_t card, uint64_t s, uint64_t m, int wi
     }
     if (cand) {
         score_seeds(c, cand, n);
-        qsort(cand, n, sizeof *cand, seed_cmp);
+        if (witness)
+            qsort(cand, n, sizeof *cand, seed_cmp);
+        else
+            nearest_first(cand, n, s);
         for (size_t i = 0; i < n && i < s && !c->stop; i++)
             if (visit(c, cand[i].id)) {
                 c->st->seeds++;

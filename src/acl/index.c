@@ -1,35 +1,85 @@
-/* index.c: one roaring bitmap of rows per principal (allow and deny), the live set, and each
- * row's own packed ACL for the re-check. Relies on CRoaring. */
+/* index.c: one roaring bitmap of rows per principal (allow and deny), the live set, each
+ * row's own packed ACL for the re-check, and a small memo of recent allowed sets. Relies on
+ * CRoaring and pthreads (the memo's lock: searches read the index concurrently). */
 #include "acl/acl.h"
 #include "base/mem.h"
 
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* Allowed sets are kept for the next query of the same view: the union of a subject's
+ * principals' bitmaps can cost as much as the traversal that follows it (1M rows, a subject
+ * of 10 divisions: 0.24 of 0.69 ms p50 in `roaring_bitmap_or_many`; 0.38 ms with the memo),
+ * and even one principal's set is a copy plus an intersection with the live rows. Any change
+ * to the index empties the memo, under the collection's write lock, so a memo never outlives
+ * the bitmaps it was computed from. */
+#define ACL_MEMO_SLOTS 8
+#define ACL_MEMO_VIEW_MAX 64 /* longer views are not kept */
+
+typedef struct acl_memo_slot {
+    uint32_t view[ACL_MEMO_VIEW_MAX]; /* sorted principal ids */
+    size_t n;                         /* 0: empty slot */
+    roaring_bitmap_t *set;
+    uint64_t used; /* tick of the last hit, for eviction */
+} acl_memo_slot_t;
+
+typedef struct acl_memo {
+    pthread_mutex_t lock;
+    acl_memo_slot_t slot[ACL_MEMO_SLOTS];
+    uint64_t tick;
+    int any; /* some slot holds a set */
+} acl_memo_t;
 
 struct acl_index {
     roaring_bitmap_t **allow; /* by principal id; NULL = no rows */
     roaring_bitmap_t **deny;
-    size_t nprin;             /* slots in allow and deny */
-    uint32_t **row_acl;       /* by row; NULL = deleted or never written */
+    size_t nprin;       /* slots in allow and deny */
+    uint32_t **row_acl; /* by row; NULL = deleted or never written */
     size_t nrows;
     roaring_bitmap_t *live;
+    acl_memo_t *memo; /* written by readers too (its own lock): a pointer, so x stays const */
 };
 
 int acl_index_create(acl_index_t **out)
 {
     acl_index_t *x = cdn_calloc(1, sizeof *x);
-    if (!x || !(x->live = roaring_bitmap_create())) {
+    if (x)
+        x->memo = cdn_calloc(1, sizeof *x->memo);
+    if (!x || !x->memo || !(x->live = roaring_bitmap_create())) {
+        if (x)
+            cdn_free(x->memo);
         cdn_free(x);
         return CDN_ERR_NOMEM;
     }
+    pthread_mutex_init(&x->memo->lock, NULL);
     *out = x;
     return CDN_OK;
+}
+
+/* Empties the memo (every write to the index calls it). */
+static void memo_clear(acl_memo_t *m)
+{
+    if (!m->any)
+        return;
+    pthread_mutex_lock(&m->lock);
+    for (size_t i = 0; i < ACL_MEMO_SLOTS; i++) {
+        if (m->slot[i].set) /* this CRoaring does not take NULL */
+            roaring_bitmap_free(m->slot[i].set);
+        m->slot[i].set = NULL;
+        m->slot[i].n = 0;
+    }
+    m->any = 0;
+    pthread_mutex_unlock(&m->lock);
 }
 
 void acl_index_free(acl_index_t *x)
 {
     if (!x)
         return;
+    memo_clear(x->memo);
+    pthread_mutex_destroy(&x->memo->lock);
+    cdn_free(x->memo);
     for (size_t i = 0; i < x->nprin; i++) {
         if (x->allow[i])
             roaring_bitmap_free(x->allow[i]);
@@ -89,6 +139,7 @@ int acl_index_set(acl_index_t *x, uint32_t row, const uint32_t *packed)
         rc = ensure_principal(x, packed[i]);
     if (rc)
         return rc;
+    memo_clear(x->memo);
     if (row >= x->nrows) {
         if (cdn_grow((void **)&x->row_acl, &cap, (size_t)row + 1, sizeof *x->row_acl))
             return CDN_ERR_NOMEM;
@@ -116,6 +167,7 @@ int acl_index_set(acl_index_t *x, uint32_t row, const uint32_t *packed)
 
 void acl_index_remove(acl_index_t *x, uint32_t row)
 {
+    memo_clear(x->memo);
     unindex_row(x, row);
     if (row < x->nrows) {
         cdn_free(x->row_acl[row]);
@@ -124,8 +176,51 @@ void acl_index_remove(acl_index_t *x, uint32_t row)
     roaring_bitmap_remove(x->live, row);
 }
 
-int acl_index_allowed(const acl_index_t *x, const uint32_t *view, size_t n,
-                      roaring_bitmap_t **out)
+static int u32_cmp(const void *a, const void *b)
+{
+    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* A copy of the memo's set for the sorted view key[0..n), or NULL. */
+static roaring_bitmap_t *memo_get(acl_memo_t *m, const uint32_t *key, size_t n)
+{
+    roaring_bitmap_t *out = NULL;
+    pthread_mutex_lock(&m->lock);
+    for (size_t i = 0; i < ACL_MEMO_SLOTS && !out; i++) {
+        acl_memo_slot_t *s = &m->slot[i];
+        if (s->n == n && s->set && !memcmp(s->view, key, n * sizeof *key)) {
+            out = roaring_bitmap_copy(s->set);
+            s->used = ++m->tick;
+        }
+    }
+    pthread_mutex_unlock(&m->lock);
+    return out;
+}
+
+/* Keeps a copy of set for key, in the least recently used slot (nothing on a failed copy). */
+static void memo_put(acl_memo_t *m, const uint32_t *key, size_t n, const roaring_bitmap_t *set)
+{
+    roaring_bitmap_t *copy = roaring_bitmap_copy(set);
+    if (!copy)
+        return;
+    pthread_mutex_lock(&m->lock);
+    acl_memo_slot_t *s = &m->slot[0];
+    for (size_t i = 1; i < ACL_MEMO_SLOTS; i++)
+        if (m->slot[i].used < s->used)
+            s = &m->slot[i];
+    if (s->set)
+        roaring_bitmap_free(s->set);
+    memcpy(s->view, key, n * sizeof *key);
+    s->n = n;
+    s->set = copy;
+    s->used = ++m->tick;
+    m->any = 1;
+    pthread_mutex_unlock(&m->lock);
+}
+
+/* The union of the view's allow bitmaps minus its deny bitmaps, within live rows. */
+static roaring_bitmap_t *compute_allowed(const acl_index_t *x, const uint32_t *view, size_t n)
 {
     const roaring_bitmap_t **allow = cdn_malloc((n ? n : 1) * sizeof *allow);
     const roaring_bitmap_t **deny = cdn_malloc((n ? n : 1) * sizeof *deny);
@@ -157,6 +252,21 @@ int acl_index_allowed(const acl_index_t *x, const uint32_t *view, size_t n,
 done:
     cdn_free(allow);
     cdn_free(deny);
+    return res;
+}
+
+int acl_index_allowed(const acl_index_t *x, const uint32_t *view, size_t n, roaring_bitmap_t **out)
+{
+    uint32_t key[ACL_MEMO_VIEW_MAX];
+    int memo = n > 0 && n <= ACL_MEMO_VIEW_MAX;
+    roaring_bitmap_t *res = NULL;
+    if (memo) {
+        memcpy(key, view, n * sizeof *key);
+        qsort(key, n, sizeof *key, u32_cmp);
+        res = memo_get(x->memo, key, n);
+    }
+    if (!res && (res = compute_allowed(x, view, n)) != NULL && memo)
+        memo_put(x->memo, key, n, res);
     if (!res)
         return CDN_ERR_NOMEM;
     *out = res;
@@ -197,4 +307,7 @@ const uint32_t *acl_index_get(const acl_index_t *x, uint32_t row)
     return row < x->nrows ? x->row_acl[row] : NULL;
 }
 
-const roaring_bitmap_t *acl_index_live(const acl_index_t *x) { return x->live; }
+const roaring_bitmap_t *acl_index_live(const acl_index_t *x)
+{
+    return x->live;
+}

@@ -35,6 +35,22 @@ static void consider_pool_first(const plan_in_t *in, plan_t *out)
     out->first_ef = ef;
 }
 
+/* A probe before an exact scan (PLAN_PROBE_SHARE, PLAN_PROBE_MIN_FLOATS): the unfiltered
+ * traversal at the collection's breadth, kept only if k readable hits sit in the first half of
+ * its list (first_pool = ef / 2). */
+static void consider_probe(const plan_in_t *in, plan_t *out)
+{
+    uint32_t ef = in->ef_unfiltered;
+    if (in->ask != PLAN_ASK_AUTO || in->ef_query || in->readable <= in->k ||
+        (double)in->readable < PLAN_PROBE_SHARE * (double)in->live ||
+        in->readable * (uint64_t)in->dim < PLAN_PROBE_MIN_FLOATS ||
+        in->recall_unfiltered < PLAN_POOL_MIN_RECALL || ef < 2 * in->k)
+        return;
+    out->pool_first = 1;
+    out->first_pool = ef / 2;
+    out->first_ef = ef;
+}
+
 void plan_choose(const plan_in_t *in, plan_t *out)
 {
     *out = (plan_t){.kind = PLAN_EXACT, .ef = breadth(in, in->ef_unfiltered)};
@@ -55,8 +71,10 @@ void plan_choose(const plan_in_t *in, plan_t *out)
     }
     /* auto */
     uint64_t limit = in->exact_floats ? in->exact_floats : PLAN_EXACT_FLOATS;
-    if (in->readable * (uint64_t)in->dim <= limit || in->readable <= in->k)
+    if (in->readable * (uint64_t)in->dim <= limit || in->readable <= in->k) {
+        consider_probe(in, out);
         return;
+    }
     out->fallback_exact = 1;
     if ((double)in->readable >= PLAN_UNFILTERED_SHARE * (double)in->live) {
         /* Nearly everything readable: where calibration measured it, the filtered traversal of

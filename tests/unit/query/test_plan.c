@@ -100,6 +100,44 @@ static void test_pool_first_only_for_mid_shares_where_it_is_not_broader_nor_shor
     assert_false(p.pool_first);
 }
 
+/* A probe before the exact scan: only where the scan is big enough to lose a probe's time in,
+ * the subject reads 2% or more, and calibration found headroom. */
+static void test_probe_before_big_scans_of_mid_shares(void **state)
+{
+    (void)state;
+    plan_t p;
+    plan_in_t in = base(10000);
+    in.live = in.graph_rows = 200000; /* 5% of 200k: 3.84 Mi floats, exact */
+    plan_choose(&in, &p);
+    assert_int_equal(p.kind, PLAN_EXACT);
+    assert_true(p.pool_first);
+    assert_int_equal(p.first_ef, 64);
+    assert_int_equal(p.first_pool, 32); /* k readable within the first half */
+    in.recall_unfiltered = 0.992;       /* no headroom */
+    plan_choose(&in, &p);
+    assert_false(p.pool_first);
+    in.recall_unfiltered = 0; /* never calibrated */
+    plan_choose(&in, &p);
+    assert_false(p.pool_first);
+    in = base(10000); /* 1% of 1M: below the share */
+    plan_choose(&in, &p);
+    assert_int_equal(p.kind, PLAN_EXACT);
+    assert_false(p.pool_first);
+    in = base(2000);
+    in.live = in.graph_rows = 50000; /* 4%, but a small scan (0.77 Mi floats) */
+    plan_choose(&in, &p);
+    assert_false(p.pool_first);
+    in = base(10000);
+    in.live = in.graph_rows = 200000;
+    in.ef_query = 200; /* the query's own breadth: no calibrated headroom for it */
+    plan_choose(&in, &p);
+    assert_false(p.pool_first);
+    in.ef_query = 0;
+    in.ask = PLAN_ASK_EXACT;
+    plan_choose(&in, &p);
+    assert_false(p.pool_first);
+}
+
 static void test_forced_strategies_and_breadth_never_below_k(void **state)
 {
     (void)state;
@@ -132,6 +170,7 @@ int main(void)
         cmocka_unit_test(test_small_readable_sets_are_scanned),
         cmocka_unit_test(test_nearly_everything_readable_takes_the_cheaper_traversal),
         cmocka_unit_test(test_pool_first_only_for_mid_shares_where_it_is_not_broader_nor_short),
+        cmocka_unit_test(test_probe_before_big_scans_of_mid_shares),
         cmocka_unit_test(test_forced_strategies_and_breadth_never_below_k),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -514,7 +514,7 @@ static void seed_sample(qctx_t *c, uint64_t card, uint64_t s, uint64_t m, int wi
             if (admissible(c, id))
                 seed_one(c, id, cand, &n);
         }
-    } else {
+    } else if (c->allowed) { /* unfiltered sampling draws at random or not at all */
         for (uint64_t i = 0; i < m; i++) {
             uint32_t id;
             uint64_t rank = (off + i * card / m) % card;

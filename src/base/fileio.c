@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "base/err.h"
@@ -25,6 +26,29 @@ int cdn_file_write_all(int fd, const void *p, size_t n, XXH3_state_t *xs)
         n -= (size_t)w;
     }
     return CDN_OK;
+}
+
+int cdn_file_open_read(const char *path, int *fd, uint64_t *size)
+{
+    struct stat st;
+    *fd = path ? open(path, O_RDONLY | O_CLOEXEC) : -1;
+    if (*fd < 0)
+        return CDN_ERR_IO;
+    if (fstat(*fd, &st)) {
+        close(*fd);
+        *fd = -1;
+        return CDN_ERR_IO;
+    }
+    *size = (uint64_t)st.st_size;
+    return CDN_OK;
+}
+
+XXH3_state_t *cdn_file_hash_new(void)
+{
+    XXH3_state_t *xs = XXH3_createState();
+    if (xs)
+        XXH3_64bits_reset(xs);
+    return xs;
 }
 
 int cdn_file_read_all(int fd, void *p, size_t n, XXH3_state_t *xs)

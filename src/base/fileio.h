@@ -5,6 +5,7 @@
 #define CDN_FILEIO_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include <xxhash.h>
 
 /* Writes n bytes of p to fd (xs, if not NULL, absorbs them). Returns 0 or CDN_ERR_IO. */
@@ -13,6 +14,14 @@ int cdn_file_write_all(int fd, const void *p, size_t n, XXH3_state_t *xs);
 /* Reads exactly n bytes into p (xs, if not NULL, absorbs them). Returns 0, CDN_ERR_IO, or
  * CDN_ERR_CORRUPT when the file ends first. */
 int cdn_file_read_all(int fd, void *p, size_t n, XXH3_state_t *xs);
+
+/* Opens path to read it: *fd, and the file's size in *size. Returns 0 or CDN_ERR_IO (then
+ * nothing is left open). */
+int cdn_file_open_read(const char *path, int *fd, uint64_t *size);
+
+/* A new XXH3-64 state, reset, for the checksum of a file being written or read; NULL when out
+ * of memory. Free it with XXH3_freeState. */
+XXH3_state_t *cdn_file_hash_new(void);
 
 /* Atomic replacement of a file, in two steps. cdn_file_open_tmp names a temporary file beside
  * path (tmp, room for 4096 bytes) and creates it: 0, CDN_ERR_INVALID (path too long) or

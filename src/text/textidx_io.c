@@ -2,11 +2,9 @@
  * XXH64 of the payload) then the payload (config, live set, text fields, metadata fields).
  * Relies on textio.h, invidx/fieldidx save+load, POSIX open/fsync/rename. */
 #include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 #include <xxhash.h>
 
@@ -49,7 +47,6 @@ static void put_payload(const textidx_t *ti, textio_w_t *w)
     fieldidx_save(&ti->fi, ti->live, w);
 }
 
-
 int textidx_save(const textidx_t *ti, const char *path, uint64_t revision, cdn_err_t *err)
 {
     textio_w_t w = {0};
@@ -83,28 +80,22 @@ int textidx_save(const textidx_t *ti, const char *path, uint64_t revision, cdn_e
 
 static int read_file(const char *path, uint8_t **out, size_t *len, cdn_err_t *err)
 {
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    struct stat st;
-    if (fd < 0 || fstat(fd, &st)) {
-        if (fd >= 0)
-            close(fd);
+    uint64_t size = 0;
+    int fd;
+    if (cdn_file_open_read(path, &fd, &size))
         return cdn_err_set(err, CDN_ERR_IO, "cannot read text index %s: %s", path, strerror(errno));
-    }
-    uint8_t *p = cdn_malloc((size_t)st.st_size + 1);
-    size_t got = 0;
-    while (p && got < (size_t)st.st_size) {
-        ssize_t k = read(fd, p + got, (size_t)st.st_size - got);
-        if (k < 0 && errno == EINTR)
-            continue;
-        if (k <= 0)
-            break;
-        got += (size_t)k;
-    }
+    uint8_t *p = size < SIZE_MAX ? cdn_malloc((size_t)size + 1) : NULL;
+    int rc = p ? cdn_file_read_all(fd, p, (size_t)size, NULL) : CDN_ERR_NOMEM;
     close(fd);
-    if (!p)
-        return cdn_err_set(err, CDN_ERR_NOMEM, "out of memory reading %s", path);
+    if (rc) {
+        cdn_free(p);
+        return rc == CDN_ERR_NOMEM
+                   ? cdn_err_set(err, rc, "out of memory reading %s", path)
+                   : cdn_err_set(err, rc, "cannot read text index %s: %s", path,
+                                 rc == CDN_ERR_CORRUPT ? "it shrank while read" : strerror(errno));
+    }
     *out = p;
-    *len = got;
+    *len = (size_t)size;
     return CDN_OK;
 }
 

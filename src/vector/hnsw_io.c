@@ -2,11 +2,8 @@
  * written and read in bulk. Relies on hnsw_int.h, POSIX file I/O and xxhash (XXH3). */
 #include "vector/hnsw_int.h"
 
-#include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 #include <xxhash.h>
 
@@ -53,8 +50,8 @@ static int write_body(hnsw_t *h, int fd, XXH3_state_t *xs)
     rc = rc ? rc : cdn_file_write_all(fd, h->l0, span * ((size_t)h->m0 + 1) * sizeof(uint32_t), xs);
     for (size_t i = 0; i < span && !rc; i++)
         if ((h->flags[i] & HNSW_F_CLAIMED) && h->levels[i] > 0)
-            rc = cdn_file_write_all(fd, h->upper[i], (size_t)h->levels[i] * (h->p.m + 1) * sizeof(uint32_t),
-                           xs);
+            rc = cdn_file_write_all(fd, h->upper[i],
+                                    (size_t)h->levels[i] * (h->p.m + 1) * sizeof(uint32_t), xs);
     return rc;
 }
 
@@ -91,10 +88,9 @@ int hnsw_save(hnsw_t *h, const char *path, uint64_t revision)
     int fd, rc = h ? cdn_file_open_tmp(path, tmp, sizeof tmp, &fd) : CDN_ERR_INVALID;
     if (rc)
         return rc;
-    XXH3_state_t *xs = XXH3_createState();
+    XXH3_state_t *xs = cdn_file_hash_new();
     if (!xs)
         return cdn_file_commit(fd, tmp, path, CDN_ERR_NOMEM);
-    XXH3_64bits_reset(xs);
     pthread_rwlock_wrlock(&h->write_gate);
     pthread_rwlock_rdlock(&h->grow_lock);
     file_header_t hd;
@@ -198,8 +194,10 @@ static int read_body(int fd, const file_header_t *hd, hnsw_t *h, XXH3_state_t *x
     if (!rc)
         rc = cdn_file_read_all(fd, h->flags, hd->span, xs);
     rc = rc ? rc : cdn_file_read_all(fd, h->levels, hd->span, xs);
-    rc = rc ? rc : cdn_file_read_all(fd, pad, pad8(2 * (size_t)hd->span) - 2 * (size_t)hd->span, xs);
-    rc = rc ? rc : cdn_file_read_all(fd, h->l0, (size_t)hd->span * (h->m0 + 1) * sizeof(uint32_t), xs);
+    rc =
+        rc ? rc : cdn_file_read_all(fd, pad, pad8(2 * (size_t)hd->span) - 2 * (size_t)hd->span, xs);
+    rc = rc ? rc
+            : cdn_file_read_all(fd, h->l0, (size_t)hd->span * (h->m0 + 1) * sizeof(uint32_t), xs);
     if (!rc && !(blob = cdn_malloc(hd->upper_words * sizeof(uint32_t) + 1)))
         rc = CDN_ERR_NOMEM;
     rc = rc ? rc : cdn_file_read_all(fd, blob, hd->upper_words * sizeof(uint32_t), xs);
@@ -216,23 +214,18 @@ static int read_body(int fd, const file_header_t *hd, hnsw_t *h, XXH3_state_t *x
 int hnsw_load(const char *path, hnsw_t **out, uint64_t *revision)
 {
     *out = NULL;
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return CDN_ERR_IO;
-    struct stat sb;
+    uint64_t size = 0;
+    int fd, rc = cdn_file_open_read(path, &fd, &size);
+    if (rc)
+        return rc;
     file_header_t hd;
     hnsw_t *h = NULL;
-    XXH3_state_t *xs = XXH3_createState();
-    int rc = xs ? CDN_OK : CDN_ERR_NOMEM;
-    if (!rc && fstat(fd, &sb))
-        rc = CDN_ERR_IO;
-    if (!rc && (uint64_t)sb.st_size < sizeof hd)
+    XXH3_state_t *xs = cdn_file_hash_new();
+    rc = xs ? CDN_OK : CDN_ERR_NOMEM;
+    if (!rc && size < sizeof hd)
         rc = CDN_ERR_CORRUPT;
-    if (!rc) {
-        XXH3_64bits_reset(xs);
-        rc = cdn_file_read_all(fd, &hd, sizeof hd, xs);
-    }
-    rc = rc ? rc : check_header(&hd, (uint64_t)sb.st_size);
+    rc = rc ? rc : cdn_file_read_all(fd, &hd, sizeof hd, xs);
+    rc = rc ? rc : check_header(&hd, size);
     if (!rc) {
         hnsw_params_t p = {hd.m, hd.ef_construction, hd.ef_search, hd.seed};
         rc = hnsw_create(p, (vec_metric_t)hd.metric, hd.dim, &h);

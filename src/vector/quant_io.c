@@ -10,10 +10,8 @@
  * quant_load checks sample rows against the view and refuses on any difference. */
 #include "vector/quant_int.h"
 
-#include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 #include <xxhash.h>
 
@@ -51,10 +49,8 @@ int quant_save(const quant_t *q, const char *path)
     int rc = cdn_file_open_tmp(path, tmp, sizeof tmp, &fd);
     if (rc)
         return rc;
-    XXH3_state_t *xs = XXH3_createState();
+    XXH3_state_t *xs = cdn_file_hash_new();
     rc = xs ? CDN_OK : CDN_ERR_NOMEM;
-    if (xs)
-        XXH3_64bits_reset(xs);
     rc = rc ? rc : cdn_file_write_all(fd, &hd, sizeof hd, xs);
     rc = rc ? rc : cdn_file_write_all(fd, q->lo, q->stride * sizeof(float), xs);
     rc = rc ? rc : cdn_file_write_all(fd, q->s, q->stride * sizeof(float), xs);
@@ -102,20 +98,16 @@ int quant_load(const char *path, const vec_view_t *v, quant_t **out)
     if (!path || !v || !out)
         return CDN_ERR_INVALID;
     *out = NULL;
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return CDN_ERR_IO;
-    struct stat sb;
+    uint64_t size = 0;
+    int fd, rc = cdn_file_open_read(path, &fd, &size);
+    if (rc)
+        return rc;
     qfile_header_t hd;
     quant_t *q = NULL;
-    XXH3_state_t *xs = XXH3_createState();
-    int rc = xs ? CDN_OK : CDN_ERR_NOMEM;
-    if (xs)
-        XXH3_64bits_reset(xs);
-    if (rc == CDN_OK && fstat(fd, &sb))
-        rc = CDN_ERR_IO;
+    XXH3_state_t *xs = cdn_file_hash_new();
+    rc = xs ? CDN_OK : CDN_ERR_NOMEM;
     rc = rc ? rc : cdn_file_read_all(fd, &hd, sizeof hd, xs);
-    rc = rc ? rc : check_header(&hd, v->dim, (uint64_t)sb.st_size);
+    rc = rc ? rc : check_header(&hd, v->dim, size);
     rc = rc ? rc : quant_create(v->dim, &q, NULL);
     rc = rc ? rc : read_body(fd, &hd, q, xs);
     close(fd);

@@ -11,6 +11,7 @@
 
 #include <roaring/roaring.h>
 
+#include "base/err.h"
 #include "vector/distance.h"
 #include "vector/hnsw.h"
 
@@ -102,6 +103,31 @@ static inline double tu_recall(const hnsw_hit_t *found, uint32_t nf, const uint3
                 break;
             }
     return (double)hit / nt;
+}
+
+/* A graph of every row of v (ids 0 .. v->count - 1), default parameters but ef_construction
+ * (0: the default), built with `threads` threads; *out is NULL on failure. Returns 0 or the
+ * first error of hnsw_create / hnsw_build. */
+static inline int tu_build_graph(const vec_view_t *v, vec_metric_t metric, uint32_t ef_construction,
+                                 uint32_t threads, hnsw_t **out)
+{
+    hnsw_params_t p = hnsw_params_default();
+    uint32_t *ids = (uint32_t *)malloc(sizeof(uint32_t) * (v->count ? v->count : 1));
+    if (ef_construction)
+        p.ef_construction = ef_construction;
+    *out = NULL;
+    if (!ids)
+        return CDN_ERR_NOMEM;
+    for (uint32_t i = 0; i < v->count; i++)
+        ids[i] = i;
+    int rc = hnsw_create(p, metric, v->dim, out);
+    rc = rc ? rc : hnsw_build(*out, v, ids, (uint32_t)v->count, threads);
+    if (rc) {
+        hnsw_free(*out);
+        *out = NULL;
+    }
+    free(ids);
+    return rc;
 }
 
 /* A random subset of [0, n) holding each id with probability frac (at least one id). */

@@ -37,17 +37,8 @@ static int setup(void **state)
             f->queries[i] += 0.3f * tu_gauss(&r);
     }
     f->view = (vec_view_t){f->data, DIM, DIM, N};
-    hnsw_params_t p = hnsw_params_default();
-    p.ef_construction = 100;
-    if (hnsw_create(p, VEC_METRIC_L2, DIM, &f->h))
-        return -1;
-    uint32_t *ids = malloc(sizeof(uint32_t) * N);
-    for (uint32_t i = 0; i < N; i++)
-        ids[i] = i;
-    int rc = hnsw_build(f->h, &f->view, ids, N, 2);
-    free(ids);
     *state = f;
-    return rc;
+    return tu_build_graph(&f->view, VEC_METRIC_L2, 100, 2, &f->h);
 }
 
 static int teardown(void **state)
@@ -425,12 +416,8 @@ static void test_unfiltered_traversal_is_seeded_from_a_sample_on_large_graphs(vo
     assert_true(st.seeds >= 16);
     assert_true(st.distances >= 70); /* the sample, sqrt(5000), was scored */
     hnsw_t *small = NULL;
-    assert_int_equal(hnsw_create(hnsw_params_default(), VEC_METRIC_L2, DIM, &small), 0);
-    uint32_t ids[1000];
-    for (uint32_t i = 0; i < 1000; i++)
-        ids[i] = i;
     vec_view_t v = {f->data, DIM, DIM, 1000};
-    assert_int_equal(hnsw_build(small, &v, ids, 1000, 2), 0);
+    assert_int_equal(tu_build_graph(&v, VEC_METRIC_L2, 0, 2, &small), 0);
     assert_int_equal(
         hnsw_search(small, &v, f->queries, K, 32, NULL, HNSW_MODE_UNFILTERED, 0, &st, got, &n), 0);
     assert_int_equal(st.seeds, 0);

@@ -38,17 +38,10 @@ static int setup(void **state)
     for (uint32_t i = 0; i < NQ * DIM; i++)
         f->queries[i] += 0.3f * tu_gauss(&r);
     f->view = (vec_view_t){f->data, DIM, DIM, N};
-    hnsw_params_t p = hnsw_params_default();
-    p.ef_construction = 100;
-    uint32_t *ids = malloc(sizeof(uint32_t) * N);
-    for (uint32_t i = 0; i < N; i++)
-        ids[i] = i;
-    int rc = hnsw_create(p, VEC_METRIC_L2, DIM, &f->h);
-    rc = rc ? rc : hnsw_build(f->h, &f->view, ids, N, 2);
+    int rc = tu_build_graph(&f->view, VEC_METRIC_L2, 100, 2, &f->h);
     rc = rc ? rc : quant_create(DIM, &f->codes, NULL);
     rc = rc ? rc : quant_train(f->codes, &f->view, NULL, N, NULL);
     rc = rc ? rc : quant_encode_rows(f->codes, &f->view, 0, N, NULL);
-    free(ids);
     *state = f;
     return rc;
 }

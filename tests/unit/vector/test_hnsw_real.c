@@ -69,16 +69,7 @@ static int setup(void **state)
         return 0;
     }
     f->view = (vec_view_t){f->docs, f->dim, f->dim, f->n_docs};
-    hnsw_params_t prm = hnsw_params_default();
-    prm.ef_construction = 100;
-    if (hnsw_create(prm, VEC_METRIC_COSINE, f->dim, &f->h))
-        return -1;
-    uint32_t *ids = malloc(sizeof(uint32_t) * f->n_docs);
-    for (uint32_t i = 0; i < f->n_docs; i++)
-        ids[i] = i;
-    int rc = hnsw_build(f->h, &f->view, ids, f->n_docs, 2);
-    free(ids);
-    return rc;
+    return tu_build_graph(&f->view, VEC_METRIC_COSINE, 100, 2, &f->h);
 }
 
 static int teardown(void **state)

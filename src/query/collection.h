@@ -96,6 +96,10 @@ void coll_unref(coll_t *c);
 int coll_file_path(const char *dir, uint32_t id, const char *ext, char *buf, size_t size);
 #define coll_vecfile_path(dir, id, buf, size) coll_file_path(dir, id, "vec", buf, size)
 
+/* Removes the collection's derived files, each rebuilt from the rows when missing: the graph,
+ * text index and 8-bit codes checkpoints, and (with_calibration) the calibrated breadths. */
+void coll_checkpoints_remove(const char *dir, uint32_t id, int with_calibration);
+
 /* Brings the graph up to date at open: loads the checkpoint if it is sound (else starts
  * empty), inserts live rows it lacks and deletes rows that died since. */
 int coll_graph_open(const char *dir, coll_t *c, cdn_err_t *err);

@@ -15,8 +15,7 @@ struct prin_ctx {
     int rc;
 };
 
-static int load_principal(void *ctx, const void *key, size_t klen, const void *val,
-                          size_t vlen)
+static int load_principal(void *ctx, const void *key, size_t klen, const void *val, size_t vlen)
 {
     struct prin_ctx *p = ctx;
     char name[ACL_PRINCIPAL_MAX + 16];
@@ -48,8 +47,7 @@ struct coll_ctx {
     cdn_err_t *err;
 };
 
-static int load_collection(void *ctx, const void *key, size_t klen, const void *val,
-                           size_t vlen)
+static int load_collection(void *ctx, const void *key, size_t klen, const void *val, size_t vlen)
 {
     struct coll_ctx *cc = ctx;
     coll_config_t cfg;
@@ -137,16 +135,10 @@ void engine_close(engine_t *e)
         return;
     for (size_t i = 0; i < e->ncolls; i++) {
         cdn_err_t err;
-        char path[4096];
         if (atomic_load(&e->colls[i]->broken)) {
             /* Its indexes missed a committed write: saving them would make the loss
              * permanent. Remove the checkpoints; the next open rebuilds from the rows. */
-            if (coll_file_path(e->dir, e->colls[i]->cfg.id, "hnsw", path, sizeof path) == 0)
-                unlink(path);
-            if (coll_file_path(e->dir, e->colls[i]->cfg.id, "text", path, sizeof path) == 0)
-                unlink(path);
-            if (coll_file_path(e->dir, e->colls[i]->cfg.id, "q8", path, sizeof path) == 0)
-                unlink(path);
+            coll_checkpoints_remove(e->dir, e->colls[i]->cfg.id, 0);
             coll_unref(e->colls[i]);
             continue;
         }
@@ -243,8 +235,8 @@ int engine_coll_create(engine_t *e, const coll_config_t *cfg_in, cdn_err_t *err)
         (made = 1, rc = coll_create_state(e->dir, &cfg, &c, err)) != 0 ||
         (rc = store_txn_begin(e->store, 1, &t, err)) != 0)
         goto done;
-    if ((rc = store_put(t, STORE_COLLECTIONS, cfg.name, strlen(cfg.name), json,
-                        strlen(json))) != 0 ||
+    if ((rc = store_put(t, STORE_COLLECTIONS, cfg.name, strlen(cfg.name), json, strlen(json))) !=
+            0 ||
         (rc = store_put(t, STORE_META, "next_coll", 9, idb, 4)) != 0) {
         store_txn_abort(t);
         cdn_err_set(err, rc, "cannot record the collection: %s", cdn_strerror(rc));
@@ -319,14 +311,7 @@ int engine_coll_drop(engine_t *e, const char *name, cdn_err_t *err)
     /* The file goes now; searches still holding c read through their own mapping. */
     if (c->cfg.dim && coll_vecfile_path(e->dir, c->cfg.id, path, sizeof path) == 0)
         unlink(path);
-    if (c->cfg.dim && coll_file_path(e->dir, c->cfg.id, "hnsw", path, sizeof path) == 0)
-        unlink(path);
-    if (coll_file_path(e->dir, c->cfg.id, "text", path, sizeof path) == 0)
-        unlink(path);
-    if (coll_file_path(e->dir, c->cfg.id, "efauto", path, sizeof path) == 0)
-        unlink(path);
-    if (coll_file_path(e->dir, c->cfg.id, "q8", path, sizeof path) == 0)
-        unlink(path);
+    coll_checkpoints_remove(e->dir, c->cfg.id, 1);
     c->hnsw_dirty = c->text_dirty = 0; /* dropped: nothing to save */
     coll_unref(c);
 done:
@@ -340,8 +325,8 @@ static int cmp_u32(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
-int engine_view_ids(engine_t *e, const char *const *names, size_t n, uint32_t **ids,
-                    size_t *nids, cdn_err_t *err)
+int engine_view_ids(engine_t *e, const char *const *names, size_t n, uint32_t **ids, size_t *nids,
+                    cdn_err_t *err)
 {
     char canon[ACL_PRINCIPAL_MAX + 16];
     uint32_t *out = cdn_malloc((n ? n : 1) * sizeof *out);

@@ -34,8 +34,8 @@ typedef struct acl_memo {
 struct acl_index {
     roaring_bitmap_t **allow; /* by principal id; NULL = no rows */
     roaring_bitmap_t **deny;
-    size_t nprin;       /* slots in allow and deny */
-    uint32_t **row_acl; /* by row; NULL = deleted or never written */
+    size_t nprin;             /* slots in allow and deny */
+    uint32_t **row_acl;       /* by row; NULL = deleted or never written */
     size_t nrows;
     roaring_bitmap_t *live;
     acl_memo_t *memo; /* written by readers too (its own lock): a pointer, so x stays const */
@@ -307,7 +307,4 @@ const uint32_t *acl_index_get(const acl_index_t *x, uint32_t row)
     return row < x->nrows ? x->row_acl[row] : NULL;
 }
 
-const roaring_bitmap_t *acl_index_live(const acl_index_t *x)
-{
-    return x->live;
-}
+const roaring_bitmap_t *acl_index_live(const acl_index_t *x) { return x->live; }

@@ -15,7 +15,8 @@ struct prin_ctx {
     int rc;
 };
 
-static int load_principal(void *ctx, const void *key, size_t klen, const void *val, size_t vlen)
+static int load_principal(void *ctx, const void *key, size_t klen, const void *val,
+                          size_t vlen)
 {
     struct prin_ctx *p = ctx;
     char name[ACL_PRINCIPAL_MAX + 16];
@@ -47,7 +48,8 @@ struct coll_ctx {
     cdn_err_t *err;
 };
 
-static int load_collection(void *ctx, const void *key, size_t klen, const void *val, size_t vlen)
+static int load_collection(void *ctx, const void *key, size_t klen, const void *val,
+                           size_t vlen)
 {
     struct coll_ctx *cc = ctx;
     coll_config_t cfg;
@@ -235,8 +237,8 @@ int engine_coll_create(engine_t *e, const coll_config_t *cfg_in, cdn_err_t *err)
         (made = 1, rc = coll_create_state(e->dir, &cfg, &c, err)) != 0 ||
         (rc = store_txn_begin(e->store, 1, &t, err)) != 0)
         goto done;
-    if ((rc = store_put(t, STORE_COLLECTIONS, cfg.name, strlen(cfg.name), json, strlen(json))) !=
-            0 ||
+    if ((rc = store_put(t, STORE_COLLECTIONS, cfg.name, strlen(cfg.name), json,
+                        strlen(json))) != 0 ||
         (rc = store_put(t, STORE_META, "next_coll", 9, idb, 4)) != 0) {
         store_txn_abort(t);
         cdn_err_set(err, rc, "cannot record the collection: %s", cdn_strerror(rc));
@@ -325,8 +327,8 @@ static int cmp_u32(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
-int engine_view_ids(engine_t *e, const char *const *names, size_t n, uint32_t **ids, size_t *nids,
-                    cdn_err_t *err)
+int engine_view_ids(engine_t *e, const char *const *names, size_t n, uint32_t **ids,
+                    size_t *nids, cdn_err_t *err)
 {
     char canon[ACL_PRINCIPAL_MAX + 16];
     uint32_t *out = cdn_malloc((n ? n : 1) * sizeof *out);

@@ -75,9 +75,8 @@ typedef struct plan_in {
  * filtered 96, the two were even (random 20% 1.31 against 1.54 ms, aligned 1.14 against 0.94). */
 #define PLAN_POOL_EF_RATIO 2
 /* ... and, where calibration measured it, only if the unfiltered traversal was at least this
- * right at its ef:
- * the k readable hits sit anywhere in a pool of 2 k / share, so the list must be right well
- * past its first k. 200k x 384 topics (recall 0.998 at ef 96): 20% readable at recall 0.997 -
+ * right at its ef: the k readable hits sit anywhere in a pool of 2 k / share, so the list must
+ * be right well past its first k. 200k x 384 topics (recall 0.998 at ef 96): 20% readable at recall 0.997 -
  * 1.000. 1M (0.992 at ef 128, with the seeded descent): 20% random 0.979 at ef 128, 0.986 at
  * ef 202, 0.991 at ef 303, the last no faster than the filtered plan. */
 #define PLAN_POOL_MIN_RECALL 0.995

@@ -24,9 +24,8 @@ static int check_query(const coll_t *c, const search_knn_t *q, cdn_err_t *err)
     if (q->text && q->query_json)
         return cdn_err_set(err, CDN_ERR_INVALID, "give a text query or a query object, not both");
     if (!q->vector && !q->text && !q->query_json)
-        return cdn_err_set(err, CDN_ERR_INVALID,
-                           "the query is empty: give a vector, a text "
-                           "query, or both");
+        return cdn_err_set(err, CDN_ERR_INVALID, "the query is empty: give a vector, a text "
+                                                 "query, or both");
     if (q->k > SEARCH_K_MAX)
         return cdn_err_set(err, CDN_ERR_INVALID, "k is %zu; the limit is %d", q->k, SEARCH_K_MAX);
     if (!q->vector)
@@ -45,8 +44,8 @@ static int check_query(const coll_t *c, const search_knn_t *q, cdn_err_t *err)
 
 /* Re-checks every hit against the view and turns rows into ids; h[i].dist holds the score
  * the caller sees (higher is better). */
-int search_finish(const coll_t *c, const uint32_t *view, size_t nview, const vec_hit_t *h, size_t n,
-                  search_result_t *out)
+int search_finish(const coll_t *c, const uint32_t *view, size_t nview, const vec_hit_t *h,
+                  size_t n, search_result_t *out)
 {
     out->hits = cdn_calloc(n ? n : 1, sizeof *out->hits);
     if (!out->hits)
@@ -80,8 +79,8 @@ static int run_unfiltered(coll_t *c, const vec_view_t *v, const float *query,
         if (!cand)
             return CDN_ERR_NOMEM;
         rc = hnsw_search_codes(c->hnsw, v, coll_codes(c), query, (uint32_t)pool,
-                               p->ef > pool ? p->ef : (uint32_t)pool, NULL, HNSW_MODE_UNFILTERED, 0,
-                               &st, cand, &n);
+                               p->ef > pool ? p->ef : (uint32_t)pool, NULL, HNSW_MODE_UNFILTERED,
+                               0, &st, cand, &n);
         out->candidates += st.distances;
         *nhits = 0;
         for (uint32_t i = 0; rc == CDN_OK && i < n && *nhits < k; i++)
@@ -110,9 +109,7 @@ static int run_exact(coll_t *c, const vec_view_t *v, const float *query,
     out->candidates += scanned;
     out->complete = rc == CDN_OK;
     snprintf(out->plan, sizeof out->plan, "%s",
-             !out->plan[0]               ? "exact"
-             : !strcmp(out->plan, "far") ? "exact-far"
-                                         : "hnsw+exact");
+             !out->plan[0] ? "exact" : !strcmp(out->plan, "far") ? "exact-far" : "hnsw+exact");
     return rc;
 }
 
@@ -135,8 +132,8 @@ static int hits_far(const coll_t *c, const vec_hit_t *hits, size_t n, uint64_t c
 
 /* Pool first: one unfiltered traversal for the plan's first pool (plan.h, PLAN_POOL_SHARE). */
 static int run_pool_first(coll_t *c, const vec_view_t *v, const plan_t *p, const float *query,
-                          const roaring_bitmap_t *allowed, size_t k, vec_hit_t *hits, size_t *nhits,
-                          search_result_t *out)
+                          const roaring_bitmap_t *allowed, size_t k, vec_hit_t *hits,
+                          size_t *nhits, search_result_t *out)
 {
     plan_t u = {.kind = PLAN_GRAPH_UNFILTERED, .ef = p->first_ef};
     u.pool = u.max_pool = p->first_pool;
@@ -146,8 +143,8 @@ static int run_pool_first(coll_t *c, const vec_view_t *v, const plan_t *p, const
 }
 
 int search_vector_locked(engine_t *e, coll_t *c, const search_knn_t *q, const float *query,
-                         const roaring_bitmap_t *allowed, size_t k, vec_hit_t *hits, size_t *nhits,
-                         search_result_t *out)
+                         const roaring_bitmap_t *allowed, size_t k, vec_hit_t *hits,
+                         size_t *nhits, search_result_t *out)
 {
     vec_view_t v;
     plan_t p;
@@ -172,8 +169,9 @@ int search_vector_locked(engine_t *e, coll_t *c, const search_knn_t *q, const fl
                     .ef_unfiltered = coll_search_ef(c, COLL_EF_UNFILTERED),
                     .recall_unfiltered = c->cfg.hnsw_ef ? 0 : c->ef_auto_recall,
                     .ef_filtered = coll_search_ef(c, COLL_EF_FILTERED),
-                    .ef_dense =
-                        c->ef_auto_dense && !c->cfg.hnsw_ef ? coll_search_ef(c, COLL_EF_DENSE) : 0};
+                    .ef_dense = c->ef_auto_dense && !c->cfg.hnsw_ef
+                                    ? coll_search_ef(c, COLL_EF_DENSE)
+                                    : 0};
     plan_choose(&in, &p);
     if (p.pool_first) {
         rc = run_pool_first(c, &v, &p, query, allowed, k, hits, nhits, out);
@@ -221,10 +219,8 @@ static int knn_locked(engine_t *e, coll_t *c, const uint32_t *view, size_t nview
     int rc;
     out->revision = atomic_load(&e->revision);
     if (c->broken)
-        return cdn_err_set(err, CDN_ERR_INTERNAL,
-                           "collection \"%s\" missed a write in memory; "
-                           "reopen the data directory",
-                           c->cfg.name);
+        return cdn_err_set(err, CDN_ERR_INTERNAL, "collection \"%s\" missed a write in memory; "
+                           "reopen the data directory", c->cfg.name);
     if ((rc = acl_index_allowed(c->acl, view, nview, &allowed)) != 0)
         return cdn_err_set(err, rc, "out of memory");
     out->readable = roaring_bitmap_get_cardinality(allowed);
@@ -299,8 +295,8 @@ void search_result_free(search_result_t *r)
  * the store before it reaches memory, so a read transaction may be ahead of memory: then
  * *ahead is set and nothing is read; the caller waits for the writer and tries again. */
 static int get_locked(engine_t *e, coll_t *c, const unsigned char *key, size_t klen,
-                      const uint32_t *view, size_t nview, json_t **obj, float **vec, uint64_t *rev,
-                      int *readable, int *ahead, cdn_err_t *err)
+                      const uint32_t *view, size_t nview, json_t **obj, float **vec,
+                      uint64_t *rev, int *readable, int *ahead, cdn_err_t *err)
 {
     store_txn_t *t = NULL;
     uint64_t stored = 0;
@@ -382,7 +378,8 @@ int search_record(engine_t *e, const char *name, const char *id, json_t **obj, c
     if ((rc = store_txn_begin(e->store, 0, &t, err)) != 0)
         return rc;
     if (!klen || store_get(t, STORE_CHUNKS, key, klen, &v, &vlen) != CDN_OK)
-        rc = cdn_err_set(err, CDN_ERR_NOT_FOUND, "no chunk \"%s\" in collection \"%s\"", id, name);
+        rc = cdn_err_set(err, CDN_ERR_NOT_FOUND, "no chunk \"%s\" in collection \"%s\"", id,
+                         name);
     else if ((rc = chunkrec_decode(v, vlen, &row, obj)) != 0)
         cdn_err_set(err, rc, "chunk \"%s\" is stored corrupt", id);
     store_txn_abort(t);

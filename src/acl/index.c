@@ -118,15 +118,19 @@ static int bitmap_add(roaring_bitmap_t **slot, uint32_t row)
     return CDN_OK;
 }
 
+/* A principal's bitmap can be missing: a set that ran out of memory half-way leaves the row
+ * naming principals whose bitmaps it never created (and CRoaring does not take NULL). */
 static void unindex_row(acl_index_t *x, uint32_t row)
 {
     uint32_t *p = row < x->nrows ? x->row_acl[row] : NULL;
     if (!p)
         return;
     for (uint32_t i = 0; i < p[0]; i++)
-        roaring_bitmap_remove(x->allow[p[2 + i]], row);
+        if (x->allow[p[2 + i]])
+            roaring_bitmap_remove(x->allow[p[2 + i]], row);
     for (uint32_t i = 0; i < p[1]; i++)
-        roaring_bitmap_remove(x->deny[p[2 + p[0] + i]], row);
+        if (x->deny[p[2 + p[0] + i]])
+            roaring_bitmap_remove(x->deny[p[2 + p[0] + i]], row);
 }
 
 int acl_index_set(acl_index_t *x, uint32_t row, const uint32_t *packed)

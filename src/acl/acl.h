@@ -53,8 +53,9 @@ typedef struct acl_index acl_index_t;
 int acl_index_create(acl_index_t **out);
 void acl_index_free(acl_index_t *x);
 
-/* Gives row the ACL `packed` (copied), replacing any previous one; the row becomes live.
- * Returns 0 or CDN_ERR_NOMEM (the row's previous ACL then still applies). */
+/* Gives row the ACL `packed` (not kept: the index interns a copy, which rows with the same
+ * words share), replacing any previous one; the row becomes live. Returns 0 or CDN_ERR_NOMEM
+ * (the row's previous ACL then still applies). */
 int acl_index_set(acl_index_t *x, uint32_t row, const uint32_t *packed);
 /* Deletes row: it leaves every bitmap and is readable by nobody. */
 void acl_index_remove(acl_index_t *x, uint32_t row);
@@ -67,12 +68,16 @@ void acl_index_remove(acl_index_t *x, uint32_t row);
 int acl_index_allowed(const acl_index_t *x, const uint32_t *view, size_t n,
                       roaring_bitmap_t **out);
 
-/* Re-check of one row from its own ACL, not from the bitmaps: 1 if some allowed principal is
+/* Re-check of one row from its packed ACL, not from the bitmaps: 1 if some allowed principal is
  * in view and no denied one is, 0 otherwise (also for deleted rows). view must be sorted. */
 int acl_index_check(const acl_index_t *x, uint32_t row, const uint32_t *view_sorted, size_t n);
 
-/* The row's packed ACL (owned by the index, valid until the next write), or NULL. */
+/* The row's packed ACL (owned by the index, valid until the next write), or NULL. Rows with
+ * equal ACLs get the same pointer. */
 const uint32_t *acl_index_get(const acl_index_t *x, uint32_t row);
+
+/* How many distinct packed ACLs the rows hold (each stored once), for tests and stats. */
+size_t acl_index_distinct(const acl_index_t *x);
 
 /* Live rows (owned by the index). */
 const roaring_bitmap_t *acl_index_live(const acl_index_t *x);

@@ -1,7 +1,8 @@
 /* test_acl_index.c: the per-collection ACL index on its own: allowed sets (union of allow
  * bitmaps minus deny bitmaps, within live rows), their memo following every write (a stale
- * memo would hide new rows or keep revoked ones), and concurrent readers. Relies on cmocka,
- * CRoaring and pthreads. */
+ * memo would hide new rows or keep revoked ones), concurrent readers, and the interned ACLs
+ * (shared by content, counted, freed and their slots reused, checked against a model). Relies
+ * on cmocka, CRoaring, pthreads and cdn_mem_fail_after. */
 /* cmocka.h needs these four first. */
 // clang-format off
 #include <setjmp.h>
@@ -13,9 +14,11 @@
 
 #include <pthread.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "acl/acl.h"
 #include "base/err.h"
+#include "base/mem.h"
 
 #define ROWS 3000
 #define PRINCIPALS 40
@@ -189,6 +192,377 @@ static void test_concurrent_readers_get_the_right_sets(void **state)
     acl_index_free(x);
 }
 
+/* Equal ACLs are stored once, by content (not by the caller's pointer): the index's memory at
+ * 1M rows depends on the chunks of a document sharing the document's ACL. */
+static void test_rows_with_equal_acls_share_one_entry(void **state)
+{
+    (void)state;
+    acl_index_t *x;
+    assert_int_equal(acl_index_create(&x), 0);
+    for (uint32_t r = 0; r < 1000; r++) {
+        uint32_t p[] = {2, 1, 7, 8, 9}; /* a fresh buffer for every row */
+        assert_int_equal(acl_index_set(x, r, p), 0);
+    }
+    assert_int_equal(acl_index_distinct(x), 1);
+    assert_ptr_equal(acl_index_get(x, 0), acl_index_get(x, 999));
+    /* The same ids split otherwise between allowed and denied: another ACL. */
+    uint32_t q[] = {1, 2, 7, 8, 9}, v7[] = {7}, v78[] = {7, 8};
+    assert_int_equal(acl_index_set(x, 1000, q), 0);
+    assert_int_equal(acl_index_distinct(x), 2);
+    assert_ptr_not_equal(acl_index_get(x, 1000), acl_index_get(x, 0));
+    assert_memory_equal(acl_index_get(x, 1000), q, sizeof q);
+    assert_int_equal(acl_index_check(x, 0, v78, 2), 1);
+    assert_int_equal(acl_index_check(x, 1000, v7, 1), 1);
+    assert_int_equal(acl_index_check(x, 1000, v78, 2), 0); /* 8 denies it */
+    acl_index_free(x);
+
+    /* fill's rows: one entry per distinct (denies 39, r % 10, r % 30), the same for each row. */
+    uint32_t first[2][30];
+    size_t want = 0;
+    memset(first, 0xff, sizeof first);
+    assert_int_equal(acl_index_create(&x), 0);
+    fill(x);
+    for (uint32_t r = 0; r < ROWS; r++) {
+        uint32_t *f = &first[r % 7 == 0][r % 30]; /* r % 30 fixes r % 10 */
+        if (*f == UINT32_MAX) {
+            *f = r;
+            want++;
+        }
+        assert_ptr_equal(acl_index_get(x, r), acl_index_get(x, *f));
+    }
+    assert_int_equal(acl_index_distinct(x), want);
+    acl_index_free(x);
+}
+
+/* One of 10,000 ACLs, all distinct: allowed to i % 100 and 100 + i / 100. */
+static void cycled_acl(uint32_t i, uint32_t p[4])
+{
+    p[0] = 2;
+    p[1] = 0;
+    p[2] = i % 100;
+    p[3] = 100 + i / 100;
+}
+
+/* A row whose ACL keeps changing holds one entry, not one per ACL it ever had, and loses it on
+ * delete: the last reference frees the entry. */
+static void test_changing_a_rows_acl_keeps_only_the_acls_in_use(void **state)
+{
+    (void)state;
+    acl_index_t *x;
+    uint32_t fixed[] = {1, 0, 3}, p[4], prev[4];
+    assert_int_equal(acl_index_create(&x), 0);
+    assert_int_equal(acl_index_set(x, 5, fixed), 0);
+    cycled_acl(0, prev);
+    assert_int_equal(acl_index_set(x, 0, prev), 0);
+    for (uint32_t i = 1; i < 10000; i++) {
+        cycled_acl(i, p);
+        assert_int_equal(acl_index_set(x, 0, p), 0);
+        assert_int_equal(acl_index_distinct(x), 2);
+        uint32_t now[] = {p[2], p[3]}, before[] = {prev[2]};
+        assert_int_equal(acl_index_check(x, 0, now, 2), 1);
+        if (prev[2] != p[2] && prev[2] != p[3])
+            assert_int_equal(acl_index_check(x, 0, before, 1), 0);
+        memcpy(prev, p, sizeof p);
+    }
+    assert_int_equal(acl_index_set(x, 0, p), 0); /* the ACL it has: still one entry */
+    assert_int_equal(acl_index_distinct(x), 2);
+    acl_index_remove(x, 0);
+    assert_int_equal(acl_index_distinct(x), 1);
+    acl_index_remove(x, 0);  /* twice: nothing more to drop */
+    acl_index_remove(x, 77); /* never written */
+    assert_int_equal(acl_index_distinct(x), 1);
+    assert_memory_equal(acl_index_get(x, 5), fixed, sizeof fixed);
+    acl_index_remove(x, 5);
+    assert_int_equal(acl_index_distinct(x), 0);
+    assert_null(acl_index_get(x, 5));
+    assert_int_equal(acl_index_set(x, 5, fixed), 0);
+    assert_int_equal(acl_index_distinct(x), 1);
+    acl_index_free(x);
+}
+
+/* The table does not grow under a workload that keeps changing ACLs: once it has room, giving a
+ * row a new ACL allocates the new ACL's copy and nothing else (a freed slot is reused). Checked
+ * by failing every second allocation: an entry array that kept growing would hit it. */
+static void test_changing_acls_reuses_freed_slots(void **state)
+{
+    (void)state;
+    acl_index_t *x;
+    uint32_t fixed[] = {1, 0, 3}, p[4];
+    assert_int_equal(acl_index_create(&x), 0);
+    assert_int_equal(acl_index_set(x, 5, fixed), 0);
+    for (uint32_t i = 0; i < 10000; i++) { /* every principal and slot the cycle needs */
+        cycled_acl(i, p);
+        assert_int_equal(acl_index_set(x, 0, p), 0);
+    }
+    for (uint32_t i = 0; i < 10000; i++) {
+        cycled_acl(i, p);
+        cdn_mem_fail_after(1);
+        int rc = acl_index_set(x, 0, p);
+        cdn_mem_fail_after(-1);
+        assert_int_equal(rc, 0);
+        assert_memory_equal(acl_index_get(x, 0), p, sizeof p);
+    }
+    assert_int_equal(acl_index_distinct(x), 2);
+    acl_index_free(x);
+}
+
+/* A freed entry's slot goes to the next new ACL: the row that held it before must not read
+ * through it, and the row that holds it now must read only its new principals. */
+static void test_a_reused_slot_serves_only_its_new_acl(void **state)
+{
+    (void)state;
+    acl_index_t *x;
+    uint32_t a[] = {1, 0, 10}, b[] = {1, 0, 20}, c[] = {1, 0, 30};
+    uint32_t v10[] = {10}, v20[] = {20}, v30[] = {30}, all[] = {10, 11, 12, 20, 30};
+    assert_int_equal(acl_index_create(&x), 0);
+    /* Freed by a delete: row 1's entry goes, row 2's next ACL takes its slot. */
+    assert_int_equal(acl_index_set(x, 1, a), 0);
+    assert_int_equal(acl_index_set(x, 2, b), 0);
+    acl_index_remove(x, 1);
+    assert_int_equal(acl_index_set(x, 2, c), 0);
+    assert_null(acl_index_get(x, 1));
+    assert_int_equal(acl_index_check(x, 1, all, 5), 0);
+    assert_int_equal(acl_index_check(x, 2, v30, 1), 1);
+    assert_int_equal(acl_index_check(x, 2, v20, 1), 0);
+    assert_int_equal(acl_index_check(x, 2, v10, 1), 0);
+    assert_int_equal(acl_index_distinct(x), 1);
+    expect(x, v10, 1);
+    expect(x, v30, 1);
+    /* Row 1's old ACL again: a new entry with its own content, row 2 unchanged. */
+    assert_int_equal(acl_index_set(x, 3, a), 0);
+    assert_memory_equal(acl_index_get(x, 3), a, sizeof a);
+    assert_int_equal(acl_index_check(x, 3, v10, 1), 1);
+    assert_int_equal(acl_index_check(x, 2, v10, 1), 0);
+    assert_int_equal(acl_index_distinct(x), 2);
+    acl_index_free(x);
+
+    /* Freed by an overwrite: row 1 moves from 10 to 11, row 2 from 20 to 12 (the freed slot). */
+    uint32_t a2[] = {1, 0, 11}, b2[] = {1, 0, 12}, v11[] = {11}, v12[] = {12};
+    assert_int_equal(acl_index_create(&x), 0);
+    assert_int_equal(acl_index_set(x, 1, a), 0);
+    assert_int_equal(acl_index_set(x, 2, b), 0);
+    assert_int_equal(acl_index_set(x, 1, a2), 0);
+    assert_int_equal(acl_index_set(x, 2, b2), 0);
+    assert_int_equal(acl_index_check(x, 1, v10, 1), 0);
+    assert_int_equal(acl_index_check(x, 1, v11, 1), 1);
+    assert_int_equal(acl_index_check(x, 1, v12, 1), 0);
+    assert_int_equal(acl_index_check(x, 2, v12, 1), 1);
+    assert_int_equal(acl_index_check(x, 2, v20, 1), 0);
+    assert_int_equal(acl_index_check(x, 2, v10, 1), 0);
+    assert_int_equal(acl_index_distinct(x), 2);
+    expect(x, all, 5);
+    acl_index_remove(x, 1);
+    assert_int_equal(acl_index_check(x, 1, all, 5), 0);
+    assert_int_equal(acl_index_check(x, 2, v12, 1), 1);
+    acl_index_free(x);
+}
+
+/* Thousands of distinct ACLs (the buckets double several times, chains collide), half of them
+ * freed from the middle of their chains: the rest are still found by content. */
+static void test_entries_are_found_after_others_leave_their_chains(void **state)
+{
+    (void)state;
+    acl_index_t *x;
+    assert_int_equal(acl_index_create(&x), 0);
+    for (uint32_t r = 0; r < 5000; r++) {
+        uint32_t p[] = {2, 1, r % 97, 100 + r / 97, 200 + r % 3};
+        assert_int_equal(acl_index_set(x, r, p), 0);
+    }
+    assert_int_equal(acl_index_distinct(x), 5000);
+    for (uint32_t r = 1; r < 5000; r += 2)
+        acl_index_remove(x, r);
+    assert_int_equal(acl_index_distinct(x), 2500);
+    for (uint32_t r = 0; r < 5000; r++) { /* row 5000 + r gets row r's ACL */
+        uint32_t p[] = {2, 1, r % 97, 100 + r / 97, 200 + r % 3};
+        assert_int_equal(acl_index_set(x, 5000 + r, p), 0);
+        assert_memory_equal(acl_index_get(x, 5000 + r), p, sizeof p);
+        if (r % 2 == 0)
+            assert_ptr_equal(acl_index_get(x, 5000 + r), acl_index_get(x, r));
+    }
+    assert_int_equal(acl_index_distinct(x), 5000);
+    acl_index_free(x);
+}
+
+/* A set that runs out of memory before changing anything leaves the row's previous ACL in force
+ * and the table as it was; a later set works. Fails each allocation of the set in turn, with
+ * the entry array and the buckets full so the set must grow both. */
+static void test_out_of_memory_leaves_the_previous_acl(void **state)
+{
+    (void)state;
+    uint32_t fresh[] = {2, 1, 4, 200, 5}, v4[] = {4}, v0[] = {0};
+    for (int target = 0; target < 2; target++) {
+        uint32_t row = target ? 100 : 0; /* an existing row, then one past the rows' array */
+        int failed = 0, done = 0;
+        for (long n = 0; n < 32 && !done; n++) {
+            acl_index_t *x;
+            assert_int_equal(acl_index_create(&x), 0);
+            for (uint32_t r = 0; r < 64; r++) {
+                uint32_t p[] = {1, 0, r};
+                assert_int_equal(acl_index_set(x, r, p), 0);
+            }
+            cdn_mem_fail_after(n);
+            int rc = acl_index_set(x, row, fresh);
+            cdn_mem_fail_after(-1);
+            if (rc) {
+                assert_int_equal(rc, CDN_ERR_NOMEM);
+                failed++;
+                assert_int_equal(acl_index_distinct(x), 64);
+                assert_int_equal(acl_index_check(x, row, v4, 1), 0);
+                assert_int_equal(acl_index_check(x, row, v0, 1), !target);
+                assert_int_equal(roaring_bitmap_contains(acl_index_live(x), row), !target);
+                assert_int_equal(acl_index_set(x, row, fresh), 0);
+            }
+            done = !rc;
+            assert_memory_equal(acl_index_get(x, row), fresh, sizeof fresh);
+            assert_int_equal(acl_index_distinct(x), target ? 65 : 64);
+            assert_int_equal(acl_index_check(x, row, v4, 1), 1);
+            assert_int_equal(acl_index_check(x, row, v0, 1), 0);
+            for (uint32_t r = 1; r < 64; r++) {
+                uint32_t v[] = {r};
+                assert_int_equal(acl_index_check(x, r, v, 1), 1);
+            }
+            expect(x, v4, 1);
+            acl_index_free(x);
+        }
+        assert_true(done);
+        assert_true(failed > 0);
+    }
+}
+
+/* ---- Random writes against a model: a per-row list of principals. ---- */
+
+#define MROWS 400
+#define MPRIN 24 /* principals ACLs name; views also ask for two no row names */
+#define MPOOL 30 /* ACLs drawn from a pool, so rows share them */
+
+typedef struct model_row {
+    int live;
+    uint32_t packed[2 + 6]; /* up to 3 allowed and 2 denied */
+} model_row_t;
+
+static uint64_t rng_next(uint64_t *s) /* xorshift64*: fixed seed, same run every time */
+{
+    *s ^= *s >> 12;
+    *s ^= *s << 25;
+    *s ^= *s >> 27;
+    return *s * 0x2545F4914F6CDD1DULL;
+}
+
+static void random_acl(uint64_t *s, uint32_t *p)
+{
+    uint32_t na = (uint32_t)(rng_next(s) % 4), nd = (uint32_t)(rng_next(s) % 3);
+    p[0] = na;
+    p[1] = nd;
+    for (uint32_t i = 0; i < na + nd; i++)
+        p[2 + i] = (uint32_t)(rng_next(s) % MPRIN); /* repeats and any order: kept as given */
+}
+
+static int model_check(const model_row_t *m, const uint32_t *view, size_t n)
+{
+    int allowed = 0;
+    if (!m->live)
+        return 0;
+    for (uint32_t i = 0; i < m->packed[0]; i++)
+        for (size_t j = 0; j < n; j++)
+            allowed |= m->packed[2 + i] == view[j];
+    for (uint32_t i = 0; i < m->packed[1]; i++)
+        for (size_t j = 0; j < n; j++)
+            if (m->packed[2 + m->packed[0] + i] == view[j])
+                allowed = 0;
+    return allowed;
+}
+
+/* Every row's ACL, shared pointers for equal ACLs, the distinct count, and random views. */
+static void compare_with_model(const acl_index_t *x, const model_row_t *m, uint64_t *s)
+{
+    size_t distinct = 0;
+    for (uint32_t r = 0; r < MROWS; r++) {
+        const uint32_t *got = acl_index_get(x, r);
+        int shared = 0;
+        if (!m[r].live) {
+            assert_null(got);
+            continue;
+        }
+        assert_non_null(got);
+        size_t len = acl_packed_len(m[r].packed);
+        assert_memory_equal(got, m[r].packed, len * sizeof *got);
+        for (uint32_t q = 0; q < r && !shared; q++)
+            if (m[q].live && acl_packed_len(m[q].packed) == len &&
+                !memcmp(m[q].packed, m[r].packed, len * sizeof *got)) {
+                assert_ptr_equal(acl_index_get(x, q), got);
+                shared = 1;
+            }
+        distinct += !shared;
+    }
+    assert_int_equal(acl_index_distinct(x), distinct);
+    for (int k = 0; k < 8; k++) {
+        uint32_t view[5];
+        size_t n = 1 + rng_next(s) % 5;
+        for (size_t i = 0; i < n; i++) { /* sorted, distinct ids below MPRIN + 2 */
+            view[i] = (i ? view[i - 1] + 1 : 0) + (uint32_t)(rng_next(s) % 5);
+            if (view[i] >= MPRIN + 2)
+                n = i;
+        }
+        if (!n)
+            continue;
+        roaring_bitmap_t *got = NULL, *want = roaring_bitmap_create();
+        for (uint32_t r = 0; r < MROWS; r++) {
+            assert_int_equal(acl_index_check(x, r, view, n), model_check(&m[r], view, n));
+            if (model_check(&m[r], view, n))
+                roaring_bitmap_add(want, r);
+        }
+        assert_int_equal(acl_index_allowed(x, view, n, &got), 0);
+        assert_true(roaring_bitmap_equals(got, want));
+        roaring_bitmap_free(got);
+        roaring_bitmap_free(want);
+    }
+}
+
+/* Sets (from a shared pool, fresh, or another row's ACL), overwrites and deletes in random
+ * order: after every batch the index agrees with the model. */
+static void test_random_writes_match_a_model(void **state)
+{
+    (void)state;
+    static model_row_t m[MROWS];
+    uint32_t pool[MPOOL][2 + 6];
+    uint64_t s = 0x5eed5eedULL;
+    acl_index_t *x;
+    memset(m, 0, sizeof m);
+    memset(pool, 0, sizeof pool); /* words past an ACL's length are copied, never compared */
+    for (int i = 0; i < MPOOL; i++)
+        random_acl(&s, pool[i]);
+    assert_int_equal(acl_index_create(&x), 0);
+    for (int batch = 0; batch < 20; batch++) {
+        for (int op = 0; op < 200; op++) {
+            uint32_t r = (uint32_t)(rng_next(&s) % MROWS);
+            uint32_t other = (uint32_t)(rng_next(&s) % MROWS), p[2 + 6] = {0};
+            unsigned kind = (unsigned)(rng_next(&s) % 20);
+            if (kind < 4) { /* delete, maybe an already deleted row */
+                acl_index_remove(x, r);
+                m[r].live = 0;
+                continue;
+            }
+            if (kind < 7 && m[other].live)
+                memcpy(p, m[other].packed, sizeof p);
+            else if (kind < 16)
+                memcpy(p, pool[rng_next(&s) % MPOOL], sizeof p);
+            else
+                random_acl(&s, p);
+            assert_int_equal(acl_index_set(x, r, p), 0);
+            memcpy(m[r].packed, p, sizeof p);
+            m[r].live = 1;
+        }
+        compare_with_model(x, m, &s);
+    }
+    for (uint32_t r = 0; r < MROWS; r++) {
+        acl_index_remove(x, r);
+        m[r].live = 0;
+    }
+    compare_with_model(x, m, &s);
+    assert_int_equal(acl_index_distinct(x), 0);
+    acl_index_free(x);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -196,6 +570,13 @@ int main(void)
         cmocka_unit_test(test_memoized_sets_follow_every_write),
         cmocka_unit_test(test_many_and_long_views_stay_right),
         cmocka_unit_test(test_concurrent_readers_get_the_right_sets),
+        cmocka_unit_test(test_rows_with_equal_acls_share_one_entry),
+        cmocka_unit_test(test_changing_a_rows_acl_keeps_only_the_acls_in_use),
+        cmocka_unit_test(test_changing_acls_reuses_freed_slots),
+        cmocka_unit_test(test_a_reused_slot_serves_only_its_new_acl),
+        cmocka_unit_test(test_entries_are_found_after_others_leave_their_chains),
+        cmocka_unit_test(test_out_of_memory_leaves_the_previous_acl),
+        cmocka_unit_test(test_random_writes_match_a_model),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

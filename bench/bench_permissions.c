@@ -328,12 +328,10 @@ static void fail(perm_run_t *r, const char *fmt, ...)
 
 static int plan_slot(const char *plan)
 {
-    static const char *const names[5] = {"exact", "hnsw-filtered", "hnsw-unfiltered", "hnsw+exact",
-                                         "exact-far"};
-    for (int i = 0; i < 5; i++)
-        if (!strcmp(plan, names[i]))
+    for (int i = 0; i < PERM_PLANS - 1; i++)
+        if (!strcmp(plan, perm_plan_names[i]))
             return i;
-    return 5;
+    return PERM_PLANS - 1;
 }
 
 /* Scores one query's hits: leaks, recall (tie-aware: a hit counts when it is no farther than

@@ -128,7 +128,7 @@ static int measure(const bq_opts_t *o, const quant_t *q, const vec_view_t *v, co
         vec_hit_t a[BQ_K], b[BQ_K];
         size_t na = 0, nb = 0;
         uint64_t scanned = 0, t[4] = {0, 0, 0, 0};
-        quant_stats_t st = {0, 0, 0, 0};
+        quant_stats_t st = {0, 0, 0, 0, 0};
         int rc = 0;
         for (int pass = 0; pass < 2; pass++) {
             if ((pass == 0) == (qi % 2 == 0)) {

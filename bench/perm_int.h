@@ -84,12 +84,16 @@ typedef struct perm_world {
     perm_truth_t *truth; /* [layout][share][query] */
 } perm_world_t;
 
+/* The plans results name, as the table counts them; the last slot counts any other. */
+#define PERM_PLANS 7
+extern const char *const perm_plan_names[PERM_PLANS];
+
 /* Statistics of one row of the table. */
 typedef struct perm_row {
     int layout, share, strat;
     double recall, complete_rate, p50_ms, p95_ms, qps, candidates;
     uint64_t leaks, readable_sum;
-    uint64_t plans[6]; /* exact, hnsw-filtered, hnsw-unfiltered, hnsw+exact, exact-far, other */
+    uint64_t plans[PERM_PLANS]; /* by perm_plan_names */
 } perm_row_t;
 
 /* perm_data.c */

@@ -8,8 +8,8 @@
 #include <string.h>
 #include <sys/stat.h>
 
-static const char *const plan_names[6] = {"exact",      "hnsw-filtered", "hnsw-unfiltered",
-                                          "hnsw+exact", "exact-far",     "other"};
+const char *const perm_plan_names[PERM_PLANS] = {
+    "exact", "hnsw-filtered", "hnsw-unfiltered", "hnsw+exact", "exact-far", "scan-1bit", "other"};
 
 static void print_table(const perm_world_t *w, const perm_report_t *rep)
 {
@@ -34,11 +34,11 @@ static void print_table(const perm_world_t *w, const perm_report_t *rep)
         const perm_row_t *r = &rows[i];
         char plans[128] = "";
         size_t len = 0;
-        for (int p = 0; p < 6; p++)
+        for (int p = 0; p < PERM_PLANS; p++)
             if (r->plans[p] && len < sizeof plans)
                 len +=
                     (size_t)snprintf(plans + len, sizeof plans - len, "%s%s:%llu", len ? " " : "",
-                                     plan_names[p], (unsigned long long)r->plans[p]);
+                                     perm_plan_names[p], (unsigned long long)r->plans[p]);
         printf("%-10s %6.1f%% %-11s %7.4f %6llu %8.3f %8.3f %8.3f %10.0f  %s\n",
                perm_layout_names[r->layout], perm_shares[r->share].frac * 100,
                perm_strat_names[r->strat], r->recall, (unsigned long long)r->leaks,
@@ -77,9 +77,9 @@ static void print_json(FILE *f, const perm_world_t *w, const perm_report_t *rep)
                 perm_strat_names[r->strat], r->recall, (unsigned long long)r->leaks,
                 r->complete_rate, r->p50_ms, r->p95_ms, r->qps, r->candidates,
                 (double)r->readable_sum / (double)w->c.nq);
-        for (int p = 0, first = 1; p < 6; p++)
+        for (int p = 0, first = 1; p < PERM_PLANS; p++)
             if (r->plans[p]) {
-                fprintf(f, "%s\"%s\":%llu", first ? "" : ",", plan_names[p],
+                fprintf(f, "%s\"%s\":%llu", first ? "" : ",", perm_plan_names[p],
                         (unsigned long long)r->plans[p]);
                 first = 0;
             }

@@ -8,6 +8,7 @@ const char *plan_name(plan_kind_t k)
     switch (k) {
     case PLAN_GRAPH_FILTERED: return "hnsw-filtered";
     case PLAN_GRAPH_UNFILTERED: return "hnsw-unfiltered";
+    case PLAN_BITS: return "scan-1bit";
     default: return "exact";
     }
 }
@@ -98,4 +99,7 @@ void plan_choose(const plan_in_t *in, plan_t *out)
     /* Visiting as many nodes as there are readable rows costs as much as scanning them. */
     out->max_visits = in->readable;
     consider_pool_first(in, out);
+    if (in->bits && !in->ef_query &&
+        (double)in->readable < PLAN_BITS_MAX_SHARE * (double)in->live)
+        out->kind = PLAN_BITS;
 }

@@ -113,6 +113,19 @@ static int run_exact(coll_t *c, const vec_view_t *v, const float *query,
     return rc;
 }
 
+/* The bit scan (plan.h, PLAN_BITS): never complete, its interval is probabilistic. */
+static int run_bits(coll_t *c, const vec_view_t *v, const float *query,
+                    const roaring_bitmap_t *allowed, size_t k, vec_hit_t *hits, size_t *nhits,
+                    search_result_t *out)
+{
+    quant_stats_t st = {0};
+    int rc = quant_bits_search(c->quant, v, c->cfg.metric, query, allowed, k, hits, nhits, &st);
+    out->candidates += st.scanned;
+    out->complete = 0;
+    snprintf(out->plan, sizeof out->plan, "%s", plan_name(PLAN_BITS));
+    return rc;
+}
+
 /* Far readable sets. Graph search stalls when the readable rows lie far from the query (a
  * subject whose documents are about other things): the traversal ends at local minima at the
  * region's edge (generated 1M x 384, 5% readable farthest from the query: recall@10 0.75 at
@@ -171,7 +184,8 @@ int search_vector_locked(engine_t *e, coll_t *c, const search_knn_t *q, const fl
                     .ef_filtered = coll_search_ef(c, COLL_EF_FILTERED),
                     .ef_dense = c->ef_auto_dense && !c->cfg.hnsw_ef
                                     ? coll_search_ef(c, COLL_EF_DENSE)
-                                    : 0};
+                                    : 0,
+                    .bits = c->quant && quant_is_trained(c->quant)};
     plan_choose(&in, &p);
     if (p.pool_first) {
         rc = run_pool_first(c, &v, &p, query, allowed, k, hits, nhits, out);
@@ -181,6 +195,8 @@ int search_vector_locked(engine_t *e, coll_t *c, const search_knn_t *q, const fl
     }
     if (p.kind == PLAN_EXACT)
         return run_exact(c, &v, query, allowed, k, hits, nhits, out);
+    if (p.kind == PLAN_BITS)
+        return run_bits(c, &v, query, allowed, k, hits, nhits, out);
     snprintf(out->plan, sizeof out->plan, "%s", plan_name(p.kind));
     if (p.kind == PLAN_GRAPH_UNFILTERED) {
         rc = run_unfiltered(c, &v, query, allowed, k, &p, hits, nhits, out);

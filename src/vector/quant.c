@@ -34,7 +34,7 @@
 
 size_t quant_chunk_bytes(const quant_t *q)
 {
-    return (size_t)QUANT_CHUNK_ROWS * (q->stride + 2 * sizeof(float));
+    return (size_t)QUANT_CHUNK_ROWS * (q->stride + 2 * sizeof(float) + q->bstride);
 }
 
 int quant_create(uint32_t dim, quant_t **out, cdn_err_t *err)
@@ -53,7 +53,7 @@ int quant_create(uint32_t dim, quant_t **out, cdn_err_t *err)
     q->stride = (dim + 31u) & ~31u;
     q->lo = cdn_calloc(q->stride, sizeof(float));
     q->s = cdn_calloc(q->stride, sizeof(float));
-    if (!q->lo || !q->s) {
+    if (!q->lo || !q->s || quant_bits_init(q)) {
         quant_free(q);
         return cdn_err_set(err, CDN_ERR_NOMEM, "quant_create: out of memory");
     }
@@ -73,6 +73,7 @@ void quant_free(quant_t *q)
         cdn_free(q->retired[i]);
     cdn_free(q->lo);
     cdn_free(q->s);
+    quant_bits_free(q);
     cdn_free(q);
 }
 
@@ -118,8 +119,14 @@ int quant_train(quant_t *q, const vec_view_t *v, const uint32_t *ids, size_t n, 
             err, CDN_ERR_INVALID,
             "quant_train: %zu training rows requested, %u in the view; pass 1..count", n, v->count);
     float *hi = cdn_malloc((size_t)q->dim * sizeof(float));
-    if (!hi)
+    double *sum = cdn_calloc(q->dim, sizeof(double));
+    uint64_t *cnt = cdn_calloc(q->dim, sizeof(uint64_t));
+    if (!hi || !sum || !cnt) {
+        cdn_free(hi);
+        cdn_free(sum);
+        cdn_free(cnt);
         return cdn_err_set(err, CDN_ERR_NOMEM, "quant_train: out of memory");
+    }
     for (uint32_t j = 0; j < q->dim; j++) {
         q->lo[j] = INFINITY;
         hi[j] = -INFINITY;
@@ -128,6 +135,8 @@ int quant_train(quant_t *q, const vec_view_t *v, const uint32_t *ids, size_t n, 
         uint32_t id = ids ? ids[i] : (uint32_t)i;
         if (id >= v->count) {
             cdn_free(hi);
+            cdn_free(sum);
+            cdn_free(cnt);
             q->trained = 0; /* lo is half-updated: refuse to encode with it */
             return cdn_err_set(err, CDN_ERR_INVALID,
                                "quant_train: training id %u is past the view's %u rows", id,
@@ -138,8 +147,14 @@ int quant_train(quant_t *q, const vec_view_t *v, const uint32_t *ids, size_t n, 
             if (isfinite(x[j])) {
                 q->lo[j] = x[j] < q->lo[j] ? x[j] : q->lo[j];
                 hi[j] = x[j] > hi[j] ? x[j] : hi[j];
+                sum[j] += x[j];
+                cnt[j]++;
             }
     }
+    for (uint32_t j = 0; j < q->dim; j++) /* the 1-bit codes' centre: the rows' mean */
+        q->center[j] = cnt[j] ? (float)(sum[j] / (double)cnt[j]) : 0;
+    cdn_free(sum);
+    cdn_free(cnt);
     for (uint32_t j = 0; j < q->dim; j++) {
         if (q->lo[j] > hi[j]) /* no finite value: each row of this dimension carries its error */
             q->lo[j] = hi[j] = 0;
@@ -255,6 +270,10 @@ int quant_reserve_rows(quant_t *q, uint64_t need)
         float *errs = (float *)(ch + (size_t)QUANT_CHUNK_ROWS * q->stride);
         for (size_t i = 0; i < QUANT_CHUNK_ROWS; i++)
             errs[i] = INFINITY;
+        uint8_t *bits = ch + (size_t)QUANT_CHUNK_ROWS * (q->stride + 2 * sizeof(float));
+        memset(bits, 0, (size_t)QUANT_CHUNK_ROWS * q->bstride);
+        for (size_t i = 0; i < QUANT_CHUNK_ROWS; i++) /* unknown until encoded */
+            ((quant_bits_meta_t *)(bits + i * q->bstride + (size_t)q->bwords * 8))->e = INFINITY;
         q->chunks[q->n_chunks++] = ch; /* read only for ids below a later-published count */
     }
     return CDN_OK;
@@ -274,10 +293,17 @@ int quant_encode_rows(quant_t *q, const vec_view_t *v, uint32_t first, uint32_t 
                            (unsigned long long)first + n, v->count);
     if (quant_reserve_rows(q, (uint64_t)first + n))
         return cdn_err_set(err, CDN_ERR_NOMEM, "quant_encode_rows: out of memory");
-    quant_snap_t r = {q->chunks, q->count, q->stride}; /* the writer's own, current view */
-    for (uint32_t i = 0; i < n; i++)
+    float *scratch = cdn_malloc(3 * (size_t)q->bdim * sizeof(float));
+    if (!scratch)
+        return cdn_err_set(err, CDN_ERR_NOMEM, "quant_encode_rows: out of memory");
+    /* the writer's own, current view */
+    quant_snap_t r = {q->chunks, q->count, q->stride, q->bstride};
+    for (uint32_t i = 0; i < n; i++) {
         *quant_row_err(&r, first + i) = encode_row(q, vec_row(v, first + i), quant_row_codes(&r, first + i),
                                                  quant_row_r(&r, first + i));
+        quant_bits_encode(q, vec_row(v, first + i), scratch, quant_row_bits(&r, first + i));
+    }
+    cdn_free(scratch);
     if (first + n > q->count) /* publish: the rows are complete before a search can see them */
         __atomic_store_n(&q->count, first + n, __ATOMIC_RELEASE);
     return CDN_OK;
@@ -286,21 +312,24 @@ int quant_encode_rows(quant_t *q, const vec_view_t *v, uint32_t first, uint32_t 
 int quant_rows_match(const quant_t *q, const vec_view_t *v, uint32_t n)
 {
     quant_snap_t r = quant_snap(q);
-    uint8_t *c = cdn_malloc(q->stride);
-    if (!c)
-        return 0;
-    int same = 1;
+    uint8_t *c = cdn_malloc(q->stride), *b = cdn_calloc(1, q->bstride);
+    float *scratch = cdn_malloc(3 * (size_t)q->bdim * sizeof(float));
+    int same = c && b && scratch;
     for (uint32_t i = 0; same && r.count && i <= n; i++) {
         /* n rows spread over the range, then the last one (the most recently encoded). */
         uint32_t id = i < n ? (uint32_t)((uint64_t)i * r.count / n) : r.count - 1;
         float rr = 0, e;
         memset(c, 0, q->stride);
         e = encode_row(q, vec_row(v, id), c, &rr);
+        quant_bits_encode(q, vec_row(v, id), scratch, b);
         same = !memcmp(c, quant_row_codes(&r, id), q->stride) &&
                !memcmp(&e, quant_row_err(&r, id), sizeof e) &&
-               !memcmp(&rr, quant_row_r(&r, id), sizeof rr);
+               !memcmp(&rr, quant_row_r(&r, id), sizeof rr) &&
+               !memcmp(b, quant_row_bits(&r, id), (size_t)q->bwords * 8 + sizeof(quant_bits_meta_t));
     }
     cdn_free(c);
+    cdn_free(b);
+    cdn_free(scratch);
     return same;
 }
 
@@ -330,6 +359,7 @@ typedef struct qscan {
     double tiny; /* absolute slack for float underflow in exact_search's kernels */
     double t;    /* topk_bound(&ub): the running threshold T */
     topk_t ub;   /* the k smallest upper bounds seen */
+    const quant_bits_query_t *bq; /* quant_bits_search: the 1-bit filter before the codes */
     cand_t *cand;
     size_t n_cand, cap_cand;
     quant_stats_t st;
@@ -452,6 +482,11 @@ static int scan_ids(qscan_t *c, const uint32_t *ids, size_t n)
         else
             rc = add_cand(c, ids[i], -INFINITY);
     }
+    if (c->bq) { /* rows whose 1-bit estimate cannot reach the threshold are not read further */
+        size_t kept = quant_bits_filter(c->bq, &c->r, known, nk, c->t);
+        c->st.filtered += nk - kept;
+        nk = kept;
+    }
     for (size_t j = 0; j < QUANT_PREFETCH_ROWS; j++)
         prefetch_row(c, known, j, nk);
     for (size_t i = 0; rc == CDN_OK && i < nk; i += 4) {
@@ -542,7 +577,7 @@ static int scan_split(qscan_t *c, const roaring_bitmap_t *allowed, size_t k, uin
     b.c.ub = (topk_t){0};
     b.c.cand = NULL;
     b.c.n_cand = b.c.cap_cand = 0;
-    b.c.st = (quant_stats_t){0};
+    b.c.st = (quant_stats_t){0, 0, 0, 0, 0};
     pthread_t th;
     int started = pthread_create(&th, NULL, scan_part, &b) == 0;
     int rc = scan_allowed(c, allowed, 0, started ? mid : UINT32_MAX);
@@ -556,6 +591,7 @@ static int scan_split(qscan_t *c, const roaring_bitmap_t *allowed, size_t k, uin
     for (size_t i = 0; rc == CDN_OK && started && i < b.c.n_cand; i++)
         rc = add_cand(c, b.c.cand[i].id, b.c.cand[i].lb);
     c->st.scanned += b.c.st.scanned;
+    c->st.filtered += b.c.st.filtered;
     topk_free(&b.c.ub);
     cdn_free(b.c.cand);
     return rc;
@@ -645,18 +681,19 @@ static int fallback(const vec_view_t *v, vec_metric_t m, const float *query,
     uint64_t scanned = 0;
     int rc = exact_search(v, m, query, allowed, k, out, n_out, &scanned);
     if (stats)
-        *stats = (quant_stats_t){0, scanned, 0, scanned * v->dim * sizeof(float)};
+        *stats = (quant_stats_t){0, scanned, 0, scanned * v->dim * sizeof(float), 0};
     return rc;
 }
 
-int quant_exact_search_isa(const quant_t *q, const vec_view_t *v, vec_metric_t m, vec_isa_t isa,
-                           const float *query, const roaring_bitmap_t *allowed, size_t k,
-                           vec_hit_t *out, size_t *n_out, quant_stats_t *stats)
+/* The 8-bit scan, with the 1-bit filter in front when bits is set. */
+static int search_isa(const quant_t *q, const vec_view_t *v, vec_metric_t m, vec_isa_t isa,
+                      int bits, const float *query, const roaring_bitmap_t *allowed, size_t k,
+                      vec_hit_t *out, size_t *n_out, quant_stats_t *stats)
 {
     if (n_out)
         *n_out = 0;
     if (stats)
-        *stats = (quant_stats_t){0, 0, 0, 0};
+        *stats = (quant_stats_t){0, 0, 0, 0, 0};
     if (!q || !v || !query || (k > 0 && !out) || (unsigned)m > VEC_METRIC_L2 || v->dim != q->dim ||
         (v->count && (!v->base || v->stride < v->dim)))
         return CDN_ERR_INVALID;
@@ -676,30 +713,62 @@ int quant_exact_search_isa(const quant_t *q, const vec_view_t *v, vec_metric_t m
         cdn_free(c.w);
         return fallback(v, m, query, allowed, k, out, n_out, stats);
     }
-    int rc = topk_init(&c.ub, k);
+    quant_bits_query_t *bq = NULL;
+    int rc = bits ? quant_bits_query_new(q, m, isa, query, &bq) : CDN_OK;
+    c.bq = bq;
+    if (rc == CDN_OK)
+        rc = topk_init(&c.ub, k);
     if (rc == CDN_OK)
         rc = scan_split(&c, allowed, k, allowed ? roaring_bitmap_get_cardinality(allowed)
                                                 : (uint64_t)v->count);
     if (rc == CDN_OK)
         rc = rerank(&c, query, k, out, n_out);
-    c.st.code_bytes = c.st.scanned * q->dim;
+    c.st.code_bytes = (c.st.scanned - c.st.filtered) * q->dim + (bq ? c.st.scanned * q->bstride : 0);
     if (stats && rc == CDN_OK)
         *stats = c.st;
+    quant_bits_query_free(bq);
     topk_free(&c.ub);
     cdn_free(c.cand);
     cdn_free(c.w);
     return rc;
 }
 
+int quant_exact_search_isa(const quant_t *q, const vec_view_t *v, vec_metric_t m, vec_isa_t isa,
+                           const float *query, const roaring_bitmap_t *allowed, size_t k,
+                           vec_hit_t *out, size_t *n_out, quant_stats_t *stats)
+{
+    return search_isa(q, v, m, isa, 0, query, allowed, k, out, n_out, stats);
+}
+
+int quant_bits_search_isa(const quant_t *q, const vec_view_t *v, vec_metric_t m, vec_isa_t isa,
+                          const float *query, const roaring_bitmap_t *allowed, size_t k,
+                          vec_hit_t *out, size_t *n_out, quant_stats_t *stats)
+{
+    return search_isa(q, v, m, isa, 1, query, allowed, k, out, n_out, stats);
+}
+
+/* The best instruction set with an 8-bit kernel (AVX-512 without AVX-512BW has none here) and,
+ * for the bit scan, a popcount kernel (AVX-512 needs VPOPCNTDQ too). */
+static vec_isa_t best_isa(int bits)
+{
+    vec_isa_t isa = vec_isa_best();
+    while (isa > VEC_ISA_SCALAR && (!quant_kern4_for(isa, 0) || (bits && !quant_bits_isa_ok(isa))))
+        isa = (vec_isa_t)(isa - 1);
+    return isa;
+}
+
 int quant_exact_search(const quant_t *q, const vec_view_t *v, vec_metric_t m, const float *query,
                        const roaring_bitmap_t *allowed, size_t k, vec_hit_t *out, size_t *n_out,
                        quant_stats_t *stats)
 {
-    /* AVX-512 without AVX-512BW has no kernel here: step down to the next instruction set. */
-    vec_isa_t isa = vec_isa_best();
-    while (isa > VEC_ISA_SCALAR && !quant_kern4_for(isa, 0))
-        isa = (vec_isa_t)(isa - 1);
-    return quant_exact_search_isa(q, v, m, isa, query, allowed, k, out, n_out, stats);
+    return search_isa(q, v, m, best_isa(0), 0, query, allowed, k, out, n_out, stats);
+}
+
+int quant_bits_search(const quant_t *q, const vec_view_t *v, vec_metric_t m, const float *query,
+                      const roaring_bitmap_t *allowed, size_t k, vec_hit_t *out, size_t *n_out,
+                      quant_stats_t *stats)
+{
+    return search_isa(q, v, m, best_isa(1), 1, query, allowed, k, out, n_out, stats);
 }
 
 int quant_code_dot(const quant_t *q, vec_isa_t isa, const int16_t *w, uint32_t id, int32_t *out)

@@ -36,6 +36,7 @@ typedef struct quant_stats {
     uint64_t reranked;
     uint64_t code_bytes;
     uint64_t float_bytes;
+    uint64_t filtered; /* quant_bits_search: rows the 1-bit codes ruled out */
 } quant_stats_t;
 
 /* Makes an empty, untrained quantizer for rows of `dim` floats (1..65536) into *out; free with
@@ -67,7 +68,9 @@ int quant_is_trained(const quant_t *q);
 uint32_t quant_count(const quant_t *q);
 
 /* Bytes q holds (parameters, directory, code chunks); per row it is about
- * round_up(dim, 32) + 8 bytes, allocated QUANT_CHUNK_ROWS rows at a time. */
+ * round_up(dim, 32) + 8 bytes of 8-bit codes and 64 bytes of 1-bit codes (384-d; in general
+ * round_up(dim, 64) / 8 + 16, at least 64, a multiple of 16), allocated QUANT_CHUNK_ROWS rows
+ * at a time. */
 size_t quant_memory(const quant_t *q);
 
 /* Exactly what exact_search(v, m, query, allowed, k, ...) returns (same ids, same float
@@ -106,6 +109,30 @@ int quant_save(const quant_t *q, const char *path);
  * Returns 0, CDN_ERR_IO (cannot open or read), CDN_ERR_CORRUPT (bad header, size, checksum,
  * dimension, or codes that do not restate v) or CDN_ERR_NOMEM. */
 int quant_load(const char *path, const vec_view_t *v, quant_t **out);
+
+/* ---- 1-bit codes, for scans of large readable sets ----
+ * Every encoded row also keeps the signs of its randomly rotated coordinates (minus the
+ * training rows' mean) and three numbers (quant_bits.c explains the estimate). */
+
+/* The k allowed rows nearest to query, as quant_exact_search with a filter in front: each
+ * allowed row's 1-bit code gives an estimated distance interval (probabilistic, not a bound),
+ * and rows whose interval cannot reach the 8-bit scan's running threshold (the k-th smallest
+ * 8-bit upper bound, never below the true k-th distance) are not read further; the rest go
+ * through the 8-bit bounds and the float re-rank as in quant_exact_search. The hits carry
+ * exact float distances; a true top-k row is lost only when its estimate errs beyond its
+ * interval (none lost at 1M x 384 in `cordon bench permissions`), so callers report the
+ * result incomplete. Same arguments, fallbacks and returns as quant_exact_search;
+ * stats->filtered counts the rows the filter ruled out. Read-only on q. */
+int quant_bits_search(const quant_t *q, const vec_view_t *v, vec_metric_t m, const float *query,
+                      const roaring_bitmap_t *allowed, size_t k, vec_hit_t *out, size_t *n_out,
+                      quant_stats_t *stats);
+
+/* As quant_bits_search with the 8-bit and popcount kernels of isa (popcount SCALAR: portable,
+ * AVX2: the popcnt instruction, AVX512: VPOPCNTQ); CDN_ERR_UNSUPPORTED if this CPU lacks
+ * them. All give the same results. For tests and benches. */
+int quant_bits_search_isa(const quant_t *q, const vec_view_t *v, vec_metric_t m, vec_isa_t isa,
+                          const float *query, const roaring_bitmap_t *allowed, size_t k,
+                          vec_hit_t *out, size_t *n_out, quant_stats_t *stats);
 
 /* ---- approximate scoring, for graph traversal ----
  * A query prepared against the codes: estimates of each row's float distance from its codes

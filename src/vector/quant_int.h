@@ -7,6 +7,9 @@
 
 /* Directories retired by growth: it doubles from 8 chunks, so 2^32 rows need at most 20. */
 #define QUANT_MAX_RETIRED 24
+/* Rounds of the 1-bit codes' rotation (quant_bits.c): sign flips, a permutation, then a
+ * Walsh-Hadamard transform of each block; three spread every input over every output. */
+#define QUANT_BITS_ROUNDS 3
 
 struct quant {
     uint32_t dim, stride; /* stride: dim rounded up to 32, the code and weight length */
@@ -20,6 +23,15 @@ struct quant {
     uint8_t **retired[QUANT_MAX_RETIRED];
     size_t n_retired, retired_bytes;
     uint32_t count; /* published with release after the rows below it are written */
+    /* The 1-bit codes (quant_bits.c): each row minus `center` (the training rows' mean,
+     * stride floats), padded to bdim = dim rounded up to 64 and rotated; bit i is the sign of
+     * rotated coordinate i. A row's bits take bwords words, then its quant_bits_meta_t, in
+     * bstride bytes. The rotation is fixed by a seed: rounds of sign flips (bsign), a
+     * permutation (bperm) and Walsh-Hadamard transforms of bblock coordinates. */
+    uint32_t bdim, bwords, bstride, bblock;
+    float *center;
+    uint32_t *bperm;
+    uint8_t *bsign;
     /* Chunks are cut from slabs (2 MiB-aligned, advised for huge pages: scans and traversals
      * read rows at random), each slab holding as many chunks as the quantizer had so far, up
      * to QUANT_SLAB_MAX_CHUNKS; the slabs are what quant_free releases. */
@@ -34,7 +46,7 @@ struct quant {
 /* What a search reads: the directory and row count loaded once, at its start. */
 typedef struct quant_snap {
     uint8_t *const *dir;
-    uint32_t count, stride;
+    uint32_t count, stride, bstride;
 } quant_snap_t;
 
 static inline quant_snap_t quant_snap(const quant_t *q)
@@ -43,11 +55,13 @@ static inline quant_snap_t quant_snap(const quant_t *q)
     r.count = __atomic_load_n(&q->count, __ATOMIC_ACQUIRE);
     r.dir = __atomic_load_n(&q->chunks, __ATOMIC_ACQUIRE);
     r.stride = q->stride;
+    r.bstride = q->bstride;
     return r;
 }
 
 /* A chunk: QUANT_CHUNK_ROWS code rows of `stride` bytes, then QUANT_CHUNK_ROWS floats e_r, then
- * QUANT_CHUNK_ROWS floats r_r = ||x^ - lo||^2 = sum (s_j c_j)^2 (to nearest; L2 needs it). */
+ * QUANT_CHUNK_ROWS floats r_r = ||x^ - lo||^2 = sum (s_j c_j)^2 (to nearest; L2 needs it), then
+ * QUANT_CHUNK_ROWS rows of 1-bit codes, `bstride` bytes each. */
 static inline uint8_t *quant_row_codes(const quant_snap_t *q, uint32_t id)
 {
     return q->dir[id >> QUANT_CHUNK_SHIFT] + (size_t)(id & (QUANT_CHUNK_ROWS - 1)) * q->stride;
@@ -63,6 +77,47 @@ static inline float *quant_row_r(const quant_snap_t *q, uint32_t id)
 {
     return quant_row_err(q, id) + QUANT_CHUNK_ROWS;
 }
+
+/* What a row's 1-bit code keeps beside its bits (y: the row minus the centre, rotated):
+ * f = ||y||^2 / sum |y_i| turns <sign bits, v> into the estimate of <y, v>; e = the estimate's
+ * error scale, times ||v|| (+inf: no usable code, always re-ranked); n2 = ||y||^2 (L2); pc =
+ * the number of bits set. */
+typedef struct quant_bits_meta {
+    float f, e, n2;
+    uint16_t pc;
+} quant_bits_meta_t;
+
+static inline uint8_t *quant_row_bits(const quant_snap_t *q, uint32_t id)
+{
+    return q->dir[id >> QUANT_CHUNK_SHIFT] + (size_t)QUANT_CHUNK_ROWS * (q->stride + 8) +
+           (size_t)(id & (QUANT_CHUNK_ROWS - 1)) * q->bstride;
+}
+
+/* Sets up q's rotation (bdim, bwords, bstride, bblock, bperm, bsign; center zeroed) for
+ * q->dim. Returns 0 or CDN_ERR_NOMEM. */
+int quant_bits_init(quant_t *q);
+void quant_bits_free(quant_t *q);
+
+/* Writes x's 1-bit code and its meta to row (bstride bytes), using scratch (3 bdim floats).
+ * A non-finite x gets e = +inf. */
+void quant_bits_encode(const quant_t *q, const float *x, float *scratch, uint8_t *row);
+
+/* 1 when this CPU has the popcount kernel quant_bits_search_isa uses for isa. */
+int quant_bits_isa_ok(vec_isa_t isa);
+
+/* A query prepared against the 1-bit codes (rotated, rounded to 4 bits, as bit planes). */
+typedef struct quant_bits_query quant_bits_query_t;
+
+/* Prepares query (dim finite floats) for metric m with the popcount kernel of isa. Returns 0,
+ * CDN_ERR_UNSUPPORTED (this CPU lacks isa) or CDN_ERR_NOMEM. */
+int quant_bits_query_new(const quant_t *q, vec_metric_t m, vec_isa_t isa, const float *query,
+                         quant_bits_query_t **out);
+void quant_bits_query_free(quant_bits_query_t *bq);
+
+/* Keeps (in place, in order) the ids among ids[0..n) (all below r->count) whose estimated
+ * distance interval reaches t, or whose code is unusable; returns how many. */
+size_t quant_bits_filter(const quant_bits_query_t *bq, const quant_snap_t *r, uint32_t *ids,
+                         size_t n, double t);
 
 /* Bytes of one chunk: QUANT_CHUNK_ROWS rows of codes, then their e_r and r_r floats. */
 size_t quant_chunk_bytes(const quant_t *q);

@@ -3,8 +3,8 @@
  *
  * File layout (host byte order, little-endian on every supported machine):
  *   header (64 bytes, below)
- *   lo[stride], s[stride] floats
- *   n_chunks chunks, each exactly the in-memory chunk (codes, then e_r, then r_r)
+ *   lo[stride], s[stride], center[stride] floats
+ *   n_chunks chunks, each exactly the in-memory chunk (codes, e_r, r_r, then 1-bit codes)
  *   trailer: XXH3-64 of every byte before it
  * The codes only restate float rows, so a file that does not match them is worse than none:
  * quant_load checks sample rows against the view and refuses on any difference. */
@@ -20,14 +20,14 @@
 #include "base/mem.h"
 
 #define QUANT_MAGIC "CDNQ8\0\0\0"
-#define QUANT_FILE_VERSION 1u
+#define QUANT_FILE_VERSION 2u /* 2: 1-bit codes and their centre */
 /* Rows re-encoded at load to check the file against the float rows (plus the last one). */
 #define QUANT_VERIFY_ROWS 64u
 
 typedef struct qfile_header {
     char magic[8];
-    uint32_t version, header_size, dim, stride, count, n_chunks, chunk_rows;
-    uint8_t reserved[64 - 8 - 7 * 4];
+    uint32_t version, header_size, dim, stride, count, n_chunks, chunk_rows, bstride;
+    uint8_t reserved[64 - 8 - 8 * 4];
 } qfile_header_t;
 _Static_assert(sizeof(qfile_header_t) == 64, "header is 64 bytes on disk");
 
@@ -45,7 +45,8 @@ int quant_save(const quant_t *q, const char *path)
                          .stride = q->stride,
                          .count = r.count,
                          .n_chunks = (r.count + QUANT_CHUNK_ROWS - 1) >> QUANT_CHUNK_SHIFT,
-                         .chunk_rows = QUANT_CHUNK_ROWS};
+                         .chunk_rows = QUANT_CHUNK_ROWS,
+                         .bstride = q->bstride};
     int rc = cdn_file_open_tmp(path, tmp, sizeof tmp, &fd);
     if (rc)
         return rc;
@@ -54,6 +55,7 @@ int quant_save(const quant_t *q, const char *path)
     rc = rc ? rc : cdn_file_write_all(fd, &hd, sizeof hd, xs);
     rc = rc ? rc : cdn_file_write_all(fd, q->lo, q->stride * sizeof(float), xs);
     rc = rc ? rc : cdn_file_write_all(fd, q->s, q->stride * sizeof(float), xs);
+    rc = rc ? rc : cdn_file_write_all(fd, q->center, q->stride * sizeof(float), xs);
     for (uint32_t i = 0; rc == CDN_OK && i < hd.n_chunks; i++)
         rc = cdn_file_write_all(fd, r.dir[i], quant_chunk_bytes(q), xs);
     uint64_t sum = xs ? XXH3_64bits_digest(xs) : 0;
@@ -62,17 +64,17 @@ int quant_save(const quant_t *q, const char *path)
     return cdn_file_commit(fd, tmp, path, rc);
 }
 
-static int check_header(const qfile_header_t *hd, uint32_t dim, uint64_t size)
+static int check_header(const qfile_header_t *hd, const quant_t *q, uint64_t size)
 {
-    uint32_t stride = (dim + 31u) & ~31u;
+    uint32_t stride = q->stride;
     if (memcmp(hd->magic, QUANT_MAGIC, 8) || hd->version != QUANT_FILE_VERSION ||
-        hd->header_size != sizeof *hd || hd->dim != dim || hd->stride != stride ||
+        hd->header_size != sizeof *hd || hd->dim != q->dim || hd->stride != stride ||
+        hd->bstride != q->bstride ||
         hd->chunk_rows != QUANT_CHUNK_ROWS ||
         hd->n_chunks != (hd->count + QUANT_CHUNK_ROWS - 1) >> QUANT_CHUNK_SHIFT)
         return CDN_ERR_CORRUPT;
-    uint64_t want = sizeof *hd + 2ull * stride * sizeof(float) +
-                    (uint64_t)hd->n_chunks * QUANT_CHUNK_ROWS * (stride + 2 * sizeof(float)) +
-                    sizeof(uint64_t);
+    uint64_t want = sizeof *hd + 3ull * stride * sizeof(float) +
+                    (uint64_t)hd->n_chunks * quant_chunk_bytes(q) + sizeof(uint64_t);
     return size == want ? CDN_OK : CDN_ERR_CORRUPT;
 }
 
@@ -80,6 +82,7 @@ static int read_body(int fd, const qfile_header_t *hd, quant_t *q, XXH3_state_t 
 {
     int rc = cdn_file_read_all(fd, q->lo, q->stride * sizeof(float), xs);
     rc = rc ? rc : cdn_file_read_all(fd, q->s, q->stride * sizeof(float), xs);
+    rc = rc ? rc : cdn_file_read_all(fd, q->center, q->stride * sizeof(float), xs);
     q->trained = 1;
     rc = rc ? rc : quant_reserve_rows(q, hd->count);
     for (uint32_t i = 0; rc == CDN_OK && i < hd->n_chunks; i++)
@@ -107,8 +110,8 @@ int quant_load(const char *path, const vec_view_t *v, quant_t **out)
     XXH3_state_t *xs = cdn_file_hash_new();
     rc = xs ? CDN_OK : CDN_ERR_NOMEM;
     rc = rc ? rc : cdn_file_read_all(fd, &hd, sizeof hd, xs);
-    rc = rc ? rc : check_header(&hd, v->dim, size);
     rc = rc ? rc : quant_create(v->dim, &q, NULL);
+    rc = rc ? rc : check_header(&hd, q, size);
     rc = rc ? rc : read_body(fd, &hd, q, xs);
     close(fd);
     XXH3_freeState(xs);

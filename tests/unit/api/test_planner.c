@@ -78,9 +78,10 @@ static float l2(const float *a, const float *b)
     return s;
 }
 
-/* Runs queries as a subject holding `nteams` teams (or everyone) with a strategy; checks
- * leaks and completeness; returns recall@10 against brute force. */
-static double run(fx_t *f, int nteams, cordon_strategy strat, const char *want_plan)
+/* Runs queries on collection coll as a subject holding `nteams` teams (or everyone) with a
+ * strategy; checks leaks and completeness; returns recall@10 against brute force. */
+static double run_in(fx_t *f, const char *coll, int nteams, cordon_strategy strat,
+                     const char *want_plan)
 {
     uint64_t seed = 77 + (uint64_t)nteams;
     char names[TEAMS][16];
@@ -107,7 +108,7 @@ static double run(fx_t *f, int nteams, cordon_strategy strat, const char *want_p
         cordon_subject s = {.principals = p, .n_principals = np};
         cordon_query cq = {.vector = q, .k = 10, .strategy = strat};
         cordon_result *r;
-        assert_int_equal(cordon_search(f->db, "v", &s, &cq, &r, NULL), 0);
+        assert_int_equal(cordon_search(f->db, coll, &s, &cq, &r, NULL), 0);
         if (want_plan)
             assert_string_equal(r->plan, want_plan);
         int best[10], nb = 0;
@@ -139,6 +140,11 @@ static double run(fx_t *f, int nteams, cordon_strategy strat, const char *want_p
         cordon_result_free(r);
     }
     return total ? (double)found / (double)total : 1.0;
+}
+
+static double run(fx_t *f, int nteams, cordon_strategy strat, const char *want_plan)
+{
+    return run_in(f, "v", nteams, strat, want_plan);
 }
 
 static void test_every_strategy_at_every_share_leaks_nothing(void **state)
@@ -215,6 +221,38 @@ static void test_int8_codes_give_the_same_exact_results(void **state)
             fputs("garbage", fp);
             fclose(fp);
         }
+        assert_int_equal(cordon_open(f->dir, &opts, &f->db, NULL), 0);
+    }
+}
+
+/* With 8-bit codes the collection also keeps 1-bit codes, and auto scans them for readable
+ * sets above the exact budget and below the pool-first share: every hit readable, never
+ * complete (the 1-bit interval is probabilistic), the true top-10 found; after a reopen too. */
+static void test_large_readable_sets_get_the_bit_scan(void **state)
+{
+    fx_t *f = *state;
+    static cordon_chunk ch[N];
+    static char ids[N][16], tn[N][16];
+    static const char *acl[N][2];
+    cordon_collection_spec spec = {.asserted_principals = 1,
+                                   .name = "b",
+                                   .dim = DIM,
+                                   .metric = CORDON_METRIC_L2,
+                                   .int8_scan = 1};
+    assert_int_equal(cordon_collection_create(f->db, &spec, NULL), 0);
+    for (int i = 0; i < N; i++) {
+        snprintf(ids[i], sizeof ids[i], "r%d", i);
+        snprintf(tn[i], sizeof tn[i], "t%d", f->team[i]);
+        acl[i][0] = tn[i];
+        acl[i][1] = "everyone";
+        ch[i] = (cordon_chunk){.id = ids[i], .vector = f->v[i], .allowed = acl[i], .n_allowed = 2};
+    }
+    assert_int_equal(cordon_put(f->db, "b", ch, N, NULL, NULL), 0);
+    for (int pass = 0; pass < 2; pass++) {
+        assert_true(run_in(f, "b", 10, CORDON_STRATEGY_AUTO, "scan-1bit") >= 0.99); /* 5% */
+        assert_true(run_in(f, "b", 5, CORDON_STRATEGY_AUTO, "scan-1bit") >= 0.99);  /* 2.5% */
+        assert_true(run_in(f, "b", 10, CORDON_STRATEGY_EXACT, "exact") == 1.0);
+        cordon_close(f->db); /* the codes file now holds the 1-bit codes too */
         assert_int_equal(cordon_open(f->dir, &opts, &f->db, NULL), 0);
     }
 }
@@ -428,6 +466,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_far_readable_rows_are_answered_by_the_exact_scan,
                                         setup, teardown),
         cmocka_unit_test_setup_teardown(test_int8_codes_give_the_same_exact_results, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_large_readable_sets_get_the_bit_scan, setup,
                                         teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

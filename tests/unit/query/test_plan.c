@@ -11,6 +11,8 @@
 #include <cmocka.h>
 // clang-format on
 
+#include <string.h>
+
 #include "query/plan.h"
 
 /* A million live rows of 384 dimensions, k 10, calibrated breadths 64 / 96 / dense 96. */
@@ -164,6 +166,40 @@ static void test_forced_strategies_and_breadth_never_below_k(void **state)
     assert_int_equal(p.ef, 300);
 }
 
+/* With 1-bit codes, auto scans them for readable sets above the exact budget and below the
+ * unfiltered share, after pool first where that applies; a query's own ef keeps the graph;
+ * small and nearly-everything sets keep their plans; forced strategies ignore the codes. */
+static void test_bit_scan_between_the_exact_budget_and_the_unfiltered_share(void **state)
+{
+    (void)state;
+    plan_t p;
+    uint64_t shares[] = {50000, 200000, 899999};
+    for (size_t i = 0; i < 3; i++) {
+        plan_in_t in = base(shares[i]);
+        in.bits = 1;
+        plan_choose(&in, &p);
+        assert_int_equal(p.kind, PLAN_BITS);
+        assert_int_equal(p.pool_first, shares[i] >= 100000); /* from PLAN_POOL_SHARE up */
+        in.ef_query = 200;
+        plan_choose(&in, &p);
+        assert_int_equal(p.kind, PLAN_GRAPH_FILTERED);
+        in = base(shares[i]);
+        in.bits = 1;
+        in.ask = PLAN_ASK_PREFILTER;
+        plan_choose(&in, &p);
+        assert_int_equal(p.kind, PLAN_GRAPH_FILTERED);
+    }
+    plan_in_t in = base(10000);
+    in.bits = 1;
+    plan_choose(&in, &p);
+    assert_int_equal(p.kind, PLAN_EXACT);
+    in = base(950000);
+    in.bits = 1;
+    plan_choose(&in, &p);
+    assert_int_equal(p.kind, PLAN_GRAPH_FILTERED); /* the calibrated dense traversal */
+    assert_string_equal(plan_name(PLAN_BITS), "scan-1bit");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -172,6 +208,7 @@ int main(void)
         cmocka_unit_test(test_pool_first_only_for_mid_shares_where_it_is_not_broader_nor_short),
         cmocka_unit_test(test_probe_before_big_scans_of_mid_shares),
         cmocka_unit_test(test_forced_strategies_and_breadth_never_below_k),
+        cmocka_unit_test(test_bit_scan_between_the_exact_budget_and_the_unfiltered_share),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

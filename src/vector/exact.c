@@ -1,6 +1,7 @@
 /* exact.c: the exhaustive filtered scan: allowed ids in blocks, rows prefetched ahead, four rows
  * per kernel call, a bounded heap. Relies on distance.h, topk.h and CRoaring's bulk iterator. */
 #include "vector/exact.h"
+#include "base/mem.h"
 #include "base/err.h"
 
 /* Ids are pulled from the bitmap this many at a time: big enough to amortise the iterator,
@@ -21,7 +22,7 @@ typedef struct scan {
     uint64_t scanned;
 } scan_t;
 
-static inline void prefetch_row(const scan_t *s, uint32_t id)
+CDN_PREFETCH_HELPER void prefetch_row(const scan_t *s, uint32_t id)
 {
     const char *p = (const char *)vec_row(s->v, id);
     size_t bytes = (size_t)s->v->dim * sizeof(float);
@@ -31,7 +32,7 @@ static inline void prefetch_row(const scan_t *s, uint32_t id)
 
 /* Prefetches row ids[j] unless it directly follows ids[j - 1]: a run of consecutive rows is one
  * sequential stream, which the hardware prefetcher already follows. */
-static inline void prefetch_ahead(const scan_t *s, const uint32_t *ids, size_t j)
+CDN_PREFETCH_HELPER void prefetch_ahead(const scan_t *s, const uint32_t *ids, size_t j)
 {
     if (j == 0 || ids[j] != ids[j - 1] + 1)
         prefetch_row(s, ids[j]);

@@ -7,6 +7,7 @@
 #include <stdatomic.h>
 #include <stdint.h>
 
+#include "base/mem.h"
 #include "vector/distance_bf16.h"
 #include "vector/hnsw.h"
 #include "vector/quant.h"
@@ -115,7 +116,7 @@ void hnsw_list_store(hnsw_t *h, uint32_t id, uint32_t level, const uint32_t *ids
  * hardware streamer follows the rest of the row. */
 #define HNSW_PREFETCH_BYTES 256u
 
-static inline void hnsw_prefetch_row(const vec_view_t *view, uint32_t id)
+CDN_PREFETCH_HELPER void hnsw_prefetch_row(const vec_view_t *view, uint32_t id)
 {
     const char *p = (const char *)vec_row(view, id);
     for (uint32_t b = 0; b < HNSW_PREFETCH_BYTES; b += 64)

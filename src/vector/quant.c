@@ -451,7 +451,7 @@ static int judge_row(qscan_t *c, uint32_t id, int32_t s, float e)
 
 /* Prefetches the codes of ids[j] (unless it directly follows ids[j - 1]: a run of consecutive
  * rows is one stream the hardware follows) and its e_r / r_r, which live in other lines. */
-static inline void prefetch_row(const qscan_t *c, const uint32_t *ids, size_t j, size_t n)
+CDN_PREFETCH_HELPER void prefetch_row(const qscan_t *c, const uint32_t *ids, size_t j, size_t n)
 {
     if (j >= n)
         return;

@@ -105,6 +105,9 @@ void quant_bits_encode(const quant_t *q, const float *x, float *scratch, uint8_t
 /* 1 when this CPU has the popcount kernel quant_bits_search_isa uses for isa. */
 int quant_bits_isa_ok(vec_isa_t isa);
 
+/* Rows quant_bits_filter scores per kernel call (the scan hands it at most QUANT_BLOCK). */
+#define QUANT_BITS_BATCH 256
+
 /* A query prepared against the 1-bit codes (rotated, rounded to 4 bits, as bit planes). */
 typedef struct quant_bits_query quant_bits_query_t;
 

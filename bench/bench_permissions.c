@@ -12,6 +12,9 @@
 #include <ftw.h>
 #include <math.h>
 #include <stdarg.h>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -231,9 +234,13 @@ static void corpus_marker(const perm_run_t *r, int write, int *match)
 }
 
 /* Resident memory without the benchmark's own arrays (corpus, queries, teams, subjects, truth):
- * what the engine keeps. */
+ * what the engine keeps. Memory the benchmark freed (the generator's and the ground truth's
+ * temporaries) is handed back first: the allocator keeps freed heap pages resident. */
 static double engine_rss(const perm_run_t *r)
 {
+#ifdef __GLIBC__
+    malloc_trim(0);
+#endif
     const perm_world_t *w = &r->w;
     size_t n = w->c.n, nq = w->c.nq, dim = w->c.dim;
     double own = bench_resident_mb(w->c.base, n * dim * sizeof(float)) +

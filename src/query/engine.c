@@ -4,6 +4,9 @@
 #include "base/mem.h"
 
 #include <errno.h>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -121,9 +124,13 @@ int engine_open(const char *dir, uint64_t map_size, engine_t **out, cdn_err_t *e
         engine_close(e);
         return rc;
     }
-    /* The load's scans are done: hand their database pages back, then map the vector rows
-     * searches will read (in that order, so the two are never resident at once). */
+    /* The load's scans are done: hand their database pages back, and the heap pages the load
+     * freed (grown arrays' old copies, the codes' and graph's read buffers), then map the
+     * vector rows searches will read (in that order, so the two are never resident at once). */
     store_release_pages(e->store);
+#ifdef __GLIBC__
+    malloc_trim(0);
+#endif
     for (size_t i = 0; i < e->ncolls; i++)
         if (e->colls[i]->vf)
             vecfile_prefault(e->colls[i]->vf, e->colls[i]->next_row);

@@ -1,8 +1,8 @@
 /* test_acl_index.c: the per-collection ACL index on its own: allowed sets (union of allow
  * bitmaps minus deny bitmaps, within live rows), their memo following every write (a stale
  * memo would hide new rows or keep revoked ones), concurrent readers, and the interned ACLs
- * (shared by content, counted, freed and their slots reused, checked against a model). Relies
- * on cmocka, CRoaring, pthreads and cdn_mem_fail_after. */
+ * (shared by content, counted, freed and their slots reused, checked against a model), and
+ * their byte form. Relies on cmocka, CRoaring, pthreads and cdn_mem_fail_after. */
 /* cmocka.h needs these four first. */
 // clang-format off
 #include <setjmp.h>
@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "acl/acl.h"
+#include "acl/enc.h"
 #include "base/err.h"
 #include "base/mem.h"
 
@@ -563,6 +564,89 @@ static void test_random_writes_match_a_model(void **state)
     acl_index_free(x);
 }
 
+/* ---- The byte form. ---- */
+
+/* Encodes packed, checks the size the encoder, the bound and the reader agree on, and reads it
+ * back word for word. Returns the size. */
+static size_t enc_round_trip(const uint32_t *packed)
+{
+    size_t bound = acl_enc_bound(packed), len = acl_packed_len(packed), k = 2, size;
+    uint8_t *enc = malloc(bound);
+    uint32_t *back = malloc(len * sizeof *back);
+    acl_dec_t d;
+    assert_non_null(enc);
+    assert_non_null(back);
+    size = acl_enc_write(packed, enc);
+    assert_true(size <= bound);
+    assert_int_equal(acl_enc_size(enc), size);
+    acl_dec_open(&d, enc);
+    back[0] = d.n[0];
+    back[1] = d.n[1];
+    for (int w = 0; w < 2; w++) {
+        uint32_t id = 0;
+        for (uint32_t i = 0; i < d.n[w]; i++)
+            back[k++] = id = acl_dec_next(&d, id);
+    }
+    assert_int_equal(d.p - enc, size);
+    assert_memory_equal(back, packed, len * sizeof *back);
+    free(back);
+    free(enc);
+    return size;
+}
+
+/* Varints change length at 2^7, 2^14, 2^21 and 2^28; differences span the whole uint32 range,
+ * both ways: lists that are not sorted come back as they were, repeats included. */
+static void test_byte_form_round_trips_edge_ids(void **state)
+{
+    (void)state;
+    static const uint32_t edge[] = {0,         127,     128,       16383,     16384,
+                                    2097151,   2097152, 268435455, 268435456, UINT32_MAX - 1,
+                                    UINT32_MAX};
+    static const size_t one_size[] = {3, 3, 4, 4, 5, 5, 6, 6, 7, 7, 7}; /* {1, 0, id} */
+    uint32_t p[2 + 22];
+    for (size_t i = 0; i < sizeof edge / sizeof *edge; i++) {
+        uint32_t a[] = {1, 0, edge[i]}, dn[] = {0, 1, edge[i]};
+        assert_int_equal(enc_round_trip(a), one_size[i]);
+        assert_int_equal(enc_round_trip(dn), one_size[i]);
+    }
+    p[0] = 11; /* every edge, sorted, allowed; then the same denied, in reverse */
+    p[1] = 11;
+    for (size_t i = 0; i < 11; i++) {
+        p[2 + i] = edge[i];
+        p[2 + 11 + i] = edge[10 - i];
+    }
+    enc_round_trip(p);
+    uint32_t wide[] = {2, 2, 0, UINT32_MAX, UINT32_MAX, 0}, rep[] = {3, 2, 5, 5, 5, 9, 9};
+    uint32_t empty[] = {0, 0}, deny_only[] = {0, 3, 7, 8, 9}, two[] = {2, 0, 2, 1};
+    uint32_t two_sorted[] = {2, 0, 1, 2};
+    enc_round_trip(wide);
+    assert_int_equal(enc_round_trip(rep), 7); /* a repeat is a difference of 0: one byte */
+    assert_int_equal(enc_round_trip(empty), 2);
+    assert_int_equal(enc_round_trip(deny_only), 5);
+    assert_int_equal(enc_round_trip(two), 8); /* a step down wraps: 5 bytes */
+    /* The order is part of the ACL: {2, 1} and {1, 2} are different bytes. */
+    uint8_t e1[16], e2[16];
+    size_t n1 = acl_enc_write(two, e1), n2 = acl_enc_write(two_sorted, e2);
+    assert_false(n1 == n2 && !memcmp(e1, e2, n1));
+    /* The benchmark's shape: a team with its department and division, a topical team with
+     * its department and division, and "all": 7 principals in at most 13 bytes. */
+    for (uint32_t t = 0; t < 1000; t += 37) {
+        uint32_t u = 999 - t;
+        uint32_t b[] = {
+            7, 0, t, 1000 + t / 10, 1100 + t / 100, 1110 + u, 2110 + u / 10, 2210 + u / 100, 2220};
+        assert_true(enc_round_trip(b) <= 13);
+    }
+    /* The longest ACL a chunk may carry, denied ids falling, allowed ids rising. */
+    uint32_t *big = malloc((2 + ACL_MAX_PRINCIPALS) * sizeof *big);
+    assert_non_null(big);
+    big[0] = 24;
+    big[1] = ACL_MAX_PRINCIPALS - 24;
+    for (uint32_t i = 0; i < ACL_MAX_PRINCIPALS; i++)
+        big[2 + i] = i < 24 ? i * 100000000u : UINT32_MAX - i * 4000000u;
+    enc_round_trip(big);
+    free(big);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -577,6 +661,7 @@ int main(void)
         cmocka_unit_test(test_entries_are_found_after_others_leave_their_chains),
         cmocka_unit_test(test_out_of_memory_leaves_the_previous_acl),
         cmocka_unit_test(test_random_writes_match_a_model),
+        cmocka_unit_test(test_byte_form_round_trips_edge_ids),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

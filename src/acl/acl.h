@@ -91,6 +91,13 @@ size_t acl_index_distinct(const acl_index_t *x);
  * and stats. */
 size_t acl_index_memory(const acl_index_t *x);
 
+/* Gives back the slack that loading leaves: converts the bitmaps' containers to runs where that
+ * is smaller and shrinks them to fit, and trims the row references, the entries, the byte arena
+ * (dropping freed entries' bytes) and the buckets to what is in use. Changes no answer, and
+ * writes may follow. Out of memory: whatever could not shrink stays as it was. Call under the
+ * write lock after loading a collection. */
+void acl_index_compact(acl_index_t *x);
+
 /* Live rows (owned by the index). */
 const roaring_bitmap_t *acl_index_live(const acl_index_t *x);
 

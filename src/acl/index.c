@@ -585,4 +585,57 @@ size_t acl_index_memory(const acl_index_t *x)
            x->nbucket * sizeof *x->bucket;
 }
 
+/* Reallocates *p, holding *cap elements of size bytes, down to n; a failed shrink keeps it. */
+static void shrink(void **p, size_t *cap, size_t n, size_t size)
+{
+    void *np;
+    if (n >= *cap)
+        return;
+    if (!n) {
+        cdn_free(*p);
+        *p = NULL;
+        *cap = 0;
+    } else if ((np = cdn_realloc(*p, n * size)) != NULL) {
+        *p = np;
+        *cap = n;
+    }
+}
+
+static void bitmap_shrink(roaring_bitmap_t *b)
+{
+    if (!b)
+        return;
+    roaring_bitmap_run_optimize(b);
+    roaring_bitmap_shrink_to_fit(b);
+}
+
+/* Loading grows every array by doubling, so up to half of each is slack, and a bitmap's
+ * containers keep the room they grew into. None of it is needed once the rows are in. */
+void acl_index_compact(acl_index_t *x)
+{
+    size_t rows = x->nrows, cap[3] = {x->entcap, x->entcap, x->entcap}, nb = ACL_BUCKETS_MIN;
+    for (size_t i = 0; i < x->nprin; i++) {
+        bitmap_shrink(x->allow[i]);
+        bitmap_shrink(x->deny[i]);
+    }
+    bitmap_shrink(x->live);
+    while (rows > 0 && !x->row_ref[rows - 1])
+        rows--; /* rows past the last one written read as never written anyway */
+    shrink((void **)&x->row_ref, &x->nrows, rows, sizeof *x->row_ref);
+    shrink((void **)&x->ent_off, &cap[0], x->nent, sizeof *x->ent_off);
+    shrink((void **)&x->ent_refs, &cap[1], x->nent, sizeof *x->ent_refs);
+    shrink((void **)&x->ent_next, &cap[2], x->nent, sizeof *x->ent_next);
+    /* Each array holds at least the smallest; one whose shrink failed only holds more. */
+    x->entcap = cap[0] < cap[1] ? cap[0] : cap[1];
+    x->entcap = x->entcap < cap[2] ? x->entcap : cap[2];
+    if (x->garbage)
+        arena_compact(x);
+    else
+        shrink((void **)&x->bytes, &x->bcap, x->blen, 1);
+    while (nb < x->ndistinct)
+        nb *= 2;
+    if (nb < x->nbucket)
+        entry_rehash(x, nb); /* out of memory: the larger buckets stay */
+}
+
 const roaring_bitmap_t *acl_index_live(const acl_index_t *x) { return x->live; }

@@ -69,15 +69,34 @@ int acl_index_allowed(const acl_index_t *x, const uint32_t *view, size_t n,
                       roaring_bitmap_t **out);
 
 /* Re-check of one row from its packed ACL, not from the bitmaps: 1 if some allowed principal is
- * in view and no denied one is, 0 otherwise (also for deleted rows). view must be sorted. */
+ * in view and no denied one is, 0 otherwise (also for deleted rows). view must be sorted.
+ * Allocates nothing; safe to call from many threads while no write runs. */
 int acl_index_check(const acl_index_t *x, uint32_t row, const uint32_t *view_sorted, size_t n);
 
-/* The row's packed ACL (owned by the index, valid until the next write), or NULL. Rows with
- * equal ACLs get the same pointer. */
-const uint32_t *acl_index_get(const acl_index_t *x, uint32_t row);
+/* Copies the row's packed ACL, exactly as last given to acl_index_set (order and repeats kept),
+ * into buf if it holds cap words or more. Returns the ACL's length in words (2 + n_allowed +
+ * n_denied; buf is left alone when that is more than cap), or 0 for a deleted or never written
+ * row. An ACL a chunk may carry fits 2 + ACL_MAX_PRINCIPALS words. */
+size_t acl_index_get(const acl_index_t *x, uint32_t row, uint32_t *buf, size_t cap);
+
+/* The entry holding the row's ACL (rows with equal ACLs share one), 0 for a deleted or never
+ * written row; a freed entry's number goes to a later ACL. For tests and stats. */
+uint32_t acl_index_entry_of(const acl_index_t *x, uint32_t row);
 
 /* How many distinct packed ACLs the rows hold (each stored once), for tests and stats. */
 size_t acl_index_distinct(const acl_index_t *x);
+
+/* Bytes the index holds for the rows' ACLs: the row references, the entries, their byte arena
+ * and the buckets, as allocated (growth slack included). The bitmaps are not counted. For tests
+ * and stats. */
+size_t acl_index_memory(const acl_index_t *x);
+
+/* Gives back the slack that loading leaves: converts the bitmaps' containers to runs where that
+ * is smaller and shrinks them to fit, and trims the row references, the entries, the byte arena
+ * (dropping freed entries' bytes) and the buckets to what is in use. Changes no answer, and
+ * writes may follow. Out of memory: whatever could not shrink stays as it was. Call under the
+ * write lock after loading a collection. */
+void acl_index_compact(acl_index_t *x);
 
 /* Live rows (owned by the index). */
 const roaring_bitmap_t *acl_index_live(const acl_index_t *x);

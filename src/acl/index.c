@@ -1,7 +1,9 @@
 /* index.c: one roaring bitmap of rows per principal (allow and deny), the live set, the rows'
- * interned packed ACLs for the re-check, and a small memo of recent allowed sets. Relies on
- * CRoaring, xxhash and pthreads (the memo's lock: searches read the index concurrently). */
+ * interned ACLs (in enc.h's byte form) for the re-check, and a small memo of recent allowed
+ * sets. Relies on CRoaring, xxhash and pthreads (the memo's lock: searches read the index
+ * concurrently). */
 #include "acl/acl.h"
+#include "acl/enc.h"
 #include "base/mem.h"
 
 #include <pthread.h>
@@ -33,22 +35,21 @@ typedef struct acl_memo {
 } acl_memo_t;
 
 /* Rows share packed ACLs: every chunk of a document carries the document's ACL, so a collection
- * holds far fewer distinct ACLs than rows (the benchmark: 1,000 over 1M rows). A copy per row
- * cost an allocation and an 8-byte pointer per row: about 52 MB resident at the benchmark's 1M
- * rows (40 MB of heap at 3 principals a row). So a row holds a 4-byte reference into a table of
- * distinct ACLs instead (4 MB at 1M rows, plus one copy per distinct ACL). An entry counts the
- * rows that use it and is freed with the last of them; its slot goes on a free list, so a
- * workload that keeps changing ACLs does not grow the table. Entries are found by content,
- * through chained buckets over a hash of the packed words: chains make removal a plain unlink,
- * with no tombstones to sweep. */
-typedef struct acl_entry {
-    uint32_t *packed; /* owned; NULL = a free slot */
-    size_t refs;      /* rows whose row_ref names this entry */
-    uint64_t hash;    /* of packed: rehashing needs it, and it spares most compares */
-    uint32_t next;    /* 1 + next entry of the bucket (of the free list for a free slot); 0 = end */
-} acl_entry_t;
-
+ * usually holds far fewer distinct ACLs than rows (e.g. 1,000 over 1M). A copy per row cost an
+ * allocation and an 8-byte pointer per row: about 52 MB resident at 1M rows. So a row holds a
+ * 4-byte reference into a table of distinct ACLs instead. An entry counts the rows that use it
+ * and is freed with the last of them; its slot goes on a free list, so a workload that keeps
+ * changing ACLs does not grow the table. Entries are found by content, through chained buckets
+ * over a hash of their bytes: chains make removal a plain unlink, with no tombstones to sweep.
+ *
+ * ACLs can also be mostly distinct (the permissions benchmark: 632,926 over 1M rows, 7
+ * principals each), so an entry costs 12 bytes in three arrays and its ACL lives in a byte arena
+ * in the compact form of enc.h (12.7 bytes on average there) rather than in an allocation of
+ * its own (32 bytes of entry and a 36-byte malloc before). No hash is kept: a rehash or an unlink
+ * recomputes it from the bytes. A freed entry's bytes stay in the arena as garbage until a
+ * write finds more garbage than live bytes and copies the live entries into a fresh arena. */
 #define ACL_BUCKETS_MIN 64 /* buckets of the first set; they double past one entry per bucket */
+#define ACL_GARBAGE_MIN ((size_t)64 << 10) /* smaller garbage is never worth a copy */
 
 struct acl_index {
     roaring_bitmap_t **allow; /* by principal id; NULL = no rows */
@@ -56,10 +57,16 @@ struct acl_index {
     size_t nprin;             /* slots in allow and deny */
     uint32_t *row_ref;        /* by row: 1 + entry index; 0 = deleted or never written */
     size_t nrows;
-    acl_entry_t *ent;    /* the distinct packed ACLs */
+    /* The distinct ACLs, by entry index (a slot in use has refs > 0). */
+    uint32_t *ent_off;   /* offset of its bytes in the arena */
+    uint32_t *ent_refs;  /* rows whose row_ref names it; 0 = a free slot */
+    uint32_t *ent_next;  /* 1 + next entry of the bucket (of the free list for a free slot) */
     size_t nent, entcap; /* slots ever taken (in use or free), slots allocated */
-    size_t ndistinct;    /* entries in use (refs > 0) */
+    size_t ndistinct;    /* entries in use */
     uint32_t free_head;  /* 1 + first free slot; 0 = none */
+    uint8_t *bytes;      /* the arena: every entry's byte form, and garbage */
+    size_t blen, bcap;   /* bytes used (live and garbage), allocated; blen fits a uint32 */
+    size_t garbage;      /* bytes of freed entries within blen */
     uint32_t *bucket;    /* by hash & (nbucket - 1): 1 + first entry of the chain; 0 = none */
     size_t nbucket;      /* a power of two; 0 before the first set */
     roaring_bitmap_t *live;
@@ -111,12 +118,13 @@ void acl_index_free(acl_index_t *x)
         if (x->deny[i])
             roaring_bitmap_free(x->deny[i]);
     }
-    for (size_t i = 0; i < x->nent; i++)
-        cdn_free(x->ent[i].packed); /* NULL for a free slot */
     cdn_free(x->allow);
     cdn_free(x->deny);
     cdn_free(x->row_ref);
-    cdn_free(x->ent);
+    cdn_free(x->ent_off);
+    cdn_free(x->ent_refs);
+    cdn_free(x->ent_next);
+    cdn_free(x->bytes);
     cdn_free(x->bucket);
     roaring_bitmap_free(x->live);
     cdn_free(x);
@@ -145,18 +153,30 @@ static int bitmap_add(roaring_bitmap_t **slot, uint32_t row)
     return CDN_OK;
 }
 
-/* 1 + the index of the entry holding exactly packed[0..len) (hash h), or 0. */
-static uint32_t entry_find(const acl_index_t *x, const uint32_t *packed, uint32_t len, uint64_t h)
+/* The byte form of entry ref (1 + its index). */
+static const uint8_t *entry_bytes(const acl_index_t *x, uint32_t ref)
+{
+    return x->bytes + x->ent_off[ref - 1];
+}
+
+/* 1 + the index of the entry whose bytes are enc[0..len) (hash h), or 0. The byte form is
+ * prefix-free (its head says how many varints follow, and each varint ends itself), so an entry
+ * whose bytes begin with all of enc is enc. */
+static uint32_t entry_find(const acl_index_t *x, const uint8_t *enc, size_t len, uint64_t h)
 {
     if (!x->nbucket)
         return 0;
-    for (uint32_t r = x->bucket[h & (x->nbucket - 1)]; r; r = x->ent[r - 1].next) {
-        const acl_entry_t *e = &x->ent[r - 1];
-        if (e->hash == h && acl_packed_len(e->packed) == len &&
-            !memcmp(e->packed, packed, (size_t)len * sizeof *packed))
+    for (uint32_t r = x->bucket[h & (x->nbucket - 1)]; r; r = x->ent_next[r - 1])
+        if (x->blen - x->ent_off[r - 1] >= len && !memcmp(entry_bytes(x, r), enc, len))
             return r;
-    }
     return 0;
+}
+
+/* The hash of entry ref's bytes, recomputed: entries keep none. */
+static uint64_t entry_hash(const acl_index_t *x, uint32_t ref)
+{
+    const uint8_t *e = entry_bytes(x, ref);
+    return XXH3_64bits(e, acl_enc_size(e));
 }
 
 /* Chains the entries in use into n buckets (a power of two). 0 or CDN_ERR_NOMEM (the old
@@ -167,11 +187,12 @@ static int entry_rehash(acl_index_t *x, size_t n)
     if (!b)
         return CDN_ERR_NOMEM;
     for (size_t i = 0; i < x->nent; i++) {
-        acl_entry_t *e = &x->ent[i];
-        if (!e->packed)
+        size_t at;
+        if (!x->ent_refs[i])
             continue; /* a free slot: its next belongs to the free list */
-        e->next = b[e->hash & (n - 1)];
-        b[e->hash & (n - 1)] = (uint32_t)(i + 1);
+        at = entry_hash(x, (uint32_t)(i + 1)) & (n - 1);
+        x->ent_next[i] = b[at];
+        b[at] = (uint32_t)(i + 1);
     }
     cdn_free(x->bucket);
     x->bucket = b;
@@ -179,101 +200,165 @@ static int entry_rehash(acl_index_t *x, size_t n)
     return CDN_OK;
 }
 
-/* Adds an entry for packed[0..len) (hash h) with no reference yet; *ref is 1 + its index. All
- * allocations come before any change, so CDN_ERR_NOMEM leaves the entries as they were. */
-static int entry_add(acl_index_t *x, const uint32_t *packed, uint32_t len, uint64_t h,
-                     uint32_t *ref)
+/* Grows the three entry arrays to at least need slots (doubling). CDN_ERR_NOMEM leaves entcap
+ * as it was: an array grown before the failure is only larger than entcap says. */
+static int entries_grow(acl_index_t *x, size_t need)
 {
-    uint32_t *copy, r;
-    acl_entry_t *e;
+    uint32_t **arr[] = {&x->ent_off, &x->ent_refs, &x->ent_next};
+    size_t cap = x->entcap ? x->entcap : 8;
+    if (need <= x->entcap)
+        return CDN_OK;
+    while (cap < need)
+        cap *= 2;
+    for (size_t i = 0; i < sizeof arr / sizeof *arr; i++) {
+        uint32_t *p = cdn_realloc(*arr[i], cap * sizeof *p);
+        if (!p)
+            return CDN_ERR_NOMEM;
+        *arr[i] = p;
+    }
+    x->entcap = cap;
+    return CDN_OK;
+}
+
+/* Adds an entry holding enc[0..len) (hash h) with no reference yet; *ref is 1 + its index. All
+ * allocations come before any change, so CDN_ERR_NOMEM leaves the entries as they were. */
+static int entry_add(acl_index_t *x, const uint8_t *enc, size_t len, uint64_t h, uint32_t *ref)
+{
+    uint32_t r;
     if (!x->free_head && x->nent >= UINT32_MAX)
         return CDN_ERR_NOMEM; /* a reference, 1 + index, must fit a uint32 */
-    if (!x->free_head && cdn_grow((void **)&x->ent, &x->entcap, x->nent + 1, sizeof *x->ent))
+    if (x->blen + len > UINT32_MAX)
+        return CDN_ERR_NOMEM; /* and so must an offset */
+    if (!x->free_head && entries_grow(x, x->nent + 1))
         return CDN_ERR_NOMEM;
     if (x->ndistinct + 1 > x->nbucket &&
         entry_rehash(x, x->nbucket ? x->nbucket * 2 : ACL_BUCKETS_MIN))
         return CDN_ERR_NOMEM;
-    if (!(copy = cdn_malloc((size_t)len * sizeof *copy)))
+    if (cdn_grow((void **)&x->bytes, &x->bcap, x->blen + len, 1))
         return CDN_ERR_NOMEM;
-    memcpy(copy, packed, (size_t)len * sizeof *copy);
     if (x->free_head) {
         r = x->free_head;
-        x->free_head = x->ent[r - 1].next;
+        x->free_head = x->ent_next[r - 1];
     } else {
         r = (uint32_t)++x->nent;
     }
-    e = &x->ent[r - 1];
-    e->packed = copy;
-    e->refs = 0;
-    e->hash = h;
-    e->next = x->bucket[h & (x->nbucket - 1)];
+    memcpy(x->bytes + x->blen, enc, len);
+    x->ent_off[r - 1] = (uint32_t)x->blen;
+    x->blen += len;
+    x->ent_refs[r - 1] = 0;
+    x->ent_next[r - 1] = x->bucket[h & (x->nbucket - 1)];
     x->bucket[h & (x->nbucket - 1)] = r;
     x->ndistinct++;
     *ref = r;
     return CDN_OK;
 }
 
-/* Takes a reference to the entry holding packed, by content, adding it if no row has that ACL
- * yet; *ref is 1 + its index. 0 or CDN_ERR_NOMEM (then nothing changed). */
-static int entry_acquire(acl_index_t *x, const uint32_t *packed, uint32_t *ref)
+/* Takes a reference to the entry holding enc[0..len), by content, adding it if no row has that
+ * ACL yet; *ref is 1 + its index. 0 or CDN_ERR_NOMEM (then nothing changed). */
+static int entry_acquire(acl_index_t *x, const uint8_t *enc, size_t len, uint32_t *ref)
 {
-    uint32_t len = acl_packed_len(packed);
-    uint64_t h = XXH3_64bits(packed, (size_t)len * sizeof *packed);
-    uint32_t r = entry_find(x, packed, len, h);
-    if (!r && entry_add(x, packed, len, h, &r))
+    uint64_t h = XXH3_64bits(enc, len);
+    uint32_t r = entry_find(x, enc, len, h);
+    if (!r && entry_add(x, enc, len, h, &r))
         return CDN_ERR_NOMEM;
-    x->ent[r - 1].refs++;
+    CDN_ASSERT(x->ent_refs[r - 1] < UINT32_MAX); /* rows are uint32, and one is being set */
+    x->ent_refs[r - 1]++;
     *ref = r;
     return CDN_OK;
 }
 
-/* Drops one reference to entry ref (0: none). The last one frees the ACL, unlinks the entry
- * from its bucket and puts the slot on the free list. */
+/* Drops one reference to entry ref (0: none). The last one unlinks the entry from its bucket,
+ * counts its bytes as garbage and puts the slot on the free list. */
 static void entry_release(acl_index_t *x, uint32_t ref)
 {
-    acl_entry_t *e = ref ? &x->ent[ref - 1] : NULL;
+    const uint8_t *e;
+    size_t len;
     uint32_t *link;
-    if (!e)
+    if (!ref)
         return;
-    CDN_ASSERT(e->packed && e->refs > 0);
-    if (--e->refs > 0)
+    CDN_ASSERT(x->ent_refs[ref - 1] > 0);
+    if (--x->ent_refs[ref - 1] > 0)
         return;
-    for (link = &x->bucket[e->hash & (x->nbucket - 1)]; *link != ref;
-         link = &x->ent[*link - 1].next)
+    e = entry_bytes(x, ref);
+    len = acl_enc_size(e);
+    for (link = &x->bucket[XXH3_64bits(e, len) & (x->nbucket - 1)]; *link != ref;
+         link = &x->ent_next[*link - 1])
         CDN_ASSERT(*link != 0); /* an entry in use is in its bucket's chain */
-    *link = e->next;
-    cdn_free(e->packed);
-    e->packed = NULL;
-    e->next = x->free_head;
+    *link = x->ent_next[ref - 1];
+    x->garbage += len;
+    x->ent_next[ref - 1] = x->free_head;
     x->free_head = ref;
     x->ndistinct--;
+}
+
+/* Copies the entries in use into a fresh arena of exactly their bytes, leaving the garbage of
+ * freed ones behind. Nothing outside the index points into the arena (acl_index_get copies out;
+ * writes, this one included, run under the collection's write lock), so only offsets change.
+ * Out of memory: the arena stays as it is, garbage and all. */
+static void arena_compact(acl_index_t *x)
+{
+    size_t live = x->blen - x->garbage, at = 0;
+    uint8_t *b = live ? cdn_malloc(live) : NULL;
+    if (live && !b)
+        return;
+    for (size_t i = 0; i < x->nent; i++) {
+        const uint8_t *e = x->bytes + x->ent_off[i];
+        size_t len;
+        if (!x->ent_refs[i])
+            continue; /* a free slot: its offset is stale until the slot is taken again */
+        len = acl_enc_size(e);
+        memcpy(b + at, e, len);
+        x->ent_off[i] = (uint32_t)at;
+        at += len;
+    }
+    CDN_ASSERT(at == live);
+    cdn_free(x->bytes);
+    x->bytes = b;
+    x->blen = x->bcap = live;
+    x->garbage = 0;
+}
+
+/* Ends every write that may free entries: compacts the arena once garbage outweighs the live
+ * bytes (so the arena stays under twice them, past a floor), and only then, so a copy's cost
+ * is spread over at least as many freed bytes. */
+static void arena_tidy(acl_index_t *x)
+{
+    if (x->garbage >= ACL_GARBAGE_MIN && x->garbage > x->blen / 2)
+        arena_compact(x);
 }
 
 /* A principal's bitmap can be missing: a set that ran out of memory half-way leaves the row
  * naming principals whose bitmaps it never created (and CRoaring does not take NULL). */
 static void unindex_row(acl_index_t *x, uint32_t row)
 {
-    const uint32_t *p = acl_index_get(x, row);
-    if (!p)
+    uint32_t ref = acl_index_entry_of(x, row);
+    acl_dec_t d;
+    if (!ref)
         return;
-    for (uint32_t i = 0; i < p[0]; i++)
-        if (x->allow[p[2 + i]])
-            roaring_bitmap_remove(x->allow[p[2 + i]], row);
-    for (uint32_t i = 0; i < p[1]; i++)
-        if (x->deny[p[2 + p[0] + i]])
-            roaring_bitmap_remove(x->deny[p[2 + p[0] + i]], row);
+    acl_dec_open(&d, entry_bytes(x, ref));
+    for (int w = 0; w < 2; w++) {
+        roaring_bitmap_t **set = w ? x->deny : x->allow;
+        uint32_t id = 0;
+        for (uint32_t i = 0; i < d.n[w]; i++) {
+            id = acl_dec_next(&d, id);
+            if (set[id])
+                roaring_bitmap_remove(set[id], row);
+        }
+    }
 }
 
 /* Every allocation (principal slots, the row's slot, a new entry) comes before the first change,
  * so CDN_ERR_NOMEM from them leaves the row's previous ACL in force. The new entry's reference
- * is taken before the old one is dropped: a row set to the ACL it has keeps its entry. */
-int acl_index_set(acl_index_t *x, uint32_t row, const uint32_t *packed)
+ * is taken before the old one is dropped: a row set to the ACL it has keeps its entry. enc is
+ * packed's byte form, len bytes. */
+static int set_encoded(acl_index_t *x, uint32_t row, const uint32_t *packed, const uint8_t *enc,
+                       size_t len)
 {
-    uint32_t len = acl_packed_len(packed);
+    uint32_t plen = acl_packed_len(packed);
     uint32_t ref, old;
     size_t cap = x->nrows;
     int rc = CDN_OK;
-    for (uint32_t i = 2; i < len && rc == 0; i++)
+    for (uint32_t i = 2; i < plen && rc == 0; i++)
         rc = ensure_principal(x, packed[i]);
     if (rc)
         return rc;
@@ -284,7 +369,7 @@ int acl_index_set(acl_index_t *x, uint32_t row, const uint32_t *packed)
         memset(x->row_ref + x->nrows, 0, (cap - x->nrows) * sizeof *x->row_ref);
         x->nrows = cap;
     }
-    if (entry_acquire(x, packed, &ref))
+    if (entry_acquire(x, enc, len, &ref))
         return CDN_ERR_NOMEM;
     unindex_row(x, row);
     for (uint32_t i = 0; i < packed[0] && rc == 0; i++)
@@ -294,6 +379,7 @@ int acl_index_set(acl_index_t *x, uint32_t row, const uint32_t *packed)
     old = x->row_ref[row];
     x->row_ref[row] = ref;
     entry_release(x, old);
+    arena_tidy(x);
     if (rc) { /* half-indexed: make the row unreadable rather than partly readable */
         unindex_row(x, row);
         roaring_bitmap_remove(x->live, row);
@@ -303,6 +389,23 @@ int acl_index_set(acl_index_t *x, uint32_t row, const uint32_t *packed)
     return CDN_OK;
 }
 
+/* Room on the stack for the byte form of any ACL a chunk may carry; longer ones (which only a
+ * caller other than the engine could pass) get a buffer from the heap. */
+#define ACL_ENC_STACK ((2 + ACL_MAX_PRINCIPALS) * ACL_ENC_VARINT_MAX)
+
+int acl_index_set(acl_index_t *x, uint32_t row, const uint32_t *packed)
+{
+    uint8_t stack[ACL_ENC_STACK], *enc = stack;
+    size_t bound = acl_enc_bound(packed);
+    int rc;
+    if (bound > sizeof stack && !(enc = cdn_malloc(bound)))
+        return CDN_ERR_NOMEM;
+    rc = set_encoded(x, row, packed, enc, acl_enc_write(packed, enc));
+    if (enc != stack)
+        cdn_free(enc);
+    return rc;
+}
+
 void acl_index_remove(acl_index_t *x, uint32_t row)
 {
     memo_clear(x->memo);
@@ -310,6 +413,7 @@ void acl_index_remove(acl_index_t *x, uint32_t row)
     if (row < x->nrows) {
         entry_release(x, x->row_ref[row]);
         x->row_ref[row] = 0;
+        arena_tidy(x);
     }
     roaring_bitmap_remove(x->live, row);
 }
@@ -426,26 +530,112 @@ static int in_sorted(const uint32_t *v, size_t n, uint32_t p)
     return 0;
 }
 
+/* Decodes as it goes and allocates nothing: searches call it for every hit, from many threads. */
 int acl_index_check(const acl_index_t *x, uint32_t row, const uint32_t *view_sorted, size_t n)
 {
-    const uint32_t *p = acl_index_get(x, row);
+    uint32_t ref = acl_index_entry_of(x, row), id = 0;
     int allowed = 0;
-    if (!p)
+    acl_dec_t d;
+    if (!ref)
         return 0;
-    for (uint32_t i = 0; i < p[0] && !allowed; i++)
-        allowed = in_sorted(view_sorted, n, p[2 + i]);
-    for (uint32_t i = 0; i < p[1] && allowed; i++)
-        if (in_sorted(view_sorted, n, p[2 + p[0] + i]))
-            allowed = 0;
+    acl_dec_open(&d, entry_bytes(x, ref));
+    for (uint32_t i = 0; i < d.n[0]; i++) { /* to the end: the denied ids follow */
+        id = acl_dec_next(&d, id);
+        allowed = allowed || in_sorted(view_sorted, n, id);
+    }
+    id = 0;
+    for (uint32_t i = 0; i < d.n[1] && allowed; i++) {
+        id = acl_dec_next(&d, id);
+        allowed = !in_sorted(view_sorted, n, id);
+    }
     return allowed;
 }
 
-const uint32_t *acl_index_get(const acl_index_t *x, uint32_t row)
+size_t acl_index_get(const acl_index_t *x, uint32_t row, uint32_t *buf, size_t cap)
 {
-    uint32_t ref = row < x->nrows ? x->row_ref[row] : 0;
-    return ref ? x->ent[ref - 1].packed : NULL;
+    uint32_t ref = acl_index_entry_of(x, row);
+    size_t len, k = 2;
+    acl_dec_t d;
+    if (!ref)
+        return 0;
+    acl_dec_open(&d, entry_bytes(x, ref));
+    len = 2 + (size_t)d.n[0] + d.n[1];
+    if (len > cap)
+        return len;
+    buf[0] = d.n[0];
+    buf[1] = d.n[1];
+    for (int w = 0; w < 2; w++) {
+        uint32_t id = 0;
+        for (uint32_t i = 0; i < d.n[w]; i++)
+            buf[k++] = id = acl_dec_next(&d, id);
+    }
+    return len;
+}
+
+uint32_t acl_index_entry_of(const acl_index_t *x, uint32_t row)
+{
+    return row < x->nrows ? x->row_ref[row] : 0;
 }
 
 size_t acl_index_distinct(const acl_index_t *x) { return x->ndistinct; }
+
+size_t acl_index_memory(const acl_index_t *x)
+{
+    return x->nrows * sizeof *x->row_ref + x->entcap * 3 * sizeof(uint32_t) + x->bcap +
+           x->nbucket * sizeof *x->bucket;
+}
+
+/* Reallocates *p, holding *cap elements of size bytes, down to n; a failed shrink keeps it. */
+static void shrink(void **p, size_t *cap, size_t n, size_t size)
+{
+    void *np;
+    if (n >= *cap)
+        return;
+    if (!n) {
+        cdn_free(*p);
+        *p = NULL;
+        *cap = 0;
+    } else if ((np = cdn_realloc(*p, n * size)) != NULL) {
+        *p = np;
+        *cap = n;
+    }
+}
+
+static void bitmap_shrink(roaring_bitmap_t *b)
+{
+    if (!b)
+        return;
+    roaring_bitmap_run_optimize(b);
+    roaring_bitmap_shrink_to_fit(b);
+}
+
+/* Loading grows every array by doubling, so up to half of each is slack, and a bitmap's
+ * containers keep the room they grew into. None of it is needed once the rows are in. */
+void acl_index_compact(acl_index_t *x)
+{
+    size_t rows = x->nrows, cap[3] = {x->entcap, x->entcap, x->entcap}, nb = ACL_BUCKETS_MIN;
+    for (size_t i = 0; i < x->nprin; i++) {
+        bitmap_shrink(x->allow[i]);
+        bitmap_shrink(x->deny[i]);
+    }
+    bitmap_shrink(x->live);
+    while (rows > 0 && !x->row_ref[rows - 1])
+        rows--; /* rows past the last one written read as never written anyway */
+    shrink((void **)&x->row_ref, &x->nrows, rows, sizeof *x->row_ref);
+    shrink((void **)&x->ent_off, &cap[0], x->nent, sizeof *x->ent_off);
+    shrink((void **)&x->ent_refs, &cap[1], x->nent, sizeof *x->ent_refs);
+    shrink((void **)&x->ent_next, &cap[2], x->nent, sizeof *x->ent_next);
+    /* Each array holds at least the smallest; one whose shrink failed only holds more. */
+    x->entcap = cap[0] < cap[1] ? cap[0] : cap[1];
+    x->entcap = x->entcap < cap[2] ? x->entcap : cap[2];
+    if (x->garbage)
+        arena_compact(x);
+    else
+        shrink((void **)&x->bytes, &x->bcap, x->blen, 1);
+    while (nb < x->ndistinct)
+        nb *= 2;
+    if (nb < x->nbucket)
+        entry_rehash(x, nb); /* out of memory: the larger buckets stay */
+}
 
 const roaring_bitmap_t *acl_index_live(const acl_index_t *x) { return x->live; }

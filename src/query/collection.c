@@ -232,7 +232,9 @@ static int load_acl(void *ctx, const void *key, size_t klen, const void *val, si
     if (klen != 8 || vlen < 8 || vlen % 4 || vlen > sizeof buf)
         return l->rc = CDN_ERR_CORRUPT;
     memcpy(buf, val, vlen); /* LMDB values are not aligned for uint32 */
-    if (acl_packed_len(buf) * 4 != vlen)
+    /* Counts in 64 bits: a damaged record with counts summing past 2^32 must not wrap into a
+     * length that matches vlen. */
+    if (2 + (uint64_t)buf[0] + buf[1] != vlen / 4)
         return l->rc = CDN_ERR_CORRUPT;
     return l->rc = acl_index_set(l->c->acl, store_rd32((const unsigned char *)key + 4), buf);
 }
@@ -260,6 +262,7 @@ int coll_load(const char *dir, store_txn_t *t, const coll_config_t *cfg, coll_t 
         coll_unref(l.c);
         return rc;
     }
+    acl_index_compact(l.c->acl); /* loaded row by row: give back the growth slack */
     coll_codes_open(dir, l.c); /* the saved codes: open need not encode every float row */
     coll_quant_sync(l.c);      /* rows the file lacks: encoded now */
     if ((rc = coll_text_open(dir, t, l.c, err)) != 0 ||

@@ -34,7 +34,7 @@
 
 size_t quant_chunk_bytes(const quant_t *q)
 {
-    return (size_t)QUANT_CHUNK_ROWS * (q->stride + 2 * sizeof(float) + q->bstride);
+    return (size_t)QUANT_CHUNK_ROWS * (q->stride + q->bstride);
 }
 
 int quant_create(uint32_t dim, quant_t **out, cdn_err_t *err)
@@ -266,14 +266,12 @@ int quant_reserve_rows(quant_t *q, uint64_t need)
         uint8_t *ch = next_chunk(q);
         if (!ch)
             return CDN_ERR_NOMEM;
-        memset(ch, 0, (size_t)QUANT_CHUNK_ROWS * q->stride); /* pads stay zero forever */
-        float *errs = (float *)(ch + (size_t)QUANT_CHUNK_ROWS * q->stride);
-        for (size_t i = 0; i < QUANT_CHUNK_ROWS; i++)
-            errs[i] = INFINITY;
-        uint8_t *bits = ch + (size_t)QUANT_CHUNK_ROWS * (q->stride + 2 * sizeof(float));
-        memset(bits, 0, (size_t)QUANT_CHUNK_ROWS * q->bstride);
-        for (size_t i = 0; i < QUANT_CHUNK_ROWS; i++) /* unknown until encoded */
-            ((quant_bits_meta_t *)(bits + i * q->bstride + (size_t)q->bwords * 8))->e = INFINITY;
+        memset(ch, 0, quant_chunk_bytes(q)); /* pads stay zero forever */
+        uint8_t *bits = ch + (size_t)QUANT_CHUNK_ROWS * q->stride;
+        for (size_t i = 0; i < QUANT_CHUNK_ROWS; i++) { /* unknown until encoded */
+            quant_row_meta_t *m = (quant_row_meta_t *)(bits + i * q->bstride + q->bwords * 8u);
+            m->e = m->e_r = INFINITY;
+        }
         q->chunks[q->n_chunks++] = ch; /* read only for ids below a later-published count */
     }
     return CDN_OK;
@@ -296,12 +294,12 @@ int quant_encode_rows(quant_t *q, const vec_view_t *v, uint32_t first, uint32_t 
     float *scratch = cdn_malloc(3 * (size_t)q->bdim * sizeof(float));
     if (!scratch)
         return cdn_err_set(err, CDN_ERR_NOMEM, "quant_encode_rows: out of memory");
-    /* the writer's own, current view */
-    quant_snap_t r = {q->chunks, q->count, q->stride, q->bstride};
+    quant_snap_t r = quant_snap(q);
+    r.dir = q->chunks; /* the writer's: it may have just grown */
     for (uint32_t i = 0; i < n; i++) {
+        quant_bits_encode(q, vec_row(v, first + i), scratch, quant_row_bits(&r, first + i));
         *quant_row_err(&r, first + i) = encode_row(q, vec_row(v, first + i), quant_row_codes(&r, first + i),
                                                  quant_row_r(&r, first + i));
-        quant_bits_encode(q, vec_row(v, first + i), scratch, quant_row_bits(&r, first + i));
     }
     cdn_free(scratch);
     if (first + n > q->count) /* publish: the rows are complete before a search can see them */
@@ -312,20 +310,19 @@ int quant_encode_rows(quant_t *q, const vec_view_t *v, uint32_t first, uint32_t 
 int quant_rows_match(const quant_t *q, const vec_view_t *v, uint32_t n)
 {
     quant_snap_t r = quant_snap(q);
-    uint8_t *c = cdn_malloc(q->stride), *b = cdn_calloc(1, q->bstride);
+    uint8_t *c = cdn_malloc(q->stride), *b = cdn_aligned_alloc(64, q->bstride);
     float *scratch = cdn_malloc(3 * (size_t)q->bdim * sizeof(float));
     int same = c && b && scratch;
     for (uint32_t i = 0; same && r.count && i <= n; i++) {
         /* n rows spread over the range, then the last one (the most recently encoded). */
         uint32_t id = i < n ? (uint32_t)((uint64_t)i * r.count / n) : r.count - 1;
-        float rr = 0, e;
         memset(c, 0, q->stride);
-        e = encode_row(q, vec_row(v, id), c, &rr);
+        memset(b, 0, q->bstride);
+        quant_row_meta_t *m = (quant_row_meta_t *)(b + r.bmeta);
         quant_bits_encode(q, vec_row(v, id), scratch, b);
+        m->e_r = encode_row(q, vec_row(v, id), c, &m->r_r);
         same = !memcmp(c, quant_row_codes(&r, id), q->stride) &&
-               !memcmp(&e, quant_row_err(&r, id), sizeof e) &&
-               !memcmp(&rr, quant_row_r(&r, id), sizeof rr) &&
-               !memcmp(b, quant_row_bits(&r, id), (size_t)q->bwords * 8 + sizeof(quant_bits_meta_t));
+               !memcmp(b, quant_row_bits(&r, id), r.bmeta + sizeof *m);
     }
     cdn_free(c);
     cdn_free(b);
@@ -450,7 +447,7 @@ static int judge_row(qscan_t *c, uint32_t id, int32_t s, float e)
 }
 
 /* Prefetches the codes of ids[j] (unless it directly follows ids[j - 1]: a run of consecutive
- * rows is one stream the hardware follows) and its e_r / r_r, which live in other lines. */
+ * rows is one stream the hardware follows) and its e_r / r_r, in its 1-bit row's line. */
 CDN_PREFETCH_HELPER void prefetch_row(const qscan_t *c, const uint32_t *ids, size_t j, size_t n)
 {
     if (j >= n)
@@ -460,11 +457,7 @@ CDN_PREFETCH_HELPER void prefetch_row(const qscan_t *c, const uint32_t *ids, siz
         for (size_t off = 0; off < c->q->stride; off += 64)
             __builtin_prefetch(p + off, 0, 3);
     }
-    if (j == 0 || (ids[j] ^ ids[j - 1]) >= 16) { /* 16 floats to a cache line */
-        __builtin_prefetch(quant_row_err(&c->r, ids[j]), 0, 3);
-        if (c->l2)
-            __builtin_prefetch(quant_row_r(&c->r, ids[j]), 0, 3);
-    }
+    __builtin_prefetch(quant_row_meta(&c->r, ids[j]), 0, 3); /* e_r and r_r: one line */
 }
 
 /* Scores ids[0..n) (all < v->count): ids without a code slot become candidates outright, the

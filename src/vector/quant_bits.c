@@ -47,7 +47,7 @@ int quant_bits_init(quant_t *q)
 {
     q->bdim = (q->dim + 63u) & ~63u;
     q->bwords = q->bdim / 64;
-    uint32_t need = q->bwords * 8 + (uint32_t)sizeof(quant_bits_meta_t);
+    uint32_t need = q->bwords * 8 + (uint32_t)sizeof(quant_row_meta_t);
     q->bstride = need <= 64 ? 64 : (need + 15u) & ~15u;
     q->bblock = q->bdim & (~q->bdim + 1); /* the largest power of two dividing bdim */
     if (q->bblock > BITS_BLOCK_MAX)
@@ -117,7 +117,7 @@ void quant_bits_encode(const quant_t *q, const float *x, float *scratch, uint8_t
 {
     float *in = scratch, *y = scratch + q->bdim, *tmp = scratch + 2 * (size_t)q->bdim;
     uint64_t *bits = (uint64_t *)row;
-    quant_bits_meta_t *m = (quant_bits_meta_t *)(row + (size_t)q->bwords * 8);
+    quant_row_meta_t *m = (quant_row_meta_t *)(row + (size_t)q->bwords * 8);
     int bad = 0;
     memset(in, 0, q->bdim * sizeof(float));
     for (uint32_t j = 0; j < q->dim; j++) {
@@ -126,18 +126,13 @@ void quant_bits_encode(const quant_t *q, const float *x, float *scratch, uint8_t
     }
     rotate(q, in, y, tmp);
     double l1 = 0, n2 = 0;
-    uint32_t pc = 0;
     memset(bits, 0, (size_t)q->bwords * 8);
     for (uint32_t i = 0; i < q->bdim; i++) {
-        if (y[i] > 0) {
+        if (y[i] > 0)
             bits[i / 64] |= 1ull << (i % 64);
-            pc++;
-        }
         l1 += fabs(y[i]);
         n2 += (double)y[i] * y[i];
     }
-    m->pc = (uint16_t)pc;
-    m->n2 = (float)n2;
     if (bad || !isfinite(n2)) {
         m->f = 0;
         m->e = INFINITY;
@@ -160,8 +155,11 @@ typedef struct bits_args {
     size_t n;
     const uint64_t *planes;
     uint32_t words, pstride;
-    uint32_t *out;
+    uint64_t *out; /* (S << BITS_PC_BITS) | the row's bits set */
 } bits_args_t;
+
+/* bdim is at most 65,600: a row's count of set bits fits 17 bits, S (at most 15 bdim) 20. */
+#define BITS_PC_BITS 17
 
 typedef void (*bits_fn)(const bits_args_t *a);
 
@@ -193,16 +191,19 @@ static void bits_scalar(const bits_args_t *a)
     const uint32_t *ids = a->ids;
     const uint64_t *p = a->planes;
     size_t n = a->n;
-    uint32_t words = a->words, ps = a->pstride, *out = a->out;
+    uint32_t words = a->words, ps = a->pstride;
+    uint64_t *out = a->out;
     prefetch_first(r, ids, n);
     for (size_t i = 0; i < n; i++) {
         prefetch_ahead(r, ids, n, i);
         const uint64_t *row = (const uint64_t *)quant_row_bits(r, ids[i]);
-        uint32_t s = 0;
+        uint64_t s = 0, pc = 0;
+        for (uint32_t w = 0; w < words; w++)
+            pc += pop_soft(row[w]);
         for (uint32_t j = 0; j < BITS_PLANES; j++)
             for (uint32_t w = 0; w < words; w++)
-                s += pop_soft(row[w] & p[j * ps + w]) << j;
-        out[i] = s;
+                s += (uint64_t)pop_soft(row[w] & p[j * ps + w]) << j;
+        out[i] = s << BITS_PC_BITS | pc;
     }
 }
 
@@ -212,18 +213,20 @@ __attribute__((target("popcnt"))) static void bits_popcnt(const bits_args_t *a)
     const uint32_t *ids = a->ids;
     const uint64_t *p = a->planes;
     size_t n = a->n;
-    uint32_t words = a->words, ps = a->pstride, *out = a->out;
+    uint32_t words = a->words, ps = a->pstride;
+    uint64_t *out = a->out;
     prefetch_first(r, ids, n);
     for (size_t i = 0; i < n; i++) {
         prefetch_ahead(r, ids, n, i);
         const uint64_t *row = (const uint64_t *)quant_row_bits(r, ids[i]);
-        uint32_t s = 0;
+        uint64_t s = 0;
         for (uint32_t w = 0; w < words; w++) {
             uint64_t x = row[w];
-            s += (uint32_t)__builtin_popcountll(x & p[w]) +
-                 ((uint32_t)__builtin_popcountll(x & p[ps + w]) << 1) +
-                 ((uint32_t)__builtin_popcountll(x & p[2 * ps + w]) << 2) +
-                 ((uint32_t)__builtin_popcountll(x & p[3 * ps + w]) << 3);
+            s += ((uint64_t)__builtin_popcountll(x & p[w]) << BITS_PC_BITS) +
+                 ((uint64_t)__builtin_popcountll(x & p[ps + w]) << (BITS_PC_BITS + 1)) +
+                 ((uint64_t)__builtin_popcountll(x & p[2 * ps + w]) << (BITS_PC_BITS + 2)) +
+                 ((uint64_t)__builtin_popcountll(x & p[3 * ps + w]) << (BITS_PC_BITS + 3)) +
+                 (uint64_t)__builtin_popcountll(x);
         }
         out[i] = s;
     }
@@ -239,7 +242,8 @@ BITS512_FN static void bits_avx512(const bits_args_t *a)
     const uint32_t *ids = a->ids;
     const uint64_t *p = a->planes;
     size_t n = a->n;
-    uint32_t words = a->words, ps = a->pstride, *out = a->out;
+    uint32_t words = a->words, ps = a->pstride;
+    uint64_t *out = a->out;
     prefetch_first(r, ids, n);
     for (size_t i = 0; i < n; i++) {
         prefetch_ahead(r, ids, n, i);
@@ -255,12 +259,13 @@ BITS512_FN static void bits_avx512(const bits_args_t *a)
                 _mm512_popcnt_epi64(_mm512_and_si512(x, _mm512_loadu_si512(p + 2 * ps + w)));
             __m512i c3 =
                 _mm512_popcnt_epi64(_mm512_and_si512(x, _mm512_loadu_si512(p + 3 * ps + w)));
-            acc = _mm512_add_epi64(
-                acc, _mm512_add_epi64(_mm512_add_epi64(c0, _mm512_slli_epi64(c1, 1)),
-                                      _mm512_add_epi64(_mm512_slli_epi64(c2, 2),
-                                                       _mm512_slli_epi64(c3, 3))));
+            __m512i sum = _mm512_add_epi64(_mm512_add_epi64(c0, _mm512_slli_epi64(c1, 1)),
+                                           _mm512_add_epi64(_mm512_slli_epi64(c2, 2),
+                                                            _mm512_slli_epi64(c3, 3)));
+            acc = _mm512_add_epi64(acc, _mm512_add_epi64(_mm512_slli_epi64(sum, BITS_PC_BITS),
+                                                         _mm512_popcnt_epi64(x)));
         }
-        out[i] = (uint32_t)_mm512_reduce_add_epi64(acc);
+        out[i] = (uint64_t)_mm512_reduce_add_epi64(acc);
     }
 }
 #endif
@@ -382,24 +387,27 @@ size_t quant_bits_filter(const quant_bits_query_t *bq, const quant_snap_t *r, ui
                          size_t n, double t)
 {
     const quant_t *q = bq->q;
-    uint32_t sums[QUANT_BITS_BATCH];
+    uint64_t sums[QUANT_BITS_BATCH];
     size_t keep = 0;
     const float a = (float)bq->a, b = (float)bq->b, base = (float)bq->base,
                 sum = (float)bq->sum, sign = (float)bq->sign, vn = (float)bq->vn;
     const float tf = (float)t;
     const int l2 = bq->m == VEC_METRIC_L2;
+    const float dd = (float)q->bdim, dd1 = (float)(q->bdim - 1); /* ||y||^2 = D f^2 - (D-1) e^2 */
     for (size_t from = 0; from < n; from += QUANT_BITS_BATCH) {
         size_t m = n - from < QUANT_BITS_BATCH ? n - from : QUANT_BITS_BATCH;
         bits_args_t args = {r, ids + from, m, bq->planes, q->bwords, bq->pstride, sums};
         bq->kern(&args);
         for (size_t i = 0; i < m; i++) { /* the rows are in cache now */
             uint32_t id = ids[from + i];
-            const quant_bits_meta_t *mt =
-                (const quant_bits_meta_t *)(quant_row_bits(r, id) + (size_t)q->bwords * 8);
+            const quant_row_meta_t *mt = quant_row_meta(r, id);
             /* In float: the interval is eps0 standard errors wide, far above float rounding;
-             * an unusable code (e = +inf) gives -inf and stays. */
-            float ip = mt->f * (a * (float)sums[i] + b * (float)mt->pc - sum);
-            float lo = base + sign * ip + (l2 ? mt->n2 : 0.0f) - mt->e * vn;
+             * an unusable code (e = +inf) gives -inf or NaN and stays. */
+            float s = (float)(sums[i] >> BITS_PC_BITS);
+            float pc = (float)(sums[i] & ((1u << BITS_PC_BITS) - 1));
+            float ip = mt->f * (a * s + b * pc - sum);
+            float n2 = l2 ? dd * mt->f * mt->f - dd1 * mt->e * mt->e : 0.0f;
+            float lo = base + sign * ip + n2 - mt->e * vn;
             if (!(lo > tf))
                 ids[keep++] = id;
         }

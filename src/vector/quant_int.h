@@ -25,7 +25,7 @@ struct quant {
     uint32_t count; /* published with release after the rows below it are written */
     /* The 1-bit codes (quant_bits.c): each row minus `center` (the training rows' mean,
      * stride floats), padded to bdim = dim rounded up to 64 and rotated; bit i is the sign of
-     * rotated coordinate i. A row's bits take bwords words, then its quant_bits_meta_t, in
+     * rotated coordinate i. A row's bits take bwords words, then its quant_row_meta_t, in
      * bstride bytes. The rotation is fixed by a seed: rounds of sign flips (bsign), a
      * permutation (bperm) and Walsh-Hadamard transforms of bblock coordinates. */
     uint32_t bdim, bwords, bstride, bblock;
@@ -46,7 +46,7 @@ struct quant {
 /* What a search reads: the directory and row count loaded once, at its start. */
 typedef struct quant_snap {
     uint8_t *const *dir;
-    uint32_t count, stride, bstride;
+    uint32_t count, stride, bstride, bmeta; /* bmeta: where a 1-bit row's meta starts */
 } quant_snap_t;
 
 static inline quant_snap_t quant_snap(const quant_t *q)
@@ -56,41 +56,48 @@ static inline quant_snap_t quant_snap(const quant_t *q)
     r.dir = __atomic_load_n(&q->chunks, __ATOMIC_ACQUIRE);
     r.stride = q->stride;
     r.bstride = q->bstride;
+    r.bmeta = q->bwords * 8;
     return r;
 }
 
-/* A chunk: QUANT_CHUNK_ROWS code rows of `stride` bytes, then QUANT_CHUNK_ROWS floats e_r, then
- * QUANT_CHUNK_ROWS floats r_r = ||x^ - lo||^2 = sum (s_j c_j)^2 (to nearest; L2 needs it), then
- * QUANT_CHUNK_ROWS rows of 1-bit codes, `bstride` bytes each. */
+/* A chunk: QUANT_CHUNK_ROWS code rows of `stride` bytes, then QUANT_CHUNK_ROWS rows of
+ * `bstride` bytes: a row's 1-bit code (bwords words) and its quant_row_meta_t. The 8-bit codes'
+ * own two floats sit in the 1-bit row's spare bytes (16 of 64 at 384-d) rather than in arrays
+ * of their own: 8 MB less at 1M rows, and the bit scan finds them in the line it just read. */
+typedef struct quant_row_meta {
+    /* The 1-bit code (y: the row minus the centre, rotated, D = bdim coordinates):
+     * f = ||y||^2 / sum |y_i| turns <sign bits, v> into the estimate of <y, v>; e = the
+     * estimate's standard error per unit of ||v|| (+inf: no usable code, always re-ranked).
+     * ||y||^2 = D f^2 - (D - 1) e^2 (L2 needs it). */
+    float f, e;
+    /* The 8-bit codes: e_r = ||x - x^||_2 rounded up (+inf: unknown), r_r = ||x^ - lo||^2. */
+    float e_r, r_r;
+} quant_row_meta_t;
+
 static inline uint8_t *quant_row_codes(const quant_snap_t *q, uint32_t id)
 {
     return q->dir[id >> QUANT_CHUNK_SHIFT] + (size_t)(id & (QUANT_CHUNK_ROWS - 1)) * q->stride;
 }
 
+static inline uint8_t *quant_row_bits(const quant_snap_t *q, uint32_t id)
+{
+    return q->dir[id >> QUANT_CHUNK_SHIFT] + (size_t)QUANT_CHUNK_ROWS * q->stride +
+           (size_t)(id & (QUANT_CHUNK_ROWS - 1)) * q->bstride;
+}
+
+static inline quant_row_meta_t *quant_row_meta(const quant_snap_t *q, uint32_t id)
+{
+    return (quant_row_meta_t *)(quant_row_bits(q, id) + q->bmeta);
+}
+
 static inline float *quant_row_err(const quant_snap_t *q, uint32_t id)
 {
-    float *errs = (float *)(q->dir[id >> QUANT_CHUNK_SHIFT] + (size_t)QUANT_CHUNK_ROWS * q->stride);
-    return errs + (id & (QUANT_CHUNK_ROWS - 1));
+    return &quant_row_meta(q, id)->e_r;
 }
 
 static inline float *quant_row_r(const quant_snap_t *q, uint32_t id)
 {
-    return quant_row_err(q, id) + QUANT_CHUNK_ROWS;
-}
-
-/* What a row's 1-bit code keeps beside its bits (y: the row minus the centre, rotated):
- * f = ||y||^2 / sum |y_i| turns <sign bits, v> into the estimate of <y, v>; e = the estimate's
- * error scale, times ||v|| (+inf: no usable code, always re-ranked); n2 = ||y||^2 (L2); pc =
- * the number of bits set. */
-typedef struct quant_bits_meta {
-    float f, e, n2;
-    uint16_t pc;
-} quant_bits_meta_t;
-
-static inline uint8_t *quant_row_bits(const quant_snap_t *q, uint32_t id)
-{
-    return q->dir[id >> QUANT_CHUNK_SHIFT] + (size_t)QUANT_CHUNK_ROWS * (q->stride + 8) +
-           (size_t)(id & (QUANT_CHUNK_ROWS - 1)) * q->bstride;
+    return &quant_row_meta(q, id)->r_r;
 }
 
 /* Sets up q's rotation (bdim, bwords, bstride, bblock, bperm, bsign; center zeroed) for
@@ -98,8 +105,8 @@ static inline uint8_t *quant_row_bits(const quant_snap_t *q, uint32_t id)
 int quant_bits_init(quant_t *q);
 void quant_bits_free(quant_t *q);
 
-/* Writes x's 1-bit code and its meta to row (bstride bytes), using scratch (3 bdim floats).
- * A non-finite x gets e = +inf. */
+/* Writes x's 1-bit code and its f, e to row (bstride bytes; e_r and r_r are left alone), using
+ * scratch (3 bdim floats). A non-finite x gets e = +inf. */
 void quant_bits_encode(const quant_t *q, const float *x, float *scratch, uint8_t *row);
 
 /* 1 when this CPU has the popcount kernel quant_bits_search_isa uses for isa. */

@@ -4,7 +4,7 @@
  * File layout (host byte order, little-endian on every supported machine):
  *   header (64 bytes, below)
  *   lo[stride], s[stride], center[stride] floats
- *   n_chunks chunks, each exactly the in-memory chunk (codes, e_r, r_r, then 1-bit codes)
+ *   n_chunks chunks, each exactly the in-memory chunk (8-bit codes, then 1-bit rows with e_r, r_r)
  *   trailer: XXH3-64 of every byte before it
  * The codes only restate float rows, so a file that does not match them is worse than none:
  * quant_load checks sample rows against the view and refuses on any difference. */
@@ -20,7 +20,7 @@
 #include "base/mem.h"
 
 #define QUANT_MAGIC "CDNQ8\0\0\0"
-#define QUANT_FILE_VERSION 2u /* 2: 1-bit codes and their centre */
+#define QUANT_FILE_VERSION 3u /* 2: 1-bit codes and their centre; 3: e_r, r_r in their rows */
 /* Rows re-encoded at load to check the file against the float rows (plus the last one). */
 #define QUANT_VERIFY_ROWS 64u
 

@@ -123,7 +123,5 @@ void quant_query_prefetch(const quant_query_t *qq, uint32_t id)
     const char *p = (const char *)quant_row_codes(&qq->r, id);
     for (uint32_t off = 0; off < qq->r.stride; off += 64)
         __builtin_prefetch(p + off, 0, 3);
-    __builtin_prefetch(quant_row_err(&qq->r, id), 0, 3);
-    if (qq->m == VEC_METRIC_L2)
-        __builtin_prefetch(quant_row_r(&qq->r, id), 0, 3);
+    __builtin_prefetch(quant_row_meta(&qq->r, id), 0, 3); /* e_r and r_r share a line */
 }

@@ -55,7 +55,8 @@ void acl_index_free(acl_index_t *x);
 
 /* Gives row the ACL `packed` (not kept: the index interns a copy, which rows with the same
  * words share), replacing any previous one; the row becomes live. Returns 0 or CDN_ERR_NOMEM
- * (the row's previous ACL then still applies). */
+ * (the row's previous ACL then still applies). The first set after acl_index_compact rebuilds
+ * the hash that finds ACLs by content: one pass over the distinct ACLs. */
 int acl_index_set(acl_index_t *x, uint32_t row, const uint32_t *packed);
 /* Deletes row: it leaves every bitmap and is readable by nobody. */
 void acl_index_remove(acl_index_t *x, uint32_t row);
@@ -87,15 +88,16 @@ uint32_t acl_index_entry_of(const acl_index_t *x, uint32_t row);
 size_t acl_index_distinct(const acl_index_t *x);
 
 /* Bytes the index holds for the rows' ACLs: the row references, the entries, their byte arena
- * and the buckets, as allocated (growth slack included). The bitmaps are not counted. For tests
- * and stats. */
+ * and, unless acl_index_compact dropped them, the hash's chain links and buckets, as allocated
+ * (growth slack included). The bitmaps are not counted. For tests and stats. */
 size_t acl_index_memory(const acl_index_t *x);
 
 /* Gives back the slack that loading leaves: converts the bitmaps' containers to runs where that
- * is smaller and shrinks them to fit, and trims the row references, the entries, the byte arena
- * (dropping freed entries' bytes) and the buckets to what is in use. Changes no answer, and
- * writes may follow. Out of memory: whatever could not shrink stays as it was. Call under the
- * write lock after loading a collection. */
+ * is smaller and shrinks them to fit, and trims the row references, the entries and the byte
+ * arena (dropping freed entries' bytes) to what is in use. Frees the hash that only sets use
+ * (chain links and buckets; the next acl_index_set rebuilds it). Changes no answer, and writes
+ * may follow. Out of memory: whatever could not shrink stays as it was. Call under the write
+ * lock after loading a collection. */
 void acl_index_compact(acl_index_t *x);
 
 /* Live rows (owned by the index). */

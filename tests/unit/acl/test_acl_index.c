@@ -2,8 +2,9 @@
  * bitmaps minus deny bitmaps, within live rows), their memo following every write (a stale
  * memo would hide new rows or keep revoked ones), concurrent readers, and the interned ACLs
  * (shared by content, counted, freed and their slots reused, checked against a model), their
- * byte form, the memory they take, the arena's compaction and acl_index_compact. Relies on
- * cmocka, CRoaring, pthreads and cdn_mem_fail_after. */
+ * byte form, the memory they take, the arena's compaction and acl_index_compact (which drops
+ * the hash that finds ACLs by content; the next set rebuilds it). Relies on cmocka, CRoaring,
+ * pthreads and cdn_mem_fail_after. */
 /* cmocka.h needs these four first. */
 // clang-format off
 #include <setjmp.h>
@@ -400,12 +401,14 @@ static void test_entries_are_found_after_others_leave_their_chains(void **state)
 
 /* A set that runs out of memory before changing anything leaves the row's previous ACL in force
  * and the table as it was; a later set works. Fails each allocation of the set in turn, with
- * the entry arrays, the buckets and the byte arena full so the set must grow all of them. */
+ * the entry arrays, the buckets and the byte arena full so the set must grow all of them; then
+ * again after acl_index_compact, so the set must first rebuild the hash. */
 static void test_out_of_memory_leaves_the_previous_acl(void **state)
 {
     (void)state;
     uint32_t fresh[] = {2, 1, 4, 200, 5}, v4[] = {4}, v0[] = {0};
-    for (int target = 0; target < 2; target++) {
+    for (int variant = 0; variant < 4; variant++) {
+        int target = variant % 2, compacted = variant / 2;
         uint32_t row = target ? 100 : 0; /* an existing row, then one past the rows' array */
         int failed = 0, done = 0;
         for (long n = 0; n < 32 && !done; n++) {
@@ -415,6 +418,8 @@ static void test_out_of_memory_leaves_the_previous_acl(void **state)
                 uint32_t p[] = {2, 0, r, 64 + r};
                 assert_int_equal(acl_index_set(x, r, p), 0);
             }
+            if (compacted)
+                acl_index_compact(x); /* arrays trimmed to 64 entries, hash dropped */
             cdn_mem_fail_after(n);
             int rc = acl_index_set(x, row, fresh);
             cdn_mem_fail_after(-1);
@@ -440,7 +445,51 @@ static void test_out_of_memory_leaves_the_previous_acl(void **state)
             acl_index_free(x);
         }
         assert_true(done);
-        assert_true(failed > 0);
+        assert_true(failed > (compacted ? 2 : 0)); /* past the rebuild's two allocations */
+    }
+}
+
+/* A set after acl_index_compact first rebuilds the hash, in two allocations (chain links and
+ * buckets); one of an ACL the index holds needs nothing else. Either failing leaves the row's
+ * previous ACL in force and the index without its hash (its memory unchanged); the next set
+ * rebuilds it and finds the entry the ACL already has. */
+static void test_out_of_memory_in_the_rebuild_leaves_the_previous_acl(void **state)
+{
+    (void)state;
+    uint32_t had[] = {2, 0, 0, 64}, p5[] = {2, 0, 5, 69}, v0[] = {0}, v5[] = {5};
+    for (long n = 0; n < 3; n++) {
+        acl_index_t *x;
+        size_t compacted;
+        assert_int_equal(acl_index_create(&x), 0);
+        for (uint32_t r = 0; r < 64; r++) {
+            uint32_t p[] = {2, 0, r, 64 + r};
+            assert_int_equal(acl_index_set(x, r, p), 0);
+        }
+        acl_index_compact(x);
+        compacted = acl_index_memory(x);
+        cdn_mem_fail_after(n);
+        int rc = acl_index_set(x, 0, p5);
+        cdn_mem_fail_after(-1);
+        if (n < 2) {
+            assert_int_equal(rc, CDN_ERR_NOMEM);
+            assert_int_equal(acl_index_memory(x), compacted);
+            assert_int_equal(acl_index_distinct(x), 64);
+            expect_acl(x, 0, had);
+            assert_int_equal(acl_index_check(x, 0, v0, 1), 1);
+            assert_int_equal(acl_index_check(x, 0, v5, 1), 0);
+            assert_true(roaring_bitmap_contains(acl_index_live(x), 0));
+            expect(x, v0, 1);
+            assert_int_equal(acl_index_set(x, 0, p5), 0);
+        }
+        assert_int_equal(rc, n < 2 ? CDN_ERR_NOMEM : 0);
+        assert_true(acl_index_memory(x) > compacted);
+        assert_int_equal(acl_index_entry_of(x, 0), acl_index_entry_of(x, 5));
+        assert_int_equal(acl_index_distinct(x), 63);
+        expect_acl(x, 0, p5);
+        assert_int_equal(acl_index_check(x, 0, v0, 1), 0);
+        expect(x, v0, 1);
+        expect(x, v5, 1);
+        acl_index_free(x);
     }
 }
 
@@ -537,7 +586,9 @@ static void compare_with_model(const acl_index_t *x, const model_row_t *m, uint6
 }
 
 /* Sets (from a shared pool, fresh, or another row's ACL), overwrites and deletes in random
- * order, with a compaction now and then: after every batch the index agrees with the model. */
+ * order, with a compaction now and then (between any two writes, and after every fourth batch),
+ * so deletes run without the hash and sets rebuild it: after every batch the index agrees with
+ * the model. */
 static void test_random_writes_match_a_model(void **state)
 {
     (void)state;
@@ -555,6 +606,8 @@ static void test_random_writes_match_a_model(void **state)
             uint32_t r = (uint32_t)(rng_next(&s) % MROWS);
             uint32_t other = (uint32_t)(rng_next(&s) % MROWS), p[2 + 6] = {0};
             unsigned kind = (unsigned)(rng_next(&s) % 20);
+            if (rng_next(&s) % 40 == 0)
+                acl_index_compact(x);
             if (kind < 4) { /* delete, maybe an already deleted row */
                 acl_index_remove(x, r);
                 m[r].live = 0;
@@ -721,17 +774,20 @@ static void test_edge_acls_round_trip_through_the_index(void **state)
 
 /* The permissions benchmark's ACL shape over 100,000 rows, every ACL distinct (random pairs of a
  * team, 0..999, and a topical team, each with its department and division, plus "all": ids up
- * to 2,220). Per row: a 4-byte reference, a 12-byte entry, about 12 bytes of ACL in the arena
- * and 4 bytes for each of the 131,072 buckets 100,000 entries need: about 34 bytes once
- * compacted (it was 32 + 36 + 4 + malloc's overhead with an allocation per ACL). Loading leaves
- * doubling slack in each array: under 48 before compaction. */
-static void test_distinct_acls_cost_about_34_bytes_a_row(void **state)
+ * to 2,220). Once compacted, per row: a 4-byte reference, 8 bytes of entry (offset and count)
+ * and about 12.7 bytes of ACL in the arena, under 25 bytes (it was 32 + 36 + 4 + malloc's
+ * overhead with an allocation per ACL); the hash is gone. A set brings it back: 4 bytes of
+ * chain link per entry and 4 for each of the 131,072 buckets, about 34 bytes a row. Loading
+ * leaves doubling slack in each array: under 48 before compaction. */
+static void test_distinct_acls_cost_under_25_bytes_a_row_once_compacted(void **state)
 {
     (void)state;
     static uint8_t used[1000][1000];
     uint64_t s = 0x600dULL;
     acl_index_t *x;
     const uint32_t rows = 100000;
+    uint32_t first[9];
+    size_t arena = 0, compacted;
     memset(used, 0, sizeof used);
     assert_int_equal(acl_index_create(&x), 0);
     for (uint32_t r = 0; r < rows; r++) {
@@ -743,14 +799,23 @@ static void test_distinct_acls_cost_about_34_bytes_a_row(void **state)
         used[t][u] = 1;
         uint32_t p[] = {
             7, 0, t, 1000 + t / 10, 1100 + t / 100, 1110 + u, 2110 + u / 10, 2210 + u / 100, 2220};
+        uint8_t enc[9 * ACL_ENC_VARINT_MAX];
         assert_int_equal(acl_index_set(x, r, p), 0);
+        arena += acl_enc_write(p, enc);
+        if (!r)
+            memcpy(first, p, sizeof first);
     }
     assert_int_equal(acl_index_distinct(x), rows);
     size_t loaded = acl_index_memory(x);
     assert_true(loaded < (size_t)rows * 48);
     acl_index_compact(x);
+    compacted = acl_index_memory(x);
+    assert_int_equal(compacted, (size_t)rows * (4 + 8) + arena); /* no link, no bucket */
+    assert_true(compacted < (size_t)rows * 25);
+    assert_int_equal(acl_index_set(x, 0, first), 0); /* the ACL it has: only the hash is new */
+    assert_int_equal(acl_index_distinct(x), rows);
+    assert_true(acl_index_memory(x) >= compacted + (size_t)rows * 4 + (size_t)rows * 4);
     assert_true(acl_index_memory(x) < (size_t)rows * 35);
-    assert_true(acl_index_memory(x) < loaded);
     acl_index_free(x);
 }
 
@@ -875,8 +940,13 @@ static void test_compact_keeps_every_answer_and_writes_follow(void **state)
             assert_int_equal(len, r >= ROWS && r % 2 == 0 ? 0 : acl_packed_len(saved[r]));
             assert_memory_equal(now, saved[r], len * sizeof *now);
         }
-        /* Writes after it: a new ACL, a row past the trimmed ones, a delete. */
+        /* Writes after it: an ACL set before it (shared, not copied), a new ACL, a row past the
+         * trimmed ones, a delete. */
         uint32_t p38[] = {1, 0, 38}, v38[] = {38}, v3[] = {3};
+        size_t distinct = acl_index_distinct(x);
+        assert_int_equal(acl_index_set(x, ROWS + 2, saved[1]), 0);
+        assert_int_equal(acl_index_entry_of(x, ROWS + 2), acl_index_entry_of(x, 1));
+        assert_int_equal(acl_index_distinct(x), distinct);
         assert_int_equal(acl_index_set(x, 3, p38), 0);
         assert_int_equal(acl_index_set(x, ROWS + 500, p38), 0);
         acl_index_remove(x, 13);
@@ -889,6 +959,77 @@ static void test_compact_keeps_every_answer_and_writes_follow(void **state)
             expect(x, cviews[v], 3);
         acl_index_free(x);
     }
+}
+
+/* Row r's ACL in the test below: allowed to r and 1000 + r % 7, 200 distinct. */
+static void hashless_acl(uint32_t r, uint32_t p[4])
+{
+    p[0] = 2;
+    p[1] = 0;
+    p[2] = r;
+    p[3] = 1000 + r % 7;
+}
+
+/* Searches never look an ACL up by content, so acl_index_compact frees the hash (chain links and
+ * buckets) and the next set rebuilds it. A delete needs no hash and leaves it absent; the
+ * rebuilt hash finds an ACL set before the compaction (the rows share its entry); new ACLs take
+ * the slots freed before the compaction and after it before the arrays grow; and all of it
+ * again after a second compaction. */
+static void test_compact_drops_the_hash_and_the_next_set_rebuilds_it(void **state)
+{
+    (void)state;
+    acl_index_t *x;
+    uint32_t p[4], q[4], v1000[] = {1000};
+    size_t compacted;
+    assert_int_equal(acl_index_create(&x), 0);
+    for (uint32_t r = 0; r < 200; r++) {
+        hashless_acl(r, p);
+        assert_int_equal(acl_index_set(x, r, p), 0);
+    }
+    for (uint32_t r = 1; r < 200; r += 2)
+        acl_index_remove(x, r); /* frees entries 2, 4, ..., 200 */
+    acl_index_compact(x);
+    compacted = acl_index_memory(x);
+    acl_index_remove(x, 2); /* frees entry 3 */
+    assert_int_equal(acl_index_memory(x), compacted);
+    assert_int_equal(acl_index_distinct(x), 99);
+    hashless_acl(4, p);
+    assert_int_equal(acl_index_set(x, 1, p), 0);
+    assert_int_equal(acl_index_entry_of(x, 1), acl_index_entry_of(x, 4));
+    assert_int_equal(acl_index_distinct(x), 99);
+    /* 200 chain links (one per slot) and at least 64 buckets are back. */
+    assert_true(acl_index_memory(x) >= compacted + 200 * 4 + 64 * 4);
+    for (uint32_t i = 0; i < 102; i++) { /* 101 free slots, then a new one */
+        hashless_acl(500 + i, q);
+        assert_int_equal(acl_index_set(x, 300 + i, q), 0);
+        if (i < 101)
+            assert_in_range(acl_index_entry_of(x, 300 + i), 1, 200);
+        else
+            assert_int_equal(acl_index_entry_of(x, 300 + i), 201);
+        expect_acl(x, 300 + i, q);
+    }
+    assert_int_equal(acl_index_distinct(x), 99 + 102);
+    /* Again: overwrites and deletes after a second compaction. */
+    acl_index_compact(x);
+    acl_index_remove(x, 6);
+    assert_int_equal(acl_index_set(x, 0, p), 0); /* row 4's ACL: row 0's is freed */
+    assert_int_equal(acl_index_entry_of(x, 0), acl_index_entry_of(x, 4));
+    hashless_acl(500, q);
+    assert_int_equal(acl_index_set(x, 8, q), 0); /* row 300's */
+    assert_int_equal(acl_index_entry_of(x, 8), acl_index_entry_of(x, 300));
+    assert_int_equal(acl_index_distinct(x), 99 + 102 - 3);
+    for (uint32_t r = 0; r < 402; r++) {
+        uint32_t want[4];
+        int gone = (r < 200 && r % 2 && r != 1) || r == 2 || r == 6 || (r >= 200 && r < 300);
+        if (gone) {
+            assert_int_equal(acl_index_entry_of(x, r), 0);
+            continue;
+        }
+        hashless_acl(r == 0 || r == 1 ? 4 : r == 8 ? 500 : r >= 300 ? 200 + r : r, want);
+        expect_acl(x, r, want);
+    }
+    expect(x, v1000, 1);
+    acl_index_free(x);
 }
 
 int main(void)
@@ -904,12 +1045,14 @@ int main(void)
         cmocka_unit_test(test_a_reused_slot_serves_only_its_new_acl),
         cmocka_unit_test(test_entries_are_found_after_others_leave_their_chains),
         cmocka_unit_test(test_out_of_memory_leaves_the_previous_acl),
+        cmocka_unit_test(test_out_of_memory_in_the_rebuild_leaves_the_previous_acl),
         cmocka_unit_test(test_random_writes_match_a_model),
         cmocka_unit_test(test_byte_form_round_trips_edge_ids),
         cmocka_unit_test(test_edge_acls_round_trip_through_the_index),
-        cmocka_unit_test(test_distinct_acls_cost_about_34_bytes_a_row),
+        cmocka_unit_test(test_distinct_acls_cost_under_25_bytes_a_row_once_compacted),
         cmocka_unit_test(test_garbage_of_freed_acls_is_compacted_away),
         cmocka_unit_test(test_compact_keeps_every_answer_and_writes_follow),
+        cmocka_unit_test(test_compact_drops_the_hash_and_the_next_set_rebuilds_it),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -93,8 +93,10 @@ typedef struct plan_in {
 
 /* The bit scan (auto, where 1-bit codes exist) for readable sets too large for the exact scan
  * and below PLAN_UNFILTERED_SHARE: it reads 64 bytes a row (384-d) whatever the layout, where
- * a filtered traversal of a readable set far from the query visits most of it (1M x 384, 5% /
- * 20% readable farthest from the query: 4.0 / 10.3 ms p50 through traversal and 8-bit scan). */
+ * a filtered traversal of a readable set far from the query visits most of it. 1M x 384, p50
+ * 5% / 20% readable: farthest from the query 4.0 / 10.3 ms (traversal, then the 8-bit scan)
+ * -> 1.0 / 1.8 ms; random 1.5 / 1.6 -> 0.9 / 1.5; nearest 1.2 / 0.9 -> 0.8 / 1.5 (the one
+ * layout where the traversal was cheaper); recall 0.99x -> 1.000 everywhere. */
 #define PLAN_BITS_MAX_SHARE 0.9
 
 /* Chooses a plan for in. */

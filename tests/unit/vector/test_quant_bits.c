@@ -1,8 +1,9 @@
 /* test_quant_bits.c: the 1-bit codes and their scan: the rotation keeps lengths, the scan
  * returns only allowed rows with their exact float distances, finds the true top-10 (recall)
  * on clustered 384-d data in every metric, prunes most rows, agrees across instruction sets,
- * and treats rows without a code as candidates. Relies on cmocka, CRoaring, vector/quant.h,
- * vector/quant_int.h (the row layout) and vector/exact.h (the reference). */
+ * treats rows without a code as candidates, and runs beside an appending writer. Relies on
+ * cmocka, CRoaring, pthreads, vector/quant.h, vector/quant_int.h (the row layout) and
+ * vector/exact.h (the reference). */
 /* cmocka.h needs these four first. */
 // clang-format off
 #include <setjmp.h>
@@ -13,6 +14,7 @@
 // clang-format on
 
 #include <math.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -248,6 +250,69 @@ static void test_bits_rows_without_codes_are_found(void **state)
     free(x);
 }
 
+typedef struct appender {
+    quant_t *q;
+    const vec_view_t *v;
+    int rc;
+} appender_t;
+
+static void *append_rows(void *arg)
+{
+    appender_t *a = arg;
+    for (uint32_t first = 0; first < a->v->count && a->rc == 0; first += 700) {
+        uint32_t n = a->v->count - first < 700 ? a->v->count - first : 700;
+        a->rc = quant_encode_rows(a->q, a->v, first, n, NULL);
+    }
+    return NULL;
+}
+
+/* One writer appends rows (the chunk directory outgrown several times) while bit scans run
+ * over the rows published so far plus one not yet encoded: every hit is a row of the view with
+ * its exact float distance, and the unencoded row, asked for, is found. */
+static void test_bits_scans_run_while_rows_are_appended(void **state)
+{
+    (void)state;
+    uint64_t s = 41;
+    const uint32_t dim = 64, n = 40000;
+    float *x = make_rows(n, dim, VEC_METRIC_L2, &s);
+    vec_view_t all = {x, dim, dim, n};
+    quant_t *q = NULL;
+    assert_int_equal(quant_create(dim, &q, NULL), 0);
+    assert_int_equal(quant_train(q, &all, NULL, 2000, NULL), 0);
+    appender_t a = {q, &all, 0};
+    pthread_t th;
+    assert_int_equal(pthread_create(&th, NULL, append_rows, &a), 0);
+    int searches = 0;
+    for (;;) {
+        uint32_t seen = quant_count(q);
+        vec_view_t v = {x, dim, dim, seen < n ? seen + 1 : n}; /* one row not yet encoded */
+        vec_hit_t got[10];
+        size_t ng = 0;
+        const float *query = vec_row(&v, v.count - 1);
+        assert_int_equal(quant_bits_search(q, &v, VEC_METRIC_L2, query, NULL, 10, got, &ng, NULL),
+                         0);
+        assert_int_equal(ng, v.count < 10 ? v.count : 10);
+        assert_int_equal(got[0].id, v.count - 1); /* the query's own row, at distance 0 */
+        for (size_t i = 0; i < ng; i++) {
+            vec_hit_t one;
+            size_t n1 = 0;
+            assert_true(got[i].id < v.count);
+            assert_int_equal(exact_search_ids(&v, VEC_METRIC_L2, query, &got[i].id, 1, 1, &one,
+                                              &n1, NULL),
+                             0);
+            assert_memory_equal(&got[i].dist, &one.dist, sizeof one.dist);
+        }
+        searches++;
+        if (seen == n)
+            break;
+    }
+    pthread_join(th, NULL);
+    assert_int_equal(a.rc, 0);
+    assert_true(searches >= 1);
+    quant_free(q);
+    free(x);
+}
+
 static void test_bits_rejects_bad_arguments_and_handles_edges(void **state)
 {
     (void)state;
@@ -299,6 +364,7 @@ int main(void)
         cmocka_unit_test(test_bits_scan_finds_the_top_10_and_prunes),
         cmocka_unit_test(test_bits_every_isa_agrees),
         cmocka_unit_test(test_bits_rows_without_codes_are_found),
+        cmocka_unit_test(test_bits_scans_run_while_rows_are_appended),
         cmocka_unit_test(test_bits_rejects_bad_arguments_and_handles_edges),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

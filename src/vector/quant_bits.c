@@ -149,19 +149,13 @@ void quant_bits_encode(const quant_t *q, const float *x, float *scratch, uint8_t
  * A kernel scores a batch of rows (ids into the snapshot's chunks), prefetching BITS_PREFETCH
  * rows ahead: the rows of a readable set are scattered, and each is one cache line. */
 
-typedef struct bits_args {
-    const quant_snap_t *r;
-    const uint32_t *ids;
-    size_t n;
-    const uint64_t *planes;
-    uint32_t words, pstride;
-    uint64_t *out; /* (S << BITS_PC_BITS) | the row's bits set */
-} bits_args_t;
-
 /* bdim is at most 65,600: a row's count of set bits fits 17 bits, S (at most 15 bdim) 20. */
 #define BITS_PC_BITS 17
 
-typedef void (*bits_fn)(const bits_args_t *a);
+/* Scores rows ids[0..n) of r against the query's BITS_PLANES planes (pstride words apart; a row
+ * has `words` words): out[i] = (S << BITS_PC_BITS) | the row's count of set bits. */
+typedef void (*bits_fn)(const quant_snap_t *r, const uint32_t *ids, size_t n,
+                        const uint64_t *p, uint32_t words, uint32_t ps, uint64_t *out);
 
 static inline uint32_t pop_soft(uint64_t x)
 {
@@ -171,12 +165,10 @@ static inline uint32_t pop_soft(uint64_t x)
     return (uint32_t)((x * 0x0101010101010101ull) >> 56);
 }
 
-/* Unconditional, on a clamped index: GCC 12 at -O2 drops a prefetch guarded by
- * `if (i + BITS_PREFETCH < n)` in these loops altogether (seen in the object code). */
 CDN_PREFETCH_HELPER void prefetch_ahead(const quant_snap_t *r, const uint32_t *ids, size_t n, size_t i)
 {
-    size_t j = i + BITS_PREFETCH < n ? i + BITS_PREFETCH : n - 1;
-    __builtin_prefetch(quant_row_bits(r, ids[j]), 0, 3);
+    if (i + BITS_PREFETCH < n)
+        __builtin_prefetch(quant_row_bits(r, ids[i + BITS_PREFETCH]), 0, 3);
 }
 
 CDN_PREFETCH_HELPER void prefetch_first(const quant_snap_t *r, const uint32_t *ids, size_t n)
@@ -185,14 +177,9 @@ CDN_PREFETCH_HELPER void prefetch_first(const quant_snap_t *r, const uint32_t *i
         __builtin_prefetch(quant_row_bits(r, ids[i]), 0, 3);
 }
 
-static void bits_scalar(const bits_args_t *a)
+static void bits_scalar(const quant_snap_t *r, const uint32_t *ids, size_t n, const uint64_t *p,
+                        uint32_t words, uint32_t ps, uint64_t *out)
 {
-    const quant_snap_t *r = a->r;
-    const uint32_t *ids = a->ids;
-    const uint64_t *p = a->planes;
-    size_t n = a->n;
-    uint32_t words = a->words, ps = a->pstride;
-    uint64_t *out = a->out;
     prefetch_first(r, ids, n);
     for (size_t i = 0; i < n; i++) {
         prefetch_ahead(r, ids, n, i);
@@ -207,14 +194,10 @@ static void bits_scalar(const bits_args_t *a)
     }
 }
 
-__attribute__((target("popcnt"))) static void bits_popcnt(const bits_args_t *a)
+__attribute__((target("popcnt"))) static void bits_popcnt(const quant_snap_t *r, const uint32_t *ids,
+                                                        size_t n, const uint64_t *p,
+                                                        uint32_t words, uint32_t ps, uint64_t *out)
 {
-    const quant_snap_t *r = a->r;
-    const uint32_t *ids = a->ids;
-    const uint64_t *p = a->planes;
-    size_t n = a->n;
-    uint32_t words = a->words, ps = a->pstride;
-    uint64_t *out = a->out;
     prefetch_first(r, ids, n);
     for (size_t i = 0; i < n; i++) {
         prefetch_ahead(r, ids, n, i);
@@ -236,14 +219,9 @@ __attribute__((target("popcnt"))) static void bits_popcnt(const bits_args_t *a)
 #include <immintrin.h>
 #define BITS512_FN __attribute__((target("avx512f,avx512vpopcntdq")))
 
-BITS512_FN static void bits_avx512(const bits_args_t *a)
+BITS512_FN static void bits_avx512(const quant_snap_t *r, const uint32_t *ids, size_t n,
+                                   const uint64_t *p, uint32_t words, uint32_t ps, uint64_t *out)
 {
-    const quant_snap_t *r = a->r;
-    const uint32_t *ids = a->ids;
-    const uint64_t *p = a->planes;
-    size_t n = a->n;
-    uint32_t words = a->words, ps = a->pstride;
-    uint64_t *out = a->out;
     prefetch_first(r, ids, n);
     for (size_t i = 0; i < n; i++) {
         prefetch_ahead(r, ids, n, i);
@@ -396,8 +374,7 @@ size_t quant_bits_filter(const quant_bits_query_t *bq, const quant_snap_t *r, ui
     const float dd = (float)q->bdim, dd1 = (float)(q->bdim - 1); /* ||y||^2 = D f^2 - (D-1) e^2 */
     for (size_t from = 0; from < n; from += QUANT_BITS_BATCH) {
         size_t m = n - from < QUANT_BITS_BATCH ? n - from : QUANT_BITS_BATCH;
-        bits_args_t args = {r, ids + from, m, bq->planes, q->bwords, bq->pstride, sums};
-        bq->kern(&args);
+        bq->kern(r, ids + from, m, bq->planes, q->bwords, bq->pstride, sums);
         for (size_t i = 0; i < m; i++) { /* the rows are in cache now */
             uint32_t id = ids[from + i];
             const quant_row_meta_t *mt = quant_row_meta(r, id);

@@ -21,7 +21,7 @@
 #include "base/err.h"
 #include "base/mem.h"
 
-#include "acl_testutil.h"
+#include "unit/acl/acl_testutil.h"
 
 static void test_allowed_is_the_union_minus_denied_within_live(void **state)
 {

@@ -19,7 +19,7 @@
 #include "acl/enc.h"
 #include "base/err.h"
 #include "base/mem.h"
-#include "acl_testutil.h"
+#include "unit/acl/acl_testutil.h"
 
 /* Encodes packed, checks the size the encoder, the bound and the reader agree on, and reads it
  * back word for word. Returns the size. */

@@ -20,6 +20,7 @@
 #include "base/mem.h"
 #include "vector/exact.h"
 #include "vector/quant.h"
+#include "unit/vector/quant_testutil.h"
 
 static uint64_t rng_next(uint64_t *s)
 {
@@ -352,22 +353,6 @@ static void test_quant_stays_exact_with_a_large_common_offset(void **state)
     }
 }
 
-typedef struct appender {
-    quant_t *q;
-    const vec_view_t *v;
-    int rc;
-} appender_t;
-
-static void *append_rows(void *arg)
-{
-    appender_t *a = arg;
-    for (uint32_t first = 0; first < a->v->count && a->rc == 0; first += 500) {
-        uint32_t n = a->v->count - first < 500 ? a->v->count - first : 500;
-        a->rc = quant_encode_rows(a->q, a->v, first, n, NULL);
-    }
-    return NULL;
-}
-
 /* One writer appends rows (outgrowing the chunk directory several times) while searches run:
  * each search sees a consistent prefix and stays exact over the rows it was given. */
 static void test_quant_searches_stay_exact_while_rows_are_appended(void **state)
@@ -380,7 +365,7 @@ static void test_quant_searches_stay_exact_while_rows_are_appended(void **state)
     quant_t *q = NULL;
     assert_int_equal(quant_create(dim, &q, NULL), 0);
     assert_int_equal(quant_train(q, &all, NULL, 2000, NULL), 0);
-    appender_t a = {q, &all, 0};
+    appender_t a = {q, &all, 500, 0};
     pthread_t th;
     assert_int_equal(pthread_create(&th, NULL, append_rows, &a), 0);
     int searches = 0;

@@ -22,6 +22,7 @@
 #include "base/mem.h"
 #include "vector/exact.h"
 #include "vector/quant.h"
+#include "unit/vector/quant_testutil.h"
 #include "vector/quant_int.h"
 
 static uint64_t rng_next(uint64_t *s)
@@ -99,6 +100,16 @@ static roaring_bitmap_t *random_rows(uint32_t count, double share, uint64_t *s)
     return b;
 }
 
+/* hit's distance is exactly what the exact scan computes for its row. */
+static void assert_exact_dist(const vec_view_t *v, vec_metric_t m, const float *query,
+                              const vec_hit_t *hit)
+{
+    vec_hit_t one;
+    size_t n1 = 0;
+    assert_int_equal(exact_search_ids(v, m, query, &hit->id, 1, 1, &one, &n1, NULL), 0);
+    assert_memory_equal(&hit->dist, &one.dist, sizeof one.dist);
+}
+
 /* Runs the bit scan and the exact scan; asserts every hit is allowed and carries its exact
  * float distance, and returns how many of the exact top k it found. */
 static size_t found(const quant_t *q, const vec_view_t *v, vec_metric_t m, vec_isa_t isa,
@@ -112,10 +123,7 @@ static size_t found(const quant_t *q, const vec_view_t *v, vec_metric_t m, vec_i
     assert_int_equal(ng, nw);
     for (size_t i = 0; i < ng; i++) {
         assert_true(!allowed || roaring_bitmap_contains(allowed, got[i].id));
-        vec_hit_t one;
-        size_t n1 = 0;
-        assert_int_equal(exact_search_ids(v, m, query, &got[i].id, 1, 1, &one, &n1, NULL), 0);
-        assert_memory_equal(&got[i].dist, &one.dist, sizeof one.dist);
+        assert_exact_dist(v, m, query, &got[i]);
         assert_true(i == 0 || got[i - 1].dist <= got[i].dist);
         for (size_t j = 0; j < nw; j++)
             hit += got[i].id == want[j].id;
@@ -152,8 +160,8 @@ static void test_bits_rotation_keeps_lengths(void **state)
     }
 }
 
-/* Recall against the exact scan, near and far readable sets, every metric; the scan must
- * re-rank a small share of what it reads. */
+/* Recall against the exact scan, near and far readable sets, every metric; the 1-bit codes must
+ * rule out most of the rows read. */
 static void test_bits_scan_finds_the_top_10_and_prunes(void **state)
 {
     (void)state;
@@ -250,22 +258,6 @@ static void test_bits_rows_without_codes_are_found(void **state)
     free(x);
 }
 
-typedef struct appender {
-    quant_t *q;
-    const vec_view_t *v;
-    int rc;
-} appender_t;
-
-static void *append_rows(void *arg)
-{
-    appender_t *a = arg;
-    for (uint32_t first = 0; first < a->v->count && a->rc == 0; first += 700) {
-        uint32_t n = a->v->count - first < 700 ? a->v->count - first : 700;
-        a->rc = quant_encode_rows(a->q, a->v, first, n, NULL);
-    }
-    return NULL;
-}
-
 /* One writer appends rows (the chunk directory outgrown several times) while bit scans run
  * over the rows published so far plus one not yet encoded: every hit is a row of the view with
  * its exact float distance, and the unencoded row, asked for, is found. */
@@ -279,7 +271,7 @@ static void test_bits_scans_run_while_rows_are_appended(void **state)
     quant_t *q = NULL;
     assert_int_equal(quant_create(dim, &q, NULL), 0);
     assert_int_equal(quant_train(q, &all, NULL, 2000, NULL), 0);
-    appender_t a = {q, &all, 0};
+    appender_t a = {q, &all, 700, 0};
     pthread_t th;
     assert_int_equal(pthread_create(&th, NULL, append_rows, &a), 0);
     int searches = 0;
@@ -294,13 +286,8 @@ static void test_bits_scans_run_while_rows_are_appended(void **state)
         assert_int_equal(ng, v.count < 10 ? v.count : 10);
         assert_int_equal(got[0].id, v.count - 1); /* the query's own row, at distance 0 */
         for (size_t i = 0; i < ng; i++) {
-            vec_hit_t one;
-            size_t n1 = 0;
             assert_true(got[i].id < v.count);
-            assert_int_equal(exact_search_ids(&v, VEC_METRIC_L2, query, &got[i].id, 1, 1, &one,
-                                              &n1, NULL),
-                             0);
-            assert_memory_equal(&got[i].dist, &one.dist, sizeof one.dist);
+            assert_exact_dist(&v, VEC_METRIC_L2, query, &got[i]);
         }
         searches++;
         if (seen == n)

@@ -2,7 +2,8 @@
  *
  * One handle (cordon_t) is one open data directory. Every function is safe to call from many
  * threads at once on the same handle; writes are serialised inside, searches run in parallel
- * with each other and with writes, and each search sees one revision throughout.
+ * with each other and with writes, and each search or get reads one state throughout: the
+ * subject's authorization, its view and every ACL it checks are of one moment.
  *
  * Conventions:
  * - Every function returns a status: CORDON_OK (0) or a negative CORDON_ERR_* code;
@@ -197,7 +198,8 @@ typedef struct cordon_subject {
     /* Asserted mode, for a trusted caller whose groups live elsewhere, on collections created
      * with asserted_principals: the principals the subject holds: "user:alice", "group:eng",
      * "role:auditor" (a bare name is a group). A subject that holds no principal reads
-     * nothing. Ignored when subject_id is set. */
+     * nothing. Ignored when subject_id is set. On a collection created without
+     * asserted_principals they get CORDON_ERR_NOT_FOUND, as if it did not exist. */
     const char *const *principals;
     size_t n_principals;
     /* Model mode: a subject of the permission model. Its view (itself, its groups

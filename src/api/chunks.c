@@ -109,11 +109,9 @@ int cordon_search(cordon_t *db, const char *coll, const cordon_subject *subject,
     if (!db || !coll || !q || !out)
         return api_ret(cdn_err_set(&e, CDN_ERR_INVALID, "cordon_search needs a query and out"), &e,
                    err);
-    engine_subject_t who;
-    if ((rc = api_check_subject(subject, &e)) != 0 ||
-        (rc = engine_subject_resolve(db->e, subject->subject_id, subject->principals,
-                                     subject->n_principals, coll, "search", &who, &e)) != 0)
+    if ((rc = api_check_subject(subject, &e)) != 0)
         return api_ret(rc, &e, err);
+    engine_asker_t who = {subject->subject_id, subject->principals, subject->n_principals};
     k = (search_knn_t){q->vector,        q->k,
                        (search_strategy_t)q->strategy, q->ef_search,
                        q->max_candidates, q->text,
@@ -121,8 +119,7 @@ int cordon_search(cordon_t *db, const char *coll, const cordon_subject *subject,
                        q->rank_window_size, q->rank_constant,
                        q->text_weight,   q->vector_weight,
                        q->filter_json};
-    rc = search_knn(db->e, coll, who.principals, who.n, &k, &r, &e);
-    engine_subject_release(&who);
+    rc = search_knn(db->e, coll, &who, &k, &r, &e);
     if (rc)
         return api_ret(rc, &e, err);
     if (!(o = cdn_calloc(1, sizeof *o))) {

@@ -62,23 +62,17 @@ int cordon_get(cordon_t *db, const char *coll, const cordon_subject *subject, co
     cordon_record *r;
     json_t *obj = NULL;
     int rc;
-    engine_subject_t who;
     if (!db || !coll || !out)
         return api_ret(cdn_err_set(&e, CDN_ERR_INVALID, "cordon_get needs a collection"), &e,
                        err);
     if ((rc = api_check_subject(subject, &e)) != 0 || (rc = write_id_check(id, 0, &e)) != 0)
         return api_ret(rc, &e, err);
-    if ((rc = engine_subject_resolve(db->e, subject->subject_id, subject->principals,
-                                     subject->n_principals, coll, "read", &who, &e)) != 0)
-        return api_ret(rc, &e, err);
+    engine_asker_t who = {subject->subject_id, subject->principals, subject->n_principals};
     if (!(r = cdn_calloc(1, sizeof *r)) || !(r->id = cdn_strdup(id))) {
         cdn_free(r);
-        engine_subject_release(&who);
         return api_ret(cdn_err_set(&e, CDN_ERR_NOMEM, "out of memory"), &e, err);
     }
-    rc = search_get(db->e, coll, who.principals, who.n, id, &obj, &r->vector, &r->dim,
-                    &r->revision, &e);
-    engine_subject_release(&who);
+    rc = search_get(db->e, coll, &who, id, &obj, &r->vector, &r->dim, &r->revision, &e);
     if (rc == CDN_OK && (rc = fill_record(obj, r)) != 0)
         cdn_err_set(&e, rc, "chunk \"%s\" cannot be read: %s", id, cdn_strerror(rc));
     if (!r->vector)

@@ -142,6 +142,12 @@ int authz_is_authorized(authz_model_t *m, const authz_request_t *req, authz_deci
 int authz_is_authorized_batch(authz_model_t *m, const authz_request_t *req,
                               const char *const *resources, size_t n, authz_decision_t *out,
                               cdn_err_t *err);
+/* Decides req and, when it is authorized, takes the subject's view (as authz_view) in the
+ * same read of the model, so the decision and the view are of one revision (*view's revision
+ * equals out->revision). *view is NULL when not authorized; release it with
+ * authz_view_release. Returns as authz_is_authorized, or CDN_ERR_NOMEM from the view. */
+int authz_authorize_view(authz_model_t *m, const authz_request_t *req, authz_decision_t *out,
+                         authz_view_t **view, cdn_err_t *err);
 /* Lists the actions the subject may do on req->resource (req->action ignored), conditions
  * evaluated against the request's context: sorted, unique, lowercase; "*" when a permission
  * allows any action. *actions_out is freed with authz_actions_free. Returns 0,

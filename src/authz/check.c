@@ -425,6 +425,23 @@ int authz_is_authorized_batch(authz_model_t *m, const authz_request_t *req,
     return CDN_OK;
 }
 
+int authz_authorize_view(authz_model_t *m, const authz_request_t *req, authz_decision_t *out,
+                         authz_view_t **view, cdn_err_t *err)
+{
+    if (!m || !req || !out || !view || !req->subject)
+        return cdn_err_set(err, CDN_ERR_INVALID, "authz_authorize_view: NULL argument");
+    *view = NULL;
+    decision_reset(out, AUTHZ_NO_MATCHING_PERMISSION_FOUND, 0);
+    int rc = read_lock(m, err);
+    if (rc)
+        return rc;
+    decide_locked(m, req, out, err);
+    if (out->authorized) /* under the same lock: the view is at the decision's revision */
+        rc = az_view_get_locked(m, req->subject, NULL, NULL, view, err);
+    pthread_rwlock_unlock(&m->lock);
+    return rc;
+}
+
 typedef struct actions_acc {
     const az_env_t *env;
     char **v;

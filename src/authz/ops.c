@@ -637,8 +637,12 @@ int authz_apply_json(authz_model_t *m, const json_t *op, cdn_err_t *err)
                          "import or reopen it");
     else
         rc = state_apply(m->st, op, &mutated, err);
-    if (rc && mutated)
+    if (rc && mutated) {
+        /* Half applied: reads fail closed from now on, and the revision moves so that a
+         * request holding a view of the state before starts over (and fails closed). */
         m->broken = true;
+        atomic_fetch_add(&m->revision, 1);
+    }
     if (!rc) {
         az_model_views_drop(m);
         if (views_reserve(m))

@@ -101,28 +101,27 @@ bool authz_view_has(const authz_view_t *v, const char *principal)
     return false;
 }
 
-static int view_get(authz_model_t *m, const char *subject_id, const char *stype, const char *sid,
-                    authz_view_t **out, cdn_err_t *err)
+int az_view_get_locked(authz_model_t *m, const char *subject_id, const char *stype,
+                       const char *sid, authz_view_t **out, cdn_err_t *err)
 {
-    if (!m || !subject_id || !out)
-        return cdn_err_set(err, CDN_ERR_INVALID, "authz_view: NULL argument");
-    *out = NULL;
-    pthread_rwlock_rdlock(&m->lock);
-    int rc = CDN_OK;
     uint32_t s;
-    if (m->broken) {
-        rc = cdn_err_set(err, CDN_ERR_INTERNAL,
-                         "the authorization model is broken after an out-of-memory error; "
-                         "import or reopen it");
-    } else if (!az_subject_find(m->st, subject_id, &s)) {
-        rc = cdn_err_set(err, CDN_ERR_NOT_FOUND, "subject '%.64s' is not in the model", subject_id);
-    } else if (!stype && s < m->nviews && (*out = atomic_load(&m->views[s]))) {
+    *out = NULL;
+    if (m->broken)
+        return cdn_err_set(err, CDN_ERR_INTERNAL,
+                           "the authorization model is broken after an out-of-memory error; "
+                           "import or reopen it");
+    if (!az_subject_find(m->st, subject_id, &s))
+        return cdn_err_set(err, CDN_ERR_NOT_FOUND, "subject '%.64s' is not in the model",
+                           subject_id);
+    if (!stype && s < m->nviews && (*out = atomic_load(&m->views[s]))) {
         /* Only current views sit in the table (writers empty it), and none is freed while we
          * hold the read lock, so taking a reference here is safe. */
         atomic_fetch_add(&(*out)->refs_, 1);
-    } else if (view_compile(m->st, s, stype, sid, atomic_load(&m->revision), out)) {
-        rc = cdn_err_set(err, CDN_ERR_NOMEM, "authz_view: out of memory");
-    } else if (!stype && s < m->nviews) {
+        return CDN_OK;
+    }
+    if (view_compile(m->st, s, stype, sid, atomic_load(&m->revision), out))
+        return cdn_err_set(err, CDN_ERR_NOMEM, "authz_view: out of memory");
+    if (!stype && s < m->nviews) {
         authz_view_t *expected = NULL;
         atomic_fetch_add(&(*out)->refs_, 1); /* the table's reference */
         if (atomic_compare_exchange_strong(&m->views[s], &expected, *out))
@@ -130,6 +129,16 @@ static int view_get(authz_model_t *m, const char *subject_id, const char *stype,
         else
             atomic_fetch_sub(&(*out)->refs_, 1); /* another reader cached its own copy */
     }
+    return CDN_OK;
+}
+
+static int view_get(authz_model_t *m, const char *subject_id, const char *stype, const char *sid,
+                    authz_view_t **out, cdn_err_t *err)
+{
+    if (!m || !subject_id || !out)
+        return cdn_err_set(err, CDN_ERR_INVALID, "authz_view: NULL argument");
+    pthread_rwlock_rdlock(&m->lock);
+    int rc = az_view_get_locked(m, subject_id, stype, sid, out, err);
     pthread_rwlock_unlock(&m->lock);
     return rc;
 }

@@ -115,6 +115,7 @@ int engine_open(const char *dir, uint64_t map_size, engine_t **out, cdn_err_t *e
     }
     pthread_mutex_init(&e->write_lock, NULL);
     pthread_rwlock_init(&e->meta_lock, NULL);
+    pthread_rwlock_init(&e->model_gate, NULL);
     acl_intern_init(&e->principals);
     if ((rc = authz_model_new(&e->model, err)) != 0) {
         engine_close(e);
@@ -165,6 +166,7 @@ void engine_close(engine_t *e)
     store_close(e->store);
     pthread_mutex_destroy(&e->write_lock);
     pthread_rwlock_destroy(&e->meta_lock);
+    pthread_rwlock_destroy(&e->model_gate);
     cdn_free(e->dir);
     cdn_free(e);
 }

@@ -19,6 +19,8 @@ typedef struct engine {
     store_t *store;
     pthread_mutex_t write_lock;   /* one writer at a time, as LMDB allows */
     pthread_rwlock_t meta_lock;   /* the collection list and the principal table */
+    pthread_rwlock_t model_gate;  /* model writers hold it for writing while they change the
+                                     model in memory; see engine_read_begin */
     acl_intern_t principals;
     size_t principals_saved;      /* principals [0, saved) are in the store; the rest were
                                      interned by a write that failed and wait for the next */
@@ -43,7 +45,10 @@ int engine_coll_create(engine_t *e, const coll_config_t *cfg, cdn_err_t *err);
 int engine_coll_drop(engine_t *e, const char *name, cdn_err_t *err);
 
 /* Turns principal names (as a subject presents them) into sorted unique ids; names that no
- * chunk ever named are left out, since they open nothing. *ids is freed with cdn_free. */
+ * chunk ever named are left out, since they open nothing. A search calls it under the
+ * collection's read lock: every principal the ACLs it reads name is interned by then (writers
+ * intern before they apply), so a deny naming a principal new to the engine is never missed.
+ * *ids is freed with cdn_free. */
 int engine_view_ids(engine_t *e, const char *const *names, size_t n, uint32_t **ids,
                     size_t *nids, cdn_err_t *err);
 
@@ -56,20 +61,54 @@ int engine_model_apply(engine_t *e, const char *op_json, uint64_t *rev, cdn_err_
 /* Replaces the whole model with doc (authz export format) and persists it. */
 int engine_model_import(engine_t *e, const char *doc_json, uint64_t *rev, cdn_err_t *err);
 
-/* Who is asking, resolved: either a subject of the model (whose view is computed and who must
- * hold `action` on "collection:<name>") or principals asserted by a trusted caller. */
+/* Who is asking, as the caller names it: a subject of the permission model (subject_id), or
+ * principals asserted by a trusted caller (subject_id NULL). Borrowed for the call. */
+typedef struct engine_asker {
+    const char *subject_id;
+    const char *const *principals;
+    size_t n;
+} engine_asker_t;
+
+/* Who is asking, resolved at one revision of the model: the decision that the subject may do
+ * the action and its view come from one read of the model. */
 typedef struct engine_subject {
     const char *const *principals; /* borrowed from the caller or from view */
     size_t n;
     authz_view_t *view;            /* non-NULL when resolved from the model */
 } engine_subject_t;
 
-/* Resolves a subject for an action on a collection. With subject_id set, the model decides:
- * an unknown subject or a missing permission gives CDN_ERR_NOT_FOUND worded like a missing
- * collection (hidden equals missing). Release with engine_subject_release. */
-int engine_subject_resolve(engine_t *e, const char *subject_id, const char *const *principals,
-                           size_t n, const char *coll, const char *action,
-                           engine_subject_t *out, cdn_err_t *err);
+/* Resolves who for an action on collection c. With a subject_id the model decides: an unknown
+ * subject or a missing permission gives CDN_ERR_NOT_FOUND worded like a missing collection
+ * (hidden equals missing), and so do asserted principals on a collection that takes only
+ * subjects of the model. Release with engine_subject_release. */
+int engine_subject_resolve(engine_t *e, const coll_t *c, const engine_asker_t *who,
+                           const char *action, engine_subject_t *out, cdn_err_t *err);
 void engine_subject_release(engine_subject_t *s);
+
+/* ---- One permission state per request (query/model.c). ----
+ *
+ * A request reads the model (decision and view) first, then the collection's ACLs under its
+ * read lock. Those two reads form one state only if no model write landed in between: a
+ * request must never pair a view from before a membership change with ACLs from after a later
+ * ACL change. So a request checks, still under the collection's read lock and after its last
+ * read of the ACLs, that the model is at the view's revision (engine_subject_current); if not,
+ * it drops what it computed and starts over. After ENGINE_READ_TRIES attempts it holds the
+ * model gate for reading across the next one, which model writers take for writing around
+ * their change in memory, so a request cannot starve under a stream of model writes; chunk
+ * writes never take the gate, so searches do not wait for bulk loads. */
+#define ENGINE_READ_TRIES 4
+
+typedef struct engine_read {
+    int attempt;
+    int gated; /* holds e->model_gate for reading */
+} engine_read_t;
+
+/* Starts attempt r->attempt (0 first): takes the gate when the attempt calls for it. */
+void engine_read_begin(engine_t *e, engine_read_t *r);
+/* True when s's view is still the model's current state (always for asserted principals).
+ * Call under the collection's read lock, after the last read of its ACLs. */
+int engine_subject_current(engine_t *e, const engine_subject_t *s);
+/* Ends the attempt (releases the gate); returns 1 when another attempt must run. */
+int engine_read_end(engine_t *e, engine_read_t *r, int current);
 
 #endif

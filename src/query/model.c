@@ -79,12 +79,23 @@ static int persist(engine_t *e, char kind, const char *json, uint64_t *rev, cdn_
     return CDN_OK;
 }
 
+/* Changes the model in memory under the gate (engine.h: requests that must not retry again
+ * hold it for reading); the caller holds the write lock. */
+static int model_change(engine_t *e, int import, const char *json, cdn_err_t *err)
+{
+    int rc;
+    pthread_rwlock_wrlock(&e->model_gate);
+    rc = import ? authz_import(e->model, json, err) : authz_apply(e->model, json, err);
+    pthread_rwlock_unlock(&e->model_gate);
+    return rc;
+}
+
 int engine_model_apply(engine_t *e, const char *op_json, uint64_t *rev, cdn_err_t *err)
 {
     int rc;
     pthread_mutex_lock(&e->write_lock);
     /* authz_apply validates fully before changing anything, so a bad op leaves no trace. */
-    rc = authz_apply(e->model, op_json, err);
+    rc = model_change(e, 0, op_json, err);
     if (rc == CDN_OK)
         rc = persist(e, LOG_OP, op_json, rev, err);
     pthread_mutex_unlock(&e->write_lock);
@@ -95,55 +106,49 @@ int engine_model_import(engine_t *e, const char *doc_json, uint64_t *rev, cdn_er
 {
     int rc;
     pthread_mutex_lock(&e->write_lock);
-    rc = authz_import(e->model, doc_json, err);
+    rc = model_change(e, 1, doc_json, err);
     if (rc == CDN_OK)
         rc = persist(e, LOG_IMPORT, doc_json, rev, err);
     pthread_mutex_unlock(&e->write_lock);
     return rc;
 }
 
-int engine_subject_resolve(engine_t *e, const char *subject_id, const char *const *principals,
-                           size_t n, const char *coll, const char *action,
-                           engine_subject_t *out, cdn_err_t *err)
+static int hidden(const coll_t *c, cdn_err_t *err)
 {
-    char resource[256];
+    return cdn_err_set(err, CDN_ERR_NOT_FOUND, "no such collection \"%s\"", c->cfg.name);
+}
+
+int engine_subject_resolve(engine_t *e, const coll_t *c, const engine_asker_t *who,
+                           const char *action, engine_subject_t *out, cdn_err_t *err)
+{
+    char resource[COLL_NAME_MAX + 16];
     authz_request_t req = {0};
     authz_decision_t d;
     int rc;
     memset(out, 0, sizeof *out);
-    if (!subject_id) {
-        coll_t *c;
-        int asserted;
-        if ((rc = engine_coll_get(e, coll, &c, err)) != 0)
-            return rc;
-        asserted = c->cfg.asserted;
-        coll_unref(c);
-        if (!asserted)
-            return cdn_err_set(err, CDN_ERR_DENIED,
-                               "collection \"%s\" does not accept asserted principals: search as "
-                               "a subject of the permission model (subject_id), or create the "
-                               "collection with asserted_principals",
-                               coll);
-        out->principals = principals;
-        out->n = n;
+    if (!who->subject_id) {
+        /* The collection's existence is no more visible than to a subject without search. */
+        if (!c->cfg.asserted)
+            return hidden(c, err);
+        out->principals = who->principals;
+        out->n = who->n;
         return CDN_OK;
     }
     if (atomic_load(&e->model_broken))
         return cdn_err_set(err, CDN_ERR_INTERNAL, "the permission model missed a write; reopen "
                            "the data directory");
-    snprintf(resource, sizeof resource, "collection:%s", coll);
-    req.subject = subject_id;
+    snprintf(resource, sizeof resource, "collection:%s", c->cfg.name);
+    req.subject = who->subject_id;
     req.resource = resource;
     req.action = action;
-    if ((rc = authz_is_authorized(e->model, &req, &d, NULL)) != 0)
+    rc = authz_authorize_view(e->model, &req, &d, &out->view, err);
+    if (rc == CDN_ERR_NOT_FOUND)
+        return hidden(c, err);
+    if (rc)
         return cdn_err_set(err, rc, "authorization failed: %s", cdn_strerror(rc));
     /* Unknown subject or no permission reads as a missing collection: hidden equals missing. */
     if (!d.authorized)
-        return cdn_err_set(err, CDN_ERR_NOT_FOUND, "no such collection \"%s\"", coll);
-    if ((rc = authz_view(e->model, subject_id, &out->view, err)) != 0)
-        return rc == CDN_ERR_NOT_FOUND
-                   ? cdn_err_set(err, CDN_ERR_NOT_FOUND, "no such collection \"%s\"", coll)
-                   : rc;
+        return hidden(c, err);
     out->principals = out->view->principals;
     out->n = out->view->n;
     return CDN_OK;
@@ -154,4 +159,29 @@ void engine_subject_release(engine_subject_t *s)
     if (s->view)
         authz_view_release(s->view);
     s->view = NULL;
+}
+
+void engine_read_begin(engine_t *e, engine_read_t *r)
+{
+    r->gated = r->attempt >= ENGINE_READ_TRIES;
+    if (r->gated)
+        pthread_rwlock_rdlock(&e->model_gate);
+}
+
+int engine_subject_current(engine_t *e, const engine_subject_t *s)
+{
+    /* The model's revision only grows, and every change (a half-applied one included) moves
+     * it: equal now means no model write landed since the view was taken. The acquire load
+     * pairs with the writer's increment, and the collection lock the caller holds orders it
+     * after every ACL read (an ACL write that follows a model write in the writer's order is
+     * seen only by a reader that also sees the model write's revision). */
+    return !s->view || authz_model_revision(e->model) == s->view->revision;
+}
+
+int engine_read_end(engine_t *e, engine_read_t *r, int current)
+{
+    if (r->gated)
+        pthread_rwlock_unlock(&e->model_gate);
+    r->attempt++;
+    return !current;
 }

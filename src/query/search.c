@@ -3,6 +3,7 @@
  * read lock is held for the whole search, so it sees one revision and never half a write. */
 #include "query/search.h"
 #include "base/mem.h"
+#include "base/testhook.h"
 #include "query/chunkrec.h"
 #include "query/plan.h"
 #include "query/search_int.h"
@@ -225,25 +226,28 @@ int search_vector_locked(engine_t *e, coll_t *c, const search_knn_t *q, const fl
     return rc;
 }
 
-static int knn_locked(engine_t *e, coll_t *c, const uint32_t *view, size_t nview,
+static int knn_locked(engine_t *e, coll_t *c, const engine_subject_t *who,
                       const search_knn_t *q, const float *query, search_result_t *out,
                       cdn_err_t *err)
 {
-    size_t k = q->k ? q->k : 10, nhits = 0;
+    size_t k = q->k ? q->k : 10, nhits = 0, nview = 0;
     roaring_bitmap_t *allowed = NULL;
+    uint32_t *view = NULL;
     vec_hit_t *hits = NULL;
     int rc;
     out->revision = atomic_load(&e->revision);
     if (c->broken)
         return cdn_err_set(err, CDN_ERR_INTERNAL, "collection \"%s\" missed a write in memory; "
                            "reopen the data directory", c->cfg.name);
-    if ((rc = acl_index_allowed(c->acl, view, nview, &allowed)) != 0)
-        return cdn_err_set(err, rc, "out of memory");
-    out->readable = roaring_bitmap_get_cardinality(allowed);
-    if (q->filter_json && (rc = search_filter_locked(e, c, q->filter_json, allowed, err)) != 0) {
-        roaring_bitmap_free(allowed);
+    if ((rc = engine_view_ids(e, who->principals, who->n, &view, &nview, err)) != 0)
         return rc;
+    if ((rc = acl_index_allowed(c->acl, view, nview, &allowed)) != 0) {
+        cdn_free(view);
+        return cdn_err_set(err, rc, "out of memory");
     }
+    out->readable = roaring_bitmap_get_cardinality(allowed);
+    if (q->filter_json && (rc = search_filter_locked(e, c, q->filter_json, allowed, err)) != 0)
+        goto done;
     if (q->text || q->query_json) {
         rc = search_text_locked(e, c, q, query, allowed, k, out, &hits, &nhits, err);
     } else if (!(hits = cdn_malloc(k * sizeof *hits))) {
@@ -257,19 +261,20 @@ static int knn_locked(engine_t *e, coll_t *c, const uint32_t *view, size_t nview
     }
     if (rc == CDN_OK && (rc = search_finish(c, view, nview, hits, nhits, out)) != 0)
         cdn_err_set(err, rc, "search failed: %s", cdn_strerror(rc));
+done:
     roaring_bitmap_free(allowed);
+    cdn_free(view);
     cdn_free(hits);
     return rc;
 }
 
-int search_knn(engine_t *e, const char *name, const char *const *principals, size_t n,
-               const search_knn_t *q, search_result_t *out, cdn_err_t *err)
+int search_knn(engine_t *e, const char *name, const engine_asker_t *who, const search_knn_t *q,
+               search_result_t *out, cdn_err_t *err)
 {
-    uint32_t *view = NULL;
-    size_t nview = 0;
+    engine_read_t r = {0};
     float *query = NULL;
     coll_t *c;
-    int rc;
+    int rc, current;
     memset(out, 0, sizeof *out);
     if ((rc = engine_coll_get(e, name, &c, err)) != 0)
         return rc;
@@ -284,15 +289,24 @@ int search_knn(engine_t *e, const char *name, const char *const *principals, siz
         if (c->cfg.metric == VEC_METRIC_COSINE)
             vec_normalize(query, c->cfg.dim);
     }
-    if ((rc = engine_view_ids(e, principals, n, &view, &nview, err)) != 0)
-        goto done;
-    pthread_rwlock_rdlock(&c->lock);
-    rc = knn_locked(e, c, view, nview, q, query, out, err);
-    pthread_rwlock_unlock(&c->lock);
+    do { /* one permission state per answer (engine.h, engine_read_begin) */
+        engine_subject_t s;
+        current = 1;
+        engine_read_begin(e, &r);
+        if ((rc = engine_subject_resolve(e, c, who, "search", &s, err)) == CDN_OK) {
+            cdn_hook_run(CDN_HOOK_SUBJECT_RESOLVED);
+            pthread_rwlock_rdlock(&c->lock);
+            rc = knn_locked(e, c, &s, q, query, out, err);
+            current = engine_subject_current(e, &s);
+            pthread_rwlock_unlock(&c->lock);
+            engine_subject_release(&s);
+        }
+        if (rc || !current) {
+            search_result_free(out);
+            memset(out, 0, sizeof *out);
+        }
+    } while (engine_read_end(e, &r, current));
 done:
-    if (rc)
-        search_result_free(out);
-    cdn_free(view);
     cdn_free(query);
     coll_unref(c);
     return rc;
@@ -335,44 +349,73 @@ static int get_locked(engine_t *e, coll_t *c, const unsigned char *key, size_t k
     return rc;
 }
 
-int search_get(engine_t *e, const char *name, const char *const *principals, size_t n,
-               const char *id, json_t **obj, float **vec, uint32_t *dim, uint64_t *rev,
-               cdn_err_t *err)
+/* One attempt of search_get at one permission state: the view's ids, then the record. With
+ * detect_ahead, a store ahead of memory sets *ahead and reads nothing. */
+static int get_once(engine_t *e, coll_t *c, const engine_subject_t *who, const unsigned char *key,
+                    size_t klen, json_t **obj, float **vec, uint64_t *rev, int *readable,
+                    int detect_ahead, int *ahead, int *current, cdn_err_t *err)
+{
+    uint32_t *view = NULL;
+    size_t nview = 0;
+    int rc, ignored = 0;
+    *ahead = *readable = 0;
+    pthread_rwlock_rdlock(&c->lock);
+    rc = engine_view_ids(e, who->principals, who->n, &view, &nview, err);
+    if (rc == CDN_OK)
+        rc = get_locked(e, c, key, klen, view, nview, obj, vec, rev, readable,
+                        detect_ahead ? ahead : &ignored, err);
+    *current = engine_subject_current(e, who);
+    pthread_rwlock_unlock(&c->lock);
+    cdn_free(view);
+    if (rc || *ahead || !*current) {
+        json_decref(*obj);
+        *obj = NULL;
+        cdn_free(*vec);
+        *vec = NULL;
+    }
+    return rc;
+}
+
+int search_get(engine_t *e, const char *name, const engine_asker_t *who, const char *id,
+               json_t **obj, float **vec, uint32_t *dim, uint64_t *rev, cdn_err_t *err)
 {
     unsigned char key[4 + 512];
-    uint32_t *view = NULL;
-    size_t nview = 0, klen;
+    engine_read_t r = {0};
+    size_t klen;
     coll_t *c;
-    int rc, readable = 0, ahead = 1;
+    int rc, readable = 0, again, waits = 0;
     *obj = NULL;
     *vec = NULL;
     if ((rc = engine_coll_get(e, name, &c, err)) != 0)
         return rc;
     *dim = c->cfg.dim;
     klen = coll_chunk_key(c->cfg.id, id, key, sizeof key);
-    if ((rc = engine_view_ids(e, principals, n, &view, &nview, err)) != 0)
-        goto done;
-    for (int tries = 0; rc == CDN_OK && ahead; tries++) {
-        if (tries) { /* a writer is between its commit and its apply: let it finish */
+    do { /* one permission state per answer (engine.h, engine_read_begin) */
+        engine_subject_t s;
+        int current = 1, ahead = 0;
+        engine_read_begin(e, &r);
+        if ((rc = engine_subject_resolve(e, c, who, "read", &s, err)) == CDN_OK) {
+            cdn_hook_run(CDN_HOOK_SUBJECT_RESOLVED);
+            rc = get_once(e, c, &s, key, klen, obj, vec, rev, &readable, waits < 100, &ahead,
+                          &current, err);
+            engine_subject_release(&s);
+        }
+        again = engine_read_end(e, &r, rc != CDN_OK || (current && !ahead));
+        if (again && ahead) { /* a writer is between its commit and its apply: let it finish
+                                 (outside the gate, which a model writer may be waiting for) */
+            waits++;
             pthread_mutex_lock(&e->write_lock);
             pthread_mutex_unlock(&e->write_lock);
         }
-        ahead = 0;
-        pthread_rwlock_rdlock(&c->lock);
-        rc = get_locked(e, c, key, klen, view, nview, obj, vec, rev, &readable,
-                        tries < 100 ? &ahead : &(int){0}, err);
-        pthread_rwlock_unlock(&c->lock);
-    }
+    } while (again);
     if (rc == CDN_OK && !readable) /* hidden equals missing: the same code and message */
         rc = cdn_err_set(err, CDN_ERR_NOT_FOUND, "no chunk \"%s\" in collection \"%s\"", id, name);
-done:
     if (rc) {
         json_decref(*obj);
         *obj = NULL;
         cdn_free(*vec);
         *vec = NULL;
     }
-    cdn_free(view);
     coll_unref(c);
     return rc;
 }

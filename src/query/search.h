@@ -54,20 +54,22 @@ typedef struct search_result {
     uint64_t rejected;        /* hits the final re-check refused (always 0 unless a bug) */
 } search_result_t;
 
-/* Vector, text or hybrid search as the subject holding `principals`. 0, or
- * CDN_ERR_NOT_FOUND (collection), CDN_ERR_INVALID (query: dimension, NaN, k, DSL),
- * CDN_ERR_NOMEM, CDN_ERR_INTERNAL (collection state lost a write: fails closed). */
-int search_knn(engine_t *e, const char *coll, const char *const *principals, size_t n,
-               const search_knn_t *q, search_result_t *out, cdn_err_t *err);
+/* Vector, text or hybrid search as who: the subject is authorized for "search" on the
+ * collection, its view, the allowed set, the final re-check and the hits all come from one
+ * permission state. 0, or CDN_ERR_NOT_FOUND (collection, or a subject that may not search it),
+ * CDN_ERR_INVALID (query: dimension, NaN, k, DSL), CDN_ERR_NOMEM, CDN_ERR_INTERNAL (collection
+ * or model state lost a write: fails closed). */
+int search_knn(engine_t *e, const char *coll, const engine_asker_t *who, const search_knn_t *q,
+               search_result_t *out, cdn_err_t *err);
 void search_result_free(search_result_t *r);
 
-/* Reads chunk id as the subject: CDN_ERR_NOT_FOUND whether missing or unreadable. On success
- * *obj is the stored record ({"fields","metadata","allowed","denied"}, json_decref it), *vec a
- * copy of the vector (cdn_free; NULL without vectors) of *dim floats, *rev the revision read.
- * The record and the permission check come from the same revision. */
-int search_get(engine_t *e, const char *coll, const char *const *principals, size_t n,
-               const char *id, json_t **obj, float **vec, uint32_t *dim, uint64_t *rev,
-               cdn_err_t *err);
+/* Reads chunk id as who (authorized for "read"): CDN_ERR_NOT_FOUND whether missing or
+ * unreadable. On success *obj is the stored record ({"fields","metadata","allowed","denied"},
+ * json_decref it), *vec a copy of the vector (cdn_free; NULL without vectors) of *dim floats,
+ * *rev the revision read. The record, the decision, the view and the check come from one
+ * permission state. */
+int search_get(engine_t *e, const char *coll, const engine_asker_t *who, const char *id,
+               json_t **obj, float **vec, uint32_t *dim, uint64_t *rev, cdn_err_t *err);
 
 /* Reads chunk id's stored record without a permission check, for administrators' questions
  * (explain). *obj is released with json_decref. */

@@ -1,0 +1,23 @@
+/* testhook.h: named points in the engine where a test may run code of its own, to force an
+ * interleaving (a write landing between two reads of one request) instead of waiting for luck.
+ * Relies on C11 atomics only; process-wide like the allocator's failure hook, tests only. */
+#ifndef CDN_TESTHOOK_H
+#define CDN_TESTHOOK_H
+
+typedef enum cdn_hook_point {
+    /* A search or get has authorized the subject and taken its view, and holds no lock yet:
+     * a write here lands between the model read and the ACL read. */
+    CDN_HOOK_SUBJECT_RESOLVED = 0,
+    CDN_HOOK_COUNT
+} cdn_hook_point_t;
+
+typedef void (*cdn_hook_fn)(cdn_hook_point_t point, void *arg);
+
+/* Installs fn (NULL removes it) with its argument for every later point reached on any
+ * thread. Not for production use: nothing calls it outside tests. */
+void cdn_hook_set(cdn_hook_fn fn, void *arg);
+
+/* Runs the installed hook, if any: one relaxed load when none is. */
+void cdn_hook_run(cdn_hook_point_t point);
+
+#endif

@@ -1,6 +1,6 @@
 # cordon build: `make` builds the binary and library, `make demo` runs the demo, `make test`
-# builds and runs every test in release mode and under ASan+UBSan. Relies on GNU make and
-# scripts/deps.sh for the Debian packages.
+# builds and runs every test in release mode and under ASan+UBSan, and the threaded ones under
+# ThreadSanitizer. Relies on GNU make and scripts/deps.sh for the Debian packages.
 
 MODE   ?= release
 BUILD  := build/$(MODE)
@@ -13,6 +13,9 @@ ifeq ($(MODE),asan)
 CFLAGS_MODE := -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer \
                -fno-sanitize-recover=all -DCDN_DEBUG=1
 LDFLAGS_MODE := -fsanitize=address,undefined
+else ifeq ($(MODE),tsan)
+CFLAGS_MODE := -O1 -g -fsanitize=thread -fno-omit-frame-pointer -DCDN_DEBUG=1
+LDFLAGS_MODE := -fsanitize=thread
 else ifeq ($(MODE),debug)
 CFLAGS_MODE := -O0 -g -DCDN_DEBUG=1
 else
@@ -28,9 +31,14 @@ TEST_SRC  := $(wildcard tests/unit/*/test_*.c)
 LIB_OBJ   := $(LIB_SRC:%.c=$(BUILD)/%.o)
 CLI_OBJ   := $(CLI_SRC:%.c=$(BUILD)/%.o)
 TEST_BIN  := $(TEST_SRC:%.c=$(BUILD)/%)
+# The tests that run threads against each other, also run under ThreadSanitizer (MODE=tsan).
+TSAN_TESTS := api/test_race_states api/test_adversarial_race api/test_model \
+              authz/test_authz_concurrency vector/test_hnsw_concurrency vector/test_hnsw_lists \
+              vector/test_quant vector/test_quant_bits acl/test_acl_index text/test_bm25
+TSAN_BIN  := $(TSAN_TESTS:%=$(BUILD)/tests/unit/%)
 SHARED_DATA ?= $(abspath ../shared/data)
 
-.PHONY: all deps bench-deps demo test unit check-unit clean format
+.PHONY: all deps bench-deps demo test unit check-unit check-tsan clean format
 all: $(BUILD)/cordon $(BUILD)/libcordon.a
 
 deps:
@@ -63,6 +71,11 @@ check-unit: unit
 	  bash scripts/run-tests.sh $(MODE) $(TEST_BIN)
 	@CORDON_BIN=$(abspath $(BUILD)/cordon) bash scripts/run-tests.sh --pytest $(MODE)
 
+# The threaded tests under ThreadSanitizer (run with MODE=tsan): any report fails the test.
+check-tsan: $(TSAN_BIN)
+	@TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" CORDON_SHARED_DATA=$(SHARED_DATA) \
+	  bash scripts/run-tests.sh $(MODE) $(TSAN_BIN)
+
 demo: deps
 	@$(MAKE) --no-print-directory MODE=release all
 	rm -rf build/demo-data
@@ -72,6 +85,7 @@ test: deps
 	@rm -f build/test-results.txt
 	@$(MAKE) --no-print-directory MODE=release check-unit
 	@$(MAKE) --no-print-directory MODE=asan check-unit
+	@$(MAKE) --no-print-directory MODE=tsan check-tsan
 	@bash scripts/run-tests.sh --summary
 
 format:

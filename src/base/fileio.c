@@ -96,7 +96,7 @@ int cdn_file_open_tmp(const char *path, char *tmp, size_t size, int *fd)
     *fd = -1;
     if (!path || snprintf(tmp, size, "%s.tmp.%ld", path, (long)getpid()) >= (int)size)
         return CDN_ERR_INVALID;
-    *fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    *fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, CDN_FILE_MODE);
     return *fd < 0 ? CDN_ERR_IO : CDN_OK;
 }
 

@@ -8,6 +8,11 @@
 #include <stdint.h>
 #include <xxhash.h>
 
+/* A data directory holds protected text: only its owner may read it, whatever the umask.
+ * Every directory the engine creates has CDN_DIR_MODE, every file CDN_FILE_MODE. */
+#define CDN_DIR_MODE 0700
+#define CDN_FILE_MODE 0600
+
 /* Writes n bytes of p to fd (xs, if not NULL, absorbs them). Returns 0 or CDN_ERR_IO. */
 int cdn_file_write_all(int fd, const void *p, size_t n, XXH3_state_t *xs);
 

@@ -1,6 +1,7 @@
 /* engine.c: opening a data directory, the collection registry and principal lookups.
  * Relies on store/ for durability; collections are loaded whole into memory at open. */
 #include "query/engine.h"
+#include "base/fileio.h"
 #include "base/mem.h"
 
 #include <errno.h>
@@ -102,13 +103,32 @@ done:
     return rc;
 }
 
+/* Creates the data directory (CDN_DIR_MODE: its files hold protected text), or warns on
+ * stderr when an existing one lets other local users in: the files inside are CDN_FILE_MODE
+ * when the engine made them, but a directory copied or made by hand may hold others. */
+static int open_dir(const char *dir, cdn_err_t *err)
+{
+    struct stat st;
+    if (mkdir(dir, CDN_DIR_MODE) == 0)
+        return CDN_OK;
+    if (errno != EEXIST)
+        return cdn_err_set(err, CDN_ERR_IO, "cannot create data directory %s: %s", dir,
+                           strerror(errno));
+    if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode))
+        return cdn_err_set(err, CDN_ERR_IO, "data directory %s is not a directory", dir);
+    if (st.st_mode & (S_IRWXG | S_IRWXO))
+        fprintf(stderr, "cordon: warning: data directory %s is open to other users (mode %04o); "
+                "its files hold protected text: chmod 700 %s\n", dir,
+                (unsigned)(st.st_mode & 07777), dir);
+    return CDN_OK;
+}
+
 int engine_open(const char *dir, uint64_t map_size, engine_t **out, cdn_err_t *err)
 {
     engine_t *e;
     int rc;
-    if (mkdir(dir, 0755) != 0 && errno != EEXIST)
-        return cdn_err_set(err, CDN_ERR_IO, "cannot create data directory %s: %s", dir,
-                           strerror(errno));
+    if ((rc = open_dir(dir, err)) != 0)
+        return rc;
     if (!(e = cdn_calloc(1, sizeof *e)) || !(e->dir = cdn_strdup(dir))) {
         cdn_free(e);
         return cdn_err_set(err, CDN_ERR_NOMEM, "out of memory");

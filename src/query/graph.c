@@ -2,9 +2,11 @@
  * catch-up at open, inserts on writes, checkpoint save at close.
  * Relies on vector/hnsw; the checkpoint's revision slot records the row count it reflects,
  * since rows are append-only and numbered in commit order. */
+#include "base/fileio.h"
 #include "base/mem.h"
 #include "query/collection.h"
 
+#include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -154,9 +156,13 @@ static void efauto_write(const char *dir, coll_t *c)
     if (hnsw_calibrate(c->hnsw, &v, coll_codes(c), live, COLL_CALIB_QUERIES, COLL_CALIB_TARGET,
                        hnsw_params_default().ef_search, &cal) != CDN_OK)
         return;
-    FILE *f = fopen(path, "w");
-    if (!f)
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, CDN_FILE_MODE);
+    FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
+    if (!f) {
+        if (fd >= 0)
+            close(fd);
         return;
+    }
     fprintf(f,
             "cordon-efauto 5 rows %u ef %u recall %.4f queries %u d10 %.9g efq %u recallq %.4f "
             "efd %u recalld %.4f dense %d\n",

@@ -1,6 +1,7 @@
 /* store.c: LMDB environment, tables and transactions behind store.h.
  * Relies on LMDB; every committed write transaction is fsynced by LMDB before commit returns. */
 #include "store/store.h"
+#include "base/fileio.h"
 #include "base/mem.h"
 
 #include <errno.h>
@@ -43,7 +44,7 @@ int store_open(const char *dir, uint64_t map_size, store_t **out, cdn_err_t *err
     if ((rc = mdb_env_set_mapsize(s->env, map_size ? map_size : (64ull << 30))) != 0)
         goto fail;
     /* MDB_NOTLS: read transactions are not tied to threads, so a pool of HTTP threads works. */
-    if ((rc = mdb_env_open(s->env, dir, MDB_NOTLS, 0644)) != 0)
+    if ((rc = mdb_env_open(s->env, dir, MDB_NOTLS, CDN_FILE_MODE)) != 0)
         goto fail;
     if ((rc = mdb_txn_begin(s->env, NULL, 0, &txn)) != 0)
         goto fail;

@@ -1,6 +1,7 @@
 /* vecfile.c: the vector file: a 4 KiB header, then rows padded to 64 bytes, mapped read-only.
  * Relies on mmap with MAP_SHARED, so rows written with pwrite are seen through the mapping. */
 #include "store/vecfile.h"
+#include "base/fileio.h"
 #include "base/mem.h"
 
 #include <errno.h>
@@ -55,7 +56,7 @@ int vecfile_open(const char *path, uint32_t dim, vecfile_t **out, cdn_err_t *err
         return cdn_err_set(err, CDN_ERR_NOMEM, "out of memory");
     vf->dim = dim;
     vf->stride = ((size_t)dim + 15) / 16 * 16;
-    vf->fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    vf->fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, CDN_FILE_MODE);
     if (vf->fd < 0) {
         rc = cdn_err_set(err, CDN_ERR_IO, "cannot open %s: %s", path, strerror(errno));
         goto fail;

@@ -7,6 +7,7 @@
 #include "../../bench/bench_scan.h"
 #include "../../bench/bench_quant.h"
 #include "../../bench/bench_permissions.h"
+#include "../../bench/bench_writers.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -23,6 +24,7 @@ static const struct bench_entry {
     {"scan", bench_scan_main, "exact scan of an allowed set vs a scalar loop"},
     {"quant", bench_quant_main, "exact scan with 8-bit pruning vs the float exact scan"},
     {"permissions", bench_permissions_main, "recall, leaks, latency under hierarchical ACLs vs peers"},
+    {"writers", bench_writers_main, "search p50/p99 beside permission and bulk writers"},
     {NULL, NULL, NULL},
 };
 

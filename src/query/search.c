@@ -22,6 +22,7 @@
 
 static int check_query(const coll_t *c, const search_knn_t *q, cdn_err_t *err)
 {
+    int rc;
     if (q->text && q->query_json)
         return cdn_err_set(err, CDN_ERR_INVALID, "give a text query or a query object, not both");
     if (!q->vector && !q->text && !q->query_json)
@@ -34,17 +35,17 @@ static int check_query(const coll_t *c, const search_knn_t *q, cdn_err_t *err)
     if (!c->cfg.dim)
         return cdn_err_set(err, CDN_ERR_INVALID,
                            "collection \"%s\" has no vectors; use a text query", c->cfg.name);
-    for (uint32_t i = 0; i < c->cfg.dim; i++)
-        if (!isfinite(q->vector[i]))
-            return cdn_err_set(err, CDN_ERR_INVALID,
-                               "knn.query_vector value %u is not a finite number", i);
+    if ((rc = vec_check(q->vector, c->cfg.dim, c->cfg.metric, "knn.query_vector", err)) != 0)
+        return rc;
     if ((unsigned)q->strategy > SEARCH_POSTFILTER)
         return cdn_err_set(err, CDN_ERR_INVALID, "unknown strategy %d", (int)q->strategy);
     return CDN_OK;
 }
 
 /* Re-checks every hit against the view and turns rows into ids; h[i].dist holds the score
- * the caller sees (higher is better). */
+ * the caller sees (higher is better). A score that is not a finite number cannot be ranked:
+ * vec_check keeps every stored and query vector in bounds, so none should reach here, but if
+ * one does its hit is dropped and the result no longer claims to be complete. */
 int search_finish(const coll_t *c, const uint32_t *view, size_t nview, const vec_hit_t *h,
                   size_t n, search_result_t *out)
 {
@@ -55,6 +56,10 @@ int search_finish(const coll_t *c, const uint32_t *view, size_t nview, const vec
         const char *id = coll_row_id(c, h[i].id);
         if (!id || !acl_index_check(c->acl, h[i].id, view, nview)) {
             out->rejected++; /* an index path let through what the view does not hold */
+            continue;
+        }
+        if (!isfinite(h[i].dist)) {
+            out->complete = 0;
             continue;
         }
         search_hit_t *o = &out->hits[out->n_hits];

@@ -76,7 +76,8 @@ int write_prep_acl(prep_t *p, const char *const *allowed, size_t na, const char 
 static int prep_vector(prep_t *p, const coll_config_t *cfg, cdn_arena_t *a, cdn_err_t *err)
 {
     const float *v = p->in->vector;
-    double norm = 0;
+    char what[WRITE_ID_MAX + 32];
+    int rc;
     if (!cfg->dim) {
         if (v)
             return cdn_err_set(err, CDN_ERR_INVALID, "chunk \"%s\" has a vector but collection "
@@ -87,19 +88,12 @@ static int prep_vector(prep_t *p, const coll_config_t *cfg, cdn_arena_t *a, cdn_
         return cdn_err_set(err, CDN_ERR_INVALID,
                            "chunk \"%s\" has no vector; collection \"%s\" needs %u values",
                            p->in->id, cfg->name, cfg->dim);
-    for (uint32_t i = 0; i < cfg->dim; i++) {
-        if (!isfinite(v[i]))
-            return cdn_err_set(err, CDN_ERR_INVALID,
-                               "chunk \"%s\": vector value %u is not a finite number", p->in->id,
-                               i);
-        norm += (double)v[i] * v[i];
-    }
+    snprintf(what, sizeof what, "chunk \"%s\": vector", p->in->id);
+    if ((rc = vec_check(v, cfg->dim, cfg->metric, what, err)) != 0)
+        return rc;
     p->vec = (float *)v;
     if (cfg->metric != VEC_METRIC_COSINE)
         return CDN_OK;
-    if (norm == 0)
-        return cdn_err_set(err, CDN_ERR_INVALID, "chunk \"%s\": a zero vector has no direction; "
-                           "cosine similarity needs a non-zero vector", p->in->id);
     if (!(p->vec = cdn_arena_alloc(a, cfg->dim * sizeof(float))))
         return cdn_err_set(err, CDN_ERR_NOMEM, "out of memory");
     memcpy(p->vec, v, cfg->dim * sizeof(float));

@@ -416,6 +416,29 @@ void vec_normalize(float *v, size_t n)
     }
 }
 
+int vec_check(const float *v, size_t n, vec_metric_t m, const char *what, cdn_err_t *err)
+{
+    double s = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (!isfinite(v[i]))
+            return cdn_err_set(err, CDN_ERR_INVALID, "%s value %zu is not a finite number", what,
+                               i);
+        s += (double)v[i] * v[i];
+    }
+    if (s > VEC_NORM2_MAX)
+        return cdn_err_set(err, CDN_ERR_INVALID, "%s has length %.3g; the limit is %.3g (scale "
+                           "it down: larger vectors overflow distances)", what, sqrt(s),
+                           sqrt(VEC_NORM2_MAX));
+    if (m == VEC_METRIC_COSINE && s == 0)
+        return cdn_err_set(err, CDN_ERR_INVALID, "%s is a zero vector, which has no direction; "
+                           "cosine similarity needs a non-zero vector", what);
+    if (m == VEC_METRIC_COSINE && sqrt(s) < VEC_COSINE_NORM_MIN)
+        return cdn_err_set(err, CDN_ERR_INVALID, "%s has length %.3g, too small to normalise "
+                           "(cosine needs at least %.3g): scale it up", what, sqrt(s),
+                           VEC_COSINE_NORM_MIN);
+    return CDN_OK;
+}
+
 int vec_metric_parse(const char *s, vec_metric_t *out)
 {
     if (!strcmp(s, "cosine"))

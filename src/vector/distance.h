@@ -6,6 +6,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "base/err.h"
+
 /* How a collection compares vectors. Values are stored on disk: never renumber. */
 typedef enum vec_metric {
     VEC_METRIC_COSINE = 0, /* vectors are L2-normalised on ingest; distance = 1 - dot */
@@ -61,6 +63,20 @@ float vec_score_from_dist(vec_metric_t m, float dist);
 
 /* Scales v in place to unit length (zero vectors are left as they are). */
 void vec_normalize(float *v, size_t n);
+
+/* The bounds every stored or query vector keeps, so that no distance or score can overflow or
+ * turn into inf/NaN: squared length at most VEC_NORM2_MAX (FLT_MAX / 4: then |a - b|^2, a.b and
+ * every partial sum of the kernels stay finite floats), and for cosine a length of at least
+ * VEC_COSINE_NORM_MIN (FLT_MIN, the smallest normal float: below it 1 / length is not a finite
+ * float and the normalised vector would hold inf). */
+#define VEC_NORM2_MAX 8.507059e37
+#define VEC_COSINE_NORM_MIN 1.1754944e-38
+
+/* Checks that v (n values) is a vector the metric can store or search: every value finite,
+ * the squared length within VEC_NORM2_MAX, and for cosine a length of at least
+ * VEC_COSINE_NORM_MIN. `what` names the vector in the message ("knn.query_vector",
+ * "chunk \"x\": vector"). Returns 0 or CDN_ERR_INVALID. */
+int vec_check(const float *v, size_t n, vec_metric_t m, const char *what, cdn_err_t *err);
 
 /* Parses "cosine" / "dot_product" / "l2_norm" (the Elasticsearch names); 0 or CDN_ERR_INVALID.*/
 int vec_metric_parse(const char *s, vec_metric_t *out);

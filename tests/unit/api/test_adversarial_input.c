@@ -140,39 +140,73 @@ static void test_non_finite_and_extreme_query_vectors(void **state)
             assert_int_equal(cordon_search(f->db, "dot", &s, &hy, &r, NULL), CORDON_ERR_INVALID);
         }
     }
-    /* A zero vector has no direction under cosine: refused, or answered with real scores. */
+    /* A zero vector has no direction under cosine: refused, naming the field. */
     float zero[DIM] = {0};
+    cordon_error err;
     cordon_query zq = {.vector = zero, .strategy = CORDON_STRATEGY_EXACT};
-    if (cordon_search(f->db, "docs", &s, &zq, &r, NULL) == 0) {
-        for (size_t h = 0; h < r->n_hits; h++)
-            assert_false(isnan(r->hits[h].score));
-        cordon_result_free(r);
-    }
-    /* Finite but huge values: the dot products overflow; a NaN score cannot be ranked nor
-     * written as JSON, so the query must be refused or scored without NaN. */
+    assert_int_equal(cordon_search(f->db, "docs", &s, &zq, &r, &err), CORDON_ERR_INVALID);
+    assert_non_null(strstr(err.message, "knn.query_vector is a zero vector"));
+    /* Finite but huge values: the dot products overflow to inf and NaN, which cannot be ranked
+     * nor written as JSON: refused with the limit, for queries and chunks alike. */
     float huge[DIM] = {3e38f, 3e38f, -3e38f, 3e38f};
     for (int strat = 0; strat <= CORDON_STRATEGY_EXACT; strat++) {
         cordon_query hq = {.vector = huge, .k = 30, .strategy = (cordon_strategy)strat};
-        int rc = cordon_search(f->db, "dot", &s, &hq, &r, NULL);
-        if (rc == 0) {
-            for (size_t h = 0; h < r->n_hits; h++)
-                if (isnan(r->hits[h].score))
-                    fail_msg("strategy %d: hit %s has a NaN score", strat, r->hits[h].id);
-            cordon_result_free(r);
-        }
+        assert_int_equal(cordon_search(f->db, "dot", &s, &hq, &r, &err), CORDON_ERR_INVALID);
+        assert_non_null(strstr(err.message, "knn.query_vector has length"));
     }
-    /* Chunks with such values are accepted at ingest, then break every later dot search. */
+    uint64_t rev = cordon_revision(f->db);
     float big[DIM] = {3e38f, -3e38f, 3e38f, -3e38f};
-    int rc = put1(f->db, "dot", "big", big, G0, 1, NULL);
-    if (rc == 0) {
-        float q[DIM] = {1, 1, 1, 1};
-        cordon_query bq = {.vector = q, .k = 31, .strategy = CORDON_STRATEGY_EXACT};
-        assert_int_equal(cordon_search(f->db, "dot", &s, &bq, &r, NULL), 0);
+    assert_int_equal(put1(f->db, "dot", "big", big, G0, 1, &err), CORDON_ERR_INVALID);
+    assert_non_null(strstr(err.message, "chunk \"big\": vector has length"));
+    assert_int_equal(cordon_revision(f->db), rev);
+    /* The largest vectors allowed still score finitely against each other. */
+    float edge[DIM] = {4.6e18f, -4.6e18f, 4.6e18f, -4.6e18f};
+    assert_int_equal(put1(f->db, "dot", "edge", edge, G0, 1, &err), 0);
+    for (int strat = 0; strat <= CORDON_STRATEGY_EXACT; strat++) {
+        cordon_query eq = {.vector = edge, .k = 31, .strategy = (cordon_strategy)strat};
+        assert_int_equal(cordon_search(f->db, "dot", &s, &eq, &r, NULL), 0);
+        assert_true(r->n_hits > 0);
+        assert_string_equal(r->hits[0].id, "edge");
         for (size_t h = 0; h < r->n_hits; h++)
-            if (isnan(r->hits[h].score))
-                fail_msg("stored vector overflows: hit %s has a NaN score", r->hits[h].id);
+            if (!isfinite(r->hits[h].score))
+                fail_msg("strategy %d: hit %s has score %g", strat, r->hits[h].id,
+                         r->hits[h].score);
         cordon_result_free(r);
     }
+}
+
+/* A cosine vector whose length is not a normal float normalises to inf/NaN (1 / length
+ * overflows): such a chunk would count as readable and never be found while results said
+ * complete. Refused for chunks and queries; a length just above the bound works. */
+static void test_tiny_cosine_vectors_are_refused_and_small_ones_found(void **state)
+{
+    fx_t *f = *state;
+    cordon_subject s = {.principals = G0, .n_principals = 1};
+    const float tiny[DIM] = {1e-40f, 0, 0, 0}, small[DIM] = {0, 3e-38f, 0, 0};
+    const float one[DIM] = {1, 0, 0, 0};
+    cordon_result *r;
+    cordon_error err;
+    uint64_t rev = cordon_revision(f->db);
+    assert_int_equal(put1(f->db, "docs", "tiny", tiny, G0, 1, &err), CORDON_ERR_INVALID);
+    assert_non_null(strstr(err.message, "chunk \"tiny\": vector has length"));
+    assert_non_null(strstr(err.message, "too small to normalise"));
+    assert_int_equal(cordon_revision(f->db), rev);
+    assert_false(can_get(f->db, "docs", G0, 1, "tiny"));
+    for (int strat = 0; strat <= CORDON_STRATEGY_POSTFILTER; strat++) {
+        cordon_query q = {.vector = tiny, .strategy = (cordon_strategy)strat};
+        assert_int_equal(cordon_search(f->db, "docs", &s, &q, &r, &err), CORDON_ERR_INVALID);
+        assert_non_null(strstr(err.message, "knn.query_vector has length"));
+    }
+    assert_int_equal(put1(f->db, "docs", "normal", one, G0, 1, NULL), 0);
+    assert_int_equal(put1(f->db, "docs", "small", small, G0, 1, &err), 0);
+    cordon_query q = {.vector = small, .k = 2, .strategy = CORDON_STRATEGY_EXACT};
+    assert_int_equal(cordon_search(f->db, "docs", &s, &q, &r, NULL), 0);
+    assert_int_equal(r->n_hits, 2);
+    assert_true(r->complete);
+    assert_string_equal(r->hits[0].id, "small");
+    assert_true(fabsf(r->hits[0].score - 1.0f) < 1e-5f);
+    assert_true(isfinite(r->hits[1].score));
+    cordon_result_free(r);
 }
 
 static void test_ids_with_special_bytes_round_trip_and_bad_ids_are_refused(void **state)
@@ -547,6 +581,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         T(test_ids_query_matches_chunk_ids_not_internal_rows),
         T(test_non_finite_and_extreme_query_vectors),
+        T(test_tiny_cosine_vectors_are_refused_and_small_ones_found),
         T(test_ids_with_special_bytes_round_trip_and_bad_ids_are_refused),
         T(test_id_of_the_documented_maximum_length_is_stored),
         T(test_odd_principals_in_acls_are_refused_and_change_nothing),

@@ -146,15 +146,25 @@ int cordon_collection_list(cordon_t *db, cordon_collection_info **out, size_t *n
     engine_t *en;
     NEED(db && out && n, "cordon_collection_list needs out pointers");
     en = db->e;
+    /* References under the registry lock, then each collection's lock on its own: a request
+     * takes a collection's lock before meta_lock, so the two are never held the other way. */
     pthread_rwlock_rdlock(&en->meta_lock);
-    *out = cdn_calloc(en->ncolls ? en->ncolls : 1, sizeof **out);
-    for (size_t i = 0; *out && i < en->ncolls; i++) {
-        pthread_rwlock_rdlock(&en->colls[i]->lock);
-        fill_info(en->colls[i], &(*out)[i]);
-        pthread_rwlock_unlock(&en->colls[i]->lock);
-    }
-    *n = en->ncolls;
+    size_t m = en->ncolls;
+    coll_t **cs = cdn_calloc(m ? m : 1, sizeof *cs);
+    for (size_t i = 0; cs && i < m; i++)
+        coll_ref(cs[i] = en->colls[i]);
     pthread_rwlock_unlock(&en->meta_lock);
+    *out = cs ? cdn_calloc(m ? m : 1, sizeof **out) : NULL;
+    for (size_t i = 0; cs && i < m; i++) {
+        if (*out) {
+            pthread_rwlock_rdlock(&cs[i]->lock);
+            fill_info(cs[i], &(*out)[i]);
+            pthread_rwlock_unlock(&cs[i]->lock);
+        }
+        coll_unref(cs[i]);
+    }
+    cdn_free(cs);
+    *n = *out ? m : 0;
     if (!*out)
         return api_ret(cdn_err_set(&e, CDN_ERR_NOMEM, "out of memory"), &e, err);
     return api_ret(CDN_OK, &e, err);

@@ -261,6 +261,34 @@ static void test_bad_chunks_are_refused_and_change_nothing(void **state)
     assert_non_null(strstr(err.message, "knn.query_vector value 5"));
 }
 
+static void test_unknown_principal_kind_is_refused_everywhere(void **state)
+{
+    fixture_t *f = *state;
+    const char *typo[] = {"usr:mallory"}, *eng[] = {"group:eng"};
+    expect_rejected(f, &(cordon_chunk){.id = "x", .vector = f->vecs[1], .allowed = typo,
+                                       .n_allowed = 1},
+                    CORDON_ERR_INVALID, "\"usr:mallory\" has an unknown kind");
+    expect_rejected(f, &(cordon_chunk){.id = "x", .vector = f->vecs[1], .allowed = eng,
+                                       .n_allowed = 1, .denied = typo, .n_denied = 1},
+                    CORDON_ERR_INVALID, "\"usr:mallory\" has an unknown kind");
+    cordon_error err;
+    cordon_record *rec;
+    cordon_subject as_eng = {.principals = eng, .n_principals = 1};
+    assert_int_equal(cordon_get(f->db, "docs", &as_eng, "x", &rec, NULL), CORDON_ERR_NOT_FOUND);
+    /* The ACL change path and the asserted principals of a search follow the same rule. */
+    cordon_chunk ok = {.id = "kinded", .vector = f->vecs[1], .allowed = eng, .n_allowed = 1};
+    assert_int_equal(cordon_put(f->db, "docs", &ok, 1, NULL, NULL), 0);
+    cordon_acl_change ch = {.id = "kinded", .allowed = eng, .n_allowed = 1, .denied = typo,
+                            .n_denied = 1};
+    assert_int_equal(cordon_set_acl(f->db, "docs", &ch, 1, NULL, &err), CORDON_ERR_INVALID);
+    assert_non_null(strstr(err.message, "usr:mallory"));
+    cordon_subject as_typo = {.principals = typo, .n_principals = 1};
+    cordon_query q = {.vector = f->vecs[1]};
+    cordon_result *r;
+    assert_int_equal(cordon_search(f->db, "docs", &as_typo, &q, &r, &err), CORDON_ERR_INVALID);
+    assert_non_null(strstr(err.message, "usr:mallory"));
+}
+
 static void test_update_replaces_vector_and_delete_removes(void **state)
 {
     fixture_t *f = *state;
@@ -352,6 +380,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_hidden_chunk_and_missing_chunk_give_the_same_error,
                                         setup, teardown),
         cmocka_unit_test_setup_teardown(test_revoked_group_hides_chunk_on_next_search, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_unknown_principal_kind_is_refused_everywhere, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_bad_chunks_are_refused_and_change_nothing, setup,
                                         teardown),

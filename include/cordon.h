@@ -131,6 +131,11 @@ int cordon_collection_create(cordon_t *db, const cordon_collection_spec *spec, c
 /* Drops a collection and all its chunks. CORDON_ERR_NOT_FOUND if there is none. */
 int cordon_collection_drop(cordon_t *db, const char *name, cordon_error *err);
 
+typedef struct cordon_meta_field_info {
+    char name[CORDON_NAME_MAX + 1];
+    cordon_meta_kind kind;
+} cordon_meta_field_info;
+
 typedef struct cordon_collection_info {
     char name[CORDON_NAME_MAX + 1];
     uint32_t dim;
@@ -139,6 +144,8 @@ typedef struct cordon_collection_info {
     size_t n_text_fields;
     char text_fields[CORDON_TEXT_FIELDS_MAX][CORDON_NAME_MAX + 1];
     char acl_field[CORDON_NAME_MAX + 1];
+    size_t n_meta_fields;            /* the metadata keys indexed for filters */
+    cordon_meta_field_info meta_fields[CORDON_META_FIELDS_MAX];
 } cordon_collection_info;
 
 /* Lists collections in name order into a new array; free with cordon_free. */
@@ -174,6 +181,15 @@ typedef struct cordon_chunk {
  * receives the revision that made them visible. */
 int cordon_put(cordon_t *db, const char *collection, const cordon_chunk *chunks, size_t n,
                uint64_t *revision, cordon_error *err);
+/* Checks one chunk against collection by the same rules cordon_put applies to each chunk of a
+ * batch (id, vector, text fields, metadata, ACL principals), writing nothing, so a loader can
+ * refuse a whole input before its first batch is written. Returns CORDON_OK (a put of the
+ * chunk can then fail only for reasons outside it: the batch's size, the collection's row
+ * numbers, the disk, memory, a concurrent drop), CORDON_ERR_INVALID or
+ * CORDON_ERR_LIMIT naming the field, CORDON_ERR_NOT_FOUND for an unknown collection,
+ * CORDON_ERR_NOMEM. Messages say "the chunk" where cordon_put's say "chunk <index>". */
+int cordon_chunk_check(cordon_t *db, const char *collection, const cordon_chunk *chunk,
+                       cordon_error *err);
 /* Deletes chunks by id; ids that do not exist are ignored. *deleted (may be NULL) counts the
  * chunks removed. */
 int cordon_delete(cordon_t *db, const char *collection, const char *const *ids, size_t n,

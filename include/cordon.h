@@ -56,11 +56,17 @@ typedef struct cordon_options {
     uint64_t map_size;          /* most the database may grow to, bytes; 0 = 64 GiB */
     uint64_t plan_exact_floats; /* the planner scans exactly when readable rows x dim is at
                                    most this; 0 = the measured default (docs/internals) */
+    int must_exist;             /* 1: open only a data directory that holds a database, and
+                                   create nothing: CORDON_ERR_NOT_FOUND otherwise (for
+                                   callers that only read, so a mistyped path is an error);
+                                   0 = create it if missing */
 } cordon_options;
 
-/* Opens (creating it and its parent-less directory if needed) the data directory `dir`.
- * opts may be NULL. Repairs derived state left behind by a crash. Returns CORDON_OK,
- * CORDON_ERR_IO or CORDON_ERR_CORRUPT. Close *out with cordon_close. */
+/* Opens (creating it and its parent-less directory if needed, unless opts->must_exist) the data
+ * directory `dir`. opts may be NULL. Repairs derived state left behind by a crash. Returns
+ * CORDON_OK, CORDON_ERR_NOT_FOUND (must_exist and no database in dir: the message names dir
+ * and says how to create one), CORDON_ERR_IO or CORDON_ERR_CORRUPT. Close *out with
+ * cordon_close. */
 int cordon_open(const char *dir, const cordon_options *opts, cordon_t **out, cordon_error *err);
 /* Closes the handle; no call may be running on it. NULL is ignored. */
 void cordon_close(cordon_t *db);

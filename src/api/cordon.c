@@ -45,7 +45,7 @@ int cordon_open(const char *dir, const cordon_options *opts, cordon_t **out, cor
     NEED(dir && out, "cordon_open needs a directory and an out pointer");
     if (!(db = cdn_calloc(1, sizeof *db)))
         return api_ret(cdn_err_set(&e, CDN_ERR_NOMEM, "out of memory"), &e, err);
-    rc = engine_open(dir, opts ? opts->map_size : 0, &db->e, &e);
+    rc = engine_open(dir, opts ? opts->map_size : 0, opts && opts->must_exist, &db->e, &e);
     if (rc) {
         cdn_free(db);
         return api_ret(rc, &e, err);

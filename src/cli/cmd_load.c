@@ -116,7 +116,7 @@ int cli_load(int argc, char **argv)
         fprintf(stderr, "cordon load: give --collection and a FILE (or --beir DIR)\n%s", usage);
         goto done;
     }
-    if (cli_open(dir, &db))
+    if (cli_open(dir, !create, &db))
         goto done;
     lo.allow = (const char *const *)allow;
     lo.n_allow = nallow;

@@ -102,10 +102,14 @@ done:
     return rc;
 }
 
-int engine_open(const char *dir, uint64_t map_size, engine_t **out, cdn_err_t *err)
+int engine_open(const char *dir, uint64_t map_size, int must_exist, engine_t **out,
+                cdn_err_t *err)
 {
     engine_t *e;
     int rc;
+    if (must_exist && !store_exists(dir))
+        return cdn_err_set(err, CDN_ERR_NOT_FOUND, "there is no cordon database in %s; create "
+                           "one first, e.g. with cordon load --create", dir);
     if (mkdir(dir, 0755) != 0 && errno != EEXIST)
         return cdn_err_set(err, CDN_ERR_IO, "cannot create data directory %s: %s", dir,
                            strerror(errno));

@@ -57,11 +57,17 @@ typedef struct cordon_options {
     uint64_t map_size;          /* most the database may grow to, bytes; 0 = 64 GiB */
     uint64_t plan_exact_floats; /* the planner scans exactly when readable rows x dim is at
                                    most this; 0 = the measured default (docs/internals) */
+    int must_exist;             /* 1: open only a data directory that holds a database, and
+                                   create nothing: CORDON_ERR_NOT_FOUND otherwise (for
+                                   callers that only read, so a mistyped path is an error);
+                                   0 = create it if missing */
 } cordon_options;
 
-/* Opens (creating it and its parent-less directory if needed) the data directory `dir`.
- * opts may be NULL. Repairs derived state left behind by a crash. Returns CORDON_OK,
- * CORDON_ERR_IO or CORDON_ERR_CORRUPT. Close *out with cordon_close. */
+/* Opens (creating it and its parent-less directory if needed, unless opts->must_exist) the data
+ * directory `dir`. opts may be NULL. Repairs derived state left behind by a crash. Returns
+ * CORDON_OK, CORDON_ERR_NOT_FOUND (must_exist and no database in dir: the message names dir
+ * and says how to create one), CORDON_ERR_IO or CORDON_ERR_CORRUPT. Close *out with
+ * cordon_close. */
 int cordon_open(const char *dir, const cordon_options *opts, cordon_t **out, cordon_error *err);
 /* Closes the handle; no call may be running on it. NULL is ignored. */
 void cordon_close(cordon_t *db);
@@ -132,6 +138,11 @@ int cordon_collection_create(cordon_t *db, const cordon_collection_spec *spec, c
 /* Drops a collection and all its chunks. CORDON_ERR_NOT_FOUND if there is none. */
 int cordon_collection_drop(cordon_t *db, const char *name, cordon_error *err);
 
+typedef struct cordon_meta_field_info {
+    char name[CORDON_NAME_MAX + 1];
+    cordon_meta_kind kind;
+} cordon_meta_field_info;
+
 typedef struct cordon_collection_info {
     char name[CORDON_NAME_MAX + 1];
     uint32_t dim;
@@ -140,6 +151,8 @@ typedef struct cordon_collection_info {
     size_t n_text_fields;
     char text_fields[CORDON_TEXT_FIELDS_MAX][CORDON_NAME_MAX + 1];
     char acl_field[CORDON_NAME_MAX + 1];
+    size_t n_meta_fields;            /* the metadata keys indexed for filters */
+    cordon_meta_field_info meta_fields[CORDON_META_FIELDS_MAX];
 } cordon_collection_info;
 
 /* Lists collections in name order into a new array; free with cordon_free. */
@@ -175,6 +188,15 @@ typedef struct cordon_chunk {
  * receives the revision that made them visible. */
 int cordon_put(cordon_t *db, const char *collection, const cordon_chunk *chunks, size_t n,
                uint64_t *revision, cordon_error *err);
+/* Checks one chunk against collection by the same rules cordon_put applies to each chunk of a
+ * batch (id, vector, text fields, metadata, ACL principals), writing nothing, so a loader can
+ * refuse a whole input before its first batch is written. Returns CORDON_OK (a put of the
+ * chunk can then fail only for reasons outside it: the batch's size, the collection's row
+ * numbers, the disk, memory, a concurrent drop), CORDON_ERR_INVALID or
+ * CORDON_ERR_LIMIT naming the field, CORDON_ERR_NOT_FOUND for an unknown collection,
+ * CORDON_ERR_NOMEM. Messages say "the chunk" where cordon_put's say "chunk <index>". */
+int cordon_chunk_check(cordon_t *db, const char *collection, const cordon_chunk *chunk,
+                       cordon_error *err);
 /* Deletes chunks by id; ids that do not exist are ignored. *deleted (may be NULL) counts the
  * chunks removed. */
 int cordon_delete(cordon_t *db, const char *collection, const char *const *ids, size_t n,

@@ -34,9 +34,12 @@ int acl_intern_add(acl_intern_t *t, const char *name, uint32_t *id, int *added);
 void acl_intern_truncate(acl_intern_t *t, size_t len);
 const char *acl_intern_name(const acl_intern_t *t, uint32_t id);
 
-/* Checks a principal name as written in a chunk's ACL: non-empty, at most ACL_PRINCIPAL_MAX
- * bytes, no control characters. A bare name means a group; *canon receives the canonical
- * form ("eng" -> "group:eng"), in a buffer of ACL_PRINCIPAL_MAX + 8 bytes. */
+/* The one rule for principal names, wherever they come from (a chunk's ACL, principals a
+ * trusted caller asserts, an ACL being explained): non-empty, at most ACL_PRINCIPAL_MAX bytes of
+ * UTF-8 without control characters, either KIND:NAME with KIND one of user, service, group,
+ * role and a non-empty NAME, or a plain name without ':', which means a group. *canon receives
+ * the canonical form ("eng" -> "group:eng") in a buffer of canon_size bytes (ACL_PRINCIPAL_MAX
+ * + 8 is enough). Returns 0, CDN_ERR_INVALID (naming the principal) or CDN_ERR_LIMIT. */
 int acl_principal_canon(const char *name, char *canon, size_t canon_size, cdn_err_t *err);
 
 /* ---- Packed ACLs: [n_allowed, n_denied, allowed ids..., denied ids...] as uint32. ---- */

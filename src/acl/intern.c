@@ -61,29 +61,40 @@ const char *acl_intern_name(const acl_intern_t *t, uint32_t id)
     return id < t->len ? t->names[id] : NULL;
 }
 
+/* The closed list of kinds. A kind outside it would be stored and never match any view, so a
+ * misspelt deny ("usr:mallory") would silently deny nobody: it is an error instead. */
+static const char *const kinds[] = {"user", "service", "group", "role"};
+
 int acl_principal_canon(const char *name, char *canon, size_t canon_size, cdn_err_t *err)
 {
-    size_t n = strlen(name);
-    const char *colon = strchr(name, ':');
-    if (n == 0)
+    size_t n, at;
+    const char *colon;
+    if (!name || !*name)
         return cdn_err_set(err, CDN_ERR_INVALID, "a principal name is empty; write e.g. "
                                                  "\"group:eng\" or \"user:alice\"");
+    n = strlen(name);
     if (n > ACL_PRINCIPAL_MAX)
         return cdn_err_set(err, CDN_ERR_LIMIT, "principal name of %zu bytes; the limit is %d",
                            n, ACL_PRINCIPAL_MAX);
-    size_t at;
     if (!cdn_utf8_valid(name, n, &at))
         return cdn_err_set(err, CDN_ERR_INVALID, "principal name is not UTF-8 (byte %zu)", at);
     if (cdn_utf8_has_control(name, n, &at))
         return cdn_err_set(err, CDN_ERR_INVALID,
                            "principal name contains a control character at byte %zu", at);
-    if (colon && colon[1] == '\0')
-        return cdn_err_set(err, CDN_ERR_INVALID, "principal \"%s\" has a kind but no name",
-                           name);
-    if (colon == name)
-        return cdn_err_set(err, CDN_ERR_INVALID, "principal \"%s\" has a name but no kind",
-                           name);
+    colon = strchr(name, ':');
+    if (colon) {
+        size_t klen = (size_t)(colon - name), k = 0;
+        while (k < 4 && (strlen(kinds[k]) != klen || memcmp(name, kinds[k], klen)))
+            k++;
+        if (k == 4)
+            return cdn_err_set(err, CDN_ERR_INVALID,
+                               "principal \"%.100s\" has an unknown kind; write user:, "
+                               "service:, group:, role: or a plain group name", name);
+        if (colon[1] == '\0')
+            return cdn_err_set(err, CDN_ERR_INVALID, "principal \"%.100s\" has a kind but no "
+                               "name", name);
+    }
     if (snprintf(canon, canon_size, "%s%s", colon ? "" : "group:", name) >= (int)canon_size)
-        return cdn_err_set(err, CDN_ERR_LIMIT, "principal name too long");
+        return cdn_err_set(err, CDN_ERR_LIMIT, "principal \"%.100s\" is too long", name);
     return CDN_OK;
 }

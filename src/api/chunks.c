@@ -10,6 +10,44 @@
 #include <string.h>
 
 
+/* Checks what only the public form can get wrong (the field list) and points w at c's parts;
+ * names and values have room for c->n_fields. index is c's place in its batch, or
+ * WRITE_NO_INDEX. */
+static int to_write(const cordon_chunk *c, size_t index, write_chunk_t *w, const char **names,
+                    const char **values, cdn_err_t *e)
+{
+    if (c->n_fields > CORDON_TEXT_FIELDS_MAX || (c->n_fields && !c->fields)) {
+        if (index == WRITE_NO_INDEX)
+            return cdn_err_set(e, CDN_ERR_INVALID, "bad field list (at most %d)",
+                               CORDON_TEXT_FIELDS_MAX);
+        return cdn_err_set(e, CDN_ERR_INVALID, "chunk %zu: bad field list (at most %d)", index,
+                           CORDON_TEXT_FIELDS_MAX);
+    }
+    *w = (write_chunk_t){c->id, c->vector, names, values, c->n_fields, c->metadata_json,
+                         c->allowed, c->n_allowed, c->denied, c->n_denied};
+    for (size_t f = 0; f < c->n_fields; f++) {
+        names[f] = c->fields[f].name;
+        values[f] = c->fields[f].value;
+    }
+    return CDN_OK;
+}
+
+int cordon_chunk_check(cordon_t *db, const char *coll, const cordon_chunk *chunk,
+                       cordon_error *err)
+{
+    cdn_err_t e = {0, ""};
+    const char *names[CORDON_TEXT_FIELDS_MAX], *values[CORDON_TEXT_FIELDS_MAX];
+    write_chunk_t w;
+    int rc;
+    if (!db || !coll || !chunk)
+        return api_ret(cdn_err_set(&e, CDN_ERR_INVALID,
+                                   "cordon_chunk_check needs a collection and a chunk"),
+                       &e, err);
+    if ((rc = to_write(chunk, WRITE_NO_INDEX, &w, names, values, &e)) == CDN_OK)
+        rc = write_check(db->e, coll, &w, &e);
+    return api_ret(rc, &e, err);
+}
+
 int cordon_put(cordon_t *db, const char *coll, const cordon_chunk *chunks, size_t n,
                uint64_t *revision, cordon_error *err)
 {
@@ -19,19 +57,15 @@ int cordon_put(cordon_t *db, const char *coll, const cordon_chunk *chunks, size_
     const char **values;
     size_t nf = 0, at = 0;
     uint64_t rev = 0;
-    int rc;
+    int rc = CDN_OK;
     if (!db || !coll || (n && !chunks))
         return api_ret(cdn_err_set(&e, CDN_ERR_INVALID, "cordon_put needs a collection and chunks"),
                    &e, err);
     if (n > WRITE_BATCH_MAX)
         return api_ret(cdn_err_set(&e, CDN_ERR_LIMIT, "batch of %zu chunks; the limit is %d", n,
                                    WRITE_BATCH_MAX), &e, err);
-    for (size_t i = 0; i < n; i++) {
-        if (chunks[i].n_fields > CORDON_TEXT_FIELDS_MAX || (chunks[i].n_fields && !chunks[i].fields))
-            return api_ret(cdn_err_set(&e, CDN_ERR_INVALID, "chunk %zu: bad field list (at most %d)",
-                                   i, CORDON_TEXT_FIELDS_MAX), &e, err);
-        nf += chunks[i].n_fields;
-    }
+    for (size_t i = 0; i < n; i++)
+        nf += chunks[i].n_fields <= CORDON_TEXT_FIELDS_MAX ? chunks[i].n_fields : 0;
     w = cdn_calloc(n ? n : 1, sizeof *w);
     names = cdn_calloc(nf ? nf : 1, sizeof *names);
     values = cdn_calloc(nf ? nf : 1, sizeof *values);
@@ -39,16 +73,12 @@ int cordon_put(cordon_t *db, const char *coll, const cordon_chunk *chunks, size_
         rc = cdn_err_set(&e, CDN_ERR_NOMEM, "out of memory");
         goto done;
     }
-    for (size_t i = 0; i < n; i++) {
-        const cordon_chunk *c = &chunks[i];
-        w[i] = (write_chunk_t){c->id, c->vector, names + at, values + at, c->n_fields,
-                               c->metadata_json, c->allowed, c->n_allowed, c->denied, c->n_denied};
-        for (size_t f = 0; f < c->n_fields; f++, at++) {
-            names[at] = c->fields[f].name;
-            values[at] = c->fields[f].value;
-        }
+    for (size_t i = 0; i < n && rc == CDN_OK; i++) {
+        rc = to_write(&chunks[i], i, &w[i], names + at, values + at, &e);
+        at += chunks[i].n_fields;
     }
-    rc = write_put(db->e, coll, w, n, &rev, &e);
+    if (rc == CDN_OK)
+        rc = write_put(db->e, coll, w, n, &rev, &e);
     if (rc == CDN_OK && revision)
         *revision = rev;
 done:

@@ -17,6 +17,7 @@ _Static_assert((int)CORDON_META_KEYWORD == (int)TEXTIDX_KEYWORD &&
                    (int)CORDON_META_BOOL == (int)TEXTIDX_BOOL,
                "metadata kinds must match textidx kinds");
 _Static_assert(CORDON_BATCH_MAX == WRITE_BATCH_MAX, "batch limits must match");
+_Static_assert(CORDON_META_FIELDS_MAX == COLL_META_FIELDS_MAX, "metadata field limits must match");
 
 int api_ret(int rc, const cdn_err_t *in, cordon_error *err)
 {
@@ -44,7 +45,7 @@ int cordon_open(const char *dir, const cordon_options *opts, cordon_t **out, cor
     NEED(dir && out, "cordon_open needs a directory and an out pointer");
     if (!(db = cdn_calloc(1, sizeof *db)))
         return api_ret(cdn_err_set(&e, CDN_ERR_NOMEM, "out of memory"), &e, err);
-    rc = engine_open(dir, opts ? opts->map_size : 0, &db->e, &e);
+    rc = engine_open(dir, opts ? opts->map_size : 0, opts && opts->must_exist, &db->e, &e);
     if (rc) {
         cdn_free(db);
         return api_ret(rc, &e, err);
@@ -137,6 +138,11 @@ static void fill_info(const coll_t *c, cordon_collection_info *o)
     o->n_text_fields = c->cfg.n_text;
     memcpy(o->text_fields, c->cfg.text_fields, sizeof o->text_fields);
     memcpy(o->acl_field, c->cfg.acl_field, sizeof o->acl_field);
+    o->n_meta_fields = c->cfg.n_meta;
+    for (size_t i = 0; i < c->cfg.n_meta; i++) {
+        memcpy(o->meta_fields[i].name, c->cfg.meta_fields[i], sizeof o->meta_fields[i].name);
+        o->meta_fields[i].kind = (cordon_meta_kind)c->cfg.meta_kinds[i];
+    }
 }
 
 int cordon_collection_list(cordon_t *db, cordon_collection_info **out, size_t *n,

@@ -65,7 +65,8 @@ int cordon_get(cordon_t *db, const char *coll, const cordon_subject *subject, co
     if (!db || !coll || !out)
         return api_ret(cdn_err_set(&e, CDN_ERR_INVALID, "cordon_get needs a collection"), &e,
                        err);
-    if ((rc = api_check_subject(subject, &e)) != 0 || (rc = write_id_check(id, 0, &e)) != 0)
+    if ((rc = api_check_subject(subject, &e)) != 0 ||
+        (rc = write_id_check(id, WRITE_NO_INDEX, &e)) != 0)
         return api_ret(rc, &e, err);
     engine_asker_t who = {subject->subject_id, subject->principals, subject->n_principals};
     if (!(r = cdn_calloc(1, sizeof *r)) || !(r->id = cdn_strdup(id))) {

@@ -174,15 +174,11 @@ void authz_view_release(authz_view_t *v);
 /* True when the (already normalized) principal is in the view: binary search. */
 bool authz_view_has(const authz_view_t *v, const char *principal);
 
-/* Normalizes a chunk-ACL principal: "eng" -> "group:eng"; "user:x", "service:x", "group:x",
- * "role:x" unchanged. Writes into out (cap bytes). Returns 0, CDN_ERR_INVALID (empty, or a
- * prefix other than user/service/group/role) or CDN_ERR_LIMIT. */
-int authz_principal_normalize(const char *name, char *out, size_t cap, cdn_err_t *err);
-
 /* Explains whether a chunk with these ACL lists is readable by the subject: denied principals
- * override allowed ones; an empty allowed list is readable by nobody. Names are normalized
- * first. Returns 0 (the answer is in *out, including SUBJECT_NOT_FOUND), CDN_ERR_INVALID for
- * a malformed ACL name, CDN_ERR_NOMEM. */
+ * override allowed ones; an empty allowed list is readable by nobody. Names are checked and
+ * made canonical first by acl_principal_canon, the write path's rule. Returns 0 (the answer
+ * is in *out, including SUBJECT_NOT_FOUND), CDN_ERR_INVALID or CDN_ERR_LIMIT for a malformed
+ * ACL name, CDN_ERR_NOMEM. */
 int authz_explain(authz_model_t *m, const char *subject_id, const char *const *chunk_allowed,
                   size_t n_allowed, const char *const *chunk_denied, size_t n_denied,
                   authz_explanation_t *out, cdn_err_t *err);

@@ -1,12 +1,13 @@
 /* view.c: a subject's view (its principals, flattened) compiled from the kept-current group
  * closure, cached per subject until the next op, and chunk-ACL explanations. Relies on
- * model.c's structures and base/mem.h. */
+ * model.c's structures, base/mem.h and acl/'s rule for principal names. */
 #include "authz/internal.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "acl/acl.h"
 #include "base/mem.h"
 
 static int cmp_str(const void *a, const void *b)
@@ -156,28 +157,6 @@ int authz_view_scoped(authz_model_t *m, const char *subject_id, const char *scop
     return view_get(m, subject_id, scope_type, scope_id, out, err);
 }
 
-int authz_principal_normalize(const char *name, char *out, size_t cap, cdn_err_t *err)
-{
-    static const char *const kinds[] = {"user:", "service:", "group:", "role:"};
-    if (!name || !*name)
-        return cdn_err_set(err, CDN_ERR_INVALID,
-                           "ACL principal is empty; write e.g. user:alice "
-                           "or a group name");
-    const char *colon = strchr(name, ':');
-    bool known = false;
-    for (size_t i = 0; i < 4 && !known; i++)
-        known = !strncmp(name, kinds[i], strlen(kinds[i]));
-    if (colon && (!known || !colon[1] || strchr(colon + 1, ':')))
-        return cdn_err_set(err, CDN_ERR_INVALID,
-                           "ACL principal '%.64s' has an unknown kind; use user:, service:, "
-                           "group:, role: or a bare group name",
-                           name);
-    int n = snprintf(out, cap, "%s%s", colon ? "" : "group:", name);
-    if (n < 0 || (size_t)n >= cap)
-        return cdn_err_set(err, CDN_ERR_LIMIT, "ACL principal '%.64s' is too long", name);
-    return CDN_OK;
-}
-
 static void explain_set(authz_explanation_t *out, authz_explain_kind_t kind, const char *principal,
                         const char *msg)
 {
@@ -197,12 +176,13 @@ int authz_explain(authz_model_t *m, const char *subject_id, const char *const *c
     if (!m || !out || (n_allowed && !chunk_allowed) || (n_denied && !chunk_denied))
         return cdn_err_set(err, CDN_ERR_INVALID, "authz_explain: NULL argument");
     memset(out, 0, sizeof(*out));
-    char p[AUTHZ_PRINCIPAL_MAX];
+    char p[ACL_PRINCIPAL_MAX + 16];
     int rc;
-    /* Validate every ACL name before answering, so a malformed ACL is never half-read. */
+    /* Validate every ACL name before answering, so a malformed ACL is never half-read; by the
+     * write path's own rule, so explain refuses exactly what a write refuses. */
     for (size_t i = 0; i < n_allowed + n_denied; i++) {
         const char *name = i < n_allowed ? chunk_allowed[i] : chunk_denied[i - n_allowed];
-        if ((rc = authz_principal_normalize(name, p, sizeof(p), err)))
+        if ((rc = acl_principal_canon(name, p, sizeof(p), err)))
             return rc;
     }
     authz_view_t *v;
@@ -218,7 +198,7 @@ int authz_explain(authz_model_t *m, const char *subject_id, const char *const *c
         return cdn_err_set(err, rc, "%s", verr.msg);
     out->revision = v->revision;
     for (size_t i = 0; i < n_denied; i++) {
-        authz_principal_normalize(chunk_denied[i], p, sizeof(p), NULL);
+        acl_principal_canon(chunk_denied[i], p, sizeof(p), NULL);
         if (authz_view_has(v, p)) {
             explain_set(out, AUTHZ_EXPLAIN_DENIED, p, "not readable: denied to");
             authz_view_release(v);
@@ -232,7 +212,7 @@ int authz_explain(authz_model_t *m, const char *subject_id, const char *const *c
         explain_set(out, AUTHZ_EXPLAIN_NO_MATCH, NULL,
                     "not readable: no principal of the subject's view is allowed");
     for (size_t i = 0; i < n_allowed; i++) {
-        authz_principal_normalize(chunk_allowed[i], p, sizeof(p), NULL);
+        acl_principal_canon(chunk_allowed[i], p, sizeof(p), NULL);
         if (authz_view_has(v, p)) {
             explain_set(out, AUTHZ_EXPLAIN_ALLOWED, p, "readable: allowed to");
             break;

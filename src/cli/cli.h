@@ -20,8 +20,9 @@ int cli_explain(int argc, char **argv);
 char **cli_split(const char *csv, size_t *n);
 /* Parses a float in full ("1e-3"), an unsigned size ("10"); 0 or -1 with a message printed. */
 int cli_parse_size(const char *opt, const char *s, size_t *out);
-/* Opens a data directory, printing the error on failure. */
-int cli_open(const char *dir, cordon_t **db);
+/* Opens a data directory, printing the error on failure. must_exist: for commands that only
+ * read, which must not create a directory (a mistyped path says so instead). */
+int cli_open(const char *dir, int must_exist, cordon_t **db);
 /* Prints "cordon CMD: message" for err to stderr and returns 1. */
 int cli_fail(const char *cmd, const cordon_error *err);
 

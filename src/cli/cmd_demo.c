@@ -252,7 +252,7 @@ int cli_demo(int argc, char **argv)
         default: fputs(usage, stderr); return 2;
         }
     }
-    if (cli_open(dir, &d.db) == 0 && setup(&d, corpus) == 0 && questions(&d, nq) == 0 &&
+    if (cli_open(dir, 0, &d.db) == 0 && setup(&d, corpus) == 0 && questions(&d, nq) == 0 &&
         revocation(&d) == 0)
         rc = 0;
     cordon_close(d.db);

@@ -12,8 +12,12 @@
 static const char usage[] =
     "usage: cordon load --data DIR --collection NAME [options] FILE.jsonl\n"
     "       cordon load --data DIR --collection NAME --beir CORPUS_DIR [options]\n\n"
-    "Loads one JSON object a line: {\"id\" (or \"_id\"), text fields by name, \"vector\": [...],\n"
-    "\"metadata\": {...}, \"allowed\": [principals], \"denied\": [principals]}.\n\n"
+    "Loads one JSON object a line: {\"id\" (or \"_id\"), text fields by name (or under\n"
+    "\"fields\"), \"vector\": [...], \"metadata\": {...} (metadata fields may also stand at the\n"
+    "top level), \"allowed\" (or the collection's ACL field): [principals], \"denied\":\n"
+    "[principals]}. Any other key is an error. A principal is user:NAME, service:NAME,\n"
+    "group:NAME, role:NAME or a plain group name. The whole file is checked before anything\n"
+    "is written: a bad line loads nothing.\n\n"
     "  --vectors FILE.fvecs    vectors for lines without \"vector\": row i for line i\n"
     "  --beir DIR              DIR/corpus.jsonl with DIR/use-lite/corpus.fvecs if present,\n"
     "                          text fields title and text\n"
@@ -112,7 +116,7 @@ int cli_load(int argc, char **argv)
         fprintf(stderr, "cordon load: give --collection and a FILE (or --beir DIR)\n%s", usage);
         goto done;
     }
-    if (cli_open(dir, &db))
+    if (cli_open(dir, !create, &db))
         goto done;
     lo.allow = (const char *const *)allow;
     lo.n_allow = nallow;
@@ -131,8 +135,11 @@ int cli_load(int argc, char **argv)
         fprintf(stderr, "cordon load: note: lines without \"allowed\" will be readable by "
                         "nobody (give --allow to change that)\n");
     if (loader_run(db, &lo, &loaded, &err)) {
-        fprintf(stderr, "cordon load: %s (%zu chunks were loaded before this)\n", err.message,
-                loaded);
+        if (loaded)
+            fprintf(stderr, "cordon load: %s (%zu chunks were loaded before this)\n",
+                    err.message, loaded);
+        else
+            fprintf(stderr, "cordon load: %s (nothing was loaded)\n", err.message);
         if (create) /* leave no half-made collection behind */
             cordon_collection_drop(db, lo.collection, NULL);
         goto done;

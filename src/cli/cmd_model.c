@@ -125,7 +125,8 @@ int cli_model(int argc, char **argv)
         fputs(model_usage, stderr);
         return 2;
     }
-    if (cli_open(dir, &db))
+    /* export and view only read: a mistyped --data must not leave an empty database */
+    if (cli_open(dir, !strcmp(argv[optind], "export") || !strcmp(argv[optind], "view"), &db))
         return 1;
     rc = model_run(db, argv[optind], optind + 1 < argc ? argv[optind + 1] : NULL);
     cordon_close(db);
@@ -178,7 +179,7 @@ int cli_check(int argc, char **argv)
         req.scope_type = scope_type;
         req.scope_id = colon + 1;
     }
-    if (cli_open(dir, &db))
+    if (cli_open(dir, 1, &db))
         return 2;
     rc = cordon_is_authorized(db, &req, &d, &err);
     cordon_close(db);
@@ -223,7 +224,7 @@ int cli_explain(int argc, char **argv)
               stderr);
         return 2;
     }
-    if (cli_open(dir, &db))
+    if (cli_open(dir, 1, &db))
         return 2;
     rc = cordon_explain(db, coll, subject, id, &x, &err);
     cordon_close(db);

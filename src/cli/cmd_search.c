@@ -156,7 +156,7 @@ int cli_search(int argc, char **argv)
         qv = all + row * d;
         dim = d;
     }
-    if (cli_open(dir, &db))
+    if (cli_open(dir, 1, &db))
         goto done;
     cordon_collection_info info;
     if (cordon_collection_info_get(db, coll, &info, &err)) {

@@ -46,15 +46,19 @@ int cli_parse_size(const char *opt, const char *s, size_t *out)
     return 0;
 }
 
-int cli_open(const char *dir, cordon_t **db)
+int cli_open(const char *dir, int must_exist, cordon_t **db)
 {
+    cordon_options opts = {.must_exist = must_exist};
     cordon_error err;
     if (!dir) {
         fprintf(stderr, "cordon: --data DIR is required (the data directory)\n");
         return -1;
     }
-    if (cordon_open(dir, NULL, db, &err)) {
-        fprintf(stderr, "cordon: cannot open %s: %s\n", dir, err.message);
+    if (cordon_open(dir, &opts, db, &err)) {
+        if (err.code == CORDON_ERR_NOT_FOUND)
+            fprintf(stderr, "cordon: %s\n", err.message);
+        else
+            fprintf(stderr, "cordon: cannot open %s: %s\n", dir, err.message);
         return -1;
     }
     return 0;

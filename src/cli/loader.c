@@ -1,9 +1,11 @@
-/* loader.c: JSON-lines loading in two passes: validate every line, then write in batches.
- * Relies on jansson for parsing and base/fvecs for vector files.
+/* loader.c: JSON-lines loading in two passes: check every line by the engine's own rules
+ * (cordon_chunk_check), then write in batches. Relies on jansson for parsing and base/fvecs for
+ * vector files.
  *
  * A line is {"id" or "_id", text fields by name (top level or under "fields"), "vector" (or a
- * row of the fvecs file), "metadata" (object), "allowed" or the collection's ACL field,
- * "denied"}. */
+ * row of the fvecs file), "metadata" (object) and the collection's metadata fields by name at
+ * the top level, "allowed" or the collection's ACL field, "denied"}. Any other key is an error:
+ * a misspelt "denied" read as nothing would deny nothing. */
 #include "cli/loader.h"
 #include "base/clock.h"
 #include "base/err.h"
@@ -15,14 +17,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #define LINE_MAX_BYTES (8u << 20)
 
 typedef struct line {
     json_t *obj;
     const char *id;
-    const char *names[CORDON_TEXT_FIELDS_MAX];
-    const char *values[CORDON_TEXT_FIELDS_MAX];
     cordon_field fields[CORDON_TEXT_FIELDS_MAX];
     size_t nfields;
     float *vec;                 /* owned when inline */
@@ -30,6 +31,7 @@ typedef struct line {
     char *meta;                 /* jansson-allocated */
     const char **allowed, **denied;
     size_t na, nd;
+    size_t lineno;              /* the file's line it came from */
 } line_t;
 
 static int fail(cordon_error *err, int code, const char *fmt, ...)
@@ -95,6 +97,184 @@ static int parse_vector(json_t *v, const cordon_collection_info *ci, line_t *l, 
     return CDN_OK;
 }
 
+/* ---- Keys: what a line may hold, and a near miss for the ones it may not. ---- */
+
+static const char *const fixed_keys[] = {"id",      "_id",    "vector", "metadata",
+                                         "fields",  "allowed", "denied"};
+#define N_FIXED (sizeof fixed_keys / sizeof fixed_keys[0])
+
+static int is_text_field(const cordon_collection_info *ci, const char *k)
+{
+    for (size_t f = 0; f < ci->n_text_fields; f++)
+        if (!strcmp(ci->text_fields[f], k))
+            return 1;
+    return 0;
+}
+
+static int is_meta_field(const cordon_collection_info *ci, const char *k)
+{
+    for (size_t f = 0; f < ci->n_meta_fields; f++)
+        if (!strcmp(ci->meta_fields[f].name, k))
+            return 1;
+    return 0;
+}
+
+static int is_known_key(const cordon_collection_info *ci, const char *k)
+{
+    for (size_t i = 0; i < N_FIXED; i++)
+        if (!strcmp(fixed_keys[i], k))
+            return 1;
+    return !strcmp(ci->acl_field, k) || is_text_field(ci, k) || is_meta_field(ci, k);
+}
+
+/* Edit distance ignoring case, capped: enough to tell "deny" or "Denied" from "denied". */
+static size_t distance(const char *a, const char *b)
+{
+    size_t la = strlen(a), lb = strlen(b), row[65];
+    if (la > 64 || lb > 64)
+        return SIZE_MAX;
+    for (size_t j = 0; j <= lb; j++)
+        row[j] = j;
+    for (size_t i = 1; i <= la; i++) {
+        size_t diag = row[0];
+        row[0] = i;
+        for (size_t j = 1; j <= lb; j++) {
+            size_t up = row[j], cost = strncasecmp(a + i - 1, b + j - 1, 1) != 0;
+            size_t best = diag + cost;
+            if (up + 1 < best)
+                best = up + 1;
+            if (row[j - 1] + 1 < best)
+                best = row[j - 1] + 1;
+            row[j] = best;
+            diag = up;
+        }
+    }
+    return row[lb];
+}
+
+static void consider(const char *key, const char *cand, const char **best, size_t *bestd)
+{
+    size_t d = distance(key, cand), longer = strlen(key) > strlen(cand) ? strlen(key)
+                                                                         : strlen(cand);
+    if (d <= longer / 2 && d < *bestd) {
+        *best = cand;
+        *bestd = d;
+    }
+}
+
+static void unknown_key(const cordon_collection_info *ci, const char *key, char *why, size_t wn)
+{
+    const char *best = NULL;
+    size_t bestd = SIZE_MAX, n;
+    for (size_t i = 0; i < N_FIXED; i++)
+        consider(key, fixed_keys[i], &best, &bestd);
+    consider(key, ci->acl_field, &best, &bestd);
+    for (size_t f = 0; f < ci->n_text_fields; f++)
+        consider(key, ci->text_fields[f], &best, &bestd);
+    for (size_t f = 0; f < ci->n_meta_fields; f++)
+        consider(key, ci->meta_fields[f].name, &best, &bestd);
+    n = (size_t)snprintf(why, wn, "unknown key \"%.60s\"%s%s%s; a line holds id (or _id), "
+                         "vector, metadata, fields, allowed (or %s), denied", key,
+                         best ? " (did you mean \"" : "", best ? best : "", best ? "\"?)" : "",
+                         ci->acl_field);
+    for (size_t f = 0; f < ci->n_text_fields && n < wn; f++)
+        n += (size_t)snprintf(why + n, wn - n, ", %s", ci->text_fields[f]);
+    for (size_t f = 0; f < ci->n_meta_fields && n < wn; f++)
+        n += (size_t)snprintf(why + n, wn - n, ", %s", ci->meta_fields[f].name);
+}
+
+/* Checks every key of the line and of its "fields" object. */
+static int check_keys(const cordon_collection_info *ci, json_t *obj, json_t *fields, char *why,
+                      size_t wn)
+{
+    const char *k;
+    json_t *v;
+    json_object_foreach(obj, k, v) {
+        if (!is_known_key(ci, k)) {
+            unknown_key(ci, k, why, wn);
+            return CDN_ERR_INVALID;
+        }
+    }
+    if (json_object_get(obj, "allowed") && strcmp(ci->acl_field, "allowed") &&
+        json_object_get(obj, ci->acl_field)) {
+        snprintf(why, wn, "both \"allowed\" and \"%s\"; give the allowed principals once",
+                 ci->acl_field);
+        return CDN_ERR_INVALID;
+    }
+    if (!fields)
+        return CDN_OK;
+    if (!json_is_object(fields)) {
+        snprintf(why, wn, "\"fields\" must be an object of text fields");
+        return CDN_ERR_INVALID;
+    }
+    json_object_foreach(fields, k, v) {
+        if (!is_text_field(ci, k)) {
+            snprintf(why, wn, "\"fields\" holds \"%.60s\", not a text field of collection "
+                     "\"%s\"", k, ci->name);
+            return CDN_ERR_INVALID;
+        }
+        if (json_object_get(obj, k)) {
+            snprintf(why, wn, "text field \"%.60s\" is both under \"fields\" and at the top "
+                     "level", k);
+            return CDN_ERR_INVALID;
+        }
+    }
+    return CDN_OK;
+}
+
+static int parse_text(const cordon_collection_info *ci, json_t *obj, json_t *fields, line_t *l,
+                      char *why, size_t wn)
+{
+    for (size_t f = 0; f < ci->n_text_fields; f++) {
+        const char *name = ci->text_fields[f];
+        json_t *v = json_object_get(obj, name);
+        if (!v && fields)
+            v = json_object_get(fields, name);
+        if (!v || json_is_null(v))
+            continue;
+        if (!json_is_string(v)) {
+            snprintf(why, wn, "text field \"%s\" must be a string", name);
+            return CDN_ERR_INVALID;
+        }
+        l->fields[l->nfields++] = (cordon_field){name, json_string_value(v)};
+    }
+    return CDN_OK;
+}
+
+/* "metadata" with the top-level metadata fields merged in, as one JSON text. */
+static int parse_meta(const cordon_collection_info *ci, json_t *obj, line_t *l, char *why,
+                      size_t wn)
+{
+    json_t *meta = json_object_get(obj, "metadata"), *merged = NULL;
+    for (size_t f = 0; f < ci->n_meta_fields; f++) {
+        const char *name = ci->meta_fields[f].name;
+        json_t *v = json_object_get(obj, name);
+        if (!v)
+            continue;
+        if (meta && !json_is_object(meta))
+            break; /* the engine's check names the problem */
+        if (meta && json_object_get(meta, name)) {
+            json_decref(merged);
+            snprintf(why, wn, "metadata field \"%s\" is both under \"metadata\" and at the "
+                     "top level", name);
+            return CDN_ERR_INVALID;
+        }
+        if (!merged && !(merged = meta ? json_copy(meta) : json_object()))
+            return CDN_ERR_NOMEM;
+        if (json_object_set(merged, name, v)) {
+            json_decref(merged);
+            return CDN_ERR_NOMEM;
+        }
+    }
+    if (merged || meta) {
+        l->meta = json_dumps(merged ? merged : meta, JSON_COMPACT | JSON_ENCODE_ANY);
+        json_decref(merged);
+        if (!l->meta)
+            return CDN_ERR_NOMEM;
+    }
+    return CDN_OK;
+}
+
 /* Parses one line into l. On error, why says what is wrong. */
 static int parse_line(const char *text, size_t len, const cordon_collection_info *ci,
                       const float *row, const loader_opts_t *o, line_t *l, char *why, size_t wn)
@@ -102,12 +282,14 @@ static int parse_line(const char *text, size_t len, const cordon_collection_info
     json_error_t je;
     json_t *fields, *v;
     int rc;
-    memset(l, 0, sizeof *l);
     if (!(l->obj = json_loadb(text, len, 0, &je)) || !json_is_object(l->obj)) {
         snprintf(why, wn, "not a JSON object (column %d: %s)", je.column,
                  l->obj ? "not an object" : je.text);
         return CDN_ERR_INVALID;
     }
+    fields = json_object_get(l->obj, "fields");
+    if ((rc = check_keys(ci, l->obj, fields, why, wn)) != 0)
+        return rc;
     l->id = json_string_value(json_object_get(l->obj, "id"));
     if (!l->id)
         l->id = json_string_value(json_object_get(l->obj, "_id"));
@@ -115,24 +297,16 @@ static int parse_line(const char *text, size_t len, const cordon_collection_info
         snprintf(why, wn, "no \"id\" (or \"_id\") string");
         return CDN_ERR_INVALID;
     }
-    fields = json_object_get(l->obj, "fields");
-    for (size_t f = 0; f < ci->n_text_fields; f++) {
-        const char *name = ci->text_fields[f];
-        const char *val = json_string_value(json_object_get(fields ? fields : l->obj, name));
-        if (!val)
-            continue;
-        l->fields[l->nfields] = (cordon_field){name, val};
-        l->nfields++;
-    }
+    if ((rc = parse_text(ci, l->obj, fields, l, why, wn)) != 0)
+        return rc;
     if ((v = json_object_get(l->obj, "vector")) != NULL) {
         if ((rc = parse_vector(v, ci, l, why, wn)) != 0)
             return rc;
     } else {
         l->vec = (float *)row;
     }
-    if ((v = json_object_get(l->obj, "metadata")) != NULL &&
-        !(l->meta = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY)))
-        return CDN_ERR_NOMEM;
+    if ((rc = parse_meta(ci, l->obj, l, why, wn)) != 0)
+        return rc;
     v = json_object_get(l->obj, "allowed");
     if (!v)
         v = json_object_get(l->obj, ci->acl_field);
@@ -169,11 +343,36 @@ typedef struct pass {
     uint64_t t0, last;
 } pass_t;
 
+/* Prefixes err's message with the file and line it is about. */
+static int at_line(const pass_t *p, size_t lineno, int rc, cordon_error *err)
+{
+    char inner[CORDON_ERROR_MAX];
+    snprintf(inner, sizeof inner, "%s", err ? err->message : "");
+    return fail(err, rc, "%s line %zu: %s", p->o->jsonl, lineno, inner);
+}
+
+/* A batch the first pass passed was refused: name the line whose chunk the engine now refuses
+ * (the collection changed in between), or else the batch's lines (the disk or memory). */
+static int batch_failed(pass_t *p, int rc, cordon_error *err)
+{
+    char inner[CORDON_ERROR_MAX];
+    snprintf(inner, sizeof inner, "%s", err ? err->message : "");
+    for (size_t i = 0; i < p->pending; i++) {
+        int crc = cordon_chunk_check(p->db, p->o->collection, &p->chunks[i], err);
+        if (crc)
+            return at_line(p, p->lines[i].lineno, crc, err);
+    }
+    return fail(err, rc, "%s lines %zu to %zu (a batch of %zu, none of it written): %s",
+                p->o->jsonl, p->lines[0].lineno, p->lines[p->pending - 1].lineno, p->pending,
+                inner);
+}
+
 static int flush(pass_t *p, cordon_error *err)
 {
     int rc = CDN_OK;
-    if (p->pending)
-        rc = cordon_put(p->db, p->o->collection, p->chunks, p->pending, NULL, err);
+    if (p->pending && (rc = cordon_put(p->db, p->o->collection, p->chunks, p->pending, NULL,
+                                       err)) != 0)
+        rc = batch_failed(p, rc, err);
     for (size_t i = 0; i < p->pending; i++)
         line_clear(&p->lines[i]);
     if (rc == CDN_OK)
@@ -189,7 +388,7 @@ static int flush(pass_t *p, cordon_error *err)
 
 static int one_line(pass_t *p, const char *buf, size_t len, cordon_error *err)
 {
-    char why[200];
+    char why[400]; /* longer than a message: each part is bounded, not the whole */
     const float *row = NULL;
     line_t *l = &p->lines[p->pending];
     int rc;
@@ -199,6 +398,8 @@ static int one_line(pass_t *p, const char *buf, size_t len, cordon_error *err)
                         p->lineno, p->o->fvecs, p->nvecs);
         row = p->vecs + (p->lineno - 1) * p->ci.dim;
     }
+    memset(l, 0, sizeof *l);
+    l->lineno = p->lineno;
     if ((rc = parse_line(buf, len, &p->ci, row, p->o, l, why, sizeof why)) != 0) {
         line_clear(l);
         return fail(err, rc, "%s line %zu: %s", p->o->jsonl, p->lineno, why);
@@ -209,8 +410,11 @@ static int one_line(pass_t *p, const char *buf, size_t len, cordon_error *err)
                     p->o->jsonl, p->lineno);
     }
     if (!p->write) {
+        /* The engine's own rules, so that the writes cannot refuse a chunk halfway through. */
+        cordon_chunk c = to_chunk(l, p->o);
+        rc = cordon_chunk_check(p->db, p->o->collection, &c, err);
         line_clear(l);
-        return CDN_OK;
+        return rc ? at_line(p, p->lineno, rc, err) : CDN_OK;
     }
     p->chunks[p->pending++] = to_chunk(l, p->o);
     return p->pending == (p->o->batch ? p->o->batch : 1000) ? flush(p, err) : CDN_OK;
@@ -248,8 +452,12 @@ int loader_run(cordon_t *db, const loader_opts_t *o, size_t *loaded, cordon_erro
     cdn_err_t e = {0, ""};
     uint32_t vdim = 0;
     int rc = cordon_collection_info_get(db, o->collection, &p.ci, err);
+    *loaded = 0;
     if (rc)
         return rc;
+    if (batch > CORDON_BATCH_MAX)
+        return fail(err, CDN_ERR_LIMIT, "a batch of %zu chunks; the limit is %d", batch,
+                    CORDON_BATCH_MAX);
     if (o->fvecs && (rc = cdn_fvecs_read(o->fvecs, &p.vecs, &p.nvecs, &vdim, &e)) != 0)
         return fail(err, rc, "%s", e.msg);
     if (o->fvecs && vdim != p.ci.dim) {
@@ -262,7 +470,7 @@ int loader_run(cordon_t *db, const loader_opts_t *o, size_t *loaded, cordon_erro
     if (!p.lines || !p.chunks)
         rc = fail(err, CDN_ERR_NOMEM, "out of memory");
     if (rc == CDN_OK)
-        rc = run_pass(&p, err); /* validate only */
+        rc = run_pass(&p, err); /* check only */
     p.write = 1;
     p.t0 = p.last = cdn_clock_ns();
     if (rc == CDN_OK)

@@ -17,8 +17,11 @@ typedef struct loader_opts {
     int progress;                   /* print a progress line on stderr */
 } loader_opts_t;
 
-/* Validates the whole file first (nothing is written if any line is bad: the error names the
- * file and line), then loads it in batches. *loaded counts chunks written. */
+/* Checks the whole file first, every line by the engine's own rules (cordon_chunk_check) and
+ * every key against the ones a line may hold, so nothing is written if any line is bad; then
+ * loads it in batches. Every error names the file and line (a batch the engine refuses for
+ * want of disk or memory: its first and last line; earlier batches stay written). *loaded
+ * counts chunks written. */
 int loader_run(cordon_t *db, const loader_opts_t *o, size_t *loaded, cordon_error *err);
 
 #endif

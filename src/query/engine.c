@@ -123,10 +123,14 @@ static int open_dir(const char *dir, cdn_err_t *err)
     return CDN_OK;
 }
 
-int engine_open(const char *dir, uint64_t map_size, engine_t **out, cdn_err_t *err)
+int engine_open(const char *dir, uint64_t map_size, int must_exist, engine_t **out,
+                cdn_err_t *err)
 {
     engine_t *e;
     int rc;
+    if (must_exist && !store_exists(dir))
+        return cdn_err_set(err, CDN_ERR_NOT_FOUND, "there is no cordon database in %s; create "
+                           "one first, e.g. with cordon load --create", dir);
     if ((rc = open_dir(dir, err)) != 0)
         return rc;
     if (!(e = cdn_calloc(1, sizeof *e)) || !(e->dir = cdn_strdup(dir))) {

@@ -33,8 +33,10 @@ typedef struct engine {
     uint64_t plan_exact_floats;   /* planner threshold (0 = PLAN_EXACT_FLOATS) */
 } engine_t;
 
-/* Opens the data directory dir, creating it if missing. Free with engine_close. */
-int engine_open(const char *dir, uint64_t map_size, engine_t **out, cdn_err_t *err);
+/* Opens the data directory dir, creating it if missing, unless must_exist: then a directory
+ * without a database gives CDN_ERR_NOT_FOUND and nothing is created. Free with engine_close. */
+int engine_open(const char *dir, uint64_t map_size, int must_exist, engine_t **out,
+                cdn_err_t *err);
 void engine_close(engine_t *e);
 
 /* Finds a collection by name and takes a reference (release with coll_unref).

@@ -10,27 +10,28 @@
 
 #include <jansson.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 
 int write_id_check(const char *id, size_t index, cdn_err_t *err)
 {
-    size_t n;
+    char who[40] = "the chunk";
+    size_t n, at;
+    if (index != WRITE_NO_INDEX)
+        snprintf(who, sizeof who, "chunk %zu", index);
     if (!id)
-        return cdn_err_set(err, CDN_ERR_INVALID, "chunk %zu has no id; every chunk needs one",
-                           index);
-    size_t at;
+        return cdn_err_set(err, CDN_ERR_INVALID, "%s has no id; every chunk needs one", who);
     n = strlen(id);
     if (n == 0 || n > WRITE_ID_MAX)
-        return cdn_err_set(err, CDN_ERR_INVALID, "chunk %zu: id must be 1 to %d bytes; got %zu",
-                           index, WRITE_ID_MAX, n);
+        return cdn_err_set(err, CDN_ERR_INVALID, "%s: id must be 1 to %d bytes; got %zu", who,
+                           WRITE_ID_MAX, n);
     if (!cdn_utf8_valid(id, n, &at))
-        return cdn_err_set(err, CDN_ERR_INVALID, "chunk %zu: id is not UTF-8 (byte %zu)", index,
-                           at);
+        return cdn_err_set(err, CDN_ERR_INVALID, "%s: id is not UTF-8 (byte %zu)", who, at);
     if (cdn_utf8_has_control(id, n, &at))
-        return cdn_err_set(err, CDN_ERR_INVALID,
-                           "chunk %zu: id has a control character at byte %zu", index, at);
+        return cdn_err_set(err, CDN_ERR_INVALID, "%s: id has a control character at byte %zu",
+                           who, at);
     return CDN_OK;
 }
 
@@ -139,6 +140,23 @@ static int prepare(const coll_config_t *cfg, const write_chunk_t *c, size_t inde
         (rc = prep_fields(c, cfg, err)) != 0)
         return rc;
     return write_prep_acl(p, c->allowed, c->n_allowed, c->denied, c->n_denied, a, err);
+}
+
+int write_check(engine_t *e, const char *name, const write_chunk_t *chunk, cdn_err_t *err)
+{
+    cdn_arena_t a;
+    prep_t p;
+    coll_t *c;
+    int rc;
+    if ((rc = engine_coll_get(e, name, &c, err)) != 0)
+        return rc;
+    /* The same prepare() a put runs, so a chunk passes here exactly when a put would take it
+     * (limits of the batch aside); what it builds is thrown away. */
+    cdn_arena_init(&a, 4096, 0);
+    rc = prepare(&c->cfg, chunk, WRITE_NO_INDEX, &p, &a, err);
+    cdn_arena_free(&a);
+    coll_unref(c);
+    return rc;
 }
 
 static int cmp_u32(const void *x, const void *y)

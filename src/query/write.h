@@ -45,7 +45,17 @@ int write_delete(engine_t *e, const char *coll, const char *const *ids, size_t n
 int write_set_acl(engine_t *e, const char *coll, const write_acl_t *changes, size_t n,
                   uint64_t *rev, cdn_err_t *err);
 
-/* Checks a chunk id: 1..WRITE_ID_MAX bytes, no control characters. */
+/* Checks one chunk against collection coll by the very rules write_put applies (id, vector,
+ * text fields, metadata, ACL), writing nothing: 0, CDN_ERR_INVALID / LIMIT naming the field,
+ * CDN_ERR_NOT_FOUND for an unknown collection, CDN_ERR_NOMEM. For loaders that must refuse a
+ * whole file before its first batch is written. */
+int write_check(engine_t *e, const char *coll, const write_chunk_t *chunk, cdn_err_t *err);
+
+/* Messages of a check of one chunk say "the chunk" rather than "chunk <index>". */
+#define WRITE_NO_INDEX ((size_t)-1)
+
+/* Checks a chunk id: 1..WRITE_ID_MAX bytes, no control characters. index is the chunk's place
+ * in its batch, named in the message, or WRITE_NO_INDEX. */
 int write_id_check(const char *id, size_t index, cdn_err_t *err);
 
 #endif

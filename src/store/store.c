@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 
 static const char *const table_names[STORE_NTABLES] = {
     "meta", "collections", "chunks", "rows", "acls", "principals", "principal_ids", "model_log",
@@ -247,4 +248,14 @@ int store_revision_set(store_txn_t *t, uint64_t rev)
     unsigned char b[8];
     store_be64(b, rev);
     return store_put(t, STORE_META, "revision", 8, b, 8);
+}
+
+int store_exists(const char *dir)
+{
+    char path[4096];
+    struct stat st;
+    /* LMDB keeps an environment in the file data.mdb of its directory. */
+    if (snprintf(path, sizeof path, "%s/data.mdb", dir) >= (int)sizeof path)
+        return 0;
+    return stat(path, &st) == 0 && S_ISREG(st.st_mode);
 }

@@ -30,6 +30,8 @@ typedef enum store_table {
  * map_size is the most the database may grow to (0 = 64 GiB). Returns 0, CDN_ERR_IO or
  * CDN_ERR_NOMEM. The caller closes *out with store_close. */
 int store_open(const char *dir, uint64_t map_size, store_t **out, cdn_err_t *err);
+/* 1 when dir holds a database store_open would open rather than create, else 0. */
+int store_exists(const char *dir);
 void store_close(store_t *s);
 
 /* Unmaps from this process the pages of the database file that reads have brought in; they stay

@@ -120,3 +120,76 @@ def test_demo_shows_different_answers_and_a_revocation(cordon, data):
     before, after = out.split("bob, before")[1].split("bob, after")
     assert "salary bands" in before
     assert "salary bands" not in after                 # the very next query
+
+
+def count(cordon, data, principals, collection="docs"):
+    p = cordon("search", "--data", data, "--collection", collection, "--json", "--as",
+               principals, "--vector", "1,0,0", "--k", "1000", check=0)
+    return json.loads(p.stdout)["readable"]
+
+
+def test_line_the_engine_refuses_loads_nothing_and_is_named(cordon, data, tmp_path):
+    # Line 1,502 passes the loader's own parsing but not the engine's id rule; the batches
+    # before it must not be written, and the message must name the file's line.
+    load(cordon, data, write_lines(tmp_path, CHUNKS[:1], "seed.jsonl"))
+    lines = [{"id": "b%d" % i, "vector": [1, 0, 0], "allowed": ["group:all"]}
+             for i in range(1501)]
+    lines.append({"id": "bad\u0002", "vector": [1, 0, 0], "allowed": ["group:all"]})
+    before = count(cordon, data, "group:all,group:hr")
+    p = cordon("load", "--data", data, "--collection", "docs", "--quiet",
+               write_lines(tmp_path, lines, "big.jsonl"), check=1)
+    assert "line 1502" in p.stderr and "control character" in p.stderr
+    assert "chunk 501" not in p.stderr and "nothing was loaded" in p.stderr
+    assert count(cordon, data, "group:all,group:hr") == before == 1
+
+
+def test_misspelt_keys_are_refused_not_ignored(cordon, data, tmp_path):
+    good = {"id": "s3", "text": "payroll secret", "vector": [1, 0, 0],
+            "allowed": ["group:eng"], "denied": ["user:bob"]}
+    for typo in ("deny", "Denied"):
+        bad = {"id": "s", "text": "payroll secret", "vector": [1, 0, 0],
+               "allowed": ["group:eng"], typo: ["user:bob"]}
+        p = load(cordon, data, write_lines(tmp_path, [good, bad], typo + ".jsonl"), check=1)
+        assert "line 2" in p.stderr and '"%s"' % typo in p.stderr
+        assert 'did you mean "denied"' in p.stderr
+        p = cordon("search", "--data", data, "--collection", "docs", "--as", "eng",
+                   "--vector", "1,0,0", check=1)
+        assert "no such collection" in p.stderr
+    p = load(cordon, data, write_lines(tmp_path, [dict(good, fields={"titel": "x"})], "f.jsonl"),
+             check=1)
+    assert '"titel"' in p.stderr and "line 1" in p.stderr
+    # Every documented form still loads: "_id", text under "fields", the collection's ACL
+    # field, metadata as an object.
+    forms = [{"_id": "u1", "fields": {"title": "one"}, "vector": [1, 0, 0],
+              "allowed_groups": ["eng"], "metadata": {"k": 1}},
+             {"id": "u2", "title": "two", "text": "t", "vector": [0, 1, 0],
+              "allowed": ["group:eng"], "denied": ["user:bob"]}]
+    load(cordon, data, write_lines(tmp_path, forms, "forms.jsonl"))
+    assert count(cordon, data, "group:eng") == 2
+    assert count(cordon, data, "group:eng,user:bob") == 1
+
+
+def test_unknown_principal_kind_is_refused_and_loads_nothing(cordon, data, tmp_path):
+    lines = [CHUNKS[0], {"id": "plan", "text": "layoff plan", "vector": [1, 0, 0],
+                         "allowed": ["group:eng"], "denied": ["usr:mallory"]}]
+    p = load(cordon, data, write_lines(tmp_path, lines), check=1)
+    assert "line 2" in p.stderr and '"usr:mallory" has an unknown kind' in p.stderr
+    load(cordon, data, write_lines(tmp_path, CHUNKS, "ok.jsonl"))
+    p = cordon("search", "--data", data, "--collection", "docs", "--as", "usr:mallory",
+               "--vector", "1,0,0", check=1)
+    assert "usr:mallory" in p.stderr
+
+
+def test_reading_commands_do_not_create_a_data_directory(cordon, tmp_path):
+    missing = str(tmp_path / "nonexistent")
+    for args in (["search", "--collection", "docs", "--as", "eng", "--text", "x"],
+                 ["check", "--subject", "ann", "--resource", "collection:docs", "--action",
+                  "search"],
+                 ["explain", "--collection", "docs", "--subject", "ann", "--id", "a"],
+                 ["model", "export"], ["model", "view", "ann"],
+                 ["load", "--collection", "docs", "--quiet", write_lines(tmp_path, CHUNKS)]):
+        p = cordon(args[0], "--data", missing, *args[1:])
+        assert p.returncode != 0, args
+        assert "no cordon database in " + missing in p.stderr, (args, p.stderr)
+        assert "--create" in p.stderr
+        assert not (tmp_path / "nonexistent").exists(), args

@@ -43,8 +43,9 @@ static const subj_t subjects[] = {
     {{"group:g1", "g2"}, 2, (1u << 1) | (1u << 2)},
     {{"user:u0", "g3", "group:g3"}, 3, (1u << 6) | (1u << 3)},
     {{"user:u1", "g4", "g5", "g0"}, 4, (1u << 7) | (1u << 4) | (1u << 5) | 1u},
-    /* Odd forms that hold none of the canonical principals. */
-    {{"GROUP:g0", "Group:g1", "G2", "user:g3", "u0", "g4 "}, 6, 0},
+    /* Odd forms that hold none of the canonical principals. ("GROUP:g0" is refused: see
+     * test_unknown_kinds_are_refused_not_read_as_nothing.) */
+    {{"G2", "user:g3", "u0", "g4 "}, 4, 0},
     {{"role:g0", "group:g0:x", "c001", "user:U1"}, 4, 0},
     {{NULL}, 0, 0},
 };
@@ -414,6 +415,28 @@ static void test_text_matching_only_hidden_chunks_finds_nothing(void **state)
     }
 }
 
+/* A kind outside user, service, group, role is an error naming it, never a principal that
+ * quietly holds nothing, whether it is asserted by a searcher or written into an ACL. */
+static void test_unknown_kinds_are_refused_not_read_as_nothing(void **state)
+{
+    fx_t *f = *state;
+    static const char *const odd[] = {"GROUP:g0", "Group:g1", "usr:u0", "grp:g2"};
+    float v[DIM] = {0.5f};
+    for (size_t i = 0; i < sizeof odd / sizeof odd[0]; i++) {
+        cordon_subject s = {.principals = &odd[i], .n_principals = 1};
+        cordon_query q = {.vector = v};
+        cordon_chunk c = {.id = "odd", .vector = v, .allowed = &canon[0], .n_allowed = 1,
+                          .denied = &odd[i], .n_denied = 1};
+        cordon_result *r = NULL;
+        cordon_error err;
+        assert_int_equal(cordon_search(f->db, "docs", &s, &q, &r, &err), CORDON_ERR_INVALID);
+        assert_null(r);
+        assert_non_null(strstr(err.message, odd[i]));
+        assert_int_equal(cordon_put(f->db, "docs", &c, 1, NULL, &err), CORDON_ERR_INVALID);
+        assert_non_null(strstr(err.message, odd[i]));
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -422,6 +445,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_acl_changes_and_deletes_apply_to_every_mode, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_text_matching_only_hidden_chunks_finds_nothing,
+                                        setup, teardown),
+        cmocka_unit_test_setup_teardown(test_unknown_kinds_are_refused_not_read_as_nothing,
                                         setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

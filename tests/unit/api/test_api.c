@@ -8,6 +8,8 @@
 #include <cmocka.h>
 #include <math.h>
 
+#include <sys/stat.h>
+
 #include "cordon.h"
 #include "testutil.h"
 
@@ -222,6 +224,10 @@ static void expect_rejected(fixture_t *f, const cordon_chunk *c, int code, const
     cordon_chunk batch[2] = {{.id = "fine-one", .vector = f->vecs[0]}, *c};
     assert_int_equal(cordon_put(f->db, "docs", batch, 2, NULL, &err), code);
     assert_non_null(strstr(err.message, needle));
+    /* The check a loader runs first refuses exactly what the put refuses. */
+    assert_int_equal(cordon_chunk_check(f->db, "docs", &batch[0], NULL), 0);
+    assert_int_equal(cordon_chunk_check(f->db, "docs", c, &err), code);
+    assert_non_null(strstr(err.message, needle));
     assert_int_equal(cordon_revision(f->db), rev);
     assert_int_equal(cordon_collection_info_get(f->db, "docs", &info, NULL), 0);
     assert_int_equal(info.chunks, before);
@@ -259,6 +265,75 @@ static void test_bad_chunks_are_refused_and_change_nothing(void **state)
     cordon_result *r;
     assert_int_equal(cordon_search(f->db, "docs", &s, &q, &r, &err), CORDON_ERR_INVALID);
     assert_non_null(strstr(err.message, "knn.query_vector value 5"));
+}
+
+static void test_unknown_principal_kind_is_refused_everywhere(void **state)
+{
+    fixture_t *f = *state;
+    const char *typo[] = {"usr:mallory"}, *eng[] = {"group:eng"};
+    expect_rejected(f, &(cordon_chunk){.id = "x", .vector = f->vecs[1], .allowed = typo,
+                                       .n_allowed = 1},
+                    CORDON_ERR_INVALID, "\"usr:mallory\" has an unknown kind");
+    expect_rejected(f, &(cordon_chunk){.id = "x", .vector = f->vecs[1], .allowed = eng,
+                                       .n_allowed = 1, .denied = typo, .n_denied = 1},
+                    CORDON_ERR_INVALID, "\"usr:mallory\" has an unknown kind");
+    cordon_error err;
+    cordon_record *rec;
+    cordon_subject as_eng = {.principals = eng, .n_principals = 1};
+    assert_int_equal(cordon_get(f->db, "docs", &as_eng, "x", &rec, NULL), CORDON_ERR_NOT_FOUND);
+    /* The ACL change path and the asserted principals of a search follow the same rule. */
+    cordon_chunk ok = {.id = "kinded", .vector = f->vecs[1], .allowed = eng, .n_allowed = 1};
+    assert_int_equal(cordon_put(f->db, "docs", &ok, 1, NULL, NULL), 0);
+    cordon_acl_change ch = {.id = "kinded", .allowed = eng, .n_allowed = 1, .denied = typo,
+                            .n_denied = 1};
+    assert_int_equal(cordon_set_acl(f->db, "docs", &ch, 1, NULL, &err), CORDON_ERR_INVALID);
+    assert_non_null(strstr(err.message, "usr:mallory"));
+    cordon_subject as_typo = {.principals = typo, .n_principals = 1};
+    cordon_query q = {.vector = f->vecs[1]};
+    cordon_result *r;
+    assert_int_equal(cordon_search(f->db, "docs", &as_typo, &q, &r, &err), CORDON_ERR_INVALID);
+    assert_non_null(strstr(err.message, "usr:mallory"));
+}
+
+static void test_chunk_check_refuses_a_control_character_in_an_id_and_writes_nothing(void **state)
+{
+    fixture_t *f = *state;
+    const char *g[] = {"group:g1"};
+    uint64_t rev = cordon_revision(f->db);
+    cordon_error err;
+    cordon_chunk ok = {.id = "checked", .vector = f->vecs[2], .allowed = g, .n_allowed = 1};
+    cordon_chunk bad = {.id = "bad\x02", .vector = f->vecs[2], .allowed = g, .n_allowed = 1};
+    assert_int_equal(cordon_chunk_check(f->db, "docs", &ok, &err), 0);
+    assert_int_equal(cordon_chunk_check(f->db, "docs", &bad, &err), CORDON_ERR_INVALID);
+    assert_non_null(strstr(err.message, "control character at byte 3"));
+    assert_null(strstr(err.message, "chunk 0"));
+    assert_int_equal(cordon_chunk_check(f->db, "nope", &ok, &err), CORDON_ERR_NOT_FOUND);
+    assert_int_equal(cordon_revision(f->db), rev);
+    cordon_record *rec;
+    cordon_subject s = {.principals = g, .n_principals = 1};
+    assert_int_equal(cordon_get(f->db, "docs", &s, "checked", &rec, NULL), CORDON_ERR_NOT_FOUND);
+}
+
+static void test_must_exist_opens_nothing_and_creates_nothing(void **state)
+{
+    fixture_t *f = *state;
+    char missing[160], empty[96];
+    cordon_options opts = {.must_exist = 1};
+    cordon_error err;
+    cordon_t *db = NULL;
+    struct stat st;
+    snprintf(missing, sizeof missing, "%s/typo", f->dir);
+    assert_int_equal(cordon_open(missing, &opts, &db, &err), CORDON_ERR_NOT_FOUND);
+    assert_null(db);
+    assert_non_null(strstr(err.message, missing));
+    assert_non_null(strstr(err.message, "cordon load --create"));
+    assert_int_not_equal(stat(missing, &st), 0);
+    /* A directory without a database is no database either, and stays empty. */
+    snprintf(empty, sizeof empty, "%s/empty", f->dir);
+    assert_int_equal(mkdir(empty, 0700), 0);
+    assert_int_equal(cordon_open(empty, &opts, &db, &err), CORDON_ERR_NOT_FOUND);
+    snprintf(missing, sizeof missing, "%s/data.mdb", empty);
+    assert_int_not_equal(stat(missing, &st), 0);
 }
 
 static void test_update_replaces_vector_and_delete_removes(void **state)
@@ -352,6 +427,13 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_hidden_chunk_and_missing_chunk_give_the_same_error,
                                         setup, teardown),
         cmocka_unit_test_setup_teardown(test_revoked_group_hides_chunk_on_next_search, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_unknown_principal_kind_is_refused_everywhere, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(
+            test_chunk_check_refuses_a_control_character_in_an_id_and_writes_nothing, setup,
+            teardown),
+        cmocka_unit_test_setup_teardown(test_must_exist_opens_nothing_and_creates_nothing, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_bad_chunks_are_refused_and_change_nothing, setup,
                                         teardown),

@@ -112,7 +112,7 @@ static int run_cordon(run_t *r, textidx_t *ti, float k1, float b, const roaring_
             uint64_t t0 = cdn_clock_ns();
             textq_t *tq;
             textidx_result_t res;
-            textidx_search_opts_t o = {allowed, TOPK, exhaustive};
+            textidx_search_opts_t o = {allowed, TOPK, exhaustive, NULL};
             cdn_err_t err;
             if (textq_match("body", r->d->q_text[q], &tq) ||
                 textidx_search(ti, tq, &o, &res, &err)) {
@@ -272,7 +272,7 @@ static int run_vec(run_t *r, textidx_t *ti, const roaring_bitmap_t *allowed, int
             } else {
                 textq_t *tq;
                 textidx_result_t res;
-                textidx_search_opts_t o = {allowed, TOPK, 0};
+                textidx_search_opts_t o = {allowed, TOPK, 0, NULL};
                 if (textq_match("body", r->d->q_text[q], &tq) ||
                     textidx_search(ti, tq, &o, &res, NULL))
                     return -1;

@@ -5,18 +5,22 @@
 
 #include <string.h>
 
-/* Sum of field lengths over the documents of s (all live in the field). Reads the set in
- * batches: one iterator call per 256 documents instead of one per document. */
-static uint64_t sum_lengths(const invidx_t *ix, const roaring_bitmap_t *s)
+#include "base/mem.h"
+
+/* The documents of s as a sorted array (caller frees) and the sum of their field lengths. An
+ * array, not the bitmap: counting postings against it is a merge of two sorted arrays, about
+ * three times faster than leapfrogging a roaring iterator (SciFact, 10% readable). */
+static int to_array(const invidx_t *ix, const roaring_bitmap_t *s, uint32_t **out, uint64_t *n,
+                    uint64_t *sum)
 {
-    uint32_t buf[256], got;
-    uint64_t sum = 0;
-    roaring_uint32_iterator_t it;
-    roaring_init_iterator(s, &it);
-    while ((got = roaring_read_uint32_iterator(&it, buf, 256)) > 0)
-        for (uint32_t i = 0; i < got; i++)
-            sum += ix->dl[buf[i]];
-    return sum;
+    *n = roaring_bitmap_get_cardinality(s);
+    *sum = 0;
+    if (!(*out = cdn_malloc((*n ? *n : 1) * sizeof **out)))
+        return CDN_ERR_NOMEM;
+    roaring_bitmap_to_uint32_array(s, *out);
+    for (uint64_t i = 0; i < *n; i++)
+        *sum += ix->dl[(*out)[i]];
+    return CDN_OK;
 }
 
 int fstats_init(fstats_t *fs, const invidx_t *ix, const roaring_bitmap_t *over)
@@ -27,24 +31,21 @@ int fstats_init(fstats_t *fs, const invidx_t *ix, const roaring_bitmap_t *over)
     fs->avgdl = invidx_avgdl(ix);
     if (!over)
         return CDN_OK;
-    roaring_bitmap_t *in = roaring_bitmap_and(ix->live, over);
-    if (!in)
-        return CDN_ERR_NOMEM;
-    uint64_t n_in = roaring_bitmap_get_cardinality(in), sum;
-    if (n_in == ix->doc_count) { /* the set holds the whole field: its own statistics */
-        roaring_bitmap_free(in);
+    uint64_t n_in = roaring_bitmap_and_cardinality(ix->live, over), sum;
+    if (n_in == ix->doc_count) /* the set holds the whole field: its own statistics */
         return CDN_OK;
-    }
-    if (n_in <= ix->doc_count - n_in) {
-        fs->cnt = in;
-        sum = sum_lengths(ix, in);
-    } else { /* most of the field: count the few documents outside instead */
-        roaring_bitmap_free(in);
-        if (!(fs->cnt = roaring_bitmap_andnot(ix->live, over)))
-            return CDN_ERR_NOMEM;
-        fs->subtract = 1;
-        sum = ix->sum_dl - sum_lengths(ix, fs->cnt);
-    }
+    /* Count against the smaller side: the set's documents, or the field's others. */
+    fs->subtract = n_in > ix->doc_count - n_in;
+    roaring_bitmap_t *side = fs->subtract ? roaring_bitmap_andnot(ix->live, over)
+                                          : roaring_bitmap_and(ix->live, over);
+    if (!side)
+        return CDN_ERR_NOMEM;
+    int rc = to_array(ix, side, &fs->cnt, &fs->n_cnt, &sum);
+    roaring_bitmap_free(side);
+    if (rc)
+        return rc;
+    if (fs->subtract)
+        sum = ix->sum_dl - sum;
     fs->n_docs = n_in;
     /* The same expression as invidx_avgdl, so a set equal to the field scores identically. */
     fs->avgdl = n_in ? (double)sum / (double)n_in : 1.0;
@@ -53,31 +54,51 @@ int fstats_init(fstats_t *fs, const invidx_t *ix, const roaring_bitmap_t *over)
 
 void fstats_free(fstats_t *fs)
 {
-    if (fs->cnt)
-        roaring_bitmap_free(fs->cnt);
+    cdn_free(fs->cnt);
     fs->cnt = NULL;
 }
 
-/* |postings(tid) ∩ s|: the posting cursor and the set leapfrog each other, so the cost is
- * bounded by the smaller of the two (dead postings are never in s: s holds live docs). */
-static uint64_t count_in(const invidx_plist_t *pl, const roaring_bitmap_t *s)
+/* First index >= lo of a[0..n) holding a value >= x (n if none): galloping, then binary. */
+static uint64_t gallop(const uint32_t *a, uint64_t n, uint64_t lo, uint32_t x)
 {
-    invidx_cursor_t c = {pl, 0};
-    roaring_uint32_iterator_t it;
-    uint64_t n = 0;
-    roaring_init_iterator(s, &it);
-    uint32_t d = invidx_cur_doc(&c);
-    while (d != INVIDX_END && it.has_value) {
-        if (it.current_value < d &&
-            !roaring_move_uint32_iterator_equalorlarger(&it, d))
-            break;
-        if (it.current_value == d) {
-            n++;
-            c.i++;
-            d = invidx_cur_doc(&c);
-        } else {
-            d = invidx_cur_seek(&c, it.current_value);
+    uint64_t step = 1, hi = lo;
+    while (hi < n && a[hi] < x) {
+        lo = hi + 1;
+        hi += step;
+        step *= 2;
+    }
+    if (hi > n)
+        hi = n;
+    while (lo < hi) {
+        uint64_t mid = lo + (hi - lo) / 2;
+        if (a[mid] < x)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+/* |a ∩ b| of two sorted arrays: merged when close in size, else each element of the shorter
+ * gallops into the longer (cost: the shorter's length times the log of the ratio). Dead
+ * postings never match: the counted docs are live. */
+static uint64_t count_common(const uint32_t *a, uint64_t na, const uint32_t *b, uint64_t nb)
+{
+    if (na > nb)
+        return count_common(b, nb, a, na);
+    uint64_t n = 0, i = 0, j = 0;
+    if (nb <= 16 * na) { /* close in size: a branch-free merge beats galloping */
+        while (i < na && j < nb) {
+            uint32_t x = a[i], y = b[j];
+            n += x == y;
+            i += x <= y;
+            j += y <= x;
         }
+        return n;
+    }
+    for (; i < na && j < nb; i++) {
+        j = gallop(b, nb, j, a[i]);
+        n += j < nb && b[j] == a[i];
     }
     return n;
 }
@@ -87,6 +108,6 @@ uint64_t fstats_df(const fstats_t *fs, uint32_t tid)
     const invidx_plist_t *pl = &fs->ix->pl[tid];
     if (!fs->cnt || pl->df == 0)
         return pl->df;
-    uint64_t n = count_in(pl, fs->cnt);
+    uint64_t n = count_common(pl->docs, pl->n, fs->cnt, fs->n_cnt);
     return fs->subtract ? pl->df - n : n;
 }

@@ -36,8 +36,8 @@ int fstats_init(fstats_t *fs, const invidx_t *ix, const roaring_bitmap_t *over)
         return CDN_OK;
     /* Count against the smaller side: the set's documents, or the field's others. */
     fs->subtract = n_in > ix->doc_count - n_in;
-    roaring_bitmap_t *side = fs->subtract ? roaring_bitmap_andnot(ix->live, over)
-                                          : roaring_bitmap_and(ix->live, over);
+    roaring_bitmap_t *side =
+        fs->subtract ? roaring_bitmap_andnot(ix->live, over) : roaring_bitmap_and(ix->live, over);
     if (!side)
         return CDN_ERR_NOMEM;
     int rc = to_array(ix, side, &fs->cnt, &fs->n_cnt, &sum);

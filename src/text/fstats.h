@@ -15,11 +15,11 @@
  * costs nothing beyond the first intersection. */
 typedef struct fstats {
     const invidx_t *ix;
-    uint64_t n_docs;       /* documents of the set with at least one term in the field */
-    double avgdl;          /* their average field length (1 when there are none) */
-    uint32_t *cnt;         /* sorted docs counted against (owned); NULL = the field's own */
+    uint64_t n_docs; /* documents of the set with at least one term in the field */
+    double avgdl;    /* their average field length (1 when there are none) */
+    uint32_t *cnt;   /* sorted docs counted against (owned); NULL = the field's own */
     uint64_t n_cnt;
-    int subtract;          /* df = ix's df - |postings ∩ cnt| instead of |postings ∩ cnt| */
+    int subtract; /* df = ix's df - |postings ∩ cnt| instead of |postings ∩ cnt| */
 } fstats_t;
 
 /* Computes the statistics of ix over the documents of over (NULL = the whole field: its live

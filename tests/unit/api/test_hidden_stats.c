@@ -2,18 +2,18 @@
  * subject's answers (ids, scores to the bit, counts, plan) are the same with and without 500
  * chunks it cannot read, and bm25_global_stats switches to collection-wide statistics.
  * Relies on cmocka, the public API and tests/testutil.h. */
+#include <cmocka.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
-#include <cmocka.h>
 
 #include "cordon.h"
 #include "testutil.h"
 
 #define DIM 4
-#define NREAD 40   /* chunks subject A reads (in every collection) */
-#define NHIDE 500  /* chunks it does not read (only in the "mixed" collections) */
+#define NREAD 40  /* chunks subject A reads (in every collection) */
+#define NHIDE 500 /* chunks it does not read (only in the "mixed" collections) */
 #define PER (NHIDE / NREAD + 1)
 
 static const char *words[] = {"merger", "acme",  "notes", "quarterly", "board", "vote",
@@ -44,10 +44,16 @@ static void create(cordon_t *db, const char *name, int global)
 {
     const char *tf[] = {"title", "body"};
     cordon_meta_field mf[] = {{"kind", CORDON_META_KEYWORD}};
-    cordon_collection_spec spec = {.name = name, .dim = DIM, .metric = CORDON_METRIC_L2,
-                                   .text_fields = tf, .n_text_fields = 2, .analyzer = "english",
-                                   .meta_fields = mf, .n_meta_fields = 1,
-                                   .asserted_principals = 1, .bm25_global_stats = global};
+    cordon_collection_spec spec = {.name = name,
+                                   .dim = DIM,
+                                   .metric = CORDON_METRIC_L2,
+                                   .text_fields = tf,
+                                   .n_text_fields = 2,
+                                   .analyzer = "english",
+                                   .meta_fields = mf,
+                                   .n_meta_fields = 1,
+                                   .asserted_principals = 1,
+                                   .bm25_global_stats = global};
     assert_int_equal(cordon_collection_create(db, &spec, NULL), 0);
 }
 
@@ -70,8 +76,13 @@ static void fill(cordon_t *db)
         for (int d = 0; d < DIM; d++)
             v[d] = tu_randf(&seed);
         cordon_field f[2] = {{"title", title}, {"body", body}};
-        cordon_chunk c = {.id = id, .vector = v, .fields = f, .n_fields = 2, .metadata_json = meta,
-                          .allowed = i % 5 ? acl_a : acl_ab, .n_allowed = i % 5 ? 1 : 2};
+        cordon_chunk c = {.id = id,
+                          .vector = v,
+                          .fields = f,
+                          .n_fields = 2,
+                          .metadata_json = meta,
+                          .allowed = i % 5 ? acl_a : acl_ab,
+                          .n_allowed = i % 5 ? 1 : 2};
         for (int k = 0; k < 4; k++)
             assert_int_equal(cordon_put(db, cols[k], &c, 1, NULL, NULL), 0);
         for (int h = 0; h < PER && i * PER + h < NHIDE; h++) {
@@ -84,9 +95,15 @@ static void fill(cordon_t *db)
                 hv[d] = 0.5f + 0.01f * tu_randf(&seed);
             cordon_field hf[2] = {{"title", htitle}, {"body", hbody}};
             int denied = h % 7 == 0;
-            cordon_chunk hc = {.id = hid, .vector = hv, .fields = hf, .n_fields = 2,
-                               .metadata_json = meta, .allowed = denied ? acl_a : acl_b,
-                               .n_allowed = 1, .denied = deny, .n_denied = denied};
+            cordon_chunk hc = {.id = hid,
+                               .vector = hv,
+                               .fields = hf,
+                               .n_fields = 2,
+                               .metadata_json = meta,
+                               .allowed = denied ? acl_a : acl_b,
+                               .n_allowed = 1,
+                               .denied = deny,
+                               .n_denied = denied};
             assert_int_equal(cordon_put(db, "mixed", &hc, 1, NULL, NULL), 0);
             assert_int_equal(cordon_put(db, "mixedg", &hc, 1, NULL, NULL), 0);
         }
@@ -156,8 +173,8 @@ static void assert_same_result(const cordon_result *x, const cordon_result *y, s
     assert_string_equal(x->plan, y->plan);
     assert_int_equal(x->readable, y->readable);
     if (x->candidates != y->candidates)
-        fail_msg("query %zu: candidates %llu against %llu", qi,
-                 (unsigned long long)x->candidates, (unsigned long long)y->candidates);
+        fail_msg("query %zu: candidates %llu against %llu", qi, (unsigned long long)x->candidates,
+                 (unsigned long long)y->candidates);
 }
 
 static void test_hidden_chunks_change_nothing_a_subject_sees_but_the_revision(void **state)

@@ -120,8 +120,8 @@ static void test_statistics_match_counts_over_small_and_large_sets(void **state)
 static void test_scores_over_a_readable_set_equal_an_index_of_only_it(void **state)
 {
     (void)state;
-    static const char *queries[] = {"w0 w1 w2", "w0 w3 w5 w7", "w1 w2 w4 w6 w8 w9",
-                                    "w2 w0", "w11 w0 w10 w1 w3"};
+    static const char *queries[] = {"w0 w1 w2", "w0 w3 w5 w7", "w1 w2 w4 w6 w8 w9", "w2 w0",
+                                    "w11 w0 w10 w1 w3"};
     for (int share = 10; share <= 90; share += 40) {
         textidx_t *big = new_index(), *small = new_index();
         roaring_bitmap_t *r = roaring_bitmap_create();
@@ -139,8 +139,8 @@ static void test_scores_over_a_readable_set_equal_an_index_of_only_it(void **sta
                 for (size_t i = 0; i < a.n; i++) {
                     assert_int_equal(a.hits[i].id, b.hits[i].id);
                     if (memcmp(&a.hits[i].score, &b.hits[i].score, sizeof(float)))
-                        fail_msg("share %d query \"%s\" k %zu rank %zu: %.9g against %.9g",
-                                 share, queries[qi], k, i, (double)a.hits[i].score,
+                        fail_msg("share %d query \"%s\" k %zu rank %zu: %.9g against %.9g", share,
+                                 queries[qi], k, i, (double)a.hits[i].score,
                                  (double)b.hits[i].score);
                 }
                 textidx_result_free(&a);

@@ -2,11 +2,12 @@
  * subject's answers (ids, scores to the bit, counts, plan) are the same with and without 500
  * chunks it cannot read, and bm25_global_stats switches to collection-wide statistics.
  * Relies on cmocka, the public API and tests/testutil.h. */
-#include <cmocka.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+
+#include <cmocka.h> /* own block: it needs setjmp.h, stdarg.h, stddef.h first */
 
 #include "cordon.h"
 #include "testutil.h"

@@ -98,7 +98,7 @@ static void test_statistics_match_counts_over_small_and_large_sets(void **state)
         assert_int_equal(fs.n_docs, n);
         assert_true(fs.avgdl == (double)sum / (double)n);
         for (int w = 0; w < VOCAB; w++) {
-            char t[8];
+            char t[16];
             uint32_t tid, df = 0;
             snprintf(t, sizeof t, "w%d", w);
             assert_int_equal(invidx_lookup(ix, t, strlen(t), &tid), 0);

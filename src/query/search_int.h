@@ -9,7 +9,7 @@
 #include "vector/topk.h"
 
 /* The vector plan: fills hits (room for k; distances, lower is nearer), out->plan,
- * out->complete and out->candidates. */
+ * out->complete and out->work (scores computed). */
 int search_vector_locked(engine_t *e, coll_t *c, const search_knn_t *q, const float *query,
                          const roaring_bitmap_t *allowed, size_t k, vec_hit_t *hits,
                          size_t *nhits, search_result_t *out);

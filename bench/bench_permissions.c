@@ -258,7 +258,8 @@ static double engine_rss(const perm_run_t *r)
 static int load_engine(perm_run_t *r)
 {
     const perm_opts_t *o = &r->w.o;
-    cordon_options opts = {.plan_exact_floats = o->exact_floats};
+    /* candidates as the cost of each strategy: the scores it computed, hidden rows' too */
+    cordon_options opts = {.plan_exact_floats = o->exact_floats, .report_work = 1};
     cordon_collection_spec spec = {.name = "perm",
                                    .asserted_principals = 1, /* subjects are principal sets */
                                    .int8_scan = o->int8_scan,

@@ -61,6 +61,11 @@ typedef struct cordon_options {
                                    create nothing: CORDON_ERR_NOT_FOUND otherwise (for
                                    callers that only read, so a mistyped path is an error);
                                    0 = create it if missing */
+    /* 1: cordon_result.candidates counts the scores a search computed, hidden chunks'
+     * included (vector distances, BM25 documents): the cost measure benchmarks report. It then
+     * tells a subject something about chunks it cannot read, so leave it 0 (the default:
+     * candidates counts readable chunks only) wherever subjects see results. */
+    int report_work;
 } cordon_options;
 
 /* Opens (creating it and its parent-less directory if needed, unless opts->must_exist) the data
@@ -116,6 +121,13 @@ typedef struct cordon_collection_spec {
     /* 1: keep 8-bit codes of the vectors (about dim + 8 bytes a row more memory) so that exact
      * scans of large readable sets read a quarter of the bytes; results stay exact. */
     int int8_scan;
+    /* BM25 statistics (document count, document frequencies, average field length). 0 (the
+     * default): computed over the chunks the searching subject may read, so chunks it cannot
+     * read change none of its scores. 1: computed over every chunk of the collection, as
+     * Elasticsearch does: for single-tenant collections whose scores must match a
+     * collection-wide ranking; a subject's scores then reveal term statistics of chunks it
+     * cannot read. Identical when the subject reads everything. */
+    int bm25_global_stats;
 } cordon_collection_spec;
 
 typedef enum cordon_meta_kind {
@@ -299,12 +311,23 @@ typedef struct cordon_result {
     int complete;              /* 1 only when these are surely the true top-k readable */
     char plan[32];             /* the plan that ran, e.g. "exact", "hnsw-filtered" */
     uint64_t readable;         /* chunks the subject may read in this collection */
-    uint64_t revision;         /* the revision the search read */
-    uint64_t candidates;       /* chunks whose score was computed */
+    /* The revision the search read: the data directory's write counter, which every write
+     * bumps, including writes to chunks the subject cannot read. Pass it as a consistency
+     * token; it is the one field chunks a subject cannot read change (see below). */
+    uint64_t revision;
+    /* Readable chunks the search chose among: readable and, with filter_json, matching the
+     * filter (with cordon_options.report_work: the scores computed, hidden chunks included). */
+    uint64_t candidates;
 } cordon_result;
 
 /* Searches collection as subject. Returns only chunks the subject may read. Free *out with
- * cordon_result_free. */
+ * cordon_result_free. Hidden equals missing: where the collection keeps BM25 statistics over
+ * the readable set (bm25_global_stats 0) and the plan is exact (every text plan; a vector
+ * plan "exact"), everything in the result but `revision` is the same as if the chunks the
+ * subject cannot read did not exist. Graph plans route through every row of the graph, so
+ * which readable chunks they find, their `complete` and the plan auto picks (it weighs the
+ * readable share of the collection) may depend on hidden ones: ask CORDON_STRATEGY_EXACT
+ * where that matters. */
 int cordon_search(cordon_t *db, const char *collection, const cordon_subject *subject,
                   const cordon_query *query, cordon_result **out, cordon_error *err);
 void cordon_result_free(cordon_result *r);

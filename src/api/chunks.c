@@ -164,7 +164,7 @@ int cordon_search(cordon_t *db, const char *coll, const cordon_subject *subject,
     memcpy(o->plan, r.plan, sizeof o->plan);
     o->readable = r.readable;
     o->revision = r.revision;
-    o->candidates = r.candidates;
+    o->candidates = db->e->report_work ? r.work : r.candidates;
     *out = o;
     return api_ret(CDN_OK, &e, err);
 }

@@ -51,6 +51,7 @@ int cordon_open(const char *dir, const cordon_options *opts, cordon_t **out, cor
         return api_ret(rc, &e, err);
     }
     db->e->plan_exact_floats = opts ? opts->plan_exact_floats : 0;
+    db->e->report_work = opts ? opts->report_work != 0 : 0;
     *out = db;
     return api_ret(CDN_OK, &e, err);
 }
@@ -115,6 +116,7 @@ int cordon_collection_create(cordon_t *db, const cordon_collection_spec *s, cord
                                                               "between 0 and 1");
     cfg.asserted = s->asserted_principals != 0;
     cfg.int8_scan = s->int8_scan != 0 && s->dim > 0;
+    cfg.bm25_global = s->bm25_global_stats != 0;
     cfg.k1 = s->bm25_k1;
     cfg.b = s->bm25_b;
     NEED(cfg.hnsw_efc <= 4096 && cfg.hnsw_ef <= 4096, "hnsw ef values must be at most 4096");

@@ -29,6 +29,8 @@ static const char usage[] =
     "                          only subjects of the permission model\n"
     "  --int8-scan             keep 8-bit codes so exact scans of large readable sets run\n"
     "                          faster (results stay exact; about dim + 8 bytes a row)\n"
+    "  --bm25-global-stats     BM25 statistics over every chunk (Elasticsearch's scores; for\n"
+    "                          single-tenant data) instead of each subject's readable chunks\n"
     "  --dim N                 vector dimension (default: the --vectors file's)\n"
     "  --metric M              cosine (default), dot_product or l2_norm\n"
     "  --text-fields A,B       text field names (default title,text)\n"
@@ -71,7 +73,7 @@ int cli_load(int argc, char **argv)
         {"dim", 1, 0, 'D'},    {"metric", 1, 0, 'm'},     {"text-fields", 1, 0, 't'},
         {"batch", 1, 0, 'b'},  {"quiet", 0, 0, 'q'},      {"help", 0, 0, 'h'},
         {"analyzer", 1, 0, 'A'}, {"asserted-principals", 0, 0, 'P'}, {"int8-scan", 0, 0, 'I'},
-        {0, 0, 0, 0}};
+        {"bm25-global-stats", 0, 0, 'G'}, {0, 0, 0, 0}};
     const char *dir = NULL, *fields = "title,text", *beir = NULL;
     char beir_corpus[4096], beir_vecs[4096];
     loader_opts_t lo = {.progress = 1};
@@ -98,6 +100,7 @@ int cli_load(int argc, char **argv)
         case 'A': spec.analyzer = optarg; break;
         case 'P': spec.asserted_principals = 1; break;
         case 'I': spec.int8_scan = 1; break;
+        case 'G': spec.bm25_global_stats = 1; break;
         case 'h': fputs(usage, stdout); return 0;
         default: fputs(usage, stderr); return 2;
         }

@@ -36,7 +36,8 @@ int coll_config_encode(const coll_config_t *cfg, char **json)
     for (size_t i = 0; meta && i < cfg->n_meta; i++)
         json_array_append_new(meta, json_pack("{s:s, s:i}", "name", cfg->meta_fields[i], "kind",
                                               cfg->meta_kinds[i]));
-    o = json_pack("{s:s, s:I, s:I, s:s, s:o, s:s, s:I, s:I, s:I, s:s, s:o, s:f, s:f, s:b, s:b}",
+    o = json_pack("{s:s, s:I, s:I, s:s, s:o, s:s, s:I, s:I, s:I, s:s, s:o, s:f, s:f, s:b, s:b, "
+                  "s:b}",
                   "name",
                   cfg->name, "id", (json_int_t)cfg->id, "dim", (json_int_t)cfg->dim, "metric",
                   vec_metric_name(cfg->metric), "text_fields", fields, "acl_field",
@@ -44,7 +45,7 @@ int coll_config_encode(const coll_config_t *cfg, char **json)
                   (json_int_t)cfg->hnsw_efc, "hnsw_ef_search", (json_int_t)cfg->hnsw_ef,
                   "analyzer", cfg->analyzer, "meta_fields", meta, "bm25_k1", (double)cfg->k1,
                   "bm25_b", (double)cfg->b, "asserted_principals", cfg->asserted, "int8_scan",
-                  cfg->int8_scan);
+                  cfg->int8_scan, "bm25_global_stats", cfg->bm25_global);
     if (!o)
         return CDN_ERR_NOMEM;
     *json = json_dumps(o, JSON_COMPACT);
@@ -74,20 +75,22 @@ int coll_config_decode(const char *json, size_t len, coll_config_t *cfg, cdn_err
     /* Keys added after the first release are optional, so older data directories open with
      * their defaults (standard analyzer, no metadata fields, BM25 defaults, model subjects
      * only, float scans), except that collections from before asserted principals existed
-     * keep accepting them. */
+     * keep accepting them. Collections from before bm25_global_stats score over each
+     * subject's readable set: the safe choice, and the same scores where a subject reads
+     * everything. */
     an = "standard";
     meta = NULL;
     k1 = b = 0;
     cfg->asserted = -1;
     if (!o || json_unpack(o,
                           "{s:s, s:I, s:I, s:s, s:o, s:s, s:I, s:I, s:I, s?s, s?o, s?F, s?F, s?b, "
-                          "s?b}",
+                          "s?b, s?b}",
                           "name", &name, "id", &id, "dim", &dim, "metric", &metric,
                           "text_fields", &fields, "acl_field", &acl, "hnsw_m", &m,
                           "hnsw_ef_construction", &efc, "hnsw_ef_search", &ef, "analyzer", &an,
                           "meta_fields", &meta, "bm25_k1", &k1, "bm25_b", &b,
                           "asserted_principals", &cfg->asserted, "int8_scan",
-                          &cfg->int8_scan) != 0)
+                          &cfg->int8_scan, "bm25_global_stats", &cfg->bm25_global) != 0)
         goto done;
     if (cfg->asserted < 0)
         cfg->asserted = 1;

@@ -38,6 +38,7 @@ typedef struct coll_config {
     float k1, b;
     int asserted;      /* accepts principals asserted by the caller */
     int int8_scan;     /* keeps 8-bit codes for exact scans */
+    int bm25_global;   /* BM25 statistics over every chunk, not the subject's readable set */
 } coll_config_t;
 
 typedef struct coll {

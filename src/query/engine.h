@@ -31,6 +31,7 @@ typedef struct engine {
     authz_model_t *model;         /* the permission model, replayed from STORE_MODEL_LOG */
     atomic_int model_broken;      /* memory got ahead of a failed commit: fail closed */
     uint64_t plan_exact_floats;   /* planner threshold (0 = PLAN_EXACT_FLOATS) */
+    int report_work;              /* results' candidates count work (cordon_options) */
 } engine_t;
 
 /* Opens the data directory dir, creating it if missing, unless must_exist: then a directory

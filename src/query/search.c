@@ -87,7 +87,7 @@ static int run_unfiltered(coll_t *c, const vec_view_t *v, const float *query,
         rc = hnsw_search_codes(c->hnsw, v, coll_codes(c), query, (uint32_t)pool,
                                p->ef > pool ? p->ef : (uint32_t)pool, NULL, HNSW_MODE_UNFILTERED,
                                0, &st, cand, &n);
-        out->candidates += st.distances;
+        out->work += st.distances;
         *nhits = 0;
         for (uint32_t i = 0; rc == CDN_OK && i < n && *nhits < k; i++)
             if (roaring_bitmap_contains(allowed, cand[i].id))
@@ -112,7 +112,7 @@ static int run_exact(coll_t *c, const vec_view_t *v, const float *query,
     } else {
         rc = exact_search(v, c->cfg.metric, query, allowed, k, hits, nhits, &scanned);
     }
-    out->candidates += scanned;
+    out->work += scanned;
     out->complete = rc == CDN_OK;
     snprintf(out->plan, sizeof out->plan, "%s",
              !out->plan[0] ? "exact" : !strcmp(out->plan, "far") ? "exact-far" : "hnsw+exact");
@@ -126,7 +126,7 @@ static int run_bits(coll_t *c, const vec_view_t *v, const float *query,
 {
     quant_stats_t st = {0};
     int rc = quant_bits_search(c->quant, v, c->cfg.metric, query, allowed, k, hits, nhits, &st);
-    out->candidates += st.scanned;
+    out->work += st.scanned;
     out->complete = 0;
     snprintf(out->plan, sizeof out->plan, "%s", plan_name(PLAN_BITS));
     return rc;
@@ -213,7 +213,7 @@ int search_vector_locked(engine_t *e, coll_t *c, const search_knn_t *q, const fl
     }
     rc = hnsw_search_codes(c->hnsw, &v, coll_codes(c), query, (uint32_t)k, p.ef, allowed,
                            HNSW_MODE_FILTERED, p.max_visits, &st, hits, &n);
-    out->candidates += st.distances;
+    out->work += st.distances;
     *nhits = n;
     /* Complete only when the traversal evaluated every readable row the graph holds (every
      * readable row is in the graph: writes insert before they publish). */
@@ -236,10 +236,12 @@ static int knn_locked(engine_t *e, coll_t *c, const engine_subject_t *who,
                       cdn_err_t *err)
 {
     size_t k = q->k ? q->k : 10, nhits = 0, nview = 0;
-    roaring_bitmap_t *allowed = NULL;
+    roaring_bitmap_t *allowed = NULL, *readable = NULL;
     uint32_t *view = NULL;
     vec_hit_t *hits = NULL;
-    int rc;
+    int text = q->text || q->query_json, rc;
+    /* The engine-wide write counter, for consistency tokens (min_revision): it counts writes a
+     * subject cannot see too, the one part of a response hidden chunks change (query.md). */
     out->revision = atomic_load(&e->revision);
     if (c->broken)
         return cdn_err_set(err, CDN_ERR_INTERNAL, "collection \"%s\" missed a write in memory; "
@@ -251,10 +253,19 @@ static int knn_locked(engine_t *e, coll_t *c, const engine_subject_t *who,
         return cdn_err_set(err, rc, "out of memory");
     }
     out->readable = roaring_bitmap_get_cardinality(allowed);
-    if (q->filter_json && (rc = search_filter_locked(e, c, q->filter_json, allowed, err)) != 0)
+    /* BM25 statistics cover the readable set whatever a filter keeps of it (as a filter does
+     * not change statistics in Elasticsearch), so keep it when a filter narrows allowed. */
+    if (text && q->filter_json && !c->cfg.bm25_global && !(readable = roaring_bitmap_copy(allowed)))
+        rc = cdn_err_set(err, CDN_ERR_NOMEM, "out of memory");
+    if (rc == CDN_OK && q->filter_json)
+        rc = search_filter_locked(e, c, q->filter_json, allowed, err);
+    if (rc)
         goto done;
-    if (q->text || q->query_json) {
-        rc = search_text_locked(e, c, q, query, allowed, k, out, &hits, &nhits, err);
+    out->candidates = roaring_bitmap_get_cardinality(allowed);
+    if (text) {
+        rc = search_text_locked(e, c, q, query, allowed,
+                                c->cfg.bm25_global ? NULL : readable ? readable : allowed, k, out,
+                                &hits, &nhits, err);
     } else if (!(hits = cdn_malloc(k * sizeof *hits))) {
         rc = cdn_err_set(err, CDN_ERR_NOMEM, "out of memory");
     } else {
@@ -268,6 +279,8 @@ static int knn_locked(engine_t *e, coll_t *c, const engine_subject_t *who,
         cdn_err_set(err, rc, "search failed: %s", cdn_strerror(rc));
 done:
     roaring_bitmap_free(allowed);
+    if (readable)
+        roaring_bitmap_free(readable);
     cdn_free(view);
     cdn_free(hits);
     return rc;

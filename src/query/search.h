@@ -50,7 +50,13 @@ typedef struct search_result {
     char plan[32];
     uint64_t readable;
     uint64_t revision;
+    /* Readable chunks the search chose among (readable and, with filter_json, matching it): a
+     * function of readable data only, so it may be shown to the subject. */
     uint64_t candidates;
+    /* Scores computed (vector distances, BM25 documents), hidden chunks' included: a cost
+     * measure for benchmarks. It depends on hidden chunks (a traversal routes through them;
+     * pruning bounds cover their postings), so it is never shown to a subject by default. */
+    uint64_t work;
     uint64_t rejected;        /* hits the final re-check refused (always 0 unless a bug) */
 } search_result_t;
 

@@ -9,15 +9,18 @@
 #include "vector/topk.h"
 
 /* The vector plan: fills hits (room for k; distances, lower is nearer), out->plan,
- * out->complete and out->candidates. */
+ * out->complete and out->work (scores computed). */
 int search_vector_locked(engine_t *e, coll_t *c, const search_knn_t *q, const float *query,
                          const roaring_bitmap_t *allowed, size_t k, vec_hit_t *hits,
                          size_t *nhits, search_result_t *out);
 
-/* Text or hybrid: *hits (cdn_free) receives up to k hits whose .dist holds the score. */
+/* Text or hybrid: *hits (cdn_free) receives up to k hits whose .dist holds the score. allowed
+ * holds the candidates (readable, narrowed by a filter); readable the whole readable set, over
+ * which BM25 statistics are computed unless the collection asks for global ones. */
 int search_text_locked(engine_t *e, coll_t *c, const search_knn_t *q, const float *query,
-                       const roaring_bitmap_t *allowed, size_t k, search_result_t *out,
-                       vec_hit_t **hits, size_t *nhits, cdn_err_t *err);
+                       const roaring_bitmap_t *allowed, const roaring_bitmap_t *readable,
+                       size_t k, search_result_t *out, vec_hit_t **hits, size_t *nhits,
+                       cdn_err_t *err);
 
 /* Narrows allowed to the chunks the filter query (ES JSON) matches. */
 int search_filter_locked(engine_t *e, coll_t *c, const char *filter_json,

@@ -82,11 +82,14 @@ static int build_query(engine_t *e, const coll_t *c, const search_knn_t *q, text
     return parse_es(e, c, "query", q->query_json, out, err);
 }
 
-/* Runs tq (which it frees) over the allowed rows for k hits into res. */
-static int run_tree(coll_t *c, textq_t *tq, const roaring_bitmap_t *allowed, size_t k,
-                    int exhaustive, textidx_result_t *res, cdn_err_t *err)
+/* Runs tq (which it frees) over the allowed rows for k hits into res, BM25 statistics over
+ * stats_over (NULL = every live row). */
+static int run_tree(coll_t *c, textq_t *tq, const roaring_bitmap_t *allowed,
+                    const roaring_bitmap_t *stats_over, size_t k, int exhaustive,
+                    textidx_result_t *res, cdn_err_t *err)
 {
-    textidx_search_opts_t o = {.allowed = allowed, .k = k, .exhaustive = exhaustive};
+    textidx_search_opts_t o = {.allowed = allowed, .k = k, .exhaustive = exhaustive,
+                               .stats_over = stats_over};
     int rc;
     memset(res, 0, sizeof *res);
     rc = textidx_search(c->text, tq, &o, res, err);
@@ -106,7 +109,8 @@ int search_filter_locked(engine_t *e, coll_t *c, const char *filter_json,
         textq_free(tq);
         return rc;
     }
-    if ((rc = run_tree(c, tq, allowed, (size_t)n, 1, &res, err)) != 0)
+    /* Filter context: scores are dropped, so the free collection-wide statistics do. */
+    if ((rc = run_tree(c, tq, allowed, NULL, (size_t)n, 1, &res, err)) != 0)
         return rc;
     if (!(keep = roaring_bitmap_create())) {
         textidx_result_free(&res);
@@ -122,20 +126,20 @@ int search_filter_locked(engine_t *e, coll_t *c, const char *filter_json,
 
 /* Runs the text side for `window` hits into a newly allocated array of (id, score). */
 static int text_side(engine_t *e, coll_t *c, const search_knn_t *q, const roaring_bitmap_t *allowed,
-                     size_t window, vec_hit_t **hits, size_t *n, search_result_t *out,
-                     cdn_err_t *err)
+                     const roaring_bitmap_t *readable, size_t window, vec_hit_t **hits, size_t *n,
+                     search_result_t *out, cdn_err_t *err)
 {
     textq_t *tq = NULL;
     textidx_result_t res;
     int rc = build_query(e, c, q, &tq, err);
-    if (rc || (rc = run_tree(c, tq, allowed, window, 0, &res, err)) != 0)
+    if (rc || (rc = run_tree(c, tq, allowed, readable, window, 0, &res, err)) != 0)
         return rc;
     *hits = cdn_malloc((res.n ? res.n : 1) * sizeof **hits);
     for (size_t i = 0; *hits && i < res.n; i++)
         (*hits)[i] = (vec_hit_t){res.hits[i].id, res.hits[i].score};
     *n = res.n;
     out->complete = res.complete;
-    out->candidates += res.stats.scored;
+    out->work += res.stats.scored;
     snprintf(out->plan, sizeof out->plan, "%s", res.plan ? res.plan : "bm25");
     textidx_result_free(&res);
     return *hits ? CDN_OK : cdn_err_set(err, CDN_ERR_NOMEM, "out of memory");
@@ -173,8 +177,9 @@ static int fuse(const search_knn_t *q, const vec_hit_t *th, size_t nt, const vec
 }
 
 int search_text_locked(engine_t *e, coll_t *c, const search_knn_t *q, const float *query,
-                       const roaring_bitmap_t *allowed, size_t k, search_result_t *out,
-                       vec_hit_t **hits, size_t *nhits, cdn_err_t *err)
+                       const roaring_bitmap_t *allowed, const roaring_bitmap_t *readable,
+                       size_t k, search_result_t *out, vec_hit_t **hits, size_t *nhits,
+                       cdn_err_t *err)
 {
     size_t window = q->vector ? (q->rank_window ? q->rank_window : (k > 100 ? k : 100)) : k;
     vec_hit_t *th = NULL, *vh = NULL;
@@ -184,7 +189,8 @@ int search_text_locked(engine_t *e, coll_t *c, const search_knn_t *q, const floa
     if (window < k || window > SEARCH_K_MAX)
         return cdn_err_set(err, CDN_ERR_INVALID, "rank_window_size %zu must be between k (%zu) "
                            "and %d", window, k, SEARCH_K_MAX);
-    if ((rc = text_side(e, c, q, allowed, window, &th, &nt, out, err)) != 0 || !q->vector) {
+    if ((rc = text_side(e, c, q, allowed, readable, window, &th, &nt, out, err)) != 0 ||
+        !q->vector) {
         *hits = th;
         *nhits = nt;
         return rc;

@@ -17,14 +17,15 @@ double bm25_idf(uint64_t n_docs, uint64_t df)
     return log(1.0 + ((double)n_docs - (double)df + 0.5) / ((double)df + 0.5));
 }
 
-int bm25_clause_make(const invidx_t *ix, const char *term, size_t len, float boost, float k1,
+int bm25_clause_make(const fstats_t *fs, const char *term, size_t len, float boost, float k1,
                      float b, bm25_clause_t *out)
 {
     uint32_t tid;
-    if (invidx_lookup(ix, term, len, &tid) || ix->pl[tid].df == 0)
+    uint64_t df;
+    if (invidx_lookup(fs->ix, term, len, &tid) || (df = fstats_df(fs, tid)) == 0)
         return CDN_ERR_NOT_FOUND;
-    *out = (bm25_clause_t){ix, tid, (float)(bm25_idf(ix->doc_count, ix->pl[tid].df) * boost),
-                           k1, b,   (float)invidx_avgdl(ix)};
+    *out = (bm25_clause_t){fs->ix, tid, (float)(bm25_idf(fs->n_docs, df) * boost),
+                           k1,     b,   (float)fs->avgdl};
     return CDN_OK;
 }
 
@@ -34,6 +35,7 @@ typedef struct term_scorer {
     const uint32_t *dl;
     float w, c1, c2; /* score = w * tf / (tf + c1 + c2 * dl) */
     float ub;        /* upper bound over the whole list */
+    uint32_t ord;    /* the clause's index: scores are summed in this order */
 } term_scorer_t;
 
 static inline float ts_score(const term_scorer_t *t, uint32_t tf, uint32_t dl)
@@ -48,7 +50,7 @@ static inline float ts_block_ub(const term_scorer_t *t)
     return ts_score(t, t->cur.pl->bmax_tf[b], t->cur.pl->bmin_dl[b]) * UB_SLACK;
 }
 
-static void ts_init(term_scorer_t *t, const bm25_clause_t *c)
+static void ts_init(term_scorer_t *t, const bm25_clause_t *c, uint32_t ord)
 {
     const invidx_plist_t *p = &c->ix->pl[c->tid];
     t->cur = (invidx_cursor_t){p, 0};
@@ -57,6 +59,7 @@ static void ts_init(term_scorer_t *t, const bm25_clause_t *c)
     t->c1 = c->k1 * (1 - c->b);
     t->c2 = c->k1 * c->b / (c->avgdl > 0 ? c->avgdl : 1);
     t->ub = 0;
+    t->ord = ord;
     for (uint32_t b = 0; b * INVIDX_BLOCK < p->n; b++) {
         float s = ts_score(t, p->bmax_tf[b], p->bmin_dl[b]);
         t->ub = s > t->ub ? s : t->ub;
@@ -128,11 +131,14 @@ static int cmp_ub(const void *a, const void *b)
 
 /* Scores doc d (already known to be allowed): essential cursors on d first, then the
  * non-essential ones from the largest bound down while the doc can still enter. Returns 1 when
- * fully scored into *score, 0 when skipped. */
+ * fully scored into *score, 0 when skipped. The running sum only prunes; the score is the sum
+ * of part[] in clause order, because the visiting order follows upper bounds, which come from
+ * every posting (hidden documents' too), and float addition is not associative. */
 static int score_doc(term_scorer_t *ts, size_t n, size_t ne, const float *cum, uint32_t d, int full,
-                     float theta, float *score, bm25_stats_t *st)
+                     float theta, float *part, float *score, bm25_stats_t *st)
 {
     float s = 0;
+    memset(part, 0, n * sizeof *part);
     if (full) { /* block-max check before touching any tf */
         float bound = ne ? cum[ne - 1] : 0;
         for (size_t i = ne; i < n; i++)
@@ -148,7 +154,7 @@ static int score_doc(term_scorer_t *ts, size_t n, size_t ne, const float *cum, u
     for (size_t i = ne; i < n; i++) {
         if (invidx_cur_doc(&ts[i].cur) != d)
             continue;
-        s += ts_score(&ts[i], ts[i].cur.pl->tfs[ts[i].cur.i], ts[i].dl[d]);
+        s += part[ts[i].ord] = ts_score(&ts[i], ts[i].cur.pl->tfs[ts[i].cur.i], ts[i].dl[d]);
         ts[i].cur.i++;
         st->postings++;
     }
@@ -156,10 +162,13 @@ static int score_doc(term_scorer_t *ts, size_t n, size_t ne, const float *cum, u
         if (full && s + cum[i] <= theta)
             return 0;
         if (invidx_cur_seek(&ts[i].cur, d) == d) {
-            s += ts_score(&ts[i], ts[i].cur.pl->tfs[ts[i].cur.i], ts[i].dl[d]);
+            s += part[ts[i].ord] = ts_score(&ts[i], ts[i].cur.pl->tfs[ts[i].cur.i], ts[i].dl[d]);
             st->postings++;
         }
     }
+    s = 0;
+    for (size_t i = 0; i < n; i++)
+        s += part[i];
     *score = s;
     return 1;
 }
@@ -173,14 +182,15 @@ int bm25_topk_or(const bm25_clause_t *cl, size_t n, const roaring_bitmap_t *filt
     *matched_exact = 1;
     prune = prune && k > 0; /* k = 0 is a count: every match must be seen */
     term_scorer_t *ts = cdn_malloc((n ? n : 1) * sizeof *ts);
-    float *cum = cdn_malloc((n ? n : 1) * sizeof *cum);
+    float *cum = cdn_malloc((n ? n : 1) * 2 * sizeof *cum), *part;
     if (!ts || !cum) {
         cdn_free(ts);
         cdn_free(cum);
         return CDN_ERR_NOMEM;
     }
+    part = cum + (n ? n : 1);
     for (size_t i = 0; i < n; i++)
-        ts_init(&ts[i], &cl[i]);
+        ts_init(&ts[i], &cl[i], (uint32_t)i);
     qsort(ts, n, sizeof *ts, cmp_ub);
     for (size_t i = 0; i < n; i++)
         cum[i] = (i ? cum[i - 1] : 0) + ts[i].ub;
@@ -209,7 +219,7 @@ int bm25_topk_or(const bm25_clause_t *cl, size_t n, const roaring_bitmap_t *filt
         }
         float s;
         int full = prune && nh == k;
-        if (!score_doc(ts, n, ne, cum, d, full, theta, &s, st)) {
+        if (!score_doc(ts, n, ne, cum, d, full, theta, part, &s, st)) {
             *matched_exact = 0;
             continue;
         }
@@ -261,7 +271,7 @@ int bm25_clause_docset(const bm25_clause_t *c, const roaring_bitmap_t *filter, b
                        bm25_stats_t *st)
 {
     term_scorer_t t;
-    ts_init(&t, c);
+    ts_init(&t, c, 0);
     roaring_uint32_iterator_t it;
     if (filter)
         roaring_init_iterator(filter, &it);

@@ -8,6 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "text/fstats.h"
 #include "text/invidx.h"
 
 /* One scored term in one field: score = weight * tf / (tf + k1 * (1 - b + b * dl / avgdl)),
@@ -40,12 +41,14 @@ typedef struct bm25_docset {
 /* Lucene's idf: log(1 + (N - df + 0.5) / (df + 0.5)). */
 double bm25_idf(uint64_t n_docs, uint64_t df);
 
-/* Builds a clause for term bytes in ix, weight = idf * boost; CDN_ERR_NOT_FOUND when the
- * term has no live postings. */
-int bm25_clause_make(const invidx_t *ix, const char *term, size_t len, float boost, float k1,
+/* Builds a clause for term bytes in the field of fs, weight = idf * boost, with N, df and
+ * avgdl taken from fs (the field's own, or those of a subject's readable set);
+ * CDN_ERR_NOT_FOUND when the term has no live postings among the documents fs covers. */
+int bm25_clause_make(const fstats_t *fs, const char *term, size_t len, float boost, float k1,
                      float b, bm25_clause_t *out);
 
-/* Exact top-k of the sum of clause scores over docs matching at least one clause and, when
+/* Exact top-k of the sum of clause scores (added in clause order, whatever order pruning
+ * visits them in, so a score does not depend on other documents' block maxima) over docs matching at least one clause and, when
  * filter is not NULL, in filter. prune=0 scores every candidate (reference path). Writes up to
  * k hits (caller's array) sorted by score desc then id asc, *n_hits, and *matched: the exact
  * number of matching docs when prune=0 or when nothing was skipped, else a lower bound

@@ -234,7 +234,13 @@ int textidx_search(const textidx_t *ti, const textq_t *q, const textidx_search_o
         base = ti->live;
     }
     res->readable = roaring_bitmap_get_cardinality(base ? base : ti->live);
-    int rc = textq_exec(ti, q, base, opts->k, opts->exhaustive, res, err);
+    /* Statistics over the readable set, unless it holds every live doc (then they are the
+     * collection's own, computed for free). Each field intersects it with its own live set. */
+    const roaring_bitmap_t *over = opts->stats_over;
+    if (over && roaring_bitmap_and_cardinality(over, ti->live) ==
+                    roaring_bitmap_get_cardinality(ti->live))
+        over = NULL;
+    int rc = textq_exec(ti, q, base, over, opts->k, opts->exhaustive, res, err);
     if (own)
         roaring_bitmap_free(own);
     if (rc) {

@@ -60,6 +60,10 @@ typedef struct textidx_search_opts {
     const roaring_bitmap_t *allowed; /* docs the subject may read; NULL = all live docs */
     size_t k;                        /* hits wanted */
     int exhaustive;                  /* 1: score every candidate (no pruning), exact totals */
+    /* The documents BM25 statistics (N, df, avgdl) are computed over: the subject's readable
+     * set, so that documents it cannot read change no score; NULL = every live document (the
+     * collection-wide statistics Elasticsearch uses). Metadata filters do not narrow it. */
+    const roaring_bitmap_t *stats_over;
 } textidx_search_opts_t;
 
 typedef struct textidx_result {
@@ -118,8 +122,10 @@ int textidx_load(const char *path, textidx_t **out, uint64_t *revision, cdn_err_
 const textidx_tfield_t *textidx_text_field(const textidx_t *ti, const char *name);
 
 /* Internal (textq_eval.c): evaluates q restricted to base (NULL = all live docs, used only when
- * no dead postings exist) into top-k hits. */
-int textq_exec(const textidx_t *ti, const textq_t *q, const roaring_bitmap_t *base, size_t k,
-               int exhaustive, textidx_result_t *res, cdn_err_t *err);
+ * no dead postings exist) into top-k hits, scoring with the statistics of stats_over (live
+ * docs only; NULL = every live doc). */
+int textq_exec(const textidx_t *ti, const textq_t *q, const roaring_bitmap_t *base,
+               const roaring_bitmap_t *stats_over, size_t k, int exhaustive,
+               textidx_result_t *res, cdn_err_t *err);
 
 #endif

@@ -13,6 +13,11 @@ typedef struct ectx {
     const textidx_t *ti;
     bm25_stats_t st;
     cdn_err_t *err;
+    /* BM25 statistics per text field, made on first use over stats_over (NULL: the fields'
+     * own); fs[i] belongs to ti->tf[i] once fs_ready[i]. */
+    const roaring_bitmap_t *stats_over;
+    fstats_t *fs;
+    unsigned char *fs_ready;
 } ectx_t;
 
 typedef struct clauses {
@@ -33,6 +38,17 @@ static int analyze(const textidx_tfield_t *f, const char *text, analyzer_tokens_
     return analyzer_run((analyzer_t *)&f->an, text, strlen(text), toks);
 }
 
+/* The statistics scoring uses for field f. 0 or CDN_ERR_NOMEM. */
+static int field_stats(ectx_t *x, const textidx_tfield_t *f, const fstats_t **out)
+{
+    size_t i = (size_t)(f - x->ti->tf);
+    int rc = CDN_OK;
+    if (!x->fs_ready[i] && (rc = fstats_init(&x->fs[i], &f->ix, x->stats_over)) == CDN_OK)
+        x->fs_ready[i] = 1;
+    *out = &x->fs[i];
+    return rc;
+}
+
 static int add_clause(clauses_t *cl, const bm25_clause_t *c)
 {
     if (cdn_grow((void **)&cl->c, &cl->cap, cl->n + 1, sizeof *cl->c))
@@ -46,11 +62,14 @@ static int text_clauses(ectx_t *x, const textidx_tfield_t *f, const char *text, 
                         clauses_t *cl)
 {
     analyzer_tokens_t toks = {0};
-    int rc = analyze(f, text, &toks);
+    const fstats_t *fs;
+    int rc = field_stats(x, f, &fs);
+    if (!rc)
+        rc = analyze(f, text, &toks);
     for (size_t i = 0; i < toks.n && !rc; i++) {
         bm25_clause_t c;
         cl->nterms++;
-        if (bm25_clause_make(&f->ix, toks.pool + toks.tok[i].off, toks.tok[i].len, boost,
+        if (bm25_clause_make(fs, toks.pool + toks.tok[i].off, toks.tok[i].len, boost,
                              x->ti->cfg.k1, x->ti->cfg.b, &c) == CDN_OK)
             rc = add_clause(cl, &c);
     }
@@ -80,17 +99,20 @@ static int collect_or(ectx_t *x, const textq_t *q, clauses_t *cl, int *rc)
         }
         return 1;
     case TEXTQ_TERM:
-    case TEXTQ_TERMS:
+    case TEXTQ_TERMS: {
+        const fstats_t *fs;
         if (!f)
             return 0;
+        *rc = field_stats(x, f, &fs);
         for (size_t i = 0; i < (q->type == TEXTQ_TERM ? 1 : q->nvalues) && !*rc; i++) {
             const char *v = q->type == TEXTQ_TERM ? q->text : q->values[i];
             bm25_clause_t c;
-            if (bm25_clause_make(&f->ix, v, strlen(v), q->boost, x->ti->cfg.k1, x->ti->cfg.b, &c) ==
+            if (bm25_clause_make(fs, v, strlen(v), q->boost, x->ti->cfg.k1, x->ti->cfg.b, &c) ==
                 CDN_OK)
                 *rc = add_clause(cl, &c);
         }
         return 1;
+    }
     default: return 0;
     }
 }
@@ -264,7 +286,10 @@ static int eval_phrase(ectx_t *x, const textq_t *q, const textidx_tfield_t *f,
                        const roaring_bitmap_t *filter, bm25_docset_t *out)
 {
     analyzer_tokens_t toks = {0};
-    int rc = analyze(f, q->text, &toks);
+    const fstats_t *fs;
+    int rc = field_stats(x, f, &fs);
+    if (!rc)
+        rc = analyze(f, q->text, &toks);
     size_t n = toks.n;
     invidx_cursor_t *cur = cdn_calloc(n ? n : 1, sizeof *cur);
     uint32_t *qpos = cdn_calloc(n ? n : 1, sizeof *qpos);
@@ -273,15 +298,16 @@ static int eval_phrase(ectx_t *x, const textq_t *q, const textidx_tfield_t *f,
         goto out;
     for (size_t i = 0; i < n; i++) {
         uint32_t tid;
+        uint64_t df;
         if (invidx_lookup(&f->ix, toks.pool + toks.tok[i].off, toks.tok[i].len, &tid) ||
-            !f->ix.pl[tid].df)
+            !(df = fstats_df(fs, tid)))
             goto out; /* a missing term: no doc can match */
         cur[i] = (invidx_cursor_t){&f->ix.pl[tid], 0};
         qpos[i] = toks.tok[i].pos - toks.tok[0].pos;
-        idf += bm25_idf(f->ix.doc_count, f->ix.pl[tid].df);
+        idf += bm25_idf(fs->n_docs, df);
     }
     float w = (float)idf * q->boost, k1 = x->ti->cfg.k1, b = x->ti->cfg.b;
-    float avgdl = (float)invidx_avgdl(&f->ix);
+    float avgdl = (float)fs->avgdl;
     roaring_uint32_iterator_t it;
     if (filter)
         roaring_init_iterator(filter, &it);
@@ -365,7 +391,8 @@ static int eval_fuzzy(ectx_t *x, const textq_t *q, const textidx_tfield_t *f,
     size_t vl = strlen(q->text), n = 0, cap = 0;
     uint32_t max = q->fuzziness >= 0 ? (uint32_t)q->fuzziness : vl <= 2 ? 0 : vl <= 5 ? 1 : 2;
     fz_t *c = NULL;
-    int rc = CDN_OK;
+    const fstats_t *fs;
+    int rc = field_stats(x, f, &fs);
     for (uint32_t t = 0; t < f->ix.nterms && !rc; t++) {
         size_t tl;
         const char *ts = invidx_term(&f->ix, t, &tl);
@@ -373,12 +400,15 @@ static int eval_fuzzy(ectx_t *x, const textq_t *q, const textidx_tfield_t *f,
             (q->prefix_length && (vl < q->prefix_length || memcmp(ts, q->text, q->prefix_length))))
             continue;
         uint32_t dd = lev_bounded(q->text, vl, ts, tl, max);
-        if (dd > max)
+        /* Expansions are chosen and ordered by the df the statistics cover, so a term only
+         * hidden documents hold takes no expansion slot. */
+        uint64_t df = dd > max ? 0 : fstats_df(fs, t);
+        if (!df)
             continue;
         if (cdn_grow((void **)&c, &cap, n + 1, sizeof *c))
             rc = CDN_ERR_NOMEM;
         else
-            c[n++] = (fz_t){t, dd, f->ix.pl[t].df};
+            c[n++] = (fz_t){t, dd, (uint32_t)df};
     }
     if (n)
         qsort(c, n, sizeof *c, cmp_fz);
@@ -389,7 +419,7 @@ static int eval_fuzzy(ectx_t *x, const textq_t *q, const textidx_tfield_t *f,
         size_t tl;
         const char *ts = invidx_term(&f->ix, c[i].tid, &tl);
         bm25_clause_t one;
-        if (bm25_clause_make(&f->ix, ts, tl, q->boost, x->ti->cfg.k1, x->ti->cfg.b, &one) == 0)
+        if (bm25_clause_make(fs, ts, tl, q->boost, x->ti->cfg.k1, x->ti->cfg.b, &one) == 0)
             rc = add_clause(&cl, &one);
     }
     bm25_docset_t *sets = NULL;
@@ -698,14 +728,17 @@ out:
     return rc;
 }
 
-int textq_exec(const textidx_t *ti, const textq_t *q, const roaring_bitmap_t *base, size_t k,
-               int exhaustive, textidx_result_t *res, cdn_err_t *err)
+int textq_exec(const textidx_t *ti, const textq_t *q, const roaring_bitmap_t *base,
+               const roaring_bitmap_t *stats_over, size_t k, int exhaustive,
+               textidx_result_t *res, cdn_err_t *err)
 {
-    ectx_t x = {ti, {0, 0}, err};
+    ectx_t x = {ti, {0, 0}, err, stats_over, NULL, NULL};
     res->hits = cdn_calloc(k ? k : 1, sizeof *res->hits);
-    if (!res->hits)
-        return CDN_ERR_NOMEM;
-    int done, rc = exec_fast(&x, q, base, k, exhaustive, res, &done);
+    x.fs = cdn_calloc(ti->ntf ? ti->ntf : 1, sizeof *x.fs);
+    x.fs_ready = cdn_calloc(ti->ntf ? ti->ntf : 1, 1);
+    int done = 1, rc = CDN_ERR_NOMEM;
+    if (res->hits && x.fs && x.fs_ready)
+        rc = exec_fast(&x, q, base, k, exhaustive, res, &done);
     if (!rc && !done) {
         bm25_docset_t s = {0};
         rc = eval_scored(&x, q, base, &s);
@@ -718,6 +751,11 @@ int textq_exec(const textidx_t *ti, const textq_t *q, const roaring_bitmap_t *ba
         }
         bm25_docset_free(&s);
     }
+    for (size_t i = 0; x.fs_ready && i < ti->ntf; i++)
+        if (x.fs_ready[i])
+            fstats_free(&x.fs[i]);
+    cdn_free(x.fs);
+    cdn_free(x.fs_ready);
     res->stats = x.st;
     res->complete = rc == CDN_OK;
     return rc;

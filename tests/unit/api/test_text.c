@@ -36,9 +36,11 @@ static int setup(void **state)
     static cordon_chunk ch[N];
     const char *tf[] = {"title", "body"};
     cordon_meta_field mf[] = {{"kind", CORDON_META_KEYWORD}, {"year", CORDON_META_NUMBER}};
+    /* Collection-wide statistics: a subject's filtered ranking is then the all-seeing one
+     * filtered (readable-set statistics: test_hidden_stats.c). */
     cordon_collection_spec spec = {.asserted_principals = 1, .name = "t", .dim = DIM, .metric = CORDON_METRIC_L2,
                                    .text_fields = tf, .n_text_fields = 2, .analyzer = "english",
-                                   .meta_fields = mf, .n_meta_fields = 2};
+                                   .meta_fields = mf, .n_meta_fields = 2, .bm25_global_stats = 1};
     for (int i = 0; i < N; i++) {
         size_t at = 0;
         f->group[i] = (int)(tu_rand(&seed) % GROUPS);

@@ -34,6 +34,7 @@ static void test_config_round_trips(void **state)
     a.b = 0.4f;
     a.asserted = 0;
     a.int8_scan = 1;
+    a.bm25_global = 1;
     assert_int_equal(coll_config_encode(&a, &json), 0);
     assert_int_equal(coll_config_decode(json, strlen(json), &b, NULL), 0);
     free(json);
@@ -46,6 +47,7 @@ static void test_config_round_trips(void **state)
     assert_true(b.k1 > 0.89f && b.k1 < 0.91f);
     assert_int_equal(b.asserted, 0);
     assert_int_equal(b.int8_scan, 1);
+    assert_int_equal(b.bm25_global, 1);
 }
 
 static void test_record_from_before_later_keys_opens_with_defaults(void **state)
@@ -60,6 +62,7 @@ static void test_record_from_before_later_keys_opens_with_defaults(void **state)
     assert_int_equal(c.n_meta, 0);
     assert_int_equal(c.asserted, 1); /* it accepted asserted principals when written */
     assert_int_equal(c.int8_scan, 0);
+    assert_int_equal(c.bm25_global, 0); /* scores over each subject's readable set */
     const char *broken = "{\"name\":\"x\",\"id\":0}";
     assert_int_equal(coll_config_decode(broken, strlen(broken), &c, NULL), CDN_ERR_CORRUPT);
 }

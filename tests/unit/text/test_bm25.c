@@ -136,7 +136,7 @@ static void check_query(const textidx_t *ti, const corpus_t *c, const int *q, in
     size_t nref = reference(c, q, nq, allowed, ti->cfg.k1, ti->cfg.b, ref);
     textq_t *tq;
     textidx_result_t res;
-    textidx_search_opts_t opts = {allowed, k, exhaustive};
+    textidx_search_opts_t opts = {allowed, k, exhaustive, NULL};
     assert_int_equal(textq_match("body", qs, &tq), 0);
     assert_int_equal(textidx_search(ti, tq, &opts, &res, NULL), 0);
     size_t want = nref < k ? nref : k;
@@ -254,7 +254,7 @@ static size_t hits_for(const textidx_t *ti, const char *text, const roaring_bitm
 {
     textq_t *q;
     textidx_result_t res;
-    textidx_search_opts_t o = {allowed, 10, 0};
+    textidx_search_opts_t o = {allowed, 10, 0, NULL};
     assert_int_equal(textq_match("body", text, &q), 0);
     assert_int_equal(textidx_search(ti, q, &o, &res, NULL), 0);
     size_t n = res.n;
@@ -315,7 +315,7 @@ static void test_k_zero_counts_every_readable_match(void **state)
     roaring_bitmap_add_range(al, 0, 10);
     textq_t *q;
     textidx_result_t res;
-    textidx_search_opts_t o = {al, 0, 0};
+    textidx_search_opts_t o = {al, 0, 0, NULL};
     assert_int_equal(textq_match("body", "apple green", &q), 0);
     assert_int_equal(textidx_search(ti, q, &o, &res, NULL), 0);
     assert_int_equal(res.n, 0);
@@ -341,7 +341,7 @@ static void conc_run(const textidx_t *ti, int i, uint32_t *out)
 {
     textq_t *q;
     textidx_result_t r;
-    textidx_search_opts_t o = {NULL, 5, 0};
+    textidx_search_opts_t o = {NULL, 5, 0, NULL};
     memset(out, 0xff, 5 * sizeof *out);
     if (textq_match("body", conc_q[i], &q) || textidx_search(ti, q, &o, &r, NULL))
         return;

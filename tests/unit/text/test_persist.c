@@ -81,7 +81,7 @@ static void same_results(const textidx_t *x, const textidx_t *y)
         roaring_bitmap_add(allowed, d);
     for (int i = 0; i < 4; i++)
         for (int a = 0; a < 2; a++) {
-            textidx_search_opts_t o = {a ? allowed : NULL, 15, 0};
+            textidx_search_opts_t o = {a ? allowed : NULL, 15, 0, NULL};
             textidx_result_t rx, ry;
             assert_int_equal(textidx_search(x, qs[i], &o, &rx, NULL), 0);
             assert_int_equal(textidx_search(y, qs[i], &o, &ry, NULL), 0);
@@ -117,7 +117,7 @@ static void test_save_load_round_trip_gives_identical_results(void **state)
     assert_int_equal(textidx_delete_doc(back, 1), 0);
     textq_t *q;
     textidx_result_t r;
-    textidx_search_opts_t o = {NULL, 5, 0};
+    textidx_search_opts_t o = {NULL, 5, 0, NULL};
     assert_int_equal(textq_match("body", "omega", &q), 0);
     assert_int_equal(textidx_search(back, q, &o, &r, NULL), 0);
     assert_int_equal(r.n, 1);
@@ -221,7 +221,7 @@ static void test_decoder_survives_altered_payload_with_valid_checksum(void **sta
             textq_t *qs[4];
             queries(qs);
             for (int i = 0; i < 4; i++) {
-                textidx_search_opts_t o = {NULL, 10, 0};
+                textidx_search_opts_t o = {NULL, 10, 0, NULL};
                 textidx_result_t r;
                 if (textidx_search(back, qs[i], &o, &r, NULL) == CDN_OK)
                     textidx_result_free(&r);

@@ -165,6 +165,21 @@ typedef struct cordon_collection_info {
     char acl_field[CORDON_NAME_MAX + 1];
     size_t n_meta_fields;            /* the metadata keys indexed for filters */
     cordon_meta_field_info meta_fields[CORDON_META_FIELDS_MAX];
+    /* Settings, as created (cordon_collection_spec; defaults filled in). */
+    char analyzer[40];
+    int asserted_principals;
+    int int8_scan;
+    int bm25_global_stats;
+    uint32_t hnsw_m;
+    uint32_t hnsw_ef_construction;
+    uint32_t hnsw_ef_search;         /* as created: 0 = calibrated */
+    uint32_t hnsw_ef_calibrated;     /* the breadth unfiltered searches use when it is 0 */
+    /* Sizes. */
+    uint64_t rows;                   /* rows written, deleted and replaced ones included */
+    uint64_t vector_bytes;           /* the vector file's rows (mapped, paged in by the OS) */
+    uint64_t graph_bytes;            /* the HNSW graph in memory */
+    uint64_t codes_bytes;            /* 8-bit and 1-bit codes in memory (int8_scan) */
+    uint64_t acl_bytes;              /* the ACL index in memory */
 } cordon_collection_info;
 
 /* Lists collections in name order into a new array; free with cordon_free. */

@@ -145,6 +145,26 @@ static void fill_info(const coll_t *c, cordon_collection_info *o)
         memcpy(o->meta_fields[i].name, c->cfg.meta_fields[i], sizeof o->meta_fields[i].name);
         o->meta_fields[i].kind = (cordon_meta_kind)c->cfg.meta_kinds[i];
     }
+    _Static_assert(sizeof o->analyzer == COLL_ANALYZER_MAX, "analyzer name sizes must match");
+    memcpy(o->analyzer, c->cfg.analyzer, sizeof o->analyzer);
+    o->asserted_principals = c->cfg.asserted;
+    o->int8_scan = c->cfg.int8_scan;
+    o->bm25_global_stats = c->cfg.bm25_global;
+    o->hnsw_m = c->cfg.hnsw_m;
+    o->hnsw_ef_construction = c->cfg.hnsw_efc;
+    o->hnsw_ef_search = c->cfg.hnsw_ef;
+    o->rows = c->next_row;
+    if (c->vf)
+        o->vector_bytes = (uint64_t)c->next_row * vecfile_stride(c->vf) * sizeof(float);
+    if (c->hnsw) {
+        hnsw_info_t hi;
+        hnsw_get_info(c->hnsw, &hi);
+        o->graph_bytes = hi.memory_bytes;
+        o->hnsw_ef_calibrated = coll_search_ef(c, COLL_EF_UNFILTERED);
+    }
+    if (c->quant)
+        o->codes_bytes = quant_memory(c->quant);
+    o->acl_bytes = acl_index_memory(c->acl);
 }
 
 int cordon_collection_list(cordon_t *db, cordon_collection_info **out, size_t *n,

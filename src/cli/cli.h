@@ -15,6 +15,11 @@ int cli_demo(int argc, char **argv);
 int cli_model(int argc, char **argv);
 int cli_check(int argc, char **argv);
 int cli_explain(int argc, char **argv);
+int cli_list(int argc, char **argv);
+int cli_info(int argc, char **argv);
+int cli_drop(int argc, char **argv);
+int cli_delete(int argc, char **argv);
+int cli_set_acl(int argc, char **argv);
 
 /* Splits "a,b,c" into a NULL-terminated array of strings (one allocation; cdn_free it). */
 char **cli_split(const char *csv, size_t *n);
@@ -23,6 +28,8 @@ int cli_parse_size(const char *opt, const char *s, size_t *out);
 /* Opens a data directory, printing the error on failure. must_exist: for commands that only
  * read, which must not create a directory (a mistyped path says so instead). */
 int cli_open(const char *dir, int must_exist, cordon_t **db);
+/* Prints s to stdout as a JSON string literal. */
+void cli_print_json_str(const char *s);
 /* Prints "cordon CMD: message" for err to stderr and returns 1. */
 int cli_fail(const char *cmd, const cordon_error *err);
 

@@ -2,6 +2,7 @@
  * Relies on cli/loader. */
 #include "base/mem.h"
 #include "cli/cli.h"
+#include "cli/load_survey.h"
 #include "cli/loader.h"
 
 #include <getopt.h>
@@ -31,7 +32,12 @@ static const char usage[] =
     "                          faster (results stay exact; about dim + 8 bytes a row)\n"
     "  --bm25-global-stats     BM25 statistics over every chunk (Elasticsearch's scores; for\n"
     "                          single-tenant data) instead of each subject's readable chunks\n"
-    "  --dim N                 vector dimension (default: the --vectors file's)\n"
+    "  --dim N                 vector dimension (default: the --vectors file's, else the\n"
+    "                          length of the file's first \"vector\")\n"
+    "  --keyword A,B           metadata fields to index for filters (term, terms, range,\n"
+    "  --number A,B            exists), by kind; without any of these four, --create\n"
+    "  --date A,B              declares the metadata keys of the file's first 10,000 lines\n"
+    "  --bool A,B              whose values are all strings, numbers or booleans\n"
     "  --metric M              cosine (default), dot_product or l2_norm\n"
     "  --text-fields A,B       text field names (default title,text)\n"
     "  --batch N               chunks per transaction (default 1000)\n"
@@ -51,6 +57,81 @@ static int parse_metric(const char *s, cordon_metric *m)
         return -1;
     }
     return 0;
+}
+
+/* Metadata fields declared with --keyword, --number, --date and --bool. */
+typedef struct meta_decl {
+    cordon_meta_field f[CORDON_META_FIELDS_MAX];
+    char names[CORDON_META_FIELDS_MAX][CORDON_NAME_MAX + 1];
+    size_t n;
+} meta_decl_t;
+
+static int meta_add(meta_decl_t *m, const char *csv, cordon_meta_kind kind)
+{
+    size_t n = 0;
+    char **names = cli_split(csv, &n);
+    for (size_t i = 0; names && i < n; i++) {
+        if (m->n == CORDON_META_FIELDS_MAX || strlen(names[i]) > CORDON_NAME_MAX) {
+            fprintf(stderr, "cordon load: metadata field \"%s\": %s\n", names[i],
+                    m->n == CORDON_META_FIELDS_MAX ? "more than 32 metadata fields"
+                                                   : "longer than 128 bytes");
+            cdn_free(names);
+            return -1;
+        }
+        snprintf(m->names[m->n], sizeof m->names[m->n], "%s", names[i]);
+        m->f[m->n] = (cordon_meta_field){.name = m->names[m->n], .kind = kind};
+        m->n++;
+    }
+    int ok = names != NULL;
+    cdn_free(names);
+    return ok ? 0 : -1;
+}
+
+static const char *kind_word(cordon_meta_kind k)
+{
+    return k == CORDON_META_NUMBER ? "number" : k == CORDON_META_DATE ? "date"
+           : k == CORDON_META_BOOL ? "bool" : "keyword";
+}
+
+/* What --create takes from the file when the options do not say: the vector dimension (when
+ * want_dim) and, without --keyword/--number/--date/--bool, the metadata fields. Says on
+ * stderr what it inferred, so the user can declare it instead. */
+static int survey_for_create(const loader_opts_t *lo, cordon_collection_spec *spec,
+                             meta_decl_t *meta, int want_dim, cordon_error *err)
+{
+    load_survey_t s;
+    int rc;
+    if (meta->n) {
+        spec->meta_fields = meta->f;
+        spec->n_meta_fields = meta->n;
+    }
+    if (!want_dim && meta->n)
+        return CORDON_OK;
+    if ((rc = load_survey(lo->jsonl, 10000, &s, err)) != 0)
+        return rc;
+    if (want_dim && s.dim) {
+        spec->dim = s.dim;
+        if (lo->progress)
+            fprintf(stderr, "cordon load: vectors of %u values (the first line's; --dim to "
+                            "say)\n", s.dim);
+    }
+    if (meta->n || !s.n_meta)
+        return CORDON_OK;
+    for (size_t i = 0; i < s.n_meta; i++) {
+        memcpy(meta->names[i], s.meta_names[i], sizeof meta->names[i]);
+        meta->f[i] = (cordon_meta_field){.name = meta->names[i], .kind = s.meta_kinds[i]};
+    }
+    meta->n = s.n_meta;
+    spec->meta_fields = meta->f;
+    spec->n_meta_fields = meta->n;
+    if (lo->progress) {
+        fprintf(stderr, "cordon load: metadata fields for filters:");
+        for (size_t i = 0; i < meta->n; i++)
+            fprintf(stderr, "%s %s:%s", i ? "," : "", meta->names[i], kind_word(meta->f[i].kind));
+        fprintf(stderr, "%s (declare them with --keyword, --number, --date, --bool)\n",
+                s.meta_left_out ? "; others of mixed or nested kinds left out" : "");
+    }
+    return CORDON_OK;
 }
 
 static uint32_t fvecs_dim(const char *path)
@@ -73,13 +154,15 @@ int cli_load(int argc, char **argv)
         {"dim", 1, 0, 'D'},    {"metric", 1, 0, 'm'},     {"text-fields", 1, 0, 't'},
         {"batch", 1, 0, 'b'},  {"quiet", 0, 0, 'q'},      {"help", 0, 0, 'h'},
         {"analyzer", 1, 0, 'A'}, {"asserted-principals", 0, 0, 'P'}, {"int8-scan", 0, 0, 'I'},
-        {"bm25-global-stats", 0, 0, 'G'}, {0, 0, 0, 0}};
+        {"bm25-global-stats", 0, 0, 'G'}, {"keyword", 1, 0, 'K'}, {"number", 1, 0, 'N'},
+        {"date", 1, 0, 'T'}, {"bool", 1, 0, 'O'}, {0, 0, 0, 0}};
     const char *dir = NULL, *fields = "title,text", *beir = NULL;
     char beir_corpus[4096], beir_vecs[4096];
     loader_opts_t lo = {.progress = 1};
     cordon_collection_spec spec = {.metric = CORDON_METRIC_COSINE};
     size_t dim = 0, nallow = 0, nfields = 0, loaded = 0;
     char **allow = NULL, **tf = NULL;
+    meta_decl_t meta = {0};
     int create = 0, c, rc = 1;
     cordon_t *db = NULL;
     cordon_error err;
@@ -101,6 +184,13 @@ int cli_load(int argc, char **argv)
         case 'P': spec.asserted_principals = 1; break;
         case 'I': spec.int8_scan = 1; break;
         case 'G': spec.bm25_global_stats = 1; break;
+        case 'K': case 'N': case 'T': case 'O':
+            if (meta_add(&meta, optarg, c == 'K'   ? CORDON_META_KEYWORD
+                                        : c == 'N' ? CORDON_META_NUMBER
+                                        : c == 'T' ? CORDON_META_DATE
+                                                   : CORDON_META_BOOL))
+                return 2;
+            break;
         case 'h': fputs(usage, stdout); return 0;
         default: fputs(usage, stderr); return 2;
         }
@@ -129,14 +219,15 @@ int cli_load(int argc, char **argv)
         spec.dim = dim ? (uint32_t)dim : lo.fvecs ? fvecs_dim(lo.fvecs) : 0;
         spec.text_fields = (const char *const *)tf;
         spec.n_text_fields = nfields;
+        if (survey_for_create(&lo, &spec, &meta, !dim && !lo.fvecs, &err)) {
+            cli_fail("load", &err);
+            goto done;
+        }
         if (cordon_collection_create(db, &spec, &err)) {
             cli_fail("load", &err);
             goto done;
         }
     }
-    if (!nallow && lo.progress)
-        fprintf(stderr, "cordon load: note: lines without \"allowed\" will be readable by "
-                        "nobody (give --allow to change that)\n");
     if (loader_run(db, &lo, &loaded, &err)) {
         if (loaded)
             fprintf(stderr, "cordon load: %s (%zu chunks were loaded before this)\n",

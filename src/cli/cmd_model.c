@@ -14,7 +14,48 @@ static const char model_usage[] =
     "       cordon model export --data DIR             print the model as one document\n"
     "       cordon model apply --data DIR OP_JSON      apply one operation ('-': one per line\n"
     "                                                  from standard input)\n"
-    "       cordon model view --data DIR SUBJECT       print a subject's principals\n";
+    "       cordon model view --data DIR SUBJECT       print a subject's principals\n"
+    "(cordon model VERB --help for one of them)\n";
+
+/* Each verb's own --help. */
+static const struct verb {
+    const char *name, *usage;
+} verbs[] = {
+    {"import",
+     "usage: cordon model import --data DIR FILE.json   ('-' reads standard input)\n\n"
+     "Replaces the whole permission model by the document, in the shape `cordon model export`\n"
+     "prints ({\"version\":1,\"subjects\":[...],\"groups\":[...],\"roles\":[...],\"grants\":[...]},\n"
+     "docs/internals/authz.md). All or nothing: a bad document changes nothing. Prints the new\n"
+     "revision.\n"},
+    {"export",
+     "usage: cordon model export --data DIR\n\n"
+     "Prints the whole model as one JSON document, sorted, so that export, import and export\n"
+     "again give the same bytes. Only reads: a mistyped --data is an error, nothing is made.\n"},
+    {"apply",
+     "usage: cordon model apply --data DIR OP_JSON\n"
+     "       cordon model apply --data DIR -        (one operation a line, standard input)\n\n"
+     "Applies operations such as {\"op\":\"add_member\",\"group\":\"eng\",\"member\":\"alice\"}\n"
+     "(put_subject, put_group, add_member, remove_member, put_role, grant, revoke, ...: the\n"
+     "vocabulary is in docs/internals/authz.md). Each one is durable and seen by the very next\n"
+     "request once applied; a bad one changes nothing. From standard input the first bad line\n"
+     "stops the run, and the message names it and how many were applied before it.\n"},
+    {"view",
+     "usage: cordon model view --data DIR SUBJECT\n\n"
+     "Prints the principals SUBJECT holds, one a line: user:SUBJECT (or service:), group:G for\n"
+     "every group it belongs to directly or through other groups, role:R for every role\n"
+     "granted to it or its groups. A chunk is readable when its ACL allows one of them and\n"
+     "denies none. Only reads.\n"},
+};
+
+/* The usage text for `cordon model ARGS --help`: the verb's when ARGS name one. */
+static const char *model_help(int argc, char **argv)
+{
+    for (int i = 1; i < argc; i++)
+        for (size_t v = 0; v < sizeof verbs / sizeof *verbs; v++)
+            if (!strcmp(argv[i], verbs[v].name))
+                return verbs[v].usage;
+    return model_usage;
+}
 
 /* Reads a whole file (or standard input for "-") into a bounded buffer. */
 static char *read_all(const char *path, size_t max)
@@ -117,7 +158,7 @@ int cli_model(int argc, char **argv)
         if (c == 'd')
             dir = optarg;
         else {
-            fputs(model_usage, c == 'h' ? stdout : stderr);
+            fputs(model_help(argc, argv), c == 'h' ? stdout : stderr);
             return c == 'h' ? 0 : 2;
         }
     }

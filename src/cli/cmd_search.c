@@ -21,11 +21,14 @@ static const char usage[] =
     "  --vectors F.fvecs --row N   row N of an fvecs file\n"
     "  --text \"words\"          BM25 over every text field\n"
     "  --query JSON            an Elasticsearch query object, e.g. '{\"match\":{\"title\":\"x\"}}'\n"
-    "  --fusion rrf|linear     how a hybrid query fuses its two sides (default rrf)\n\n"
+    "  --fusion rrf|linear     how a hybrid query fuses its two sides (default rrf)\n"
+    "  --filter JSON           keep only chunks this query object matches, e.g. on metadata:\n"
+    "                          '{\"term\":{\"dept\":\"hr\"}}', '{\"range\":{\"year\":{\"gte\":2020}}}'\n\n"
     "  --subject ID            search as a subject of the permission model instead of --as\n"
     "  --k N                   hits to return (default 10)\n"
     "  --strategy S            auto (default), exact, prefilter or postfilter\n"
     "  --ef N                  HNSW search breadth (default: the collection's)\n"
+    "  --max-candidates N      postfilter: widen the traversal up to N chunks (default 1000)\n"
     "  --json                  print one JSON object\n";
 
 static int parse_strategy(const char *s, cordon_strategy *out)
@@ -94,7 +97,7 @@ int cli_search(int argc, char **argv)
         {"k", 1, 0, 'k'},       {"strategy", 1, 0, 's'},   {"ef", 1, 0, 'e'},
         {"json", 0, 0, 'j'},    {"help", 0, 0, 'h'},       {"text", 1, 0, 't'},
         {"query", 1, 0, 'Q'},   {"fusion", 1, 0, 'f'},     {"subject", 1, 0, 'S'},
-        {0, 0, 0, 0}};
+        {"filter", 1, 0, 'F'},  {"max-candidates", 1, 0, 'M'}, {0, 0, 0, 0}};
     const char *subject = NULL;
     const char *dir = NULL, *coll = NULL, *as = NULL, *vec = NULL, *vfile = NULL;
     size_t row = 0, k = 10, ef = 0, nprin = 0, dim = 0;
@@ -121,6 +124,8 @@ int cli_search(int argc, char **argv)
         case 't': q.text = optarg; break;
         case 'Q': q.query_json = optarg; break;
         case 'S': subject = optarg; break;
+        case 'F': q.filter_json = optarg; break;
+        case 'M': if (cli_parse_size("--max-candidates", optarg, &q.max_candidates)) return 2; break;
         case 'f':
             if (strcmp(optarg, "rrf") && strcmp(optarg, "linear")) {
                 fprintf(stderr, "cordon search: --fusion must be rrf or linear\n");

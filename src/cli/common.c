@@ -1,6 +1,7 @@
 /* common.c: helpers shared by the subcommands: lists, numbers, opening, errors.
  * Relies on the public API. */
 #include "cli/cli.h"
+#include "base/buf.h"
 #include "base/mem.h"
 
 #include <errno.h>
@@ -62,6 +63,17 @@ int cli_open(const char *dir, int must_exist, cordon_t **db)
         return -1;
     }
     return 0;
+}
+
+void cli_print_json_str(const char *s)
+{
+    cdn_buf_t b;
+    cdn_buf_init(&b, 1u << 20);
+    if (cdn_buf_json_str(&b, s) == 0)
+        fputs(b.data, stdout);
+    else
+        fputs("null", stdout);
+    cdn_buf_free(&b);
 }
 
 int cli_fail(const char *cmd, const cordon_error *err)

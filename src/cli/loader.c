@@ -7,7 +7,8 @@
  * the top level, "allowed" or the collection's ACL field, "denied"}. Any other key is an error:
  * a misspelt "denied" read as nothing would deny nothing. */
 #include "cli/loader.h"
-#include "base/clock.h"
+#include "cli/load_survey.h"
+#include "cli/progress.h"
 #include "base/err.h"
 #include "base/fvecs.h"
 #include "base/mem.h"
@@ -340,7 +341,8 @@ typedef struct pass {
     line_t *lines;
     cordon_chunk *chunks;
     size_t pending, loaded, lineno;
-    uint64_t t0, last;
+    size_t seen, no_acl; /* non-blank lines; of them, lines that name no principal */
+    cli_progress_t prog;
 } pass_t;
 
 /* Prefixes err's message with the file and line it is about. */
@@ -378,11 +380,6 @@ static int flush(pass_t *p, cordon_error *err)
     if (rc == CDN_OK)
         p->loaded += p->pending;
     p->pending = 0;
-    if (p->o->progress && cdn_clock_ns() - p->last > 1000000000ull) {
-        double s = (double)(cdn_clock_ns() - p->t0) / 1e9;
-        fprintf(stderr, "\rloaded %zu chunks in %.1f s (%.0f/s)", p->loaded, s, p->loaded / s);
-        p->last = cdn_clock_ns();
-    }
     return rc;
 }
 
@@ -409,9 +406,11 @@ static int one_line(pass_t *p, const char *buf, size_t len, cordon_error *err)
         return fail(err, CDN_ERR_INVALID, "%s line %zu: no \"vector\" and no --vectors file",
                     p->o->jsonl, p->lineno);
     }
+    p->seen++;
     if (!p->write) {
         /* The engine's own rules, so that the writes cannot refuse a chunk halfway through. */
         cordon_chunk c = to_chunk(l, p->o);
+        p->no_acl += c.n_allowed == 0;
         rc = cordon_chunk_check(p->db, p->o->collection, &c, err);
         line_clear(l);
         return rc ? at_line(p, p->lineno, rc, err) : CDN_OK;
@@ -429,9 +428,10 @@ static int run_pass(pass_t *p, cordon_error *err)
     int rc = CDN_OK;
     if (!f)
         return fail(err, CDN_ERR_IO, "cannot open %s", p->o->jsonl);
-    p->lineno = 0;
+    p->lineno = p->seen = 0;
     while (rc == CDN_OK && (len = getline(&buf, &cap, f)) >= 0) {
         p->lineno++;
+        cli_progress_update(&p->prog, p->seen);
         if ((size_t)len > LINE_MAX_BYTES)
             rc = fail(err, CDN_ERR_LIMIT, "%s line %zu passes %u bytes", p->o->jsonl, p->lineno,
                       LINE_MAX_BYTES);
@@ -469,15 +469,24 @@ int loader_run(cordon_t *db, const loader_opts_t *o, size_t *loaded, cordon_erro
     p.chunks = cdn_calloc(batch, sizeof *p.chunks);
     if (!p.lines || !p.chunks)
         rc = fail(err, CDN_ERR_NOMEM, "out of memory");
+    size_t total = 0;
+    if (rc == CDN_OK && o->progress)
+        rc = load_count_lines(o->jsonl, &total, err);
+    cli_progress_start(&p.prog, "checking", "lines", total, o->progress);
     if (rc == CDN_OK)
         rc = run_pass(&p, err); /* check only */
+    cli_progress_update(&p.prog, p.seen);
+    cli_progress_end(&p.prog);
+    if (rc == CDN_OK && p.no_acl && o->progress)
+        fprintf(stderr, "cordon load: note: %zu of %zu lines name no principal in \"allowed\" "
+                        "(or \"%s\"): nobody will be able to read them (--allow P1,P2 gives "
+                        "them principals)\n", p.no_acl, p.seen, p.ci.acl_field);
     p.write = 1;
-    p.t0 = p.last = cdn_clock_ns();
+    cli_progress_start(&p.prog, "loading", "lines", p.seen, o->progress);
     if (rc == CDN_OK)
         rc = run_pass(&p, err);
-    if (o->progress && p.loaded)
-        fprintf(stderr, "\rloaded %zu chunks in %.1f s\n", p.loaded,
-                (double)(cdn_clock_ns() - p.t0) / 1e9);
+    cli_progress_update(&p.prog, p.loaded);
+    cli_progress_end(&p.prog);
     for (size_t i = 0; i < p.pending; i++)
         line_clear(&p.lines[i]);
     cdn_free(p.lines);

@@ -16,6 +16,11 @@ static const struct command {
     {"model", cli_model, "import, export, change or inspect the permission model"},
     {"check", cli_check, "is-authorized: may a subject do an action on a resource?"},
     {"explain", cli_explain, "why a subject may or may not read a chunk"},
+    {"list", cli_list, "list the collections"},
+    {"info", cli_info, "a collection's settings and sizes"},
+    {"drop", cli_drop, "drop a collection and its chunks"},
+    {"delete", cli_delete, "delete chunks by id"},
+    {"set-acl", cli_set_acl, "replace the ACL of chunks"},
     {"bench", cli_bench, "run a benchmark and print its figures"},
     {NULL, NULL, NULL},
 };

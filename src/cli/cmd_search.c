@@ -180,6 +180,12 @@ int cli_search(int argc, char **argv)
                         .subject_id = subject};
     if (cordon_search(db, coll, &s, &q, &r, &err)) {
         cli_fail("search", &err);
+        /* The engine answers as for a missing collection (hidden equals missing); whoever
+         * runs this command holds the data directory and may know why. */
+        if (err.code == CORDON_ERR_NOT_FOUND && !subject && !info.asserted_principals)
+            fprintf(stderr, "cordon search: collection \"%s\" takes only subjects of the "
+                            "permission model: search with --subject ID, or create it with "
+                            "--asserted-principals\n", coll);
         goto done;
     }
     print_result(r, json);

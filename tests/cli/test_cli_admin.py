@@ -126,3 +126,12 @@ def test_each_model_verb_has_its_own_help(cordon):
         texts[verb] = p.stdout
     assert len(set(texts.values())) == 4
     assert "VERB --help" in cordon("model", "--help", check=0).stdout
+
+
+def test_search_as_principals_on_a_subject_only_collection_says_why(cordon, data, tmp_path):
+    cordon("load", "--data", data, "--collection", "docs", "--create", "--quiet",
+           write_lines(tmp_path, CHUNKS), check=0)
+    p = cordon("search", "--data", data, "--collection", "docs", "--as", "eng", "--text",
+               "design", check=1)
+    assert 'no such collection "docs"' in p.stderr        # what the engine says to anyone
+    assert "takes only subjects of the permission model" in p.stderr   # the operator's hint

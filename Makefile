@@ -16,6 +16,11 @@ LDFLAGS_MODE := -fsanitize=address,undefined
 else ifeq ($(MODE),tsan)
 CFLAGS_MODE := -O1 -g -fsanitize=thread -fno-omit-frame-pointer -DCDN_DEBUG=1
 LDFLAGS_MODE := -fsanitize=thread
+else ifeq ($(MODE),fuzz)
+CC := clang
+CFLAGS_MODE := -O1 -g -fsanitize=address,undefined,fuzzer-no-link -fno-omit-frame-pointer \
+               -fno-sanitize-recover=all -DCDN_DEBUG=1
+LDFLAGS_MODE := -fsanitize=address,undefined,fuzzer
 else ifeq ($(MODE),debug)
 CFLAGS_MODE := -O0 -g -DCDN_DEBUG=1
 else
@@ -36,9 +41,13 @@ TSAN_TESTS := api/test_race_states api/test_adversarial_race api/test_model \
               authz/test_authz_concurrency vector/test_hnsw_concurrency vector/test_hnsw_lists \
               vector/test_quant vector/test_quant_bits acl/test_acl_index text/test_bm25
 TSAN_BIN  := $(TSAN_TESTS:%=$(BUILD)/tests/unit/%)
+# libFuzzer targets (MODE=fuzz, clang): each runs FUZZ_SECONDS in make test.
+FUZZ_SRC  := $(wildcard tests/fuzz/fuzz_*.c)
+FUZZ_BIN  := $(FUZZ_SRC:%.c=$(BUILD)/%)
+FUZZ_SECONDS ?= 15
 SHARED_DATA ?= $(abspath ../shared/data)
 
-.PHONY: all deps bench-deps demo test unit check-unit check-tsan clean format
+.PHONY: all deps bench-deps demo test unit check-unit check-tsan check-fuzz clean format
 all: $(BUILD)/cordon $(BUILD)/libcordon.a
 
 deps:
@@ -63,6 +72,10 @@ $(BUILD)/tests/unit/%: tests/unit/%.c $(BUILD)/libcordon.a
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -Itests -o $@ $< $(BUILD)/libcordon.a $(LDLIBS) -lcmocka $(LDFLAGS)
 
+$(BUILD)/tests/fuzz/%: tests/fuzz/%.c $(BUILD)/libcordon.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -o $@ $< $(BUILD)/libcordon.a $(LDLIBS) $(LDFLAGS)
+
 unit: $(TEST_BIN) $(BUILD)/cordon
 
 # Runs every unit test binary of this MODE; prints one closing line with the counts.
@@ -76,6 +89,11 @@ check-tsan: $(TSAN_BIN)
 	@TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" CORDON_SHARED_DATA=$(SHARED_DATA) \
 	  bash scripts/run-tests.sh $(MODE) $(TSAN_BIN)
 
+# The fuzz targets (run with MODE=fuzz): FUZZ_SECONDS each from their seeds; a crash, a
+# sanitizer report or a broken invariant fails, and the input is kept under build/fuzz/.
+check-fuzz: $(FUZZ_BIN)
+	@bash scripts/fuzz.sh $(FUZZ_SECONDS) $(FUZZ_BIN)
+
 demo: deps
 	@$(MAKE) --no-print-directory MODE=release all
 	rm -rf build/demo-data
@@ -86,6 +104,7 @@ test: deps
 	@$(MAKE) --no-print-directory MODE=release check-unit
 	@$(MAKE) --no-print-directory MODE=asan check-unit
 	@$(MAKE) --no-print-directory MODE=tsan check-tsan
+	@$(MAKE) --no-print-directory MODE=fuzz check-fuzz
 	@bash scripts/run-tests.sh --summary
 
 format:

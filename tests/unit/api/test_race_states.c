@@ -3,7 +3,8 @@
  * ACLs from after a later ACL write. The forced tests run the writes at the engine's hook
  * between the model read and the ACL read (base/testhook.h); the stress test runs the
  * independent probe's writer (four states, in none of which u reads X) against reader threads
- * for CORDON_RACE_SECONDS (default 2). Relies on cmocka, pthreads and tests/testutil.h. */
+ * for CORDON_RACE_SECONDS (default 2) with CORDON_RACE_READERS threads (default 4).
+ * Relies on cmocka, pthreads and tests/testutil.h. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -263,31 +264,34 @@ static void *stress_reader(void *arg)
     return NULL;
 }
 
-#define NREADERS 4
+#define MAX_READERS 32
 
 static void test_writer_cycling_states_leaks_nothing_to_concurrent_readers(void **state)
 {
     (void)state;
     char dir[64];
     stress_t s = {0};
-    const char *env = getenv("CORDON_RACE_SECONDS");
+    const char *env = getenv("CORDON_RACE_SECONDS"), *nenv = getenv("CORDON_RACE_READERS");
     double secs = env ? strtod(env, NULL) : 2.0;
-    pthread_t w, r[NREADERS];
-    reader_arg_t ra[NREADERS];
+    long nreaders = nenv ? strtol(nenv, NULL, 10) : 4;
+    pthread_t w, r[MAX_READERS];
+    reader_arg_t ra[MAX_READERS];
     if (!(secs > 0))
         secs = 2.0;
+    if (nreaders < 1 || nreaders > MAX_READERS)
+        nreaders = 4;
     s.db = open_states(dir, sizeof dir, 0);
     s.deadline = now_s() + secs;
     pthread_create(&w, NULL, stress_writer, &s);
-    for (int i = 0; i < NREADERS; i++) {
+    for (int i = 0; i < nreaders; i++) {
         ra[i] = (reader_arg_t){&s, i};
         pthread_create(&r[i], NULL, stress_reader, &ra[i]);
     }
     pthread_join(w, NULL);
-    for (int i = 0; i < NREADERS; i++)
+    for (int i = 0; i < nreaders; i++)
         pthread_join(r[i], NULL);
-    printf("race: %.1f s, %ld writer cycles, %ld requests, %ld leaks, %ld errors\n", secs,
-           (long)s.cycles, (long)s.requests, (long)s.leaks, (long)s.errors);
+    printf("race: %.1f s, %ld readers, %ld writer cycles, %ld requests, %ld leaks, %ld errors\n",
+           secs, nreaders, (long)s.cycles, (long)s.requests, (long)s.leaks, (long)s.errors);
     assert_int_equal(s.errors, 0);
     assert_true(s.cycles > 0 && s.requests > 0);
     assert_int_equal(s.leaks, 0);

@@ -1,6 +1,7 @@
 /* bench_authz.c: builds a small and a large catalog through authz_apply (and the same catalogs
  * as Casbin policy rows), times each check cold and warm, runs the Casbin peer in node, reports
- * ratios. Relies on authz/ (cold rows need its cache bypass, which cordon.h does not offer), jansson, base/clock.h, and node + npm for the peer (optional). */
+ * ratios. Relies on authz/ (cold rows need its cache bypass, which cordon.h does not offer),
+ * jansson, base/clock.h, and node + npm for the peer (optional). */
 #include "bench_authz.h"
 
 #include <stdarg.h>

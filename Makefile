@@ -1,6 +1,7 @@
-# cordon build: `make` builds the binary and library, `make demo` runs the demo, `make test`
-# builds and runs every test in release mode and under ASan+UBSan, and the threaded ones under
-# ThreadSanitizer. Relies on GNU make and scripts/deps.sh for the Debian packages.
+# cordon build: `make` builds the binary, the library and the benchmark program (cordon-bench),
+# `make demo` runs the demo, `make test` builds and runs every test in release mode and under
+# ASan+UBSan, and the threaded ones under ThreadSanitizer. Relies on GNU make and scripts/deps.sh
+# for the Debian packages.
 
 MODE   ?= release
 BUILD  := build/$(MODE)
@@ -27,14 +28,18 @@ else
 CFLAGS_MODE := -O2 -g -DNDEBUG
 endif
 CFLAGS  := $(CFLAGS_BASE) $(CFLAGS_MODE) $(EXTRA_CFLAGS)
-LDLIBS  := -llmdb -lroaring -lmicrohttpd -lstemmer -lxxhash -ljansson -lutf8proc -lsqlite3 -lm -pthread
+LDLIBS  := -llmdb -lroaring -lstemmer -lxxhash -ljansson -lutf8proc -lm -pthread
+# Only the benchmark program links SQLite (the FTS5 peer of `cordon bench text`).
+BENCH_LDLIBS := -lsqlite3 $(LDLIBS)
 LDFLAGS := $(LDFLAGS_MODE)
 
 LIB_SRC   := $(filter-out src/cli/%,$(wildcard src/*/*.c))
-CLI_SRC   := $(wildcard src/cli/*.c) $(wildcard bench/*.c)
+CLI_SRC   := $(wildcard src/cli/*.c)
+BENCH_SRC := $(wildcard bench/*.c)
 TEST_SRC  := $(wildcard tests/unit/*/test_*.c)
 LIB_OBJ   := $(LIB_SRC:%.c=$(BUILD)/%.o)
 CLI_OBJ   := $(CLI_SRC:%.c=$(BUILD)/%.o)
+BENCH_OBJ := $(BENCH_SRC:%.c=$(BUILD)/%.o)
 TEST_BIN  := $(TEST_SRC:%.c=$(BUILD)/%)
 # The tests that run threads against each other, also run under ThreadSanitizer (MODE=tsan).
 TSAN_TESTS := api/test_race_states api/test_adversarial_race api/test_model \
@@ -47,8 +52,12 @@ FUZZ_BIN  := $(FUZZ_SRC:%.c=$(BUILD)/%)
 FUZZ_SECONDS ?= 15
 SHARED_DATA ?= $(abspath ../shared/data)
 
-.PHONY: all deps bench-deps demo test unit check-unit check-tsan check-fuzz clean format
-all: $(BUILD)/cordon $(BUILD)/libcordon.a
+.PHONY: all cordon-bench deps bench-deps demo test unit check-unit check-tsan check-fuzz clean \
+        format
+all: $(BUILD)/cordon $(BUILD)/libcordon.a $(BUILD)/cordon-bench
+
+# The benchmarks, a program of their own that `cordon bench NAME` runs from beside the binary.
+cordon-bench: $(BUILD)/cordon-bench
 
 deps:
 	@bash scripts/deps.sh
@@ -68,6 +77,9 @@ $(BUILD)/libcordon.a: $(LIB_OBJ)
 $(BUILD)/cordon: $(CLI_OBJ) $(BUILD)/libcordon.a
 	$(CC) $(LDFLAGS) -o $@ $(CLI_OBJ) $(BUILD)/libcordon.a $(LDLIBS)
 
+$(BUILD)/cordon-bench: $(BENCH_OBJ) $(BUILD)/libcordon.a
+	$(CC) $(LDFLAGS) -o $@ $(BENCH_OBJ) $(BUILD)/libcordon.a $(BENCH_LDLIBS)
+
 $(BUILD)/tests/unit/%: tests/unit/%.c $(BUILD)/libcordon.a
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -Itests -o $@ $< $(BUILD)/libcordon.a $(LDLIBS) -lcmocka $(LDFLAGS)
@@ -76,7 +88,7 @@ $(BUILD)/tests/fuzz/%: tests/fuzz/%.c $(BUILD)/libcordon.a
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -o $@ $< $(BUILD)/libcordon.a $(LDLIBS) $(LDFLAGS)
 
-unit: $(TEST_BIN) $(BUILD)/cordon
+unit: $(TEST_BIN) $(BUILD)/cordon $(BUILD)/cordon-bench
 
 # Runs every unit test binary of this MODE; prints one closing line with the counts.
 check-unit: unit
@@ -113,4 +125,4 @@ format:
 clean:
 	rm -rf build
 
--include $(LIB_OBJ:.o=.d) $(CLI_OBJ:.o=.d)
+-include $(LIB_OBJ:.o=.d) $(CLI_OBJ:.o=.d) $(BENCH_OBJ:.o=.d)

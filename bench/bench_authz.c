@@ -1,6 +1,7 @@
-/* bench_authz.c: builds the issue's catalogs through authz_apply (and the same catalog as Casbin
- * policy rows), times each check cold and warm, runs the Casbin peer in node, reports ratios.
- * Relies on authz/, jansson, base/clock.h, and node + npm for the peer (optional). */
+/* bench_authz.c: builds a small and a large catalog through authz_apply (and the same catalogs
+ * as Casbin policy rows), times each check cold and warm, runs the Casbin peer in node, reports
+ * ratios. Relies on authz/ (cold rows need its cache bypass, which cordon.h does not offer),
+ * jansson, base/clock.h, and node + npm for the peer (optional). */
 #include "bench_authz.h"
 
 #include <stdarg.h>
@@ -400,8 +401,8 @@ static int parse_opts(int argc, char **argv, opts_t *o)
                    "                          [--format table|json] [--no-casbin]\n"
                    "                          [--casbin-budget SECONDS per check and mode]\n"
                    "Times is-authorized (cold = cache miss, warm = cache hit) and view\n"
-                   "compilation on the issue's catalogs, and Casbin (node, npm package casbin,\n"
-                   "installed into build/casbin-peer) on the same catalog and checks.\n"
+                   "compilation on a small and a large catalog, and Casbin (node, npm package\n"
+                   "casbin, installed into build/casbin-peer) on the same catalogs and checks.\n"
                    "--iters: timed calls per cordon row (default 200000); Casbin runs\n"
                    "min(iters, 20000) calls or --casbin-budget seconds (default 2), whichever\n"
                    "ends first.\n");

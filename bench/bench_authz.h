@@ -1,5 +1,5 @@
-/* bench_authz.h: `cordon bench authz`: is-authorized and view latency on the issue's small and
- * large catalogs, cold and warm, with Casbin (node) as the peer in the same run. Relies on authz/.
+/* bench_authz.h: `cordon bench authz`: is-authorized and view latency on a small and a
+ * large catalog, cold and warm, with Casbin (node) as the peer in the same run. Relies on authz/.
  */
 #ifndef CDN_BENCH_AUTHZ_H
 #define CDN_BENCH_AUTHZ_H

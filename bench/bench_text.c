@@ -1,20 +1,22 @@
 /* bench_text.c: `cordon bench text --corpus DIR`: BM25 quality (nDCG@10, recall@100) and
  * per-query latency at 100/10/1 % readable, beside SQLite FTS5 on the same data in the same run,
- * plus exact kNN and RRF hybrid when DIR/use-lite exists. Relies on textidx, fusion, sqlite3. */
-#include "../bench/bench_text.h"
+ * plus exact kNN and the engine's RRF hybrid when DIR/use-lite exists. Relies on textidx (the
+ * BM25 rows: k1, b and pruning per row), include/cordon.h (the kNN and hybrid rows), sqlite3. */
+#include "bench_text.h"
 
+#include <dirent.h>
 #include <jansson.h>
 #include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
-#include "../bench/bench_text_data.h"
+#include "bench_text_data.h"
 #include "base/clock.h"
 #include "base/mem.h"
-#include "query/fusion.h"
+#include "cordon.h"
 #include "text/textidx.h"
-#include "vector/distance.h"
 
 #define TOPK 100
 /* The main rows use the best analyzer found on SciFact (see docs/benchmarks-text.md); the
@@ -225,74 +227,110 @@ static int run_fts(run_t *r, sqlite3 *db, const roaring_bitmap_t *allowed)
     return 0;
 }
 
-/* ---- exact kNN (dot product on unit vectors) and RRF hybrid ---- */
+/* ---- kNN and hybrid through the engine (include/cordon.h), as a product caller runs them ---- */
 
-static size_t knn_one(const btd_t *d, size_t q, const roaring_bitmap_t *allowed, uint32_t *ids,
-                      float *sc)
+/* The readable layouts as ACL principals: every doc "all", the 10 % layout's "p10", the 1 %
+ * layout's "p1"; a search as one of them reads exactly that layout. */
+static const char *const layout_principal[3] = {"all", "p10", "p1"};
+
+static void remove_tree(const char *dir)
 {
-    size_t n = 0;
-    const float *qv = d->qvec + q * d->dim;
-    for (size_t i = 0; i < d->ndocs; i++) {
-        if (!d->dvec_ok[i] || (allowed && !roaring_bitmap_contains(allowed, (uint32_t)i)))
-            continue;
-        float s = vec_dot(qv, d->dvec + i * d->dim, d->dim);
-        if (n == TOPK && s <= sc[n - 1])
-            continue;
-        size_t at = n < TOPK ? n++ : TOPK - 1;
-        while (at > 0 && sc[at - 1] < s) {
-            sc[at] = sc[at - 1];
-            ids[at] = ids[at - 1];
-            at--;
-        }
-        sc[at] = s;
-        ids[at] = (uint32_t)i;
-    }
-    return n;
+    DIR *dh = opendir(dir);
+    for (struct dirent *e; dh && (e = readdir(dh));)
+        if (strcmp(e->d_name, ".") && strcmp(e->d_name, ".."))
+            unlinkat(dirfd(dh), e->d_name, 0);
+    if (dh)
+        closedir(dh);
+    rmdir(dir);
 }
 
-/* mode 1: kNN alone; mode 2: BM25 (k1 0.9, b 0.4) and kNN fused by RRF (k 60, window 100). */
-static int run_vec(run_t *r, textidx_t *ti, const roaring_bitmap_t *allowed, int mode)
+/* Loads the corpus into a new data directory under $TMPDIR: one collection with the title and
+ * text fields, the use-lite vectors (dot product; a doc without one gets a zero vector), BM25
+ * k1 0.9 b 0.4 over the readable set (the engine's default statistics), ACLs from the layouts. */
+static int engine_load(const btd_t *d, const char *analyzer, roaring_bitmap_t *const lay[3],
+                       char *dir, size_t cap, cordon_t **db)
 {
-    uint32_t kid[TOPK];
-    float ksc[TOPK];
-    fusion_hit_t fh[TOPK];
-    ti->cfg.k1 = 0.9f;
-    ti->cfg.b = 0.4f;
+    const char *tmp = getenv("TMPDIR");
+    static const char *const fields[2] = {"title", "text"};
+    cordon_collection_spec spec = {.name = "bench", .dim = d->dim, .metric = CORDON_METRIC_DOT,
+                                   .text_fields = fields, .n_text_fields = 2,
+                                   .analyzer = analyzer, .bm25_k1 = 0.9f, .bm25_b = 0.4f,
+                                   .asserted_principals = 1};
+    cordon_error err = {0};
+    snprintf(dir, cap, "%s/cordon-bench-text-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+    if (!mkdtemp(dir) || cordon_open(dir, NULL, db, &err) ||
+        cordon_collection_create(*db, &spec, &err)) {
+        fprintf(stderr, "bench text: engine at %s: %s\n", dir, err.message);
+        return -1;
+    }
+    enum { BATCH = 1000 };
+    cordon_chunk *ch = cdn_calloc(BATCH, sizeof *ch);
+    cordon_field *fv = cdn_calloc(BATCH * 2, sizeof *fv);
+    char(*ids)[24] = cdn_calloc(BATCH, sizeof *ids);
+    const char *(*allow)[3] = cdn_calloc(BATCH, sizeof *allow);
+    float *zero = cdn_calloc(d->dim, sizeof *zero);
+    int rc = 0;
+    for (size_t at = 0; at < d->ndocs && !rc; at += BATCH) {
+        size_t n = d->ndocs - at < BATCH ? d->ndocs - at : BATCH;
+        for (size_t j = 0; j < n; j++) {
+            size_t i = at + j, na = 0;
+            snprintf(ids[j], sizeof ids[j], "%zu", i);
+            fv[2 * j] = (cordon_field){"title", d->title[i]};
+            fv[2 * j + 1] = (cordon_field){"text", d->text[i]};
+            for (int l = 0; l < 3; l++)
+                if (roaring_bitmap_contains(lay[l], (uint32_t)i))
+                    allow[j][na++] = layout_principal[l];
+            ch[j] = (cordon_chunk){.id = ids[j],
+                                   .vector = d->dvec_ok[i] ? d->dvec + i * d->dim : zero,
+                                   .fields = fv + 2 * j, .n_fields = 2,
+                                   .allowed = allow[j], .n_allowed = na};
+        }
+        if (cordon_put(*db, "bench", ch, n, NULL, &err)) {
+            fprintf(stderr, "bench text: loading docs %zu..: %s\n", at, err.message);
+            rc = -1;
+        }
+    }
+    cdn_free(ch);
+    cdn_free(fv);
+    cdn_free(ids);
+    cdn_free(allow);
+    cdn_free(zero);
+    return rc;
+}
+
+/* mode 1: kNN alone (CORDON_STRATEGY_EXACT); mode 2: hybrid, cordon_search with the query's
+ * vector and text, fused by RRF (k 60, window 100), the planner choosing the vector plan. The
+ * plan of the last query is written to plan. */
+static int run_engine(run_t *r, cordon_t *db, int layout_index, int mode, char *plan, size_t cap)
+{
+    cordon_subject subj = {.principals = &layout_principal[layout_index], .n_principals = 1};
     for (size_t q = 0; q < r->d->nq; q++) {
         r->lat[q] = 1e30;
         r->nranked[q] = 0;
         if (!r->d->qvec_ok[q])
             continue;
+        cordon_query cq = {.vector = r->d->qvec + q * r->d->dim, .k = TOPK,
+                           .rank_window_size = TOPK, .rank_constant = 60,
+                           .fusion = CORDON_FUSION_RRF};
+        if (mode == 1)
+            cq.strategy = CORDON_STRATEGY_EXACT;
+        else
+            cq.text = r->d->q_text[q];
         for (int rep = 0; rep < r->reps; rep++) {
+            cordon_result *res;
+            cordon_error err = {0};
             uint64_t t0 = cdn_clock_ns();
-            size_t nk = knn_one(r->d, q, allowed, kid, ksc), nf = 0;
-            uint32_t *out = r->ranked + q * TOPK;
-            if (mode == 1) {
-                memcpy(out, kid, nk * sizeof *kid);
-                nf = nk;
-            } else {
-                textq_t *tq;
-                textidx_result_t res;
-                textidx_search_opts_t o = {allowed, TOPK, 0, allowed};
-                if (textq_match("body", r->d->q_text[q], &tq) ||
-                    textidx_search(ti, tq, &o, &res, NULL))
-                    return -1;
-                uint32_t bid[TOPK];
-                float bsc[TOPK];
-                for (size_t i = 0; i < res.n; i++) {
-                    bid[i] = res.hits[i].id;
-                    bsc[i] = res.hits[i].score;
-                }
-                fusion_list_t ls[2] = {{bid, bsc, res.n}, {kid, ksc, nk}};
-                fusion_rrf(ls, 2, 60, TOPK, TOPK, fh, &nf);
-                for (size_t i = 0; i < nf; i++)
-                    out[i] = fh[i].id;
-                textidx_result_free(&res);
-                textq_free(tq);
+            if (cordon_search(db, "bench", &subj, &cq, &res, &err)) {
+                fprintf(stderr, "bench text: query %zu: %s\n", q, err.message);
+                return -1;
             }
             double ms = (double)(cdn_clock_ns() - t0) / 1e6;
             r->lat[q] = ms < r->lat[q] ? ms : r->lat[q];
-            r->nranked[q] = nf;
+            r->nranked[q] = res->n_hits < TOPK ? res->n_hits : TOPK;
+            for (size_t i = 0; i < r->nranked[q]; i++)
+                r->ranked[q * TOPK + i] = (uint32_t)strtoul(res->hits[i].id, NULL, 10);
+            snprintf(plan, cap, "%s", res->plan);
+            cordon_result_free(res);
         }
     }
     return 0;
@@ -356,6 +394,27 @@ static void usage(FILE *f)
 
 /* Analyzer variants run at k1 0.9, b 0.4, all readable (comma-separated --analyzers). */
 
+/* The kNN and hybrid rows, through the engine loaded with this corpus. */
+static int bench_engine(run_t *r, const char *analyzer, roaring_bitmap_t *const lay[3],
+                        const double fracs[3])
+{
+    char dir[4096], plan[32] = "", cfg[128];
+    cordon_t *db = NULL;
+    int rc = engine_load(r->d, analyzer, lay, dir, sizeof dir, &db);
+    for (int m = 1; m <= 2 && !rc; m++)
+        for (int i = 0; i < 3 && !rc; i++) {
+            rc = run_engine(r, db, i, m, plan, sizeof plan);
+            if (m == 1)
+                snprintf(cfg, sizeof cfg, "use-lite exact dot (cordon_search)");
+            else
+                snprintf(cfg, sizeof cfg, "cordon_search %s k=60 w=100", plan);
+            add_row(r, "cordon", m == 1 ? "knn" : "hybrid", cfg, fracs[i], lay[i]);
+        }
+    cordon_close(db);
+    remove_tree(dir);
+    return rc;
+}
+
 static int bench_corpus(run_t *r, int quick, const char *analyzer, const char *variants)
 {
     const double fracs[3] = {1.0, 0.1, 0.01};
@@ -402,13 +461,8 @@ static int bench_corpus(run_t *r, int quick, const char *analyzer, const char *v
         rc = tv ? rc : -1;
         textidx_free(tv);
     }
-    for (int m = 1; m <= 2 && !rc && r->d->qvec; m++)
-        for (int i = 0; i < 3 && !rc; i++) {
-            rc = run_vec(r, ti, lay[i], m);
-            add_row(r, "cordon", m == 1 ? "knn" : "hybrid",
-                    m == 1 ? "use-lite exact dot" : "rrf(bm25 k1=.9 b=.4, knn) k=60 w=100",
-                    fracs[i], lay[i]);
-        }
+    if (!rc && r->d->qvec)
+        rc = bench_engine(r, analyzer, lay, fracs);
     for (int i = 0; i < 3; i++)
         roaring_bitmap_free(lay[i]);
     textidx_free(ti);

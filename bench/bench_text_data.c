@@ -1,6 +1,6 @@
 /* bench_text_data.c: reading BEIR corpora (jansson per line), qrels, fvecs, and the metrics.
  * Relies on jansson and libc; loads everything in memory (corpora here are a few MB). */
-#include "../bench/bench_text_data.h"
+#include "bench_text_data.h"
 
 #include <jansson.h>
 #include <math.h>

@@ -1,50 +1,62 @@
-/* cmd_bench.c: `cordon bench NAME ...`, dispatching to the benchmark programs under bench/.
- * Relies on each bench/bench_NAME.h exporting `int bench_NAME_main(int argc, char **argv)`. */
+/* cmd_bench.c: `cordon bench NAME ...`, which runs the benchmark program cordon-bench found next
+ * to this executable. Relies on Linux's /proc/self/exe and on `make` building both programs into
+ * the same directory (build/<mode>/). */
+#include "base/mem.h"
 #include "cli/cli.h"
-#include "../../bench/bench_authz.h"
-#include "../../bench/bench_hnsw.h"
-#include "../../bench/bench_text.h"
-#include "../../bench/bench_scan.h"
-#include "../../bench/bench_quant.h"
-#include "../../bench/bench_permissions.h"
-#include "../../bench/bench_writers.h"
 
+#include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
-/* Add one line per benchmark (and its #include above). */
-static const struct bench_entry {
-    const char *name;
-    int (*main)(int argc, char **argv);
-    const char *what;
-} benches[] = {
-    {"authz", bench_authz_main, "is-authorized and view latency vs Casbin"},
-    {"hnsw", bench_hnsw_main, "HNSW build, memory, save/load, recall and latency under filters"},
-    {"text", bench_text_main, "BM25 / kNN / hybrid quality and latency on BEIR corpora, vs FTS5"},
-    {"scan", bench_scan_main, "exact scan of an allowed set vs a scalar loop"},
-    {"quant", bench_quant_main, "exact scan with 8-bit pruning vs the float exact scan"},
-    {"permissions", bench_permissions_main, "recall, leaks, latency under hierarchical ACLs vs peers"},
-    {"writers", bench_writers_main, "search p50/p99 beside permission and bulk writers"},
-    {NULL, NULL, NULL},
-};
+#define BENCH_PROGRAM "cordon-bench"
 
-static void usage(FILE *f)
+/* Writes "<directory of this executable>/cordon-bench" to path; 0, or -1 with a message. */
+static int bench_path(char *path, size_t cap)
 {
-    fprintf(f, "usage: cordon bench NAME [options]   (cordon bench NAME --help for options)\n");
-    for (const struct bench_entry *b = benches; b->name; b++)
-        fprintf(f, "  %-12s %s\n", b->name, b->what);
+    char self[PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+    if (n <= 0) {
+        fprintf(stderr, "cordon bench: cannot find this program's own path (/proc/self/exe: %s)\n",
+                strerror(errno));
+        return -1;
+    }
+    self[n] = 0;
+    char *slash = strrchr(self, '/');
+    size_t dir = slash ? (size_t)(slash - self) : 0;
+    if ((size_t)snprintf(path, cap, "%.*s/%s", (int)dir, self, BENCH_PROGRAM) >= cap) {
+        fprintf(stderr, "cordon bench: the path of %s is too long\n", BENCH_PROGRAM);
+        return -1;
+    }
+    return 0;
 }
 
 int cli_bench(int argc, char **argv)
 {
-    if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
-        usage(argc < 2 ? stderr : stdout);
-        return argc < 2 ? 2 : 0;
+    char path[PATH_MAX + sizeof BENCH_PROGRAM + 1];
+    if (bench_path(path, sizeof path))
+        return 1;
+    if (access(path, X_OK)) {
+        fprintf(stderr,
+                "cordon bench: the benchmarks are a separate program, expected at %s (%s); "
+                "build it with `make` or `make cordon-bench` (MODE=asan or MODE=tsan for those "
+                "builds)\n",
+                path, strerror(errno));
+        return 1;
     }
-    for (const struct bench_entry *b = benches; b->name; b++)
-        if (!strcmp(argv[1], b->name))
-            return b->main(argc - 1, argv + 1);
-    fprintf(stderr, "cordon bench: unknown benchmark '%s'\n", argv[1]);
-    usage(stderr);
-    return 2;
+    /* argv[0] is "bench"; cordon-bench takes the benchmark's name as its first argument. */
+    char **args = cdn_calloc((size_t)argc + 1, sizeof *args);
+    if (!args) {
+        fprintf(stderr, "cordon bench: out of memory\n");
+        return 1;
+    }
+    args[0] = path;
+    for (int i = 1; i < argc; i++)
+        args[i] = argv[i];
+    fflush(NULL);
+    execv(path, args);
+    fprintf(stderr, "cordon bench: cannot run %s: %s\n", path, strerror(errno));
+    cdn_free(args);
+    return 1;
 }

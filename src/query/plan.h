@@ -56,7 +56,7 @@ typedef struct plan_in {
 
 /* Exact scan when the readable rows hold at most this many floats (rows x dim, 48 MiB): below
  * it a SIMD scan costs a few ms at most and is always complete. Raised from 4 Mi floats by
- * `cordon bench permissions` (docs/benchmarks-perm.md): on Fashion-MNIST (60,000 x 784) a
+ * `cordon bench permissions` (docs/benchmarks.md): on Fashion-MNIST (60,000 x 784) a
  * subject reading the 2 divisions farthest from its query (20%, 9.4 Mi floats) got recall@10
  * 0.907 from the filtered traversal (0.948 at ef 128, 0.984 at ef 512) and 1.000 from the scan
  * (p50 about 4 ms on the shared machine against 0.5 ms). 1M x 384 plans are unchanged (1% is

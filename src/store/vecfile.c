@@ -135,7 +135,6 @@ const float *vecfile_base(const vecfile_t *vf)
     return (const float *)(vf->map + VECFILE_HEADER);
 }
 size_t vecfile_stride(const vecfile_t *vf) { return vf->stride; }
-uint32_t vecfile_dim(const vecfile_t *vf) { return vf->dim; }
 
 void vecfile_prefault(vecfile_t *vf, uint32_t rows)
 {

@@ -9,6 +9,7 @@
 #include <cmocka.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <string.h>
 
 #include "cordon.h"
 #include "testutil.h"
@@ -266,9 +267,46 @@ static void test_revocation_is_seen_by_every_later_search_in_other_threads(void 
     assert_int_equal(hits_as(f->db, "bob", "eng-doc"), 0);
 }
 
+/* A condition as long as the model allows (AUTHZ_COND_TEXT_MAX - 1 bytes of compact JSON)
+ * reaches the decision whole, and one byte more is refused when written: no decision can carry
+ * a condition cut short, which would read as a different condition. */
+static void test_longest_condition_reaches_the_decision_whole(void **state)
+{
+    fx_t *f = *state;
+    const char *head = "{\"StringEquals\":{\"context.a\":\"", *tail = "\"}}";
+    char cond[CORDON_CONDITION_MAX + 1], opj[CORDON_CONDITION_MAX + 256];
+    for (size_t want = CORDON_CONDITION_MAX - 1; want <= CORDON_CONDITION_MAX; want++) {
+        size_t pad = want - strlen(head) - strlen(tail);
+        memcpy(cond, head, strlen(head));
+        memset(cond + strlen(head), 'x', pad);
+        memcpy(cond + strlen(head) + pad, tail, strlen(tail) + 1);
+        assert_int_equal(strlen(cond), want);
+        snprintf(opj, sizeof opj,
+                 "{\"op\":\"grant\",\"to\":\"mallory\",\"permission\":{"
+                 "\"resource\":\"doc:long\",\"action\":\"read\",\"condition\":%s}}",
+                 cond);
+        cordon_error err;
+        int rc = cordon_model_apply(f->db, opj, NULL, &err);
+        if (want == CORDON_CONDITION_MAX) {
+            assert_int_equal(rc, CORDON_ERR_LIMIT);
+            continue;
+        }
+        assert_int_equal(rc, 0);
+        cordon_authz_request req = {.subject = "mallory", .resource = "doc:long", .action = "read"};
+        cordon_decision d;
+        assert_int_equal(cordon_is_authorized(f->db, &req, &d, NULL), 0);
+        assert_string_equal(d.reason, "PERMISSION_FOUND_CONDITION_NOT_MET");
+        assert_int_equal(strlen(d.condition), want);
+        assert_string_equal(d.condition, cond);
+        assert_string_equal(d.granted_to, "user:mallory");
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_longest_condition_reaches_the_decision_whole, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(test_nested_groups_open_chunks_to_subjects, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_subject_without_search_permission_sees_no_collection,

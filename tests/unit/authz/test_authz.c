@@ -355,6 +355,17 @@ static void test_condition_dates_take_the_forms_metadata_filters_take(void **sta
     authz_model_free(m);
 }
 
+/* The public decision's reason field is AUTHZ_REASON_NAME_MAX bytes (static-asserted in
+ * src/api): every reason code, and the one for an unknown value, must fit with its NUL. */
+static void test_every_reason_name_fits_the_decision_field(void **state)
+{
+    (void)state;
+    for (int r = 0; r <= AUTHZ_REASON_COUNT; r++)
+        if (strlen(authz_reason_name((authz_reason_t)r)) >= AUTHZ_REASON_NAME_MAX)
+            fail_msg("reason %d (%s) does not fit %d bytes", r,
+                     authz_reason_name((authz_reason_t)r), AUTHZ_REASON_NAME_MAX);
+}
+
 static void test_missing_operand_is_false_even_for_not_equals(void **state)
 {
     (void)state;
@@ -726,6 +737,7 @@ int main(void)
         cmocka_unit_test(test_cached_decision_is_dropped_by_revocation),
         cmocka_unit_test(test_deletes_cascade_to_grants_and_memberships),
         cmocka_unit_test(test_condition_dates_take_the_forms_metadata_filters_take),
+        cmocka_unit_test(test_every_reason_name_fits_the_decision_field),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

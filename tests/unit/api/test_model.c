@@ -12,7 +12,7 @@
 #include <string.h>
 
 #include "cordon.h"
-#include "testutil.h"
+#include "api_testutil.h"
 
 #define DIM 8
 
@@ -33,8 +33,7 @@ static int setup(void **state)
 {
     fx_t *f = calloc(1, sizeof *f);
     cordon_collection_spec spec = {.name = "docs", .dim = DIM, .metric = CORDON_METRIC_L2};
-    assert_non_null(tu_tmpdir(f->dir, sizeof f->dir));
-    assert_int_equal(cordon_open(f->dir, NULL, &f->db, NULL), 0);
+    api_db_open(f->dir, sizeof f->dir, &f->db);
     assert_int_equal(cordon_collection_create(f->db, &spec, NULL), 0);
     op(f->db, "{\"op\":\"put_subject\",\"id\":\"alice\",\"kind\":\"user\"}");
     op(f->db, "{\"op\":\"put_subject\",\"id\":\"bob\",\"kind\":\"user\"}");
@@ -64,8 +63,7 @@ static int setup(void **state)
 static int teardown(void **state)
 {
     fx_t *f = *state;
-    cordon_close(f->db);
-    tu_rmrf(f->dir);
+    api_db_close(f->dir, f->db);
     free(f);
     return 0;
 }
@@ -142,16 +140,14 @@ static void test_model_survives_reopen(void **state)
     char *before, *after;
     assert_int_equal(cordon_model_export(f->db, &before, NULL), 0);
     uint64_t rev = cordon_revision(f->db);
-    cordon_close(f->db);
-    assert_int_equal(cordon_open(f->dir, NULL, &f->db, NULL), 0);
+    api_db_reopen(f->dir, &f->db);
     assert_int_equal(cordon_revision(f->db), rev);
     assert_int_equal(cordon_model_export(f->db, &after, NULL), 0);
     assert_string_equal(before, after);
     assert_int_equal(hits_as(f->db, "alice", NULL), 2);
     /* An import replaces the log; reopen replays the imported document. */
     assert_int_equal(cordon_model_import(f->db, before, NULL, NULL), 0);
-    cordon_close(f->db);
-    assert_int_equal(cordon_open(f->dir, NULL, &f->db, NULL), 0);
+    api_db_reopen(f->dir, &f->db);
     cordon_free(after);
     assert_int_equal(cordon_model_export(f->db, &after, NULL), 0);
     assert_string_equal(before, after);

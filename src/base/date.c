@@ -12,7 +12,10 @@ typedef struct cur {
     size_t n, i;
 } cur_t;
 
-static bool at(const cur_t *c, char ch) { return c->i < c->n && c->s[c->i] == ch; }
+static bool at(const cur_t *c, char ch)
+{
+    return c->i < c->n && c->s[c->i] == ch;
+}
 
 static bool take(cur_t *c, char ch)
 {
@@ -39,7 +42,10 @@ static bool num(cur_t *c, int len, int *out)
     return true;
 }
 
-static bool is_leap(int y) { return (y % 4 == 0 && y % 100 != 0) || y % 400 == 0; }
+static bool is_leap(int y)
+{
+    return (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
+}
 
 static int days_in_month(int y, int m)
 {
@@ -135,8 +141,8 @@ int cdn_date_parse(const char *s, size_t n, unsigned flags, double *epoch_ms_out
     if (!num(&c, 4, &y))
         return CDN_ERR_INVALID;
     if (take(&c, '-')) {
-        if (!num(&c, 2, &mo) || !take(&c, '-') || !num(&c, 2, &d) || mo < 1 || mo > 12 ||
-            d < 1 || d > days_in_month(y, mo))
+        if (!num(&c, 2, &mo) || !take(&c, '-') || !num(&c, 2, &d) || mo < 1 || mo > 12 || d < 1 ||
+            d > days_in_month(y, mo))
             return CDN_ERR_INVALID;
         if ((take(&c, 'T') || take(&c, 't') || take(&c, ' ')) && !time_of_day(&c, &tod))
             return CDN_ERR_INVALID;

@@ -370,14 +370,23 @@ typedef struct cordon_authz_request {
     const char *scope_id;
 } cordon_authz_request;
 
+/* Sizes of a decision's text fields, NUL included: each is the permission model's own limit,
+ * enforced when the model is written, so every value a decision can carry fits whole. */
+#define CORDON_REASON_MAX 48       /* the longest reason code, with room to spare */
+#define CORDON_RESOURCE_MAX 256    /* resource strings and patterns */
+#define CORDON_ACTION_MAX 64
+#define CORDON_CONDITION_MAX 1024  /* a condition as compact JSON */
+#define CORDON_ROLE_MAX 128        /* subject, group and role ids */
+#define CORDON_PRINCIPAL_MAX 144   /* "service:" + an id */
+
 typedef struct cordon_decision {
     int authorized;
-    char reason[48];            /* e.g. "PERMISSION_GRANTED_NO_CONDITION" */
-    char resource[256];         /* the matched permission's resource pattern, or "" */
-    char action[64];
-    char condition[1024];       /* its condition as JSON, or "" */
-    char role[128];             /* the role that carried it, "" for a direct grant */
-    char granted_to[144];       /* "user:alice", "group:eng", ... */
+    char reason[CORDON_REASON_MAX];       /* e.g. "PERMISSION_GRANTED_NO_CONDITION" */
+    char resource[CORDON_RESOURCE_MAX];   /* the matched permission's resource pattern, or "" */
+    char action[CORDON_ACTION_MAX];
+    char condition[CORDON_CONDITION_MAX]; /* its condition as JSON, or "" */
+    char role[CORDON_ROLE_MAX];           /* the role that carried it, "" for a direct grant */
+    char granted_to[CORDON_PRINCIPAL_MAX];/* "user:alice", "group:eng", ... */
     uint64_t revision;
 } cordon_decision;
 
@@ -393,7 +402,7 @@ void cordon_strings_free(char **v, size_t n);
 
 typedef struct cordon_explanation {
     int readable;
-    char principal[144];        /* the view principal that decided, or "" */
+    char principal[CORDON_PRINCIPAL_MAX]; /* the view principal that decided, or "" */
     char message[256];          /* one sentence */
     uint64_t revision;
 } cordon_explanation;

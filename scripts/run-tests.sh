@@ -1,14 +1,17 @@
 #!/usr/bin/env bash
 # Runs cordon's unit-test binaries, records their results under build/, and with --summary
-# prints the closing line over every mode run so far. Relies on bash and cmocka's exit codes.
+# prints the closing line over every mode run so far (passed, failed, skipped). Relies on bash
+# and cmocka's exit codes and summary lines.
 set -u
 results=build/test-results.txt
 if [ "${1:-}" = "--summary" ]; then
-    # Each line: "<mode>/<binary> PASS|FAIL <cases passed> <cases failed>".
+    # Each line: "<mode>/<binary> PASS|FAIL <cases passed> <cases failed> <cases skipped>".
     passed=$(awk '{p += $3} END {print p + 0}' "$results" 2>/dev/null || echo 0)
     failed=$(awk '{f += $4 + ($2 == "FAIL" && $4 == 0)} END {print f + 0}' "$results" 2>/dev/null || echo 0)
+    skipped=$(awk '{k += $5} END {print k + 0}' "$results" 2>/dev/null || echo 0)
     rm -f "$results"
-    echo "tests: ${passed:-0} passed, ${failed:-0} failed"
+    # CI reads "N passed, M failed" and then ", K skipped" on this one line.
+    echo "tests: ${passed:-0} passed, ${failed:-0} failed, ${skipped:-0} skipped"
     [ "${failed:-0}" -eq 0 ] && [ "${passed:-0}" -gt 0 ]
     exit $?
 fi
@@ -21,13 +24,14 @@ if [ "${1:-}" = "--pytest" ]; then
     rc=$?
     np=$(grep -Eo '[0-9]+ passed' "$log" | tail -1 | grep -Eo '[0-9]+' || echo 0)
     nf=$(grep -Eo '[0-9]+ (failed|error)' "$log" | awk '{s += $1} END {print s + 0}')
+    nk=$(grep -Eo '[0-9]+ skipped' "$log" | tail -1 | grep -Eo '[0-9]+' || echo 0)
     if [ $rc -eq 0 ]; then
-        echo "[$mode] cli (pytest): ${np:-0} passed"
-        echo "$mode/cli PASS ${np:-0} $nf" >>"$results"
+        echo "[$mode] cli (pytest): ${np:-0} passed$([ "${nk:-0}" -gt 0 ] && echo ", $nk skipped")"
+        echo "$mode/cli PASS ${np:-0} $nf ${nk:-0}" >>"$results"
     else
         echo "[$mode] cli (pytest): FAILED, log follows"
         tail -n 60 "$log"
-        echo "$mode/cli FAIL ${np:-0} $nf" >>"$results"
+        echo "$mode/cli FAIL ${np:-0} $nf ${nk:-0}" >>"$results"
     fi
     exit $rc
 fi
@@ -43,13 +47,17 @@ for t in "$@"; do
     rc=$?
     np=$(sed -n 's/^\[  PASSED  \] \([0-9]*\) test.*/\1/p' "$log" | awk '{s += $1} END {print s + 0}')
     nf=$(sed -n 's/^\[  FAILED  \] \([0-9]*\) test.*/\1/p' "$log" | awk '{s += $1} END {print s + 0}')
+    # cmocka's skip(): "[  SKIPPED ] N test(s), listed below:", not counted as passed.
+    nk=$(sed -n 's/^\[  SKIPPED \] \([0-9]*\) test.*/\1/p' "$log" | awk '{s += $1} END {print s + 0}')
+    skipped=""
+    [ "$nk" -gt 0 ] && skipped=", $nk skipped"
     if [ $rc -eq 0 ]; then
-        echo "[$mode] $name: $np passed ($(( $(date +%s) - start ))s)"
-        echo "$mode/$name PASS $np $nf" >>"$results"
+        echo "[$mode] $name: $np passed$skipped ($(( $(date +%s) - start ))s)"
+        echo "$mode/$name PASS $np $nf $nk" >>"$results"
     else
         echo "[$mode] $name: FAILED, log follows"
         tail -n 60 "$log"
-        echo "$mode/$name FAIL $np $nf" >>"$results"
+        echo "$mode/$name FAIL $np $nf $nk" >>"$results"
         fail=1
     fi
     grep -h '^SKIP:' "$log" | sed "s|^|[$mode] $name: |" || true

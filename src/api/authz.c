@@ -1,5 +1,6 @@
 /* authz.c: the public API of the permission model: operations, import/export, is-authorized,
  * views and explanations. Relies on query/engine (persistence) and authz/ (decisions). */
+#include "acl/acl.h"
 #include "api/api.h"
 #include "base/mem.h"
 #include "query/search.h"
@@ -7,6 +8,48 @@
 #include <jansson.h>
 #include <stdio.h>
 #include <string.h>
+
+/* A decision's fields are the engine's own buffers, copied: equal sizes mean a copy never cuts
+ * a value short, whatever the model holds (its writes enforce the same limits). */
+#define FIELD_SIZE(type, f) sizeof(((type *)0)->f)
+_Static_assert(FIELD_SIZE(cordon_decision, reason) == AUTHZ_REASON_NAME_MAX, "reason size");
+_Static_assert(FIELD_SIZE(cordon_decision, resource) == FIELD_SIZE(authz_decision_t, resource) &&
+                   FIELD_SIZE(authz_decision_t, resource) == AUTHZ_RESOURCE_MAX,
+               "resource size");
+_Static_assert(FIELD_SIZE(cordon_decision, action) == FIELD_SIZE(authz_decision_t, action) &&
+                   FIELD_SIZE(authz_decision_t, action) == AUTHZ_ACTION_MAX,
+               "action size");
+_Static_assert(FIELD_SIZE(cordon_decision, condition) == FIELD_SIZE(authz_decision_t, condition) &&
+                   FIELD_SIZE(authz_decision_t, condition) == AUTHZ_COND_TEXT_MAX,
+               "condition size");
+_Static_assert(FIELD_SIZE(cordon_decision, role) == FIELD_SIZE(authz_decision_t, role) &&
+                   FIELD_SIZE(authz_decision_t, role) == AUTHZ_NAME_MAX,
+               "role size");
+_Static_assert(FIELD_SIZE(cordon_decision, granted_to) ==
+                       FIELD_SIZE(authz_decision_t, granted_to) &&
+                   FIELD_SIZE(authz_decision_t, granted_to) == AUTHZ_PRINCIPAL_MAX,
+               "granted_to size");
+_Static_assert(FIELD_SIZE(cordon_explanation, principal) ==
+                       FIELD_SIZE(authz_explanation_t, principal) &&
+                   FIELD_SIZE(cordon_explanation, message) ==
+                       FIELD_SIZE(authz_explanation_t, message),
+               "explanation sizes");
+
+/* Copies src into the n bytes at dst. A value that does not fit is a broken invariant (the
+ * sizes above match and writes enforce them): the caller fails with CDN_ERR_INTERNAL rather
+ * than hand out a cut condition, which would read as a different one. */
+static int copy_text(char *dst, size_t n, const char *src, const char *field, cdn_err_t *err)
+{
+    size_t len = strlen(src);
+    if (len >= n) {
+        CDN_ASSERT(!"a decision field does not fit");
+        dst[0] = '\0';
+        return cdn_err_set(err, CDN_ERR_INTERNAL, "decision %s is %zu bytes; the field holds %zu",
+                           field, len, n - 1);
+    }
+    memcpy(dst, src, len + 1);
+    return CDN_OK;
+}
 
 int cordon_model_apply(cordon_t *db, const char *op_json, uint64_t *revision, cordon_error *err)
 {
@@ -82,13 +125,18 @@ int cordon_is_authorized(cordon_t *db, const cordon_authz_request *req, cordon_d
     if ((rc = authz_is_authorized(db->e->model, &r, &d, &e)) == CDN_OK) {
         memset(out, 0, sizeof *out);
         out->authorized = d.authorized;
-        snprintf(out->reason, sizeof out->reason, "%s", authz_reason_name(d.reason));
-        snprintf(out->resource, sizeof out->resource, "%s", d.resource);
-        snprintf(out->action, sizeof out->action, "%s", d.action);
-        snprintf(out->condition, sizeof out->condition, "%s", d.condition);
-        snprintf(out->role, sizeof out->role, "%s", d.role);
-        snprintf(out->granted_to, sizeof out->granted_to, "%s", d.granted_to);
-        out->revision = d.revision;
+        if ((rc = copy_text(out->reason, sizeof out->reason, authz_reason_name(d.reason),
+                            "reason", &e)) ||
+            (rc = copy_text(out->resource, sizeof out->resource, d.resource, "resource", &e)) ||
+            (rc = copy_text(out->action, sizeof out->action, d.action, "action", &e)) ||
+            (rc = copy_text(out->condition, sizeof out->condition, d.condition, "condition",
+                            &e)) ||
+            (rc = copy_text(out->role, sizeof out->role, d.role, "role", &e)) ||
+            (rc = copy_text(out->granted_to, sizeof out->granted_to, d.granted_to, "granted_to",
+                            &e)))
+            memset(out, 0, sizeof *out); /* no half-copied decision: it would read as a denial */
+        else
+            out->revision = d.revision;
     }
 done:
     json_decref(ctx);
@@ -145,7 +193,7 @@ int cordon_explain(cordon_t *db, const char *coll, const char *subject_id, const
                    cordon_explanation *out, cordon_error *err)
 {
     cdn_err_t e = {0, ""};
-    const char *allowed[1024], *denied[1024];
+    const char *allowed[ACL_MAX_PRINCIPALS], *denied[ACL_MAX_PRINCIPALS]; /* what an ACL holds */
     authz_explanation_t x;
     json_t *obj;
     int rc;
@@ -154,8 +202,8 @@ int cordon_explain(cordon_t *db, const char *coll, const char *subject_id, const
                                    "subject id and a chunk id"), &e, err);
     if ((rc = search_record(db->e, coll, id, &obj, &e)) != 0)
         return api_ret(rc, &e, err);
-    size_t na = strings_of(json_object_get(obj, "allowed"), allowed, 1024);
-    size_t nd = strings_of(json_object_get(obj, "denied"), denied, 1024);
+    size_t na = strings_of(json_object_get(obj, "allowed"), allowed, ACL_MAX_PRINCIPALS);
+    size_t nd = strings_of(json_object_get(obj, "denied"), denied, ACL_MAX_PRINCIPALS);
     rc = authz_explain(db->e->model, subject_id, allowed, na, denied, nd, &x, &e);
     json_decref(obj);
     if (rc == CDN_OK) {

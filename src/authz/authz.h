@@ -22,6 +22,7 @@
 #define AUTHZ_RESOURCE_MAX 256  /* resource strings and patterns */
 #define AUTHZ_ACTION_MAX 64
 #define AUTHZ_COND_TEXT_MAX 1024 /* a condition as compact JSON */
+#define AUTHZ_REASON_NAME_MAX 48 /* authz_reason_name's longest string, NUL included, fits */
 
 typedef struct authz_model authz_model_t;
 

@@ -6,11 +6,22 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "base/date.h"
 #include "base/mem.h"
 
 #define COND_MAX_DEPTH 32
 #define COND_MAX_NODES 256
 #define PATH_MAX_SEGS 8
+
+/* Dates are base/date.h's text forms (no numeric text: a condition's numbers are JSON numbers). */
+static bool cond_date(const char *s, size_t n, double *out)
+{
+    double ms;
+    if (cdn_date_parse(s, n, 0, &ms) != CDN_OK)
+        return false;
+    *out = ms / 1000.0; /* conditions compare epoch seconds, the unit of their numbers */
+    return true;
+}
 
 typedef enum {
     OP_STR_EQ,
@@ -206,7 +217,8 @@ static int literal_check(cmp_op_t op, operand_t *o, cdn_err_t *err)
             o->num = json_number_value(v);
             return CDN_OK;
         }
-        if (json_is_string(v) && az_parse_date(json_string_value(v), &o->num))
+        if (json_is_string(v) &&
+            cond_date(json_string_value(v), json_string_length(v), &o->num))
             return CDN_OK;
         goto bad;
     default:
@@ -484,7 +496,7 @@ static bool as_date(const val_t *v, double *out)
         *out = v->num;
         return true;
     }
-    return v->t == V_STR && az_parse_date(v->s, out);
+    return v->t == V_STR && cond_date(v->s, v->len, out);
 }
 
 static bool cmp_eval(const az_cond_t *c, const az_env_t *env)
@@ -546,63 +558,3 @@ bool az_cond_eval(const az_cond_t *c, const az_env_t *env)
     }
 }
 
-/* ---- dates ---- */
-
-static bool digits(const char *s, int n, int *out)
-{
-    int v = 0;
-    for (int i = 0; i < n; i++) {
-        if (s[i] < '0' || s[i] > '9')
-            return false;
-        v = v * 10 + (s[i] - '0');
-    }
-    *out = v;
-    return true;
-}
-
-/* Days from 1970-01-01 to y-m-d in the proleptic Gregorian calendar. */
-static long days_from_civil(int y, int m, int d)
-{
-    y -= m <= 2;
-    long era = (y >= 0 ? y : y - 399) / 400;
-    long yoe = y - era * 400;
-    long doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
-    long doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    return era * 146097 + doe - 719468;
-}
-
-bool az_parse_date(const char *s, double *out)
-{
-    int y, mo, d, h = 0, mi = 0, sec = 0, oh = 0, om = 0;
-    if (!digits(s, 4, &y) || s[4] != '-' || !digits(s + 5, 2, &mo) || s[7] != '-' ||
-        !digits(s + 8, 2, &d) || mo < 1 || mo > 12 || d < 1 || d > 31)
-        return false;
-    const char *p = s + 10;
-    double frac = 0;
-    int sign = 0;
-    if (*p == 'T' || *p == 't' || *p == ' ') {
-        if (!digits(p + 1, 2, &h) || p[3] != ':' || !digits(p + 4, 2, &mi) || p[6] != ':' ||
-            !digits(p + 7, 2, &sec) || h > 23 || mi > 59 || sec > 60)
-            return false;
-        p += 9;
-        if (*p == '.') {
-            double scale = 0.1;
-            for (p++; *p >= '0' && *p <= '9'; p++, scale /= 10)
-                frac += (*p - '0') * scale;
-        }
-        if (*p == 'Z' || *p == 'z')
-            p++;
-        else if (*p == '+' || *p == '-') {
-            sign = *p == '+' ? 1 : -1;
-            if (!digits(p + 1, 2, &oh) || p[3] != ':' || !digits(p + 4, 2, &om))
-                return false;
-            p += 6;
-        } else
-            return false;
-    }
-    if (*p)
-        return false;
-    double t = (double)days_from_civil(y, mo, d) * 86400.0 + h * 3600 + mi * 60 + sec + frac;
-    *out = t - sign * (oh * 3600 + om * 60);
-    return true;
-}

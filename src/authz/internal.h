@@ -53,8 +53,6 @@ typedef struct az_env {
 int az_cond_compile(const json_t *src, az_cond_t **out, cdn_err_t *err);
 bool az_cond_eval(const az_cond_t *c, const az_env_t *env);
 void az_cond_free(az_cond_t *c);
-/* Parses an RFC 3339 date or date-time to seconds since the epoch. */
-bool az_parse_date(const char *s, double *out);
 
 /* ---- the model ---- */
 enum { AZ_RES_ANY = 0, AZ_RES_EXACT, AZ_RES_PREFIX };

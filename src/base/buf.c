@@ -86,23 +86,6 @@ int cdn_buf_json_str(cdn_buf_t *b, const char *s)
     return rc;
 }
 
-void cdn_buf_reset(cdn_buf_t *b)
-{
-    b->len = 0;
-    if (b->data)
-        b->data[0] = '\0';
-}
-
-char *cdn_buf_take(cdn_buf_t *b)
-{
-    char *d = b->data;
-    if (!d)
-        d = cdn_strdup("");
-    b->data = NULL;
-    b->len = b->cap = 0;
-    return d;
-}
-
 void cdn_buf_free(cdn_buf_t *b)
 {
     cdn_free(b->data);

@@ -21,9 +21,6 @@ int cdn_buf_puts(cdn_buf_t *b, const char *s);
 int cdn_buf_printf(cdn_buf_t *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Appends s as a JSON string literal, quotes included, escaping as RFC 8259 asks. */
 int cdn_buf_json_str(cdn_buf_t *b, const char *s);
-void cdn_buf_reset(cdn_buf_t *b);
-/* Hands the bytes to the caller (who frees them with cdn_free) and empties the buffer. */
-char *cdn_buf_take(cdn_buf_t *b);
 void cdn_buf_free(cdn_buf_t *b);
 
 #endif

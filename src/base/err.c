@@ -17,14 +17,6 @@ int cdn_err_set(cdn_err_t *err, int code, const char *fmt, ...)
     return code;
 }
 
-void cdn_err_clear(cdn_err_t *err)
-{
-    if (err) {
-        err->code = CDN_OK;
-        err->msg[0] = '\0';
-    }
-}
-
 const char *cdn_strerror(int code)
 {
     switch (code) {
@@ -41,24 +33,5 @@ const char *cdn_strerror(int code)
     case CDN_ERR_UNSUPPORTED: return "not supported";
     case CDN_ERR_INTERNAL: return "internal error";
     default: return "unknown error";
-    }
-}
-
-const char *cdn_errname(int code)
-{
-    switch (code) {
-    case CDN_OK: return "ok";
-    case CDN_ERR_NOMEM: return "nomem";
-    case CDN_ERR_INVALID: return "invalid";
-    case CDN_ERR_NOT_FOUND: return "not_found";
-    case CDN_ERR_EXISTS: return "exists";
-    case CDN_ERR_IO: return "io";
-    case CDN_ERR_CORRUPT: return "corrupt";
-    case CDN_ERR_DENIED: return "denied";
-    case CDN_ERR_LIMIT: return "limit";
-    case CDN_ERR_CONFLICT: return "conflict";
-    case CDN_ERR_UNSUPPORTED: return "unsupported";
-    case CDN_ERR_INTERNAL: return "internal";
-    default: return "unknown";
     }
 }

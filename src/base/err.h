@@ -35,14 +35,8 @@ typedef struct cdn_err {
 int cdn_err_set(cdn_err_t *err, int code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
-/* Clears err to CDN_OK with an empty message. err may be NULL. */
-void cdn_err_clear(cdn_err_t *err);
-
 /* A static, never-NULL description of a status code. */
 const char *cdn_strerror(int code);
-
-/* Name of a code as an identifier, e.g. "invalid", for logs and JSON bodies. */
-const char *cdn_errname(int code);
 
 #ifdef CDN_DEBUG
 #include <stdio.h>

@@ -6,6 +6,7 @@
 
 #include <errno.h>
 #include <lmdb.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -24,6 +25,18 @@ struct store_txn {
     store_t *s;
     MDB_txn *txn;
 };
+
+/* The fault hook's countdown: the only process-wide state here, and only tests set it. */
+static atomic_long fault_countdown = -1;
+
+void store_fail_after(long n) { atomic_store(&fault_countdown, n); }
+
+int store_fault_hit(void)
+{
+    if (atomic_load_explicit(&fault_countdown, memory_order_relaxed) < 0)
+        return 0;
+    return atomic_fetch_sub(&fault_countdown, 1) == 0;
+}
 
 static int lmdb_err(cdn_err_t *err, int rc, const char *what)
 {
@@ -139,7 +152,13 @@ int store_txn_begin(store_t *s, int write, store_txn_t **out, cdn_err_t *err)
 
 int store_txn_commit(store_txn_t *t, cdn_err_t *err)
 {
-    int rc = mdb_txn_commit(t->txn);
+    int rc;
+    if (store_fault_hit()) {
+        mdb_txn_abort(t->txn); /* what a failed mdb_txn_commit leaves: nothing written */
+        rc = EIO;
+    } else {
+        rc = mdb_txn_commit(t->txn);
+    }
     cdn_free(t);
     return rc ? lmdb_err(err, rc, "cannot commit") : CDN_OK;
 }
@@ -170,7 +189,7 @@ int store_put(store_txn_t *t, store_table_t tb, const void *key, size_t klen, co
               size_t vlen)
 {
     MDB_val k = {klen, (void *)key}, v = {vlen, (void *)val};
-    int rc = mdb_put(t->txn, t->s->dbi[tb], &k, &v, 0);
+    int rc = store_fault_hit() ? EIO : mdb_put(t->txn, t->s->dbi[tb], &k, &v, 0);
     if (rc == MDB_MAP_FULL || rc == MDB_TXN_FULL)
         return CDN_ERR_LIMIT;
     return rc ? CDN_ERR_IO : CDN_OK;
@@ -179,7 +198,7 @@ int store_put(store_txn_t *t, store_table_t tb, const void *key, size_t klen, co
 int store_del(store_txn_t *t, store_table_t tb, const void *key, size_t klen)
 {
     MDB_val k = {klen, (void *)key};
-    int rc = mdb_del(t->txn, t->s->dbi[tb], &k, NULL);
+    int rc = store_fault_hit() ? EIO : mdb_del(t->txn, t->s->dbi[tb], &k, NULL);
     if (rc == MDB_NOTFOUND)
         return CDN_ERR_NOT_FOUND;
     return rc ? CDN_ERR_IO : CDN_OK;

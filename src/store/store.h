@@ -95,4 +95,13 @@ static inline uint64_t store_rd64(const unsigned char *p)
     return (uint64_t)store_rd32(p) << 32 | store_rd32(p + 4);
 }
 
+/* Test hook, like the allocator's (base/mem.h): the n-th write from now fails with CDN_ERR_IO as
+ * a full or failing disk would (0 = the next one); -1 disables. Writes are store_put,
+ * store_del, store_txn_commit (the transaction is then aborted, as LMDB does on a failed
+ * commit), each gathered pwrite of vecfile_write, and vecfile_sync. Process-wide; tests only. */
+void store_fail_after(long n);
+
+/* For the store module's files: 1 when the write about to happen is the one store_fail_after chose. */
+int store_fault_hit(void);
+
 #endif

@@ -3,6 +3,7 @@
 #include "store/vecfile.h"
 #include "base/fileio.h"
 #include "base/mem.h"
+#include "store/store.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -113,6 +114,10 @@ int vecfile_write(vecfile_t *vf, uint32_t first, const float *const *rows, uint3
         off_t off = (off_t)(VECFILE_HEADER + ((uint64_t)first + at) * row_bytes);
         for (uint32_t i = 0; i < m; i++) /* padding stays zero from calloc */
             memcpy(buf + i * row_bytes, rows[at + i], vf->dim * sizeof(float));
+        if (store_fault_hit()) { /* the test hook: as a disk that refuses the write */
+            cdn_free(buf);
+            return cdn_err_set(err, CDN_ERR_IO, "cannot write vectors: %s", strerror(EIO));
+        }
         if (pwrite(vf->fd, buf, m * row_bytes, off) != (ssize_t)(m * row_bytes)) {
             cdn_free(buf);
             return cdn_err_set(err, CDN_ERR_IO, "cannot write vectors: %s", strerror(errno));
@@ -125,6 +130,8 @@ int vecfile_write(vecfile_t *vf, uint32_t first, const float *const *rows, uint3
 
 int vecfile_sync(vecfile_t *vf, cdn_err_t *err)
 {
+    if (store_fault_hit())
+        return cdn_err_set(err, CDN_ERR_IO, "cannot sync vectors: %s", strerror(EIO));
     if (fdatasync(vf->fd) != 0)
         return cdn_err_set(err, CDN_ERR_IO, "cannot sync vectors: %s", strerror(errno));
     return CDN_OK;
@@ -135,7 +142,6 @@ const float *vecfile_base(const vecfile_t *vf)
     return (const float *)(vf->map + VECFILE_HEADER);
 }
 size_t vecfile_stride(const vecfile_t *vf) { return vf->stride; }
-uint32_t vecfile_dim(const vecfile_t *vf) { return vf->dim; }
 
 void vecfile_prefault(vecfile_t *vf, uint32_t rows)
 {

@@ -31,7 +31,6 @@ int vecfile_sync(vecfile_t *vf, cdn_err_t *err);
  * stable for the life of vf (the whole range is reserved at open). */
 const float *vecfile_base(const vecfile_t *vf);
 size_t vecfile_stride(const vecfile_t *vf);
-uint32_t vecfile_dim(const vecfile_t *vf);
 
 /* Maps rows 0..rows-1 into this process now (MADV_POPULATE_READ), reading them from disk if the
  * page cache lacks them, so that searches do not take a page fault at each row's first touch

@@ -3,7 +3,6 @@
 #include "text/analyzer.h"
 
 #include <libstemmer.h>
-#include <stdio.h>
 #include <string.h>
 #include <utf8proc.h>
 
@@ -68,17 +67,6 @@ int analyzer_spec_parse(const char *name, analyzer_spec_t *out, cdn_err_t *err)
         return cdn_err_set(err, CDN_ERR_INVALID, "analyzer '%s' is malformed", name);
     *out = s;
     return CDN_OK;
-}
-
-void analyzer_spec_name(const analyzer_spec_t *spec, char *buf, size_t n)
-{
-    static const char *const kinds[] = {"standard", "english", "whitespace", "keyword"};
-    if (spec->kind != ANALYZER_ENGLISH) {
-        snprintf(buf, n, "%s", kinds[spec->kind]);
-        return;
-    }
-    snprintf(buf, n, "english%s%s%s", spec->stem == 2 ? ":snowball" : "",
-             spec->stem == 0 ? ":nostem" : "", spec->stop == ANALYZER_STOP_NONE ? ":nostop" : "");
 }
 
 int analyzer_init(analyzer_t *a, const analyzer_spec_t *spec, cdn_err_t *err)

@@ -60,8 +60,6 @@ typedef struct analyzer_tokens {
  * "english:snowball", "english:nostop", "english:snowball:nostop", "whitespace", "keyword".
  * Returns 0 or CDN_ERR_INVALID naming the accepted names. */
 int analyzer_spec_parse(const char *name, analyzer_spec_t *out, cdn_err_t *err);
-/* Writes the canonical name of spec into buf (at most n bytes, NUL-terminated). */
-void analyzer_spec_name(const analyzer_spec_t *spec, char *buf, size_t n);
 
 /* Initialises a (caller-owned) analyzer; 0, CDN_ERR_NOMEM or CDN_ERR_INVALID.
  * Release with analyzer_destroy. */

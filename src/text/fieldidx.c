@@ -5,9 +5,9 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <xxhash.h>
 
+#include "base/date.h"
 #include "base/mem.h"
 
 void fieldidx_init(fieldidx_t *fi)
@@ -279,84 +279,12 @@ int fieldidx_exists(const fieldidx_t *fi, size_t fno, roaring_bitmap_t *out)
     return CDN_OK;
 }
 
-static int digits(const char *s, size_t len, size_t at, size_t n, int *out)
-{
-    int v = 0;
-    if (at + n > len)
-        return -1;
-    for (size_t i = at; i < at + n; i++) {
-        if (s[i] < '0' || s[i] > '9')
-            return -1;
-        v = v * 10 + (s[i] - '0');
-    }
-    *out = v;
-    return 0;
-}
-
 int fieldidx_parse_date(const char *s, size_t len, double *ms)
 {
-    size_t i = 0;
-    int all_digits = len > 0 && len < 20;
-    for (i = (len && s[0] == '-'); i < len && all_digits; i++)
-        all_digits = s[i] >= '0' && s[i] <= '9';
-    if (all_digits && len > 4) { /* epoch milliseconds, as Elasticsearch's epoch_millis */
-        double v = 0;
-        for (i = (s[0] == '-'); i < len; i++)
-            v = v * 10 + (s[i] - '0');
-        *ms = s[0] == '-' ? -v : v;
-        return CDN_OK;
-    }
-    struct tm tm = {0};
-    int y, mo = 1, d = 1, h = 0, mi = 0, sec = 0, frac = 0, fd = 0;
-    if (digits(s, len, 0, 4, &y))
+    double v;
+    if (cdn_date_parse(s, len, CDN_DATE_EPOCH_MS_TEXT, &v) != CDN_OK)
         return CDN_ERR_INVALID;
-    i = 4;
-    if (i < len && (len < 10 || s[i] != '-' || digits(s, len, i + 1, 2, &mo) || s[i + 3] != '-' ||
-                    digits(s, len, i + 4, 2, &d)))
-        return CDN_ERR_INVALID;
-    i = len > 4 ? 10 : 4;
-    if (i < len && (s[i] == 'T' || s[i] == ' ')) {
-        if (digits(s, len, i + 1, 2, &h) || i + 3 >= len || s[i + 3] != ':' ||
-            digits(s, len, i + 4, 2, &mi))
-            return CDN_ERR_INVALID;
-        i += 6;
-        if (i < len && s[i] == ':') {
-            if (digits(s, len, i + 1, 2, &sec))
-                return CDN_ERR_INVALID;
-            i += 3;
-            if (i < len && s[i] == '.')
-                for (i++; i < len && s[i] >= '0' && s[i] <= '9'; i++, fd++)
-                    if (fd < 3)
-                        frac = frac * 10 + (s[i] - '0');
-            for (; fd > 0 && fd < 3; fd++)
-                frac *= 10;
-        }
-    }
-    long off = 0;
-    if (i < len && s[i] == 'Z') {
-        i++;
-    } else if (i < len && (s[i] == '+' || s[i] == '-')) {
-        int oh, om = 0;
-        if (digits(s, len, i + 1, 2, &oh))
-            return CDN_ERR_INVALID;
-        size_t j = i + 3;
-        if (j < len && s[j] == ':')
-            j++;
-        if (j < len && digits(s, len, j, 2, &om) == 0)
-            j += 2;
-        off = (s[i] == '+' ? 1 : -1) * (oh * 3600L + om * 60L);
-        i = j;
-    }
-    if (i != len || mo < 1 || mo > 12 || d < 1 || d > 31 || h > 23 || mi > 59 || sec > 60)
-        return CDN_ERR_INVALID;
-    tm.tm_year = y - 1900;
-    tm.tm_mon = mo - 1;
-    tm.tm_mday = d;
-    tm.tm_hour = h;
-    tm.tm_min = mi;
-    tm.tm_sec = sec;
-    time_t t = timegm(&tm);
-    *ms = ((double)t - (double)off) * 1000.0 + frac;
+    *ms = floor(v); /* whole milliseconds, the precision of Elasticsearch's date type */
     return CDN_OK;
 }
 

@@ -72,8 +72,8 @@ int fieldidx_range(const fieldidx_t *fi, size_t fno, double lo, int lo_incl, dou
                    roaring_bitmap_t *out);
 int fieldidx_exists(const fieldidx_t *fi, size_t fno, roaring_bitmap_t *out);
 
-/* Parses an ISO-8601 date ("2024-05-01", "2024-05-01T10:00:00Z", "...+02:00", fractional
- * seconds) or an integer of epoch milliseconds; 0 or CDN_ERR_INVALID. */
+/* Parses a date as cdn_date_parse does (base/date.h: ISO-8601 forms, or numeric text as epoch
+ * milliseconds) to whole epoch milliseconds; 0 or CDN_ERR_INVALID. */
 int fieldidx_parse_date(const char *s, size_t len, double *ms);
 
 /* Persistence (live docs only are kept: pass the live set). load: 0, CORRUPT or NOMEM. */

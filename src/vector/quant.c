@@ -13,20 +13,19 @@
  * encoded, non-finite values, overflow risk) get L = -inf and are always re-ranked. */
 #include "vector/quant.h"
 #include "base/mem.h"
+#include "base/pool.h"
 #include "vector/exact.h"
 #include "vector/quant_int.h"
 #include "vector/quant_kern.h"
 
 #include <float.h>
-#include <pthread.h>
-#include <unistd.h>
 #include <math.h>
 #include <string.h>
 
 #define QUANT_BLOCK 256
 #define QUANT_PREFETCH_ROWS 8
-/* Scans of at least this many rows are split over two threads: below it, thread start-up
- * (tens of microseconds) is a large share of the scan. */
+/* Scans of at least this many rows are split over two threads: below it, handing a half to a
+ * pool worker (a wake-up, a cold cache) is a large share of the scan. */
 #define QUANT_PAR_MIN_ROWS 8192
 /* Exact zero-rounding-error reasoning is replaced by generous bounds: u = 2^-24 is float's unit
  * roundoff, gamma_n = n u / (1 - n u) bounds any summation order of n terms (FMA or not). */
@@ -545,22 +544,41 @@ typedef struct qpart {
     int rc;
 } qpart_t;
 
-static void *scan_part(void *arg)
+static void scan_part(qpart_t *p)
 {
-    qpart_t *p = arg;
     p->rc = topk_init(&p->c.ub, p->k);
     if (p->rc == CDN_OK)
         p->rc = scan_allowed(&p->c, p->allowed, p->lo, p->hi);
-    return NULL;
 }
 
-/* Scans with two threads when there are enough rows to pay for one (each half keeps its own
- * bounds; the merged heap's k-th upper bound is as tight as one thread's would be, since it
- * holds the k smallest upper bounds of all rows). On return c holds the merged state. */
+/* The two halves of a split scan, as tasks of the process's pool: 0 is the caller's state. */
+typedef struct qsplit {
+    qscan_t *c;
+    qpart_t *b;
+    const roaring_bitmap_t *allowed;
+    uint32_t mid;
+    int rc;
+} qsplit_t;
+
+static void scan_half(void *arg, size_t task)
+{
+    qsplit_t *s = arg;
+    if (task == 0)
+        s->rc = scan_allowed(s->c, s->allowed, 0, s->mid);
+    else
+        scan_part(s->b);
+}
+
+/* Scans in two halves when there are enough rows to pay for a second thread (each half keeps
+ * its own bounds; the merged heap's k-th upper bound is as tight as one thread's would be,
+ * since it holds the k smallest upper bounds of all rows). The halves run on the process's
+ * pool (base/pool.h), the caller taking one, so a request starts no thread; with every worker
+ * busy the caller scans both, with the same result. On return c holds the merged state. */
 static int scan_split(qscan_t *c, const roaring_bitmap_t *allowed, size_t k, uint64_t rows)
 {
     uint32_t mid = 0;
-    if (rows < QUANT_PAR_MIN_ROWS || sysconf(_SC_NPROCESSORS_ONLN) < 2)
+    cdn_pool_t *pool = cdn_pool_shared();
+    if (rows < QUANT_PAR_MIN_ROWS || cdn_pool_workers(pool) == 0)
         return scan_allowed(c, allowed, 0, UINT32_MAX);
     if (allowed)
         roaring_bitmap_select(allowed, (uint32_t)(rows / 2), &mid);
@@ -571,17 +589,15 @@ static int scan_split(qscan_t *c, const roaring_bitmap_t *allowed, size_t k, uin
     b.c.cand = NULL;
     b.c.n_cand = b.c.cap_cand = 0;
     b.c.st = (quant_stats_t){0, 0, 0, 0, 0};
-    pthread_t th;
-    int started = pthread_create(&th, NULL, scan_part, &b) == 0;
-    int rc = scan_allowed(c, allowed, 0, started ? mid : UINT32_MAX);
-    if (started)
-        pthread_join(th, NULL);
-    if (rc == CDN_OK && started)
+    qsplit_t s = {.c = c, .b = &b, .allowed = allowed, .mid = mid};
+    cdn_pool_run(pool, 2, scan_half, &s);
+    int rc = s.rc;
+    if (rc == CDN_OK)
         rc = b.rc;
-    for (size_t i = 0; rc == CDN_OK && started && i < b.c.ub.n; i++)
+    for (size_t i = 0; rc == CDN_OK && i < b.c.ub.n; i++)
         topk_push(&c->ub, b.c.ub.heap[i].id, b.c.ub.heap[i].dist);
     c->t = topk_bound(&c->ub);
-    for (size_t i = 0; rc == CDN_OK && started && i < b.c.n_cand; i++)
+    for (size_t i = 0; rc == CDN_OK && i < b.c.n_cand; i++)
         rc = add_cand(c, b.c.cand[i].id, b.c.cand[i].lb);
     c->st.scanned += b.c.st.scanned;
     c->st.filtered += b.c.st.filtered;

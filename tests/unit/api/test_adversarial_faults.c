@@ -11,7 +11,7 @@
 
 #include "base/mem.h"
 #include "cordon.h"
-#include "testutil.h"
+#include "api_testutil.h"
 
 #define DIM 4
 #define NFILL 30
@@ -49,8 +49,7 @@ static int setup(void **state)
     const char *tf[] = {"body"};
     cordon_collection_spec spec = {.asserted_principals = 1, .name = "docs", .dim = DIM, .metric = CORDON_METRIC_COSINE,
                                    .text_fields = tf, .n_text_fields = 1};
-    assert_non_null(tu_tmpdir(f->dir, sizeof f->dir));
-    assert_int_equal(cordon_open(f->dir, NULL, &f->db, NULL), 0);
+    api_db_open(f->dir, sizeof f->dir, &f->db);
     assert_int_equal(cordon_collection_create(f->db, &spec, NULL), 0);
     static char ids[NFILL][16];
     cordon_chunk c[NFILL + 1];
@@ -77,8 +76,7 @@ static int teardown(void **state)
 {
     fx_t *f = *state;
     cdn_mem_fail_after(-1);
-    cordon_close(f->db);
-    tu_rmrf(f->dir);
+    api_db_close(f->dir, f->db);
     free(f);
     return 0;
 }

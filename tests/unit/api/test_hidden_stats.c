@@ -10,7 +10,7 @@
 #include <cmocka.h> /* own block: it needs setjmp.h, stdarg.h, stddef.h first */
 
 #include "cordon.h"
-#include "testutil.h"
+#include "api_testutil.h"
 
 #define DIM 4
 #define NREAD 40  /* chunks subject A reads (in every collection) */
@@ -114,8 +114,7 @@ static void fill(cordon_t *db)
 static int setup(void **state)
 {
     fx_t *f = calloc(1, sizeof *f);
-    assert_non_null(tu_tmpdir(f->dir, sizeof f->dir));
-    assert_int_equal(cordon_open(f->dir, NULL, &f->db, NULL), 0);
+    api_db_open(f->dir, sizeof f->dir, &f->db);
     create(f->db, "plain", 0);
     create(f->db, "mixed", 0);
     create(f->db, "plaing", 1);
@@ -128,8 +127,7 @@ static int setup(void **state)
 static int teardown(void **state)
 {
     fx_t *f = *state;
-    cordon_close(f->db);
-    tu_rmrf(f->dir);
+    api_db_close(f->dir, f->db);
     free(f);
     return 0;
 }
@@ -242,8 +240,7 @@ static void test_global_stats_score_as_the_whole_collection_also_after_reopen(vo
     int differs = 0;
     check_global(f->db, &differs);
     assert_true(differs > 0); /* hidden chunks do move collection-wide scores */
-    cordon_close(f->db);
-    assert_int_equal(cordon_open(f->dir, NULL, &f->db, NULL), 0);
+    api_db_reopen(f->dir, &f->db);
     differs = 0;
     check_global(f->db, &differs);
     assert_true(differs > 0);

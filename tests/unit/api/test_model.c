@@ -9,9 +9,10 @@
 #include <cmocka.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <string.h>
 
 #include "cordon.h"
-#include "testutil.h"
+#include "api_testutil.h"
 
 #define DIM 8
 
@@ -32,8 +33,7 @@ static int setup(void **state)
 {
     fx_t *f = calloc(1, sizeof *f);
     cordon_collection_spec spec = {.name = "docs", .dim = DIM, .metric = CORDON_METRIC_L2};
-    assert_non_null(tu_tmpdir(f->dir, sizeof f->dir));
-    assert_int_equal(cordon_open(f->dir, NULL, &f->db, NULL), 0);
+    api_db_open(f->dir, sizeof f->dir, &f->db);
     assert_int_equal(cordon_collection_create(f->db, &spec, NULL), 0);
     op(f->db, "{\"op\":\"put_subject\",\"id\":\"alice\",\"kind\":\"user\"}");
     op(f->db, "{\"op\":\"put_subject\",\"id\":\"bob\",\"kind\":\"user\"}");
@@ -63,8 +63,7 @@ static int setup(void **state)
 static int teardown(void **state)
 {
     fx_t *f = *state;
-    cordon_close(f->db);
-    tu_rmrf(f->dir);
+    api_db_close(f->dir, f->db);
     free(f);
     return 0;
 }
@@ -141,16 +140,14 @@ static void test_model_survives_reopen(void **state)
     char *before, *after;
     assert_int_equal(cordon_model_export(f->db, &before, NULL), 0);
     uint64_t rev = cordon_revision(f->db);
-    cordon_close(f->db);
-    assert_int_equal(cordon_open(f->dir, NULL, &f->db, NULL), 0);
+    api_db_reopen(f->dir, &f->db);
     assert_int_equal(cordon_revision(f->db), rev);
     assert_int_equal(cordon_model_export(f->db, &after, NULL), 0);
     assert_string_equal(before, after);
     assert_int_equal(hits_as(f->db, "alice", NULL), 2);
     /* An import replaces the log; reopen replays the imported document. */
     assert_int_equal(cordon_model_import(f->db, before, NULL, NULL), 0);
-    cordon_close(f->db);
-    assert_int_equal(cordon_open(f->dir, NULL, &f->db, NULL), 0);
+    api_db_reopen(f->dir, &f->db);
     cordon_free(after);
     assert_int_equal(cordon_model_export(f->db, &after, NULL), 0);
     assert_string_equal(before, after);
@@ -266,9 +263,46 @@ static void test_revocation_is_seen_by_every_later_search_in_other_threads(void 
     assert_int_equal(hits_as(f->db, "bob", "eng-doc"), 0);
 }
 
+/* A condition as long as the model allows (AUTHZ_COND_TEXT_MAX - 1 bytes of compact JSON)
+ * reaches the decision whole, and one byte more is refused when written: no decision can carry
+ * a condition cut short, which would read as a different condition. */
+static void test_longest_condition_reaches_the_decision_whole(void **state)
+{
+    fx_t *f = *state;
+    const char *head = "{\"StringEquals\":{\"context.a\":\"", *tail = "\"}}";
+    char cond[CORDON_CONDITION_MAX + 1], opj[CORDON_CONDITION_MAX + 256];
+    for (size_t want = CORDON_CONDITION_MAX - 1; want <= CORDON_CONDITION_MAX; want++) {
+        size_t pad = want - strlen(head) - strlen(tail);
+        memcpy(cond, head, strlen(head));
+        memset(cond + strlen(head), 'x', pad);
+        memcpy(cond + strlen(head) + pad, tail, strlen(tail) + 1);
+        assert_int_equal(strlen(cond), want);
+        snprintf(opj, sizeof opj,
+                 "{\"op\":\"grant\",\"to\":\"mallory\",\"permission\":{"
+                 "\"resource\":\"doc:long\",\"action\":\"read\",\"condition\":%s}}",
+                 cond);
+        cordon_error err;
+        int rc = cordon_model_apply(f->db, opj, NULL, &err);
+        if (want == CORDON_CONDITION_MAX) {
+            assert_int_equal(rc, CORDON_ERR_LIMIT);
+            continue;
+        }
+        assert_int_equal(rc, 0);
+        cordon_authz_request req = {.subject = "mallory", .resource = "doc:long", .action = "read"};
+        cordon_decision d;
+        assert_int_equal(cordon_is_authorized(f->db, &req, &d, NULL), 0);
+        assert_string_equal(d.reason, "PERMISSION_FOUND_CONDITION_NOT_MET");
+        assert_int_equal(strlen(d.condition), want);
+        assert_string_equal(d.condition, cond);
+        assert_string_equal(d.granted_to, "user:mallory");
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_longest_condition_reaches_the_decision_whole, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(test_nested_groups_open_chunks_to_subjects, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_subject_without_search_permission_sees_no_collection,

@@ -10,7 +10,7 @@
 #include <math.h>
 
 #include "cordon.h"
-#include "testutil.h"
+#include "api_testutil.h"
 
 #define N 400
 #define GROUPS 8
@@ -59,8 +59,7 @@ static int setup(void **state)
         ch[i] = (cordon_chunk){.id = ids[i], .vector = vec[i], .fields = fields[i], .n_fields = 2,
                                .metadata_json = meta[i], .allowed = acl[i], .n_allowed = 1};
     }
-    assert_non_null(tu_tmpdir(f->dir, sizeof f->dir));
-    assert_int_equal(cordon_open(f->dir, NULL, &f->db, NULL), 0);
+    api_db_open(f->dir, sizeof f->dir, &f->db);
     assert_int_equal(cordon_collection_create(f->db, &spec, NULL), 0);
     assert_int_equal(cordon_put(f->db, "t", ch, N, NULL, NULL), 0);
     *state = f;
@@ -70,8 +69,7 @@ static int setup(void **state)
 static int teardown(void **state)
 {
     fx_t *f = *state;
-    cordon_close(f->db);
-    tu_rmrf(f->dir);
+    api_db_close(f->dir, f->db);
     free(f);
     return 0;
 }

@@ -328,6 +328,44 @@ static void test_every_comparison_operator_decides_both_ways(void **state)
                      cases[i].want ? "true" : "false");
 }
 
+/* Conditions read dates with the metadata filters' parser (base/date.h): the forms only
+ * filters took before (no seconds, +HHMM zones, a year alone) decide at the same instant. */
+static void test_condition_dates_take_the_forms_metadata_filters_take(void **state)
+{
+    (void)state;
+    /* 2026-01-31T10:00+0200 is 08:00Z */
+    assert_true(cond_holds("{\"DateBefore\":{\"context.now\":\"2026-01-31T10:00+0200\"}}",
+                           "{\"now\":\"2026-01-31T07:59:59.999z\"}"));
+    assert_false(cond_holds("{\"DateBefore\":{\"context.now\":\"2026-01-31T10:00+0200\"}}",
+                            "{\"now\":\"2026-01-31T08:00:00Z\"}"));
+    assert_true(cond_holds("{\"DateAfter\":{\"context.now\":\"2026\"}}",
+                           "{\"now\":\"2026-01-01 00:00:01\"}"));
+    /* a day its month does not have is no date, in a condition as in a filter */
+    authz_model_t *m;
+    cdn_err_t e = {0, ""};
+    assert_int_equal(authz_model_new(&m, NULL), 0);
+    apply_ok(m, "{\"op\":\"put_subject\",\"id\":\"u\"}");
+    assert_int_equal(authz_apply(m,
+                                 "{\"op\":\"grant\",\"to\":\"u\",\"permission\":{"
+                                 "\"resource\":\"doc:1\",\"action\":\"read\",\"condition\":"
+                                 "{\"DateBefore\":{\"context.now\":\"2023-02-29\"}}}}",
+                                 &e),
+                     CDN_ERR_INVALID);
+    assert_non_null(strstr(e.msg, "DateBefore"));
+    authz_model_free(m);
+}
+
+/* The public decision's reason field is AUTHZ_REASON_NAME_MAX bytes (static-asserted in
+ * src/api): every reason code, and the one for an unknown value, must fit with its NUL. */
+static void test_every_reason_name_fits_the_decision_field(void **state)
+{
+    (void)state;
+    for (int r = 0; r <= AUTHZ_REASON_COUNT; r++)
+        if (strlen(authz_reason_name((authz_reason_t)r)) >= AUTHZ_REASON_NAME_MAX)
+            fail_msg("reason %d (%s) does not fit %d bytes", r,
+                     authz_reason_name((authz_reason_t)r), AUTHZ_REASON_NAME_MAX);
+}
+
 static void test_missing_operand_is_false_even_for_not_equals(void **state)
 {
     (void)state;
@@ -698,6 +736,8 @@ int main(void)
         cmocka_unit_test(test_batch_and_list_actions),
         cmocka_unit_test(test_cached_decision_is_dropped_by_revocation),
         cmocka_unit_test(test_deletes_cascade_to_grants_and_memberships),
+        cmocka_unit_test(test_condition_dates_take_the_forms_metadata_filters_take),
+        cmocka_unit_test(test_every_reason_name_fits_the_decision_field),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -355,6 +355,23 @@ static void test_dates_parse_iso_forms_and_refuse_partial_ones(void **state)
     assert_int_equal(fieldidx_parse_date("2024-05-01T10", 13, &ms), CDN_ERR_INVALID);
 }
 
+/* Filters read dates with the conditions' parser (base/date.h): the forms only conditions took
+ * before (lowercase t and z) select the same documents, and a day its month lacks is refused. */
+static void test_filter_dates_take_the_forms_conditions_take(void **state)
+{
+    const textidx_t *ti = *state;
+    textq_t *q;
+    assert_string_equal(run_set(ti, range("date", "2023-12-31t23:00:00z", "2024-01-05t00:00:00z"),
+                                NULL),
+                        "10 12");
+    assert_string_equal(run_set(ti, term("date", "2024-01-05t00:00:00z"), NULL), "10");
+    assert_int_equal(textq_range("date", "2023-02-29", 1, NULL, 1, &q), 0);
+    textidx_result_t res;
+    textidx_search_opts_t o = {NULL, 20, 0, NULL};
+    assert_int_equal(textidx_search(ti, q, &o, &res, NULL), CDN_ERR_INVALID);
+    textq_free(q);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -377,6 +394,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_permissions_hide_docs_from_every_query_kind, setup,
                                         teardown),
         cmocka_unit_test(test_dates_parse_iso_forms_and_refuse_partial_ones),
+        cmocka_unit_test_setup_teardown(test_filter_dates_take_the_forms_conditions_take, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(test_metadata_of_deleted_doc_is_not_returned, setup,
                                         teardown),
     };

@@ -19,11 +19,11 @@ for t in "$@"; do
     runs=$(sed -n 's/^stat::number_of_executed_units: *\([0-9]*\).*/\1/p' "$log" | tail -1)
     if [ $rc -eq 0 ]; then
         echo "[fuzz] $name: ${runs:-0} inputs in ${secs}s, 1 passed"
-        echo "fuzz/$name PASS 1 0" >>"$results"
+        echo "fuzz/$name PASS 1 0 0" >>"$results"
     else
         echo "[fuzz] $name: FAILED after ${runs:-?} inputs, log follows"
         tail -n 40 "$log"
-        echo "fuzz/$name FAIL 0 1" >>"$results"
+        echo "fuzz/$name FAIL 0 1 0" >>"$results"
         fail=1
     fi
 done

@@ -169,6 +169,11 @@ int coll_text_add(coll_t *c, uint32_t row, const char *const *names, const char 
 /* Writes the text checkpoint if it changed; called at close. */
 int coll_text_save(const char *dir, coll_t *c, cdn_err_t *err);
 
+/* Chunk ids are 1..COLL_ID_MAX bytes: LMDB keys hold at most 511 bytes, 4 go to the
+ * collection, so a chunk key is at most COLL_KEY_MAX bytes. */
+#define COLL_ID_MAX 500
+#define COLL_KEY_MAX (4 + COLL_ID_MAX)
+
 /* Store keys: collection id then a row (8 bytes) or an external id (4 + len bytes). */
 void coll_row_key(uint32_t coll_id, uint32_t row, unsigned char key[8]);
 size_t coll_chunk_key(uint32_t coll_id, const char *id, unsigned char *key, size_t size);

@@ -28,6 +28,7 @@ trap 'rm -f "$edges"' EXIT
 for o in "$build"/src/*/*.o; do
     node=${o#"$build"/src/}
     node=${node%.o}.c
+    [ -f "src/$node" ] || continue # left over from a file since moved
     nm -P --defined-only "$o" | awk -v n="$node" '$2 ~ /^[TDRBCGSV]$/ { print "D", n, $1 }'
     nm -P --undefined-only "$o" | awk -v n="$node" '{ print "U", n, $1 }'
 done | awk '

@@ -312,6 +312,13 @@ int authz_model_new(authz_model_t **out, cdn_err_t *err)
     return CDN_OK;
 }
 
+/* Here, not in model_view.c, because the model's view cache holds the references it drops. */
+void authz_view_release(authz_view_t *v)
+{
+    if (v && atomic_fetch_sub(&v->refs_, 1) == 1)
+        cdn_free(v);
+}
+
 void az_model_views_drop(authz_model_t *m)
 {
     if (!atomic_load(&m->views_cached))

@@ -1,8 +1,8 @@
-/* collection.h: one collection in memory: its configuration, vector file, permission index
+/* coll.h: one collection in memory: its configuration, vector file, permission index
  * and row-to-id map, with the lock and reference count that let searches run beside writes.
  * Relies on store/, acl/ and vector/. The engine owns collections; searches borrow them. */
-#ifndef CDN_COLLECTION_H
-#define CDN_COLLECTION_H
+#ifndef CDN_COLL_H
+#define CDN_COLL_H
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -142,7 +142,13 @@ enum { COLL_EF_UNFILTERED = 0, COLL_EF_FILTERED = 1, COLL_EF_DENSE = 2 };
 uint32_t coll_search_ef(const coll_t *c, int kind);
 
 /* The vectors as a view (count = next_row). Caller holds the lock. */
-void coll_view(const coll_t *c, vec_view_t *v);
+static inline void coll_view(const coll_t *c, vec_view_t *v)
+{
+    v->base = c->vf ? vecfile_base(c->vf) : NULL;
+    v->stride = c->vf ? vecfile_stride(c->vf) : 0;
+    v->dim = c->cfg.dim;
+    v->count = c->next_row;
+}
 
 /* Most bytes of ids one collection's arena holds (offsets are 32-bit). */
 #define COLL_ID_BYTES_MAX ((size_t)UINT32_MAX - 1)

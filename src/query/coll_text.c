@@ -1,10 +1,10 @@
-/* textsync.c: keeping a collection's text index in step with its rows: creation from the
+/* coll_text.c: keeping a collection's text index in step with its rows: creation from the
  * configuration, indexing a row's text fields and metadata, checkpoint load and catch-up at
  * open, checkpoint save at close. Relies on text/textidx; like the graph, the checkpoint's
  * revision slot records the row count it reflects. */
 #include "base/mem.h"
 #include "query/chunkrec.h"
-#include "query/collection.h"
+#include "query/coll.h"
 
 #include <stdio.h>
 #include <string.h>

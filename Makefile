@@ -38,7 +38,7 @@ TSAN_TESTS := api/test_race_states api/test_adversarial_race api/test_model \
 TSAN_BIN  := $(TSAN_TESTS:%=$(BUILD)/tests/unit/%)
 SHARED_DATA ?= $(abspath ../shared/data)
 
-.PHONY: all deps bench-deps demo test unit check-unit check-tsan clean format
+.PHONY: all deps bench-deps demo test unit check-unit check-tsan structure-check clean format
 all: $(BUILD)/cordon $(BUILD)/libcordon.a
 
 deps:
@@ -76,6 +76,11 @@ check-tsan: $(TSAN_BIN)
 	@TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" CORDON_SHARED_DATA=$(SHARED_DATA) \
 	  bash scripts/run-tests.sh $(MODE) $(TSAN_BIN)
 
+# No circle among the files of a src/ folder and no edge up a layer (docs/internals/structure.md).
+structure-check:
+	@$(MAKE) --no-print-directory MODE=release all
+	@bash scripts/structure.sh build/release
+
 demo: deps
 	@$(MAKE) --no-print-directory MODE=release all
 	rm -rf build/demo-data
@@ -83,6 +88,7 @@ demo: deps
 
 test: deps
 	@rm -f build/test-results.txt
+	@$(MAKE) --no-print-directory structure-check
 	@$(MAKE) --no-print-directory MODE=release check-unit
 	@$(MAKE) --no-print-directory MODE=asan check-unit
 	@$(MAKE) --no-print-directory MODE=tsan check-tsan

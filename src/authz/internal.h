@@ -28,9 +28,7 @@ typedef struct az_map {
 } az_map_t;
 
 int az_map_put(az_map_t *mp, const char *key, uint32_t val);
-bool az_map_get(const az_map_t *mp, const char *key, uint32_t *val);
 void az_map_del(az_map_t *mp, const char *key);
-void az_map_free(az_map_t *mp);
 
 /* ---- conditions (cond.c) ---- */
 typedef struct az_cond az_cond_t;

@@ -221,6 +221,11 @@ static int load_acl(void *ctx, const void *key, size_t klen, const void *val, si
     return l->rc = acl_index_set(l->c->acl, store_rd32((const unsigned char *)key + 4), buf);
 }
 
+/* Reads the codes file ("q8") into c->quant when it is there and restates c's rows (a file that
+ * does not is reported and ignored: the codes are re-encoded). Called at open, before
+ * coll_quant_sync, which then encodes only the rows the file lacks. */
+static void coll_codes_open(const char *dir, coll_t *c);
+
 int coll_load(const char *dir, store_txn_t *t, const coll_config_t *cfg, coll_t **out,
               cdn_err_t *err)
 {
@@ -351,7 +356,7 @@ int coll_quant_sync(coll_t *c)
     return quant_encode_rows(c->quant, &v, have, c->next_row - have, NULL);
 }
 
-void coll_codes_open(const char *dir, coll_t *c)
+static void coll_codes_open(const char *dir, coll_t *c)
 {
     char path[4096];
     vec_view_t v;

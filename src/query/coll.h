@@ -111,10 +111,6 @@ int coll_graph_insert(coll_t *c, const uint32_t *rows, size_t n);
 /* Brings the 8-bit codes up to next_row: trains once enough rows exist, then encodes the rows
  * it lacks. Caller holds the write lock (or is opening). A failure leaves the codes unused. */
 int coll_quant_sync(coll_t *c);
-/* Reads the codes file ("q8") into c->quant when it is there and restates c's rows (a file that
- * does not is reported and ignored: the codes are re-encoded). Called at open, before
- * coll_quant_sync, which then encodes only the rows the file lacks. */
-void coll_codes_open(const char *dir, coll_t *c);
 /* Writes the codes file if the codes hold rows the file lacks; called with the graph's
  * checkpoint. Returns 0 or an error code (err says which file). */
 int coll_codes_save(const char *dir, coll_t *c, cdn_err_t *err);

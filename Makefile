@@ -53,8 +53,8 @@ FUZZ_BIN  := $(FUZZ_SRC:%.c=$(BUILD)/%)
 FUZZ_SECONDS ?= 15
 SHARED_DATA ?= $(abspath ../shared/data)
 
-.PHONY: all cordon-bench deps bench-deps demo test unit check-unit check-tsan check-fuzz clean \
-        format
+.PHONY: all cordon-bench deps bench-deps demo test unit check-unit check-tsan check-fuzz \
+        structure-check clean format
 all: $(BUILD)/cordon $(BUILD)/libcordon.a $(BUILD)/cordon-bench
 
 # The benchmarks, a program of their own that `cordon bench NAME` runs from beside the binary.
@@ -107,6 +107,11 @@ check-tsan: $(TSAN_BIN)
 check-fuzz: $(FUZZ_BIN)
 	@bash scripts/fuzz.sh $(FUZZ_SECONDS) $(FUZZ_BIN)
 
+# No circle among the files of a src/ folder and no edge up a layer (docs/internals/structure.md).
+structure-check:
+	@$(MAKE) --no-print-directory MODE=release all
+	@bash scripts/structure.sh build/release
+
 demo: deps
 	@$(MAKE) --no-print-directory MODE=release all
 	rm -rf build/demo-data
@@ -114,6 +119,7 @@ demo: deps
 
 test: deps
 	@rm -f build/test-results.txt
+	@$(MAKE) --no-print-directory structure-check
 	@$(MAKE) --no-print-directory MODE=release check-unit
 	@$(MAKE) --no-print-directory MODE=asan check-unit
 	@$(MAKE) --no-print-directory MODE=tsan check-tsan

@@ -159,7 +159,7 @@ void authz_actions_free(char **actions, size_t n);
 /* The wire name of a reason, e.g. "PERMISSION_GRANTED_NO_CONDITION"; never NULL. */
 const char *authz_reason_name(authz_reason_t r);
 
-/* ---- views and explanations (view.c) ---- */
+/* ---- views and explanations (model_view.c; authz_view_release in model.c) ---- */
 
 /* The subject's view: "user:<id>" or "service:<id>", "group:<g>" for every group it belongs
  * to transitively, "role:<r>" for every role granted without scope to it or to one of its

@@ -28,9 +28,7 @@ typedef struct az_map {
 } az_map_t;
 
 int az_map_put(az_map_t *mp, const char *key, uint32_t val);
-bool az_map_get(const az_map_t *mp, const char *key, uint32_t *val);
 void az_map_del(az_map_t *mp, const char *key);
-void az_map_free(az_map_t *mp);
 
 /* ---- conditions (cond.c) ---- */
 typedef struct az_cond az_cond_t;
@@ -150,7 +148,7 @@ bool az_subject_find(const az_state_t *st, const char *name, uint32_t *idx);
 bool az_group_get(const az_state_t *st, const char *id, uint32_t *idx);
 bool az_role_get(const az_state_t *st, const char *id, uint32_t *idx);
 /* The subject's view (stype/sid NULL, or a scope) for a caller holding the read lock: what
- * authz_view does inside its lock (view.c). Same return codes. */
+ * authz_view does inside its lock (model_view.c). Same return codes. */
 int az_view_get_locked(authz_model_t *m, const char *subject_id, const char *stype,
                        const char *sid, authz_view_t **out, cdn_err_t *err);
 /* Drops every cached view; called by writers under the write lock after a change. */

@@ -67,6 +67,8 @@ void az_ids_free(az_ids_t *s)
 
 /* ---- name map ---- */
 
+static void az_map_free(az_map_t *mp);
+
 static uint32_t map_slot(const az_map_t *mp, const char *key)
 {
     return (uint32_t)XXH3_64bits(key, strlen(key)) & (mp->cap - 1);
@@ -110,7 +112,7 @@ int az_map_put(az_map_t *mp, const char *key, uint32_t val)
     return CDN_OK;
 }
 
-bool az_map_get(const az_map_t *mp, const char *key, uint32_t *val)
+static bool az_map_get(const az_map_t *mp, const char *key, uint32_t *val)
 {
     if (!mp->cap)
         return false;
@@ -150,7 +152,7 @@ void az_map_del(az_map_t *mp, const char *key)
     }
 }
 
-void az_map_free(az_map_t *mp)
+static void az_map_free(az_map_t *mp)
 {
     cdn_free(mp->keys);
     cdn_free(mp->vals);
@@ -310,6 +312,13 @@ int authz_model_new(authz_model_t **out, cdn_err_t *err)
     }
     *out = m;
     return CDN_OK;
+}
+
+/* Here, not in model_view.c, because the model's view cache holds the references it drops. */
+void authz_view_release(authz_view_t *v)
+{
+    if (v && atomic_fetch_sub(&v->refs_, 1) == 1)
+        cdn_free(v);
 }
 
 void az_model_views_drop(authz_model_t *m)

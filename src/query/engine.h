@@ -11,7 +11,7 @@
 #include "acl/acl.h"
 #include "authz/authz.h"
 #include "base/err.h"
-#include "query/collection.h"
+#include "query/coll.h"
 #include "store/store.h"
 
 typedef struct engine {
@@ -55,7 +55,7 @@ int engine_coll_drop(engine_t *e, const char *name, cdn_err_t *err);
 int engine_view_ids(engine_t *e, const char *const *names, size_t n, uint32_t **ids,
                     size_t *nids, cdn_err_t *err);
 
-/* ---- The permission model (query/model.c). ---- */
+/* ---- The permission model (query/engine_model.c). ---- */
 
 /* Replays the model log inside read transaction t (at open). */
 int engine_model_load(engine_t *e, store_txn_t *t, cdn_err_t *err);
@@ -88,7 +88,7 @@ int engine_subject_resolve(engine_t *e, const coll_t *c, const engine_asker_t *w
                            const char *action, engine_subject_t *out, cdn_err_t *err);
 void engine_subject_release(engine_subject_t *s);
 
-/* ---- One permission state per request (query/model.c). ----
+/* ---- One permission state per request (query/engine_model.c). ----
  *
  * A request reads the model (decision and view) first, then the collection's ACLs under its
  * read lock. Those two reads form one state only if no model write landed in between: a

@@ -1,9 +1,7 @@
-/* search_text.c: BM25 search through the text index with the subject's allowed set, and hybrid
- * search fusing it with the vector plan (reciprocal rank or weighted linear fusion).
- * Relies on text/textidx, query/fusion and the vector plan in search.c. */
+/* search_text.c: BM25 search through the text index with the subject's allowed set, and the
+ * filters of a search. Relies on text/textidx, text/textq and query/chunkrec. */
 #include "base/mem.h"
 #include "query/chunkrec.h"
-#include "query/fusion.h"
 #include "query/search_int.h"
 #include "text/textq.h"
 
@@ -32,7 +30,7 @@ static int map_ids(store_txn_t *t, const coll_t *c, json_t *j)
         if (!rows)
             return CDN_ERR_NOMEM;
         json_array_foreach(vals, i, v) {
-            unsigned char key[4 + 512];
+            unsigned char key[COLL_KEY_MAX];
             char num[32];
             const char *id = json_string_value(v);
             const void *rec;
@@ -42,7 +40,7 @@ static int map_ids(store_txn_t *t, const coll_t *c, json_t *j)
                 snprintf(num, sizeof num, "%lld", (long long)json_integer_value(v));
                 id = num;
             }
-            klen = id && strlen(id) <= 512 ? coll_chunk_key(c->cfg.id, id, key, sizeof key) : 0;
+            klen = id ? coll_chunk_key(c->cfg.id, id, key, sizeof key) : 0;
             if (klen && store_get(t, STORE_CHUNKS, key, klen, &rec, &rlen) == CDN_OK &&
                 chunkrec_row(rec, rlen, &row) == CDN_OK)
                 json_array_append_new(rows, json_integer(row));
@@ -124,10 +122,10 @@ int search_filter_locked(engine_t *e, coll_t *c, const char *filter_json,
     return CDN_OK;
 }
 
-/* Runs the text side for `window` hits into a newly allocated array of (id, score). */
-static int text_side(engine_t *e, coll_t *c, const search_knn_t *q, const roaring_bitmap_t *allowed,
-                     const roaring_bitmap_t *readable, size_t window, vec_hit_t **hits, size_t *n,
-                     search_result_t *out, cdn_err_t *err)
+int search_bm25_locked(engine_t *e, coll_t *c, const search_knn_t *q,
+                       const roaring_bitmap_t *allowed, const roaring_bitmap_t *readable,
+                       size_t window, vec_hit_t **hits, size_t *n, search_result_t *out,
+                       cdn_err_t *err)
 {
     textq_t *tq = NULL;
     textidx_result_t res;
@@ -143,81 +141,4 @@ static int text_side(engine_t *e, coll_t *c, const search_knn_t *q, const roarin
     snprintf(out->plan, sizeof out->plan, "%s", res.plan ? res.plan : "bm25");
     textidx_result_free(&res);
     return *hits ? CDN_OK : cdn_err_set(err, CDN_ERR_NOMEM, "out of memory");
-}
-
-static int fuse(const search_knn_t *q, const vec_hit_t *th, size_t nt, const vec_hit_t *vh,
-                size_t nv, size_t window, size_t k, vec_hit_t *out, size_t *n)
-{
-    uint32_t *ids = cdn_malloc((nt + nv + 1) * sizeof *ids);
-    float *sc = cdn_malloc((nt + nv + 1) * sizeof *sc);
-    fusion_hit_t *fh = cdn_malloc((k ? k : 1) * sizeof *fh);
-    int rc = CDN_ERR_NOMEM;
-    if (ids && sc && fh) {
-        for (size_t i = 0; i < nt; i++) {
-            ids[i] = th[i].id;
-            sc[i] = th[i].dist;
-        }
-        for (size_t i = 0; i < nv; i++) {
-            ids[nt + i] = vh[i].id;
-            sc[nt + i] = vh[i].dist;
-        }
-        fusion_list_t lists[2] = {{ids, sc, nt}, {ids + nt, sc + nt, nv}};
-        float w[2] = {q->text_weight > 0 ? q->text_weight : 0.5f,
-                      q->vector_weight > 0 ? q->vector_weight : 0.5f};
-        rc = q->fusion == SEARCH_FUSION_LINEAR
-                 ? fusion_linear(lists, w, 2, window, k, fh, n)
-                 : fusion_rrf(lists, 2, q->rank_constant, window, k, fh, n);
-        for (size_t i = 0; rc == CDN_OK && i < *n; i++)
-            out[i] = (vec_hit_t){fh[i].id, fh[i].score};
-    }
-    cdn_free(ids);
-    cdn_free(sc);
-    cdn_free(fh);
-    return rc;
-}
-
-int search_text_locked(engine_t *e, coll_t *c, const search_knn_t *q, const float *query,
-                       const roaring_bitmap_t *allowed, const roaring_bitmap_t *readable,
-                       size_t k, search_result_t *out, vec_hit_t **hits, size_t *nhits,
-                       cdn_err_t *err)
-{
-    size_t window = q->vector ? (q->rank_window ? q->rank_window : (k > 100 ? k : 100)) : k;
-    vec_hit_t *th = NULL, *vh = NULL;
-    size_t nt = 0, nv = 0;
-    char tplan[32];
-    int tcomplete, rc;
-    if (window < k || window > SEARCH_K_MAX)
-        return cdn_err_set(err, CDN_ERR_INVALID, "rank_window_size %zu must be between k (%zu) "
-                           "and %d", window, k, SEARCH_K_MAX);
-    if ((rc = text_side(e, c, q, allowed, readable, window, &th, &nt, out, err)) != 0 ||
-        !q->vector) {
-        *hits = th;
-        *nhits = nt;
-        return rc;
-    }
-    tcomplete = out->complete;
-    memcpy(tplan, out->plan, sizeof tplan);
-    out->plan[0] = '\0';
-    if (!(vh = cdn_malloc(window * sizeof *vh)) || !(*hits = cdn_malloc(k * sizeof **hits))) {
-        cdn_free(th);
-        cdn_free(vh);
-        return cdn_err_set(err, CDN_ERR_NOMEM, "out of memory");
-    }
-    rc = search_vector_locked(e, c, q, query, allowed, window, vh, &nv, out);
-    for (size_t i = 0; i < nv; i++)
-        vh[i].dist = vec_score_from_dist(c->cfg.metric, vh[i].dist);
-    if (rc == CDN_OK)
-        rc = fuse(q, th, nt, vh, nv, window, k, *hits, nhits);
-    /* The fused top-k is right for the two windows when both sides were exact. */
-    out->complete = out->complete && tcomplete;
-    char vplan[32];
-    memcpy(vplan, out->plan, sizeof vplan);
-    (void)tplan; /* the text side is always BM25; its pruning variant is not worth the room */
-    snprintf(out->plan, sizeof out->plan, "%s(%.15s,bm25)",
-             q->fusion == SEARCH_FUSION_LINEAR ? "linear" : "rrf", vplan);
-    cdn_free(th);
-    cdn_free(vh);
-    if (rc)
-        return cdn_err_set(err, rc, "fusion failed: %s", cdn_strerror(rc));
-    return CDN_OK;
 }

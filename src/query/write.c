@@ -219,7 +219,7 @@ int write_persist_principals(engine_t *e, store_txn_t *t)
 
 static int put_one(engine_t *e, coll_t *c, store_txn_t *t, prep_t *p)
 {
-    unsigned char key[4 + WRITE_ID_MAX], rk[8];
+    unsigned char key[COLL_KEY_MAX], rk[8];
     size_t klen = coll_chunk_key(c->cfg.id, p->in->id, key, sizeof key);
     const void *old;
     size_t oldlen;

@@ -9,7 +9,7 @@
 
 #include "query/engine.h"
 
-#define WRITE_ID_MAX 500 /* LMDB keys hold at most 511 bytes: 4 go to the collection */
+#define WRITE_ID_MAX COLL_ID_MAX /* query/coll.h: an LMDB key less the collection */
 #define WRITE_METADATA_MAX (64 * 1024)
 #define WRITE_TEXT_MAX (1024 * 1024)
 #define WRITE_BATCH_MAX 100000

@@ -10,7 +10,7 @@
 static int delete_locked(engine_t *e, coll_t *c, const char *const *ids, size_t n,
                          uint32_t *rows, size_t *nrows, uint64_t *rev, cdn_err_t *err)
 {
-    unsigned char key[4 + WRITE_ID_MAX], rk[8];
+    unsigned char key[COLL_KEY_MAX], rk[8];
     store_txn_t *t;
     int rc = CDN_OK;
     for (size_t i = 0; i < n && rc == CDN_OK; i++)
@@ -91,7 +91,7 @@ int write_delete(engine_t *e, const char *name, const char *const *ids, size_t n
 /* Rewrites one chunk's record and ACL row inside t. */
 static int set_one(coll_t *c, store_txn_t *t, prep_t *p, cdn_err_t *err)
 {
-    unsigned char key[4 + WRITE_ID_MAX], rk[8];
+    unsigned char key[COLL_KEY_MAX], rk[8];
     size_t klen = coll_chunk_key(c->cfg.id, p->in->id, key, sizeof key), vlen, reclen;
     const void *v;
     json_t *obj, *arr[2];

@@ -16,7 +16,7 @@ typedef struct store_txn store_txn_t;
  * collection's records sort together and a prefix scan finds them. */
 typedef enum store_table {
     STORE_META = 0,       /* "revision" -> u64, "format" -> u32, "next_coll" -> u32 */
-    STORE_COLLECTIONS,    /* name -> collection config (JSON, see query/collection.c) */
+    STORE_COLLECTIONS,    /* name -> collection config (JSON, see query/coll.c) */
     STORE_CHUNKS,         /* coll + external id -> chunk record (query/chunkrec.c) */
     STORE_ROWS,           /* coll + row (u32 BE) -> external id */
     STORE_ACLS,           /* coll + row (u32 BE) -> packed principal ids (acl/acl.h) */

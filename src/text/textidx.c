@@ -48,14 +48,6 @@ void textidx_free(textidx_t *ti)
     cdn_free(ti);
 }
 
-const textidx_tfield_t *textidx_text_field(const textidx_t *ti, const char *name)
-{
-    for (size_t i = 0; i < ti->ntf; i++)
-        if (!strcmp(ti->tf[i].name, name))
-            return &ti->tf[i];
-    return NULL;
-}
-
 static int add_text_field(textidx_t *ti, const char *name, const analyzer_spec_t *spec,
                           cdn_err_t *err)
 {

@@ -8,6 +8,7 @@
 #include <roaring/roaring.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "base/err.h"
 #include "text/analyzer.h"
@@ -118,8 +119,15 @@ int textidx_save(const textidx_t *ti, const char *path, uint64_t revision, cdn_e
  * magic, version, checksum, truncation or contents) or NOMEM. */
 int textidx_load(const char *path, textidx_t **out, uint64_t *revision, cdn_err_t *err);
 
-/* Internal, for textq_eval.c: the text field called name, or NULL. */
-const textidx_tfield_t *textidx_text_field(const textidx_t *ti, const char *name);
+/* Internal, for textidx.c, textidx_io.c and textq_eval.c: the text field called name, or NULL.
+ * Here, below all three, so that the evaluator textidx.c calls never calls back into it. */
+static inline const textidx_tfield_t *textidx_text_field(const textidx_t *ti, const char *name)
+{
+    for (size_t i = 0; i < ti->ntf; i++)
+        if (!strcmp(ti->tf[i].name, name))
+            return &ti->tf[i];
+    return NULL;
+}
 
 /* Internal (textq_eval.c): evaluates q restricted to base (NULL = all live docs, used only when
  * no dead postings exist) into top-k hits, scoring with the statistics of stats_over (live

@@ -1,5 +1,6 @@
 /* hnsw.c: creating, growing and inserting into the HNSW graph (Malkov & Yashunin), with
- * neighbour diversity (heuristic 4) and concurrent inserts. Relies on hnsw_int.h, base/mem.h. */
+ * neighbour diversity (heuristic 4) and concurrent inserts. Relies on hnsw_search.c's descent and
+ * construction search, hnsw_prim.c's lists, heaps and scoring (hnsw_int.h), base/mem.h. */
 #include "vector/hnsw_int.h"
 
 #include <math.h>
@@ -14,80 +15,6 @@ hnsw_params_t hnsw_params_default(void)
 {
     hnsw_params_t p = {.m = 16, .ef_construction = 200, .ef_search = 64, .seed = 42};
     return p;
-}
-
-/* ---------- heaps ---------- */
-
-int hnsw_heap_init(hnsw_heap_t *q, uint32_t cap)
-{
-    q->n = 0;
-    q->cap = cap ? cap : 16;
-    q->a = cdn_malloc(sizeof(hnsw_hit_t) * q->cap);
-    return q->a ? CDN_OK : CDN_ERR_NOMEM;
-}
-
-void hnsw_heap_free(hnsw_heap_t *q)
-{
-    cdn_free(q->a);
-    q->a = NULL;
-    q->n = q->cap = 0;
-}
-
-int hnsw_heap_push(hnsw_heap_t *q, uint32_t id, float dist)
-{
-    if (q->n == q->cap) {
-        size_t cap = q->cap;
-        void *p = q->a;
-        if (cdn_grow(&p, &cap, (size_t)q->n + 1, sizeof(hnsw_hit_t)))
-            return CDN_ERR_NOMEM;
-        q->a = p;
-        q->cap = (uint32_t)cap;
-    }
-    uint32_t i = q->n++;
-    while (i > 0) {
-        uint32_t parent = (i - 1) / 2;
-        if (q->a[parent].dist >= dist)
-            break;
-        q->a[i] = q->a[parent];
-        i = parent;
-    }
-    q->a[i].id = id;
-    q->a[i].dist = dist;
-    return CDN_OK;
-}
-
-void hnsw_heap_pop(hnsw_heap_t *q)
-{
-    if (q->n == 0)
-        return;
-    hnsw_hit_t last = q->a[--q->n];
-    uint32_t i = 0, n = q->n;
-    for (;;) {
-        uint32_t c = 2 * i + 1;
-        if (c >= n)
-            break;
-        if (c + 1 < n && q->a[c + 1].dist > q->a[c].dist)
-            c++;
-        if (q->a[c].dist <= last.dist)
-            break;
-        q->a[i] = q->a[c];
-        i = c;
-    }
-    if (n > 0)
-        q->a[i] = last;
-}
-
-static int hit_cmp(const void *a, const void *b)
-{
-    const hnsw_hit_t *x = a, *y = b;
-    if (x->dist != y->dist)
-        return x->dist < y->dist ? -1 : 1;
-    return x->id < y->id ? -1 : (x->id > y->id);
-}
-
-void hnsw_heap_sort(hnsw_heap_t *q)
-{
-    qsort(q->a, q->n, sizeof(hnsw_hit_t), hit_cmp);
 }
 
 /* ---------- creation and growth ---------- */
@@ -217,88 +144,7 @@ static int ensure_span(hnsw_t *h, uint32_t id)
     return hnsw_reserve(h, (uint32_t)want);
 }
 
-/* ---------- shared helpers ---------- */
-
-static inline void cpu_relax(void)
-{
-#if defined(__x86_64__) || defined(__i386__)
-    __builtin_ia32_pause();
-#endif
-}
-
-/* The reader half of a seqlock (Boehm, "Can seqlocks get along with programming language memory
- * models?", 2012): slots are read with atomic loads, so a copy racing a writer is well-defined
- * and merely thrown away. The slot loads are acquires and the writer's slot stores releases: a
- * reader that reads a value some writer stored has seen that writer's odd counter by its second
- * look, and so discards the copy. (Fences would do the same, but ThreadSanitizer does not
- * follow fences; on x86 the two compile alike.) Readers write nothing shared, so two threads
- * reading the same hub node no longer bounce a mutex's cache line. */
-uint32_t hnsw_read_list(hnsw_t *h, uint32_t id, uint32_t level, uint32_t *buf)
-{
-    _Atomic uint32_t *sq = &h->seq[id & (HNSW_STRIPES - 1)];
-    const uint32_t *l = hnsw_list_at(h, id, level);
-    uint32_t cap = hnsw_list_cap(h, level);
-    for (;;) {
-        uint32_t s1 = atomic_load_explicit(sq, memory_order_acquire);
-        if (s1 & 1u) {
-            cpu_relax();
-            continue;
-        }
-        uint32_t n = __atomic_load_n(&l[0], __ATOMIC_ACQUIRE);
-        if (n > cap) /* cannot happen (writers store valid counts); keeps buf in bounds */
-            n = cap;
-        for (uint32_t i = 0; i < n; i++)
-            buf[i] = __atomic_load_n(&l[1 + i], __ATOMIC_ACQUIRE);
-        if (atomic_load_explicit(sq, memory_order_relaxed) == s1)
-            return n;
-    }
-}
-
-void hnsw_list_store(hnsw_t *h, uint32_t id, uint32_t level, const uint32_t *ids, uint32_t n)
-{
-    _Atomic uint32_t *sq = &h->seq[id & (HNSW_STRIPES - 1)];
-    uint32_t *l = hnsw_list_at(h, id, level);
-    uint32_t s = atomic_load_explicit(sq, memory_order_relaxed);
-    atomic_store_explicit(sq, s + 1, memory_order_relaxed);
-    for (uint32_t i = 0; i < n; i++)
-        __atomic_store_n(&l[1 + i], ids[i], __ATOMIC_RELEASE);
-    __atomic_store_n(&l[0], n, __ATOMIC_RELEASE);
-    atomic_store_explicit(sq, s + 2, memory_order_release);
-}
-
-void hnsw_score(const hnsw_t *h, const vec_view_t *view, const float *q, const uint32_t *ids,
-                uint32_t n, float *out)
-{
-    uint32_t i = 0;
-    for (; i + 4 <= n; i += 4) {
-        const float *r[4] = {vec_row(view, ids[i]), vec_row(view, ids[i + 1]),
-                             vec_row(view, ids[i + 2]), vec_row(view, ids[i + 3])};
-        h->dist4(q, r, h->dim, out + i);
-    }
-    for (; i < n; i++)
-        out[i] = h->dist(q, vec_row(view, ids[i]), h->dim);
-}
-
-void hnsw_score_src(const hnsw_t *h, const hnsw_scorer_t *s, const uint32_t *ids, uint32_t n,
-                    float *out)
-{
-    if (s->codes) {
-        quant_query_score(s->codes, ids, n, out);
-        return;
-    }
-    if (!s->bf) {
-        hnsw_score(h, s->view, s->q, ids, n, out);
-        return;
-    }
-    uint32_t i = 0;
-    for (; i + 4 <= n; i += 4) {
-        const uint16_t *r[4] = {hnsw_bf_row(s, ids[i]), hnsw_bf_row(s, ids[i + 1]),
-                                hnsw_bf_row(s, ids[i + 2]), hnsw_bf_row(s, ids[i + 3])};
-        s->bdist4(s->qb, r, s->bf_stride, out + i);
-    }
-    for (; i < n; i++)
-        out[i] = s->bdist(s->qb, hnsw_bf_row(s, ids[i]), s->bf_stride);
-}
+/* ---------- construction helpers ---------- */
 
 /* The distance between two rows through a scorer's source. */
 static float pair_dist(const hnsw_t *h, const hnsw_scorer_t *s, uint32_t a, uint32_t b)
@@ -315,45 +161,6 @@ static hnsw_scorer_t scorer_for(const hnsw_scorer_t *base, uint32_t id)
     s.q = vec_row(s.view, id);
     s.qb = s.bf ? hnsw_bf_row(&s, id) : NULL;
     return s;
-}
-
-int hnsw_visited_get(hnsw_t *h, hnsw_visited_t **out)
-{
-    pthread_mutex_lock(&h->pool_lock);
-    hnsw_visited_t *v = h->pool;
-    if (v)
-        h->pool = v->next;
-    pthread_mutex_unlock(&h->pool_lock);
-    if (!v) {
-        v = cdn_calloc(1, sizeof(*v));
-        if (!v)
-            return CDN_ERR_NOMEM;
-    }
-    if (v->cap < h->span) {
-        uint16_t *m = cdn_realloc(v->marks, (size_t)h->span * sizeof(uint16_t));
-        if (!m) {
-            hnsw_visited_put(h, v);
-            return CDN_ERR_NOMEM;
-        }
-        cdn_advise_huge(m, (size_t)h->span * sizeof(uint16_t)); /* marked at random */
-        memset(m + v->cap, 0, (size_t)(h->span - v->cap) * sizeof(uint16_t));
-        v->marks = m;
-        v->cap = h->span;
-    }
-    if (++v->tag == 0) {
-        memset(v->marks, 0, (size_t)v->cap * sizeof(uint16_t));
-        v->tag = 1;
-    }
-    *out = v;
-    return CDN_OK;
-}
-
-void hnsw_visited_put(hnsw_t *h, hnsw_visited_t *v)
-{
-    pthread_mutex_lock(&h->pool_lock);
-    v->next = h->pool;
-    h->pool = v;
-    pthread_mutex_unlock(&h->pool_lock);
 }
 
 /* The level of a node: -ln(U) * mL with U drawn from splitmix64(seed, id), so the graph's
@@ -415,7 +222,7 @@ static void link_back(hnsw_t *h, const hnsw_scorer_t *src, uint32_t s, uint32_t 
     hnsw_score_src(h, &ss, ids, n + 1, d);
     for (uint32_t i = 0; i <= n; i++)
         scratch[i] = (hnsw_hit_t){ids[i], d[i]};
-    qsort(scratch, n + 1, sizeof(hnsw_hit_t), hit_cmp);
+    qsort(scratch, n + 1, sizeof(hnsw_hit_t), hnsw_hit_cmp);
     uint32_t kept = select_diverse(h, src, scratch, n + 1, cap);
     for (uint32_t i = 0; i < kept; i++)
         ids[i] = scratch[i].id;

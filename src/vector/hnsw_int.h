@@ -1,5 +1,5 @@
-/* hnsw_int.h: the HNSW index's private layout and helpers shared by hnsw.c (build),
- * hnsw_search.c (traversal) and hnsw_io.c (persistence). Relies on pthreads and C11 atomics. */
+/* hnsw_int.h: the HNSW index's private layout and the primitives (hnsw_prim.c) shared by hnsw.c
+ * (build), hnsw_search.c (traversal) and hnsw_io.c (persistence). Relies on pthreads and atomics. */
 #ifndef CDN_HNSW_INT_H
 #define CDN_HNSW_INT_H
 
@@ -81,6 +81,15 @@ int hnsw_heap_push(hnsw_heap_t *q, uint32_t id, float dist);
 void hnsw_heap_pop(hnsw_heap_t *q);
 /* Sorts the heap's items ascending by dist in place (the heap is no longer a heap). */
 void hnsw_heap_sort(hnsw_heap_t *q);
+
+/* qsort order of hits: ascending by dist, ties by id. */
+static inline int hnsw_hit_cmp(const void *a, const void *b)
+{
+    const hnsw_hit_t *x = a, *y = b;
+    if (x->dist != y->dist)
+        return x->dist < y->dist ? -1 : 1;
+    return x->id < y->id ? -1 : (x->id > y->id);
+}
 
 static inline uint32_t *hnsw_list_at(const hnsw_t *h, uint32_t id, uint32_t level)
 {

@@ -11,7 +11,7 @@
 #include <string.h>
 
 #include "base/err.h"
-#include "query/collection.h"
+#include "query/coll.h"
 
 static void test_config_round_trips(void **state)
 {

@@ -1,6 +1,7 @@
-/* collection.c: collection configuration, loading from the store, and the row map.
- * Relies on jansson for the configuration record and acl/ for the permission index. */
-#include "query/collection.h"
+/* coll.c: collection configuration, loading from the store, and the row map. Relies on jansson
+ * for the configuration record, acl/ for the permission index, coll_graph.c and coll_text.c for
+ * the derived indexes and coll_keys.c for file names and store keys. */
+#include "query/coll.h"
 #include "base/mem.h"
 
 #include <jansson.h>
@@ -130,12 +131,6 @@ done:
     return rc;
 }
 
-int coll_file_path(const char *dir, uint32_t id, const char *ext, char *buf, size_t size)
-{
-    int n = snprintf(buf, size, "%s/coll-%u.%s", dir, id, ext);
-    return (n < 0 || (size_t)n >= size) ? CDN_ERR_LIMIT : CDN_OK;
-}
-
 void coll_checkpoints_remove(const char *dir, uint32_t id, int with_calibration)
 {
     static const char *const ext[] = {"hnsw", "text", "q8", "efauto"};
@@ -143,22 +138,6 @@ void coll_checkpoints_remove(const char *dir, uint32_t id, int with_calibration)
     for (size_t i = 0; i < sizeof ext / sizeof ext[0] - !with_calibration; i++)
         if (coll_file_path(dir, id, ext[i], path, sizeof path) == 0)
             unlink(path);
-}
-
-void coll_row_key(uint32_t coll_id, uint32_t row, unsigned char key[8])
-{
-    store_be32(key, coll_id);
-    store_be32(key + 4, row);
-}
-
-size_t coll_chunk_key(uint32_t coll_id, const char *id, unsigned char *key, size_t size)
-{
-    size_t n = strlen(id);
-    if (n + 4 > size)
-        return 0;
-    store_be32(key, coll_id);
-    memcpy(key + 4, id, n);
-    return n + 4;
 }
 
 int coll_create_state(const char *dir, const coll_config_t *cfg, coll_t **out, cdn_err_t *err)
@@ -242,6 +221,11 @@ static int load_acl(void *ctx, const void *key, size_t klen, const void *val, si
     return l->rc = acl_index_set(l->c->acl, store_rd32((const unsigned char *)key + 4), buf);
 }
 
+/* Reads the codes file ("q8") into c->quant when it is there and restates c's rows (a file that
+ * does not is reported and ignored: the codes are re-encoded). Called at open, before
+ * coll_quant_sync, which then encodes only the rows the file lacks. */
+static void coll_codes_open(const char *dir, coll_t *c);
+
 int coll_load(const char *dir, store_txn_t *t, const coll_config_t *cfg, coll_t **out,
               cdn_err_t *err)
 {
@@ -292,14 +276,6 @@ void coll_unref(coll_t *c)
     vecfile_close(c->vf);
     pthread_rwlock_destroy(&c->lock);
     cdn_free(c);
-}
-
-void coll_view(const coll_t *c, vec_view_t *v)
-{
-    v->base = c->vf ? vecfile_base(c->vf) : NULL;
-    v->stride = c->vf ? vecfile_stride(c->vf) : 0;
-    v->dim = c->cfg.dim;
-    v->count = c->next_row;
 }
 
 /* Rewrites the arena with the live ids only (cleared rows' bytes are never reused in place). */
@@ -380,7 +356,7 @@ int coll_quant_sync(coll_t *c)
     return quant_encode_rows(c->quant, &v, have, c->next_row - have, NULL);
 }
 
-void coll_codes_open(const char *dir, coll_t *c)
+static void coll_codes_open(const char *dir, coll_t *c)
 {
     char path[4096];
     vec_view_t v;

@@ -1,8 +1,8 @@
-/* collection.h: one collection in memory: its configuration, vector file, permission index
+/* coll.h: one collection in memory: its configuration, vector file, permission index
  * and row-to-id map, with the lock and reference count that let searches run beside writes.
  * Relies on store/, acl/ and vector/. The engine owns collections; searches borrow them. */
-#ifndef CDN_COLLECTION_H
-#define CDN_COLLECTION_H
+#ifndef CDN_COLL_H
+#define CDN_COLL_H
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -111,10 +111,6 @@ int coll_graph_insert(coll_t *c, const uint32_t *rows, size_t n);
 /* Brings the 8-bit codes up to next_row: trains once enough rows exist, then encodes the rows
  * it lacks. Caller holds the write lock (or is opening). A failure leaves the codes unused. */
 int coll_quant_sync(coll_t *c);
-/* Reads the codes file ("q8") into c->quant when it is there and restates c's rows (a file that
- * does not is reported and ignored: the codes are re-encoded). Called at open, before
- * coll_quant_sync, which then encodes only the rows the file lacks. */
-void coll_codes_open(const char *dir, coll_t *c);
 /* Writes the codes file if the codes hold rows the file lacks; called with the graph's
  * checkpoint. Returns 0 or an error code (err says which file). */
 int coll_codes_save(const char *dir, coll_t *c, cdn_err_t *err);
@@ -142,7 +138,13 @@ enum { COLL_EF_UNFILTERED = 0, COLL_EF_FILTERED = 1, COLL_EF_DENSE = 2 };
 uint32_t coll_search_ef(const coll_t *c, int kind);
 
 /* The vectors as a view (count = next_row). Caller holds the lock. */
-void coll_view(const coll_t *c, vec_view_t *v);
+static inline void coll_view(const coll_t *c, vec_view_t *v)
+{
+    v->base = c->vf ? vecfile_base(c->vf) : NULL;
+    v->stride = c->vf ? vecfile_stride(c->vf) : 0;
+    v->dim = c->cfg.dim;
+    v->count = c->next_row;
+}
 
 /* Most bytes of ids one collection's arena holds (offsets are 32-bit). */
 #define COLL_ID_BYTES_MAX ((size_t)UINT32_MAX - 1)
@@ -168,6 +170,11 @@ int coll_text_add(coll_t *c, uint32_t row, const char *const *names, const char 
                   size_t n, const char *metadata_json, cdn_err_t *err);
 /* Writes the text checkpoint if it changed; called at close. */
 int coll_text_save(const char *dir, coll_t *c, cdn_err_t *err);
+
+/* Chunk ids are 1..COLL_ID_MAX bytes: LMDB keys hold at most 511 bytes, 4 go to the
+ * collection, so a chunk key is at most COLL_KEY_MAX bytes. */
+#define COLL_ID_MAX 500
+#define COLL_KEY_MAX (4 + COLL_ID_MAX)
 
 /* Store keys: collection id then a row (8 bytes) or an external id (4 + len bytes). */
 void coll_row_key(uint32_t coll_id, uint32_t row, unsigned char key[8]);

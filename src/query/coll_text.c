@@ -1,10 +1,10 @@
-/* textsync.c: keeping a collection's text index in step with its rows: creation from the
+/* coll_text.c: keeping a collection's text index in step with its rows: creation from the
  * configuration, indexing a row's text fields and metadata, checkpoint load and catch-up at
  * open, checkpoint save at close. Relies on text/textidx; like the graph, the checkpoint's
  * revision slot records the row count it reflects. */
 #include "base/mem.h"
 #include "query/chunkrec.h"
-#include "query/collection.h"
+#include "query/coll.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -107,7 +107,7 @@ struct catch_ctx {
 static int index_row(void *ctx, const void *key, size_t klen, const void *val, size_t vlen)
 {
     struct catch_ctx *k = ctx;
-    unsigned char ck[4 + 512];
+    unsigned char ck[COLL_KEY_MAX];
     const char *names[COLL_TEXT_FIELDS_MAX], *values[COLL_TEXT_FIELDS_MAX];
     uint32_t row = store_rd32((const unsigned char *)key + 4), rrow;
     const void *rec;
@@ -115,7 +115,7 @@ static int index_row(void *ctx, const void *key, size_t klen, const void *val, s
     json_t *obj, *fields, *x;
     const char *fname;
     char *meta;
-    if (klen != 8 || row < k->from || vlen > 512)
+    if (klen != 8 || row < k->from || vlen > COLL_ID_MAX)
         return CDN_OK;
     memcpy(ck, key, 4);
     memcpy(ck + 4, val, vlen);

@@ -1,10 +1,10 @@
-/* graph.c: keeping a collection's HNSW graph in step with its rows: checkpoint load and
+/* coll_graph.c: keeping a collection's HNSW graph in step with its rows: checkpoint load and
  * catch-up at open, inserts on writes, checkpoint save at close.
  * Relies on vector/hnsw; the checkpoint's revision slot records the row count it reflects,
  * since rows are append-only and numbered in commit order. */
 #include "base/fileio.h"
 #include "base/mem.h"
-#include "query/collection.h"
+#include "query/coll.h"
 
 #include <fcntl.h>
 #include <stdio.h>

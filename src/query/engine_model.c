@@ -1,5 +1,5 @@
-/* model.c: the permission model inside the engine: its durable operation log, replay at open,
- * and turning a subject into the principals a search filters by.
+/* engine_model.c: the permission model inside the engine: its durable operation log, replay at
+ * open, and turning a subject into the principals a search filters by.
  * Relies on authz/ for the model and store/ for STORE_MODEL_LOG (revision -> kind + JSON). */
 #include "base/mem.h"
 #include "query/engine.h"

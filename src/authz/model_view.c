@@ -1,4 +1,4 @@
-/* view.c: a subject's view (its principals, flattened) compiled from the kept-current group
+/* model_view.c: a subject's view (its principals, flattened) compiled from the kept-current group
  * closure, cached per subject until the next op, and chunk-ACL explanations. Relies on
  * model.c's structures, base/mem.h and acl/'s rule for principal names. */
 #include "authz/internal.h"
@@ -78,12 +78,6 @@ static int view_compile(const az_state_t *st, uint32_t s, const char *stype, con
     atomic_init(&v->refs_, 1);
     *out = v;
     return CDN_OK;
-}
-
-void authz_view_release(authz_view_t *v)
-{
-    if (v && atomic_fetch_sub(&v->refs_, 1) == 1)
-        cdn_free(v);
 }
 
 bool authz_view_has(const authz_view_t *v, const char *principal)

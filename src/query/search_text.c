@@ -56,6 +56,7 @@ static int parse_es(engine_t *e, const coll_t *c, const char *what, const char *
 {
     json_error_t je;
     json_t *j = json_loads(text, 0, &je);
+    const char *unknown;
     store_txn_t *t;
     int rc;
     if (!j)
@@ -68,6 +69,16 @@ static int parse_es(engine_t *e, const coll_t *c, const char *what, const char *
     if (rc == CDN_OK)
         rc = textq_parse_es(j, out, err);
     json_decref(j);
+    if (rc == CDN_OK && (unknown = textidx_unknown_field(c->text, *out)) != NULL) {
+        rc = cdn_err_set(err, CDN_ERR_INVALID,
+                         "%s: field \"%.64s\" is not a text or metadata field of collection "
+                         "\"%s\" (it would match nothing); declare it at creation "
+                         "(meta_fields; cordon load --create --keyword %.64s, or --number, "
+                         "--date, --bool)",
+                         what, unknown, c->cfg.name, unknown);
+        textq_free(*out);
+        *out = NULL;
+    }
     return rc;
 }
 

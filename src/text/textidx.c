@@ -201,6 +201,42 @@ void textidx_compact(textidx_t *ti)
         invidx_compact(&ti->tf[f].ix);
 }
 
+static int field_known(const textidx_t *ti, const char *name)
+{
+    size_t fno;
+    return textidx_text_field(ti, name) || fieldidx_find(&ti->fi, name, &fno) == CDN_OK;
+}
+
+static const char *unknown_in(const textidx_t *ti, const textq_list_t *l)
+{
+    const char *u = NULL;
+    for (size_t i = 0; !u && i < l->n; i++)
+        u = textidx_unknown_field(ti, l->q[i]);
+    return u;
+}
+
+const char *textidx_unknown_field(const textidx_t *ti, const textq_t *q)
+{
+    const char *u;
+    switch (q->type) {
+    case TEXTQ_MATCH_ALL:
+    case TEXTQ_IDS:
+        return NULL;
+    case TEXTQ_MULTI_MATCH:
+        for (size_t i = 0; i < q->nfields; i++)
+            if (!field_known(ti, q->fields[i].name))
+                return q->fields[i].name;
+        return NULL;
+    case TEXTQ_BOOL:
+        if ((u = unknown_in(ti, &q->must)) || (u = unknown_in(ti, &q->should)) ||
+            (u = unknown_in(ti, &q->filter)))
+            return u;
+        return unknown_in(ti, &q->must_not);
+    default:
+        return q->field && !field_known(ti, q->field) ? q->field : NULL;
+    }
+}
+
 int textidx_search(const textidx_t *ti, const textq_t *q, const textidx_search_opts_t *opts,
                    textidx_result_t *res, cdn_err_t *err)
 {

@@ -104,6 +104,11 @@ void textidx_compact(textidx_t *ti);
 /* Live documents. */
 uint64_t textidx_doc_count(const textidx_t *ti);
 
+/* The first field q names that the index does not hold (neither a text nor a metadata field),
+ * or NULL when every one is known. A query on such a field could only match nothing, which
+ * hides a typo or an undeclared metadata key: callers refuse it. The name is q's. */
+const char *textidx_unknown_field(const textidx_t *ti, const textq_t *q);
+
 /* Runs q for a subject: only docs in opts->allowed (and live) are evaluated or returned.
  * Returns 0 with *res filled (free with textidx_result_free), INVALID (bad query value, e.g. a
  * range bound that is not a number, err says which) or NOMEM. */

@@ -209,6 +209,42 @@ static void test_tiny_cosine_vectors_are_refused_and_small_ones_found(void **sta
     cordon_result_free(r);
 }
 
+/* A query or filter on a field the collection does not index could only match nothing: a typo
+ * or an undeclared metadata key would pass for "no results". Refused, naming the field, the
+ * same for a subject who reads everything and one who reads nothing. */
+static void test_queries_on_fields_the_collection_does_not_index_are_refused(void **state)
+{
+    fx_t *f = *state;
+    static const char *const nobody[] = {"group:nobody"};
+    const char *bad[] = {"{\"match\":{\"titel\":\"words\"}}",
+                         "{\"term\":{\"dept\":\"hr\"}}",
+                         "{\"multi_match\":{\"query\":\"words\",\"fields\":[\"body\",\"dept^2\"]}}",
+                         "{\"bool\":{\"must\":[{\"match\":{\"body\":\"words\"}}],"
+                         "\"must_not\":[{\"exists\":{\"field\":\"dept\"}}]}}"};
+    const char *named[] = {"\"titel\"", "\"dept\"", "\"dept\"", "\"dept\""};
+    assert_int_equal(put1(f->db, "docs", "a", NULL, G0, 1, NULL), 0);
+    for (int who = 0; who < 2; who++) {
+        cordon_subject s = {.principals = who ? nobody : G0, .n_principals = 1};
+        for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+            cordon_result *r;
+            cordon_error e1, e2;
+            cordon_query q = {.query_json = bad[i]};
+            cordon_query fq = {.text = "common", .filter_json = bad[i]};
+            assert_int_equal(cordon_search(f->db, "docs", &s, &q, &r, &e1), CORDON_ERR_INVALID);
+            assert_non_null(strstr(e1.message, named[i]));
+            assert_non_null(strstr(e1.message, "not a text or metadata field"));
+            assert_int_equal(cordon_search(f->db, "docs", &s, &fq, &r, &e2), CORDON_ERR_INVALID);
+            assert_non_null(strstr(e2.message, named[i]));
+        }
+    }
+    cordon_subject s = {.principals = G0, .n_principals = 1};
+    cordon_query ok = {.query_json = "{\"match\":{\"body\":\"common\"}}"};
+    cordon_result *r;
+    assert_int_equal(cordon_search(f->db, "docs", &s, &ok, &r, NULL), 0);
+    assert_int_equal(r->n_hits, 1);
+    cordon_result_free(r);
+}
+
 static void test_ids_with_special_bytes_round_trip_and_bad_ids_are_refused(void **state)
 {
     fx_t *f = *state;
@@ -582,6 +618,7 @@ int main(void)
         T(test_ids_query_matches_chunk_ids_not_internal_rows),
         T(test_non_finite_and_extreme_query_vectors),
         T(test_tiny_cosine_vectors_are_refused_and_small_ones_found),
+        T(test_queries_on_fields_the_collection_does_not_index_are_refused),
         T(test_ids_with_special_bytes_round_trip_and_bad_ids_are_refused),
         T(test_id_of_the_documented_maximum_length_is_stored),
         T(test_odd_principals_in_acls_are_refused_and_change_nothing),

@@ -1,11 +1,11 @@
 /* bench_hnsw.c: HNSW build time and memory, save/load time, recall@10 and latency unfiltered and
  * under random allowed sets, beside the exact scan and post-filtering in the same run. Relies on
  * vector/hnsw.h, vector/exact.h, CRoaring and base/clock.h. Data: bench_gen.h. */
-#include "bench_gen.h"
 #include "bench_hnsw.h"
-#include "bench_util.h"
 #include "base/clock.h"
 #include "base/err.h"
+#include "bench_gen.h"
+#include "bench_util.h"
 #include "vector/exact.h"
 #include "vector/hnsw.h"
 
@@ -48,7 +48,7 @@ typedef struct hb_run {
     uint32_t clusters;
     vec_view_t view;
     hnsw_t *h;
-    quant_t *codes; /* 8-bit codes of the rows (--codes), else NULL */
+    quant_t *codes;   /* 8-bit codes of the rows (--codes), else NULL */
     vec_hit_t *truth; /* queries * BK */
     size_t *n_truth;
     double *lat; /* per query, ms */
@@ -101,7 +101,7 @@ static void usage(FILE *f)
 
 static int parse_opts(int argc, char **argv, hb_opts_t *o)
 {
-    *o = (hb_opts_t){1000000, 100,    384, 16, 200, 2, 42, 0, "/tmp", BENCH_GEN_TOPICS,
+    *o = (hb_opts_t){1000000,         100, 384, 16, 200, 2, 42, 0, "/tmp", BENCH_GEN_TOPICS,
                      HNSW_BUILD_AUTO, 0};
     for (int i = 1; i < argc; i += 2) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -110,7 +110,8 @@ static int parse_opts(int argc, char **argv, hb_opts_t *o)
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
             usage(stdout);
             return -1;
-        } else if (!strcmp(a, "--size") && !(rc = bench_parse_u64("hnsw", a, v, 1000, 50000000, &x)))
+        } else if (!strcmp(a, "--size") &&
+                   !(rc = bench_parse_u64("hnsw", a, v, 1000, 50000000, &x)))
             o->size = x;
         else if (!strcmp(a, "--dim") && !(rc = bench_parse_u64("hnsw", a, v, 2, 4096, &x)))
             o->dim = (uint32_t)x;
@@ -120,7 +121,8 @@ static int parse_opts(int argc, char **argv, hb_opts_t *o)
             o->seed = x;
         else if (!strcmp(a, "--threads") && !(rc = bench_parse_u64("hnsw", a, v, 1, 256, &x)))
             o->threads = (uint32_t)x;
-        else if (!strcmp(a, "--m") && !(rc = bench_parse_u64("hnsw", a, v, HNSW_M_MIN, HNSW_M_MAX, &x)))
+        else if (!strcmp(a, "--m") &&
+                 !(rc = bench_parse_u64("hnsw", a, v, HNSW_M_MIN, HNSW_M_MAX, &x)))
             o->m = (uint32_t)x;
         else if (!strcmp(a, "--efc") && !(rc = bench_parse_u64("hnsw", a, v, 1, HNSW_EF_MAX, &x)))
             o->efc = (uint32_t)x;
@@ -135,7 +137,7 @@ static int parse_opts(int argc, char **argv, hb_opts_t *o)
             o->json = !strcmp(v, "json");
         else if (!strcmp(a, "--build-precision") && v &&
                  (!strcmp(v, "auto") || !strcmp(v, "float") || !strcmp(v, "bf16")))
-            o->prec = !strcmp(v, "float") ? HNSW_BUILD_FLOAT
+            o->prec = !strcmp(v, "float")  ? HNSW_BUILD_FLOAT
                       : !strcmp(v, "bf16") ? HNSW_BUILD_BF16
                                            : HNSW_BUILD_AUTO;
         else if (!rc) {
@@ -197,7 +199,8 @@ static int setup_index(hb_run_t *r)
         rc = rc ? rc : quant_train(r->codes, &r->view, NULL, train, NULL);
         rc = rc ? rc : quant_encode_rows(r->codes, &r->view, 0, (uint32_t)o->size, NULL);
         if (rc) {
-            fprintf(stderr, "cordon bench hnsw: encoding 8-bit codes failed: %s\n", cdn_strerror(rc));
+            fprintf(stderr, "cordon bench hnsw: encoding 8-bit codes failed: %s\n",
+                    cdn_strerror(rc));
             return 1;
         }
     }
@@ -398,7 +401,9 @@ static void print_table(const hb_run_t *r)
            vec_isa_name(vec_isa_best()));
     printf("build: %.1f s with %u threads (%.0f inserts/s), construction precision %s\n",
            r->build_s, o->threads, (double)o->size / r->build_s,
-           o->prec == HNSW_BUILD_FLOAT ? "float" : o->prec == HNSW_BUILD_BF16 ? "bf16" : "auto");
+           o->prec == HNSW_BUILD_FLOAT  ? "float"
+           : o->prec == HNSW_BUILD_BF16 ? "bf16"
+                                        : "auto");
     printf("memory (VmRSS): vectors %.0f MB, graph %.0f MB (index counts %.0f MB)\n",
            r->rss_data_mb, r->rss_graph_mb, r->graph_mb);
     printf("save: %.2f s, file %.0f MB; load: %.2f s; loaded index answers identically: %s\n\n",

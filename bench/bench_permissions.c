@@ -3,9 +3,9 @@
  * layout and share readable against the benchmark's own ground truth and ACL table.
  * Relies on include/cordon.h (the engine under test), perm_data.c and perm_truth.c. */
 #include "bench_permissions.h"
-#include "bench_util.h"
 #include "base/clock.h"
 #include "base/mem.h"
+#include "bench_util.h"
 #include "perm_int.h"
 
 #include <errno.h>
@@ -123,13 +123,17 @@ static int parse_opts(int argc, char **argv, perm_opts_t *o)
         if (parse_flag(a, o))
             continue;
         i++;
-        if (!strcmp(a, "--size") && !(rc = bench_parse_u64("permissions", a, v, PERM_TEAMS, 50000000, &x)))
+        if (!strcmp(a, "--size") &&
+            !(rc = bench_parse_u64("permissions", a, v, PERM_TEAMS, 50000000, &x)))
             o->size = x;
-        else if (!strcmp(a, "--dim") && !(rc = bench_parse_u64("permissions", a, v, 2, CORDON_DIM_MAX, &x)))
+        else if (!strcmp(a, "--dim") &&
+                 !(rc = bench_parse_u64("permissions", a, v, 2, CORDON_DIM_MAX, &x)))
             o->dim = (uint32_t)x;
-        else if (!strcmp(a, "--queries") && !(rc = bench_parse_u64("permissions", a, v, 1, 100000, &x)))
+        else if (!strcmp(a, "--queries") &&
+                 !(rc = bench_parse_u64("permissions", a, v, 1, 100000, &x)))
             o->queries = x;
-        else if (!strcmp(a, "--seed") && !(rc = bench_parse_u64("permissions", a, v, 0, UINT64_MAX, &x)))
+        else if (!strcmp(a, "--seed") &&
+                 !(rc = bench_parse_u64("permissions", a, v, 0, UINT64_MAX, &x)))
             o->seed = x;
         else if (!strcmp(a, "--m") && !(rc = bench_parse_u64("permissions", a, v, 2, 256, &x)))
             o->m = (uint32_t)x;
@@ -137,9 +141,11 @@ static int parse_opts(int argc, char **argv, perm_opts_t *o)
             o->efc = (uint32_t)x;
         else if (!strcmp(a, "--ef") && !(rc = bench_parse_u64("permissions", a, v, 1, 100000, &x)))
             o->ef = (uint32_t)x;
-        else if (!strcmp(a, "--max-candidates") && !(rc = bench_parse_u64("permissions", a, v, 10, 1000000, &x)))
+        else if (!strcmp(a, "--max-candidates") &&
+                 !(rc = bench_parse_u64("permissions", a, v, 10, 1000000, &x)))
             o->max_candidates = x;
-        else if (!strcmp(a, "--exact-floats") && !(rc = bench_parse_u64("permissions", a, v, 1, UINT64_MAX, &x)))
+        else if (!strcmp(a, "--exact-floats") &&
+                 !(rc = bench_parse_u64("permissions", a, v, 1, UINT64_MAX, &x)))
             o->exact_floats = x;
         else if (!strcmp(a, "--generator") && !(rc = bench_gen_parse("permissions", v, &o->gen)))
             ;
@@ -243,14 +249,14 @@ static double engine_rss(const perm_run_t *r)
 #endif
     const perm_world_t *w = &r->w;
     size_t n = w->c.n, nq = w->c.nq, dim = w->c.dim;
-    double own = bench_resident_mb(w->c.base, n * dim * sizeof(float)) +
-                 bench_resident_mb(w->c.queries, nq * dim * sizeof(float)) +
-                 bench_resident_mb(w->team[0], n * sizeof(uint16_t)) +
-                 bench_resident_mb(w->team[1], n * sizeof(uint16_t)) +
-                 bench_resident_mb(w->held, PERM_LAYOUTS * nq * sizeof *w->held) +
-                 bench_resident_mb(w->centroid, (size_t)PERM_GROUPS * dim * sizeof(float)) +
-                 bench_resident_mb(w->truth, (size_t)PERM_LAYOUTS * PERM_SHARES * nq *
-                                                 sizeof *w->truth);
+    double own =
+        bench_resident_mb(w->c.base, n * dim * sizeof(float)) +
+        bench_resident_mb(w->c.queries, nq * dim * sizeof(float)) +
+        bench_resident_mb(w->team[0], n * sizeof(uint16_t)) +
+        bench_resident_mb(w->team[1], n * sizeof(uint16_t)) +
+        bench_resident_mb(w->held, PERM_LAYOUTS * nq * sizeof *w->held) +
+        bench_resident_mb(w->centroid, (size_t)PERM_GROUPS * dim * sizeof(float)) +
+        bench_resident_mb(w->truth, (size_t)PERM_LAYOUTS * PERM_SHARES * nq * sizeof *w->truth);
     return bench_rss_mb() - own;
 }
 
@@ -530,8 +536,15 @@ int bench_permissions_main(int argc, char **argv)
         (rows = cdn_calloc(PERM_LAYOUTS * PERM_SHARES * PERM_STRATS, sizeof *rows)) &&
         (r.lat = cdn_calloc(r.w.c.nq, sizeof *r.lat)) && run_all(&r, rows, &n) == CORDON_OK &&
         (r.w.o.selftest || perm_sweep_unfiltered(&r.w, r.db, PERM_ALL, sweep, &n_sweep) == 0)) {
-        perm_report_t rep = {rows,       n,        sweep, n_sweep, r.reused ? -1 : r.load_s,
-                             r.reopen_s, r.rss_mb, r.engine_rss_open_mb, engine_rss(&r)};
+        perm_report_t rep = {rows,
+                             n,
+                             sweep,
+                             n_sweep,
+                             r.reused ? -1 : r.load_s,
+                             r.reopen_s,
+                             r.rss_mb,
+                             r.engine_rss_open_mb,
+                             engine_rss(&r)};
         if (r.w.o.selftest)
             selftest_recall(&r, rows, n);
         perm_print(&r.w, &rep);

@@ -4,10 +4,10 @@
  * seeded Gaussian clusters (256 centroids uniform in [-1,1]^d, row = centroid + 0.5 N(0,1),
  * normalised; queries drawn the same way after the rows), so the two benches see equal data. */
 #include "bench_quant.h"
-#include "bench_util.h"
 #include "base/clock.h"
 #include "base/err.h"
 #include "base/mem.h"
+#include "bench_util.h"
 #include "vector/exact.h"
 #include "vector/quant.h"
 

@@ -2,10 +2,10 @@
  * a plain scalar loop in the same run, plus the machine's streaming read rate for context.
  * Relies on vector/exact.h, CRoaring and base/clock.h. Data: seeded Gaussian clusters. */
 #include "bench_scan.h"
-#include "bench_util.h"
 #include "base/clock.h"
 #include "base/err.h"
 #include "base/mem.h"
+#include "bench_util.h"
 #include "vector/exact.h"
 
 #include <errno.h>

@@ -12,9 +12,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "bench_text_data.h"
 #include "base/clock.h"
 #include "base/mem.h"
+#include "bench_text_data.h"
 #include "cordon.h"
 #include "text/textidx.h"
 
@@ -252,9 +252,14 @@ static int engine_load(const btd_t *d, const char *analyzer, roaring_bitmap_t *c
 {
     const char *tmp = getenv("TMPDIR");
     static const char *const fields[2] = {"title", "text"};
-    cordon_collection_spec spec = {.name = "bench", .dim = d->dim, .metric = CORDON_METRIC_DOT,
-                                   .text_fields = fields, .n_text_fields = 2,
-                                   .analyzer = analyzer, .bm25_k1 = 0.9f, .bm25_b = 0.4f,
+    cordon_collection_spec spec = {.name = "bench",
+                                   .dim = d->dim,
+                                   .metric = CORDON_METRIC_DOT,
+                                   .text_fields = fields,
+                                   .n_text_fields = 2,
+                                   .analyzer = analyzer,
+                                   .bm25_k1 = 0.9f,
+                                   .bm25_b = 0.4f,
                                    .asserted_principals = 1};
     cordon_error err = {0};
     snprintf(dir, cap, "%s/cordon-bench-text-XXXXXX", tmp && *tmp ? tmp : "/tmp");
@@ -282,8 +287,10 @@ static int engine_load(const btd_t *d, const char *analyzer, roaring_bitmap_t *c
                     allow[j][na++] = layout_principal[l];
             ch[j] = (cordon_chunk){.id = ids[j],
                                    .vector = d->dvec_ok[i] ? d->dvec + i * d->dim : zero,
-                                   .fields = fv + 2 * j, .n_fields = 2,
-                                   .allowed = allow[j], .n_allowed = na};
+                                   .fields = fv + 2 * j,
+                                   .n_fields = 2,
+                                   .allowed = allow[j],
+                                   .n_allowed = na};
         }
         if (cordon_put(*db, "bench", ch, n, NULL, &err)) {
             fprintf(stderr, "bench text: loading docs %zu..: %s\n", at, err.message);
@@ -309,8 +316,10 @@ static int run_engine(run_t *r, cordon_t *db, int layout_index, int mode, char *
         r->nranked[q] = 0;
         if (!r->d->qvec_ok[q])
             continue;
-        cordon_query cq = {.vector = r->d->qvec + q * r->d->dim, .k = TOPK,
-                           .rank_window_size = TOPK, .rank_constant = 60,
+        cordon_query cq = {.vector = r->d->qvec + q * r->d->dim,
+                           .k = TOPK,
+                           .rank_window_size = TOPK,
+                           .rank_constant = 60,
                            .fusion = CORDON_FUSION_RRF};
         if (mode == 1)
             cq.strategy = CORDON_STRATEGY_EXACT;

@@ -26,11 +26,12 @@ double bench_rng_unit(uint64_t *s)
 
 float bench_rng_gauss(uint64_t *s)
 {
-    return (float)(sqrt(-2.0 * log(bench_rng_unit(s))) * cos(6.283185307179586 * bench_rng_unit(s)));
+    return (float)(sqrt(-2.0 * log(bench_rng_unit(s))) *
+                   cos(6.283185307179586 * bench_rng_unit(s)));
 }
 
-int bench_parse_u64(const char *bench, const char *name, const char *val, uint64_t lo,
-                    uint64_t hi, uint64_t *out)
+int bench_parse_u64(const char *bench, const char *name, const char *val, uint64_t lo, uint64_t hi,
+                    uint64_t *out)
 {
     char *end;
     errno = 0;
@@ -44,8 +45,8 @@ int bench_parse_u64(const char *bench, const char *name, const char *val, uint64
     return 0;
 }
 
-void bench_gen_rows(float *out, size_t n, uint32_t dim, const float *centroids,
-                    uint32_t nclusters, uint64_t *s)
+void bench_gen_rows(float *out, size_t n, uint32_t dim, const float *centroids, uint32_t nclusters,
+                    uint64_t *s)
 {
     for (size_t i = 0; i < n; i++) {
         float *row = out + i * dim;

@@ -16,8 +16,8 @@ float bench_rng_gauss(uint64_t *s);
 /* Fills n rows of dim floats: row = centroids[c] + 0.5 * N(0, 1) noise, c uniform among
  * nclusters, then unit length. Clusters give the top-k real structure (not every distance near
  * 1), as embeddings have. The generator of `bench scan` and `bench quant`. */
-void bench_gen_rows(float *out, size_t n, uint32_t dim, const float *centroids,
-                    uint32_t nclusters, uint64_t *s);
+void bench_gen_rows(float *out, size_t n, uint32_t dim, const float *centroids, uint32_t nclusters,
+                    uint64_t *s);
 
 /* Resident memory of this process in MB (VmRSS), 0 when /proc cannot tell. */
 double bench_rss_mb(void);
@@ -28,8 +28,8 @@ double bench_resident_mb(const void *p, size_t bytes);
 
 /* Parses a whole number from lo to hi for option `name` of `cordon bench <bench>`; prints what
  * is wrong and returns 2 (the usage exit code) when it is not one, else 0. */
-int bench_parse_u64(const char *bench, const char *name, const char *val, uint64_t lo,
-                    uint64_t hi, uint64_t *out);
+int bench_parse_u64(const char *bench, const char *name, const char *val, uint64_t lo, uint64_t hi,
+                    uint64_t *out);
 
 /* The same for size_t options. */
 int bench_parse_size(const char *bench, const char *name, const char *val, size_t lo, size_t hi,

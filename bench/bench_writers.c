@@ -63,8 +63,8 @@ static int setup(cordon_t *db, const opts_t *o, bench_gen_t *g)
     size_t batch = 2000;
     float *rows = malloc(batch * o->dim * sizeof *rows);
     cordon_chunk *c = calloc(batch, sizeof *c);
-    char (*ids)[24] = calloc(batch, sizeof *ids);
-    char (*acl)[24] = calloc(batch, sizeof *acl);
+    char(*ids)[24] = calloc(batch, sizeof *ids);
+    char(*acl)[24] = calloc(batch, sizeof *acl);
     const char **allowed = calloc(batch, sizeof *allowed);
     cordon_field *f = calloc(batch, sizeof *f);
     int rc = rows && c && ids && acl && allowed && f ? 0 : CORDON_ERR_NOMEM;
@@ -81,8 +81,10 @@ static int setup(cordon_t *db, const opts_t *o, bench_gen_t *g)
     if (!rc)
         rc = apply(db, "{\"op\":\"put_group\",\"id\":\"churn\"}");
     if (!rc)
-        rc = apply(db, "{\"op\":\"grant\",\"to\":\"churn\",\"to_kind\":\"group\",\"permission\":{\"resource\":"
-                       "\"collection:w\",\"action\":\"*\"}}");
+        rc = apply(
+            db,
+            "{\"op\":\"grant\",\"to\":\"churn\",\"to_kind\":\"group\",\"permission\":{\"resource\":"
+            "\"collection:w\",\"action\":\"*\"}}");
     for (int i = 0; !rc && i < GROUPS; i++) {
         snprintf(j, sizeof j, "{\"op\":\"add_member\",\"group\":\"churn\",\"member\":\"s%d\"}", i);
         rc = apply(db, j);
@@ -95,8 +97,12 @@ static int setup(cordon_t *db, const opts_t *o, bench_gen_t *g)
             snprintf(acl[i], sizeof acl[i], "group:g%zu", (at + i) % GROUPS);
             allowed[i] = acl[i];
             f[i] = (cordon_field){"body", (at + i) % 2 ? "alpha report" : "beta summary"};
-            c[i] = (cordon_chunk){.id = ids[i], .vector = rows + i * o->dim, .fields = &f[i],
-                                  .n_fields = 1, .allowed = &allowed[i], .n_allowed = 1};
+            c[i] = (cordon_chunk){.id = ids[i],
+                                  .vector = rows + i * o->dim,
+                                  .fields = &f[i],
+                                  .n_fields = 1,
+                                  .allowed = &allowed[i],
+                                  .n_allowed = 1};
         }
         if ((rc = cordon_put(db, "w", c, n, NULL, &e)) != 0)
             fprintf(stderr, "cordon bench writers: put: %s\n", e.message);
@@ -204,9 +210,12 @@ static void *bulk_writer(void *arg)
             snprintf(b->acl[i], sizeof b->acl[i], "group:g%ld", (at + i) % GROUPS);
             b->allowed[i] = b->acl[i];
             b->f[i] = (cordon_field){"body", "gamma report"};
-            b->c[i] = (cordon_chunk){.id = b->ids[i], .vector = rows + (size_t)i * dim,
-                                     .fields = &b->f[i], .n_fields = 1,
-                                     .allowed = &b->allowed[i], .n_allowed = 1};
+            b->c[i] = (cordon_chunk){.id = b->ids[i],
+                                     .vector = rows + (size_t)i * dim,
+                                     .fields = &b->f[i],
+                                     .n_fields = 1,
+                                     .allowed = &b->allowed[i],
+                                     .n_allowed = 1};
         }
         if (cordon_put(r->db, "w", b->c, (size_t)n, NULL, NULL) == 0)
             atomic_fetch_add(&r->writes, n);
@@ -328,10 +337,10 @@ int bench_writers_main(int argc, char **argv)
     rc = setup(db, &o, &g);
     bench_gen_rows_of(&g, queries, 256, NULL);
     if (!rc) {
-        printf("# %zu chunks x %u, loaded in %.1f s; %zu readers, %.0f s a phase\n", o.size,
-               o.dim, (now_ms() - t0) / 1e3, o.readers, o.seconds);
-        printf("%-12s %10s %10s %9s %9s %9s %9s %7s\n", "writer", "searches", "writes",
-               "p50_ms", "p99_ms", "p50_x", "p99_x", "errors");
+        printf("# %zu chunks x %u, loaded in %.1f s; %zu readers, %.0f s a phase\n", o.size, o.dim,
+               (now_ms() - t0) / 1e3, o.readers, o.seconds);
+        printf("%-12s %10s %10s %9s %9s %9s %9s %7s\n", "writer", "searches", "writes", "p50_ms",
+               "p99_ms", "p50_x", "p99_x", "errors");
         rc = phase(db, &o, queries, "none", NULL, 0, 0, &b50, &b99);
         if (!rc)
             rc = phase(db, &o, queries, "permissions", perm_writer, b50, b99, &p50, &p99);

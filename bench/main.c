@@ -22,7 +22,8 @@ static const struct bench_entry {
     {"text", bench_text_main, "BM25 / kNN / hybrid quality and latency on BEIR corpora, vs FTS5"},
     {"scan", bench_scan_main, "exact scan of an allowed set vs a scalar loop"},
     {"quant", bench_quant_main, "exact scan with 8-bit pruning vs the float exact scan"},
-    {"permissions", bench_permissions_main, "recall, leaks, latency under hierarchical ACLs vs peers"},
+    {"permissions", bench_permissions_main,
+     "recall, leaks, latency under hierarchical ACLs vs peers"},
     {"writers", bench_writers_main, "search p50/p99 beside permission and bulk writers"},
     {NULL, NULL, NULL},
 };

@@ -4,8 +4,8 @@
  * Relies on base/fvecs.h, vector/distance.h (for clustering only) and gzip on PATH. */
 #include "base/fvecs.h"
 #include "base/mem.h"
-#include "perm_int.h"
 #include "bench_util.h"
+#include "perm_int.h"
 #include "vector/distance.h"
 
 #include <math.h>
@@ -123,8 +123,7 @@ static int load_generated(const perm_opts_t *o, perm_corpus_t *c, cdn_err_t *err
     bench_gen_free(&g);
     if (rc || !c->base || !c->queries)
         return cdn_err_set(err, CDN_ERR_NOMEM, "out of memory for %zu x %u rows", c->n, c->dim);
-    snprintf(c->name, sizeof c->name, "generated-%s-%zux%u", bench_gen_name(o->gen), c->n,
-             c->dim);
+    snprintf(c->name, sizeof c->name, "generated-%s-%zux%u", bench_gen_name(o->gen), c->n, c->dim);
     return CDN_OK;
 }
 
@@ -179,8 +178,8 @@ static void split_centres(split_ctx_t *x, const uint32_t *idx, size_t n)
     size_t ns = n < KM_SAMPLE ? n : KM_SAMPLE;
     double *acc = cdn_calloc((size_t)10 * dim, sizeof *acc);
     for (int p = 0; p < 10; p++)
-        memcpy(x->cent + (size_t)p * dim, x->c->base + (size_t)idx[bench_rng_next(x->seed) % n] * dim,
-               dim * sizeof(float));
+        memcpy(x->cent + (size_t)p * dim,
+               x->c->base + (size_t)idx[bench_rng_next(x->seed) % n] * dim, dim * sizeof(float));
     for (int it = 0; acc && it < KM_ITERS; it++) {
         memset(acc, 0, sizeof *acc * 10 * dim);
         memset(cnt, 0, sizeof cnt);

@@ -52,7 +52,7 @@ typedef struct perm_opts {
     size_t max_candidates;
     unsigned strat_mask; /* bit i: measure perm_strat_names[i] */
     int json, selftest, keep, progress;
-    int int8_scan;       /* create the collection with 8-bit codes for exact scans */
+    int int8_scan;        /* create the collection with 8-bit codes for exact scans */
     bench_gen_kind_t gen; /* generator of --corpus generated */
 } perm_opts_t;
 

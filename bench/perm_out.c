@@ -19,8 +19,7 @@ static void print_table(const perm_world_t *w, const perm_report_t *rep)
     printf("permissions benchmark: %s, %zu x %u (%s), %zu queries, k=%d\n", w->c.name, w->c.n,
            w->c.dim, w->c.metric == CORDON_METRIC_L2 ? "l2" : "cosine", w->c.nq, PERM_K);
     if (load_s < 0)
-        printf("reused the loaded data directory, reopen %.2f s, RSS %.0f MB\n", reopen_s,
-               rss_mb);
+        printf("reused the loaded data directory, reopen %.2f s, RSS %.0f MB\n", reopen_s, rss_mb);
     else
         printf("load %.1f s (cordon_put in batches of 10,000, HNSW built), reopen %.2f s, "
                "RSS %.0f MB\n",

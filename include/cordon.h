@@ -28,17 +28,17 @@ extern "C" {
 /* ---- Status codes (the same numbers as src/base/err.h). ---- */
 typedef enum cordon_status {
     CORDON_OK = 0,
-    CORDON_ERR_NOMEM = -1,       /* out of memory */
-    CORDON_ERR_INVALID = -2,     /* malformed or out-of-range input; err says which field */
-    CORDON_ERR_NOT_FOUND = -3,   /* no such collection or chunk, or the subject may not see it */
-    CORDON_ERR_EXISTS = -4,      /* a collection of that name exists */
-    CORDON_ERR_IO = -5,          /* the disk or the database refused */
-    CORDON_ERR_CORRUPT = -6,     /* stored data does not decode */
-    CORDON_ERR_DENIED = -7,      /* the subject may not do this */
-    CORDON_ERR_LIMIT = -8,       /* a documented size limit was exceeded */
-    CORDON_ERR_CONFLICT = -9,    /* contradicts the current state */
-    CORDON_ERR_UNSUPPORTED = -10,/* valid but not available in this build */
-    CORDON_ERR_INTERNAL = -11,   /* a bug; please report it */
+    CORDON_ERR_NOMEM = -1,        /* out of memory */
+    CORDON_ERR_INVALID = -2,      /* malformed or out-of-range input; err says which field */
+    CORDON_ERR_NOT_FOUND = -3,    /* no such collection or chunk, or the subject may not see it */
+    CORDON_ERR_EXISTS = -4,       /* a collection of that name exists */
+    CORDON_ERR_IO = -5,           /* the disk or the database refused */
+    CORDON_ERR_CORRUPT = -6,      /* stored data does not decode */
+    CORDON_ERR_DENIED = -7,       /* the subject may not do this */
+    CORDON_ERR_LIMIT = -8,        /* a documented size limit was exceeded */
+    CORDON_ERR_CONFLICT = -9,     /* contradicts the current state */
+    CORDON_ERR_UNSUPPORTED = -10, /* valid but not available in this build */
+    CORDON_ERR_INTERNAL = -11,    /* a bug; please report it */
 } cordon_status;
 
 #define CORDON_ERROR_MAX 256
@@ -87,24 +87,24 @@ typedef enum cordon_metric {
     CORDON_METRIC_L2 = 2,
 } cordon_metric;
 
-#define CORDON_NAME_MAX 128        /* collection names: [a-z0-9_-], 1..128 bytes */
-#define CORDON_ID_MAX 500          /* chunk ids: 1..500 bytes of UTF-8 without controls */
-#define CORDON_TEXT_FIELDS_MAX 16  /* text fields per collection */
-#define CORDON_DIM_MAX 4096        /* vector dimension */
+#define CORDON_NAME_MAX 128       /* collection names: [a-z0-9_-], 1..128 bytes */
+#define CORDON_ID_MAX 500         /* chunk ids: 1..500 bytes of UTF-8 without controls */
+#define CORDON_TEXT_FIELDS_MAX 16 /* text fields per collection */
+#define CORDON_DIM_MAX 4096       /* vector dimension */
 
 typedef struct cordon_collection_spec {
     const char *name;
-    uint32_t dim;                    /* 0 = no vectors */
+    uint32_t dim; /* 0 = no vectors */
     cordon_metric metric;
-    const char *const *text_fields;  /* names of the text fields (may be 0 of them) */
+    const char *const *text_fields; /* names of the text fields (may be 0 of them) */
     size_t n_text_fields;
-    const char *acl_field;           /* metadata field holding allowed principals in the
-                                        Elasticsearch API; NULL = "allowed_groups" */
-    uint32_t hnsw_m;                 /* 0 = default */
-    uint32_t hnsw_ef_construction;   /* 0 = default */
-    uint32_t hnsw_ef_search;         /* 0 = chosen by cordon: 64, raised at each checkpoint
-                                        to the smallest ef measured to reach recall@10 0.98
-                                        (docs/internals/query.md) */
+    const char *acl_field;         /* metadata field holding allowed principals in the
+                                      Elasticsearch API; NULL = "allowed_groups" */
+    uint32_t hnsw_m;               /* 0 = default */
+    uint32_t hnsw_ef_construction; /* 0 = default */
+    uint32_t hnsw_ef_search;       /* 0 = chosen by cordon: 64, raised at each checkpoint
+                                      to the smallest ef measured to reach recall@10 0.98
+                                      (docs/internals/query.md) */
     /* Analyzer of every text field (and of the catch-all field "_all" that a plain text query
      * searches): "standard" (default), "english", "english:snowball", "whitespace",
      * "keyword". */
@@ -112,8 +112,8 @@ typedef struct cordon_collection_spec {
     /* Metadata keys indexed for filters (term, terms, range, exists). */
     const struct cordon_meta_field *meta_fields;
     size_t n_meta_fields;
-    float bm25_k1;                   /* 0 = 1.2 */
-    float bm25_b;                    /* 0 = 0.75 (pass 1e-9 for no length normalisation) */
+    float bm25_k1; /* 0 = 1.2 */
+    float bm25_b;  /* 0 = 0.75 (pass 1e-9 for no length normalisation) */
     /* 1: searches and reads may present principals directly (cordon_subject.principals), for a
      * trusted caller whose groups live in its own identity provider. 0 (the default): only
      * subjects of the permission model (cordon_subject.subject_id) may search. */
@@ -133,14 +133,14 @@ typedef struct cordon_collection_spec {
 typedef enum cordon_meta_kind {
     CORDON_META_KEYWORD = 1,
     CORDON_META_NUMBER = 2,
-    CORDON_META_DATE = 3,            /* ISO-8601 strings or epoch milliseconds */
+    CORDON_META_DATE = 3, /* ISO-8601 strings or epoch milliseconds */
     CORDON_META_BOOL = 4,
 } cordon_meta_kind;
 
 #define CORDON_META_FIELDS_MAX 32
 
 typedef struct cordon_meta_field {
-    const char *name;                /* a top-level key of the chunks' metadata */
+    const char *name; /* a top-level key of the chunks' metadata */
     cordon_meta_kind kind;
 } cordon_meta_field;
 
@@ -159,11 +159,11 @@ typedef struct cordon_collection_info {
     char name[CORDON_NAME_MAX + 1];
     uint32_t dim;
     cordon_metric metric;
-    uint64_t chunks;                 /* live chunks */
+    uint64_t chunks; /* live chunks */
     size_t n_text_fields;
     char text_fields[CORDON_TEXT_FIELDS_MAX][CORDON_NAME_MAX + 1];
     char acl_field[CORDON_NAME_MAX + 1];
-    size_t n_meta_fields;            /* the metadata keys indexed for filters */
+    size_t n_meta_fields; /* the metadata keys indexed for filters */
     cordon_meta_field_info meta_fields[CORDON_META_FIELDS_MAX];
     /* Settings, as created (cordon_collection_spec; defaults filled in). */
     char analyzer[40];
@@ -172,14 +172,14 @@ typedef struct cordon_collection_info {
     int bm25_global_stats;
     uint32_t hnsw_m;
     uint32_t hnsw_ef_construction;
-    uint32_t hnsw_ef_search;         /* as created: 0 = calibrated */
-    uint32_t hnsw_ef_calibrated;     /* the breadth unfiltered searches use when it is 0 */
+    uint32_t hnsw_ef_search;     /* as created: 0 = calibrated */
+    uint32_t hnsw_ef_calibrated; /* the breadth unfiltered searches use when it is 0 */
     /* Sizes. */
-    uint64_t rows;                   /* rows written, deleted and replaced ones included */
-    uint64_t vector_bytes;           /* the vector file's rows (mapped, paged in by the OS) */
-    uint64_t graph_bytes;            /* the HNSW graph in memory */
-    uint64_t codes_bytes;            /* 8-bit and 1-bit codes in memory (int8_scan) */
-    uint64_t acl_bytes;              /* the ACL index in memory */
+    uint64_t rows;         /* rows written, deleted and replaced ones included */
+    uint64_t vector_bytes; /* the vector file's rows (mapped, paged in by the OS) */
+    uint64_t graph_bytes;  /* the HNSW graph in memory */
+    uint64_t codes_bytes;  /* 8-bit and 1-bit codes in memory (int8_scan) */
+    uint64_t acl_bytes;    /* the ACL index in memory */
 } cordon_collection_info;
 
 /* Lists collections in name order into a new array; free with cordon_free. */
@@ -191,8 +191,8 @@ int cordon_collection_info_get(cordon_t *db, const char *name, cordon_collection
 
 /* ---- Chunks. ---- */
 typedef struct cordon_field {
-    const char *name;   /* one of the collection's text fields */
-    const char *value;  /* UTF-8 */
+    const char *name;  /* one of the collection's text fields */
+    const char *value; /* UTF-8 */
 } cordon_field;
 
 #define CORDON_METADATA_MAX (64 * 1024) /* bytes of metadata JSON per chunk */
@@ -201,13 +201,13 @@ typedef struct cordon_field {
 
 typedef struct cordon_chunk {
     const char *id;
-    const float *vector;            /* dim floats; required when the collection has vectors */
+    const float *vector; /* dim floats; required when the collection has vectors */
     const cordon_field *fields;
     size_t n_fields;
-    const char *metadata_json;      /* NULL or a JSON object */
-    const char *const *allowed;     /* principals that may read it; none = nobody may */
+    const char *metadata_json;  /* NULL or a JSON object */
+    const char *const *allowed; /* principals that may read it; none = nobody may */
     size_t n_allowed;
-    const char *const *denied;      /* principals that may not, whatever else they hold */
+    const char *const *denied; /* principals that may not, whatever else they hold */
     size_t n_denied;
 } cordon_chunk;
 
@@ -239,8 +239,8 @@ typedef struct cordon_acl_change {
 
 /* Replaces the ACL of existing chunks, all or none; CORDON_ERR_NOT_FOUND names the first id
  * that does not exist. Visible to the next request once this returns. */
-int cordon_set_acl(cordon_t *db, const char *collection, const cordon_acl_change *changes,
-                   size_t n, uint64_t *revision, cordon_error *err);
+int cordon_set_acl(cordon_t *db, const char *collection, const cordon_acl_change *changes, size_t n,
+                   uint64_t *revision, cordon_error *err);
 
 /* ---- Subjects: who is asking. ---- */
 typedef struct cordon_subject {
@@ -261,11 +261,11 @@ typedef struct cordon_subject {
 /* A chunk as a subject reads it. */
 typedef struct cordon_record {
     char *id;
-    float *vector;            /* dim floats, or NULL */
+    float *vector; /* dim floats, or NULL */
     uint32_t dim;
-    cordon_field *fields;     /* strings owned by the record */
+    cordon_field *fields; /* strings owned by the record */
     size_t n_fields;
-    char *metadata_json;      /* "{}" when none */
+    char *metadata_json; /* "{}" when none */
     char **allowed;
     size_t n_allowed;
     char **denied;
@@ -275,14 +275,14 @@ typedef struct cordon_record {
 
 /* Reads one chunk as subject. CORDON_ERR_NOT_FOUND when it does not exist or the subject may
  * not read it: the two cannot be told apart. Free *out with cordon_record_free. */
-int cordon_get(cordon_t *db, const char *collection, const cordon_subject *subject,
-               const char *id, cordon_record **out, cordon_error *err);
+int cordon_get(cordon_t *db, const char *collection, const cordon_subject *subject, const char *id,
+               cordon_record **out, cordon_error *err);
 void cordon_record_free(cordon_record *r);
 
 /* ---- Search. ---- */
 typedef enum cordon_strategy {
-    CORDON_STRATEGY_AUTO = 0,   /* the planner chooses from the readable set's size */
-    CORDON_STRATEGY_EXACT = 1,  /* exact scan of the readable chunks: always complete */
+    CORDON_STRATEGY_AUTO = 0,       /* the planner chooses from the readable set's size */
+    CORDON_STRATEGY_EXACT = 1,      /* exact scan of the readable chunks: always complete */
     CORDON_STRATEGY_PREFILTER = 2,  /* graph traversal admitting only readable chunks */
     CORDON_STRATEGY_POSTFILTER = 3, /* unfiltered traversal, drop unreadable, widen */
 } cordon_strategy;
@@ -290,42 +290,42 @@ typedef enum cordon_strategy {
 #define CORDON_K_MAX 10000
 
 typedef enum cordon_fusion {
-    CORDON_FUSION_RRF = 0,      /* reciprocal rank fusion, as Elasticsearch's retriever.rrf */
-    CORDON_FUSION_LINEAR = 1,   /* weighted sum of min-max normalised scores */
+    CORDON_FUSION_RRF = 0,    /* reciprocal rank fusion, as Elasticsearch's retriever.rrf */
+    CORDON_FUSION_LINEAR = 1, /* weighted sum of min-max normalised scores */
 } cordon_fusion;
 
 /* A vector query, a text query, or both (hybrid: each side is permission-filtered, then fused).*/
 typedef struct cordon_query {
-    const float *vector;        /* dim floats, or NULL for a text-only query */
-    size_t k;                   /* 0 = 10 */
-    cordon_strategy strategy;   /* for the vector side */
-    uint32_t ef_search;         /* 0 = the collection's */
-    size_t max_candidates;      /* postfilter widening limit; 0 = 1000 */
-    const char *text;           /* BM25 match over every text field, or NULL */
-    const char *query_json;     /* or an Elasticsearch query object: match, multi_match,
-                                   match_phrase, prefix, fuzzy, term, terms, range, exists,
-                                   bool; NULL = none */
-    cordon_fusion fusion;       /* hybrid only */
-    size_t rank_window_size;    /* hybrid: hits taken from each side; 0 = max(k, 100) */
-    uint32_t rank_constant;     /* RRF constant; 0 = 60 */
-    float text_weight;          /* linear fusion weights; 0 = 0.5 */
+    const float *vector;      /* dim floats, or NULL for a text-only query */
+    size_t k;                 /* 0 = 10 */
+    cordon_strategy strategy; /* for the vector side */
+    uint32_t ef_search;       /* 0 = the collection's */
+    size_t max_candidates;    /* postfilter widening limit; 0 = 1000 */
+    const char *text;         /* BM25 match over every text field, or NULL */
+    const char *query_json;   /* or an Elasticsearch query object: match, multi_match,
+                                 match_phrase, prefix, fuzzy, term, terms, range, exists,
+                                 bool; NULL = none */
+    cordon_fusion fusion;     /* hybrid only */
+    size_t rank_window_size;  /* hybrid: hits taken from each side; 0 = max(k, 100) */
+    uint32_t rank_constant;   /* RRF constant; 0 = 60 */
+    float text_weight;        /* linear fusion weights; 0 = 0.5 */
     float vector_weight;
-    const char *filter_json;    /* an Elasticsearch query object that only filters (e.g. term,
-                                   range, bool.filter on metadata fields): results come from
-                                   the readable chunks it matches; NULL = none */
+    const char *filter_json; /* an Elasticsearch query object that only filters (e.g. term,
+                                range, bool.filter on metadata fields): results come from
+                                the readable chunks it matches; NULL = none */
 } cordon_query;
 
 typedef struct cordon_hit {
     char *id;
-    float score;               /* higher is better */
+    float score; /* higher is better */
 } cordon_hit;
 
 typedef struct cordon_result {
-    cordon_hit *hits;          /* best first */
+    cordon_hit *hits; /* best first */
     size_t n_hits;
-    int complete;              /* 1 only when these are surely the true top-k readable */
-    char plan[32];             /* the plan that ran, e.g. "exact", "hnsw-filtered" */
-    uint64_t readable;         /* chunks the subject may read in this collection */
+    int complete;      /* 1 only when these are surely the true top-k readable */
+    char plan[32];     /* the plan that ran, e.g. "exact", "hnsw-filtered" */
+    uint64_t readable; /* chunks the subject may read in this collection */
     /* The revision the search read: the data directory's write counter, which every write
      * bumps, including writes to chunks the subject cannot read. Pass it as a consistency
      * token; it is the one field chunks a subject cannot read change (see below). */
@@ -355,38 +355,37 @@ void cordon_result_free(cordon_result *r);
  * operator, malformed condition, cyclic group, unknown subject) changes nothing. */
 int cordon_model_apply(cordon_t *db, const char *op_json, uint64_t *revision, cordon_error *err);
 /* Replaces the whole model by one JSON document (the shape cordon_model_export writes). */
-int cordon_model_import(cordon_t *db, const char *doc_json, uint64_t *revision,
-                        cordon_error *err);
+int cordon_model_import(cordon_t *db, const char *doc_json, uint64_t *revision, cordon_error *err);
 /* The whole model as one JSON document; free *json with cordon_free. */
 int cordon_model_export(cordon_t *db, char **json, cordon_error *err);
 
 typedef struct cordon_authz_request {
-    const char *subject;        /* subject id */
-    const char *resource;       /* "type:id", e.g. "collection:hr-payroll" */
-    const char *action;         /* case-insensitive */
-    const char *context_json;   /* NULL or a JSON object: operands "context.*" */
-    const char *resource_json;  /* NULL or a JSON object: operands "resource.*" */
-    const char *scope_type;     /* both NULL for no scope */
+    const char *subject;       /* subject id */
+    const char *resource;      /* "type:id", e.g. "collection:hr-payroll" */
+    const char *action;        /* case-insensitive */
+    const char *context_json;  /* NULL or a JSON object: operands "context.*" */
+    const char *resource_json; /* NULL or a JSON object: operands "resource.*" */
+    const char *scope_type;    /* both NULL for no scope */
     const char *scope_id;
 } cordon_authz_request;
 
 /* Sizes of a decision's text fields, NUL included: each is the permission model's own limit,
  * enforced when the model is written, so every value a decision can carry fits whole. */
-#define CORDON_REASON_MAX 48       /* the longest reason code, with room to spare */
-#define CORDON_RESOURCE_MAX 256    /* resource strings and patterns */
+#define CORDON_REASON_MAX 48    /* the longest reason code, with room to spare */
+#define CORDON_RESOURCE_MAX 256 /* resource strings and patterns */
 #define CORDON_ACTION_MAX 64
-#define CORDON_CONDITION_MAX 1024  /* a condition as compact JSON */
-#define CORDON_ROLE_MAX 128        /* subject, group and role ids */
-#define CORDON_PRINCIPAL_MAX 144   /* "service:" + an id */
+#define CORDON_CONDITION_MAX 1024 /* a condition as compact JSON */
+#define CORDON_ROLE_MAX 128       /* subject, group and role ids */
+#define CORDON_PRINCIPAL_MAX 144  /* "service:" + an id */
 
 typedef struct cordon_decision {
     int authorized;
-    char reason[CORDON_REASON_MAX];       /* e.g. "PERMISSION_GRANTED_NO_CONDITION" */
-    char resource[CORDON_RESOURCE_MAX];   /* the matched permission's resource pattern, or "" */
+    char reason[CORDON_REASON_MAX];     /* e.g. "PERMISSION_GRANTED_NO_CONDITION" */
+    char resource[CORDON_RESOURCE_MAX]; /* the matched permission's resource pattern, or "" */
     char action[CORDON_ACTION_MAX];
-    char condition[CORDON_CONDITION_MAX]; /* its condition as JSON, or "" */
-    char role[CORDON_ROLE_MAX];           /* the role that carried it, "" for a direct grant */
-    char granted_to[CORDON_PRINCIPAL_MAX];/* "user:alice", "group:eng", ... */
+    char condition[CORDON_CONDITION_MAX];  /* its condition as JSON, or "" */
+    char role[CORDON_ROLE_MAX];            /* the role that carried it, "" for a direct grant */
+    char granted_to[CORDON_PRINCIPAL_MAX]; /* "user:alice", "group:eng", ... */
     uint64_t revision;
 } cordon_decision;
 
@@ -403,7 +402,7 @@ void cordon_strings_free(char **v, size_t n);
 typedef struct cordon_explanation {
     int readable;
     char principal[CORDON_PRINCIPAL_MAX]; /* the view principal that decided, or "" */
-    char message[256];          /* one sentence */
+    char message[256];                    /* one sentence */
     uint64_t revision;
 } cordon_explanation;
 

@@ -26,7 +26,10 @@ static inline char *tu_tmpdir(char *buf, size_t size)
     return mkdtemp(buf);
 }
 
-static inline void tu_rmrf(const char *dir) { nftw(dir, tu_rm_one, 16, FTW_DEPTH | FTW_PHYS); }
+static inline void tu_rmrf(const char *dir)
+{
+    nftw(dir, tu_rm_one, 16, FTW_DEPTH | FTW_PHYS);
+}
 
 /* Sums a /proc/self/smaps field (e.g. "Rss:", "AnonHugePages:") in kB over the mappings that
  * overlap [lo, hi) or, with name set, whose header line names it. 0 without /proc. */
@@ -58,10 +61,16 @@ static inline uint64_t tu_rand(uint64_t *s)
     *s ^= *s >> 27;
     return *s * 2685821657736338717ull;
 }
-static inline float tu_randf(uint64_t *s) { return (float)(tu_rand(s) >> 40) / (float)(1 << 24); }
+static inline float tu_randf(uint64_t *s)
+{
+    return (float)(tu_rand(s) >> 40) / (float)(1 << 24);
+}
 
 /* The decimal number at the start of s (tests parse ids like "r42" with s + 1). */
-static inline int tu_num(const char *s) { return (int)strtol(s, NULL, 10); }
+static inline int tu_num(const char *s)
+{
+    return (int)strtol(s, NULL, 10);
+}
 
 /* Where ../shared/data is: $CORDON_SHARED_DATA, else /work/shared/data-like default. */
 static inline const char *tu_shared_data(void)

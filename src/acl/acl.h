@@ -5,9 +5,9 @@
 #ifndef CDN_ACL_H
 #define CDN_ACL_H
 
+#include <roaring/roaring.h>
 #include <stddef.h>
 #include <stdint.h>
-#include <roaring/roaring.h>
 
 #include "base/err.h"
 #include "base/strmap.h"
@@ -47,7 +47,10 @@ int acl_principal_canon(const char *name, char *canon, size_t canon_size, cdn_er
 /* Longest ACL a chunk may carry (allowed + denied principals). */
 #define ACL_MAX_PRINCIPALS 1024
 
-static inline uint32_t acl_packed_len(const uint32_t *p) { return 2 + p[0] + p[1]; }
+static inline uint32_t acl_packed_len(const uint32_t *p)
+{
+    return 2 + p[0] + p[1];
+}
 
 /* ---- The per-collection index. ---- */
 
@@ -69,8 +72,7 @@ void acl_index_remove(acl_index_t *x, uint32_t row);
  * roaring_bitmap_free. 0 or CDN_ERR_NOMEM. Views of 1 to 64 principals are remembered (the
  * last 8) until the next acl_index_set or acl_index_remove, so a subject's next query gets a
  * copy instead of the union. Safe to call from many threads while no write runs. */
-int acl_index_allowed(const acl_index_t *x, const uint32_t *view, size_t n,
-                      roaring_bitmap_t **out);
+int acl_index_allowed(const acl_index_t *x, const uint32_t *view, size_t n, roaring_bitmap_t **out);
 
 /* Re-check of one row from its packed ACL, not from the bitmaps: 1 if some allowed principal is
  * in view and no denied one is, 0 otherwise (also for deleted rows). view must be sorted.

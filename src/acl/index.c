@@ -61,8 +61,8 @@ typedef struct acl_memo {
 struct acl_index {
     roaring_bitmap_t **allow; /* by principal id; NULL = no rows */
     roaring_bitmap_t **deny;
-    size_t nprin;             /* slots in allow and deny */
-    uint32_t *row_ref;        /* by row: 1 + entry index; 0 = deleted or never written */
+    size_t nprin;      /* slots in allow and deny */
+    uint32_t *row_ref; /* by row: 1 + entry index; 0 = deleted or never written */
     size_t nrows;
     /* The distinct ACLs, by entry index (a slot in use has refs > 0). */
     uint32_t *ent_off;   /* offset of its bytes in the arena */
@@ -620,7 +620,10 @@ uint32_t acl_index_entry_of(const acl_index_t *x, uint32_t row)
     return row < x->nrows ? x->row_ref[row] : 0;
 }
 
-size_t acl_index_distinct(const acl_index_t *x) { return x->ndistinct; }
+size_t acl_index_distinct(const acl_index_t *x)
+{
+    return x->ndistinct;
+}
 
 size_t acl_index_memory(const acl_index_t *x)
 {
@@ -683,4 +686,7 @@ void acl_index_compact(acl_index_t *x)
     x->unhashed = 1;
 }
 
-const roaring_bitmap_t *acl_index_live(const acl_index_t *x) { return x->live; }
+const roaring_bitmap_t *acl_index_live(const acl_index_t *x)
+{
+    return x->live;
+}

@@ -70,12 +70,13 @@ int acl_principal_canon(const char *name, char *canon, size_t canon_size, cdn_er
     size_t n, at;
     const char *colon;
     if (!name || !*name)
-        return cdn_err_set(err, CDN_ERR_INVALID, "a principal name is empty; write e.g. "
-                                                 "\"group:eng\" or \"user:alice\"");
+        return cdn_err_set(err, CDN_ERR_INVALID,
+                           "a principal name is empty; write e.g. "
+                           "\"group:eng\" or \"user:alice\"");
     n = strlen(name);
     if (n > ACL_PRINCIPAL_MAX)
-        return cdn_err_set(err, CDN_ERR_LIMIT, "principal name of %zu bytes; the limit is %d",
-                           n, ACL_PRINCIPAL_MAX);
+        return cdn_err_set(err, CDN_ERR_LIMIT, "principal name of %zu bytes; the limit is %d", n,
+                           ACL_PRINCIPAL_MAX);
     if (!cdn_utf8_valid(name, n, &at))
         return cdn_err_set(err, CDN_ERR_INVALID, "principal name is not UTF-8 (byte %zu)", at);
     if (cdn_utf8_has_control(name, n, &at))
@@ -89,10 +90,13 @@ int acl_principal_canon(const char *name, char *canon, size_t canon_size, cdn_er
         if (k == 4)
             return cdn_err_set(err, CDN_ERR_INVALID,
                                "principal \"%.100s\" has an unknown kind; write user:, "
-                               "service:, group:, role: or a plain group name", name);
+                               "service:, group:, role: or a plain group name",
+                               name);
         if (colon[1] == '\0')
-            return cdn_err_set(err, CDN_ERR_INVALID, "principal \"%.100s\" has a kind but no "
-                               "name", name);
+            return cdn_err_set(err, CDN_ERR_INVALID,
+                               "principal \"%.100s\" has a kind but no "
+                               "name",
+                               name);
     }
     if (snprintf(canon, canon_size, "%s%s", colon ? "" : "group:", name) >= (int)canon_size)
         return cdn_err_set(err, CDN_ERR_LIMIT, "principal \"%.100s\" is too long", name);

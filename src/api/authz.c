@@ -57,8 +57,7 @@ int cordon_model_apply(cordon_t *db, const char *op_json, uint64_t *revision, co
     uint64_t rev = 0;
     int rc;
     if (!db || !op_json)
-        return api_ret(cdn_err_set(&e, CDN_ERR_INVALID, "cordon_model_apply needs an op"), &e,
-                       err);
+        return api_ret(cdn_err_set(&e, CDN_ERR_INVALID, "cordon_model_apply needs an op"), &e, err);
     rc = engine_model_apply(db->e, op_json, &rev, &e);
     if (rc == CDN_OK && revision)
         *revision = rev;
@@ -71,8 +70,8 @@ int cordon_model_import(cordon_t *db, const char *doc, uint64_t *revision, cordo
     uint64_t rev = 0;
     int rc;
     if (!db || !doc)
-        return api_ret(cdn_err_set(&e, CDN_ERR_INVALID, "cordon_model_import needs a document"),
-                       &e, err);
+        return api_ret(cdn_err_set(&e, CDN_ERR_INVALID, "cordon_model_import needs a document"), &e,
+                       err);
     rc = engine_model_import(db->e, doc, &rev, &e);
     if (rc == CDN_OK && revision)
         *revision = rev;
@@ -83,8 +82,7 @@ int cordon_model_export(cordon_t *db, char **json, cordon_error *err)
 {
     cdn_err_t e = {0, ""};
     if (!db || !json)
-        return api_ret(cdn_err_set(&e, CDN_ERR_INVALID, "cordon_model_export needs out"), &e,
-                       err);
+        return api_ret(cdn_err_set(&e, CDN_ERR_INVALID, "cordon_model_export needs out"), &e, err);
     return api_ret(authz_export(db->e->model, json, &e), &e, err);
 }
 
@@ -112,25 +110,26 @@ int cordon_is_authorized(cordon_t *db, const cordon_authz_request *req, cordon_d
     json_t *ctx = NULL, *res = NULL;
     int rc;
     if (!db || !req || !out)
-        return api_ret(cdn_err_set(&e, CDN_ERR_INVALID, "cordon_is_authorized needs a request"),
-                       &e, err);
+        return api_ret(cdn_err_set(&e, CDN_ERR_INVALID, "cordon_is_authorized needs a request"), &e,
+                       err);
     if (atomic_load(&db->e->model_broken))
-        return api_ret(cdn_err_set(&e, CDN_ERR_INTERNAL, "the permission model missed a write; "
-                                   "reopen the data directory"), &e, err);
+        return api_ret(cdn_err_set(&e, CDN_ERR_INTERNAL,
+                                   "the permission model missed a write; "
+                                   "reopen the data directory"),
+                       &e, err);
     if ((rc = parse_obj(req->context_json, "context", &ctx, &e)) != 0 ||
         (rc = parse_obj(req->resource_json, "resource attributes", &res, &e)) != 0)
         goto done;
-    r = (authz_request_t){req->subject, req->resource, req->action, ctx, res, req->scope_type,
-                          req->scope_id, AUTHZ_CACHE_USE};
+    r = (authz_request_t){req->subject, req->resource,   req->action,   ctx,
+                          res,          req->scope_type, req->scope_id, AUTHZ_CACHE_USE};
     if ((rc = authz_is_authorized(db->e->model, &r, &d, &e)) == CDN_OK) {
         memset(out, 0, sizeof *out);
         out->authorized = d.authorized;
-        if ((rc = copy_text(out->reason, sizeof out->reason, authz_reason_name(d.reason),
-                            "reason", &e)) ||
+        if ((rc = copy_text(out->reason, sizeof out->reason, authz_reason_name(d.reason), "reason",
+                            &e)) ||
             (rc = copy_text(out->resource, sizeof out->resource, d.resource, "resource", &e)) ||
             (rc = copy_text(out->action, sizeof out->action, d.action, "action", &e)) ||
-            (rc = copy_text(out->condition, sizeof out->condition, d.condition, "condition",
-                            &e)) ||
+            (rc = copy_text(out->condition, sizeof out->condition, d.condition, "condition", &e)) ||
             (rc = copy_text(out->role, sizeof out->role, d.role, "role", &e)) ||
             (rc = copy_text(out->granted_to, sizeof out->granted_to, d.granted_to, "granted_to",
                             &e)))
@@ -151,8 +150,7 @@ int cordon_view(cordon_t *db, const char *subject_id, char ***principals, size_t
     authz_view_t *v;
     int rc;
     if (!db || !subject_id || !principals || !n)
-        return api_ret(cdn_err_set(&e, CDN_ERR_INVALID, "cordon_view needs a subject id"), &e,
-                       err);
+        return api_ret(cdn_err_set(&e, CDN_ERR_INVALID, "cordon_view needs a subject id"), &e, err);
     if ((rc = authz_view(db->e->model, subject_id, &v, &e)) != 0)
         return api_ret(rc, &e, err);
     *principals = cdn_calloc(v->n + 1, sizeof(char *));
@@ -183,9 +181,7 @@ static size_t strings_of(json_t *arr, const char **out, size_t max)
 {
     size_t i, n = 0;
     json_t *x;
-    json_array_foreach(arr, i, x)
-        if (n < max && json_is_string(x))
-            out[n++] = json_string_value(x);
+    json_array_foreach(arr, i, x) if (n < max && json_is_string(x)) out[n++] = json_string_value(x);
     return n;
 }
 
@@ -198,8 +194,10 @@ int cordon_explain(cordon_t *db, const char *coll, const char *subject_id, const
     json_t *obj;
     int rc;
     if (!db || !coll || !subject_id || !id || !out)
-        return api_ret(cdn_err_set(&e, CDN_ERR_INVALID, "cordon_explain needs a collection, a "
-                                   "subject id and a chunk id"), &e, err);
+        return api_ret(cdn_err_set(&e, CDN_ERR_INVALID,
+                                   "cordon_explain needs a collection, a "
+                                   "subject id and a chunk id"),
+                       &e, err);
     if ((rc = search_record(db->e, coll, id, &obj, &e)) != 0)
         return api_ret(rc, &e, err);
     size_t na = strings_of(json_object_get(obj, "allowed"), allowed, ACL_MAX_PRINCIPALS);

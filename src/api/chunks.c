@@ -9,7 +9,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-
 /* Checks what only the public form can get wrong (the field list) and points w at c's parts;
  * names and values have room for c->n_fields. index is c's place in its batch, or
  * WRITE_NO_INDEX. */
@@ -23,8 +22,9 @@ static int to_write(const cordon_chunk *c, size_t index, write_chunk_t *w, const
         return cdn_err_set(e, CDN_ERR_INVALID, "chunk %zu: bad field list (at most %d)", index,
                            CORDON_TEXT_FIELDS_MAX);
     }
-    *w = (write_chunk_t){c->id, c->vector, names, values, c->n_fields, c->metadata_json,
-                         c->allowed, c->n_allowed, c->denied, c->n_denied};
+    *w = (write_chunk_t){c->id,       c->vector,        names,      values,
+                         c->n_fields, c->metadata_json, c->allowed, c->n_allowed,
+                         c->denied,   c->n_denied};
     for (size_t f = 0; f < c->n_fields; f++) {
         names[f] = c->fields[f].name;
         values[f] = c->fields[f].value;
@@ -32,17 +32,16 @@ static int to_write(const cordon_chunk *c, size_t index, write_chunk_t *w, const
     return CDN_OK;
 }
 
-int cordon_chunk_check(cordon_t *db, const char *coll, const cordon_chunk *chunk,
-                       cordon_error *err)
+int cordon_chunk_check(cordon_t *db, const char *coll, const cordon_chunk *chunk, cordon_error *err)
 {
     cdn_err_t e = {0, ""};
     const char *names[CORDON_TEXT_FIELDS_MAX], *values[CORDON_TEXT_FIELDS_MAX];
     write_chunk_t w;
     int rc;
     if (!db || !coll || !chunk)
-        return api_ret(cdn_err_set(&e, CDN_ERR_INVALID,
-                                   "cordon_chunk_check needs a collection and a chunk"),
-                       &e, err);
+        return api_ret(
+            cdn_err_set(&e, CDN_ERR_INVALID, "cordon_chunk_check needs a collection and a chunk"),
+            &e, err);
     if ((rc = to_write(chunk, WRITE_NO_INDEX, &w, names, values, &e)) == CDN_OK)
         rc = write_check(db->e, coll, &w, &e);
     return api_ret(rc, &e, err);
@@ -60,10 +59,11 @@ int cordon_put(cordon_t *db, const char *coll, const cordon_chunk *chunks, size_
     int rc = CDN_OK;
     if (!db || !coll || (n && !chunks))
         return api_ret(cdn_err_set(&e, CDN_ERR_INVALID, "cordon_put needs a collection and chunks"),
-                   &e, err);
+                       &e, err);
     if (n > WRITE_BATCH_MAX)
         return api_ret(cdn_err_set(&e, CDN_ERR_LIMIT, "batch of %zu chunks; the limit is %d", n,
-                                   WRITE_BATCH_MAX), &e, err);
+                                   WRITE_BATCH_MAX),
+                       &e, err);
     for (size_t i = 0; i < n; i++)
         nf += chunks[i].n_fields <= CORDON_TEXT_FIELDS_MAX ? chunks[i].n_fields : 0;
     w = cdn_calloc(n ? n : 1, sizeof *w);
@@ -88,13 +88,13 @@ done:
     return api_ret(rc, &e, err);
 }
 
-int cordon_delete(cordon_t *db, const char *coll, const char *const *ids, size_t n,
-                  size_t *deleted, uint64_t *revision, cordon_error *err)
+int cordon_delete(cordon_t *db, const char *coll, const char *const *ids, size_t n, size_t *deleted,
+                  uint64_t *revision, cordon_error *err)
 {
     cdn_err_t e = {0, ""};
     if (!db || !coll || (n && !ids))
         return api_ret(cdn_err_set(&e, CDN_ERR_INVALID, "cordon_delete needs a collection and ids"),
-                   &e, err);
+                       &e, err);
     return api_ret(write_delete(db->e, coll, ids, n, deleted, revision, &e), &e, err);
 }
 
@@ -108,7 +108,8 @@ int cordon_set_acl(cordon_t *db, const char *coll, const cordon_acl_change *chan
         return api_ret(cdn_err_set(&e, CDN_ERR_INVALID, "cordon_set_acl needs changes"), &e, err);
     if (n > WRITE_BATCH_MAX)
         return api_ret(cdn_err_set(&e, CDN_ERR_LIMIT, "batch of %zu changes; the limit is %d", n,
-                                   WRITE_BATCH_MAX), &e, err);
+                                   WRITE_BATCH_MAX),
+                       &e, err);
     if (!(w = cdn_calloc(n ? n : 1, sizeof *w)))
         return api_ret(cdn_err_set(&e, CDN_ERR_NOMEM, "out of memory"), &e, err);
     for (size_t i = 0; i < n; i++)
@@ -138,16 +139,22 @@ int cordon_search(cordon_t *db, const char *coll, const cordon_subject *subject,
     int rc;
     if (!db || !coll || !q || !out)
         return api_ret(cdn_err_set(&e, CDN_ERR_INVALID, "cordon_search needs a query and out"), &e,
-                   err);
+                       err);
     if ((rc = api_check_subject(subject, &e)) != 0)
         return api_ret(rc, &e, err);
     engine_asker_t who = {subject->subject_id, subject->principals, subject->n_principals};
-    k = (search_knn_t){q->vector,        q->k,
-                       (search_strategy_t)q->strategy, q->ef_search,
-                       q->max_candidates, q->text,
-                       q->query_json,    (search_fusion_t)q->fusion,
-                       q->rank_window_size, q->rank_constant,
-                       q->text_weight,   q->vector_weight,
+    k = (search_knn_t){q->vector,
+                       q->k,
+                       (search_strategy_t)q->strategy,
+                       q->ef_search,
+                       q->max_candidates,
+                       q->text,
+                       q->query_json,
+                       (search_fusion_t)q->fusion,
+                       q->rank_window_size,
+                       q->rank_constant,
+                       q->text_weight,
+                       q->vector_weight,
                        q->filter_json};
     rc = search_knn(db->e, coll, &who, &k, &r, &e);
     if (rc)

@@ -9,7 +9,8 @@
 
 #include <string.h>
 
-_Static_assert((int)CORDON_ERR_INTERNAL == (int)CDN_ERR_INTERNAL, "status codes must match base/err.h");
+_Static_assert((int)CORDON_ERR_INTERNAL == (int)CDN_ERR_INTERNAL,
+               "status codes must match base/err.h");
 _Static_assert((int)CORDON_NAME_MAX == COLL_NAME_MAX, "name limits must match");
 _Static_assert(CORDON_ID_MAX == WRITE_ID_MAX, "id limits must match");
 _Static_assert(CORDON_K_MAX == SEARCH_K_MAX, "k limits must match");
@@ -29,13 +30,16 @@ int api_ret(int rc, const cdn_err_t *in, cordon_error *err)
     return rc;
 }
 
-#define NEED(cond, msg)                                                                      \
-    do {                                                                                     \
-        if (!(cond))                                                                         \
-            return api_ret(cdn_err_set(&e, CDN_ERR_INVALID, "%s", msg), &e, err);                \
+#define NEED(cond, msg)                                                                            \
+    do {                                                                                           \
+        if (!(cond))                                                                               \
+            return api_ret(cdn_err_set(&e, CDN_ERR_INVALID, "%s", msg), &e, err);                  \
     } while (0)
 
-const char *cordon_strerror(int code) { return cdn_strerror(code); }
+const char *cordon_strerror(int code)
+{
+    return cdn_strerror(code);
+}
 
 int cordon_open(const char *dir, const cordon_options *opts, cordon_t **out, cordon_error *err)
 {
@@ -64,7 +68,10 @@ void cordon_close(cordon_t *db)
     cdn_free(db);
 }
 
-uint64_t cordon_revision(cordon_t *db) { return atomic_load(&db->e->revision); }
+uint64_t cordon_revision(cordon_t *db)
+{
+    return atomic_load(&db->e->revision);
+}
 
 int cordon_collection_create(cordon_t *db, const cordon_collection_spec *s, cordon_error *err)
 {
@@ -167,8 +174,7 @@ static void fill_info(const coll_t *c, cordon_collection_info *o)
     o->acl_bytes = acl_index_memory(c->acl);
 }
 
-int cordon_collection_list(cordon_t *db, cordon_collection_info **out, size_t *n,
-                           cordon_error *err)
+int cordon_collection_list(cordon_t *db, cordon_collection_info **out, size_t *n, cordon_error *err)
 {
     cdn_err_t e = {0, ""};
     engine_t *en;
@@ -214,4 +220,7 @@ int cordon_collection_info_get(cordon_t *db, const char *name, cordon_collection
     return api_ret(CDN_OK, &e, err);
 }
 
-void cordon_free(void *p) { cdn_free(p); }
+void cordon_free(void *p)
+{
+    cdn_free(p);
+}

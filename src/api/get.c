@@ -37,7 +37,8 @@ static int fill_record(json_t *obj, cordon_record *r)
         return rc;
     if (!(r->fields = cdn_calloc(json_object_size(fields) + 1, sizeof *r->fields)))
         return CDN_ERR_NOMEM;
-    json_object_foreach(fields, k, v) {
+    json_object_foreach(fields, k, v)
+    {
         cordon_field *f = &r->fields[r->n_fields];
         if (!json_is_string(v))
             return CDN_ERR_CORRUPT;
@@ -63,8 +64,7 @@ int cordon_get(cordon_t *db, const char *coll, const cordon_subject *subject, co
     json_t *obj = NULL;
     int rc;
     if (!db || !coll || !out)
-        return api_ret(cdn_err_set(&e, CDN_ERR_INVALID, "cordon_get needs a collection"), &e,
-                       err);
+        return api_ret(cdn_err_set(&e, CDN_ERR_INVALID, "cordon_get needs a collection"), &e, err);
     if ((rc = api_check_subject(subject, &e)) != 0 ||
         (rc = write_id_check(id, WRITE_NO_INDEX, &e)) != 0)
         return api_ret(rc, &e, err);

@@ -335,9 +335,8 @@ static void cache_put(authz_model_t *m, XXH128_hash_t k, uint64_t rev, authz_rea
 {
     az_dslot_t *s = &m->dcache[k.low64 & (AZ_DCACHE_SLOTS - 1)];
     uint64_t s0 = atomic_load_explicit(&s->seq, memory_order_relaxed);
-    if ((s0 & 1) || !atomic_compare_exchange_strong_explicit(&s->seq, &s0, s0 + 1,
-                                                             memory_order_acq_rel,
-                                                             memory_order_relaxed))
+    if ((s0 & 1) || !atomic_compare_exchange_strong_explicit(
+                        &s->seq, &s0, s0 + 1, memory_order_acq_rel, memory_order_relaxed))
         return; /* another thread is writing this slot: skip, it is only a cache */
     atomic_store_explicit(&s->k0, k.low64, memory_order_release);
     atomic_store_explicit(&s->k1, k.high64, memory_order_release);

@@ -217,8 +217,7 @@ static int literal_check(cmp_op_t op, operand_t *o, cdn_err_t *err)
             o->num = json_number_value(v);
             return CDN_OK;
         }
-        if (json_is_string(v) &&
-            cond_date(json_string_value(v), json_string_length(v), &o->num))
+        if (json_is_string(v) && cond_date(json_string_value(v), json_string_length(v), &o->num))
             return CDN_OK;
         goto bad;
     default:
@@ -557,4 +556,3 @@ bool az_cond_eval(const az_cond_t *c, const az_env_t *env)
     default: return cmp_eval(c, env);
     }
 }
-

@@ -149,8 +149,8 @@ bool az_group_get(const az_state_t *st, const char *id, uint32_t *idx);
 bool az_role_get(const az_state_t *st, const char *id, uint32_t *idx);
 /* The subject's view (stype/sid NULL, or a scope) for a caller holding the read lock: what
  * authz_view does inside its lock (model_view.c). Same return codes. */
-int az_view_get_locked(authz_model_t *m, const char *subject_id, const char *stype,
-                       const char *sid, authz_view_t **out, cdn_err_t *err);
+int az_view_get_locked(authz_model_t *m, const char *subject_id, const char *stype, const char *sid,
+                       authz_view_t **out, cdn_err_t *err);
 /* Drops every cached view; called by writers under the write lock after a change. */
 void az_model_views_drop(authz_model_t *m);
 /* Installs a new state (import) under the write lock; frees the old one. */

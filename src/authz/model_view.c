@@ -96,8 +96,8 @@ bool authz_view_has(const authz_view_t *v, const char *principal)
     return false;
 }
 
-int az_view_get_locked(authz_model_t *m, const char *subject_id, const char *stype,
-                       const char *sid, authz_view_t **out, cdn_err_t *err)
+int az_view_get_locked(authz_model_t *m, const char *subject_id, const char *stype, const char *sid,
+                       authz_view_t **out, cdn_err_t *err)
 {
     uint32_t s;
     *out = NULL;

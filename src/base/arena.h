@@ -9,8 +9,8 @@ typedef struct cdn_arena_block cdn_arena_block_t;
 typedef struct cdn_arena {
     cdn_arena_block_t *head;
     size_t block_size;
-    size_t total;      /* bytes handed out so far */
-    size_t max;        /* allocations past this total fail (0 = no limit) */
+    size_t total; /* bytes handed out so far */
+    size_t max;   /* allocations past this total fail (0 = no limit) */
 } cdn_arena_t;
 
 void cdn_arena_init(cdn_arena_t *a, size_t block_size, size_t max);

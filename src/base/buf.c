@@ -37,7 +37,10 @@ int cdn_buf_append(cdn_buf_t *b, const void *p, size_t n)
     return CDN_OK;
 }
 
-int cdn_buf_puts(cdn_buf_t *b, const char *s) { return cdn_buf_append(b, s, strlen(s)); }
+int cdn_buf_puts(cdn_buf_t *b, const char *s)
+{
+    return cdn_buf_append(b, s, strlen(s));
+}
 
 int cdn_buf_printf(cdn_buf_t *b, const char *fmt, ...)
 {

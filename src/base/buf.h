@@ -7,10 +7,10 @@
 #include <stddef.h>
 
 typedef struct cdn_buf {
-    char *data;   /* always NUL-terminated when len > 0 or after any append */
+    char *data; /* always NUL-terminated when len > 0 or after any append */
     size_t len;
     size_t cap;
-    size_t max;   /* appends that would pass this fail with CDN_ERR_LIMIT */
+    size_t max; /* appends that would pass this fail with CDN_ERR_LIMIT */
 } cdn_buf_t;
 
 /* Starts an empty buffer that will never hold more than max bytes (excluding the NUL). */

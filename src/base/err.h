@@ -8,17 +8,17 @@
 /* 0 is success; failures are negative. Keep in step with cordon_status in cordon.h. */
 enum {
     CDN_OK = 0,
-    CDN_ERR_NOMEM = -1,       /* an allocation failed */
-    CDN_ERR_INVALID = -2,     /* the caller's input is malformed or out of range */
-    CDN_ERR_NOT_FOUND = -3,   /* no such collection, chunk, subject, ... (or hidden) */
-    CDN_ERR_EXISTS = -4,      /* the name is taken */
-    CDN_ERR_IO = -5,          /* the operating system or LMDB refused a read or write */
-    CDN_ERR_CORRUPT = -6,     /* stored data does not decode */
-    CDN_ERR_DENIED = -7,      /* the subject may not do this */
-    CDN_ERR_LIMIT = -8,       /* a documented size limit was exceeded */
-    CDN_ERR_CONFLICT = -9,    /* the change contradicts the current state (e.g. a cycle) */
-    CDN_ERR_UNSUPPORTED = -10,/* valid, but not implemented by this build */
-    CDN_ERR_INTERNAL = -11,   /* a bug: an invariant did not hold */
+    CDN_ERR_NOMEM = -1,        /* an allocation failed */
+    CDN_ERR_INVALID = -2,      /* the caller's input is malformed or out of range */
+    CDN_ERR_NOT_FOUND = -3,    /* no such collection, chunk, subject, ... (or hidden) */
+    CDN_ERR_EXISTS = -4,       /* the name is taken */
+    CDN_ERR_IO = -5,           /* the operating system or LMDB refused a read or write */
+    CDN_ERR_CORRUPT = -6,      /* stored data does not decode */
+    CDN_ERR_DENIED = -7,       /* the subject may not do this */
+    CDN_ERR_LIMIT = -8,        /* a documented size limit was exceeded */
+    CDN_ERR_CONFLICT = -9,     /* the change contradicts the current state (e.g. a cycle) */
+    CDN_ERR_UNSUPPORTED = -10, /* valid, but not implemented by this build */
+    CDN_ERR_INTERNAL = -11,    /* a bug: an invariant did not hold */
 };
 
 #define CDN_ERR_MSG_MAX 256
@@ -41,12 +41,12 @@ const char *cdn_strerror(int code);
 #ifdef CDN_DEBUG
 #include <stdio.h>
 #include <stdlib.h>
-#define CDN_ASSERT(c)                                                                        \
-    do {                                                                                     \
-        if (!(c)) {                                                                          \
-            fprintf(stderr, "%s:%d: assertion failed: %s\n", __FILE__, __LINE__, #c);        \
-            abort();                                                                         \
-        }                                                                                    \
+#define CDN_ASSERT(c)                                                                              \
+    do {                                                                                           \
+        if (!(c)) {                                                                                \
+            fprintf(stderr, "%s:%d: assertion failed: %s\n", __FILE__, __LINE__, #c);              \
+            abort();                                                                               \
+        }                                                                                          \
     } while (0)
 #else
 #define CDN_ASSERT(c) ((void)0)

@@ -20,8 +20,7 @@ int cdn_fvecs_read(const char *path, float **data, size_t *rows, uint32_t *dim, 
         return cdn_err_set(err, CDN_ERR_IO, "cannot open %s: %s", path, strerror(errno));
     if (fstat(fileno(f), &st) != 0 || fread(&d0, 4, 1, f) != 1 || d0 <= 0 || d0 > 65536) {
         fclose(f);
-        return cdn_err_set(err, CDN_ERR_INVALID, "%s is not an fvecs file (bad first row)",
-                           path);
+        return cdn_err_set(err, CDN_ERR_INVALID, "%s is not an fvecs file (bad first row)", path);
     }
     cap = (size_t)st.st_size / (4 + 4 * (size_t)d0);
     if (!(out = cdn_malloc((cap ? cap : 1) * (size_t)d0 * sizeof(float)))) {

@@ -19,18 +19,30 @@ static int should_fail(void)
     return atomic_fetch_sub(&fail_countdown, 1) == 0;
 }
 
-void cdn_mem_fail_after(long n) { atomic_store(&fail_countdown, n); }
+void cdn_mem_fail_after(long n)
+{
+    atomic_store(&fail_countdown, n);
+}
 
-void *cdn_malloc(size_t n) { return should_fail() ? NULL : malloc(n ? n : 1); }
+void *cdn_malloc(size_t n)
+{
+    return should_fail() ? NULL : malloc(n ? n : 1);
+}
 
 void *cdn_calloc(size_t count, size_t size)
 {
     return should_fail() ? NULL : calloc(count ? count : 1, size ? size : 1);
 }
 
-void *cdn_realloc(void *p, size_t n) { return should_fail() ? NULL : realloc(p, n ? n : 1); }
+void *cdn_realloc(void *p, size_t n)
+{
+    return should_fail() ? NULL : realloc(p, n ? n : 1);
+}
 
-void cdn_free(void *p) { free(p); }
+void cdn_free(void *p)
+{
+    free(p);
+}
 
 char *cdn_strndup(const char *s, size_t n)
 {
@@ -42,7 +54,10 @@ char *cdn_strndup(const char *s, size_t n)
     return d;
 }
 
-char *cdn_strdup(const char *s) { return cdn_strndup(s, strlen(s)); }
+char *cdn_strdup(const char *s)
+{
+    return cdn_strndup(s, strlen(s));
+}
 
 void *cdn_aligned_alloc(size_t align, size_t n)
 {

@@ -15,7 +15,7 @@ typedef struct job {
     void *arg;
     size_t n, next, done; /* tasks in all, the next to hand out, those finished */
     pthread_cond_t finished;
-    struct job *qnext;    /* the queue holds jobs with parts not yet handed out */
+    struct job *qnext; /* the queue holds jobs with parts not yet handed out */
 } job_t;
 
 struct cdn_pool {
@@ -105,7 +105,10 @@ void cdn_pool_free(cdn_pool_t *p)
     cdn_free(p);
 }
 
-unsigned cdn_pool_workers(const cdn_pool_t *p) { return p->n; }
+unsigned cdn_pool_workers(const cdn_pool_t *p)
+{
+    return p->n;
+}
 
 void cdn_pool_run(cdn_pool_t *p, size_t n_tasks, cdn_pool_fn fn, void *arg)
 {

@@ -7,7 +7,10 @@
 #include <string.h>
 #include <xxhash.h>
 
-void cdn_strmap_init(cdn_strmap_t *m) { memset(m, 0, sizeof *m); }
+void cdn_strmap_init(cdn_strmap_t *m)
+{
+    memset(m, 0, sizeof *m);
+}
 
 void cdn_strmap_free(cdn_strmap_t *m)
 {

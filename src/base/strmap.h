@@ -7,9 +7,9 @@
 #include <stdint.h>
 
 typedef struct cdn_strmap {
-    char **keys;     /* NULL = empty slot; keys are owned */
+    char **keys; /* NULL = empty slot; keys are owned */
     uint32_t *vals;
-    size_t cap;      /* power of two */
+    size_t cap; /* power of two */
     size_t len;
 } cdn_strmap_t;
 

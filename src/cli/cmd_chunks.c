@@ -84,9 +84,8 @@ typedef struct args {
 static int parse(int argc, char **argv, const char *usage, int acl, args_t *a)
 {
     static const struct option opts[] = {
-        {"data", 1, 0, 'd'}, {"collection", 1, 0, 'c'}, {"ids", 1, 0, 'i'},
-        {"allow", 1, 0, 'a'}, {"deny", 1, 0, 'x'},      {"help", 0, 0, 'h'},
-        {0, 0, 0, 0}};
+        {"data", 1, 0, 'd'}, {"collection", 1, 0, 'c'}, {"ids", 1, 0, 'i'}, {"allow", 1, 0, 'a'},
+        {"deny", 1, 0, 'x'}, {"help", 0, 0, 'h'},       {0, 0, 0, 0}};
     int c;
     optind = 1;
     while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
@@ -134,13 +133,12 @@ int cli_delete(int argc, char **argv)
     if (rc < 0 && cli_open(a.dir, 1, &db))
         rc = 1;
     if (rc < 0) {
-        rc = cordon_delete(db, a.coll, (const char *const *)a.ids.v, a.ids.n, &deleted, &rev,
-                           &err)
+        rc = cordon_delete(db, a.coll, (const char *const *)a.ids.v, a.ids.n, &deleted, &rev, &err)
                  ? cli_fail("delete", &err)
                  : 0;
         if (rc == 0)
-            printf("deleted %zu of %zu chunks (%zu not found); revision %llu\n", deleted,
-                   a.ids.n, a.ids.n - deleted, (unsigned long long)rev);
+            printf("deleted %zu of %zu chunks (%zu not found); revision %llu\n", deleted, a.ids.n,
+                   a.ids.n - deleted, (unsigned long long)rev);
     }
     cordon_close(db);
     ids_free(&a.ids);
@@ -177,8 +175,7 @@ int cli_set_acl(int argc, char **argv)
                                         .n_denied = nd};
         rc = cordon_set_acl(db, a.coll, ch, a.ids.n, &rev, &err) ? cli_fail("set-acl", &err) : 0;
         if (rc == 0)
-            printf("set the ACL of %zu chunks; revision %llu\n", a.ids.n,
-                   (unsigned long long)rev);
+            printf("set the ACL of %zu chunks; revision %llu\n", a.ids.n, (unsigned long long)rev);
     }
     cordon_close(db);
     cdn_free(ch);

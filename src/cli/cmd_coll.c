@@ -41,8 +41,10 @@ static const char *kind_name(cordon_meta_kind k)
 static int parse(int argc, char **argv, const char *usage, const char **dir, const char **coll,
                  int *json)
 {
-    static const struct option opts[] = {{"data", 1, 0, 'd'}, {"collection", 1, 0, 'c'},
-                                         {"json", 0, 0, 'j'}, {"help", 0, 0, 'h'},
+    static const struct option opts[] = {{"data", 1, 0, 'd'},
+                                         {"collection", 1, 0, 'c'},
+                                         {"json", 0, 0, 'j'},
+                                         {"help", 0, 0, 'h'},
                                          {0, 0, 0, 0}};
     int c;
     optind = 1;
@@ -95,12 +97,13 @@ int cli_list(int argc, char **argv)
     for (size_t i = 0; i < n; i++) {
         const cordon_collection_info *ci = &all[i];
         if (json)
-            printf("%s{\"name\":\"%s\",\"chunks\":%llu,\"dim\":%u,\"metric\":\"%s\"}",
-                   i ? "," : "", ci->name, (unsigned long long)ci->chunks, ci->dim,
+            printf("%s{\"name\":\"%s\",\"chunks\":%llu,\"dim\":%u,\"metric\":\"%s\"}", i ? "," : "",
+                   ci->name, (unsigned long long)ci->chunks, ci->dim,
                    metric_name(ci->metric)); /* names are [a-z0-9_-]: nothing to escape */
         else {
             printf("%-24s %10llu chunks  dim %-5u %-12s text ", ci->name,
-                   (unsigned long long)ci->chunks, ci->dim, ci->dim ? metric_name(ci->metric) : "-");
+                   (unsigned long long)ci->chunks, ci->dim,
+                   ci->dim ? metric_name(ci->metric) : "-");
             print_fields(ci);
             printf("\n");
         }
@@ -129,14 +132,15 @@ static void print_info(const cordon_collection_info *ci)
     printf(" (analyzer %s)\n", ci->analyzer);
     printf("metadata fields    ");
     for (size_t i = 0; i < ci->n_meta_fields; i++)
-        printf("%s%s:%s", i ? "," : "", ci->meta_fields[i].name, kind_name(ci->meta_fields[i].kind));
+        printf("%s%s:%s", i ? "," : "", ci->meta_fields[i].name,
+               kind_name(ci->meta_fields[i].kind));
     printf("%s\n", ci->n_meta_fields ? "" : "-");
     printf("ACL field          %s\n", ci->acl_field);
     printf("subjects           %s\n", ci->asserted_principals
                                           ? "model subjects and asserted principals"
                                           : "model subjects only");
-    printf("BM25 statistics    %s\n", ci->bm25_global_stats ? "over every chunk"
-                                                            : "over each subject's readable chunks");
+    printf("BM25 statistics    %s\n",
+           ci->bm25_global_stats ? "over every chunk" : "over each subject's readable chunks");
     if (ci->dim) {
         printf("HNSW               m %u, ef_construction %u, ef_search ", ci->hnsw_m,
                ci->hnsw_ef_construction);

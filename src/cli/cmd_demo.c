@@ -7,8 +7,8 @@
 #include "cli/loader.h"
 
 #include <getopt.h>
-#include <stdarg.h>
 #include <jansson.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -30,9 +30,8 @@ static json_t *person(demo_t *d, const char *id)
 {
     size_t i;
     json_t *p;
-    json_array_foreach(json_object_get(d->people, "people"), i, p)
-        if (!strcmp(json_string_value(json_object_get(p, "id")), id))
-            return p;
+    json_array_foreach(json_object_get(d->people, "people"), i,
+                       p) if (!strcmp(json_string_value(json_object_get(p, "id")), id)) return p;
     return NULL;
 }
 
@@ -62,27 +61,28 @@ static int setup_model(demo_t *d)
     cordon_error err;
     if (cordon_model_import(d->db, "{\"version\":1}", NULL, &err))
         return cli_fail("demo", &err);
-    json_array_foreach(groups, i, g)
-        bad |= apply(d, "{\"op\":\"put_group\",\"id\":\"%s\"}",
-                     json_string_value(json_object_get(g, "id")));
-    json_array_foreach(groups, i, g)
-        json_array_foreach(json_object_get(g, "member_of"), j, x)
-            bad |= apply(d, "{\"op\":\"add_member\",\"group\":\"%s\",\"member\":\"%s\","
-                            "\"member_kind\":\"group\"}",
-                         json_string_value(x), json_string_value(json_object_get(g, "id")));
+    json_array_foreach(groups, i, g) bad |= apply(d, "{\"op\":\"put_group\",\"id\":\"%s\"}",
+                                                  json_string_value(json_object_get(g, "id")));
+    json_array_foreach(groups, i, g) json_array_foreach(json_object_get(g, "member_of"), j, x)
+        bad |= apply(d,
+                     "{\"op\":\"add_member\",\"group\":\"%s\",\"member\":\"%s\","
+                     "\"member_kind\":\"group\"}",
+                     json_string_value(x), json_string_value(json_object_get(g, "id")));
     bad |= apply(d, "{\"op\":\"put_role\",\"id\":\"reader\",\"permissions\":["
                     "{\"resource\":\"collection:demo\",\"action\":\"search\"},"
                     "{\"resource\":\"collection:demo\",\"action\":\"read\"}]}");
     bad |= apply(d, "{\"op\":\"grant\",\"to\":\"all-staff\",\"to_kind\":\"group\","
                     "\"role\":\"reader\"}");
     people = json_object_get(d->people, "people");
-    json_array_foreach(people, i, g) {
+    json_array_foreach(people, i, g)
+    {
         const char *id = json_string_value(json_object_get(g, "id"));
         bad |= apply(d, "{\"op\":\"put_subject\",\"id\":\"%s\",\"kind\":\"user\"}", id);
-        json_array_foreach(json_object_get(g, "groups"), j, x)
-            bad |= apply(d, "{\"op\":\"add_member\",\"group\":\"%s\",\"member\":\"%s\"}",
-                         json_string_value(x), id);
-        json_array_foreach(json_object_get(g, "roles"), j, x) {
+        json_array_foreach(json_object_get(g, "groups"), j, x) bad |=
+            apply(d, "{\"op\":\"add_member\",\"group\":\"%s\",\"member\":\"%s\"}",
+                  json_string_value(x), id);
+        json_array_foreach(json_object_get(g, "roles"), j, x)
+        {
             bad |= apply(d, "{\"op\":\"put_role\",\"id\":\"%s\",\"permissions\":[]}",
                          json_string_value(x));
             bad |= apply(d, "{\"op\":\"grant\",\"to\":\"%s\",\"role\":\"%s\"}", id,
@@ -109,7 +109,8 @@ static int ask(demo_t *d, size_t qi, const cordon_subject *s, const char *who, i
 {
     /* Hybrid: BM25 on the question's words and the question's vector, fused by rank. */
     json_t *qj = json_array_get(json_object_get(d->questions, "questions"), qi);
-    cordon_query q = {.vector = d->qvecs + qi * d->dim, .k = (size_t)k,
+    cordon_query q = {.vector = d->qvecs + qi * d->dim,
+                      .k = (size_t)k,
                       .text = json_string_value(json_object_get(qj, "text"))};
     cordon_result *r;
     cordon_error err;
@@ -144,13 +145,14 @@ static int questions(demo_t *d, size_t max)
 {
     json_t *qs = json_object_get(d->questions, "questions"), *q, *a;
     size_t i, j;
-    json_array_foreach(qs, i, q) {
+    json_array_foreach(qs, i, q)
+    {
         if (i >= max || i >= d->nq)
             break;
         printf("\nQ%zu. \"%s\"\n", i + 1, json_string_value(json_object_get(q, "text")));
-        json_array_foreach(json_object_get(q, "ask_as"), j, a)
-            if (ask_as(d, i, json_string_value(json_object_get(a, "person")), NULL))
-                return 1;
+        json_array_foreach(
+            json_object_get(q, "ask_as"), j,
+            a) if (ask_as(d, i, json_string_value(json_object_get(a, "person")), NULL)) return 1;
     }
     return 0;
 }
@@ -170,8 +172,10 @@ static int revocation(demo_t *d)
            "removes him from group:hr; he asks again.\n");
     if (ask(d, 0, &s, "bob, before", 3, NULL))
         return 1;
-    if (cordon_model_apply(d->db, "{\"op\":\"remove_member\",\"group\":\"hr\","
-                                  "\"member\":\"bob\"}", &rev, &err))
+    if (cordon_model_apply(d->db,
+                           "{\"op\":\"remove_member\",\"group\":\"hr\","
+                           "\"member\":\"bob\"}",
+                           &rev, &err))
         return cli_fail("demo", &err);
     printf("  -> remove_member hr bob: acknowledged at revision %llu\n", (unsigned long long)rev);
     if (cordon_view(d->db, "bob", &view, &n, NULL, &err) == 0) {
@@ -199,11 +203,15 @@ static int setup(demo_t *d, const char *corpus)
 {
     char jsonl[4096], fvecs[4096], qfile[4096];
     const char *fields[] = {"title", "text"};
-    cordon_meta_field meta[] = {{"kind", CORDON_META_KEYWORD}, {"team", CORDON_META_KEYWORD},
-                                {"date", CORDON_META_DATE}};
-    cordon_collection_spec spec = {.name = "demo", .dim = 512, .metric = CORDON_METRIC_COSINE,
-                                   .text_fields = fields, .n_text_fields = 2,
-                                   .analyzer = "english", .meta_fields = meta,
+    cordon_meta_field meta[] = {
+        {"kind", CORDON_META_KEYWORD}, {"team", CORDON_META_KEYWORD}, {"date", CORDON_META_DATE}};
+    cordon_collection_spec spec = {.name = "demo",
+                                   .dim = 512,
+                                   .metric = CORDON_METRIC_COSINE,
+                                   .text_fields = fields,
+                                   .n_text_fields = 2,
+                                   .analyzer = "english",
+                                   .meta_fields = meta,
                                    .n_meta_fields = 3};
     loader_opts_t lo = {.collection = "demo", .jsonl = jsonl, .fvecs = fvecs};
     cordon_error err;
@@ -227,7 +235,8 @@ static int setup(demo_t *d, const char *corpus)
     printf("Loaded %zu documents of Northwind Aerial (a fictional company) with their access "
            "lists,\nand a permission model of %zu people in nested teams, departments and "
            "divisions.\nEach question is asked as three people; each sees only what they may "
-           "read.\n", loaded, json_array_size(json_object_get(d->people, "people")));
+           "read.\n",
+           loaded, json_array_size(json_object_get(d->people, "people")));
     return 0;
 }
 
@@ -247,7 +256,10 @@ int cli_demo(int argc, char **argv)
         switch (c) {
         case 'd': dir = optarg; break;
         case 'c': corpus = optarg; break;
-        case 'n': if (cli_parse_size("--questions", optarg, &nq)) return 2; break;
+        case 'n':
+            if (cli_parse_size("--questions", optarg, &nq))
+                return 2;
+            break;
         case 'h': fputs(usage, stdout); return 0;
         default: fputs(usage, stderr); return 2;
         }

@@ -52,8 +52,10 @@ static int parse_metric(const char *s, cordon_metric *m)
     else if (!strcmp(s, "l2_norm") || !strcmp(s, "l2"))
         *m = CORDON_METRIC_L2;
     else {
-        fprintf(stderr, "cordon load: --metric must be cosine, dot_product or l2_norm; got "
-                        "\"%s\"\n", s);
+        fprintf(stderr,
+                "cordon load: --metric must be cosine, dot_product or l2_norm; got "
+                "\"%s\"\n",
+                s);
         return -1;
     }
     return 0;
@@ -89,8 +91,10 @@ static int meta_add(meta_decl_t *m, const char *csv, cordon_meta_kind kind)
 
 static const char *kind_word(cordon_meta_kind k)
 {
-    return k == CORDON_META_NUMBER ? "number" : k == CORDON_META_DATE ? "date"
-           : k == CORDON_META_BOOL ? "bool" : "keyword";
+    return k == CORDON_META_NUMBER ? "number"
+           : k == CORDON_META_DATE ? "date"
+           : k == CORDON_META_BOOL ? "bool"
+                                   : "keyword";
 }
 
 /* What --create takes from the file when the options do not say: the vector dimension (when
@@ -112,8 +116,10 @@ static int survey_for_create(const loader_opts_t *lo, cordon_collection_spec *sp
     if (want_dim && s.dim) {
         spec->dim = s.dim;
         if (lo->progress)
-            fprintf(stderr, "cordon load: vectors of %u values (the first line's; --dim to "
-                            "say)\n", s.dim);
+            fprintf(stderr,
+                    "cordon load: vectors of %u values (the first line's; --dim to "
+                    "say)\n",
+                    s.dim);
     }
     if (meta->n || !s.n_meta)
         return CORDON_OK;
@@ -148,14 +154,27 @@ static uint32_t fvecs_dim(const char *path)
 
 int cli_load(int argc, char **argv)
 {
-    static const struct option opts[] = {
-        {"data", 1, 0, 'd'},   {"collection", 1, 0, 'c'}, {"vectors", 1, 0, 'v'},
-        {"beir", 1, 0, 'B'},   {"allow", 1, 0, 'a'},      {"create", 0, 0, 'C'},
-        {"dim", 1, 0, 'D'},    {"metric", 1, 0, 'm'},     {"text-fields", 1, 0, 't'},
-        {"batch", 1, 0, 'b'},  {"quiet", 0, 0, 'q'},      {"help", 0, 0, 'h'},
-        {"analyzer", 1, 0, 'A'}, {"asserted-principals", 0, 0, 'P'}, {"int8-scan", 0, 0, 'I'},
-        {"bm25-global-stats", 0, 0, 'G'}, {"keyword", 1, 0, 'K'}, {"number", 1, 0, 'N'},
-        {"date", 1, 0, 'T'}, {"bool", 1, 0, 'O'}, {0, 0, 0, 0}};
+    static const struct option opts[] = {{"data", 1, 0, 'd'},
+                                         {"collection", 1, 0, 'c'},
+                                         {"vectors", 1, 0, 'v'},
+                                         {"beir", 1, 0, 'B'},
+                                         {"allow", 1, 0, 'a'},
+                                         {"create", 0, 0, 'C'},
+                                         {"dim", 1, 0, 'D'},
+                                         {"metric", 1, 0, 'm'},
+                                         {"text-fields", 1, 0, 't'},
+                                         {"batch", 1, 0, 'b'},
+                                         {"quiet", 0, 0, 'q'},
+                                         {"help", 0, 0, 'h'},
+                                         {"analyzer", 1, 0, 'A'},
+                                         {"asserted-principals", 0, 0, 'P'},
+                                         {"int8-scan", 0, 0, 'I'},
+                                         {"bm25-global-stats", 0, 0, 'G'},
+                                         {"keyword", 1, 0, 'K'},
+                                         {"number", 1, 0, 'N'},
+                                         {"date", 1, 0, 'T'},
+                                         {"bool", 1, 0, 'O'},
+                                         {0, 0, 0, 0}};
     const char *dir = NULL, *fields = "title,text", *beir = NULL;
     char beir_corpus[4096], beir_vecs[4096];
     loader_opts_t lo = {.progress = 1};
@@ -173,22 +192,38 @@ int cli_load(int argc, char **argv)
         case 'c': lo.collection = optarg; break;
         case 'v': lo.fvecs = optarg; break;
         case 'B': beir = optarg; break;
-        case 'a': cdn_free(allow); allow = cli_split(optarg, &nallow); break;
+        case 'a':
+            cdn_free(allow);
+            allow = cli_split(optarg, &nallow);
+            break;
         case 'C': create = 1; break;
-        case 'D': if (cli_parse_size("--dim", optarg, &dim)) return 2; break;
-        case 'm': if (parse_metric(optarg, &spec.metric)) return 2; break;
+        case 'D':
+            if (cli_parse_size("--dim", optarg, &dim))
+                return 2;
+            break;
+        case 'm':
+            if (parse_metric(optarg, &spec.metric))
+                return 2;
+            break;
         case 't': fields = optarg; break;
-        case 'b': if (cli_parse_size("--batch", optarg, &lo.batch)) return 2; break;
+        case 'b':
+            if (cli_parse_size("--batch", optarg, &lo.batch))
+                return 2;
+            break;
         case 'q': lo.progress = 0; break;
         case 'A': spec.analyzer = optarg; break;
         case 'P': spec.asserted_principals = 1; break;
         case 'I': spec.int8_scan = 1; break;
         case 'G': spec.bm25_global_stats = 1; break;
-        case 'K': case 'N': case 'T': case 'O':
-            if (meta_add(&meta, optarg, c == 'K'   ? CORDON_META_KEYWORD
-                                        : c == 'N' ? CORDON_META_NUMBER
-                                        : c == 'T' ? CORDON_META_DATE
-                                                   : CORDON_META_BOOL))
+        case 'K':
+        case 'N':
+        case 'T':
+        case 'O':
+            if (meta_add(&meta, optarg,
+                         c == 'K'   ? CORDON_META_KEYWORD
+                         : c == 'N' ? CORDON_META_NUMBER
+                         : c == 'T' ? CORDON_META_DATE
+                                    : CORDON_META_BOOL))
                 return 2;
             break;
         case 'h': fputs(usage, stdout); return 0;
@@ -230,8 +265,8 @@ int cli_load(int argc, char **argv)
     }
     if (loader_run(db, &lo, &loaded, &err)) {
         if (loaded)
-            fprintf(stderr, "cordon load: %s (%zu chunks were loaded before this)\n",
-                    err.message, loaded);
+            fprintf(stderr, "cordon load: %s (%zu chunks were loaded before this)\n", err.message,
+                    loaded);
         else
             fprintf(stderr, "cordon load: %s (nothing was loaded)\n", err.message);
         if (create) /* leave no half-made collection behind */

@@ -24,7 +24,8 @@ static const struct verb {
     {"import",
      "usage: cordon model import --data DIR FILE.json   ('-' reads standard input)\n\n"
      "Replaces the whole permission model by the document, in the shape `cordon model export`\n"
-     "prints ({\"version\":1,\"subjects\":[...],\"groups\":[...],\"roles\":[...],\"grants\":[...]},\n"
+     "prints "
+     "({\"version\":1,\"subjects\":[...],\"groups\":[...],\"roles\":[...],\"grants\":[...]},\n"
      "docs/internals/authz.md). All or nothing: a bad document changes nothing. Prints the new\n"
      "revision.\n"},
     {"export",
@@ -93,8 +94,10 @@ static int apply_lines(cordon_t *db, const char *text)
         line++;
         if (op && strspn(op, " \t\r") != len) {
             if (cordon_model_apply(db, op, NULL, &err)) {
-                fprintf(stderr, "cordon model apply: line %zu: %s (%zu operations applied "
-                                "before it)\n", line, err.message, applied);
+                fprintf(stderr,
+                        "cordon model apply: line %zu: %s (%zu operations applied "
+                        "before it)\n",
+                        line, err.message, applied);
                 cdn_free(op);
                 return 1;
             }
@@ -182,10 +185,10 @@ static const char check_usage[] =
 
 int cli_check(int argc, char **argv)
 {
-    static const struct option opts[] = {
-        {"data", 1, 0, 'd'},   {"subject", 1, 0, 's'}, {"resource", 1, 0, 'r'},
-        {"action", 1, 0, 'a'}, {"context", 1, 0, 'c'}, {"scope", 1, 0, 'S'},
-        {"help", 0, 0, 'h'},   {0, 0, 0, 0}};
+    static const struct option opts[] = {{"data", 1, 0, 'd'},     {"subject", 1, 0, 's'},
+                                         {"resource", 1, 0, 'r'}, {"action", 1, 0, 'a'},
+                                         {"context", 1, 0, 'c'},  {"scope", 1, 0, 'S'},
+                                         {"help", 0, 0, 'h'},     {0, 0, 0, 0}};
     cordon_authz_request req = {0};
     const char *dir = NULL, *scope = NULL;
     char scope_type[128] = "";
@@ -239,9 +242,9 @@ int cli_check(int argc, char **argv)
 
 int cli_explain(int argc, char **argv)
 {
-    static const struct option opts[] = {{"data", 1, 0, 'd'}, {"collection", 1, 0, 'c'},
+    static const struct option opts[] = {{"data", 1, 0, 'd'},    {"collection", 1, 0, 'c'},
                                          {"subject", 1, 0, 's'}, {"id", 1, 0, 'i'},
-                                         {"help", 0, 0, 'h'}, {0, 0, 0, 0}};
+                                         {"help", 0, 0, 'h'},    {0, 0, 0, 0}};
     const char *dir = NULL, *coll = NULL, *subject = NULL, *id = NULL;
     cordon_explanation x;
     cordon_error err;

@@ -20,10 +20,12 @@ static const char usage[] =
     "  --vector X1,X2,...      the query vector\n"
     "  --vectors F.fvecs --row N   row N of an fvecs file\n"
     "  --text \"words\"          BM25 over every text field\n"
-    "  --query JSON            an Elasticsearch query object, e.g. '{\"match\":{\"title\":\"x\"}}'\n"
+    "  --query JSON            an Elasticsearch query object, e.g. "
+    "'{\"match\":{\"title\":\"x\"}}'\n"
     "  --fusion rrf|linear     how a hybrid query fuses its two sides (default rrf)\n"
     "  --filter JSON           keep only chunks this query object matches, e.g. on metadata:\n"
-    "                          '{\"term\":{\"dept\":\"hr\"}}', '{\"range\":{\"year\":{\"gte\":2020}}}'\n\n"
+    "                          '{\"term\":{\"dept\":\"hr\"}}', "
+    "'{\"range\":{\"year\":{\"gte\":2020}}}'\n\n"
     "  --subject ID            search as a subject of the permission model instead of --as\n"
     "  --k N                   hits to return (default 10)\n"
     "  --strategy S            auto (default), exact, prefilter or postfilter\n"
@@ -39,8 +41,10 @@ static int parse_strategy(const char *s, cordon_strategy *out)
             *out = (cordon_strategy)i;
             return 0;
         }
-    fprintf(stderr, "cordon search: --strategy must be auto, exact, prefilter or postfilter; "
-                    "got \"%s\"\n", s);
+    fprintf(stderr,
+            "cordon search: --strategy must be auto, exact, prefilter or postfilter; "
+            "got \"%s\"\n",
+            s);
     return -1;
 }
 
@@ -81,8 +85,9 @@ static void print_result(const cordon_result *r, int json)
         cdn_buf_json_str(&b, r->hits[i].id);
         cdn_buf_printf(&b, ",\"score\":%.7g}", r->hits[i].score);
     }
-    cdn_buf_printf(&b, "],\"complete\":%s,\"plan\":\"%s\",\"readable\":%llu,\"candidates\":%llu,"
-                       "\"revision\":%llu}",
+    cdn_buf_printf(&b,
+                   "],\"complete\":%s,\"plan\":\"%s\",\"readable\":%llu,\"candidates\":%llu,"
+                   "\"revision\":%llu}",
                    r->complete ? "true" : "false", r->plan, (unsigned long long)r->readable,
                    (unsigned long long)r->candidates, (unsigned long long)r->revision);
     puts(b.data ? b.data : "{}");
@@ -92,12 +97,12 @@ static void print_result(const cordon_result *r, int json)
 int cli_search(int argc, char **argv)
 {
     static const struct option opts[] = {
-        {"data", 1, 0, 'd'},    {"collection", 1, 0, 'c'}, {"as", 1, 0, 'a'},
-        {"vector", 1, 0, 'v'},  {"vectors", 1, 0, 'V'},    {"row", 1, 0, 'r'},
-        {"k", 1, 0, 'k'},       {"strategy", 1, 0, 's'},   {"ef", 1, 0, 'e'},
-        {"json", 0, 0, 'j'},    {"help", 0, 0, 'h'},       {"text", 1, 0, 't'},
-        {"query", 1, 0, 'Q'},   {"fusion", 1, 0, 'f'},     {"subject", 1, 0, 'S'},
-        {"filter", 1, 0, 'F'},  {"max-candidates", 1, 0, 'M'}, {0, 0, 0, 0}};
+        {"data", 1, 0, 'd'},   {"collection", 1, 0, 'c'},     {"as", 1, 0, 'a'},
+        {"vector", 1, 0, 'v'}, {"vectors", 1, 0, 'V'},        {"row", 1, 0, 'r'},
+        {"k", 1, 0, 'k'},      {"strategy", 1, 0, 's'},       {"ef", 1, 0, 'e'},
+        {"json", 0, 0, 'j'},   {"help", 0, 0, 'h'},           {"text", 1, 0, 't'},
+        {"query", 1, 0, 'Q'},  {"fusion", 1, 0, 'f'},         {"subject", 1, 0, 'S'},
+        {"filter", 1, 0, 'F'}, {"max-candidates", 1, 0, 'M'}, {0, 0, 0, 0}};
     const char *subject = NULL;
     const char *dir = NULL, *coll = NULL, *as = NULL, *vec = NULL, *vfile = NULL;
     size_t row = 0, k = 10, ef = 0, nprin = 0, dim = 0;
@@ -116,16 +121,32 @@ int cli_search(int argc, char **argv)
         case 'a': as = optarg; break;
         case 'v': vec = optarg; break;
         case 'V': vfile = optarg; break;
-        case 'r': if (cli_parse_size("--row", optarg, &row)) return 2; has_row = 1; break;
-        case 'k': if (cli_parse_size("--k", optarg, &k)) return 2; break;
-        case 'e': if (cli_parse_size("--ef", optarg, &ef)) return 2; break;
-        case 's': if (parse_strategy(optarg, &q.strategy)) return 2; break;
+        case 'r':
+            if (cli_parse_size("--row", optarg, &row))
+                return 2;
+            has_row = 1;
+            break;
+        case 'k':
+            if (cli_parse_size("--k", optarg, &k))
+                return 2;
+            break;
+        case 'e':
+            if (cli_parse_size("--ef", optarg, &ef))
+                return 2;
+            break;
+        case 's':
+            if (parse_strategy(optarg, &q.strategy))
+                return 2;
+            break;
         case 'j': json = 1; break;
         case 't': q.text = optarg; break;
         case 'Q': q.query_json = optarg; break;
         case 'S': subject = optarg; break;
         case 'F': q.filter_json = optarg; break;
-        case 'M': if (cli_parse_size("--max-candidates", optarg, &q.max_candidates)) return 2; break;
+        case 'M':
+            if (cli_parse_size("--max-candidates", optarg, &q.max_candidates))
+                return 2;
+            break;
         case 'f':
             if (strcmp(optarg, "rrf") && strcmp(optarg, "linear")) {
                 fprintf(stderr, "cordon search: --fusion must be rrf or linear\n");
@@ -169,23 +190,27 @@ int cli_search(int argc, char **argv)
         goto done;
     }
     if (qv && dim != info.dim) {
-        fprintf(stderr, "cordon search: the query vector has %zu values; collection \"%s\" "
-                        "expects %u\n", dim, coll, info.dim);
+        fprintf(stderr,
+                "cordon search: the query vector has %zu values; collection \"%s\" "
+                "expects %u\n",
+                dim, coll, info.dim);
         goto done;
     }
     q.vector = qv;
     q.k = k;
     q.ef_search = (uint32_t)ef;
-    cordon_subject s = {.principals = (const char *const *)prin, .n_principals = nprin,
-                        .subject_id = subject};
+    cordon_subject s = {
+        .principals = (const char *const *)prin, .n_principals = nprin, .subject_id = subject};
     if (cordon_search(db, coll, &s, &q, &r, &err)) {
         cli_fail("search", &err);
         /* The engine answers as for a missing collection (hidden equals missing); whoever
          * runs this command holds the data directory and may know why. */
         if (err.code == CORDON_ERR_NOT_FOUND && !subject && !info.asserted_principals)
-            fprintf(stderr, "cordon search: collection \"%s\" takes only subjects of the "
-                            "permission model: search with --subject ID, or create it with "
-                            "--asserted-principals\n", coll);
+            fprintf(stderr,
+                    "cordon search: collection \"%s\" takes only subjects of the "
+                    "permission model: search with --subject ID, or create it with "
+                    "--asserted-principals\n",
+                    coll);
         goto done;
     }
     print_result(r, json);

@@ -1,8 +1,8 @@
 /* common.c: helpers shared by the subcommands: lists, numbers, opening, errors.
  * Relies on the public API. */
-#include "cli/cli.h"
 #include "base/buf.h"
 #include "base/mem.h"
+#include "cli/cli.h"
 
 #include <errno.h>
 #include <stdio.h>

@@ -99,8 +99,7 @@ int load_survey(const char *path, size_t max_lines, load_survey_t *out, cordon_e
             out->dim = (uint32_t)json_array_size(v);
         meta = json_object_get(o, "metadata");
         if (json_is_object(meta))
-            json_object_foreach(meta, key, v)
-                note_key(out, kinds, names, &n, CAP, key, kind_of(v));
+            json_object_foreach(meta, key, v) note_key(out, kinds, names, &n, CAP, key, kind_of(v));
         json_decref(o);
     }
     free(line);

@@ -10,12 +10,12 @@
 #include "cordon.h"
 
 typedef struct load_survey {
-    size_t lines_read;             /* lines looked at (at most the limit given) */
-    uint32_t dim;                  /* values in the first "vector" seen; 0 = none */
-    size_t n_meta;                 /* top-level keys of "metadata" with one scalar kind */
+    size_t lines_read; /* lines looked at (at most the limit given) */
+    uint32_t dim;      /* values in the first "vector" seen; 0 = none */
+    size_t n_meta;     /* top-level keys of "metadata" with one scalar kind */
     char meta_names[CORDON_META_FIELDS_MAX][CORDON_NAME_MAX + 1];
     cordon_meta_kind meta_kinds[CORDON_META_FIELDS_MAX];
-    size_t meta_left_out;          /* keys of mixed or non-scalar kinds, or past the limit */
+    size_t meta_left_out; /* keys of mixed or non-scalar kinds, or past the limit */
 } load_survey_t;
 
 /* Counts the file's lines that are not blank, fast (no parsing). 0 or CORDON_ERR_IO. */

@@ -7,11 +7,11 @@
  * the top level, "allowed" or the collection's ACL field, "denied"}. Any other key is an error:
  * a misspelt "denied" read as nothing would deny nothing. */
 #include "cli/loader.h"
-#include "cli/load_survey.h"
-#include "cli/progress.h"
 #include "base/err.h"
 #include "base/fvecs.h"
 #include "base/mem.h"
+#include "cli/load_survey.h"
+#include "cli/progress.h"
 
 #include <jansson.h>
 #include <math.h>
@@ -27,12 +27,12 @@ typedef struct line {
     const char *id;
     cordon_field fields[CORDON_TEXT_FIELDS_MAX];
     size_t nfields;
-    float *vec;                 /* owned when inline */
+    float *vec; /* owned when inline */
     int vec_owned;
-    char *meta;                 /* jansson-allocated */
+    char *meta; /* jansson-allocated */
     const char **allowed, **denied;
     size_t na, nd;
-    size_t lineno;              /* the file's line it came from */
+    size_t lineno; /* the file's line it came from */
 } line_t;
 
 static int fail(cordon_error *err, int code, const char *fmt, ...)
@@ -100,8 +100,8 @@ static int parse_vector(json_t *v, const cordon_collection_info *ci, line_t *l, 
 
 /* ---- Keys: what a line may hold, and a near miss for the ones it may not. ---- */
 
-static const char *const fixed_keys[] = {"id",      "_id",    "vector", "metadata",
-                                         "fields",  "allowed", "denied"};
+static const char *const fixed_keys[] = {"id",     "_id",     "vector", "metadata",
+                                         "fields", "allowed", "denied"};
 #define N_FIXED (sizeof fixed_keys / sizeof fixed_keys[0])
 
 static int is_text_field(const cordon_collection_info *ci, const char *k)
@@ -155,8 +155,8 @@ static size_t distance(const char *a, const char *b)
 
 static void consider(const char *key, const char *cand, const char **best, size_t *bestd)
 {
-    size_t d = distance(key, cand), longer = strlen(key) > strlen(cand) ? strlen(key)
-                                                                         : strlen(cand);
+    size_t d = distance(key, cand),
+           longer = strlen(key) > strlen(cand) ? strlen(key) : strlen(cand);
     if (d <= longer / 2 && d < *bestd) {
         *best = cand;
         *bestd = d;
@@ -174,9 +174,10 @@ static void unknown_key(const cordon_collection_info *ci, const char *key, char 
         consider(key, ci->text_fields[f], &best, &bestd);
     for (size_t f = 0; f < ci->n_meta_fields; f++)
         consider(key, ci->meta_fields[f].name, &best, &bestd);
-    n = (size_t)snprintf(why, wn, "unknown key \"%.60s\"%s%s%s; a line holds id (or _id), "
-                         "vector, metadata, fields, allowed (or %s), denied", key,
-                         best ? " (did you mean \"" : "", best ? best : "", best ? "\"?)" : "",
+    n = (size_t)snprintf(why, wn,
+                         "unknown key \"%.60s\"%s%s%s; a line holds id (or _id), "
+                         "vector, metadata, fields, allowed (or %s), denied",
+                         key, best ? " (did you mean \"" : "", best ? best : "", best ? "\"?)" : "",
                          ci->acl_field);
     for (size_t f = 0; f < ci->n_text_fields && n < wn; f++)
         n += (size_t)snprintf(why + n, wn - n, ", %s", ci->text_fields[f]);
@@ -190,7 +191,8 @@ static int check_keys(const cordon_collection_info *ci, json_t *obj, json_t *fie
 {
     const char *k;
     json_t *v;
-    json_object_foreach(obj, k, v) {
+    json_object_foreach(obj, k, v)
+    {
         if (!is_known_key(ci, k)) {
             unknown_key(ci, k, why, wn);
             return CDN_ERR_INVALID;
@@ -208,15 +210,20 @@ static int check_keys(const cordon_collection_info *ci, json_t *obj, json_t *fie
         snprintf(why, wn, "\"fields\" must be an object of text fields");
         return CDN_ERR_INVALID;
     }
-    json_object_foreach(fields, k, v) {
+    json_object_foreach(fields, k, v)
+    {
         if (!is_text_field(ci, k)) {
-            snprintf(why, wn, "\"fields\" holds \"%.60s\", not a text field of collection "
-                     "\"%s\"", k, ci->name);
+            snprintf(why, wn,
+                     "\"fields\" holds \"%.60s\", not a text field of collection "
+                     "\"%s\"",
+                     k, ci->name);
             return CDN_ERR_INVALID;
         }
         if (json_object_get(obj, k)) {
-            snprintf(why, wn, "text field \"%.60s\" is both under \"fields\" and at the top "
-                     "level", k);
+            snprintf(why, wn,
+                     "text field \"%.60s\" is both under \"fields\" and at the top "
+                     "level",
+                     k);
             return CDN_ERR_INVALID;
         }
     }
@@ -256,8 +263,10 @@ static int parse_meta(const cordon_collection_info *ci, json_t *obj, line_t *l, 
             break; /* the engine's check names the problem */
         if (meta && json_object_get(meta, name)) {
             json_decref(merged);
-            snprintf(why, wn, "metadata field \"%s\" is both under \"metadata\" and at the "
-                     "top level", name);
+            snprintf(why, wn,
+                     "metadata field \"%s\" is both under \"metadata\" and at the "
+                     "top level",
+                     name);
             return CDN_ERR_INVALID;
         }
         if (!merged && !(merged = meta ? json_copy(meta) : json_object()))
@@ -311,8 +320,8 @@ static int parse_line(const char *text, size_t len, const cordon_collection_info
     v = json_object_get(l->obj, "allowed");
     if (!v)
         v = json_object_get(l->obj, ci->acl_field);
-    if (string_list(v, &l->allowed, &l->na) || string_list(json_object_get(l->obj, "denied"),
-                                                           &l->denied, &l->nd)) {
+    if (string_list(v, &l->allowed, &l->na) ||
+        string_list(json_object_get(l->obj, "denied"), &l->denied, &l->nd)) {
         snprintf(why, wn, "\"allowed\" and \"denied\" must be arrays of principal strings");
         return CDN_ERR_INVALID;
     }
@@ -325,10 +334,15 @@ static int parse_line(const char *text, size_t len, const cordon_collection_info
 
 static cordon_chunk to_chunk(line_t *l, const loader_opts_t *o)
 {
-    return (cordon_chunk){.id = l->id, .vector = l->vec, .fields = l->fields,
-                          .n_fields = l->nfields, .metadata_json = l->meta,
-                          .allowed = l->allowed ? l->allowed : o->allow, .n_allowed = l->na,
-                          .denied = l->denied, .n_denied = l->nd};
+    return (cordon_chunk){.id = l->id,
+                          .vector = l->vec,
+                          .fields = l->fields,
+                          .n_fields = l->nfields,
+                          .metadata_json = l->meta,
+                          .allowed = l->allowed ? l->allowed : o->allow,
+                          .n_allowed = l->na,
+                          .denied = l->denied,
+                          .n_denied = l->nd};
 }
 
 typedef struct pass {
@@ -372,8 +386,8 @@ static int batch_failed(pass_t *p, int rc, cordon_error *err)
 static int flush(pass_t *p, cordon_error *err)
 {
     int rc = CDN_OK;
-    if (p->pending && (rc = cordon_put(p->db, p->o->collection, p->chunks, p->pending, NULL,
-                                       err)) != 0)
+    if (p->pending &&
+        (rc = cordon_put(p->db, p->o->collection, p->chunks, p->pending, NULL, err)) != 0)
         rc = batch_failed(p, rc, err);
     for (size_t i = 0; i < p->pending; i++)
         line_clear(&p->lines[i]);
@@ -478,9 +492,11 @@ int loader_run(cordon_t *db, const loader_opts_t *o, size_t *loaded, cordon_erro
     cli_progress_update(&p.prog, p.seen);
     cli_progress_end(&p.prog);
     if (rc == CDN_OK && p.no_acl && o->progress)
-        fprintf(stderr, "cordon load: note: %zu of %zu lines name no principal in \"allowed\" "
-                        "(or \"%s\"): nobody will be able to read them (--allow P1,P2 gives "
-                        "them principals)\n", p.no_acl, p.seen, p.ci.acl_field);
+        fprintf(stderr,
+                "cordon load: note: %zu of %zu lines name no principal in \"allowed\" "
+                "(or \"%s\"): nobody will be able to read them (--allow P1,P2 gives "
+                "them principals)\n",
+                p.no_acl, p.seen, p.ci.acl_field);
     p.write = 1;
     cli_progress_start(&p.prog, "loading", "lines", p.seen, o->progress);
     if (rc == CDN_OK)

@@ -9,12 +9,12 @@
 
 typedef struct loader_opts {
     const char *collection;
-    const char *jsonl;              /* one JSON object a line */
-    const char *fvecs;              /* NULL, or row i is the vector of line i */
-    const char *const *allow;       /* principals for lines that name none */
+    const char *jsonl;        /* one JSON object a line */
+    const char *fvecs;        /* NULL, or row i is the vector of line i */
+    const char *const *allow; /* principals for lines that name none */
     size_t n_allow;
-    size_t batch;                   /* chunks per transaction; 0 = 1000 */
-    int progress;                   /* print a progress line on stderr */
+    size_t batch; /* chunks per transaction; 0 = 1000 */
+    int progress; /* print a progress line on stderr */
 } loader_opts_t;
 
 /* Checks the whole file first, every line by the engine's own rules (cordon_chunk_check) and

@@ -6,8 +6,7 @@
 #include <stdio.h>
 #include <unistd.h>
 
-void cli_progress_start(cli_progress_t *p, const char *what, const char *unit, size_t total,
-                        int on)
+void cli_progress_start(cli_progress_t *p, const char *what, const char *unit, size_t total, int on)
 {
     *p = (cli_progress_t){.what = what, .unit = unit, .total = total, .on = on};
     p->t0 = p->last = cdn_clock_ns();

@@ -8,11 +8,11 @@
 #include <stdint.h>
 
 typedef struct cli_progress {
-    const char *what;   /* "checking", "loading" */
-    const char *unit;   /* "lines" */
-    size_t total;       /* 0 = unknown: no percent or time left */
+    const char *what; /* "checking", "loading" */
+    const char *unit; /* "lines" */
+    size_t total;     /* 0 = unknown: no percent or time left */
     size_t done;
-    uint64_t t0, last;  /* ns */
+    uint64_t t0, last; /* ns */
     int tty, on, shown;
 } cli_progress_t;
 

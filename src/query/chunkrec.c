@@ -82,8 +82,7 @@ int chunkrec_decode(const void *rec, size_t len, uint32_t *row, json_t **obj)
     return CDN_OK;
 }
 
-int chunkrec_check_metadata(const char *id, const char *metadata_json, size_t max,
-                            cdn_err_t *err)
+int chunkrec_check_metadata(const char *id, const char *metadata_json, size_t max, cdn_err_t *err)
 {
     json_error_t je;
     json_t *o;
@@ -91,13 +90,12 @@ int chunkrec_check_metadata(const char *id, const char *metadata_json, size_t ma
     if (!metadata_json)
         return CDN_OK;
     if (strlen(metadata_json) > max)
-        return cdn_err_set(err, CDN_ERR_LIMIT, "chunk \"%s\": metadata passes %zu bytes", id,
-                           max);
+        return cdn_err_set(err, CDN_ERR_LIMIT, "chunk \"%s\": metadata passes %zu bytes", id, max);
     o = json_loads(metadata_json, 0, &je);
     if (!o)
         return cdn_err_set(err, CDN_ERR_INVALID,
-                           "chunk \"%s\": metadata is not valid JSON (line %d, column %d: %s)",
-                           id, je.line, je.column, je.text);
+                           "chunk \"%s\": metadata is not valid JSON (line %d, column %d: %s)", id,
+                           je.line, je.column, je.text);
     ok = json_is_object(o);
     json_decref(o);
     if (!ok)

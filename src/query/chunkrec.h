@@ -25,7 +25,6 @@ int chunkrec_decode(const void *rec, size_t len, uint32_t *row, json_t **obj);
 int chunkrec_reencode(uint32_t row, json_t *obj, char **rec, size_t *len);
 
 /* Checks that metadata_json is NULL or a JSON object of at most max bytes. */
-int chunkrec_check_metadata(const char *id, const char *metadata_json, size_t max,
-                            cdn_err_t *err);
+int chunkrec_check_metadata(const char *id, const char *metadata_json, size_t max, cdn_err_t *err);
 
 #endif

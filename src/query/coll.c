@@ -13,8 +13,8 @@ int coll_name_check(const char *name, cdn_err_t *err)
 {
     size_t n = strlen(name);
     if (n == 0 || n > COLL_NAME_MAX)
-        return cdn_err_set(err, CDN_ERR_INVALID,
-                           "collection name must be 1 to %d bytes; got %zu", COLL_NAME_MAX, n);
+        return cdn_err_set(err, CDN_ERR_INVALID, "collection name must be 1 to %d bytes; got %zu",
+                           COLL_NAME_MAX, n);
     if (name[0] == '_' || name[0] == '-')
         return cdn_err_set(err, CDN_ERR_INVALID,
                            "collection name \"%s\" must not start with '_' or '-'", name);
@@ -35,18 +35,17 @@ int coll_config_encode(const coll_config_t *cfg, char **json)
     for (size_t i = 0; fields && i < cfg->n_text; i++)
         json_array_append_new(fields, json_string(cfg->text_fields[i]));
     for (size_t i = 0; meta && i < cfg->n_meta; i++)
-        json_array_append_new(meta, json_pack("{s:s, s:i}", "name", cfg->meta_fields[i], "kind",
-                                              cfg->meta_kinds[i]));
+        json_array_append_new(
+            meta, json_pack("{s:s, s:i}", "name", cfg->meta_fields[i], "kind", cfg->meta_kinds[i]));
     o = json_pack("{s:s, s:I, s:I, s:s, s:o, s:s, s:I, s:I, s:I, s:s, s:o, s:f, s:f, s:b, s:b, "
                   "s:b}",
-                  "name",
-                  cfg->name, "id", (json_int_t)cfg->id, "dim", (json_int_t)cfg->dim, "metric",
-                  vec_metric_name(cfg->metric), "text_fields", fields, "acl_field",
+                  "name", cfg->name, "id", (json_int_t)cfg->id, "dim", (json_int_t)cfg->dim,
+                  "metric", vec_metric_name(cfg->metric), "text_fields", fields, "acl_field",
                   cfg->acl_field, "hnsw_m", (json_int_t)cfg->hnsw_m, "hnsw_ef_construction",
-                  (json_int_t)cfg->hnsw_efc, "hnsw_ef_search", (json_int_t)cfg->hnsw_ef,
-                  "analyzer", cfg->analyzer, "meta_fields", meta, "bm25_k1", (double)cfg->k1,
-                  "bm25_b", (double)cfg->b, "asserted_principals", cfg->asserted, "int8_scan",
-                  cfg->int8_scan, "bm25_global_stats", cfg->bm25_global);
+                  (json_int_t)cfg->hnsw_efc, "hnsw_ef_search", (json_int_t)cfg->hnsw_ef, "analyzer",
+                  cfg->analyzer, "meta_fields", meta, "bm25_k1", (double)cfg->k1, "bm25_b",
+                  (double)cfg->b, "asserted_principals", cfg->asserted, "int8_scan", cfg->int8_scan,
+                  "bm25_global_stats", cfg->bm25_global);
     if (!o)
         return CDN_ERR_NOMEM;
     *json = json_dumps(o, JSON_COMPACT);
@@ -86,11 +85,10 @@ int coll_config_decode(const char *json, size_t len, coll_config_t *cfg, cdn_err
     if (!o || json_unpack(o,
                           "{s:s, s:I, s:I, s:s, s:o, s:s, s:I, s:I, s:I, s?s, s?o, s?F, s?F, s?b, "
                           "s?b, s?b}",
-                          "name", &name, "id", &id, "dim", &dim, "metric", &metric,
-                          "text_fields", &fields, "acl_field", &acl, "hnsw_m", &m,
-                          "hnsw_ef_construction", &efc, "hnsw_ef_search", &ef, "analyzer", &an,
-                          "meta_fields", &meta, "bm25_k1", &k1, "bm25_b", &b,
-                          "asserted_principals", &cfg->asserted, "int8_scan",
+                          "name", &name, "id", &id, "dim", &dim, "metric", &metric, "text_fields",
+                          &fields, "acl_field", &acl, "hnsw_m", &m, "hnsw_ef_construction", &efc,
+                          "hnsw_ef_search", &ef, "analyzer", &an, "meta_fields", &meta, "bm25_k1",
+                          &k1, "bm25_b", &b, "asserted_principals", &cfg->asserted, "int8_scan",
                           &cfg->int8_scan, "bm25_global_stats", &cfg->bm25_global) != 0)
         goto done;
     if (cfg->asserted < 0)
@@ -101,7 +99,8 @@ int coll_config_decode(const char *json, size_t len, coll_config_t *cfg, cdn_err
     memcpy(cfg->analyzer, an, strlen(an) + 1);
     cfg->k1 = (float)k1;
     cfg->b = (float)b;
-    json_array_foreach(meta, i, x) {
+    json_array_foreach(meta, i, x)
+    {
         const char *mn = json_string_value(json_object_get(x, "name"));
         if (!mn || copy_name(cfg->meta_fields[i], mn))
             goto done;
@@ -250,8 +249,8 @@ int coll_load(const char *dir, store_txn_t *t, const coll_config_t *cfg, coll_t 
         return rc;
     }
     acl_index_compact(l.c->acl); /* loaded row by row: give back the growth slack */
-    coll_codes_open(dir, l.c); /* the saved codes: open need not encode every float row */
-    coll_quant_sync(l.c);      /* rows the file lacks: encoded now */
+    coll_codes_open(dir, l.c);   /* the saved codes: open need not encode every float row */
+    coll_quant_sync(l.c);        /* rows the file lacks: encoded now */
     if ((rc = coll_text_open(dir, t, l.c, err)) != 0 ||
         (l.c->hnsw && (rc = coll_graph_open(dir, l.c, err)) != 0)) {
         coll_unref(l.c);
@@ -261,7 +260,10 @@ int coll_load(const char *dir, store_txn_t *t, const coll_config_t *cfg, coll_t 
     return CDN_OK;
 }
 
-void coll_ref(coll_t *c) { atomic_fetch_add(&c->refs, 1); }
+void coll_ref(coll_t *c)
+{
+    atomic_fetch_add(&c->refs, 1);
+}
 
 void coll_unref(coll_t *c)
 {
@@ -318,8 +320,7 @@ int coll_row_set(coll_t *c, uint32_t row, const char *id)
         memset(c->row_id + c->row_cap, 0, (cap - c->row_cap) * sizeof(uint32_t));
         c->row_cap = cap;
     }
-    if (c->id_len + n > c->id_cap &&
-        cdn_grow((void **)&c->id_bytes, &c->id_cap, c->id_len + n, 1))
+    if (c->id_len + n > c->id_cap && cdn_grow((void **)&c->id_bytes, &c->id_cap, c->id_len + n, 1))
         return CDN_ERR_NOMEM;
     memcpy(c->id_bytes + c->id_len, id, n);
     c->row_id[row] = (uint32_t)c->id_len + 1;
@@ -361,8 +362,8 @@ static void coll_codes_open(const char *dir, coll_t *c)
     char path[4096];
     vec_view_t v;
     quant_t *q = NULL;
-    if (!c->quant || c->next_row == 0 ||
-        coll_file_path(dir, c->cfg.id, "q8", path, sizeof path) || access(path, F_OK))
+    if (!c->quant || c->next_row == 0 || coll_file_path(dir, c->cfg.id, "q8", path, sizeof path) ||
+        access(path, F_OK))
         return;
     coll_view(c, &v);
     int rc = quant_load(path, &v, &q);

@@ -12,10 +12,10 @@
 #include "base/err.h"
 #include "store/store.h"
 #include "store/vecfile.h"
+#include "text/textidx.h"
 #include "vector/distance.h"
 #include "vector/hnsw.h"
 #include "vector/quant.h"
-#include "text/textidx.h"
 
 #define COLL_NAME_MAX 128
 #define COLL_TEXT_FIELDS_MAX 16
@@ -24,8 +24,8 @@
 
 typedef struct coll_config {
     char name[COLL_NAME_MAX + 1];
-    uint32_t id;       /* key prefix in the store; never reused */
-    uint32_t dim;      /* 0 = no vectors */
+    uint32_t id;  /* key prefix in the store; never reused */
+    uint32_t dim; /* 0 = no vectors */
     vec_metric_t metric;
     size_t n_text;
     char text_fields[COLL_TEXT_FIELDS_MAX][COLL_NAME_MAX + 1];
@@ -34,28 +34,28 @@ typedef struct coll_config {
     char analyzer[COLL_ANALYZER_MAX];
     size_t n_meta;
     char meta_fields[COLL_META_FIELDS_MAX][COLL_NAME_MAX + 1];
-    int meta_kinds[COLL_META_FIELDS_MAX];   /* textidx_kind_t */
+    int meta_kinds[COLL_META_FIELDS_MAX]; /* textidx_kind_t */
     float k1, b;
-    int asserted;      /* accepts principals asserted by the caller */
-    int int8_scan;     /* keeps 8-bit codes for exact scans */
-    int bm25_global;   /* BM25 statistics over every chunk, not the subject's readable set */
+    int asserted;    /* accepts principals asserted by the caller */
+    int int8_scan;   /* keeps 8-bit codes for exact scans */
+    int bm25_global; /* BM25 statistics over every chunk, not the subject's readable set */
 } coll_config_t;
 
 typedef struct coll {
     coll_config_t cfg;
-    vecfile_t *vf;            /* NULL when cfg.dim == 0 */
-    hnsw_t *hnsw;             /* graph over the live rows; NULL when cfg.dim == 0 */
-    uint32_t hnsw_saved;      /* rows the checkpoint on disk reflects (0 = none) */
-    int hnsw_dirty;           /* changed since the checkpoint */
-    uint32_t ef_auto;         /* calibrated search breadth when cfg.hnsw_ef is 0 (0 = none) */
+    vecfile_t *vf;             /* NULL when cfg.dim == 0 */
+    hnsw_t *hnsw;              /* graph over the live rows; NULL when cfg.dim == 0 */
+    uint32_t hnsw_saved;       /* rows the checkpoint on disk reflects (0 = none) */
+    int hnsw_dirty;            /* changed since the checkpoint */
+    uint32_t ef_auto;          /* calibrated search breadth when cfg.hnsw_ef is 0 (0 = none) */
     uint32_t ef_auto_filtered; /* the same for filtered traversals (seeded: smaller) */
-    uint32_t ef_auto_dense;   /* filtered traversals of nearly every row (0 = not measured) */
-    uint32_t ef_auto_rows;    /* rows the graph held when ef_auto was measured */
-    double ef_auto_recall;    /* the unfiltered recall@10 measured at ef_auto (0 = unknown) */
-    float d10;                /* median distance of a row to its 10th neighbour (0 = unknown) */
-    quant_t *quant;           /* 8-bit codes of the rows (cfg.int8_scan), or NULL */
-    uint32_t quant_saved;     /* rows the codes file on disk holds (0 = none) */
-    textidx_t *text;          /* text fields, "_all", metadata filters; always present */
+    uint32_t ef_auto_dense;    /* filtered traversals of nearly every row (0 = not measured) */
+    uint32_t ef_auto_rows;     /* rows the graph held when ef_auto was measured */
+    double ef_auto_recall;     /* the unfiltered recall@10 measured at ef_auto (0 = unknown) */
+    float d10;                 /* median distance of a row to its 10th neighbour (0 = unknown) */
+    quant_t *quant;            /* 8-bit codes of the rows (cfg.int8_scan), or NULL */
+    uint32_t quant_saved;      /* rows the codes file on disk holds (0 = none) */
+    textidx_t *text;           /* text fields, "_all", metadata filters; always present */
     int text_dirty;
     acl_index_t *acl;
     /* row -> external id: row_id[row] is 1 + the id's offset in id_bytes (NUL-terminated),
@@ -65,13 +65,13 @@ typedef struct coll {
     size_t row_cap;
     char *id_bytes;
     size_t id_len, id_cap;
-    size_t id_max; /* arena bytes allowed (COLL_ID_BYTES_MAX; tests lower it) */
-    uint32_t next_row;        /* rows below this have been handed out */
-    uint64_t live;            /* live chunks */
+    size_t id_max;     /* arena bytes allowed (COLL_ID_BYTES_MAX; tests lower it) */
+    uint32_t next_row; /* rows below this have been handed out */
+    uint64_t live;     /* live chunks */
     /* Writers hold it exclusively while they apply a committed write; searches share it. */
     pthread_rwlock_t lock;
     atomic_int refs;
-    atomic_int broken;        /* in-memory state missed a committed write: fail closed */
+    atomic_int broken; /* in-memory state missed a committed write: fail closed */
 } coll_t;
 
 /* Checks a collection name: 1..128 bytes of [a-z0-9_-], not starting with '_' or '-'. */

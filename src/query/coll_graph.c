@@ -87,8 +87,7 @@ static void efauto_read(const char *dir, coll_t *c)
                "efd %u recalld %lf dense %u",
                &rows, &ef, &recall, &nq, &d10, &efq, &recallq, &efd, &recalld, &dense) == 10 &&
         ef > 0 && ef <= HNSW_EF_MAX && efq > 0 && efq <= HNSW_EF_MAX && efd > 0 &&
-        efd <= HNSW_EF_MAX && rows > 0 &&
-        (uint64_t)rows * 5 / 4 >= c->next_row) {
+        efd <= HNSW_EF_MAX && rows > 0 && (uint64_t)rows * 5 / 4 >= c->next_row) {
         c->ef_auto_filtered = efq;
         c->ef_auto_dense = dense ? efd : 0;
         c->ef_auto = ef;

@@ -47,8 +47,7 @@ static size_t meta_values(const char *f, int kind, json_t *v, textidx_value_t *o
     size_t n = 0, i;
     json_t *x;
     if (json_is_array(v)) {
-        json_array_foreach(v, i, x)
-            n += meta_values(f, kind, x, out + n, room - n);
+        json_array_foreach(v, i, x) n += meta_values(f, kind, x, out + n, room - n);
         return n;
     }
     if (room == 0)
@@ -123,7 +122,8 @@ static int index_row(void *ctx, const void *key, size_t klen, const void *val, s
         chunkrec_decode(rec, rlen, &rrow, &obj) != CDN_OK)
         return k->rc = CDN_ERR_CORRUPT;
     fields = json_object_get(obj, "fields");
-    json_object_foreach(fields, fname, x) {
+    json_object_foreach(fields, fname, x)
+    {
         if (json_is_string(x) && n < COLL_TEXT_FIELDS_MAX) {
             names[n] = fname;
             values[n++] = json_string_value(x);

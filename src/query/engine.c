@@ -19,8 +19,7 @@ struct prin_ctx {
     int rc;
 };
 
-static int load_principal(void *ctx, const void *key, size_t klen, const void *val,
-                          size_t vlen)
+static int load_principal(void *ctx, const void *key, size_t klen, const void *val, size_t vlen)
 {
     struct prin_ctx *p = ctx;
     char name[ACL_PRINCIPAL_MAX + 16];
@@ -52,8 +51,7 @@ struct coll_ctx {
     cdn_err_t *err;
 };
 
-static int load_collection(void *ctx, const void *key, size_t klen, const void *val,
-                           size_t vlen)
+static int load_collection(void *ctx, const void *key, size_t klen, const void *val, size_t vlen)
 {
     struct coll_ctx *cc = ctx;
     coll_config_t cfg;
@@ -117,20 +115,22 @@ static int open_dir(const char *dir, cdn_err_t *err)
     if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode))
         return cdn_err_set(err, CDN_ERR_IO, "data directory %s is not a directory", dir);
     if (st.st_mode & (S_IRWXG | S_IRWXO))
-        fprintf(stderr, "cordon: warning: data directory %s is open to other users (mode %04o); "
-                "its files hold protected text: chmod 700 %s\n", dir,
-                (unsigned)(st.st_mode & 07777), dir);
+        fprintf(stderr,
+                "cordon: warning: data directory %s is open to other users (mode %04o); "
+                "its files hold protected text: chmod 700 %s\n",
+                dir, (unsigned)(st.st_mode & 07777), dir);
     return CDN_OK;
 }
 
-int engine_open(const char *dir, uint64_t map_size, int must_exist, engine_t **out,
-                cdn_err_t *err)
+int engine_open(const char *dir, uint64_t map_size, int must_exist, engine_t **out, cdn_err_t *err)
 {
     engine_t *e;
     int rc;
     if (must_exist && !store_exists(dir))
-        return cdn_err_set(err, CDN_ERR_NOT_FOUND, "there is no cordon database in %s; create "
-                           "one first, e.g. with cordon load --create", dir);
+        return cdn_err_set(err, CDN_ERR_NOT_FOUND,
+                           "there is no cordon database in %s; create "
+                           "one first, e.g. with cordon load --create",
+                           dir);
     if ((rc = open_dir(dir, err)) != 0)
         return rc;
     if (!(e = cdn_calloc(1, sizeof *e)) || !(e->dir = cdn_strdup(dir))) {
@@ -270,8 +270,8 @@ int engine_coll_create(engine_t *e, const coll_config_t *cfg_in, cdn_err_t *err)
         (made = 1, rc = coll_create_state(e->dir, &cfg, &c, err)) != 0 ||
         (rc = store_txn_begin(e->store, 1, &t, err)) != 0)
         goto done;
-    if ((rc = store_put(t, STORE_COLLECTIONS, cfg.name, strlen(cfg.name), json,
-                        strlen(json))) != 0 ||
+    if ((rc = store_put(t, STORE_COLLECTIONS, cfg.name, strlen(cfg.name), json, strlen(json))) !=
+            0 ||
         (rc = store_put(t, STORE_META, "next_coll", 9, idb, 4)) != 0) {
         store_txn_abort(t);
         cdn_err_set(err, rc, "cannot record the collection: %s", cdn_strerror(rc));
@@ -360,8 +360,8 @@ static int cmp_u32(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
-int engine_view_ids(engine_t *e, const char *const *names, size_t n, uint32_t **ids,
-                    size_t *nids, cdn_err_t *err)
+int engine_view_ids(engine_t *e, const char *const *names, size_t n, uint32_t **ids, size_t *nids,
+                    cdn_err_t *err)
 {
     char canon[ACL_PRINCIPAL_MAX + 16];
     uint32_t *out = cdn_malloc((n ? n : 1) * sizeof *out);

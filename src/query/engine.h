@@ -17,27 +17,26 @@
 typedef struct engine {
     char *dir;
     store_t *store;
-    pthread_mutex_t write_lock;   /* one writer at a time, as LMDB allows */
-    pthread_rwlock_t meta_lock;   /* the collection list and the principal table */
-    pthread_rwlock_t model_gate;  /* model writers hold it for writing while they change the
-                                     model in memory; see engine_read_begin */
+    pthread_mutex_t write_lock;  /* one writer at a time, as LMDB allows */
+    pthread_rwlock_t meta_lock;  /* the collection list and the principal table */
+    pthread_rwlock_t model_gate; /* model writers hold it for writing while they change the
+                                    model in memory; see engine_read_begin */
     acl_intern_t principals;
-    size_t principals_saved;      /* principals [0, saved) are in the store; the rest were
-                                     interned by a write that failed and wait for the next */
-    coll_t **colls;               /* sorted by name */
+    size_t principals_saved; /* principals [0, saved) are in the store; the rest were
+                                interned by a write that failed and wait for the next */
+    coll_t **colls;          /* sorted by name */
     size_t ncolls, colls_cap;
     uint32_t next_coll_id;
-    _Atomic uint64_t revision;    /* the last acknowledged revision */
-    authz_model_t *model;         /* the permission model, replayed from STORE_MODEL_LOG */
-    atomic_int model_broken;      /* memory got ahead of a failed commit: fail closed */
-    uint64_t plan_exact_floats;   /* planner threshold (0 = PLAN_EXACT_FLOATS) */
-    int report_work;              /* results' candidates count work (cordon_options) */
+    _Atomic uint64_t revision;  /* the last acknowledged revision */
+    authz_model_t *model;       /* the permission model, replayed from STORE_MODEL_LOG */
+    atomic_int model_broken;    /* memory got ahead of a failed commit: fail closed */
+    uint64_t plan_exact_floats; /* planner threshold (0 = PLAN_EXACT_FLOATS) */
+    int report_work;            /* results' candidates count work (cordon_options) */
 } engine_t;
 
 /* Opens the data directory dir, creating it if missing, unless must_exist: then a directory
  * without a database gives CDN_ERR_NOT_FOUND and nothing is created. Free with engine_close. */
-int engine_open(const char *dir, uint64_t map_size, int must_exist, engine_t **out,
-                cdn_err_t *err);
+int engine_open(const char *dir, uint64_t map_size, int must_exist, engine_t **out, cdn_err_t *err);
 void engine_close(engine_t *e);
 
 /* Finds a collection by name and takes a reference (release with coll_unref).
@@ -52,8 +51,8 @@ int engine_coll_drop(engine_t *e, const char *name, cdn_err_t *err);
  * collection's read lock: every principal the ACLs it reads name is interned by then (writers
  * intern before they apply), so a deny naming a principal new to the engine is never missed.
  * *ids is freed with cdn_free. */
-int engine_view_ids(engine_t *e, const char *const *names, size_t n, uint32_t **ids,
-                    size_t *nids, cdn_err_t *err);
+int engine_view_ids(engine_t *e, const char *const *names, size_t n, uint32_t **ids, size_t *nids,
+                    cdn_err_t *err);
 
 /* ---- The permission model (query/engine_model.c). ---- */
 
@@ -77,7 +76,7 @@ typedef struct engine_asker {
 typedef struct engine_subject {
     const char *const *principals; /* borrowed from the caller or from view */
     size_t n;
-    authz_view_t *view;            /* non-NULL when resolved from the model */
+    authz_view_t *view; /* non-NULL when resolved from the model */
 } engine_subject_t;
 
 /* Resolves who for an action on collection c. With a subject_id the model decides: an unknown

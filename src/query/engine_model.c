@@ -30,8 +30,10 @@ static int replay_one(void *ctx, const void *key, size_t klen, const void *val, 
                                               : authz_apply(r->e->model, text, r->err);
     cdn_free(text);
     if (rc)
-        return cdn_err_set(r->err, CDN_ERR_CORRUPT, "permission model log does not replay at "
-                           "revision %llu", (unsigned long long)store_rd64(key));
+        return cdn_err_set(r->err, CDN_ERR_CORRUPT,
+                           "permission model log does not replay at "
+                           "revision %llu",
+                           (unsigned long long)store_rd64(key));
     return CDN_OK;
 }
 
@@ -71,8 +73,10 @@ static int persist(engine_t *e, char kind, const char *json, uint64_t *rev, cdn_
     cdn_free(val);
     if (rc) {
         atomic_store(&e->model_broken, 1);
-        return cdn_err_set(err, rc, "the permission model change could not be stored (%s); "
-                           "reopen the data directory", cdn_strerror(rc));
+        return cdn_err_set(err, rc,
+                           "the permission model change could not be stored (%s); "
+                           "reopen the data directory",
+                           cdn_strerror(rc));
     }
     atomic_store(&e->revision, r);
     *rev = r;
@@ -135,7 +139,8 @@ int engine_subject_resolve(engine_t *e, const coll_t *c, const engine_asker_t *w
         return CDN_OK;
     }
     if (atomic_load(&e->model_broken))
-        return cdn_err_set(err, CDN_ERR_INTERNAL, "the permission model missed a write; reopen "
+        return cdn_err_set(err, CDN_ERR_INTERNAL,
+                           "the permission model missed a write; reopen "
                            "the data directory");
     snprintf(resource, sizeof resource, "collection:%s", c->cfg.name);
     req.subject = who->subject_id;

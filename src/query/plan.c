@@ -99,7 +99,6 @@ void plan_choose(const plan_in_t *in, plan_t *out)
     /* Visiting as many nodes as there are readable rows costs as much as scanning them. */
     out->max_visits = in->readable;
     consider_pool_first(in, out);
-    if (in->bits && !in->ef_query &&
-        (double)in->readable < PLAN_BITS_MAX_SHARE * (double)in->live)
+    if (in->bits && !in->ef_query && (double)in->readable < PLAN_BITS_MAX_SHARE * (double)in->live)
         out->kind = PLAN_BITS;
 }

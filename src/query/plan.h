@@ -78,9 +78,9 @@ typedef struct plan_in {
 #define PLAN_POOL_EF_RATIO 2
 /* ... and, where calibration measured it, only if the unfiltered traversal was at least this
  * right at its ef: the k readable hits sit anywhere in a pool of 2 k / share, so the list must
- * be right well past its first k. 200k x 384 topics (recall 0.998 at ef 96): 20% readable at recall 0.997 -
- * 1.000. 1M (0.992 at ef 128, with the seeded descent): 20% random 0.979 at ef 128, 0.986 at
- * ef 202, 0.991 at ef 303, the last no faster than the filtered plan. */
+ * be right well past its first k. 200k x 384 topics (recall 0.998 at ef 96): 20% readable at recall
+ * 0.997 - 1.000. 1M (0.992 at ef 128, with the seeded descent): 20% random 0.979 at ef 128, 0.986
+ * at ef 202, 0.991 at ef 303, the last no faster than the filtered plan. */
 #define PLAN_POOL_MIN_RECALL 0.995
 /* A probe before an exact scan, for subjects whose neighbourhood is mostly theirs: where the
  * scan reads at least PLAN_PROBE_MIN_FLOATS (about 8,000 rows at 384-d, 0.4 ms and more) and

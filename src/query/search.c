@@ -17,8 +17,9 @@ static int check_query(const coll_t *c, const search_knn_t *q, cdn_err_t *err)
     if (q->text && q->query_json)
         return cdn_err_set(err, CDN_ERR_INVALID, "give a text query or a query object, not both");
     if (!q->vector && !q->text && !q->query_json)
-        return cdn_err_set(err, CDN_ERR_INVALID, "the query is empty: give a vector, a text "
-                                                 "query, or both");
+        return cdn_err_set(err, CDN_ERR_INVALID,
+                           "the query is empty: give a vector, a text "
+                           "query, or both");
     if (q->k > SEARCH_K_MAX)
         return cdn_err_set(err, CDN_ERR_INVALID, "k is %zu; the limit is %d", q->k, SEARCH_K_MAX);
     if (!q->vector)
@@ -37,8 +38,8 @@ static int check_query(const coll_t *c, const search_knn_t *q, cdn_err_t *err)
  * the caller sees (higher is better). A score that is not a finite number cannot be ranked:
  * vec_check keeps every stored and query vector in bounds, so none should reach here, but if
  * one does its hit is dropped and the result no longer claims to be complete. */
-static int search_finish(const coll_t *c, const uint32_t *view, size_t nview,
-                         const vec_hit_t *h, size_t n, search_result_t *out)
+static int search_finish(const coll_t *c, const uint32_t *view, size_t nview, const vec_hit_t *h,
+                         size_t n, search_result_t *out)
 {
     out->hits = cdn_calloc(n ? n : 1, sizeof *out->hits);
     if (!out->hits)
@@ -62,9 +63,8 @@ static int search_finish(const coll_t *c, const uint32_t *view, size_t nview,
     return CDN_OK;
 }
 
-static int knn_locked(engine_t *e, coll_t *c, const engine_subject_t *who,
-                      const search_knn_t *q, const float *query, search_result_t *out,
-                      cdn_err_t *err)
+static int knn_locked(engine_t *e, coll_t *c, const engine_subject_t *who, const search_knn_t *q,
+                      const float *query, search_result_t *out, cdn_err_t *err)
 {
     size_t k = q->k ? q->k : 10, nhits = 0, nview = 0;
     roaring_bitmap_t *allowed = NULL, *readable = NULL;
@@ -75,8 +75,10 @@ static int knn_locked(engine_t *e, coll_t *c, const engine_subject_t *who,
      * subject cannot see too, the one part of a response hidden chunks change (query.md). */
     out->revision = atomic_load(&e->revision);
     if (c->broken)
-        return cdn_err_set(err, CDN_ERR_INTERNAL, "collection \"%s\" missed a write in memory; "
-                           "reopen the data directory", c->cfg.name);
+        return cdn_err_set(err, CDN_ERR_INTERNAL,
+                           "collection \"%s\" missed a write in memory; "
+                           "reopen the data directory",
+                           c->cfg.name);
     if ((rc = engine_view_ids(e, who->principals, who->n, &view, &nview, err)) != 0)
         return rc;
     if ((rc = acl_index_allowed(c->acl, view, nview, &allowed)) != 0) {
@@ -95,8 +97,10 @@ static int knn_locked(engine_t *e, coll_t *c, const engine_subject_t *who,
     out->candidates = roaring_bitmap_get_cardinality(allowed);
     if (text) {
         rc = search_hybrid_locked(e, c, q, query, allowed,
-                                  c->cfg.bm25_global ? NULL : readable ? readable : allowed, k,
-                                  out, &hits, &nhits, err);
+                                  c->cfg.bm25_global ? NULL
+                                  : readable         ? readable
+                                                     : allowed,
+                                  k, out, &hits, &nhits, err);
     } else if (!(hits = cdn_malloc(k * sizeof *hits))) {
         rc = cdn_err_set(err, CDN_ERR_NOMEM, "out of memory");
     } else {
@@ -174,8 +178,8 @@ void search_result_free(search_result_t *r)
  * the store before it reaches memory, so a read transaction may be ahead of memory: then
  * *ahead is set and nothing is read; the caller waits for the writer and tries again. */
 static int get_locked(engine_t *e, coll_t *c, const unsigned char *key, size_t klen,
-                      const uint32_t *view, size_t nview, json_t **obj, float **vec,
-                      uint64_t *rev, int *readable, int *ahead, cdn_err_t *err)
+                      const uint32_t *view, size_t nview, json_t **obj, float **vec, uint64_t *rev,
+                      int *readable, int *ahead, cdn_err_t *err)
 {
     store_txn_t *t = NULL;
     uint64_t stored = 0;
@@ -286,8 +290,7 @@ int search_record(engine_t *e, const char *name, const char *id, json_t **obj, c
     if ((rc = store_txn_begin(e->store, 0, &t, err)) != 0)
         return rc;
     if (!klen || store_get(t, STORE_CHUNKS, key, klen, &v, &vlen) != CDN_OK)
-        rc = cdn_err_set(err, CDN_ERR_NOT_FOUND, "no chunk \"%s\" in collection \"%s\"", id,
-                         name);
+        rc = cdn_err_set(err, CDN_ERR_NOT_FOUND, "no chunk \"%s\" in collection \"%s\"", id, name);
     else if ((rc = chunkrec_decode(v, vlen, &row, obj)) != 0)
         cdn_err_set(err, rc, "chunk \"%s\" is stored corrupt", id);
     store_txn_abort(t);

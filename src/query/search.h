@@ -23,19 +23,19 @@ typedef enum search_fusion { SEARCH_FUSION_RRF = 0, SEARCH_FUSION_LINEAR = 1 } s
 
 /* One query: a vector, a text query, or both (hybrid). */
 typedef struct search_knn {
-    const float *vector;      /* NULL = no vector side */
-    size_t k;                 /* 0 = 10 */
+    const float *vector; /* NULL = no vector side */
+    size_t k;            /* 0 = 10 */
     search_strategy_t strategy;
-    uint32_t ef_search;       /* 0 = the collection's */
-    size_t max_candidates;    /* 0 = 1000 */
-    const char *text;         /* a match query over "_all" (every text field), or NULL */
-    const char *query_json;   /* an Elasticsearch query object, or NULL */
+    uint32_t ef_search;     /* 0 = the collection's */
+    size_t max_candidates;  /* 0 = 1000 */
+    const char *text;       /* a match query over "_all" (every text field), or NULL */
+    const char *query_json; /* an Elasticsearch query object, or NULL */
     search_fusion_t fusion;
-    size_t rank_window;       /* hybrid: hits taken from each side; 0 = max(k, 100) */
-    uint32_t rank_constant;   /* RRF: 0 = 60 */
-    float text_weight;        /* linear: 0 = 0.5 */
-    float vector_weight;      /* linear: 0 = 0.5 */
-    const char *filter_json;  /* ES query restricting the candidates, or NULL */
+    size_t rank_window;      /* hybrid: hits taken from each side; 0 = max(k, 100) */
+    uint32_t rank_constant;  /* RRF: 0 = 60 */
+    float text_weight;       /* linear: 0 = 0.5 */
+    float vector_weight;     /* linear: 0 = 0.5 */
+    const char *filter_json; /* ES query restricting the candidates, or NULL */
 } search_knn_t;
 
 typedef struct search_hit {
@@ -57,7 +57,7 @@ typedef struct search_result {
      * measure for benchmarks. It depends on hidden chunks (a traversal routes through them;
      * pruning bounds cover their postings), so it is never shown to a subject by default. */
     uint64_t work;
-    uint64_t rejected;        /* hits the final re-check refused (always 0 unless a bug) */
+    uint64_t rejected; /* hits the final re-check refused (always 0 unless a bug) */
 } search_result_t;
 
 /* Vector, text or hybrid search as who: the subject is authorized for "search" on the

@@ -49,8 +49,10 @@ int search_hybrid_locked(engine_t *e, coll_t *c, const search_knn_t *q, const fl
     size_t nt = 0, nv = 0;
     int tcomplete, rc;
     if (window < k || window > SEARCH_K_MAX)
-        return cdn_err_set(err, CDN_ERR_INVALID, "rank_window_size %zu must be between k (%zu) "
-                           "and %d", window, k, SEARCH_K_MAX);
+        return cdn_err_set(err, CDN_ERR_INVALID,
+                           "rank_window_size %zu must be between k (%zu) "
+                           "and %d",
+                           window, k, SEARCH_K_MAX);
     if ((rc = search_bm25_locked(e, c, q, allowed, readable, window, &th, &nt, out, err)) != 0 ||
         !q->vector) {
         *hits = th;

@@ -12,8 +12,8 @@
 /* The vector plan (search_vector.c): fills hits (room for k; distances, lower is nearer),
  * out->plan, out->complete and out->work (scores computed). */
 int search_vector_locked(engine_t *e, coll_t *c, const search_knn_t *q, const float *query,
-                         const roaring_bitmap_t *allowed, size_t k, vec_hit_t *hits,
-                         size_t *nhits, search_result_t *out);
+                         const roaring_bitmap_t *allowed, size_t k, vec_hit_t *hits, size_t *nhits,
+                         search_result_t *out);
 
 /* BM25 (search_text.c): *hits (cdn_free) receives up to window hits of q's text query whose
  * .dist holds the score; fills out->plan, out->complete and out->work. allowed and readable
@@ -24,8 +24,8 @@ int search_bm25_locked(engine_t *e, coll_t *c, const search_knn_t *q,
                        cdn_err_t *err);
 
 /* Narrows allowed to the chunks the filter query (ES JSON) matches (search_text.c). */
-int search_filter_locked(engine_t *e, coll_t *c, const char *filter_json,
-                         roaring_bitmap_t *allowed, cdn_err_t *err);
+int search_filter_locked(engine_t *e, coll_t *c, const char *filter_json, roaring_bitmap_t *allowed,
+                         cdn_err_t *err);
 
 /* Text or hybrid (search_hybrid.c): *hits (cdn_free) receives up to k hits whose .dist holds
  * the score. allowed holds the candidates (readable, narrowed by a filter); readable the whole

@@ -29,7 +29,8 @@ static int map_ids(store_txn_t *t, const coll_t *c, json_t *j)
         json_t *rows = json_array();
         if (!rows)
             return CDN_ERR_NOMEM;
-        json_array_foreach(vals, i, v) {
+        json_array_foreach(vals, i, v)
+        {
             unsigned char key[COLL_KEY_MAX];
             char num[32];
             const char *id = json_string_value(v);
@@ -51,8 +52,8 @@ static int map_ids(store_txn_t *t, const coll_t *c, json_t *j)
     return rc;
 }
 
-static int parse_es(engine_t *e, const coll_t *c, const char *what, const char *text,
-                    textq_t **out, cdn_err_t *err)
+static int parse_es(engine_t *e, const coll_t *c, const char *what, const char *text, textq_t **out,
+                    cdn_err_t *err)
 {
     json_error_t je;
     json_t *j = json_loads(text, 0, &je);
@@ -97,8 +98,8 @@ static int run_tree(coll_t *c, textq_t *tq, const roaring_bitmap_t *allowed,
                     const roaring_bitmap_t *stats_over, size_t k, int exhaustive,
                     textidx_result_t *res, cdn_err_t *err)
 {
-    textidx_search_opts_t o = {.allowed = allowed, .k = k, .exhaustive = exhaustive,
-                               .stats_over = stats_over};
+    textidx_search_opts_t o = {
+        .allowed = allowed, .k = k, .exhaustive = exhaustive, .stats_over = stats_over};
     int rc;
     memset(res, 0, sizeof *res);
     rc = textidx_search(c->text, tq, &o, res, err);
@@ -106,8 +107,8 @@ static int run_tree(coll_t *c, textq_t *tq, const roaring_bitmap_t *allowed,
     return rc;
 }
 
-int search_filter_locked(engine_t *e, coll_t *c, const char *filter_json,
-                         roaring_bitmap_t *allowed, cdn_err_t *err)
+int search_filter_locked(engine_t *e, coll_t *c, const char *filter_json, roaring_bitmap_t *allowed,
+                         cdn_err_t *err)
 {
     uint64_t n = roaring_bitmap_get_cardinality(allowed);
     textidx_result_t res;

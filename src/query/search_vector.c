@@ -30,8 +30,8 @@ static int run_unfiltered(coll_t *c, const vec_view_t *v, const float *query,
         if (!cand)
             return CDN_ERR_NOMEM;
         rc = hnsw_search_codes(c->hnsw, v, coll_codes(c), query, (uint32_t)pool,
-                               p->ef > pool ? p->ef : (uint32_t)pool, NULL, HNSW_MODE_UNFILTERED,
-                               0, &st, cand, &n);
+                               p->ef > pool ? p->ef : (uint32_t)pool, NULL, HNSW_MODE_UNFILTERED, 0,
+                               &st, cand, &n);
         out->work += st.distances;
         *nhits = 0;
         for (uint32_t i = 0; rc == CDN_OK && i < n && *nhits < k; i++)
@@ -60,7 +60,9 @@ static int run_exact(coll_t *c, const vec_view_t *v, const float *query,
     out->work += scanned;
     out->complete = rc == CDN_OK;
     snprintf(out->plan, sizeof out->plan, "%s",
-             !out->plan[0] ? "exact" : !strcmp(out->plan, "far") ? "exact-far" : "hnsw+exact");
+             !out->plan[0]               ? "exact"
+             : !strcmp(out->plan, "far") ? "exact-far"
+                                         : "hnsw+exact");
     return rc;
 }
 
@@ -96,8 +98,8 @@ static int hits_far(const coll_t *c, const vec_hit_t *hits, size_t n, uint64_t c
 
 /* Pool first: one unfiltered traversal for the plan's first pool (plan.h, PLAN_POOL_SHARE). */
 static int run_pool_first(coll_t *c, const vec_view_t *v, const plan_t *p, const float *query,
-                          const roaring_bitmap_t *allowed, size_t k, vec_hit_t *hits,
-                          size_t *nhits, search_result_t *out)
+                          const roaring_bitmap_t *allowed, size_t k, vec_hit_t *hits, size_t *nhits,
+                          search_result_t *out)
 {
     plan_t u = {.kind = PLAN_GRAPH_UNFILTERED, .ef = p->first_ef};
     u.pool = u.max_pool = p->first_pool;
@@ -107,8 +109,8 @@ static int run_pool_first(coll_t *c, const vec_view_t *v, const plan_t *p, const
 }
 
 int search_vector_locked(engine_t *e, coll_t *c, const search_knn_t *q, const float *query,
-                         const roaring_bitmap_t *allowed, size_t k, vec_hit_t *hits,
-                         size_t *nhits, search_result_t *out)
+                         const roaring_bitmap_t *allowed, size_t k, vec_hit_t *hits, size_t *nhits,
+                         search_result_t *out)
 {
     vec_view_t v;
     plan_t p;
@@ -133,9 +135,8 @@ int search_vector_locked(engine_t *e, coll_t *c, const search_knn_t *q, const fl
                     .ef_unfiltered = coll_search_ef(c, COLL_EF_UNFILTERED),
                     .recall_unfiltered = c->cfg.hnsw_ef ? 0 : c->ef_auto_recall,
                     .ef_filtered = coll_search_ef(c, COLL_EF_FILTERED),
-                    .ef_dense = c->ef_auto_dense && !c->cfg.hnsw_ef
-                                    ? coll_search_ef(c, COLL_EF_DENSE)
-                                    : 0,
+                    .ef_dense =
+                        c->ef_auto_dense && !c->cfg.hnsw_ef ? coll_search_ef(c, COLL_EF_DENSE) : 0,
                     .bits = c->quant && quant_is_trained(c->quant)};
     plan_choose(&in, &p);
     if (p.pool_first) {

@@ -14,7 +14,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-
 int write_id_check(const char *id, size_t index, cdn_err_t *err)
 {
     char who[40] = "the chunk";
@@ -30,13 +29,13 @@ int write_id_check(const char *id, size_t index, cdn_err_t *err)
     if (!cdn_utf8_valid(id, n, &at))
         return cdn_err_set(err, CDN_ERR_INVALID, "%s: id is not UTF-8 (byte %zu)", who, at);
     if (cdn_utf8_has_control(id, n, &at))
-        return cdn_err_set(err, CDN_ERR_INVALID, "%s: id has a control character at byte %zu",
-                           who, at);
+        return cdn_err_set(err, CDN_ERR_INVALID, "%s: id has a control character at byte %zu", who,
+                           at);
     return CDN_OK;
 }
 
-static int prep_names(prep_t *p, int which, const char *const *names, size_t n,
-                      cdn_arena_t *a, cdn_err_t *err)
+static int prep_names(prep_t *p, int which, const char *const *names, size_t n, cdn_arena_t *a,
+                      cdn_err_t *err)
 {
     char canon[ACL_PRINCIPAL_MAX + 16];
     if (!(p->names[which] = cdn_arena_alloc(a, (n + 1) * sizeof(char *))))
@@ -60,15 +59,14 @@ static int prep_names(prep_t *p, int which, const char *const *names, size_t n,
 }
 
 int write_prep_acl(prep_t *p, const char *const *allowed, size_t na, const char *const *denied,
-                    size_t nd, cdn_arena_t *a, cdn_err_t *err)
+                   size_t nd, cdn_arena_t *a, cdn_err_t *err)
 {
     int rc;
     if (na > ACL_MAX_PRINCIPALS || nd > ACL_MAX_PRINCIPALS || na + nd > ACL_MAX_PRINCIPALS)
         return cdn_err_set(err, CDN_ERR_LIMIT, "chunk \"%s\": %zu principals; the limit is %d",
                            p->in->id, na + nd, ACL_MAX_PRINCIPALS);
     if ((na && !allowed) || (nd && !denied))
-        return cdn_err_set(err, CDN_ERR_INVALID, "chunk \"%s\": principal list is NULL",
-                           p->in->id);
+        return cdn_err_set(err, CDN_ERR_INVALID, "chunk \"%s\": principal list is NULL", p->in->id);
     if ((rc = prep_names(p, 0, allowed, na, a, err)) != 0)
         return rc;
     return prep_names(p, 1, denied, nd, a, err);
@@ -81,8 +79,10 @@ static int prep_vector(prep_t *p, const coll_config_t *cfg, cdn_arena_t *a, cdn_
     int rc;
     if (!cfg->dim) {
         if (v)
-            return cdn_err_set(err, CDN_ERR_INVALID, "chunk \"%s\" has a vector but collection "
-                               "\"%s\" stores none (dim 0)", p->in->id, cfg->name);
+            return cdn_err_set(err, CDN_ERR_INVALID,
+                               "chunk \"%s\" has a vector but collection "
+                               "\"%s\" stores none (dim 0)",
+                               p->in->id, cfg->name);
         return CDN_OK;
     }
     if (!v)
@@ -107,13 +107,15 @@ static int prep_fields(const write_chunk_t *c, const coll_config_t *cfg, cdn_err
     for (size_t i = 0; i < c->n_fields; i++) {
         size_t f = 0;
         if (!c->field_names[i] || !c->field_values[i])
-            return cdn_err_set(err, CDN_ERR_INVALID, "chunk \"%s\": text field %zu is NULL",
-                               c->id, i);
+            return cdn_err_set(err, CDN_ERR_INVALID, "chunk \"%s\": text field %zu is NULL", c->id,
+                               i);
         while (f < cfg->n_text && strcmp(cfg->text_fields[f], c->field_names[i]))
             f++;
         if (f == cfg->n_text)
-            return cdn_err_set(err, CDN_ERR_INVALID, "chunk \"%s\": \"%s\" is not a text field "
-                               "of collection \"%s\"", c->id, c->field_names[i], cfg->name);
+            return cdn_err_set(err, CDN_ERR_INVALID,
+                               "chunk \"%s\": \"%s\" is not a text field "
+                               "of collection \"%s\"",
+                               c->id, c->field_names[i], cfg->name);
         size_t len = strlen(c->field_values[i]), at;
         if (len > WRITE_TEXT_MAX)
             return cdn_err_set(err, CDN_ERR_LIMIT, "chunk \"%s\": field \"%s\" passes %d bytes",
@@ -236,9 +238,8 @@ static int put_one(engine_t *e, coll_t *c, store_txn_t *t, prep_t *p)
     }
     (void)e;
     if ((rc = chunkrec_encode(p->row, p->in->field_names, p->in->field_values, p->in->n_fields,
-                              p->in->metadata_json, (const char *const *)p->names[0],
-                              p->nnames[0], (const char *const *)p->names[1], p->nnames[1],
-                              &rec, &reclen)) != 0)
+                              p->in->metadata_json, (const char *const *)p->names[0], p->nnames[0],
+                              (const char *const *)p->names[1], p->nnames[1], &rec, &reclen)) != 0)
         return rc;
     coll_row_key(c->cfg.id, p->row, rk);
     rc = store_put(t, STORE_CHUNKS, key, klen, rec, reclen);
@@ -276,8 +277,7 @@ static int write_vectors(coll_t *c, prep_t *p, size_t n, cdn_err_t *err)
 }
 
 /* Applies a committed put to memory and publishes rev. */
-static void apply_put(engine_t *e, coll_t *c, prep_t *p, size_t n, uint32_t next_row,
-                      uint64_t rev)
+static void apply_put(engine_t *e, coll_t *c, prep_t *p, size_t n, uint32_t next_row, uint64_t rev)
 {
     pthread_rwlock_wrlock(&c->lock);
     c->next_row = next_row;
@@ -316,8 +316,8 @@ int write_commit(engine_t *e, store_txn_t *t, uint64_t *rev, cdn_err_t *err)
     return store_txn_commit(t, err);
 }
 
-static int put_locked(engine_t *e, coll_t *c, const write_chunk_t *chunks, size_t n,
-                      prep_t *p, cdn_arena_t *a, uint64_t *rev, cdn_err_t *err)
+static int put_locked(engine_t *e, coll_t *c, const write_chunk_t *chunks, size_t n, prep_t *p,
+                      cdn_arena_t *a, uint64_t *rev, cdn_err_t *err)
 {
     uint32_t next_row = c->next_row;
     store_txn_t *t;
@@ -366,8 +366,8 @@ static int put_locked(engine_t *e, coll_t *c, const write_chunk_t *chunks, size_
     return CDN_OK;
 }
 
-int write_put(engine_t *e, const char *name, const write_chunk_t *chunks, size_t n,
-              uint64_t *rev, cdn_err_t *err)
+int write_put(engine_t *e, const char *name, const write_chunk_t *chunks, size_t n, uint64_t *rev,
+              cdn_err_t *err)
 {
     cdn_arena_t a;
     prep_t *p;

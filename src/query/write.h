@@ -38,10 +38,10 @@ typedef struct write_acl {
 /* Each returns 0 and the new revision, or an error (CDN_ERR_INVALID / LIMIT naming the chunk
  * and field, CDN_ERR_NOT_FOUND for an unknown collection or, in write_set_acl, chunk id,
  * CDN_ERR_IO, CDN_ERR_NOMEM) after which nothing has changed. */
-int write_put(engine_t *e, const char *coll, const write_chunk_t *chunks, size_t n,
-              uint64_t *rev, cdn_err_t *err);
-int write_delete(engine_t *e, const char *coll, const char *const *ids, size_t n,
-                 size_t *deleted, uint64_t *rev, cdn_err_t *err);
+int write_put(engine_t *e, const char *coll, const write_chunk_t *chunks, size_t n, uint64_t *rev,
+              cdn_err_t *err);
+int write_delete(engine_t *e, const char *coll, const char *const *ids, size_t n, size_t *deleted,
+                 uint64_t *rev, cdn_err_t *err);
 int write_set_acl(engine_t *e, const char *coll, const write_acl_t *changes, size_t n,
                   uint64_t *rev, cdn_err_t *err);
 

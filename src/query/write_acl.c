@@ -7,8 +7,8 @@
 #include <jansson.h>
 #include <string.h>
 
-static int delete_locked(engine_t *e, coll_t *c, const char *const *ids, size_t n,
-                         uint32_t *rows, size_t *nrows, uint64_t *rev, cdn_err_t *err)
+static int delete_locked(engine_t *e, coll_t *c, const char *const *ids, size_t n, uint32_t *rows,
+                         size_t *nrows, uint64_t *rev, cdn_err_t *err)
 {
     unsigned char key[COLL_KEY_MAX], rk[8];
     store_txn_t *t;
@@ -59,8 +59,8 @@ static int delete_locked(engine_t *e, coll_t *c, const char *const *ids, size_t 
     return CDN_OK;
 }
 
-int write_delete(engine_t *e, const char *name, const char *const *ids, size_t n,
-                 size_t *deleted, uint64_t *rev, cdn_err_t *err)
+int write_delete(engine_t *e, const char *name, const char *const *ids, size_t n, size_t *deleted,
+                 uint64_t *rev, cdn_err_t *err)
 {
     uint32_t *rows;
     size_t nrows = 0;
@@ -134,8 +134,8 @@ static int set_acl_locked(engine_t *e, coll_t *c, const write_acl_t *ch, size_t 
         ids[i].id = ch[i].id;
         p[i].in = &ids[i];
         if ((rc = write_id_check(ch[i].id, i, err)) == CDN_OK)
-            rc = write_prep_acl(&p[i], ch[i].allowed, ch[i].n_allowed, ch[i].denied,
-                                ch[i].n_denied, a, err);
+            rc = write_prep_acl(&p[i], ch[i].allowed, ch[i].n_allowed, ch[i].denied, ch[i].n_denied,
+                                a, err);
     }
     if (rc)
         return rc;

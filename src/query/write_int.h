@@ -7,11 +7,11 @@
 #include "query/write.h"
 
 typedef struct prep {
-    const write_chunk_t *in;  /* for ACL changes only in->id is set */
-    float *vec;               /* normalised copy for cosine, else the caller's */
-    char **names[2];          /* canonical allowed [0] and denied [1], in the arena */
+    const write_chunk_t *in; /* for ACL changes only in->id is set */
+    float *vec;              /* normalised copy for cosine, else the caller's */
+    char **names[2];         /* canonical allowed [0] and denied [1], in the arena */
     size_t nnames[2];
-    uint32_t *packed;         /* in the arena */
+    uint32_t *packed; /* in the arena */
     uint32_t row, old_row;
     int had_old;
 } prep_t;

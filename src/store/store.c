@@ -29,7 +29,10 @@ struct store_txn {
 /* The fault hook's countdown: the only process-wide state here, and only tests set it. */
 static atomic_long fault_countdown = -1;
 
-void store_fail_after(long n) { atomic_store(&fault_countdown, n); }
+void store_fail_after(long n)
+{
+    atomic_store(&fault_countdown, n);
+}
 
 int store_fault_hit(void)
 {

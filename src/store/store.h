@@ -15,14 +15,14 @@ typedef struct store_txn store_txn_t;
 /* The tables. Keys that belong to a collection start with its id as 4 big-endian bytes, so a
  * collection's records sort together and a prefix scan finds them. */
 typedef enum store_table {
-    STORE_META = 0,       /* "revision" -> u64, "format" -> u32, "next_coll" -> u32 */
-    STORE_COLLECTIONS,    /* name -> collection config (JSON, see query/coll.c) */
-    STORE_CHUNKS,         /* coll + external id -> chunk record (query/chunkrec.c) */
-    STORE_ROWS,           /* coll + row (u32 BE) -> external id */
-    STORE_ACLS,           /* coll + row (u32 BE) -> packed principal ids (acl/acl.h) */
-    STORE_PRINCIPALS,     /* principal name -> u32 id */
-    STORE_PRINCIPAL_IDS,  /* u32 id (BE) -> principal name */
-    STORE_MODEL_LOG,      /* revision (u64 BE) -> permission-model operation (JSON) */
+    STORE_META = 0,      /* "revision" -> u64, "format" -> u32, "next_coll" -> u32 */
+    STORE_COLLECTIONS,   /* name -> collection config (JSON, see query/coll.c) */
+    STORE_CHUNKS,        /* coll + external id -> chunk record (query/chunkrec.c) */
+    STORE_ROWS,          /* coll + row (u32 BE) -> external id */
+    STORE_ACLS,          /* coll + row (u32 BE) -> packed principal ids (acl/acl.h) */
+    STORE_PRINCIPALS,    /* principal name -> u32 id */
+    STORE_PRINCIPAL_IDS, /* u32 id (BE) -> principal name */
+    STORE_MODEL_LOG,     /* revision (u64 BE) -> permission-model operation (JSON) */
     STORE_NTABLES
 } store_table_t;
 
@@ -62,8 +62,7 @@ int store_del(store_txn_t *t, store_table_t tb, const void *key, size_t klen);
 
 /* Calls fn for each record whose key starts with prefix, in key order, until fn returns
  * non-zero (which is then returned). Returns 0, fn's value, or CDN_ERR_IO. */
-typedef int (*store_iter_fn)(void *ctx, const void *key, size_t klen, const void *val,
-                             size_t vlen);
+typedef int (*store_iter_fn)(void *ctx, const void *key, size_t klen, const void *val, size_t vlen);
 int store_scan_prefix(store_txn_t *t, store_table_t tb, const void *prefix, size_t plen,
                       store_iter_fn fn, void *ctx);
 /* Deletes every record whose key starts with prefix. */
@@ -101,7 +100,8 @@ static inline uint64_t store_rd64(const unsigned char *p)
  * commit), each gathered pwrite of vecfile_write, and vecfile_sync. Process-wide; tests only. */
 void store_fail_after(long n);
 
-/* For the store module's files: 1 when the write about to happen is the one store_fail_after chose. */
+/* For the store module's files: 1 when the write about to happen is the one store_fail_after chose.
+ */
 int store_fault_hit(void);
 
 #endif

@@ -27,8 +27,7 @@ static int write_header(int fd, uint32_t dim, cdn_err_t *err)
     memcpy(h, MAGIC, 8);
     memcpy(h + 8, &dim, 4);
     if (pwrite(fd, h, sizeof h, 0) != (ssize_t)sizeof h || fdatasync(fd) != 0)
-        return cdn_err_set(err, CDN_ERR_IO, "cannot write vector file header: %s",
-                           strerror(errno));
+        return cdn_err_set(err, CDN_ERR_IO, "cannot write vector file header: %s", strerror(errno));
     return CDN_OK;
 }
 
@@ -141,7 +140,10 @@ const float *vecfile_base(const vecfile_t *vf)
 {
     return (const float *)(vf->map + VECFILE_HEADER);
 }
-size_t vecfile_stride(const vecfile_t *vf) { return vf->stride; }
+size_t vecfile_stride(const vecfile_t *vf)
+{
+    return vf->stride;
+}
 
 void vecfile_prefault(vecfile_t *vf, uint32_t rows)
 {

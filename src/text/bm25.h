@@ -48,10 +48,11 @@ int bm25_clause_make(const fstats_t *fs, const char *term, size_t len, float boo
                      float b, bm25_clause_t *out);
 
 /* Exact top-k of the sum of clause scores (added in clause order, whatever order pruning
- * visits them in, so a score does not depend on other documents' block maxima) over docs matching at least one clause and, when
- * filter is not NULL, in filter. prune=0 scores every candidate (reference path). Writes up to
- * k hits (caller's array) sorted by score desc then id asc, *n_hits, and *matched: the exact
- * number of matching docs when prune=0 or when nothing was skipped, else a lower bound
+ * visits them in, so a score does not depend on other documents' block maxima) over docs matching
+ * at least one clause and, when filter is not NULL, in filter. prune=0 scores every candidate
+ * (reference path). Writes up to k hits (caller's array) sorted by score desc then id asc, *n_hits,
+ * and *matched: the exact number of matching docs when prune=0 or when nothing was skipped, else a
+ * lower bound
  * (*matched_exact says which). Returns 0 or CDN_ERR_NOMEM. */
 int bm25_topk_or(const bm25_clause_t *cl, size_t n, const roaring_bitmap_t *filter, size_t k,
                  int prune, bm25_hit_t *hits, size_t *n_hits, uint64_t *matched, int *matched_exact,

@@ -220,8 +220,7 @@ const char *textidx_unknown_field(const textidx_t *ti, const textq_t *q)
     const char *u;
     switch (q->type) {
     case TEXTQ_MATCH_ALL:
-    case TEXTQ_IDS:
-        return NULL;
+    case TEXTQ_IDS: return NULL;
     case TEXTQ_MULTI_MATCH:
         for (size_t i = 0; i < q->nfields; i++)
             if (!field_known(ti, q->fields[i].name))
@@ -232,8 +231,7 @@ const char *textidx_unknown_field(const textidx_t *ti, const textq_t *q)
             (u = unknown_in(ti, &q->filter)))
             return u;
         return unknown_in(ti, &q->must_not);
-    default:
-        return q->field && !field_known(ti, q->field) ? q->field : NULL;
+    default: return q->field && !field_known(ti, q->field) ? q->field : NULL;
     }
 }
 
@@ -265,8 +263,8 @@ int textidx_search(const textidx_t *ti, const textq_t *q, const textidx_search_o
     /* Statistics over the readable set, unless it holds every live doc (then they are the
      * collection's own, computed for free). Each field intersects it with its own live set. */
     const roaring_bitmap_t *over = opts->stats_over;
-    if (over && roaring_bitmap_and_cardinality(over, ti->live) ==
-                    roaring_bitmap_get_cardinality(ti->live))
+    if (over &&
+        roaring_bitmap_and_cardinality(over, ti->live) == roaring_bitmap_get_cardinality(ti->live))
         over = NULL;
     int rc = textq_exec(ti, q, base, over, opts->k, opts->exhaustive, res, err);
     if (own)

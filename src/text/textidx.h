@@ -138,7 +138,7 @@ static inline const textidx_tfield_t *textidx_text_field(const textidx_t *ti, co
  * no dead postings exist) into top-k hits, scoring with the statistics of stats_over (live
  * docs only; NULL = every live doc). */
 int textq_exec(const textidx_t *ti, const textq_t *q, const roaring_bitmap_t *base,
-               const roaring_bitmap_t *stats_over, size_t k, int exhaustive,
-               textidx_result_t *res, cdn_err_t *err);
+               const roaring_bitmap_t *stats_over, size_t k, int exhaustive, textidx_result_t *res,
+               cdn_err_t *err);
 
 #endif

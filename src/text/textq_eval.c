@@ -69,8 +69,8 @@ static int text_clauses(ectx_t *x, const textidx_tfield_t *f, const char *text, 
     for (size_t i = 0; i < toks.n && !rc; i++) {
         bm25_clause_t c;
         cl->nterms++;
-        if (bm25_clause_make(fs, toks.pool + toks.tok[i].off, toks.tok[i].len, boost,
-                             x->ti->cfg.k1, x->ti->cfg.b, &c) == CDN_OK)
+        if (bm25_clause_make(fs, toks.pool + toks.tok[i].off, toks.tok[i].len, boost, x->ti->cfg.k1,
+                             x->ti->cfg.b, &c) == CDN_OK)
             rc = add_clause(cl, &c);
     }
     analyzer_tokens_free(&toks);
@@ -729,8 +729,8 @@ out:
 }
 
 int textq_exec(const textidx_t *ti, const textq_t *q, const roaring_bitmap_t *base,
-               const roaring_bitmap_t *stats_over, size_t k, int exhaustive,
-               textidx_result_t *res, cdn_err_t *err)
+               const roaring_bitmap_t *stats_over, size_t k, int exhaustive, textidx_result_t *res,
+               cdn_err_t *err)
 {
     ectx_t x = {ti, {0, 0}, err, stats_over, NULL, NULL};
     res->hits = cdn_calloc(k ? k : 1, sizeof *res->hits);

@@ -426,16 +426,20 @@ int vec_check(const float *v, size_t n, vec_metric_t m, const char *what, cdn_er
         s += (double)v[i] * v[i];
     }
     if (s > VEC_NORM2_MAX)
-        return cdn_err_set(err, CDN_ERR_INVALID, "%s has length %.3g; the limit is %.3g (scale "
-                           "it down: larger vectors overflow distances)", what, sqrt(s),
-                           sqrt(VEC_NORM2_MAX));
+        return cdn_err_set(err, CDN_ERR_INVALID,
+                           "%s has length %.3g; the limit is %.3g (scale "
+                           "it down: larger vectors overflow distances)",
+                           what, sqrt(s), sqrt(VEC_NORM2_MAX));
     if (m == VEC_METRIC_COSINE && s == 0)
-        return cdn_err_set(err, CDN_ERR_INVALID, "%s is a zero vector, which has no direction; "
-                           "cosine similarity needs a non-zero vector", what);
+        return cdn_err_set(err, CDN_ERR_INVALID,
+                           "%s is a zero vector, which has no direction; "
+                           "cosine similarity needs a non-zero vector",
+                           what);
     if (m == VEC_METRIC_COSINE && sqrt(s) < VEC_COSINE_NORM_MIN)
-        return cdn_err_set(err, CDN_ERR_INVALID, "%s has length %.3g, too small to normalise "
-                           "(cosine needs at least %.3g): scale it up", what, sqrt(s),
-                           VEC_COSINE_NORM_MIN);
+        return cdn_err_set(err, CDN_ERR_INVALID,
+                           "%s has length %.3g, too small to normalise "
+                           "(cosine needs at least %.3g): scale it up",
+                           what, sqrt(s), VEC_COSINE_NORM_MIN);
     return CDN_OK;
 }
 

@@ -1,8 +1,8 @@
 /* exact.c: the exhaustive filtered scan: allowed ids in blocks, rows prefetched ahead, four rows
  * per kernel call, a bounded heap. Relies on distance.h, topk.h and CRoaring's bulk iterator. */
 #include "vector/exact.h"
-#include "base/mem.h"
 #include "base/err.h"
+#include "base/mem.h"
 
 /* Ids are pulled from the bitmap this many at a time: big enough to amortise the iterator,
  * small enough to sit on the stack. A multiple of 4 so that only the last block has a tail. */

@@ -187,7 +187,7 @@ typedef struct hnsw_calib {
  * these codes, and the exact answers come from their 8-bit scan. Returns 0, CDN_ERR_INVALID (fewer
  * than 12 live rows, NULL arguments) or CDN_ERR_NOMEM. Safe alongside searches and inserts. */
 int hnsw_calibrate(hnsw_t *h, const vec_view_t *view, const quant_t *codes,
-                   const roaring_bitmap_t *live, uint32_t queries, double target,
-                   uint32_t floor_ef, hnsw_calib_t *out);
+                   const roaring_bitmap_t *live, uint32_t queries, double target, uint32_t floor_ef,
+                   hnsw_calib_t *out);
 
 #endif

@@ -1,5 +1,6 @@
 /* hnsw_int.h: the HNSW index's private layout and the primitives (hnsw_prim.c) shared by hnsw.c
- * (build), hnsw_search.c (traversal) and hnsw_io.c (persistence). Relies on pthreads and atomics. */
+ * (build), hnsw_search.c (traversal) and hnsw_io.c (persistence). Relies on pthreads and atomics.
+ */
 #ifndef CDN_HNSW_INT_H
 #define CDN_HNSW_INT_H
 

@@ -297,8 +297,8 @@ int quant_encode_rows(quant_t *q, const vec_view_t *v, uint32_t first, uint32_t 
     r.dir = q->chunks; /* the writer's: it may have just grown */
     for (uint32_t i = 0; i < n; i++) {
         quant_bits_encode(q, vec_row(v, first + i), scratch, quant_row_bits(&r, first + i));
-        *quant_row_err(&r, first + i) = encode_row(q, vec_row(v, first + i), quant_row_codes(&r, first + i),
-                                                 quant_row_r(&r, first + i));
+        *quant_row_err(&r, first + i) = encode_row(
+            q, vec_row(v, first + i), quant_row_codes(&r, first + i), quant_row_r(&r, first + i));
     }
     cdn_free(scratch);
     if (first + n > q->count) /* publish: the rows are complete before a search can see them */
@@ -728,11 +728,12 @@ static int search_isa(const quant_t *q, const vec_view_t *v, vec_metric_t m, vec
     if (rc == CDN_OK)
         rc = topk_init(&c.ub, k);
     if (rc == CDN_OK)
-        rc = scan_split(&c, allowed, k, allowed ? roaring_bitmap_get_cardinality(allowed)
-                                                : (uint64_t)v->count);
+        rc = scan_split(&c, allowed, k,
+                        allowed ? roaring_bitmap_get_cardinality(allowed) : (uint64_t)v->count);
     if (rc == CDN_OK)
         rc = rerank(&c, query, k, out, n_out);
-    c.st.code_bytes = (c.st.scanned - c.st.filtered) * q->dim + (bq ? c.st.scanned * q->bstride : 0);
+    c.st.code_bytes =
+        (c.st.scanned - c.st.filtered) * q->dim + (bq ? c.st.scanned * q->bstride : 0);
     if (stats && rc == CDN_OK)
         *stats = c.st;
     quant_bits_query_free(bq);
@@ -798,8 +799,8 @@ int quant_code_dot(const quant_t *q, vec_isa_t isa, const int16_t *w, uint32_t i
     memset(buf, 0, (size_t)q->stride * sizeof(int16_t));
     memcpy(buf, w, q->dim * sizeof(int16_t));
     /* The row sits in lane id % 4 with row 0 around it: lanes must not leak into each other. */
-    const uint8_t *rows[4] = {quant_row_codes(&r, 0), quant_row_codes(&r, 0), quant_row_codes(&r, 0),
-                              quant_row_codes(&r, 0)};
+    const uint8_t *rows[4] = {quant_row_codes(&r, 0), quant_row_codes(&r, 0),
+                              quant_row_codes(&r, 0), quant_row_codes(&r, 0)};
     rows[id % 4] = quant_row_codes(&r, id);
     int32_t d[4];
     kern4(rows, buf, q->stride, d);

@@ -22,8 +22,8 @@
  * comes from four popcounts of the row's bits AND each bit plane of w^.
  *
  * A probabilistic bound is not a proof: results of this scan are never reported complete. */
-#include "vector/quant.h"
 #include "base/mem.h"
+#include "vector/quant.h"
 #include "vector/quant_int.h"
 
 #include <math.h>
@@ -154,8 +154,8 @@ void quant_bits_encode(const quant_t *q, const float *x, float *scratch, uint8_t
 
 /* Scores rows ids[0..n) of r against the query's BITS_PLANES planes (pstride words apart; a row
  * has `words` words): out[i] = (S << BITS_PC_BITS) | the row's count of set bits. */
-typedef void (*bits_fn)(const quant_snap_t *r, const uint32_t *ids, size_t n,
-                        const uint64_t *p, uint32_t words, uint32_t ps, uint64_t *out);
+typedef void (*bits_fn)(const quant_snap_t *r, const uint32_t *ids, size_t n, const uint64_t *p,
+                        uint32_t words, uint32_t ps, uint64_t *out);
 
 static inline uint32_t pop_soft(uint64_t x)
 {
@@ -165,7 +165,8 @@ static inline uint32_t pop_soft(uint64_t x)
     return (uint32_t)((x * 0x0101010101010101ull) >> 56);
 }
 
-CDN_PREFETCH_HELPER void prefetch_ahead(const quant_snap_t *r, const uint32_t *ids, size_t n, size_t i)
+CDN_PREFETCH_HELPER void prefetch_ahead(const quant_snap_t *r, const uint32_t *ids, size_t n,
+                                        size_t i)
 {
     if (i + BITS_PREFETCH < n)
         __builtin_prefetch(quant_row_bits(r, ids[i + BITS_PREFETCH]), 0, 3);
@@ -194,9 +195,10 @@ static void bits_scalar(const quant_snap_t *r, const uint32_t *ids, size_t n, co
     }
 }
 
-__attribute__((target("popcnt"))) static void bits_popcnt(const quant_snap_t *r, const uint32_t *ids,
-                                                        size_t n, const uint64_t *p,
-                                                        uint32_t words, uint32_t ps, uint64_t *out)
+__attribute__((target("popcnt"))) static void bits_popcnt(const quant_snap_t *r,
+                                                          const uint32_t *ids, size_t n,
+                                                          const uint64_t *p, uint32_t words,
+                                                          uint32_t ps, uint64_t *out)
 {
     prefetch_first(r, ids, n);
     for (size_t i = 0; i < n; i++) {
@@ -237,9 +239,9 @@ BITS512_FN static void bits_avx512(const quant_snap_t *r, const uint32_t *ids, s
                 _mm512_popcnt_epi64(_mm512_and_si512(x, _mm512_loadu_si512(p + 2 * ps + w)));
             __m512i c3 =
                 _mm512_popcnt_epi64(_mm512_and_si512(x, _mm512_loadu_si512(p + 3 * ps + w)));
-            __m512i sum = _mm512_add_epi64(_mm512_add_epi64(c0, _mm512_slli_epi64(c1, 1)),
-                                           _mm512_add_epi64(_mm512_slli_epi64(c2, 2),
-                                                            _mm512_slli_epi64(c3, 3)));
+            __m512i sum = _mm512_add_epi64(
+                _mm512_add_epi64(c0, _mm512_slli_epi64(c1, 1)),
+                _mm512_add_epi64(_mm512_slli_epi64(c2, 2), _mm512_slli_epi64(c3, 3)));
             acc = _mm512_add_epi64(acc, _mm512_add_epi64(_mm512_slli_epi64(sum, BITS_PC_BITS),
                                                          _mm512_popcnt_epi64(x)));
         }
@@ -254,10 +256,8 @@ static bits_fn bits_for(vec_isa_t isa)
 {
     __builtin_cpu_init();
     switch (isa) {
-    case VEC_ISA_SCALAR:
-        return bits_scalar;
-    case VEC_ISA_AVX2:
-        return __builtin_cpu_supports("popcnt") ? bits_popcnt : NULL;
+    case VEC_ISA_SCALAR: return bits_scalar;
+    case VEC_ISA_AVX2: return __builtin_cpu_supports("popcnt") ? bits_popcnt : NULL;
     case VEC_ISA_AVX512:
 #if defined(__x86_64__)
         if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vpopcntdq"))
@@ -279,9 +279,9 @@ struct quant_bits_query {
     const quant_t *q;
     vec_metric_t m;
     bits_fn kern;
-    uint64_t *planes; /* BITS_PLANES planes of pstride words */
-    uint32_t pstride; /* bwords rounded up to 8 (the AVX-512 kernel reads 8 at a time) */
-    double a, b, sum; /* <bits as +-1, w^> = a S + b pc - sum */
+    uint64_t *planes;  /* BITS_PLANES planes of pstride words */
+    uint32_t pstride;  /* bwords rounded up to 8 (the AVX-512 kernel reads 8 at a time) */
+    double a, b, sum;  /* <bits as +-1, w^> = a S + b pc - sum */
     double base, sign; /* estimate = base + sign * f <b, w^> (+ n2 for L2) */
     double vn;         /* eps0 ||w||, times 2 for L2: the error's scale */
 };
@@ -367,8 +367,8 @@ size_t quant_bits_filter(const quant_bits_query_t *bq, const quant_snap_t *r, ui
     const quant_t *q = bq->q;
     uint64_t sums[QUANT_BITS_BATCH];
     size_t keep = 0;
-    const float a = (float)bq->a, b = (float)bq->b, base = (float)bq->base,
-                sum = (float)bq->sum, sign = (float)bq->sign, vn = (float)bq->vn;
+    const float a = (float)bq->a, b = (float)bq->b, base = (float)bq->base, sum = (float)bq->sum,
+                sign = (float)bq->sign, vn = (float)bq->vn;
     const float tf = (float)t;
     const int l2 = bq->m == VEC_METRIC_L2;
     const float dd = (float)q->bdim, dd1 = (float)(q->bdim - 1); /* ||y||^2 = D f^2 - (D-1) e^2 */

@@ -69,8 +69,7 @@ static int check_header(const qfile_header_t *hd, const quant_t *q, uint64_t siz
     uint32_t stride = q->stride;
     if (memcmp(hd->magic, QUANT_MAGIC, 8) || hd->version != QUANT_FILE_VERSION ||
         hd->header_size != sizeof *hd || hd->dim != q->dim || hd->stride != stride ||
-        hd->bstride != q->bstride ||
-        hd->chunk_rows != QUANT_CHUNK_ROWS ||
+        hd->bstride != q->bstride || hd->chunk_rows != QUANT_CHUNK_ROWS ||
         hd->n_chunks != (hd->count + QUANT_CHUNK_ROWS - 1) >> QUANT_CHUNK_SHIFT)
         return CDN_ERR_CORRUPT;
     uint64_t want = sizeof *hd + 3ull * stride * sizeof(float) +

@@ -44,8 +44,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         uint64_t rev = authz_model_revision(m);
         int rc = authz_apply(m, line, &err);
         after = export_of(m);
-        if (rc && rc != CDN_ERR_NOMEM && (!before || !after || strcmp(before, after) ||
-                                          authz_model_revision(m) != rev))
+        if (rc && rc != CDN_ERR_NOMEM &&
+            (!before || !after || strcmp(before, after) || authz_model_revision(m) != rev))
             abort(); /* a refused operation changed the model */
         cdn_free(before);
         cdn_free(after);
@@ -54,8 +54,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     authz_decision_t d;
     authz_view_t *v = NULL;
     if (authz_is_authorized(m, &req, &d, &err) == CDN_OK && d.authorized &&
-        authz_authorize_view(m, &req, &d, &v, &err) == CDN_OK && v &&
-        v->revision != d.revision)
+        authz_authorize_view(m, &req, &d, &v, &err) == CDN_OK && v && v->revision != d.revision)
         abort(); /* the decision and the view must be of one revision */
     authz_view_release(v);
     char *one = export_of(m), *two;

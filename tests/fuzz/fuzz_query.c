@@ -15,10 +15,12 @@ static roaring_bitmap_t *allowed;
 
 static void build(void)
 {
-    static const char *words[] = {"alpha", "beta", "gamma", "delta report", "quarterly salary",
-                                  "travel policy", "flight design", "the of and"};
+    static const char *words[] = {
+        "alpha",         "beta",          "gamma",     "delta report", "quarterly salary",
+        "travel policy", "flight design", "the of and"};
     cdn_err_t err;
-    if (textidx_create(NULL, &ix, &err) || textidx_add_field(ix, "title", TEXTIDX_TEXT, NULL, &err) ||
+    if (textidx_create(NULL, &ix, &err) ||
+        textidx_add_field(ix, "title", TEXTIDX_TEXT, NULL, &err) ||
         textidx_add_field(ix, "body", TEXTIDX_TEXT, "english", &err) ||
         textidx_add_field(ix, "dept", TEXTIDX_KEYWORD, NULL, &err) ||
         textidx_add_field(ix, "year", TEXTIDX_NUMBER, NULL, &err) ||
@@ -55,7 +57,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         return 0;
     if (textq_parse_es(q, &t, &err) == CDN_OK) {
         for (int exhaustive = 0; exhaustive < 2; exhaustive++) {
-            textidx_search_opts_t o = {.allowed = allowed, .k = 7, .exhaustive = exhaustive,
+            textidx_search_opts_t o = {.allowed = allowed,
+                                       .k = 7,
+                                       .exhaustive = exhaustive,
                                        .stats_over = exhaustive ? NULL : allowed};
             textidx_result_t r;
             if (textidx_search(ix, t, &o, &r, &err) != CDN_OK)

@@ -56,8 +56,8 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
         textidx_value_t v[] = {{"title", "alpha beta", 10, 0}, {"dept", "hr", 2, 0}};
         if (textidx_add_field(t, "title", TEXTIDX_TEXT, NULL, &err) == CDN_OK &&
             textidx_add_field(t, "dept", TEXTIDX_KEYWORD, NULL, &err) == CDN_OK &&
-            textidx_add_doc(t, 0, v, 2, &err) == CDN_OK && textidx_add_doc(t, 3, v, 1, &err) == CDN_OK &&
-            textidx_save(t, path, 7, &err) == CDN_OK)
+            textidx_add_doc(t, 0, v, 2, &err) == CDN_OK &&
+            textidx_add_doc(t, 3, v, 1, &err) == CDN_OK && textidx_save(t, path, 7, &err) == CDN_OK)
             write_seed(dir, "text", 1, path);
         textidx_free(t);
     }

@@ -455,7 +455,6 @@ typedef struct model_row {
     uint32_t packed[2 + 6]; /* up to 3 allowed and 2 denied */
 } model_row_t;
 
-
 static void random_acl(uint64_t *s, uint32_t *p)
 {
     uint32_t na = (uint32_t)(rng_next(s) % 4), nd = (uint32_t)(rng_next(s) % 3);

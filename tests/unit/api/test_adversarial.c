@@ -2,19 +2,19 @@
  * the public API: every search mode against a brute-force reference of who may read what, with
  * principals written in every odd form, before and after ACL changes, deletes and a reopen.
  * Relies on cmocka and tests/testutil.h. */
+#include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <cmocka.h>
-#include <math.h>
 
 #include "cordon.h"
 #include "testutil.h"
 
 #define DIM 8
 #define NCHUNK 360
-#define NPRIN 8   /* canonical principals: group:g0..g5, user:u0, user:u1 */
+#define NPRIN 8 /* canonical principals: group:g0..g5, user:u0, user:u1 */
 #define NWORD 6
 
 static const char *const canon[NPRIN] = {"group:g0", "group:g1", "group:g2", "group:g3",
@@ -51,7 +51,10 @@ static const subj_t subjects[] = {
 };
 #define NSUBJ (sizeof subjects / sizeof subjects[0])
 
-static void chunk_id(int i, char *b, size_t n) { snprintf(b, n, "c%03d", i); }
+static void chunk_id(int i, char *b, size_t n)
+{
+    snprintf(b, n, "c%03d", i);
+}
 
 static int readable(const fx_t *f, int i, unsigned holds)
 {
@@ -70,8 +73,8 @@ static void put_all(fx_t *f, uint64_t *seed)
     static char ids[NCHUNK][16], meta[NCHUNK][64];
     static cordon_field fields[NCHUNK];
     static cordon_chunk c[NCHUNK];
-    static const char *const words[NWORD] = {"alpha", "bravo", "charlie", "delta", "echo",
-                                             "foxtrot"};
+    static const char *const words[NWORD] = {"alpha", "bravo", "charlie",
+                                             "delta", "echo",  "foxtrot"};
     for (int i = 0; i < NCHUNK; i++) {
         size_t na = 0, nd = 0;
         for (int d = 0; d < DIM; d++)
@@ -94,9 +97,15 @@ static void put_all(fx_t *f, uint64_t *seed)
         chunk_id(i, ids[i], sizeof ids[i]);
         snprintf(meta[i], sizeof meta[i], "{\"tag\":\"t%d\",\"num\":%d}", i % 3, i);
         fields[i] = (cordon_field){"body", f->body[i]};
-        c[i] = (cordon_chunk){.id = ids[i], .vector = f->vecs[i], .fields = &fields[i],
-                              .n_fields = 1, .metadata_json = meta[i], .allowed = al[i],
-                              .n_allowed = na, .denied = de[i], .n_denied = nd};
+        c[i] = (cordon_chunk){.id = ids[i],
+                              .vector = f->vecs[i],
+                              .fields = &fields[i],
+                              .n_fields = 1,
+                              .metadata_json = meta[i],
+                              .allowed = al[i],
+                              .n_allowed = na,
+                              .denied = de[i],
+                              .n_denied = nd};
         f->live[i] = 1;
     }
     for (int i = 0; i < NCHUNK; i += 120)
@@ -109,8 +118,13 @@ static int setup(void **state)
     uint64_t seed = 99;
     const char *tf[] = {"body"};
     cordon_meta_field mf[] = {{"tag", CORDON_META_KEYWORD}, {"num", CORDON_META_NUMBER}};
-    cordon_collection_spec spec = {.asserted_principals = 1, .name = "docs", .dim = DIM, .metric = CORDON_METRIC_L2,
-                                   .text_fields = tf, .n_text_fields = 1, .meta_fields = mf,
+    cordon_collection_spec spec = {.asserted_principals = 1,
+                                   .name = "docs",
+                                   .dim = DIM,
+                                   .metric = CORDON_METRIC_L2,
+                                   .text_fields = tf,
+                                   .n_text_fields = 1,
+                                   .meta_fields = mf,
                                    .n_meta_fields = 2};
     assert_non_null(tu_tmpdir(f->dir, sizeof f->dir));
     assert_int_equal(cordon_open(f->dir, NULL, &f->db, NULL), 0);
@@ -152,8 +166,7 @@ static void check_result(const fx_t *f, const subj_t *s, const cordon_result *r,
     for (size_t h = 0; h < r->n_hits; h++) {
         int i = id_index(r->hits[h].id);
         if (i < 0 || !readable(f, i, s->holds))
-            fail_msg("%s: LEAK: hit \"%s\" is not readable by the subject", what,
-                     r->hits[h].id);
+            fail_msg("%s: LEAK: hit \"%s\" is not readable by the subject", what, r->hits[h].id);
         if (seen[i]++)
             fail_msg("%s: hit \"%s\" returned twice", what, r->hits[h].id);
         if (match && !match(f, i))
@@ -168,14 +181,23 @@ static void check_result(const fx_t *f, const subj_t *s, const cordon_result *r,
     assert_int_equal(r->revision, cordon_revision(f->db));
 }
 
-static int m_alpha(const fx_t *f, int i) { return strstr(f->body[i], "alpha") != NULL; }
+static int m_alpha(const fx_t *f, int i)
+{
+    return strstr(f->body[i], "alpha") != NULL;
+}
 static int m_t1(const fx_t *f, int i)
 {
     (void)f;
     return i % 3 == 1;
 }
-static int m_not_alpha(const fx_t *f, int i) { return !m_alpha(f, i); }
-static int m_bravo_t2(const fx_t *f, int i) { return strstr(f->body[i], "bravo") && i % 3 == 2; }
+static int m_not_alpha(const fx_t *f, int i)
+{
+    return !m_alpha(f, i);
+}
+static int m_bravo_t2(const fx_t *f, int i)
+{
+    return strstr(f->body[i], "bravo") && i % 3 == 2;
+}
 static int m_num_lt_100(const fx_t *f, int i)
 {
     (void)f;
@@ -204,13 +226,15 @@ static void sweep(fx_t *f, uint64_t *seed)
         {"{\"term\":{\"tag\":\"t1\"}}", m_t1},
         {"{\"bool\":{\"must_not\":[{\"match\":{\"body\":\"alpha\"}}]}}", m_not_alpha},
         {"{\"bool\":{\"must\":[{\"match\":{\"body\":\"bravo\"}}],"
-         "\"filter\":[{\"term\":{\"tag\":\"t2\"}}]}}", m_bravo_t2},
+         "\"filter\":[{\"term\":{\"tag\":\"t2\"}}]}}",
+         m_bravo_t2},
         {"{\"range\":{\"num\":{\"lt\":100}}}", m_num_lt_100},
         {"{\"exists\":{\"field\":\"tag\"}}", NULL},
         {"{\"prefix\":{\"body\":\"comm\"}}", NULL},
         {"{\"fuzzy\":{\"body\":\"comon\"}}", NULL},
         {"{\"bool\":{\"should\":[{\"match\":{\"body\":\"alpha\"}},{\"match\":{\"body\":"
-         "\"common\"}}]}}", NULL},
+         "\"common\"}}]}}",
+         NULL},
     };
     char what[160];
     for (size_t si = 0; si < NSUBJ; si++) {
@@ -259,7 +283,9 @@ static void sweep(fx_t *f, uint64_t *seed)
         }
         for (int fu = 0; fu < 2; fu++)
             for (int strat = 0; strat <= CORDON_STRATEGY_POSTFILTER; strat++) {
-                cordon_query hq = {.vector = q, .text = "alpha", .k = 20,
+                cordon_query hq = {.vector = q,
+                                   .text = "alpha",
+                                   .k = 20,
                                    .strategy = (cordon_strategy)strat,
                                    .fusion = (cordon_fusion)fu};
                 snprintf(what, sizeof what, "subject %zu hybrid fusion %d strategy %d", si, fu,
@@ -299,8 +325,8 @@ static void get_sweep(fx_t *f)
             /* The same message as for "c999", with the caller's own id in it. */
             const char *p = strstr(missing.message, "c999");
             assert_non_null(p);
-            snprintf(want, sizeof want, "%.*s%s%s", (int)(p - missing.message), missing.message,
-                     id, p + 4);
+            snprintf(want, sizeof want, "%.*s%s%s", (int)(p - missing.message), missing.message, id,
+                     p + 4);
             assert_string_equal(err.message, want);
         }
     }
@@ -373,14 +399,20 @@ static void test_text_matching_only_hidden_chunks_finds_nothing(void **state)
     float v[DIM] = {0.5f, 0.5f};
     cordon_field fl = {"body", "zebra quagga okapi"};
     cordon_chunk c[2] = {
-        {.id = "s1", .vector = v, .fields = &fl, .n_fields = 1, .allowed = secret,
-         .n_allowed = 1},
+        {.id = "s1", .vector = v, .fields = &fl, .n_fields = 1, .allowed = secret, .n_allowed = 1},
         /* readable by g0 through "g0", but g0 is also denied: deny wins */
-        {.id = "s2", .vector = v, .fields = &fl, .n_fields = 1, .allowed = deny_g0,
-         .n_allowed = 1, .denied = deny_g0, .n_denied = 1},
+        {.id = "s2",
+         .vector = v,
+         .fields = &fl,
+         .n_fields = 1,
+         .allowed = deny_g0,
+         .n_allowed = 1,
+         .denied = deny_g0,
+         .n_denied = 1},
     };
     assert_int_equal(cordon_put(f->db, "docs", c, 2, NULL, NULL), 0);
-    const char *queries[] = {"{\"match\":{\"body\":\"zebra\"}}", "{\"prefix\":{\"body\":\"zeb\"}}",
+    const char *queries[] = {"{\"match\":{\"body\":\"zebra\"}}",
+                             "{\"prefix\":{\"body\":\"zeb\"}}",
                              "{\"fuzzy\":{\"body\":\"zebro\"}}",
                              "{\"match_phrase\":{\"body\":\"zebra quagga\"}}",
                              "{\"multi_match\":{\"query\":\"okapi\",\"fields\":[\"body\"]}}",
@@ -404,8 +436,8 @@ static void test_text_matching_only_hidden_chunks_finds_nothing(void **state)
             cordon_result_free(r);
         }
         for (int strat = 0; strat <= CORDON_STRATEGY_POSTFILTER; strat++) {
-            cordon_query h = {.vector = v, .text = "zebra", .strategy = (cordon_strategy)strat,
-                              .k = 3};
+            cordon_query h = {
+                .vector = v, .text = "zebra", .strategy = (cordon_strategy)strat, .k = 3};
             assert_int_equal(cordon_search(f->db, "docs", &s, &h, &r, NULL), 0);
             for (size_t i = 0; i < r->n_hits; i++)
                 assert_true(r->hits[i].id[0] == 'c'); /* never s1 or s2 */
@@ -425,8 +457,12 @@ static void test_unknown_kinds_are_refused_not_read_as_nothing(void **state)
     for (size_t i = 0; i < sizeof odd / sizeof odd[0]; i++) {
         cordon_subject s = {.principals = &odd[i], .n_principals = 1};
         cordon_query q = {.vector = v};
-        cordon_chunk c = {.id = "odd", .vector = v, .allowed = &canon[0], .n_allowed = 1,
-                          .denied = &odd[i], .n_denied = 1};
+        cordon_chunk c = {.id = "odd",
+                          .vector = v,
+                          .allowed = &canon[0],
+                          .n_allowed = 1,
+                          .denied = &odd[i],
+                          .n_denied = 1};
         cordon_result *r = NULL;
         cordon_error err;
         assert_int_equal(cordon_search(f->db, "docs", &s, &q, &r, &err), CORDON_ERR_INVALID);
@@ -444,10 +480,10 @@ int main(void)
                                         teardown),
         cmocka_unit_test_setup_teardown(test_acl_changes_and_deletes_apply_to_every_mode, setup,
                                         teardown),
-        cmocka_unit_test_setup_teardown(test_text_matching_only_hidden_chunks_finds_nothing,
-                                        setup, teardown),
-        cmocka_unit_test_setup_teardown(test_unknown_kinds_are_refused_not_read_as_nothing,
-                                        setup, teardown),
+        cmocka_unit_test_setup_teardown(test_text_matching_only_hidden_chunks_finds_nothing, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_unknown_kinds_are_refused_not_read_as_nothing, setup,
+                                        teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -3,12 +3,12 @@
  * carry the ACL of one whole batch, at or after the last acknowledged one, in every read path.
  * Relies on fork/kill, cmocka and tests/testutil.h. */
 #include <setjmp.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
-#include <cmocka.h>
-#include <signal.h>
 #include <sys/wait.h>
+#include <cmocka.h>
 
 #include "cordon.h"
 #include "testutil.h"
@@ -40,8 +40,8 @@ static void child(const char *dir, int fd)
         float v[DIM] = {1, (float)k};
         cordon_field fl = {"body", "common put"};
         snprintf(pid, sizeof pid, "p%u", k);
-        cordon_chunk c = {.id = pid, .vector = v, .fields = &fl, .n_fields = 1, .allowed = qq,
-                          .n_allowed = 1};
+        cordon_chunk c = {
+            .id = pid, .vector = v, .fields = &fl, .n_fields = 1, .allowed = qq, .n_allowed = 1};
         if (cordon_put(db, "acl", &c, 1, NULL, NULL))
             _exit(6);
         ack = 2 * k + 1;
@@ -66,11 +66,11 @@ static void count_paths(cordon_t *db, const char *principal, size_t counts[4])
     const char *p[] = {principal};
     cordon_subject s = {.principals = p, .n_principals = 1};
     float q[DIM] = {1, 1, 1, 1, 1, 1, 1, 1};
-    cordon_query qs[4] = {{.text = "common", .k = 1000},
-                          {.vector = q, .k = 1000, .strategy = CORDON_STRATEGY_EXACT},
-                          {.vector = q, .k = NCH, .strategy = CORDON_STRATEGY_PREFILTER,
-                           .ef_search = 400},
-                          {.query_json = "{\"match_all\":{}}", .k = 1000}};
+    cordon_query qs[4] = {
+        {.text = "common", .k = 1000},
+        {.vector = q, .k = 1000, .strategy = CORDON_STRATEGY_EXACT},
+        {.vector = q, .k = NCH, .strategy = CORDON_STRATEGY_PREFILTER, .ef_search = 400},
+        {.query_json = "{\"match_all\":{}}", .k = 1000}};
     for (int m = 0; m < 4; m++) {
         cordon_result *r;
         cordon_error err;
@@ -92,7 +92,10 @@ static void test_kill_mid_set_acl_keeps_whole_acknowledged_batches(void **state)
         int fds[2];
         cordon_t *db;
         const char *tf[] = {"body"};
-        cordon_collection_spec spec = {.asserted_principals = 1, .name = "acl", .dim = DIM, .text_fields = tf,
+        cordon_collection_spec spec = {.asserted_principals = 1,
+                                       .name = "acl",
+                                       .dim = DIM,
+                                       .text_fields = tf,
                                        .n_text_fields = 1};
         assert_non_null(tu_tmpdir(dir, sizeof dir));
         assert_int_equal(cordon_open(dir, NULL, &db, NULL), 0);
@@ -106,8 +109,12 @@ static void test_kill_mid_set_acl_keeps_whole_acknowledged_batches(void **state)
             snprintf(ids[i], sizeof ids[i], "c%d", i);
             for (int d = 0; d < DIM; d++)
                 v[i][d] = tu_randf(&seed);
-            c[i] = (cordon_chunk){.id = ids[i], .vector = v[i], .fields = &fl, .n_fields = 1,
-                                  .allowed = v0, .n_allowed = 1};
+            c[i] = (cordon_chunk){.id = ids[i],
+                                  .vector = v[i],
+                                  .fields = &fl,
+                                  .n_fields = 1,
+                                  .allowed = v0,
+                                  .n_allowed = 1};
         }
         assert_int_equal(cordon_put(db, "acl", c, NCH, NULL, NULL), 0);
         cordon_close(db);
@@ -154,8 +161,8 @@ static void test_kill_mid_set_acl_keeps_whole_acknowledged_batches(void **state)
             nb += readable_by(db, pb, ids[i]);
         }
         if (!((na == NCH && nb == 0) || (na == 0 && nb == NCH)))
-            fail_msg("round %d: after ack %u: %d chunks on batch %u, %d on batch %u", round,
-                     last, na, k_acked, nb, k_acked + 1);
+            fail_msg("round %d: after ack %u: %d chunks on batch %u, %d on batch %u", round, last,
+                     na, k_acked, nb, k_acked + 1);
         k = na ? k_acked : k_acked + 1;
         /* No chunk readable by an older batch's principal. */
         if (k > 0) {
@@ -169,8 +176,7 @@ static void test_kill_mid_set_acl_keeps_whole_acknowledged_batches(void **state)
         count_paths(db, na ? pa : pb, counts);
         for (int m = 0; m < 4; m++)
             if (counts[m] != NCH)
-                fail_msg("round %d: read path %d finds %zu of %d chunks", round, m, counts[m],
-                         NCH);
+                fail_msg("round %d: read path %d finds %zu of %d chunks", round, m, counts[m], NCH);
         count_paths(db, na ? pb : pa, counts);
         for (int m = 0; m < 4; m++)
             assert_int_equal(counts[m], 0);

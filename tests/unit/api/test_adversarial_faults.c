@@ -9,9 +9,9 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include "api_testutil.h"
 #include "base/mem.h"
 #include "cordon.h"
-#include "api_testutil.h"
 
 #define DIM 4
 #define NFILL 30
@@ -20,14 +20,14 @@
 typedef struct fx {
     char dir[64];
     cordon_t *db;
-    int r_group;          /* chunk "r" is readable by group:g<r_group> */
+    int r_group;            /* chunk "r" is readable by group:g<r_group> */
     int present[MAX_STEPS]; /* chunk "n<i>" exists */
-    int reopened;         /* times a collection failed closed and was reopened */
-    int step;             /* the allocation failed in this step, for messages */
+    int reopened;           /* times a collection failed closed and was reopened */
+    int step;               /* the allocation failed in this step, for messages */
 } fx_t;
 
 static const char *const G0[] = {"group:g0"}, *const G1[] = {"group:g1"},
-                  *const G2[] = {"group:g2"};
+                         *const G2[] = {"group:g2"};
 
 /* After a call made with cdn_mem_fail_after(n): 1 if the injected failure happened inside
  * the call, 0 if it is still pending (the call made at most n allocations). Disarms. */
@@ -47,8 +47,12 @@ static int setup(void **state)
 {
     fx_t *f = calloc(1, sizeof *f);
     const char *tf[] = {"body"};
-    cordon_collection_spec spec = {.asserted_principals = 1, .name = "docs", .dim = DIM, .metric = CORDON_METRIC_COSINE,
-                                   .text_fields = tf, .n_text_fields = 1};
+    cordon_collection_spec spec = {.asserted_principals = 1,
+                                   .name = "docs",
+                                   .dim = DIM,
+                                   .metric = CORDON_METRIC_COSINE,
+                                   .text_fields = tf,
+                                   .n_text_fields = 1};
     api_db_open(f->dir, sizeof f->dir, &f->db);
     assert_int_equal(cordon_collection_create(f->db, &spec, NULL), 0);
     static char ids[NFILL][16];
@@ -61,9 +65,12 @@ static int setup(void **state)
             v[i][d] = tu_randf(&seed) + 0.1f;
         if (i < NFILL)
             snprintf(ids[i], sizeof ids[i], "fill%d", i);
-        c[i] = (cordon_chunk){.id = i < NFILL ? ids[i] : "r", .vector = v[i],
-                              .fields = i < NFILL ? &fl : &rf, .n_fields = 1,
-                              .allowed = i % 3 ? G1 : G0, .n_allowed = 1};
+        c[i] = (cordon_chunk){.id = i < NFILL ? ids[i] : "r",
+                              .vector = v[i],
+                              .fields = i < NFILL ? &fl : &rf,
+                              .n_fields = 1,
+                              .allowed = i % 3 ? G1 : G0,
+                              .n_allowed = 1};
     }
     c[NFILL].allowed = G0;
     f->r_group = 0;
@@ -163,11 +170,21 @@ static void test_put_under_allocation_failures(void **state)
         float v[DIM] = {1, (float)n, 1, 1}, w[DIM] = {2, 1, (float)n, 1};
         cordon_field fl = {"body", "common new"};
         snprintf(id, sizeof id, "n%d", n);
-        cordon_chunk c[2] = {{.id = "r", .vector = v, .fields = &fl, .n_fields = 1,
+        cordon_chunk c[2] = {{.id = "r",
+                              .vector = v,
+                              .fields = &fl,
+                              .n_fields = 1,
                               .metadata_json = "{\"a\":[1,2,{\"b\":null}]}",
-                              .allowed = g ? G2 : G0, .n_allowed = 1},
-                             {.id = id, .vector = w, .fields = &fl, .n_fields = 1,
-                              .allowed = G0, .n_allowed = 1, .denied = G1, .n_denied = 1}};
+                              .allowed = g ? G2 : G0,
+                              .n_allowed = 1},
+                             {.id = id,
+                              .vector = w,
+                              .fields = &fl,
+                              .n_fields = 1,
+                              .allowed = G0,
+                              .n_allowed = 1,
+                              .denied = G1,
+                              .n_denied = 1}};
         cdn_mem_fail_after(n);
         int rc = cordon_put(f->db, "docs", c, 2, NULL, NULL);
         int used = disarm(n);
@@ -248,7 +265,8 @@ static void test_search_and_get_under_allocation_failures(void **state)
         {.query_json = "{\"match\":{\"body\":\"common\"}}", .k = 5},
         /* last: a failed allocation in the bool parser has crashed the process */
         {.query_json = "{\"bool\":{\"must\":[{\"match\":{\"body\":\"common\"}}],"
-                       "\"must_not\":[{\"match\":{\"body\":\"target\"}}]}}", .k = 5},
+                       "\"must_not\":[{\"match\":{\"body\":\"target\"}}]}}",
+         .k = 5},
     };
     const char *p[] = {"g1", "user:nobody"};
     cordon_subject s = {.principals = p, .n_principals = 2};
@@ -304,7 +322,10 @@ static void test_failed_collection_create_leaves_nothing_in_the_way(void **state
     fx_t *f = *state;
     const char *tf[] = {"body"};
     for (int n = 0; n < MAX_STEPS; n++) {
-        cordon_collection_spec a = {.asserted_principals = 1, .name = "other", .dim = 8, .text_fields = tf,
+        cordon_collection_spec a = {.asserted_principals = 1,
+                                    .name = "other",
+                                    .dim = 8,
+                                    .text_fields = tf,
                                     .n_text_fields = 1};
         cordon_collection_spec b = {.asserted_principals = 1, .name = "other", .dim = 16};
         cordon_error err;

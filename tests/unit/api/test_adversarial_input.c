@@ -3,12 +3,12 @@
  * query vectors, ES query JSON that reaches for internal ids, duplicate ids in one batch,
  * failed batches that must change nothing, and error messages that must not tell hidden from
  * missing. Relies on cmocka and tests/testutil.h. */
+#include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <cmocka.h>
-#include <math.h>
 
 #include "cordon.h"
 #include "testutil.h"
@@ -26,7 +26,11 @@ static const char *const G1[] = {"group:g1"};
 static void make(cordon_t *db, const char *name, cordon_metric m)
 {
     const char *tf[] = {"body"};
-    cordon_collection_spec spec = {.asserted_principals = 1, .name = name, .dim = DIM, .metric = m, .text_fields = tf,
+    cordon_collection_spec spec = {.asserted_principals = 1,
+                                   .name = name,
+                                   .dim = DIM,
+                                   .metric = m,
+                                   .text_fields = tf,
                                    .n_text_fields = 1};
     cordon_error err;
     if (cordon_collection_create(db, &spec, &err))
@@ -57,13 +61,16 @@ static int put1(cordon_t *db, const char *coll, const char *id, const float *v,
 {
     static const float one[DIM] = {1, 0, 0, 0};
     cordon_field fl = {"body", "common words here"};
-    cordon_chunk c = {.id = id, .vector = v ? v : one, .fields = &fl, .n_fields = 1,
-                      .allowed = allowed, .n_allowed = na};
+    cordon_chunk c = {.id = id,
+                      .vector = v ? v : one,
+                      .fields = &fl,
+                      .n_fields = 1,
+                      .allowed = allowed,
+                      .n_allowed = na};
     return cordon_put(db, coll, &c, 1, NULL, err);
 }
 
-static int can_get(cordon_t *db, const char *coll, const char *const *p, size_t n,
-                   const char *id)
+static int can_get(cordon_t *db, const char *coll, const char *const *p, size_t n, const char *id)
 {
     cordon_subject s = {.principals = p, .n_principals = n};
     cordon_record *r = NULL;
@@ -216,8 +223,7 @@ static void test_queries_on_fields_the_collection_does_not_index_are_refused(voi
 {
     fx_t *f = *state;
     static const char *const nobody[] = {"group:nobody"};
-    const char *bad[] = {"{\"match\":{\"titel\":\"words\"}}",
-                         "{\"term\":{\"dept\":\"hr\"}}",
+    const char *bad[] = {"{\"match\":{\"titel\":\"words\"}}", "{\"term\":{\"dept\":\"hr\"}}",
                          "{\"multi_match\":{\"query\":\"words\",\"fields\":[\"body\",\"dept^2\"]}}",
                          "{\"bool\":{\"must\":[{\"match\":{\"body\":\"words\"}}],"
                          "\"must_not\":[{\"exists\":{\"field\":\"dept\"}}]}}"};
@@ -251,8 +257,17 @@ static void test_ids_with_special_bytes_round_trip_and_bad_ids_are_refused(void 
     static char longid[CORDON_ID_MAX + 2];
     memset(longid, 'x', CORDON_ID_MAX);
     longid[CORDON_ID_MAX] = '\0';
-    const char *good[] = {"a b", "quote\"", "back\\slash", "slash/x", "%00", "\xc3\xbcn\xc3\xaf",
-                          "\xf0\x9f\x98\x80", "group:g0", "c001", "{}", longid + 8};
+    const char *good[] = {"a b",
+                          "quote\"",
+                          "back\\slash",
+                          "slash/x",
+                          "%00",
+                          "\xc3\xbcn\xc3\xaf",
+                          "\xf0\x9f\x98\x80",
+                          "group:g0",
+                          "c001",
+                          "{}",
+                          longid + 8};
     for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) {
         cordon_error err;
         if (put1(f->db, "docs", good[i], NULL, G0, 1, &err))
@@ -366,8 +381,12 @@ static void test_failed_batches_change_nothing(void **state)
     /* A put batch whose last chunk is bad: the first must not land. */
     float nanv[DIM] = {1, NAN, 0, 0};
     cordon_field fl = {"body", "text"};
-    cordon_chunk c[2] = {{.id = "y", .vector = (float[DIM]){1, 0, 0, 0}, .fields = &fl,
-                          .n_fields = 1, .allowed = G0, .n_allowed = 1},
+    cordon_chunk c[2] = {{.id = "y",
+                          .vector = (float[DIM]){1, 0, 0, 0},
+                          .fields = &fl,
+                          .n_fields = 1,
+                          .allowed = G0,
+                          .n_allowed = 1},
                          {.id = "z", .vector = nanv, .allowed = G0, .n_allowed = 1}};
     assert_int_equal(cordon_put(f->db, "docs", c, 2, NULL, NULL), CORDON_ERR_INVALID);
     assert_false(can_get(f->db, "docs", G0, 1, "y"));
@@ -404,10 +423,9 @@ static void test_duplicate_ids_in_one_batch_keep_the_last(void **state)
     make(f->db, "dup", CORDON_METRIC_L2);
     cordon_field fl = {"body", "dup"};
     float v1[DIM] = {1, 0, 0, 0}, v2[DIM] = {0, 1, 0, 0};
-    cordon_chunk c[2] = {{.id = "x", .vector = v1, .fields = &fl, .n_fields = 1, .allowed = G0,
-                          .n_allowed = 1},
-                         {.id = "x", .vector = v2, .fields = &fl, .n_fields = 1, .allowed = G1,
-                          .n_allowed = 1}};
+    cordon_chunk c[2] = {
+        {.id = "x", .vector = v1, .fields = &fl, .n_fields = 1, .allowed = G0, .n_allowed = 1},
+        {.id = "x", .vector = v2, .fields = &fl, .n_fields = 1, .allowed = G1, .n_allowed = 1}};
     const char *G2[] = {"group:g2"}, *G3[] = {"group:g3"};
     cordon_acl_change ch[2] = {{"x", G2, 1, NULL, 0}, {"x", G3, 1, NULL, 0}};
     for (int pass = 0; pass < 2; pass++) {
@@ -463,7 +481,10 @@ static void test_dropped_collection_leaves_nothing_behind(void **state)
     assert_int_equal(cordon_search(f->db, "tmp", &s, &q, &r, NULL), CORDON_ERR_NOT_FOUND);
     assert_int_equal(cordon_collection_drop(f->db, "tmp", NULL), CORDON_ERR_NOT_FOUND);
     const char *tf[] = {"body"};
-    cordon_collection_spec spec = {.asserted_principals = 1, .name = "tmp", .dim = DIM * 2, .text_fields = tf,
+    cordon_collection_spec spec = {.asserted_principals = 1,
+                                   .name = "tmp",
+                                   .dim = DIM * 2,
+                                   .text_fields = tf,
                                    .n_text_fields = 1};
     for (int pass = 0; pass < 2; pass++) {
         if (pass == 0) {
@@ -504,8 +525,7 @@ static void test_model_subject_without_permission_sees_a_missing_collection(void
     assert_int_equal(cordon_search(f->db, "docs", &alice, &q, &r, NULL), 0);
     assert_int_equal(r->n_hits, 1);
     cordon_result_free(r);
-    assert_int_equal(cordon_search(f->db, "nope", &alice, &q, &r, &missing),
-                     CORDON_ERR_NOT_FOUND);
+    assert_int_equal(cordon_search(f->db, "nope", &alice, &q, &r, &missing), CORDON_ERR_NOT_FOUND);
     const char *p = strstr(missing.message, "nope");
     assert_non_null(p);
     char want[CORDON_ERROR_MAX];
@@ -531,7 +551,11 @@ static void test_malformed_query_json_is_refused(void **state)
     assert_int_equal(put1(f->db, "docs", "q1", NULL, G0, 1, NULL), 0);
     assert_int_equal(put1(f->db, "docs", "q2", NULL, G1, 1, NULL), 0);
     cordon_subject s = {.principals = G0, .n_principals = 1};
-    const char *bad[] = {"", "not json", "[]", "{}", "{\"match\":{}}",
+    const char *bad[] = {"",
+                         "not json",
+                         "[]",
+                         "{}",
+                         "{\"match\":{}}",
                          "{\"script\":{\"source\":\"1\"}}",
                          "{\"match\":{\"body\":\"x\"},\"term\":{\"body\":\"y\"}}",
                          "{\"bool\":{\"must\":[{\"nope\":{}}]}}",
@@ -581,8 +605,8 @@ static void test_non_utf8_text_and_principals_are_refused_as_invalid(void **stat
     fx_t *f = *state;
     float v[DIM] = {1, 0, 0, 0};
     cordon_field bad_text = {"body", "caf\xe9"};
-    cordon_chunk c = {.id = "u1", .vector = v, .fields = &bad_text, .n_fields = 1, .allowed = G0,
-                      .n_allowed = 1};
+    cordon_chunk c = {
+        .id = "u1", .vector = v, .fields = &bad_text, .n_fields = 1, .allowed = G0, .n_allowed = 1};
     cordon_error err;
     int rc_text = cordon_put(f->db, "docs", &c, 1, NULL, &err), rc;
     char text_msg[CORDON_ERROR_MAX];

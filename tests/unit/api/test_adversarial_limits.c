@@ -24,7 +24,10 @@ static int setup(void **state)
 {
     fx_t *f = calloc(1, sizeof *f);
     const char *tf[] = {"body"};
-    cordon_collection_spec spec = {.asserted_principals = 1, .name = "docs", .dim = DIM, .text_fields = tf,
+    cordon_collection_spec spec = {.asserted_principals = 1,
+                                   .name = "docs",
+                                   .dim = DIM,
+                                   .text_fields = tf,
                                    .n_text_fields = 1};
     assert_non_null(tu_tmpdir(f->dir, sizeof f->dir));
     assert_int_equal(cordon_open(f->dir, NULL, &f->db, NULL), 0);
@@ -47,8 +50,12 @@ static int put1(cordon_t *db, const char *coll, const char *id, const float *v,
 {
     static const float one[DIM] = {1, 0, 0, 0};
     cordon_field fl = {"body", "common words here"};
-    cordon_chunk c = {.id = id, .vector = v ? v : one, .fields = &fl, .n_fields = 1,
-                      .allowed = allowed, .n_allowed = na};
+    cordon_chunk c = {.id = id,
+                      .vector = v ? v : one,
+                      .fields = &fl,
+                      .n_fields = 1,
+                      .allowed = allowed,
+                      .n_allowed = na};
     return cordon_put(db, coll, &c, 1, NULL, err);
 }
 
@@ -93,7 +100,6 @@ static void test_window_and_k_past_their_limits_are_refused(void **state)
     }
 }
 
-
 /* Large but legal knobs on the graph paths: answered, only readable chunks, no blow-up. */
 static void test_large_ef_and_max_candidates_are_bounded(void **state)
 {
@@ -108,8 +114,11 @@ static void test_large_ef_and_max_candidates_are_bounded(void **state)
     cordon_subject s = {.principals = G0, .n_principals = 1};
     float q[DIM] = {1, 1, 1, 1};
     for (int strat = CORDON_STRATEGY_PREFILTER; strat <= CORDON_STRATEGY_POSTFILTER; strat++) {
-        cordon_query qu = {.vector = q, .k = CORDON_K_MAX, .strategy = (cordon_strategy)strat,
-                           .ef_search = UINT32_MAX, .max_candidates = SIZE_MAX};
+        cordon_query qu = {.vector = q,
+                           .k = CORDON_K_MAX,
+                           .strategy = (cordon_strategy)strat,
+                           .ef_search = UINT32_MAX,
+                           .max_candidates = SIZE_MAX};
         cordon_result *r;
         cordon_error err;
         int rc = cordon_search(f->db, "docs", &s, &qu, &r, &err);

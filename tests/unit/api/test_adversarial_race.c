@@ -4,14 +4,14 @@
  * lost group memberships must hold for every search that starts after they return.
  * Threads record violations; the main thread asserts after joining them.
  * Relies on cmocka, pthreads and tests/testutil.h. */
+#include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
-#include <cmocka.h>
-#include <pthread.h>
-#include <stdatomic.h>
 #include <unistd.h>
+#include <cmocka.h>
 
 #include "cordon.h"
 #include "testutil.h"
@@ -23,12 +23,12 @@ typedef struct shared {
     char dir[64];
     cordon_t *db;
     atomic_int done;
-    atomic_ullong acked;       /* what the writer has acknowledged so far (test-specific) */
+    atomic_ullong acked; /* what the writer has acknowledged so far (test-specific) */
     atomic_ullong acked2;
     uint64_t base_rev;
     atomic_int violations;
     atomic_ullong searches;
-    char first[256];           /* the first violation, for the failure message */
+    char first[256]; /* the first violation, for the failure message */
     pthread_mutex_t lock;
 } shared_t;
 
@@ -64,8 +64,12 @@ static void close_shared(shared_t *s)
 static void make(cordon_t *db, const char *name)
 {
     const char *tf[] = {"body"};
-    cordon_collection_spec spec = {.asserted_principals = 1, .name = name, .dim = DIM, .metric = CORDON_METRIC_L2,
-                                   .text_fields = tf, .n_text_fields = 1};
+    cordon_collection_spec spec = {.asserted_principals = 1,
+                                   .name = name,
+                                   .dim = DIM,
+                                   .metric = CORDON_METRIC_L2,
+                                   .text_fields = tf,
+                                   .n_text_fields = 1};
     assert_int_equal(cordon_collection_create(db, &spec, NULL), 0);
 }
 
@@ -111,8 +115,14 @@ static void flip_chunks(shared_t *s)
         snprintf(ids[i], sizeof ids[i], "%s%d", i < NFLIP ? "f" : "s", i);
         for (int d = 0; d < DIM; d++)
             v[i][d] = tu_randf(&seed);
-        c[i] = (cordon_chunk){.id = ids[i], .vector = v[i], .fields = &fl, .n_fields = 1,
-                              .allowed = i >= NFLIP ? S : i % 2 == 0 ? A : B, .n_allowed = 1};
+        c[i] = (cordon_chunk){.id = ids[i],
+                              .vector = v[i],
+                              .fields = &fl,
+                              .n_fields = 1,
+                              .allowed = i >= NFLIP   ? S
+                                         : i % 2 == 0 ? A
+                                                      : B,
+                              .n_allowed = 1};
     }
     assert_int_equal(cordon_put(s->db, "flip", c, NFLIP + NSECRET, &s->base_rev, NULL), 0);
 }
@@ -180,9 +190,8 @@ static void *flip_reader(void *arg)
             if (rc == 0) {
                 int parity = (int)((rec->revision - s->base_rev) % 2);
                 if (rec->revision < before || ((i % 2 == parity) == as_b))
-                    violation(s, "get %s as %s at revision %llu (acked %llu)", id,
-                              as_b ? "b" : "a", (unsigned long long)rec->revision,
-                              (unsigned long long)before);
+                    violation(s, "get %s as %s at revision %llu (acked %llu)", id, as_b ? "b" : "a",
+                              (unsigned long long)rec->revision, (unsigned long long)before);
                 cordon_record_free(rec);
             } else if (started == started_after && before == s->base_rev + started) {
                 /* no write in flight during the get: the state is the acknowledged one */
@@ -216,8 +225,8 @@ static void *flip_reader(void *arg)
             if (r->hits[h].id[0] != 'f' || sscanf(r->hits[h].id + 1, "%d", &i) != 1 ||
                 (i % 2 == parity) == as_b)
                 violation(s, "mode %d: %s as %s at revision %llu (parity %d): not readable then",
-                          mode, r->hits[h].id, as_b ? "b" : "a",
-                          (unsigned long long)r->revision, parity);
+                          mode, r->hits[h].id, as_b ? "b" : "a", (unsigned long long)r->revision,
+                          parity);
         }
         cordon_result_free(r);
     }
@@ -245,8 +254,8 @@ static void *replace_writer(void *arg)
     cordon_field fl = {"body", "hot chunk"};
     for (int k = 0; k < REPLACES; k++) {
         float v[DIM] = {(float)k, 1, 0, 0};
-        cordon_chunk c = {.id = "hot", .vector = v, .fields = &fl, .n_fields = 1, .allowed = A,
-                          .n_allowed = 1};
+        cordon_chunk c = {
+            .id = "hot", .vector = v, .fields = &fl, .n_fields = 1, .allowed = A, .n_allowed = 1};
         if (cordon_put(s->db, "rep", &c, 1, NULL, NULL))
             violation(s, "put failed");
     }
@@ -265,17 +274,17 @@ static void *replace_reader(void *arg)
         cordon_result *r;
         int rc = cordon_get(s->db, "rep", &sub, "hot", &rec, NULL);
         if (rc)
-            violation(s, "get of a chunk readable before and after its replacement failed: %d",
-                      rc);
+            violation(s, "get of a chunk readable before and after its replacement failed: %d", rc);
         cordon_record_free(rec);
         cordon_query q = n++ % 2 ? (cordon_query){.text = "hot"}
                                  : (cordon_query){.vector = (float[DIM]){1, 1, 0, 0},
                                                   .strategy = CORDON_STRATEGY_EXACT};
         if (cordon_search(s->db, "rep", &sub, &q, &r, NULL) == 0) {
             if (r->n_hits != 1 || strcmp(r->hits[0].id, "hot"))
-                violation(s, "%s search saw %zu hits (readable %llu) for a chunk that is always "
-                          "there", q.text ? "text" : "vector", r->n_hits,
-                          (unsigned long long)r->readable);
+                violation(s,
+                          "%s search saw %zu hits (readable %llu) for a chunk that is always "
+                          "there",
+                          q.text ? "text" : "vector", r->n_hits, (unsigned long long)r->readable);
             cordon_result_free(r);
         } else {
             violation(s, "search failed");
@@ -320,8 +329,8 @@ static void *drop_writer(void *arg)
     shared_t *s = arg;
     static const char *A[] = {"group:a"};
     const char *tf[] = {"body"};
-    cordon_collection_spec spec = {.asserted_principals = 1, .name = "dr", .dim = DIM, .text_fields = tf,
-                                   .n_text_fields = 1};
+    cordon_collection_spec spec = {
+        .asserted_principals = 1, .name = "dr", .dim = DIM, .text_fields = tf, .n_text_fields = 1};
     cordon_field fl = {"body", "common"};
     for (uint64_t g = 1; g <= GENS; g++) {
         static char ids[PERGEN][24];
@@ -332,8 +341,12 @@ static void *drop_writer(void *arg)
             snprintf(ids[i], sizeof ids[i], "g%llu-%d", (unsigned long long)g, i);
             for (int d = 0; d < DIM; d++)
                 v[i][d] = (float)((i * 7 + d) % 5);
-            c[i] = (cordon_chunk){.id = ids[i], .vector = v[i], .fields = &fl, .n_fields = 1,
-                                  .allowed = A, .n_allowed = 1};
+            c[i] = (cordon_chunk){.id = ids[i],
+                                  .vector = v[i],
+                                  .fields = &fl,
+                                  .n_fields = 1,
+                                  .allowed = A,
+                                  .n_allowed = 1};
             if (i % 2)
                 odd[i / 2] = ids[i];
         }
@@ -387,8 +400,7 @@ static void *drop_reader(void *arg)
             if (sscanf(r->hits[h].id, "g%llu-%d", &g, &i) != 2 || g <= dropped ||
                 (g <= deleted && i % 2))
                 violation(s, "hit %s after generation %llu was dropped and %llu deleted",
-                          r->hits[h].id, (unsigned long long)dropped,
-                          (unsigned long long)deleted);
+                          r->hits[h].id, (unsigned long long)dropped, (unsigned long long)deleted);
         }
         cordon_result_free(r);
     }
@@ -483,8 +495,12 @@ static void test_lost_membership_hides_chunks_from_every_later_search(void **sta
         al[k][0] = gs[k];
         mv[k][0] = 1;
         mv[k][1] = (float)k;
-        c[k - 1] = (cordon_chunk){.id = ids[k], .vector = mv[k],
-                                  .fields = &fl, .n_fields = 1, .allowed = al[k], .n_allowed = 1};
+        c[k - 1] = (cordon_chunk){.id = ids[k],
+                                  .vector = mv[k],
+                                  .fields = &fl,
+                                  .n_fields = 1,
+                                  .allowed = al[k],
+                                  .n_allowed = 1};
     }
     assert_int_equal(cordon_put(s->db, "mem", c, MGROUPS, NULL, NULL), 0);
     if (atomic_load(&s->violations))
@@ -512,8 +528,12 @@ static void *ghost_writer(void *arg)
         if (cordon_set_acl(s->db, "gh", ch, 2, NULL, NULL) != CORDON_ERR_NOT_FOUND)
             violation(s, "set_acl with a missing id did not fail");
         cordon_field fl = {"body", "common"};
-        cordon_chunk c = {.id = id, .vector = (float[DIM]){1, 0, 0, (float)k}, .fields = &fl,
-                          .n_fields = 1, .allowed = pp, .n_allowed = 1};
+        cordon_chunk c = {.id = id,
+                          .vector = (float[DIM]){1, 0, 0, (float)k},
+                          .fields = &fl,
+                          .n_fields = 1,
+                          .allowed = pp,
+                          .n_allowed = 1};
         if (cordon_put(s->db, "gh", &c, 1, NULL, NULL))
             violation(s, "put failed");
     }
@@ -529,7 +549,8 @@ static void *ghost_reader(void *arg)
     uint64_t n = 0;
     while (!atomic_load(&s->done)) {
         cordon_query q = n++ % 2 ? (cordon_query){.text = "common", .k = 10}
-                                 : (cordon_query){.vector = (float[DIM]){1, 0, 0, 0}, .k = 10,
+                                 : (cordon_query){.vector = (float[DIM]){1, 0, 0, 0},
+                                                  .k = 10,
                                                   .strategy = CORDON_STRATEGY_EXACT};
         cordon_result *r;
         if (cordon_search(s->db, "gh", &sub, &q, &r, NULL)) {
@@ -550,8 +571,8 @@ static void test_rolled_back_principal_ids_never_open_other_chunks(void **state)
     shared_t *s = open_shared();
     static const char *A[] = {"group:a"};
     make(s->db, "gh");
-    cordon_chunk c = {.id = "anchor", .vector = (float[DIM]){0, 1, 0, 0}, .allowed = A,
-                      .n_allowed = 1};
+    cordon_chunk c = {
+        .id = "anchor", .vector = (float[DIM]){0, 1, 0, 0}, .allowed = A, .n_allowed = 1};
     assert_int_equal(cordon_put(s->db, "gh", &c, 1, NULL, NULL), 0);
     run(s, ghost_writer, ghost_reader);
 }
@@ -569,7 +590,8 @@ static void *recreate_writer(void *arg)
     static float v[64];
     for (int k = 1; k <= RECREATES; k++) {
         uint32_t dim = k % 2 ? 64 : 4;
-        cordon_collection_spec spec = {.asserted_principals = 1, .name = "vv", .dim = dim, .metric = CORDON_METRIC_L2};
+        cordon_collection_spec spec = {
+            .asserted_principals = 1, .name = "vv", .dim = dim, .metric = CORDON_METRIC_L2};
         for (uint32_t d = 0; d < dim; d++)
             v[d] = (float)dim;
         cordon_chunk c = {.id = "x", .vector = v, .allowed = A, .n_allowed = 1};
@@ -612,8 +634,8 @@ static void test_get_reports_the_dim_of_the_vector_it_returns(void **state)
     (void)state;
     shared_t *s = open_shared();
     static const char *A[] = {"group:a"};
-    cordon_collection_spec spec = {.asserted_principals = 1, .name = "vv", .dim = 4,
-                                   .metric = CORDON_METRIC_L2};
+    cordon_collection_spec spec = {
+        .asserted_principals = 1, .name = "vv", .dim = 4, .metric = CORDON_METRIC_L2};
     cordon_chunk c = {.id = "x", .vector = (float[4]){4, 4, 4, 4}, .allowed = A, .n_allowed = 1};
     assert_int_equal(cordon_collection_create(s->db, &spec, NULL), 0);
     assert_int_equal(cordon_put(s->db, "vv", &c, 1, NULL, NULL), 0);
@@ -640,8 +662,8 @@ static void code_rows(cordon_chunk *c, int from, int n, float (*v)[DIM], char (*
         snprintf(ids[j], sizeof ids[j], "c%d", i);
         for (int d = 0; d < DIM; d++)
             v[j][d] = tu_randf(&seed) * 4;
-        c[j] = (cordon_chunk){.id = ids[j], .vector = v[j], .allowed = i % 2 ? Z : A,
-                              .n_allowed = 1};
+        c[j] =
+            (cordon_chunk){.id = ids[j], .vector = v[j], .allowed = i % 2 ? Z : A, .n_allowed = 1};
     }
 }
 
@@ -684,15 +706,16 @@ static void *codes_reader(void *arg)
         }
         atomic_fetch_add(&s->searches, 1);
         if (r->n_hits == 0)
-            violation(s, "strategy %d (plan %s, %llu candidates) found nothing among %llu "
-                         "readable rows",
+            violation(s,
+                      "strategy %d (plan %s, %llu candidates) found nothing among %llu "
+                      "readable rows",
                       (int)qu.strategy, r->plan, (unsigned long long)r->candidates,
                       (unsigned long long)r->readable);
         for (size_t h = 0; h < r->n_hits; h++) {
             int i = -1;
             if (sscanf(r->hits[h].id, "c%d", &i) != 1 || i % 2)
-                violation(s, "strategy %d returned %s, not readable by group:a",
-                          (int)qu.strategy, r->hits[h].id);
+                violation(s, "strategy %d returned %s, not readable by group:a", (int)qu.strategy,
+                          r->hits[h].id);
         }
         cordon_result_free(r);
     }
@@ -706,8 +729,11 @@ static void test_searches_on_codes_hold_while_rows_arrive(void **state)
     static float v[CODE_ROWS][DIM];
     static char ids[CODE_ROWS][16];
     static cordon_chunk c[CODE_ROWS];
-    cordon_collection_spec spec = {.asserted_principals = 1, .name = "codes", .dim = DIM,
-                                   .metric = CORDON_METRIC_L2, .int8_scan = 1};
+    cordon_collection_spec spec = {.asserted_principals = 1,
+                                   .name = "codes",
+                                   .dim = DIM,
+                                   .metric = CORDON_METRIC_L2,
+                                   .int8_scan = 1};
     assert_int_equal(cordon_collection_create(s->db, &spec, NULL), 0);
     code_rows(c, 0, CODE_ROWS, v, ids, 7);
     assert_int_equal(cordon_put(s->db, "codes", c, CODE_ROWS, NULL, NULL), 0);

@@ -1,12 +1,12 @@
 /* test_api.c: the public API end to end on small generated data: writes, reads and searches
  * as subjects, with a brute-force reference; bad input changes nothing; reopen keeps all.
  * Relies on cmocka and tests/testutil.h. */
+#include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <cmocka.h>
-#include <math.h>
 
 #include <sys/stat.h>
 
@@ -25,15 +25,22 @@ typedef struct fixture {
     int denied[NCHUNK]; /* -1 or a group denied */
 } fixture_t;
 
-static void chunk_id(int i, char *buf, size_t n) { snprintf(buf, n, "c%04d", i); }
+static void chunk_id(int i, char *buf, size_t n)
+{
+    snprintf(buf, n, "c%04d", i);
+}
 
 static int setup(void **state)
 {
     fixture_t *f = calloc(1, sizeof *f);
     uint64_t seed = 42;
     const char *fields[] = {"body"};
-    cordon_collection_spec spec = {.asserted_principals = 1, .name = "docs", .dim = DIM, .metric = CORDON_METRIC_L2,
-                                   .text_fields = fields, .n_text_fields = 1};
+    cordon_collection_spec spec = {.asserted_principals = 1,
+                                   .name = "docs",
+                                   .dim = DIM,
+                                   .metric = CORDON_METRIC_L2,
+                                   .text_fields = fields,
+                                   .n_text_fields = 1};
     assert_non_null(tu_tmpdir(f->dir, sizeof f->dir));
     assert_int_equal(cordon_open(f->dir, NULL, &f->db, NULL), 0);
     assert_int_equal(cordon_collection_create(f->db, &spec, NULL), 0);
@@ -52,9 +59,13 @@ static int setup(void **state)
         snprintf(dnames[i], sizeof dnames[i], "group:g%d", f->denied[i]);
         allowed[i][0] = gnames[i];
         denied[i][0] = dnames[i];
-        batch[i] = (cordon_chunk){.id = ids[i], .vector = f->vecs[i], .fields = &body,
-                                  .n_fields = 1, .allowed = allowed[i],
-                                  .n_allowed = f->group[i] >= 0, .denied = denied[i],
+        batch[i] = (cordon_chunk){.id = ids[i],
+                                  .vector = f->vecs[i],
+                                  .fields = &body,
+                                  .n_fields = 1,
+                                  .allowed = allowed[i],
+                                  .n_allowed = f->group[i] >= 0,
+                                  .denied = denied[i],
                                   .n_denied = f->denied[i] >= 0};
     }
     for (int i = 0; i < NCHUNK; i += 100)
@@ -249,13 +260,13 @@ static void test_bad_chunks_are_refused_and_change_nothing(void **state)
                     CORDON_ERR_INVALID, "not valid JSON");
     expect_rejected(f, &(cordon_chunk){.id = "x", .vector = f->vecs[1], .metadata_json = "[1]"},
                     CORDON_ERR_INVALID, "must be a JSON object");
-    expect_rejected(f, &(cordon_chunk){.id = "x", .vector = f->vecs[1], .fields = &bad_field,
-                                       .n_fields = 1},
-                    CORDON_ERR_INVALID, "\"title\" is not a text field");
+    expect_rejected(
+        f, &(cordon_chunk){.id = "x", .vector = f->vecs[1], .fields = &bad_field, .n_fields = 1},
+        CORDON_ERR_INVALID, "\"title\" is not a text field");
     const char *bad_prin[] = {"user:"};
-    expect_rejected(f, &(cordon_chunk){.id = "x", .vector = f->vecs[1], .allowed = bad_prin,
-                                       .n_allowed = 1},
-                    CORDON_ERR_INVALID, "has a kind but no name");
+    expect_rejected(
+        f, &(cordon_chunk){.id = "x", .vector = f->vecs[1], .allowed = bad_prin, .n_allowed = 1},
+        CORDON_ERR_INVALID, "has a kind but no name");
     cordon_error err;
     cordon_chunk ok = {.id = "x", .vector = f->vecs[1]};
     assert_int_equal(cordon_put(f->db, "nope", &ok, 1, NULL, &err), CORDON_ERR_NOT_FOUND);
@@ -271,11 +282,16 @@ static void test_unknown_principal_kind_is_refused_everywhere(void **state)
 {
     fixture_t *f = *state;
     const char *typo[] = {"usr:mallory"}, *eng[] = {"group:eng"};
-    expect_rejected(f, &(cordon_chunk){.id = "x", .vector = f->vecs[1], .allowed = typo,
-                                       .n_allowed = 1},
-                    CORDON_ERR_INVALID, "\"usr:mallory\" has an unknown kind");
-    expect_rejected(f, &(cordon_chunk){.id = "x", .vector = f->vecs[1], .allowed = eng,
-                                       .n_allowed = 1, .denied = typo, .n_denied = 1},
+    expect_rejected(
+        f, &(cordon_chunk){.id = "x", .vector = f->vecs[1], .allowed = typo, .n_allowed = 1},
+        CORDON_ERR_INVALID, "\"usr:mallory\" has an unknown kind");
+    expect_rejected(f,
+                    &(cordon_chunk){.id = "x",
+                                    .vector = f->vecs[1],
+                                    .allowed = eng,
+                                    .n_allowed = 1,
+                                    .denied = typo,
+                                    .n_denied = 1},
                     CORDON_ERR_INVALID, "\"usr:mallory\" has an unknown kind");
     cordon_error err;
     cordon_record *rec;
@@ -284,8 +300,8 @@ static void test_unknown_principal_kind_is_refused_everywhere(void **state)
     /* The ACL change path and the asserted principals of a search follow the same rule. */
     cordon_chunk ok = {.id = "kinded", .vector = f->vecs[1], .allowed = eng, .n_allowed = 1};
     assert_int_equal(cordon_put(f->db, "docs", &ok, 1, NULL, NULL), 0);
-    cordon_acl_change ch = {.id = "kinded", .allowed = eng, .n_allowed = 1, .denied = typo,
-                            .n_denied = 1};
+    cordon_acl_change ch = {
+        .id = "kinded", .allowed = eng, .n_allowed = 1, .denied = typo, .n_denied = 1};
     assert_int_equal(cordon_set_acl(f->db, "docs", &ch, 1, NULL, &err), CORDON_ERR_INVALID);
     assert_non_null(strstr(err.message, "usr:mallory"));
     cordon_subject as_typo = {.principals = typo, .n_principals = 1};
@@ -399,7 +415,8 @@ static void test_collections_create_list_drop(void **state)
     assert_int_equal(cordon_collection_create(f->db, &bad, &err), CORDON_ERR_INVALID);
     cordon_collection_spec dup = {.name = "docs", .dim = 4};
     assert_int_equal(cordon_collection_create(f->db, &dup, &err), CORDON_ERR_EXISTS);
-    cordon_collection_spec other = {.asserted_principals = 1, .name = "another", .dim = 4, .metric = CORDON_METRIC_COSINE};
+    cordon_collection_spec other = {
+        .asserted_principals = 1, .name = "another", .dim = 4, .metric = CORDON_METRIC_COSINE};
     assert_int_equal(cordon_collection_create(f->db, &other, NULL), 0);
     cordon_collection_info *list;
     size_t n;
@@ -421,8 +438,8 @@ static void test_collections_create_list_drop(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup_teardown(test_search_matches_brute_force_over_readable_chunks,
-                                        setup, teardown),
+        cmocka_unit_test_setup_teardown(test_search_matches_brute_force_over_readable_chunks, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(test_empty_acl_is_readable_by_nobody, setup, teardown),
         cmocka_unit_test_setup_teardown(test_hidden_chunk_and_missing_chunk_give_the_same_error,
                                         setup, teardown),

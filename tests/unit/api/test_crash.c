@@ -2,12 +2,12 @@
  * acknowledged survives, whole, and that no batch survives in part.
  * Relies on fork/kill and the public API. */
 #include <setjmp.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
-#include <cmocka.h>
-#include <signal.h>
 #include <sys/wait.h>
+#include <cmocka.h>
 
 #include "cordon.h"
 #include "testutil.h"
@@ -29,8 +29,11 @@ static void child_load(const char *dir, int fd, uint64_t seed)
             snprintf(ids[i], sizeof ids[i], "b%u-%d", b, i);
             for (int d = 0; d < DIM; d++)
                 vecs[i][d] = tu_randf(&seed);
-            c[i] = (cordon_chunk){.id = ids[i], .vector = vecs[i], .allowed = allowed,
-                                  .n_allowed = 1, .metadata_json = "{\"batch\": true}"};
+            c[i] = (cordon_chunk){.id = ids[i],
+                                  .vector = vecs[i],
+                                  .allowed = allowed,
+                                  .n_allowed = 1,
+                                  .metadata_json = "{\"batch\": true}"};
         }
         if (cordon_put(db, "load", c, PER_BATCH, NULL, NULL))
             _exit(4);
@@ -59,7 +62,8 @@ static void test_kill_mid_load_loses_no_acknowledged_batch(void **state)
         char dir[64];
         int fds[2];
         cordon_t *db;
-        cordon_collection_spec spec = {.asserted_principals = 1, .name = "load", .dim = DIM, .metric = CORDON_METRIC_L2};
+        cordon_collection_spec spec = {
+            .asserted_principals = 1, .name = "load", .dim = DIM, .metric = CORDON_METRIC_L2};
         assert_non_null(tu_tmpdir(dir, sizeof dir));
         assert_int_equal(cordon_open(dir, NULL, &db, NULL), 0);
         assert_int_equal(cordon_collection_create(db, &spec, NULL), 0);

@@ -5,8 +5,8 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
-#include <cmocka.h>
 #include <sys/stat.h>
+#include <cmocka.h>
 
 #include "cordon.h"
 #include "testutil.h"
@@ -36,16 +36,20 @@ static void fill(cordon_t *db)
     static cordon_chunk c[N];
     const char *tf[] = {"body"}, *eng = "group:eng";
     cordon_field f = {"body", "protected words"};
-    cordon_collection_spec sp = {.name = "docs", .dim = DIM, .text_fields = tf,
-                                 .n_text_fields = 1, .int8_scan = 1};
+    cordon_collection_spec sp = {
+        .name = "docs", .dim = DIM, .text_fields = tf, .n_text_fields = 1, .int8_scan = 1};
     uint64_t s = 7;
     assert_int_equal(cordon_collection_create(db, &sp, NULL), 0);
     for (int i = 0; i < N; i++) {
         for (int d = 0; d < DIM; d++)
             v[i][d] = (float)(tu_rand(&s) % 1000) / 1000.0f + 0.001f;
         snprintf(ids[i], sizeof ids[i], "c%d", i);
-        c[i] = (cordon_chunk){.id = ids[i], .vector = v[i], .fields = &f, .n_fields = 1,
-                              .allowed = &eng, .n_allowed = 1};
+        c[i] = (cordon_chunk){.id = ids[i],
+                              .vector = v[i],
+                              .fields = &f,
+                              .n_fields = 1,
+                              .allowed = &eng,
+                              .n_allowed = 1};
     }
     assert_int_equal(cordon_put(db, "docs", c, N, NULL, NULL), 0);
     assert_int_equal(cordon_model_apply(db, "{\"op\":\"put_subject\",\"id\":\"a\"}", NULL, NULL),

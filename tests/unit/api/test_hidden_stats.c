@@ -9,8 +9,8 @@
 
 #include <cmocka.h> /* own block: it needs setjmp.h, stdarg.h, stddef.h first */
 
-#include "cordon.h"
 #include "api_testutil.h"
+#include "cordon.h"
 
 #define DIM 4
 #define NREAD 40  /* chunks subject A reads (in every collection) */

@@ -2,17 +2,17 @@
  * search permission, revocation visible to the next search (also from other threads), replay
  * of the model at reopen, bad operations changing nothing, explanations.
  * Relies on the public API and pthreads. */
+#include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
-#include <cmocka.h>
-#include <pthread.h>
-#include <stdatomic.h>
 #include <string.h>
+#include <cmocka.h>
 
-#include "cordon.h"
 #include "api_testutil.h"
+#include "cordon.h"
 
 #define DIM 8
 
@@ -87,7 +87,7 @@ static int hits_as(cordon_t *db, const char *subject, const char *want_id)
 static void test_nested_groups_open_chunks_to_subjects(void **state)
 {
     fx_t *f = *state;
-    assert_int_equal(hits_as(f->db, "alice", NULL), 2);    /* team-a < eng < staff */
+    assert_int_equal(hits_as(f->db, "alice", NULL), 2); /* team-a < eng < staff */
     assert_int_equal(hits_as(f->db, "bob", "staff-doc"), 1);
     assert_int_equal(hits_as(f->db, "bob", "eng-doc"), 0);
     char **p;
@@ -113,8 +113,7 @@ static void test_subject_without_search_permission_sees_no_collection(void **sta
     cordon_subject ghost = {.subject_id = "nobody-by-this-name"};
     assert_int_equal(cordon_search(f->db, "docs", &ghost, &qu, &r, NULL), CORDON_ERR_NOT_FOUND);
     cordon_record *rec;
-    assert_int_equal(cordon_get(f->db, "docs", &s, "staff-doc", &rec, NULL),
-                     CORDON_ERR_NOT_FOUND);
+    assert_int_equal(cordon_get(f->db, "docs", &s, "staff-doc", &rec, NULL), CORDON_ERR_NOT_FOUND);
     cordon_subject bob = {.subject_id = "bob"};
     assert_int_equal(cordon_get(f->db, "docs", &bob, "staff-doc", &rec, NULL), 0);
     cordon_record_free(rec);
@@ -125,8 +124,11 @@ static void test_removed_membership_hides_chunk_on_next_search(void **state)
     fx_t *f = *state;
     assert_int_equal(hits_as(f->db, "alice", "eng-doc"), 1);
     uint64_t r0 = cordon_revision(f->db), r1;
-    assert_int_equal(cordon_model_apply(f->db, "{\"op\":\"remove_member\",\"group\":\"team-a\","
-                                               "\"member\":\"alice\"}", &r1, NULL), 0);
+    assert_int_equal(cordon_model_apply(f->db,
+                                        "{\"op\":\"remove_member\",\"group\":\"team-a\","
+                                        "\"member\":\"alice\"}",
+                                        &r1, NULL),
+                     0);
     assert_true(r1 > r0);
     assert_int_equal(hits_as(f->db, "alice", NULL), CORDON_ERR_NOT_FOUND); /* lost the grant */
     op(f->db, "{\"op\":\"add_member\",\"group\":\"staff\",\"member\":\"alice\"}");
@@ -211,8 +213,7 @@ static void test_explain_names_the_deciding_principal(void **state)
     assert_int_equal(cordon_explain(f->db, "docs", "bob", "eng-doc", &x, NULL), 0);
     assert_false(x.readable);
     cordon_decision d;
-    cordon_authz_request rq = {.subject = "bob", .resource = "collection:docs",
-                               .action = "SEARCH"};
+    cordon_authz_request rq = {.subject = "bob", .resource = "collection:docs", .action = "SEARCH"};
     assert_int_equal(cordon_is_authorized(f->db, &rq, &d, NULL), 0);
     assert_true(d.authorized);
     assert_string_equal(d.reason, "PERMISSION_GRANTED_NO_CONDITION");
@@ -307,12 +308,11 @@ int main(void)
                                         teardown),
         cmocka_unit_test_setup_teardown(test_subject_without_search_permission_sees_no_collection,
                                         setup, teardown),
-        cmocka_unit_test_setup_teardown(test_removed_membership_hides_chunk_on_next_search,
-                                        setup, teardown),
+        cmocka_unit_test_setup_teardown(test_removed_membership_hides_chunk_on_next_search, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(test_model_survives_reopen, setup, teardown),
         cmocka_unit_test_setup_teardown(test_bad_operations_change_nothing, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_explain_names_the_deciding_principal, setup,
-                                        teardown),
+        cmocka_unit_test_setup_teardown(test_explain_names_the_deciding_principal, setup, teardown),
         cmocka_unit_test_setup_teardown(
             test_collection_refuses_asserted_principals_unless_configured, setup, teardown),
         cmocka_unit_test_setup_teardown(

@@ -2,14 +2,14 @@
  * `complete` only when the hits are the true top-k, recall of `auto`, the plan chosen, and the
  * graph kept right across reopen, a lost checkpoint and a corrupt one.
  * Relies on the public API; the exact-scan threshold is lowered so graph plans run. */
+#include <dirent.h>
+#include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
-#include <cmocka.h>
-#include <dirent.h>
-#include <math.h>
 #include <sys/wait.h>
+#include <cmocka.h>
 
 #include "cordon.h"
 #include "testutil.h"
@@ -467,8 +467,7 @@ int main(void)
                                         setup, teardown),
         cmocka_unit_test_setup_teardown(test_int8_codes_give_the_same_exact_results, setup,
                                         teardown),
-        cmocka_unit_test_setup_teardown(test_large_readable_sets_get_the_bit_scan, setup,
-                                        teardown),
+        cmocka_unit_test_setup_teardown(test_large_readable_sets_get_the_bit_scan, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -5,14 +5,14 @@
  * independent probe's writer (four states, in none of which u reads X) against reader threads
  * for CORDON_RACE_SECONDS (default 2) with CORDON_RACE_READERS threads (default 4).
  * Relies on cmocka, pthreads and tests/testutil.h. */
+#include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
-#include <cmocka.h>
-#include <pthread.h>
-#include <stdatomic.h>
 #include <time.h>
+#include <cmocka.h>
 
 #include "base/testhook.h"
 #include "cordon.h"
@@ -48,14 +48,25 @@ static cordon_t *open_states(char *dir, size_t cap, int asserted)
 {
     cordon_t *db;
     const char *tf[] = {"body"};
-    cordon_collection_spec sp = {.name = "docs", .dim = DIM, .text_fields = tf,
-                                 .n_text_fields = 1, .asserted_principals = asserted};
+    cordon_collection_spec sp = {.name = "docs",
+                                 .dim = DIM,
+                                 .text_fields = tf,
+                                 .n_text_fields = 1,
+                                 .asserted_principals = asserted};
     const char *other = "user:other", *mine = "user:u", *eng = "group:eng";
     cordon_field f = {"body", "secret plan"};
-    cordon_chunk c[2] = {{.id = "X", .vector = QV, .fields = &f, .n_fields = 1,
-                          .allowed = asserted ? &eng : &other, .n_allowed = 1},
-                         {.id = "Y", .vector = QV, .fields = &f, .n_fields = 1,
-                          .allowed = asserted ? &eng : &mine, .n_allowed = 1}};
+    cordon_chunk c[2] = {{.id = "X",
+                          .vector = QV,
+                          .fields = &f,
+                          .n_fields = 1,
+                          .allowed = asserted ? &eng : &other,
+                          .n_allowed = 1},
+                         {.id = "Y",
+                          .vector = QV,
+                          .fields = &f,
+                          .n_fields = 1,
+                          .allowed = asserted ? &eng : &mine,
+                          .n_allowed = 1}};
     assert_non_null(tu_tmpdir(dir, cap));
     assert_int_equal(cordon_open(dir, NULL, &db, NULL), 0);
     assert_int_equal(cordon_collection_create(db, &sp, NULL), 0);

@@ -1,12 +1,12 @@
 /* test_scifact.c: exact search over the real SciFact vectors (5,183 x 512) returns the same
  * top-10 as a brute-force reference over the readable chunks, for random principal lists,
  * with zero leaks. Relies on ../shared/data/scifact/use-lite; skips visibly without it. */
+#include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <cmocka.h>
-#include <math.h>
 
 #include "base/fvecs.h"
 #include "base/mem.h"
@@ -40,12 +40,13 @@ static void test_exact_search_on_scifact_matches_brute_force_without_leaks(void 
     assert_int_equal(cdn_fvecs_read(qpath, &queries, &nq, &qdim, NULL), 0);
     assert_int_equal(dim, qdim);
     int *team = malloc(nd * sizeof *team), *deny = malloc(nd * sizeof *deny);
-    char (*ids)[16] = malloc(nd * sizeof *ids), (*names)[2][16] = malloc(nd * sizeof *names);
+    char(*ids)[16] = malloc(nd * sizeof *ids), (*names)[2][16] = malloc(nd * sizeof *names);
     const char *(*acl)[2] = malloc(nd * sizeof *acl);
     cordon_chunk *chunks = calloc(nd, sizeof *chunks);
     uint64_t seed = 2024;
     cordon_t *db;
-    cordon_collection_spec spec = {.asserted_principals = 1, .name = "scifact", .dim = dim, .metric = CORDON_METRIC_DOT};
+    cordon_collection_spec spec = {
+        .asserted_principals = 1, .name = "scifact", .dim = dim, .metric = CORDON_METRIC_DOT};
     assert_non_null(tu_tmpdir(dir, sizeof dir));
     assert_int_equal(cordon_open(dir, NULL, &db, NULL), 0);
     assert_int_equal(cordon_collection_create(db, &spec, NULL), 0);
@@ -57,13 +58,16 @@ static void test_exact_search_on_scifact_matches_brute_force_without_leaks(void 
         snprintf(names[i][1], 16, "team%d", deny[i]);
         acl[i][0] = names[i][0];
         acl[i][1] = names[i][1];
-        chunks[i] = (cordon_chunk){.id = ids[i], .vector = docs + i * dim, .allowed = &acl[i][0],
-                                   .n_allowed = 1, .denied = &acl[i][1],
+        chunks[i] = (cordon_chunk){.id = ids[i],
+                                   .vector = docs + i * dim,
+                                   .allowed = &acl[i][0],
+                                   .n_allowed = 1,
+                                   .denied = &acl[i][1],
                                    .n_denied = deny[i] >= 0};
     }
     for (size_t i = 0; i < nd; i += 1000)
-        assert_int_equal(cordon_put(db, "scifact", chunks + i, nd - i < 1000 ? nd - i : 1000,
-                                    NULL, NULL), 0);
+        assert_int_equal(
+            cordon_put(db, "scifact", chunks + i, nd - i < 1000 ? nd - i : 1000, NULL, NULL), 0);
     size_t leaks = 0, checked = 0;
     for (size_t qi = 0; qi < 60 && qi < nq; qi++) {
         int holds[TEAMS], nh = 0;
@@ -103,9 +107,8 @@ static void test_exact_search_on_scifact_matches_brute_force_without_leaks(void 
             size_t i = strtoul(r->hits[h].id + 1, NULL, 10);
             leaks += !holds[team[i]] || (deny[i] >= 0 && holds[deny[i]]);
             /* Same chunk, or a tie in score with the reference's chunk at that rank. */
-            assert_true(i == best[h] ||
-                        fabsf(dot(q, docs + i * dim, dim) - dot(q, docs + best[h] * dim, dim)) <
-                            1e-6f);
+            assert_true(i == best[h] || fabsf(dot(q, docs + i * dim, dim) -
+                                              dot(q, docs + best[h] * dim, dim)) < 1e-6f);
             assert_true(fabsf(r->hits[h].score - dot(q, docs + i * dim, dim)) < 1e-4f);
             checked++;
         }

@@ -25,8 +25,11 @@ static int setup(void **state)
 {
     fx_t *f = calloc(1, sizeof *f);
     const char *tf[] = {"body"};
-    cordon_collection_spec spec = {.asserted_principals = 1, .name = "docs", .dim = DIM,
-                                   .metric = CORDON_METRIC_L2, .text_fields = tf,
+    cordon_collection_spec spec = {.asserted_principals = 1,
+                                   .name = "docs",
+                                   .dim = DIM,
+                                   .metric = CORDON_METRIC_L2,
+                                   .text_fields = tf,
                                    .n_text_fields = 1};
     api_db_open(f->dir, sizeof f->dir, &f->db);
     assert_int_equal(cordon_collection_create(f->db, &spec, NULL), 0);

@@ -2,21 +2,21 @@
  * BM25 (the filtered top-k equals an all-seeing ranking filtered afterwards), metadata filters,
  * updates and deletes seen by the next query, the text checkpoint across reopen, bad queries.
  * Relies on the public API. */
+#include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <cmocka.h>
-#include <math.h>
 
-#include "cordon.h"
 #include "api_testutil.h"
+#include "cordon.h"
 
 #define N 400
 #define GROUPS 8
 #define DIM 8
 
-static const char *words[] = {"permission", "vector", "search", "engine", "alpha", "beta",
+static const char *words[] = {"permission", "vector", "search", "engine", "alpha",  "beta",
                               "gamma",      "delta",  "policy", "salary", "design", "deal"};
 
 typedef struct fx {
@@ -38,9 +38,16 @@ static int setup(void **state)
     cordon_meta_field mf[] = {{"kind", CORDON_META_KEYWORD}, {"year", CORDON_META_NUMBER}};
     /* Collection-wide statistics: a subject's filtered ranking is then the all-seeing one
      * filtered (readable-set statistics: test_hidden_stats.c). */
-    cordon_collection_spec spec = {.asserted_principals = 1, .name = "t", .dim = DIM, .metric = CORDON_METRIC_L2,
-                                   .text_fields = tf, .n_text_fields = 2, .analyzer = "english",
-                                   .meta_fields = mf, .n_meta_fields = 2, .bm25_global_stats = 1};
+    cordon_collection_spec spec = {.asserted_principals = 1,
+                                   .name = "t",
+                                   .dim = DIM,
+                                   .metric = CORDON_METRIC_L2,
+                                   .text_fields = tf,
+                                   .n_text_fields = 2,
+                                   .analyzer = "english",
+                                   .meta_fields = mf,
+                                   .n_meta_fields = 2,
+                                   .bm25_global_stats = 1};
     for (int i = 0; i < N; i++) {
         size_t at = 0;
         f->group[i] = (int)(tu_rand(&seed) % GROUPS);
@@ -56,8 +63,13 @@ static int setup(void **state)
         fields[i][1] = (cordon_field){"body", body[i]};
         for (int d = 0; d < DIM; d++)
             vec[i][d] = tu_randf(&seed);
-        ch[i] = (cordon_chunk){.id = ids[i], .vector = vec[i], .fields = fields[i], .n_fields = 2,
-                               .metadata_json = meta[i], .allowed = acl[i], .n_allowed = 1};
+        ch[i] = (cordon_chunk){.id = ids[i],
+                               .vector = vec[i],
+                               .fields = fields[i],
+                               .n_fields = 2,
+                               .metadata_json = meta[i],
+                               .allowed = acl[i],
+                               .n_allowed = 1};
     }
     api_db_open(f->dir, sizeof f->dir, &f->db);
     assert_int_equal(cordon_collection_create(f->db, &spec, NULL), 0);
@@ -122,7 +134,7 @@ static void test_metadata_filters_and_bool_queries(void **state)
     assert_true(r->n_hits > 0);
     for (size_t i = 0; i < r->n_hits; i++) {
         int d = tu_num(r->hits[i].id + 1);
-        assert_true(d % 2 == 1);        /* memo */
+        assert_true(d % 2 == 1); /* memo */
         assert_true(2000 + d % 20 >= 2010);
     }
     cordon_result_free(r);
@@ -140,8 +152,8 @@ static void test_hybrid_is_filtered_and_fused(void **state)
     fx_t *f = *state;
     float v[DIM] = {0.5f, 0.5f, 0.5f, 0.5f, 0.5f, 0.5f, 0.5f, 0.5f};
     cordon_subject one = {.principals = &all_groups[3], .n_principals = 1};
-    cordon_query q = {.vector = v, .text = "salary design", .k = 10,
-                      .strategy = CORDON_STRATEGY_EXACT};
+    cordon_query q = {
+        .vector = v, .text = "salary design", .k = 10, .strategy = CORDON_STRATEGY_EXACT};
     cordon_result *r;
     assert_int_equal(cordon_search(f->db, "t", &one, &q, &r, NULL), 0);
     assert_true(r->n_hits == 10);
@@ -165,7 +177,8 @@ static void test_knn_with_a_metadata_filter_stays_inside_it(void **state)
     fx_t *f = *state;
     float v[DIM] = {0.2f, 0.9f, 0.1f, 0.4f, 0.5f, 0.5f, 0.3f, 0.8f};
     cordon_subject s = {.principals = all_groups, .n_principals = 4}; /* g0..g3 */
-    cordon_query q = {.vector = v, .k = 20,
+    cordon_query q = {.vector = v,
+                      .k = 20,
                       .filter_json = "{\"bool\":{\"filter\":[{\"term\":{\"kind\":\"memo\"}},"
                                      "{\"range\":{\"year\":{\"lt\":2005}}}]}}"};
     cordon_result *r;
@@ -201,8 +214,8 @@ static void test_updates_deletes_and_reopen(void **state)
     float v[DIM] = {0};
     const char *g[] = {"g0"};
     cordon_field fl[] = {{"title", "zebra"}, {"body", "quokka"}};
-    cordon_chunk c = {.id = "d1", .vector = v, .fields = fl, .n_fields = 2, .allowed = g,
-                      .n_allowed = 1};
+    cordon_chunk c = {
+        .id = "d1", .vector = v, .fields = fl, .n_fields = 2, .allowed = g, .n_allowed = 1};
     assert_int_equal(count_hits(f->db, "zebra"), 0);
     assert_int_equal(cordon_put(f->db, "t", &c, 1, NULL, NULL), 0);
     assert_int_equal(count_hits(f->db, "zebra quokka"), 1);

@@ -6,8 +6,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include <cmocka.h>
 #include <string.h>
+#include <cmocka.h>
 
 #include "authz/authz.h"
 #include "base/mem.h"

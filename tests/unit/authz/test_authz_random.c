@@ -6,10 +6,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include <cmocka.h>
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
+#include <cmocka.h>
 
 #include "authz/authz.h"
 #include "base/mem.h"

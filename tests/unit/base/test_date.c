@@ -4,8 +4,8 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
-#include <cmocka.h>
 #include <string.h>
+#include <cmocka.h>
 
 #include "base/date.h"
 #include "base/err.h"
@@ -57,9 +57,9 @@ static void test_date_fraction_keeps_its_digits(void **state)
     double us = ok("1970-01-01T00:00:00.0015Z", 0); /* sub-millisecond digits stay a fraction */
     assert_true(us > 1.49 && us < 1.51);
     assert_true(ok("1970-01-01T00:00:00.123456789Z", 0) > 123.45);
-    refused("1970-01-01T00:00:00.Z", 0);            /* a point needs a digit */
-    refused("1970-01-01T00:00:00.1234567890Z", 0);  /* at most nanoseconds */
-    refused("1970-01-01T00:00.5Z", 0);              /* a fraction belongs to the seconds */
+    refused("1970-01-01T00:00:00.Z", 0);           /* a point needs a digit */
+    refused("1970-01-01T00:00:00.1234567890Z", 0); /* at most nanoseconds */
+    refused("1970-01-01T00:00.5Z", 0);             /* a fraction belongs to the seconds */
 }
 
 static void test_date_leap_years_follow_the_gregorian_rules(void **state)
@@ -99,12 +99,26 @@ static void test_date_fields_refuse_values_past_their_bounds(void **state)
 static void test_date_refuses_malformed_text(void **state)
 {
     (void)state;
-    const char *bad[] = {"",           "yesterday",        "2024-5-01",         "2024-05",
-                         "24-05-01",   "2024/05/01",       "2024-05-01T",       "2024-05-01T10",
-                         "2024-05-01T10:0", "2024-05-01T1:00", "2024-05-01 ",   "2024-05-01T10:00:00ZZ",
-                         "2024-05-01T10:00:00+", "2024-05-01T10:00:00+1", "2024-05-01T10:00:00+01:",
-                         "2024-05-01T10:00:00+01:0", "2024-05-01T10:00:00 Z", "1970Z",
-                         "2024-05-01T10:00:00.5.5Z", "12345"};
+    const char *bad[] = {"",
+                         "yesterday",
+                         "2024-5-01",
+                         "2024-05",
+                         "24-05-01",
+                         "2024/05/01",
+                         "2024-05-01T",
+                         "2024-05-01T10",
+                         "2024-05-01T10:0",
+                         "2024-05-01T1:00",
+                         "2024-05-01 ",
+                         "2024-05-01T10:00:00ZZ",
+                         "2024-05-01T10:00:00+",
+                         "2024-05-01T10:00:00+1",
+                         "2024-05-01T10:00:00+01:",
+                         "2024-05-01T10:00:00+01:0",
+                         "2024-05-01T10:00:00 Z",
+                         "1970Z",
+                         "2024-05-01T10:00:00.5.5Z",
+                         "12345"};
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++)
         refused(bad[i], 0);
     double ms;
@@ -118,8 +132,8 @@ static void test_date_reads_only_the_bytes_it_is_given(void **state)
     const char *s = "2024-05-01T10:00:00Zjunk";
     assert_int_equal(cdn_date_parse(s, 20, 0, &ms), CDN_OK);
     assert_true(ms == ok("2024-05-01T10:00:00Z", 0));
-    assert_int_equal(cdn_date_parse(s, 7, 0, &ms), CDN_ERR_INVALID);   /* "2024-05" */
-    assert_int_equal(cdn_date_parse(s, 13, 0, &ms), CDN_ERR_INVALID);  /* "2024-05-01T10" */
+    assert_int_equal(cdn_date_parse(s, 7, 0, &ms), CDN_ERR_INVALID);  /* "2024-05" */
+    assert_int_equal(cdn_date_parse(s, 13, 0, &ms), CDN_ERR_INVALID); /* "2024-05-01T10" */
     char unterminated[10];
     memcpy(unterminated, "2024-05-01", 10); /* no NUL: ASan reports any read past the end */
     assert_int_equal(cdn_date_parse(unterminated, 10, 0, &ms), CDN_OK);

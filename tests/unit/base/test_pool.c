@@ -1,14 +1,14 @@
 /* test_pool.c: the worker pool (base/pool.h): every task runs exactly once and before its
  * caller returns, with many callers at once, nested jobs and no workers. Relies on cmocka and
  * pthreads; also run under ThreadSanitizer (Makefile TSAN_TESTS). */
+#include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
-#include <cmocka.h>
-#include <pthread.h>
-#include <stdatomic.h>
 #include <string.h>
+#include <cmocka.h>
 
 #include "base/pool.h"
 

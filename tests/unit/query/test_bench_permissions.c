@@ -8,12 +8,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include <cmocka.h> /* after the four above, which it needs */
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <cmocka.h> /* after the four above, which it needs */
 
 typedef struct sel {
     json_t *doc;

@@ -361,9 +361,8 @@ static void test_filter_dates_take_the_forms_conditions_take(void **state)
 {
     const textidx_t *ti = *state;
     textq_t *q;
-    assert_string_equal(run_set(ti, range("date", "2023-12-31t23:00:00z", "2024-01-05t00:00:00z"),
-                                NULL),
-                        "10 12");
+    assert_string_equal(
+        run_set(ti, range("date", "2023-12-31t23:00:00z", "2024-01-05t00:00:00z"), NULL), "10 12");
     assert_string_equal(run_set(ti, term("date", "2024-01-05t00:00:00z"), NULL), "10");
     assert_int_equal(textq_range("date", "2023-02-29", 1, NULL, 1, &q), 0);
     textidx_result_t res;

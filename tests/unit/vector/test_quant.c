@@ -18,9 +18,9 @@
 
 #include "base/err.h"
 #include "base/mem.h"
+#include "unit/vector/quant_testutil.h"
 #include "vector/exact.h"
 #include "vector/quant.h"
-#include "unit/vector/quant_testutil.h"
 
 static uint64_t rng_next(uint64_t *s)
 {

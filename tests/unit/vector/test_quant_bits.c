@@ -20,9 +20,9 @@
 
 #include "base/err.h"
 #include "base/mem.h"
+#include "unit/vector/quant_testutil.h"
 #include "vector/exact.h"
 #include "vector/quant.h"
-#include "unit/vector/quant_testutil.h"
 #include "vector/quant_int.h"
 
 static uint64_t rng_next(uint64_t *s)
@@ -239,9 +239,8 @@ static void test_bits_rows_without_codes_are_found(void **state)
     quant_t *q = make_quant(&v, n - 10); /* the last 10 rows are not encoded */
     vec_hit_t got[5];
     size_t ng = 0;
-    assert_int_equal(quant_bits_search(q, &v, VEC_METRIC_L2, vec_row(&v, n - 3), NULL, 5, got,
-                                       &ng, NULL),
-                     0);
+    assert_int_equal(
+        quant_bits_search(q, &v, VEC_METRIC_L2, vec_row(&v, n - 3), NULL, 5, got, &ng, NULL), 0);
     assert_int_equal(ng, 5);
     assert_int_equal(got[0].id, n - 3);
     assert_true(got[0].dist == 0);
@@ -250,9 +249,8 @@ static void test_bits_rows_without_codes_are_found(void **state)
     x[100 * dim] = NAN;
     assert_int_equal(quant_encode_rows(q, &v, 100, 1, NULL), 0);
     x[100 * dim] = keep;
-    assert_int_equal(quant_bits_search(q, &v, VEC_METRIC_L2, vec_row(&v, 100), NULL, 5, got, &ng,
-                                       NULL),
-                     0);
+    assert_int_equal(
+        quant_bits_search(q, &v, VEC_METRIC_L2, vec_row(&v, 100), NULL, 5, got, &ng, NULL), 0);
     assert_int_equal(got[0].id, 100);
     quant_free(q);
     free(x);

@@ -54,7 +54,7 @@ FUZZ_SECONDS ?= 15
 SHARED_DATA ?= $(abspath ../shared/data)
 
 .PHONY: all cordon-bench deps bench-deps demo test unit check-unit check-tsan check-fuzz \
-        structure-check clean format
+        structure-check format-check clean format
 all: $(BUILD)/cordon $(BUILD)/libcordon.a $(BUILD)/cordon-bench
 
 # The benchmarks, a program of their own that `cordon bench NAME` runs from beside the binary.
@@ -119,6 +119,7 @@ demo: deps
 
 test: deps
 	@rm -f build/test-results.txt
+	@$(MAKE) --no-print-directory format-check
 	@$(MAKE) --no-print-directory structure-check
 	@$(MAKE) --no-print-directory MODE=release check-unit
 	@$(MAKE) --no-print-directory MODE=asan check-unit
@@ -128,6 +129,13 @@ test: deps
 
 format:
 	clang-format -i $$(git ls-files '*.c' '*.h')
+
+# Fails, naming the files, when any C file differs from what `make format` would make of it.
+format-check:
+	@bad=$$(for f in $$(git ls-files '*.c' '*.h'); do \
+	    clang-format --dry-run -Werror "$$f" >/dev/null 2>&1 || echo "$$f"; done); \
+	  if [ -n "$$bad" ]; then echo "format-check: run make format; these differ:" $$bad; exit 1; fi; \
+	  echo "format-check: every C file as .clang-format has it"
 
 clean:
 	rm -rf build

@@ -108,4 +108,11 @@ size_t textq_msm_required(const textq_msm_t *m, size_t n);
  * CDN_ERR_NOMEM. ids values must be numeric internal ids (the engine maps external ids). */
 int textq_parse_es(const json_t *query, textq_t **out, cdn_err_t *err);
 
+/* Boost bounds the parser enforces, so that every score stays a finite float: one boost (a
+ * query's "boost" or a multi_match field's "^b") from 0 to TEXTQ_BOOST_MAX, and the product of
+ * the boosts from the root to any leaf at most TEXTQ_BOOST_PATH_MAX (a BM25 clause scores at
+ * most a few tens; a query has at most thousands of clauses). */
+#define TEXTQ_BOOST_MAX 1e6
+#define TEXTQ_BOOST_PATH_MAX 1e12
+
 #endif

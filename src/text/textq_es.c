@@ -58,13 +58,18 @@ static int one_field(const json_t *j, const char *at, const char **field, const 
     return CDN_OK;
 }
 
+static int boost_ok(double b)
+{
+    return b >= 0 && b <= TEXTQ_BOOST_MAX;
+}
+
 static int get_boost(const json_t *o, const char *at, float *boost, cdn_err_t *err)
 {
     const json_t *b = json_is_object(o) ? json_object_get(o, "boost") : NULL;
     if (!b)
         return CDN_OK;
-    if (!json_is_number(b) || json_number_value(b) < 0)
-        return bad(err, at, "boost must be a non-negative number");
+    if (!json_is_number(b) || !boost_ok(json_number_value(b)))
+        return bad(err, at, "boost must be a number from 0 to 1e6");
     *boost = (float)json_number_value(b);
     return CDN_OK;
 }
@@ -154,8 +159,10 @@ static int parse_multi_match(const json_t *j, const char *at, textq_t **out, cdn
             char *end;
             *caret = 0;
             boosts[i] = strtof(caret + 1, &end);
-            if (end == caret + 1 || *end || boosts[i] < 0)
-                return bad(err, at, "a field boost must be a number after ^, as in \"title^2\"");
+            if (end == caret + 1 || *end || !boost_ok(boosts[i]))
+                return bad(err, at,
+                           "a field boost must be a number from 0 to 1e6 after ^, as "
+                           "in \"title^2\"");
         }
         np[i] = names[i];
     }
@@ -443,7 +450,34 @@ static int parse(const json_t *j, const char *at, textq_t **out, cdn_err_t *err)
                        p.s, type);
 }
 
+/* The largest product of boosts from the root to any leaf (field boosts included): a score is
+ * at most that times the sum of its clauses' BM25 scores. */
+static double path_boost(const textq_t *q)
+{
+    double below = 1;
+    const textq_list_t *lists[] = {&q->must, &q->should, &q->filter, &q->must_not};
+    for (size_t i = 0; i < q->nfields; i++)
+        if (q->fields[i].boost > below)
+            below = q->fields[i].boost;
+    if (q->type == TEXTQ_BOOL)
+        for (size_t l = 0; l < 4; l++)
+            for (size_t i = 0; i < lists[l]->n; i++) {
+                double b = path_boost(lists[l]->q[i]);
+                if (b > below)
+                    below = b;
+            }
+    return q->boost * below;
+}
+
 int textq_parse_es(const json_t *query, textq_t **out, cdn_err_t *err)
 {
-    return parse(query, "query", out, err);
+    int rc = parse(query, "query", out, err);
+    if (rc == CDN_OK && path_boost(*out) > TEXTQ_BOOST_PATH_MAX) {
+        textq_free(*out);
+        *out = NULL;
+        return bad(err, "query",
+                   "the boosts along one path of the query multiply to more than "
+                   "1e12, past which scores stop being finite numbers");
+    }
+    return rc;
 }

@@ -118,6 +118,25 @@ static void test_bool_with_single_and_array_clauses(void **state)
     textq_free(q);
 }
 
+/* Found by fuzz_query: "title^0333...3" parsed to an infinite boost and infinite scores. */
+static void test_boosts_are_bounded_so_scores_stay_finite(void **state)
+{
+    (void)state;
+    assert_int_equal(fails("{\"multi_match\":{\"query\":\"x\",\"fields\":[\"title^0333333333333"
+                           "33333333333333333333333333333333333333333\"]}}",
+                           "from 0 to 1e6"),
+                     CDN_ERR_INVALID);
+    assert_int_equal(fails("{\"match\":{\"title\":{\"query\":\"x\",\"boost\":1e7}}}", "0 to 1e6"),
+                     CDN_ERR_INVALID);
+    assert_int_equal(fails("{\"bool\":{\"boost\":1e6,\"must\":[{\"bool\":{\"boost\":1e6,"
+                           "\"must\":[{\"match\":{\"t\":{\"query\":\"x\",\"boost\":2}}}]}}]}}",
+                           "multiply to more than 1e12"),
+                     CDN_ERR_INVALID);
+    textq_t *q = ok("{\"bool\":{\"boost\":1e6,\"must\":[{\"multi_match\":{\"query\":\"x\","
+                    "\"fields\":[\"a^1e6\",\"b\"]}}]}}");
+    textq_free(q);
+}
+
 static void test_errors_name_the_path_of_the_bad_field(void **state)
 {
     (void)state;
@@ -174,6 +193,7 @@ int main(void)
         cmocka_unit_test(test_leaf_queries_parse_their_options),
         cmocka_unit_test(test_bool_with_single_and_array_clauses),
         cmocka_unit_test(test_errors_name_the_path_of_the_bad_field),
+        cmocka_unit_test(test_boosts_are_bounded_so_scores_stay_finite),
         cmocka_unit_test(test_parsed_query_runs_like_the_built_one),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

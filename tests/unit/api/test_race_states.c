@@ -116,11 +116,23 @@ static int has_hit(const cordon_result *r, const char *id)
 
 enum { ASK_VECTOR, ASK_HNSW, ASK_TEXT, ASK_HYBRID, ASK_GET, ASK_COUNT };
 
+/* The search of each kind but get: exact and graph vector searches, text, hybrid. */
+static cordon_query query_for(int ask)
+{
+    cordon_query q = {.vector = QV, .k = 5, .strategy = CORDON_STRATEGY_EXACT};
+    if (ask == ASK_HNSW)
+        q.strategy = CORDON_STRATEGY_PREFILTER;
+    if (ask == ASK_TEXT)
+        q.vector = NULL;
+    if (ask == ASK_TEXT || ask == ASK_HYBRID)
+        q.text = "secret";
+    return q;
+}
+
 /* Runs one request of kind `ask` as s with the hook armed; returns whether X came back. The
  * request itself must succeed and (but for get) still find Y, which every state lets it read. */
 static int ask_with_writes(forced_t *f, const cordon_subject *s, int ask)
 {
-    cordon_query q = {.vector = QV, .k = 5, .strategy = CORDON_STRATEGY_EXACT};
     cordon_result *r = NULL;
     cordon_record *rec = NULL;
     cordon_error e;
@@ -133,12 +145,7 @@ static int ask_with_writes(forced_t *f, const cordon_subject *s, int ask)
         got = rc == CORDON_OK;
         cordon_record_free(rec);
     } else {
-        if (ask == ASK_HNSW)
-            q.strategy = CORDON_STRATEGY_PREFILTER;
-        if (ask == ASK_TEXT)
-            q.vector = NULL;
-        if (ask == ASK_TEXT || ask == ASK_HYBRID)
-            q.text = "secret";
+        cordon_query q = query_for(ask);
         int rc = cordon_search(f->db, "docs", s, &q, &r, &e);
         if (rc)
             fail_msg("search %d: %s", ask, e.message);
@@ -243,7 +250,6 @@ static void *stress_reader(void *arg)
     cordon_subject u = {.subject_id = "u"};
     for (long n = 0; !atomic_load(&s->stop); n++) {
         int ask = (int)((n + ra->kind) % ASK_COUNT);
-        cordon_query q = {.vector = QV, .k = 5, .strategy = CORDON_STRATEGY_EXACT};
         cordon_result *r = NULL;
         cordon_record *rec = NULL;
         int rc;
@@ -255,12 +261,7 @@ static void *stress_reader(void *arg)
                 atomic_fetch_add(&s->errors, 1);
             cordon_record_free(rec);
         } else {
-            if (ask == ASK_HNSW)
-                q.strategy = CORDON_STRATEGY_PREFILTER;
-            if (ask == ASK_TEXT)
-                q.vector = NULL;
-            if (ask == ASK_TEXT || ask == ASK_HYBRID)
-                q.text = "secret";
+            cordon_query q = query_for(ask);
             rc = cordon_search(s->db, "docs", &u, &q, &r, NULL);
             if (rc)
                 atomic_fetch_add(&s->errors, 1);

@@ -77,6 +77,9 @@ typedef struct engine_subject {
     const char *const *principals; /* borrowed from the caller or from view */
     size_t n;
     authz_view_t *view; /* non-NULL when resolved from the model */
+    /* What the view answered, to ask again (engine_subject_current); borrowed. */
+    const coll_t *c;
+    const char *subject_id, *action;
 } engine_subject_t;
 
 /* Resolves who for an action on collection c. With a subject_id the model decides: an unknown
@@ -93,8 +96,10 @@ void engine_subject_release(engine_subject_t *s);
  * read lock. Those two reads form one state only if no model write landed in between: a
  * request must never pair a view from before a membership change with ACLs from after a later
  * ACL change. So a request checks, still under the collection's read lock and after its last
- * read of the ACLs, that the model is at the view's revision (engine_subject_current); if not,
- * it drops what it computed and starts over. After ENGINE_READ_TRIES attempts it holds the
+ * read of the ACLs, that the model is at the view's revision, or else that the subject is
+ * still authorized with the same view (engine_subject_current: the ACLs cannot change while
+ * the lock is held, so the answer is that of the state at the check); if not, it drops what it
+ * computed and starts over. After ENGINE_READ_TRIES attempts it holds the
  * model gate for reading across the next one, which model writers take for writing around
  * their change in memory, so a request cannot starve under a stream of model writes; chunk
  * writes never take the gate, so searches do not wait for bulk loads. */
@@ -107,8 +112,9 @@ typedef struct engine_read {
 
 /* Starts attempt r->attempt (0 first): takes the gate when the attempt calls for it. */
 void engine_read_begin(engine_t *e, engine_read_t *r);
-/* True when s's view is still the model's current state (always for asserted principals).
- * Call under the collection's read lock, after the last read of its ACLs. */
+/* True when s's decision and view are still those of the model's current state (always for
+ * asserted principals): the same revision, or, when the model moved, the same decision and
+ * principals asked again. Call under the collection's read lock, after the last ACL read. */
 int engine_subject_current(engine_t *e, const engine_subject_t *s);
 /* Ends the attempt (releases the gate); returns 1 when another attempt must run. */
 int engine_read_end(engine_t *e, engine_read_t *r, int current);

@@ -122,11 +122,22 @@ static int hidden(const coll_t *c, cdn_err_t *err)
     return cdn_err_set(err, CDN_ERR_NOT_FOUND, "no such collection \"%s\"", c->cfg.name);
 }
 
-int engine_subject_resolve(engine_t *e, const coll_t *c, const engine_asker_t *who,
-                           const char *action, engine_subject_t *out, cdn_err_t *err)
+/* Decides action on c for subject_id and takes its view, in one read of the model. */
+static int authorize_view(engine_t *e, const coll_t *c, const char *subject_id, const char *action,
+                          authz_decision_t *d, authz_view_t **view, cdn_err_t *err)
 {
     char resource[COLL_NAME_MAX + 16];
     authz_request_t req = {0};
+    snprintf(resource, sizeof resource, "collection:%s", c->cfg.name);
+    req.subject = subject_id;
+    req.resource = resource;
+    req.action = action;
+    return authz_authorize_view(e->model, &req, d, view, err);
+}
+
+int engine_subject_resolve(engine_t *e, const coll_t *c, const engine_asker_t *who,
+                           const char *action, engine_subject_t *out, cdn_err_t *err)
+{
     authz_decision_t d;
     int rc;
     memset(out, 0, sizeof *out);
@@ -142,11 +153,7 @@ int engine_subject_resolve(engine_t *e, const coll_t *c, const engine_asker_t *w
         return cdn_err_set(err, CDN_ERR_INTERNAL,
                            "the permission model missed a write; reopen "
                            "the data directory");
-    snprintf(resource, sizeof resource, "collection:%s", c->cfg.name);
-    req.subject = who->subject_id;
-    req.resource = resource;
-    req.action = action;
-    rc = authz_authorize_view(e->model, &req, &d, &out->view, err);
+    rc = authorize_view(e, c, who->subject_id, action, &d, &out->view, err);
     if (rc == CDN_ERR_NOT_FOUND)
         return hidden(c, err);
     if (rc)
@@ -156,6 +163,9 @@ int engine_subject_resolve(engine_t *e, const coll_t *c, const engine_asker_t *w
         return hidden(c, err);
     out->principals = out->view->principals;
     out->n = out->view->n;
+    out->c = c;
+    out->subject_id = who->subject_id;
+    out->action = action;
     return CDN_OK;
 }
 
@@ -173,14 +183,41 @@ void engine_read_begin(engine_t *e, engine_read_t *r)
         pthread_rwlock_rdlock(&e->model_gate);
 }
 
+static int same_view(const authz_view_t *a, const authz_view_t *b)
+{
+    if (a->n != b->n)
+        return 0;
+    for (size_t i = 0; i < a->n; i++) /* both sorted */
+        if (strcmp(a->principals[i], b->principals[i]))
+            return 0;
+    return 1;
+}
+
 int engine_subject_current(engine_t *e, const engine_subject_t *s)
 {
+    authz_decision_t d;
+    authz_view_t *now = NULL;
+    cdn_err_t err;
+    int same;
     /* The model's revision only grows, and every change (a half-applied one included) moves
      * it: equal now means no model write landed since the view was taken. The acquire load
      * pairs with the writer's increment, and the collection lock the caller holds orders it
      * after every ACL read (an ACL write that follows a model write in the writer's order is
      * seen only by a reader that also sees the model write's revision). */
-    return !s->view || authz_model_revision(e->model) == s->view->revision;
+    if (!s->view || authz_model_revision(e->model) == s->view->revision)
+        return 1;
+    /* The model moved, most often in a way that does not touch this subject (another user's
+     * membership). The ACLs cannot change while the caller holds the collection's read lock,
+     * so if the subject is still authorized and its view is the one the request used, the
+     * answer is that of the state at this moment: the model now, the ACLs read. */
+    if (authorize_view(e, s->c, s->subject_id, s->action, &d, &now, &err) != CDN_OK ||
+        !d.authorized || !now)
+        same = 0;
+    else
+        same = same_view(now, s->view);
+    if (now)
+        authz_view_release(now);
+    return same;
 }
 
 int engine_read_end(engine_t *e, engine_read_t *r, int current)

@@ -85,7 +85,9 @@ typedef struct forced {
     cordon_t *db;
     atomic_int armed; /* the hook runs its writes once per arming */
     int deny_fresh;   /* which writes: see forced_hook */
+    int unrelated;    /* write a model change that leaves u's view as it is */
     int calls;
+    int attempts; /* every point reached: one per attempt of a request */
 } forced_t;
 
 /* At the first point after arming: either u leaves g and X is given to g (the model then the
@@ -95,9 +97,18 @@ static void forced_hook(cdn_hook_point_t point, void *arg)
 {
     forced_t *f = arg;
     int one = 1;
-    if (point != CDN_HOOK_SUBJECT_RESOLVED || !atomic_compare_exchange_strong(&f->armed, &one, 0))
+    if (point != CDN_HOOK_SUBJECT_RESOLVED)
+        return;
+    f->attempts++;
+    if (!atomic_compare_exchange_strong(&f->armed, &one, 0))
         return;
     f->calls++;
+    if (f->unrelated) {
+        op(f->db, "{\"op\":\"put_subject\",\"id\":\"zed\"}");
+        op(f->db, "{\"op\":\"delete_subject\",\"id\":\"zed\"}");
+        set_acl(f->db, "docs", "X", "group:g", NULL);
+        return;
+    }
     if (f->deny_fresh) {
         set_acl(f->db, "docs", "X", "group:eng", "user:bob");
         return;
@@ -137,7 +148,7 @@ static int ask_with_writes(forced_t *f, const cordon_subject *s, int ask)
     cordon_record *rec = NULL;
     cordon_error e;
     int got;
-    f->calls = 0;
+    f->calls = f->attempts = 0;
     atomic_store(&f->armed, 1);
     if (ask == ASK_GET) {
         int rc = cordon_get(f->db, "docs", s, "X", &rec, &e);
@@ -170,6 +181,36 @@ static void test_model_write_between_view_and_acls_is_never_paired_with_them(voi
         if (got)
             fail_msg("request kind %d returned X to u, readable in no state", ask);
         /* back to the first state: X to user:other, u in g */
+        set_acl(f.db, "docs", "X", "user:other", NULL);
+        op(f.db, "{\"op\":\"add_member\",\"group\":\"g\",\"member\":\"u\"}");
+    }
+    cdn_hook_set(NULL, NULL);
+    cordon_close(f.db);
+    tu_rmrf(dir);
+}
+
+/* A model write that leaves the subject's decision and view as they were (another subject
+ * came and went) does not make a request start over: the answer is that of the state at its
+ * check. One that changes them (u leaves g) does, once. Both answers are of a real state. */
+static void test_only_model_writes_that_touch_the_subject_restart_a_request(void **state)
+{
+    (void)state;
+    char dir[64];
+    forced_t f = {.unrelated = 1};
+    cordon_subject u = {.subject_id = "u"};
+    f.db = open_states(dir, sizeof dir, 0);
+    cdn_hook_set(forced_hook, &f);
+    for (int ask = 0; ask < ASK_COUNT; ask++) {
+        /* X now allows g and u is in g: the request must see X, in one attempt */
+        int got = ask_with_writes(&f, &u, ask);
+        assert_int_equal(f.attempts, 1);
+        assert_true(got);
+        set_acl(f.db, "docs", "X", "user:other", NULL);
+    }
+    f.unrelated = 0;
+    for (int ask = 0; ask < ASK_COUNT; ask++) {
+        assert_false(ask_with_writes(&f, &u, ask));
+        assert_int_equal(f.attempts, 2);
         set_acl(f.db, "docs", "X", "user:other", NULL);
         op(f.db, "{\"op\":\"add_member\",\"group\":\"g\",\"member\":\"u\"}");
     }
@@ -316,6 +357,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_model_write_between_view_and_acls_is_never_paired_with_them),
         cmocka_unit_test(test_deny_naming_a_new_principal_holds_for_a_request_already_running),
+        cmocka_unit_test(test_only_model_writes_that_touch_the_subject_restart_a_request),
         cmocka_unit_test(test_writer_cycling_states_leaks_nothing_to_concurrent_readers),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

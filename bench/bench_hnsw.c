@@ -48,8 +48,8 @@ typedef struct hb_run {
     uint32_t clusters;
     vec_view_t view;
     hnsw_t *h;
-    quant_t *codes;   /* 8-bit codes of the rows (--codes), else NULL */
-    vec_hit_t *truth; /* queries * BK */
+    quant_t *codes;    /* 8-bit codes of the rows (--codes), else NULL */
+    topk_hit_t *truth; /* queries * BK */
     size_t *n_truth;
     double *lat; /* per query, ms */
     hb_row_t out[B_MAX_ROWS];
@@ -70,7 +70,7 @@ static double median(double *v, size_t n)
     return n ? v[n / 2] : 0;
 }
 
-static double recall_of(const vec_hit_t *got, size_t n, const vec_hit_t *truth, size_t nt)
+static double recall_of(const topk_hit_t *got, size_t n, const topk_hit_t *truth, size_t nt)
 {
     if (nt == 0)
         return 1.0;
@@ -234,11 +234,11 @@ static int save_load(hb_run_t *r)
         fprintf(stderr, "cordon bench hnsw: load failed: %s\n", cdn_strerror(rc));
         return 1;
     }
-    vec_hit_t a[BK], b[BK];
+    topk_hit_t a[BK], b[BK];
     uint32_t na = 0, nb = 0;
     hnsw_search(r->h, &r->view, r->queries, BK, 64, NULL, HNSW_MODE_UNFILTERED, 0, NULL, a, &na);
     hnsw_search(g, &r->view, r->queries, BK, 64, NULL, HNSW_MODE_UNFILTERED, 0, NULL, b, &nb);
-    r->load_same = na == nb && !memcmp(a, b, na * sizeof(vec_hit_t));
+    r->load_same = na == nb && !memcmp(a, b, na * sizeof(topk_hit_t));
     hnsw_free(g);
     return 0;
 }
@@ -279,7 +279,7 @@ static void hnsw_row_q(hb_run_t *r, const char *plan, const quant_t *codes,
 {
     int post = !strcmp(plan, "postfilter"), fallback = !strncmp(plan, "fallb", 5);
     hnsw_mode_t mode = post || !allowed ? HNSW_MODE_UNFILTERED : HNSW_MODE_FILTERED;
-    vec_hit_t *buf = malloc(sizeof(vec_hit_t) * ef);
+    topk_hit_t *buf = malloc(sizeof(topk_hit_t) * ef);
     double rec = 0, vis = 0, dist = 0, over = 0;
     for (size_t q = 0; buf && q < r->o.queries; q++) {
         hnsw_stats_t st;
@@ -431,7 +431,7 @@ int bench_hnsw_main(int argc, char **argv)
         free(r);
         return rc < 0 ? 0 : rc;
     }
-    r->truth = malloc(sizeof(vec_hit_t) * BK * r->o.queries);
+    r->truth = malloc(sizeof(topk_hit_t) * BK * r->o.queries);
     r->n_truth = malloc(sizeof(size_t) * r->o.queries);
     r->lat = malloc(sizeof(double) * r->o.queries);
     rc = r->truth && r->n_truth && r->lat ? setup_index(r) : 1;

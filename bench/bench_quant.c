@@ -107,7 +107,7 @@ static roaring_bitmap_t *make_allowed(size_t count, double share, uint64_t *s)
     return b;
 }
 
-static int same_hits(const vec_hit_t *a, size_t na, const vec_hit_t *b, size_t nb)
+static int same_hits(const topk_hit_t *a, size_t na, const topk_hit_t *b, size_t nb)
 {
     if (na != nb)
         return 0;
@@ -125,7 +125,7 @@ static int measure(const bq_opts_t *o, const quant_t *q, const vec_view_t *v, co
     memset(row, 0, sizeof *row);
     for (size_t qi = 0; qi < o->queries; qi++) {
         const float *query = queries + qi * o->dim;
-        vec_hit_t a[BQ_K], b[BQ_K];
+        topk_hit_t a[BQ_K], b[BQ_K];
         size_t na = 0, nb = 0;
         uint64_t scanned = 0, t[4] = {0, 0, 0, 0};
         quant_stats_t st = {0, 0, 0, 0, 0};

@@ -112,7 +112,7 @@ static int parse_opts(int argc, char **argv, scan_opts_t *o)
 /* The baseline: what one writes without thinking about speed. Per-id iterator, scalar kernel,
  * sorted insertion into a k-array (ids arrive ascending, so ties keep the smaller id). */
 static size_t scalar_search(const vec_view_t *v, const float *q, const roaring_bitmap_t *allowed,
-                            vec_hit_t *top)
+                            topk_hit_t *top)
 {
     vec_dist_fn dist = vec_dist_for_isa(VEC_METRIC_COSINE, VEC_ISA_SCALAR);
     size_t n = 0;
@@ -127,7 +127,7 @@ static size_t scalar_search(const vec_view_t *v, const float *q, const roaring_b
         size_t i = n < SCAN_K ? n++ : SCAN_K - 1;
         for (; i > 0 && top[i - 1].dist > d; i--)
             top[i] = top[i - 1];
-        top[i] = (vec_hit_t){id, d};
+        top[i] = (topk_hit_t){id, d};
     }
     return n;
 }
@@ -163,7 +163,7 @@ typedef struct scan_ctx {
 /* Times both searches for every query on one allowed set; fills *row. */
 static int measure_share(scan_ctx_t *c, const roaring_bitmap_t *allowed, int cold, scan_row_t *row)
 {
-    vec_hit_t fast[SCAN_K], slow[SCAN_K];
+    topk_hit_t fast[SCAN_K], slow[SCAN_K];
     row->agree = 0;
     for (size_t qi = 0; qi < c->o->queries; qi++) {
         const float *q = c->queries + qi * c->o->dim;

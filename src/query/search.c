@@ -38,7 +38,7 @@ static int check_query(const coll_t *c, const search_knn_t *q, cdn_err_t *err)
  * the caller sees (higher is better). A score that is not a finite number cannot be ranked:
  * vec_check keeps every stored and query vector in bounds, so none should reach here, but if
  * one does its hit is dropped and the result no longer claims to be complete. */
-static int search_finish(const coll_t *c, const uint32_t *view, size_t nview, const vec_hit_t *h,
+static int search_finish(const coll_t *c, const uint32_t *view, size_t nview, const topk_hit_t *h,
                          size_t n, search_result_t *out)
 {
     out->hits = cdn_calloc(n ? n : 1, sizeof *out->hits);
@@ -69,7 +69,7 @@ static int knn_locked(engine_t *e, coll_t *c, const engine_subject_t *who, const
     size_t k = q->k ? q->k : 10, nhits = 0, nview = 0;
     roaring_bitmap_t *allowed = NULL, *readable = NULL;
     uint32_t *view = NULL;
-    vec_hit_t *hits = NULL;
+    topk_hit_t *hits = NULL;
     int text = q->text || q->query_json, rc;
     /* The engine-wide write counter, for consistency tokens (min_revision): it counts writes a
      * subject cannot see too, the one part of a response hidden chunks change (query.md). */

@@ -8,8 +8,8 @@
 #include <stdio.h>
 #include <string.h>
 
-static int fuse(const search_knn_t *q, const vec_hit_t *th, size_t nt, const vec_hit_t *vh,
-                size_t nv, size_t window, size_t k, vec_hit_t *out, size_t *n)
+static int fuse(const search_knn_t *q, const topk_hit_t *th, size_t nt, const topk_hit_t *vh,
+                size_t nv, size_t window, size_t k, topk_hit_t *out, size_t *n)
 {
     uint32_t *ids = cdn_malloc((nt + nv + 1) * sizeof *ids);
     float *sc = cdn_malloc((nt + nv + 1) * sizeof *sc);
@@ -31,7 +31,7 @@ static int fuse(const search_knn_t *q, const vec_hit_t *th, size_t nt, const vec
                  ? fusion_linear(lists, w, 2, window, k, fh, n)
                  : fusion_rrf(lists, 2, q->rank_constant, window, k, fh, n);
         for (size_t i = 0; rc == CDN_OK && i < *n; i++)
-            out[i] = (vec_hit_t){fh[i].id, fh[i].score};
+            out[i] = (topk_hit_t){fh[i].id, fh[i].score};
     }
     cdn_free(ids);
     cdn_free(sc);
@@ -41,11 +41,11 @@ static int fuse(const search_knn_t *q, const vec_hit_t *th, size_t nt, const vec
 
 int search_hybrid_locked(engine_t *e, coll_t *c, const search_knn_t *q, const float *query,
                          const roaring_bitmap_t *allowed, const roaring_bitmap_t *readable,
-                         size_t k, search_result_t *out, vec_hit_t **hits, size_t *nhits,
+                         size_t k, search_result_t *out, topk_hit_t **hits, size_t *nhits,
                          cdn_err_t *err)
 {
     size_t window = q->vector ? (q->rank_window ? q->rank_window : (k > 100 ? k : 100)) : k;
-    vec_hit_t *th = NULL, *vh = NULL;
+    topk_hit_t *th = NULL, *vh = NULL;
     size_t nt = 0, nv = 0;
     int tcomplete, rc;
     if (window < k || window > SEARCH_K_MAX)

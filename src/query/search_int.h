@@ -6,13 +6,13 @@
 
 #include <roaring/roaring.h>
 
+#include "base/topk.h"
 #include "query/search.h"
-#include "vector/topk.h"
 
 /* The vector plan (search_vector.c): fills hits (room for k; distances, lower is nearer),
  * out->plan, out->complete and out->work (scores computed). */
 int search_vector_locked(engine_t *e, coll_t *c, const search_knn_t *q, const float *query,
-                         const roaring_bitmap_t *allowed, size_t k, vec_hit_t *hits, size_t *nhits,
+                         const roaring_bitmap_t *allowed, size_t k, topk_hit_t *hits, size_t *nhits,
                          search_result_t *out);
 
 /* BM25 (search_text.c): *hits (cdn_free) receives up to window hits of q's text query whose
@@ -20,7 +20,7 @@ int search_vector_locked(engine_t *e, coll_t *c, const search_knn_t *q, const fl
  * as for search_hybrid_locked. */
 int search_bm25_locked(engine_t *e, coll_t *c, const search_knn_t *q,
                        const roaring_bitmap_t *allowed, const roaring_bitmap_t *readable,
-                       size_t window, vec_hit_t **hits, size_t *n, search_result_t *out,
+                       size_t window, topk_hit_t **hits, size_t *n, search_result_t *out,
                        cdn_err_t *err);
 
 /* Narrows allowed to the chunks the filter query (ES JSON) matches (search_text.c). */
@@ -33,7 +33,7 @@ int search_filter_locked(engine_t *e, coll_t *c, const char *filter_json, roarin
  * ones (NULL). */
 int search_hybrid_locked(engine_t *e, coll_t *c, const search_knn_t *q, const float *query,
                          const roaring_bitmap_t *allowed, const roaring_bitmap_t *readable,
-                         size_t k, search_result_t *out, vec_hit_t **hits, size_t *nhits,
+                         size_t k, search_result_t *out, topk_hit_t **hits, size_t *nhits,
                          cdn_err_t *err);
 
 #endif

@@ -136,7 +136,7 @@ int search_filter_locked(engine_t *e, coll_t *c, const char *filter_json, roarin
 
 int search_bm25_locked(engine_t *e, coll_t *c, const search_knn_t *q,
                        const roaring_bitmap_t *allowed, const roaring_bitmap_t *readable,
-                       size_t window, vec_hit_t **hits, size_t *n, search_result_t *out,
+                       size_t window, topk_hit_t **hits, size_t *n, search_result_t *out,
                        cdn_err_t *err)
 {
     textq_t *tq = NULL;
@@ -146,7 +146,7 @@ int search_bm25_locked(engine_t *e, coll_t *c, const search_knn_t *q,
         return rc;
     *hits = cdn_malloc((res.n ? res.n : 1) * sizeof **hits);
     for (size_t i = 0; *hits && i < res.n; i++)
-        (*hits)[i] = (vec_hit_t){res.hits[i].id, res.hits[i].score};
+        (*hits)[i] = (topk_hit_t){res.hits[i].id, res.hits[i].score};
     *n = res.n;
     out->complete = res.complete;
     out->work += res.stats.scored;

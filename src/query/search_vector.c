@@ -18,13 +18,13 @@
 
 /* Unfiltered traversal: fetch a pool, keep readable hits, widen while too few survive. */
 static int run_unfiltered(coll_t *c, const vec_view_t *v, const float *query,
-                          const roaring_bitmap_t *allowed, size_t k, plan_t *p, vec_hit_t *hits,
+                          const roaring_bitmap_t *allowed, size_t k, plan_t *p, topk_hit_t *hits,
                           size_t *nhits, search_result_t *out)
 {
     size_t pool = p->pool;
     int rc = CDN_OK;
     for (;;) {
-        vec_hit_t *cand = cdn_malloc(pool * sizeof *cand);
+        topk_hit_t *cand = cdn_malloc(pool * sizeof *cand);
         hnsw_stats_t st;
         uint32_t n = 0;
         if (!cand)
@@ -45,7 +45,7 @@ static int run_unfiltered(coll_t *c, const vec_view_t *v, const float *query,
 }
 
 static int run_exact(coll_t *c, const vec_view_t *v, const float *query,
-                     const roaring_bitmap_t *allowed, size_t k, vec_hit_t *hits, size_t *nhits,
+                     const roaring_bitmap_t *allowed, size_t k, topk_hit_t *hits, size_t *nhits,
                      search_result_t *out)
 {
     uint64_t scanned = 0, n = roaring_bitmap_get_cardinality(allowed);
@@ -68,7 +68,7 @@ static int run_exact(coll_t *c, const vec_view_t *v, const float *query,
 
 /* The bit scan (plan.h, PLAN_BITS): never complete, its interval is probabilistic. */
 static int run_bits(coll_t *c, const vec_view_t *v, const float *query,
-                    const roaring_bitmap_t *allowed, size_t k, vec_hit_t *hits, size_t *nhits,
+                    const roaring_bitmap_t *allowed, size_t k, topk_hit_t *hits, size_t *nhits,
                     search_result_t *out)
 {
     quant_stats_t st = {0};
@@ -90,7 +90,7 @@ static int run_bits(coll_t *c, const vec_view_t *v, const float *query,
 #define SEARCH_FAR_RATIO 1.25f
 #define SEARCH_FAR_EXACT_FLOATS (96ull << 20)
 
-static int hits_far(const coll_t *c, const vec_hit_t *hits, size_t n, uint64_t cand)
+static int hits_far(const coll_t *c, const topk_hit_t *hits, size_t n, uint64_t cand)
 {
     return n > 0 && c->d10 > 0 && c->cfg.metric != VEC_METRIC_DOT &&
            cand * c->cfg.dim <= SEARCH_FAR_EXACT_FLOATS && hits[0].dist > SEARCH_FAR_RATIO * c->d10;
@@ -98,8 +98,8 @@ static int hits_far(const coll_t *c, const vec_hit_t *hits, size_t n, uint64_t c
 
 /* Pool first: one unfiltered traversal for the plan's first pool (plan.h, PLAN_POOL_SHARE). */
 static int run_pool_first(coll_t *c, const vec_view_t *v, const plan_t *p, const float *query,
-                          const roaring_bitmap_t *allowed, size_t k, vec_hit_t *hits, size_t *nhits,
-                          search_result_t *out)
+                          const roaring_bitmap_t *allowed, size_t k, topk_hit_t *hits,
+                          size_t *nhits, search_result_t *out)
 {
     plan_t u = {.kind = PLAN_GRAPH_UNFILTERED, .ef = p->first_ef};
     u.pool = u.max_pool = p->first_pool;
@@ -109,7 +109,7 @@ static int run_pool_first(coll_t *c, const vec_view_t *v, const plan_t *p, const
 }
 
 int search_vector_locked(engine_t *e, coll_t *c, const search_knn_t *q, const float *query,
-                         const roaring_bitmap_t *allowed, size_t k, vec_hit_t *hits, size_t *nhits,
+                         const roaring_bitmap_t *allowed, size_t k, topk_hit_t *hits, size_t *nhits,
                          search_result_t *out)
 {
     vec_view_t v;

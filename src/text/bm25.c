@@ -1,5 +1,5 @@
-/* bm25.c: BM25 term scoring, a bounded top-k heap, MaxScore with block-max skipping over
- * posting cursors leapfrogging a filter bitmap. Relies on invidx cursors and CRoaring. */
+/* bm25.c: BM25 term scoring and MaxScore with block-max skipping over posting cursors
+ * leapfrogging a filter bitmap. Relies on invidx cursors, CRoaring and base/topk. */
 #include "text/bm25.h"
 
 #include <math.h>
@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "base/mem.h"
+#include "base/topk.h"
 
 /* Upper bounds are inflated by this factor so that float rounding in a different summation
  * order can never make a bound smaller than a real score (which would lose exactness). */
@@ -76,51 +77,19 @@ uint32_t bm25_filter_next(roaring_uint32_iterator_t *it, uint32_t d)
     return roaring_move_uint32_iterator_equalorlarger(it, d) ? it->current_value : INVIDX_END;
 }
 
-/* ---- bounded heap: root is the worst hit (lowest score, then highest id) ---- */
+/* ---- the top k: base/topk keyed by the negated score, so that its order (key, then id,
+ * ascending) is score descending with ties to the smaller id ---- */
 
-static inline int worse(bm25_hit_t a, bm25_hit_t b)
+/* Hands t's hits to hits best first, their scores as they were, and empties t. */
+static void top_out(topk_t *t, bm25_hit_t *hits, size_t *n_hits)
 {
-    return a.score < b.score || (a.score == b.score && a.id > b.id);
-}
-
-static void heap_sift_down(bm25_hit_t *h, size_t n, size_t i)
-{
-    for (;;) {
-        size_t l = 2 * i + 1, r = l + 1, m = i;
-        if (l < n && worse(h[l], h[m]))
-            m = l;
-        if (r < n && worse(h[r], h[m]))
-            m = r;
-        if (m == i)
-            return;
-        bm25_hit_t t = h[i];
-        h[i] = h[m];
-        h[m] = t;
-        i = m;
+    size_t n = topk_size(t);
+    topk_hit_t h;
+    for (size_t i = n; i > 0; i--) {
+        topk_pop_worst(t, &h);
+        hits[i - 1] = (bm25_hit_t){h.id, -h.dist};
     }
-}
-
-static void heap_push(bm25_hit_t *h, size_t *n, size_t k, bm25_hit_t x)
-{
-    if (*n < k) {
-        size_t i = (*n)++;
-        h[i] = x;
-        while (i && worse(h[i], h[(i - 1) / 2])) {
-            bm25_hit_t t = h[i];
-            h[i] = h[(i - 1) / 2];
-            h[(i - 1) / 2] = t;
-            i = (i - 1) / 2;
-        }
-    } else if (k && worse(h[0], x)) {
-        h[0] = x;
-        heap_sift_down(h, *n, 0);
-    }
-}
-
-static int cmp_hit(const void *a, const void *b)
-{
-    bm25_hit_t x = *(const bm25_hit_t *)a, y = *(const bm25_hit_t *)b;
-    return worse(y, x) ? -1 : worse(x, y) ? 1 : 0;
+    *n_hits = n;
 }
 
 static int cmp_ub(const void *a, const void *b)
@@ -183,7 +152,8 @@ int bm25_topk_or(const bm25_clause_t *cl, size_t n, const roaring_bitmap_t *filt
     prune = prune && k > 0; /* k = 0 is a count: every match must be seen */
     term_scorer_t *ts = cdn_malloc((n ? n : 1) * sizeof *ts);
     float *cum = cdn_malloc((n ? n : 1) * 2 * sizeof *cum), *part;
-    if (!ts || !cum) {
+    topk_t top;
+    if (!ts || !cum || topk_init(&top, k)) {
         cdn_free(ts);
         cdn_free(cum);
         return CDN_ERR_NOMEM;
@@ -197,7 +167,7 @@ int bm25_topk_or(const bm25_clause_t *cl, size_t n, const roaring_bitmap_t *filt
     roaring_uint32_iterator_t it;
     if (filter)
         roaring_init_iterator(filter, &it);
-    size_t ne = 0, nh = 0;
+    size_t ne = 0;
     float theta = -INFINITY;
     for (;;) {
         uint32_t d = INVIDX_END;
@@ -218,24 +188,24 @@ int bm25_topk_or(const bm25_clause_t *cl, size_t n, const roaring_bitmap_t *filt
             }
         }
         float s;
-        int full = prune && nh == k;
+        int full = prune && topk_full(&top);
         if (!score_doc(ts, n, ne, cum, d, full, theta, part, &s, st)) {
             *matched_exact = 0;
             continue;
         }
         (*matched)++;
         st->scored++;
-        heap_push(hits, &nh, k, (bm25_hit_t){d, s});
-        if (prune && nh == k) {
-            theta = hits[0].score;
+        topk_push(&top, d, -s);
+        if (prune && topk_full(&top)) {
+            theta = -topk_worst(&top);
             while (ne < n && cum[ne] <= theta)
                 ne++;
             if (ne > 0)
                 *matched_exact = 0;
         }
     }
-    qsort(hits, nh, sizeof *hits, cmp_hit);
-    *n_hits = nh;
+    top_out(&top, hits, n_hits);
+    topk_free(&top);
     cdn_free(ts);
     cdn_free(cum);
     return CDN_OK;
@@ -294,11 +264,15 @@ int bm25_clause_docset(const bm25_clause_t *c, const roaring_bitmap_t *filter, b
     return CDN_OK;
 }
 
-void bm25_docset_topk(const bm25_docset_t *s, size_t k, bm25_hit_t *hits, size_t *n_hits)
+int bm25_docset_topk(const bm25_docset_t *s, size_t k, bm25_hit_t *hits, size_t *n_hits)
 {
-    size_t nh = 0;
+    topk_t top;
+    *n_hits = 0;
+    if (topk_init(&top, k))
+        return CDN_ERR_NOMEM;
     for (size_t i = 0; i < s->n; i++)
-        heap_push(hits, &nh, k, (bm25_hit_t){s->docs[i], s->scores[i]});
-    qsort(hits, nh, sizeof *hits, cmp_hit);
-    *n_hits = nh;
+        topk_push(&top, s->docs[i], -s->scores[i]);
+    top_out(&top, hits, n_hits);
+    topk_free(&top);
+    return CDN_OK;
 }

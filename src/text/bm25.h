@@ -66,8 +66,9 @@ int bm25_clause_docset(const bm25_clause_t *c, const roaring_bitmap_t *filter, b
 int bm25_docset_push(bm25_docset_t *s, uint32_t doc, float score);
 void bm25_docset_free(bm25_docset_t *s);
 
-/* Top-k of a docset into hits (caller's array of k), sorted by score desc then id asc. */
-void bm25_docset_topk(const bm25_docset_t *s, size_t k, bm25_hit_t *hits, size_t *n_hits);
+/* Top-k of a docset into hits (caller's array of k), sorted by score desc then id asc.
+ * Returns 0 or CDN_ERR_NOMEM (the heap's storage; then *n_hits is 0). */
+int bm25_docset_topk(const bm25_docset_t *s, size_t k, bm25_hit_t *hits, size_t *n_hits);
 
 /* The next doc >= d in filter, or INVIDX_END; it must be an iterator over filter. */
 uint32_t bm25_filter_next(roaring_uint32_iterator_t *it, uint32_t d);

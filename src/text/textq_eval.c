@@ -743,7 +743,7 @@ int textq_exec(const textidx_t *ti, const textq_t *q, const roaring_bitmap_t *ba
         bm25_docset_t s = {0};
         rc = eval_scored(&x, q, base, &s);
         if (!rc) {
-            bm25_docset_topk(&s, k, res->hits, &res->n);
+            rc = bm25_docset_topk(&s, k, res->hits, &res->n);
             res->total = s.n;
             res->total_exact = 1;
             res->plan = "tree";

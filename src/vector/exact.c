@@ -106,7 +106,7 @@ static void scan_array(scan_t *s, const uint32_t *ids, size_t n_ids)
 
 /* Checks arguments and prepares s with its heap kept in the caller's out array. */
 static int scan_begin(scan_t *s, const vec_view_t *v, vec_metric_t m, vec_isa_t isa,
-                      const float *query, size_t k, size_t limit, vec_hit_t *out)
+                      const float *query, size_t k, size_t limit, topk_hit_t *out)
 {
     if (!v || !query || (k > 0 && !out) || (unsigned)m > VEC_METRIC_L2 ||
         (v->count && (!v->base || v->stride < v->dim)))
@@ -121,7 +121,7 @@ static int scan_begin(scan_t *s, const vec_view_t *v, vec_metric_t m, vec_isa_t 
     return CDN_OK;
 }
 
-static void scan_end(scan_t *s, vec_hit_t *out, size_t *n_out, uint64_t *scanned)
+static void scan_end(scan_t *s, topk_hit_t *out, size_t *n_out, uint64_t *scanned)
 {
     size_t n = 0;
     if (s->top.k)
@@ -133,7 +133,7 @@ static void scan_end(scan_t *s, vec_hit_t *out, size_t *n_out, uint64_t *scanned
 }
 
 int exact_search_isa(const vec_view_t *v, vec_metric_t m, vec_isa_t isa, const float *query,
-                     const roaring_bitmap_t *allowed, size_t k, vec_hit_t *out, size_t *n_out,
+                     const roaring_bitmap_t *allowed, size_t k, topk_hit_t *out, size_t *n_out,
                      uint64_t *scanned)
 {
     scan_t s;
@@ -155,14 +155,14 @@ int exact_search_isa(const vec_view_t *v, vec_metric_t m, vec_isa_t isa, const f
 }
 
 int exact_search(const vec_view_t *v, vec_metric_t m, const float *query,
-                 const roaring_bitmap_t *allowed, size_t k, vec_hit_t *out, size_t *n_out,
+                 const roaring_bitmap_t *allowed, size_t k, topk_hit_t *out, size_t *n_out,
                  uint64_t *scanned)
 {
     return exact_search_isa(v, m, vec_isa_best(), query, allowed, k, out, n_out, scanned);
 }
 
 int exact_search_ids(const vec_view_t *v, vec_metric_t m, const float *query, const uint32_t *ids,
-                     size_t n_ids, size_t k, vec_hit_t *out, size_t *n_out, uint64_t *scanned)
+                     size_t n_ids, size_t k, topk_hit_t *out, size_t *n_out, uint64_t *scanned)
 {
     scan_t s;
     if (n_out)

@@ -8,9 +8,9 @@
 
 #include <roaring/roaring.h>
 
+#include "base/topk.h"
 #include "vector/distance.h"
 #include "vector/quant.h"
-#include "vector/topk.h"
 
 /* Build and search parameters. m: links per node on upper levels (level 0 gets 2*m);
  * ef_construction: candidate list size while inserting; ef_search: default search list size;
@@ -36,7 +36,7 @@ typedef enum hnsw_mode { HNSW_MODE_UNFILTERED = 0, HNSW_MODE_FILTERED = 1 } hnsw
 
 /* One result: the row id and its distance to the query (lower is nearer); the exact scan's
  * hit type, so the planner can hand either path's hits on unchanged. */
-typedef vec_hit_t hnsw_hit_t;
+typedef topk_hit_t hnsw_hit_t;
 
 /* What a search did. `visited`: level-0 nodes reached (evaluated, seeded or crossed as two-hop
  * bridges), which max_visits bounds; `distances`: distance computations, upper levels included;

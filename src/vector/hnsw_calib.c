@@ -25,7 +25,7 @@ static int float_cmp(const void *a, const void *b)
 }
 
 /* How many of got (minus the query row) are in truth (minus the query row), out of k. */
-static uint32_t hits_in(const hnsw_hit_t *got, uint32_t n, const vec_hit_t *truth, size_t nt,
+static uint32_t hits_in(const hnsw_hit_t *got, uint32_t n, const topk_hit_t *truth, size_t nt,
                         uint32_t self)
 {
     uint32_t found = 0, used = 0;
@@ -72,7 +72,7 @@ typedef struct tally {
 /* Asks row `row` (vector q), hidden from the traversal, at every ladder step, FILTERED to
  * `allowed` or UNFILTERED when it is NULL, and counts the hits that are in truth[0..nt). */
 static int ladder(hnsw_t *h, const vec_view_t *view, const quant_t *codes, const float *q,
-                  uint32_t row, const roaring_bitmap_t *allowed, const vec_hit_t *truth, size_t nt,
+                  uint32_t row, const roaring_bitmap_t *allowed, const topk_hit_t *truth, size_t nt,
                   tally_t *t)
 {
     hnsw_hit_t got[CALIB_K + 1];
@@ -97,7 +97,7 @@ static int ladder(hnsw_t *h, const vec_view_t *view, const quant_t *codes, const
 /* The exact answer: the 8-bit scan when there are codes (the same hits, and it leaves most
  * float rows untouched, so a calibration does not pull the whole vector file into memory). */
 static int truth_of(const vec_view_t *view, const quant_t *codes, vec_metric_t metric,
-                    const float *q, const roaring_bitmap_t *allowed, vec_hit_t *truth, size_t *nt)
+                    const float *q, const roaring_bitmap_t *allowed, topk_hit_t *truth, size_t *nt)
 {
     if (codes && quant_is_trained(codes))
         return quant_exact_search(codes, view, metric, q, allowed, CALIB_K + 1, truth, nt, NULL);
@@ -127,7 +127,7 @@ static int measure(hnsw_t *h, const vec_view_t *view, const quant_t *codes, vec_
 {
     uint64_t n_live = roaring_bitmap_get_cardinality(live);
     int use_tenth = roaring_bitmap_get_cardinality(tenth) > CALIB_K + 1;
-    vec_hit_t truth[CALIB_K + 1];
+    topk_hit_t truth[CALIB_K + 1];
     int rc = CDN_OK;
     for (uint32_t i = 0; i < queries && rc == CDN_OK; i++) {
         uint32_t row;

@@ -666,7 +666,7 @@ static int prepare(qscan_t *c, const float *query)
 }
 
 /* Keeps the candidates whose lower bound reaches the final threshold and re-ranks them. */
-static int rerank(qscan_t *c, const float *query, size_t k, vec_hit_t *out, size_t *n_out)
+static int rerank(qscan_t *c, const float *query, size_t k, topk_hit_t *out, size_t *n_out)
 {
     float t = topk_bound(&c->ub);
     uint32_t *ids = cdn_malloc((c->n_cand ? c->n_cand : 1) * sizeof(uint32_t));
@@ -684,7 +684,7 @@ static int rerank(qscan_t *c, const float *query, size_t k, vec_hit_t *out, size
 }
 
 static int fallback(const vec_view_t *v, vec_metric_t m, const float *query,
-                    const roaring_bitmap_t *allowed, size_t k, vec_hit_t *out, size_t *n_out,
+                    const roaring_bitmap_t *allowed, size_t k, topk_hit_t *out, size_t *n_out,
                     quant_stats_t *stats)
 {
     uint64_t scanned = 0;
@@ -697,7 +697,7 @@ static int fallback(const vec_view_t *v, vec_metric_t m, const float *query,
 /* The 8-bit scan, with the 1-bit filter in front when bits is set. */
 static int search_isa(const quant_t *q, const vec_view_t *v, vec_metric_t m, vec_isa_t isa,
                       int bits, const float *query, const roaring_bitmap_t *allowed, size_t k,
-                      vec_hit_t *out, size_t *n_out, quant_stats_t *stats)
+                      topk_hit_t *out, size_t *n_out, quant_stats_t *stats)
 {
     if (n_out)
         *n_out = 0;
@@ -745,14 +745,14 @@ static int search_isa(const quant_t *q, const vec_view_t *v, vec_metric_t m, vec
 
 int quant_exact_search_isa(const quant_t *q, const vec_view_t *v, vec_metric_t m, vec_isa_t isa,
                            const float *query, const roaring_bitmap_t *allowed, size_t k,
-                           vec_hit_t *out, size_t *n_out, quant_stats_t *stats)
+                           topk_hit_t *out, size_t *n_out, quant_stats_t *stats)
 {
     return search_isa(q, v, m, isa, 0, query, allowed, k, out, n_out, stats);
 }
 
 int quant_bits_search_isa(const quant_t *q, const vec_view_t *v, vec_metric_t m, vec_isa_t isa,
                           const float *query, const roaring_bitmap_t *allowed, size_t k,
-                          vec_hit_t *out, size_t *n_out, quant_stats_t *stats)
+                          topk_hit_t *out, size_t *n_out, quant_stats_t *stats)
 {
     return search_isa(q, v, m, isa, 1, query, allowed, k, out, n_out, stats);
 }
@@ -768,14 +768,14 @@ static vec_isa_t best_isa(int bits)
 }
 
 int quant_exact_search(const quant_t *q, const vec_view_t *v, vec_metric_t m, const float *query,
-                       const roaring_bitmap_t *allowed, size_t k, vec_hit_t *out, size_t *n_out,
+                       const roaring_bitmap_t *allowed, size_t k, topk_hit_t *out, size_t *n_out,
                        quant_stats_t *stats)
 {
     return search_isa(q, v, m, best_isa(0), 0, query, allowed, k, out, n_out, stats);
 }
 
 int quant_bits_search(const quant_t *q, const vec_view_t *v, vec_metric_t m, const float *query,
-                      const roaring_bitmap_t *allowed, size_t k, vec_hit_t *out, size_t *n_out,
+                      const roaring_bitmap_t *allowed, size_t k, topk_hit_t *out, size_t *n_out,
                       quant_stats_t *stats)
 {
     return search_isa(q, v, m, best_isa(1), 1, query, allowed, k, out, n_out, stats);

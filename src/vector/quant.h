@@ -21,8 +21,8 @@
 #include <stdint.h>
 
 #include "base/err.h"
+#include "base/topk.h"
 #include "vector/distance.h"
-#include "vector/topk.h"
 
 #define QUANT_CHUNK_SHIFT 12
 #define QUANT_CHUNK_ROWS (1u << QUANT_CHUNK_SHIFT)
@@ -82,14 +82,14 @@ size_t quant_memory(const quant_t *q);
  * (freed before returning). Returns 0, CDN_ERR_INVALID (as exact_search, or v->dim != dim) or
  * CDN_ERR_NOMEM. Thread-safe against other searches (read-only on q). */
 int quant_exact_search(const quant_t *q, const vec_view_t *v, vec_metric_t m, const float *query,
-                       const roaring_bitmap_t *allowed, size_t k, vec_hit_t *out, size_t *n_out,
+                       const roaring_bitmap_t *allowed, size_t k, topk_hit_t *out, size_t *n_out,
                        quant_stats_t *stats);
 
 /* As quant_exact_search with the code kernels of a given instruction set (the float re-rank is
  * always exact_search's own); CDN_ERR_UNSUPPORTED if this CPU lacks it. For tests and benches. */
 int quant_exact_search_isa(const quant_t *q, const vec_view_t *v, vec_metric_t m, vec_isa_t isa,
                            const float *query, const roaring_bitmap_t *allowed, size_t k,
-                           vec_hit_t *out, size_t *n_out, quant_stats_t *stats);
+                           topk_hit_t *out, size_t *n_out, quant_stats_t *stats);
 
 /* The code-space kernel alone, for tests: *out = sum_j w[j] * code_j(id) over dim entries of w
  * (|w[j]| at most the bound the search uses, 2^31 / (255 * round_up(dim, 32)) - 1), in exact int32
@@ -124,7 +124,7 @@ int quant_load(const char *path, const vec_view_t *v, quant_t **out);
  * result incomplete. Same arguments, fallbacks and returns as quant_exact_search;
  * stats->filtered counts the rows the filter ruled out. Read-only on q. */
 int quant_bits_search(const quant_t *q, const vec_view_t *v, vec_metric_t m, const float *query,
-                      const roaring_bitmap_t *allowed, size_t k, vec_hit_t *out, size_t *n_out,
+                      const roaring_bitmap_t *allowed, size_t k, topk_hit_t *out, size_t *n_out,
                       quant_stats_t *stats);
 
 /* As quant_bits_search with the 8-bit and popcount kernels of isa (popcount SCALAR: portable,
@@ -132,7 +132,7 @@ int quant_bits_search(const quant_t *q, const vec_view_t *v, vec_metric_t m, con
  * them. All give the same results. For tests and benches. */
 int quant_bits_search_isa(const quant_t *q, const vec_view_t *v, vec_metric_t m, vec_isa_t isa,
                           const float *query, const roaring_bitmap_t *allowed, size_t k,
-                          vec_hit_t *out, size_t *n_out, quant_stats_t *stats);
+                          topk_hit_t *out, size_t *n_out, quant_stats_t *stats);
 
 /* ---- approximate scoring, for graph traversal ----
  * A query prepared against the codes: estimates of each row's float distance from its codes

@@ -18,8 +18,8 @@
 #include <unistd.h>
 
 #include "base/err.h"
+#include "base/topk.h"
 #include "vector/exact.h"
-#include "vector/topk.h"
 
 static uint64_t rng_next(uint64_t *s)
 {
@@ -31,7 +31,7 @@ static uint64_t rng_next(uint64_t *s)
 
 static int cmp_hit(const void *pa, const void *pb)
 {
-    const vec_hit_t *a = pa, *b = pb;
+    const topk_hit_t *a = pa, *b = pb;
     if (a->dist != b->dist)
         return a->dist < b->dist ? -1 : 1;
     return a->id < b->id ? -1 : a->id > b->id;
@@ -44,7 +44,7 @@ static void test_topk_keeps_the_k_nearest_sorted_with_ties_by_id(void **state)
     (void)state;
     uint64_t s = 99;
     enum { N = 2000 };
-    vec_hit_t all[N];
+    topk_hit_t all[N];
     for (size_t k = 1; k <= 64; k = k * 2 + 1) {
         topk_t t;
         assert_int_equal(topk_init(&t, k), 0);
@@ -56,7 +56,7 @@ static void test_topk_keeps_the_k_nearest_sorted_with_ties_by_id(void **state)
             topk_push(&t, all[i].id, all[i].dist);
         }
         qsort(all, N, sizeof all[0], cmp_hit);
-        vec_hit_t got[64];
+        topk_hit_t got[64];
         size_t n = 0;
         topk_extract(&t, got, &n);
         assert_int_equal(n, k);
@@ -72,7 +72,7 @@ static void test_topk_keeps_the_k_nearest_sorted_with_ties_by_id(void **state)
 static void test_topk_push_reports_entry_and_bound_tracks_the_worst(void **state)
 {
     (void)state;
-    vec_hit_t buf[3];
+    topk_hit_t buf[3];
     topk_t t;
     topk_init_buf(&t, buf, 3);
     assert_true(isinf(topk_bound(&t)));
@@ -89,7 +89,7 @@ static void test_topk_push_reports_entry_and_bound_tracks_the_worst(void **state
     assert_true(topk_push(&t, 3, 9.0f));   /* equal distance, smaller id: replaces 12 */
     assert_true(topk_push(&t, 15, 2.0f));  /* evicts 3 (9.0) */
     assert_float_equal(topk_bound(&t), 5.0f, 0);
-    vec_hit_t out[3];
+    topk_hit_t out[3];
     size_t n;
     topk_extract(&t, out, &n);
     assert_int_equal(n, 3);
@@ -114,13 +114,13 @@ static void test_topk_refuses_nan_and_zero_k(void **state)
 static void test_topk_extracts_in_place_and_pops_worst(void **state)
 {
     (void)state;
-    vec_hit_t buf[5];
+    topk_hit_t buf[5];
     topk_t t;
     topk_init_buf(&t, buf, 5);
     float d[7] = {4, 2, 8, 6, 1, 7, 3};
     for (uint32_t i = 0; i < 7; i++)
         topk_push(&t, i, d[i]);
-    vec_hit_t w;
+    topk_hit_t w;
     assert_true(topk_pop_worst(&t, &w));
     assert_int_equal(w.id, 3); /* held 1,2,3,4,6: worst is 6 (id 3) */
     size_t n;
@@ -156,13 +156,13 @@ static float ref_dist(vec_metric_t m, const float *a, const float *b, uint32_t d
 
 /* The answer by definition: score every allowed row, sort by (dist, id), keep k. */
 static size_t brute_force(const vec_view_t *v, vec_metric_t m, const float *q,
-                          const roaring_bitmap_t *allowed, size_t k, vec_hit_t *out)
+                          const roaring_bitmap_t *allowed, size_t k, topk_hit_t *out)
 {
-    vec_hit_t *all = malloc((v->count + 1) * sizeof *all);
+    topk_hit_t *all = malloc((v->count + 1) * sizeof *all);
     size_t n = 0;
     for (uint32_t id = 0; id < v->count; id++)
         if (!allowed || roaring_bitmap_contains(allowed, id))
-            all[n++] = (vec_hit_t){id, ref_dist(m, q, vec_row(v, id), v->dim)};
+            all[n++] = (topk_hit_t){id, ref_dist(m, q, vec_row(v, id), v->dim)};
     qsort(all, n, sizeof *all, cmp_hit);
     n = n < k ? n : k;
     memcpy(out, all, n * sizeof *all);
@@ -182,7 +182,7 @@ static roaring_bitmap_t *random_allowed(uint32_t count, double share, uint64_t *
 static void check_against_brute_force(const vec_view_t *v, const float *q,
                                       const roaring_bitmap_t *allowed, size_t k, uint64_t rows)
 {
-    vec_hit_t *want = malloc((k + 1) * sizeof *want), *got = malloc((k + 1) * sizeof *got);
+    topk_hit_t *want = malloc((k + 1) * sizeof *want), *got = malloc((k + 1) * sizeof *got);
     for (int m = VEC_METRIC_COSINE; m <= VEC_METRIC_L2; m++) {
         size_t nw = brute_force(v, (vec_metric_t)m, q, allowed, k, want);
         for (int isa = VEC_ISA_SCALAR; isa <= (int)vec_isa_best(); isa++) {
@@ -246,7 +246,7 @@ static void test_exact_finds_the_true_cosine_neighbours_of_unit_vectors(void **s
     vec_view_t v = {rows, dim, dim, count};
     roaring_bitmap_t *allowed = random_allowed(count, 0.3, &s);
     roaring_bitmap_add(allowed, 5);
-    vec_hit_t want[20], got[20];
+    topk_hit_t want[20], got[20];
     size_t nw = brute_force(&v, VEC_METRIC_COSINE, q, allowed, 20, want), ng;
     assert_int_equal(exact_search(&v, VEC_METRIC_COSINE, q, allowed, 20, got, &ng, NULL), 0);
     assert_int_equal(ng, nw);
@@ -266,7 +266,7 @@ static void test_exact_ignores_allowed_ids_beyond_the_view(void **state)
     float *rows = int_rows(100, 8, &s), *q = int_rows(1, 8, &s);
     vec_view_t v = {rows, 8, 8, 50}; /* rows 50..99 exist in memory but are not in the view */
     roaring_bitmap_t *allowed = roaring_bitmap_of(5, 3, 49, 50, 99, UINT32_MAX);
-    vec_hit_t got[10];
+    topk_hit_t got[10];
     size_t n;
     uint64_t scanned;
     assert_int_equal(exact_search(&v, VEC_METRIC_L2, q, allowed, 10, got, &n, &scanned), 0);
@@ -310,7 +310,7 @@ static void test_exact_reads_only_allowed_rows(void **state)
     float *q = malloc(dim * sizeof(float));
     memcpy(q, rows + (size_t)dim * 4, dim * sizeof(float));
     vec_view_t v = {rows, dim, dim, count};
-    vec_hit_t got[5];
+    topk_hit_t got[5];
     size_t n;
     uint64_t scanned;
     assert_int_equal(exact_search(&v, VEC_METRIC_L2, q, allowed, 5, got, &n, &scanned), 0);
@@ -340,7 +340,7 @@ static void test_exact_search_ids_agrees_with_bitmap_search(void **state)
         ids[i] = ids[j];
         ids[j] = t;
     }
-    vec_hit_t a[30], b[30];
+    topk_hit_t a[30], b[30];
     size_t na, nb;
     assert_int_equal(exact_search(&v, VEC_METRIC_DOT, q, allowed, 30, a, &na, NULL), 0);
     assert_int_equal(exact_search_ids(&v, VEC_METRIC_DOT, q, ids, card, 30, b, &nb, NULL), 0);
@@ -358,7 +358,7 @@ static void test_exact_rejects_bad_arguments_and_k_zero_finds_nothing(void **sta
     (void)state;
     float rows[8] = {0}, q[4] = {0};
     vec_view_t v = {rows, 4, 4, 2};
-    vec_hit_t out[2];
+    topk_hit_t out[2];
     size_t n = 9;
     assert_int_equal(exact_search(NULL, VEC_METRIC_L2, q, NULL, 2, out, &n, NULL), CDN_ERR_INVALID);
     assert_int_equal(exact_search(&v, VEC_METRIC_L2, NULL, NULL, 2, out, &n, NULL),

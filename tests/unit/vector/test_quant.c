@@ -78,7 +78,7 @@ static void assert_same(const quant_t *q, const vec_view_t *v, vec_metric_t m, v
                         const float *query, const roaring_bitmap_t *allowed, size_t k,
                         quant_stats_t *st_out)
 {
-    vec_hit_t want[128], got[128];
+    topk_hit_t want[128], got[128];
     size_t nw = 99, ng = 77;
     quant_stats_t st;
     assert_true(k <= 128);
@@ -405,7 +405,7 @@ static void test_quant_rejects_bad_arguments_with_messages(void **state)
     assert_int_equal(quant_encode_rows(q, &v, 1, 2, &err), CDN_ERR_INVALID);
     assert_int_equal(quant_encode_rows(q, &v, 0, 2, &err), 0);
     assert_true(quant_memory(q) > QUANT_CHUNK_ROWS * 16u);
-    vec_hit_t out[2];
+    topk_hit_t out[2];
     size_t n;
     assert_int_equal(quant_exact_search(q, &v3, VEC_METRIC_L2, x, NULL, 2, out, &n, NULL),
                      CDN_ERR_INVALID);
@@ -440,7 +440,7 @@ static void test_quant_two_thread_scan_matches_exact_search(void **state)
             assert_same(q, &v, (vec_metric_t)m, vec_isa_best(), query, a, 10, NULL);
             roaring_bitmap_free(a);
         }
-        vec_hit_t out[10];
+        topk_hit_t out[10];
         size_t got;
         int saw_nomem = 0;
         for (long f = 0; f < 8; f++) {
@@ -465,7 +465,7 @@ static void test_quant_reports_nomem_when_allocation_fails(void **state)
     float *x = make_rows(101, 16, DATA_RANDOM, VEC_METRIC_L2, &s);
     vec_view_t v = {x, 16, 16, 100};
     quant_t *q = make_quant(&v, 100);
-    vec_hit_t out[5];
+    topk_hit_t out[5];
     size_t n;
     int saw_nomem = 0;
     for (long f = 0; f < 6; f++) {

@@ -102,9 +102,9 @@ static roaring_bitmap_t *random_rows(uint32_t count, double share, uint64_t *s)
 
 /* hit's distance is exactly what the exact scan computes for its row. */
 static void assert_exact_dist(const vec_view_t *v, vec_metric_t m, const float *query,
-                              const vec_hit_t *hit)
+                              const topk_hit_t *hit)
 {
-    vec_hit_t one;
+    topk_hit_t one;
     size_t n1 = 0;
     assert_int_equal(exact_search_ids(v, m, query, &hit->id, 1, 1, &one, &n1, NULL), 0);
     assert_memory_equal(&hit->dist, &one.dist, sizeof one.dist);
@@ -116,7 +116,7 @@ static size_t found(const quant_t *q, const vec_view_t *v, vec_metric_t m, vec_i
                     const float *query, const roaring_bitmap_t *allowed, size_t k,
                     quant_stats_t *st)
 {
-    vec_hit_t want[16], got[16];
+    topk_hit_t want[16], got[16];
     size_t nw = 0, ng = 0, hit = 0;
     assert_int_equal(exact_search(v, m, query, allowed, k, want, &nw, NULL), 0);
     assert_int_equal(quant_bits_search_isa(q, v, m, isa, query, allowed, k, got, &ng, st), 0);
@@ -204,7 +204,7 @@ static void test_bits_every_isa_agrees(void **state)
     vec_view_t v = {x, dim, dim, n};
     quant_t *q = make_quant(&v, n);
     for (int qi = 0; qi < 5; qi++) {
-        vec_hit_t ref[10], got[10];
+        topk_hit_t ref[10], got[10];
         size_t nr = 0, ng = 0;
         quant_stats_t sr, sg;
         const float *query = x + (size_t)(n + qi) * dim;
@@ -237,7 +237,7 @@ static void test_bits_rows_without_codes_are_found(void **state)
     float *x = make_rows(n, dim, VEC_METRIC_L2, &s);
     vec_view_t v = {x, dim, dim, n};
     quant_t *q = make_quant(&v, n - 10); /* the last 10 rows are not encoded */
-    vec_hit_t got[5];
+    topk_hit_t got[5];
     size_t ng = 0;
     assert_int_equal(
         quant_bits_search(q, &v, VEC_METRIC_L2, vec_row(&v, n - 3), NULL, 5, got, &ng, NULL), 0);
@@ -276,7 +276,7 @@ static void test_bits_scans_run_while_rows_are_appended(void **state)
     for (;;) {
         uint32_t seen = quant_count(q);
         vec_view_t v = {x, dim, dim, seen < n ? seen + 1 : n}; /* one row not yet encoded */
-        vec_hit_t got[10];
+        topk_hit_t got[10];
         size_t ng = 0;
         const float *query = vec_row(&v, v.count - 1);
         assert_int_equal(quant_bits_search(q, &v, VEC_METRIC_L2, query, NULL, 10, got, &ng, NULL),
@@ -305,10 +305,10 @@ static void test_bits_rejects_bad_arguments_and_handles_edges(void **state)
     float *x = make_rows(200, 8, VEC_METRIC_DOT, &s);
     vec_view_t v = {x, 8, 8, 200}, v7 = {x, 7, 7, 200};
     quant_t *q = make_quant(&v, 200);
-    vec_hit_t out[3];
+    topk_hit_t out[3];
     size_t n = 9;
     float bad[8] = {0, 0, NAN, 0, 0, 0, 0, 0}; /* as quant_exact_search: exact_search answers */
-    vec_hit_t ref[3];
+    topk_hit_t ref[3];
     size_t nref = 0;
     int want = exact_search(&v, VEC_METRIC_DOT, bad, NULL, 3, ref, &nref, NULL);
     assert_int_equal(quant_bits_search(q, &v, VEC_METRIC_DOT, bad, NULL, 3, out, &n, NULL), want);

@@ -66,7 +66,7 @@ static void test_round_trip_answers_exactly_as_before(void **state)
     assert_int_equal(quant_memory(back), quant_memory(f->q));
     for (uint32_t i = 0; i < 20; i++) {
         const float *qv = vec_row(&f->view, i * 400);
-        vec_hit_t a[K], b[K], e[K];
+        topk_hit_t a[K], b[K], e[K];
         size_t na = 0, nb = 0, ne = 0;
         quant_stats_t sa, sb;
         assert_int_equal(

@@ -1,20 +1,20 @@
 /* topk.c: the bounded max-heap behind topk.h; (dist, id) is the total order throughout.
  * Relies on base/mem.h for storage. */
-#include "vector/topk.h"
+#include "base/topk.h"
 #include "base/err.h"
 #include "base/mem.h"
 
 #include <math.h>
 
 /* True when a is worse (farther) than b: larger distance, or equal distance and larger id. */
-static inline bool worse(vec_hit_t a, vec_hit_t b)
+static inline bool worse(topk_hit_t a, topk_hit_t b)
 {
     return a.dist > b.dist || (a.dist == b.dist && a.id > b.id);
 }
 
-static void sift_up(vec_hit_t *h, size_t i)
+static void sift_up(topk_hit_t *h, size_t i)
 {
-    vec_hit_t x = h[i];
+    topk_hit_t x = h[i];
     while (i > 0) {
         size_t p = (i - 1) / 2;
         if (!worse(x, h[p]))
@@ -25,9 +25,9 @@ static void sift_up(vec_hit_t *h, size_t i)
     h[i] = x;
 }
 
-static void sift_down(vec_hit_t *h, size_t n, size_t i)
+static void sift_down(topk_hit_t *h, size_t n, size_t i)
 {
-    vec_hit_t x = h[i];
+    topk_hit_t x = h[i];
     for (;;) {
         size_t c = 2 * i + 1;
         if (c >= n)
@@ -47,7 +47,7 @@ int topk_init(topk_t *t, size_t k)
     t->n = 0;
     t->k = k;
     t->owned = true;
-    t->heap = cdn_malloc((k ? k : 1) * sizeof(vec_hit_t));
+    t->heap = cdn_malloc((k ? k : 1) * sizeof(topk_hit_t));
     if (!t->heap) {
         t->k = 0;
         return CDN_ERR_NOMEM;
@@ -55,7 +55,7 @@ int topk_init(topk_t *t, size_t k)
     return CDN_OK;
 }
 
-void topk_init_buf(topk_t *t, vec_hit_t *storage, size_t k)
+void topk_init_buf(topk_t *t, topk_hit_t *storage, size_t k)
 {
     t->heap = storage;
     t->n = 0;
@@ -85,7 +85,7 @@ float topk_bound(const topk_t *t)
 
 bool topk_push(topk_t *t, uint32_t id, float dist)
 {
-    vec_hit_t x = {id, dist};
+    topk_hit_t x = {id, dist};
     if (isnan(dist) || t->k == 0)
         return false;
     if (t->n < t->k) {
@@ -100,12 +100,12 @@ bool topk_push(topk_t *t, uint32_t id, float dist)
     return true;
 }
 
-bool topk_pop_worst(topk_t *t, vec_hit_t *out)
+bool topk_pop_worst(topk_t *t, topk_hit_t *out)
 {
     if (t->n == 0)
         return false;
     /* Write *out last: it may be the slot the heap just gave up (in-place extraction). */
-    vec_hit_t worst = t->heap[0];
+    topk_hit_t worst = t->heap[0];
     t->heap[0] = t->heap[--t->n];
     if (t->n)
         sift_down(t->heap, t->n, 0);
@@ -114,7 +114,7 @@ bool topk_pop_worst(topk_t *t, vec_hit_t *out)
     return true;
 }
 
-void topk_extract(topk_t *t, vec_hit_t *out, size_t *n_out)
+void topk_extract(topk_t *t, topk_hit_t *out, size_t *n_out)
 {
     size_t n = t->n;
     /* Popping the worst fills out from the back, so it ends up nearest first. */

@@ -22,6 +22,20 @@ static inline void api_db_reopen(const char *dir, cordon_t **db)
     assert_int_equal(cordon_open(dir, NULL, db, NULL), 0);
 }
 
+/* Creates the collection most API tests use: "docs", dim vectors compared by metric, one
+ * text field "body", asserted principals allowed. */
+static inline void api_docs_create(cordon_t *db, uint32_t dim, cordon_metric metric)
+{
+    const char *tf[] = {"body"};
+    cordon_collection_spec spec = {.asserted_principals = 1,
+                                   .name = "docs",
+                                   .dim = dim,
+                                   .metric = metric,
+                                   .text_fields = tf,
+                                   .n_text_fields = 1};
+    assert_int_equal(cordon_collection_create(db, &spec, NULL), 0);
+}
+
 /* Closes db (NULL is fine) and removes its directory. */
 static inline void api_db_close(const char *dir, cordon_t *db)
 {

@@ -46,15 +46,8 @@ static int disarm(long n)
 static int setup(void **state)
 {
     fx_t *f = calloc(1, sizeof *f);
-    const char *tf[] = {"body"};
-    cordon_collection_spec spec = {.asserted_principals = 1,
-                                   .name = "docs",
-                                   .dim = DIM,
-                                   .metric = CORDON_METRIC_COSINE,
-                                   .text_fields = tf,
-                                   .n_text_fields = 1};
     api_db_open(f->dir, sizeof f->dir, &f->db);
-    assert_int_equal(cordon_collection_create(f->db, &spec, NULL), 0);
+    api_docs_create(f->db, DIM, CORDON_METRIC_COSINE);
     static char ids[NFILL][16];
     cordon_chunk c[NFILL + 1];
     cordon_field fl = {"body", "common filler"}, rf = {"body", "common target"};

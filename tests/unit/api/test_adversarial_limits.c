@@ -8,6 +8,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include "api_testutil.h"
 #include "cordon.h"
 #include "testutil.h"
 
@@ -23,15 +24,8 @@ static const char *const G0[] = {"group:g0"};
 static int setup(void **state)
 {
     fx_t *f = calloc(1, sizeof *f);
-    const char *tf[] = {"body"};
-    cordon_collection_spec spec = {.asserted_principals = 1,
-                                   .name = "docs",
-                                   .dim = DIM,
-                                   .text_fields = tf,
-                                   .n_text_fields = 1};
-    assert_non_null(tu_tmpdir(f->dir, sizeof f->dir));
-    assert_int_equal(cordon_open(f->dir, NULL, &f->db, NULL), 0);
-    assert_int_equal(cordon_collection_create(f->db, &spec, NULL), 0);
+    api_db_open(f->dir, sizeof f->dir, &f->db);
+    api_docs_create(f->db, DIM, CORDON_METRIC_COSINE);
     *state = f;
     return 0;
 }
@@ -39,8 +33,7 @@ static int setup(void **state)
 static int teardown(void **state)
 {
     fx_t *f = *state;
-    cordon_close(f->db);
-    tu_rmrf(f->dir);
+    api_db_close(f->dir, f->db);
     free(f);
     return 0;
 }

@@ -24,15 +24,8 @@ static const char *const G0[] = {"group:g0"}, *const G1[] = {"group:g1"};
 static int setup(void **state)
 {
     fx_t *f = calloc(1, sizeof *f);
-    const char *tf[] = {"body"};
-    cordon_collection_spec spec = {.asserted_principals = 1,
-                                   .name = "docs",
-                                   .dim = DIM,
-                                   .metric = CORDON_METRIC_L2,
-                                   .text_fields = tf,
-                                   .n_text_fields = 1};
     api_db_open(f->dir, sizeof f->dir, &f->db);
-    assert_int_equal(cordon_collection_create(f->db, &spec, NULL), 0);
+    api_docs_create(f->db, DIM, CORDON_METRIC_L2);
     static float v[3][DIM] = {{1, 0, 0, 0}, {0, 1, 0, 0}, {0, 0, 1, 0}};
     cordon_field fl = {"body", "common words"};
     cordon_chunk c[3] = {

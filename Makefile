@@ -47,13 +47,13 @@ TSAN_TESTS := api/test_race_states api/test_adversarial_race api/test_model \
               vector/test_quant vector/test_quant_bits acl/test_acl_index text/test_bm25 \
               base/test_pool
 TSAN_BIN  := $(TSAN_TESTS:%=$(BUILD)/tests/unit/%)
-# libFuzzer targets (MODE=fuzz, clang): each runs FUZZ_SECONDS in make test.
+# libFuzzer targets (MODE=fuzz, clang): a fixed set of inputs each in make test.
 FUZZ_SRC  := $(wildcard tests/fuzz/fuzz_*.c)
 FUZZ_BIN  := $(FUZZ_SRC:%.c=$(BUILD)/%)
-FUZZ_SECONDS ?= 15
+FUZZ_SECONDS ?= 60
 SHARED_DATA ?= $(abspath ../shared/data)
 
-.PHONY: all cordon-bench deps bench-deps demo test unit check-unit check-tsan check-fuzz \
+.PHONY: all cordon-bench deps bench-deps demo test unit check-unit check-tsan check-fuzz fuzz \
         structure-check format-check clean format
 all: $(BUILD)/cordon $(BUILD)/libcordon.a $(BUILD)/cordon-bench
 
@@ -102,9 +102,14 @@ check-tsan: $(TSAN_BIN)
 	@TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" CORDON_SHARED_DATA=$(SHARED_DATA) \
 	  bash scripts/run-tests.sh $(MODE) $(TSAN_BIN)
 
-# The fuzz targets (run with MODE=fuzz): FUZZ_SECONDS each from their seeds; a crash, a
-# sanitizer report or a broken invariant fails, and the input is kept under build/fuzz/.
+# The fuzz targets (run with MODE=fuzz): a crash, a sanitizer report or a broken invariant
+# fails, and the input is kept under build/fuzz/crashes. check-fuzz runs a fixed set of inputs
+# (seed 1, from the committed seeds), the same on every machine; fuzz explores for
+# FUZZ_SECONDS each and keeps what it learns in build/fuzz/corpus.
 check-fuzz: $(FUZZ_BIN)
+	@bash scripts/fuzz.sh --fixed $(FUZZ_BIN)
+
+fuzz: $(FUZZ_BIN)
 	@bash scripts/fuzz.sh $(FUZZ_SECONDS) $(FUZZ_BIN)
 
 # No circle among the files of a src/ folder and no edge up a layer (docs/internals/structure.md).

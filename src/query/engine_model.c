@@ -210,8 +210,9 @@ int engine_subject_current(engine_t *e, const engine_subject_t *s)
      * membership). The ACLs cannot change while the caller holds the collection's read lock,
      * so if the subject is still authorized and its view is the one the request used, the
      * answer is that of the state at this moment: the model now, the ACLs read. */
-    if (authorize_view(e, s->c, s->subject_id, s->action, &d, &now, &err) != CDN_OK ||
-        !d.authorized || !now)
+    if (atomic_load(&e->model_broken) ||
+        authorize_view(e, s->c, s->subject_id, s->action, &d, &now, &err) != CDN_OK ||
+        !d.authorized || !now) /* starts over, and the new attempt fails closed or denies */
         same = 0;
     else
         same = same_view(now, s->view);

@@ -394,6 +394,16 @@ typedef struct cordon_decision {
 int cordon_is_authorized(cordon_t *db, const cordon_authz_request *req, cordon_decision *out,
                          cordon_error *err);
 
+#define CORDON_AUTHZ_BATCH_MAX 10000 /* resources per cordon_is_authorized_batch call */
+
+/* Decides n requests that differ only in resource: req->resource is ignored and resources[i]
+ * asked, all in one read of the model (one revision, the same in every out[i]); out holds n
+ * decisions. Returns as cordon_is_authorized, or CORDON_ERR_LIMIT past
+ * CORDON_AUTHZ_BATCH_MAX. */
+int cordon_is_authorized_batch(cordon_t *db, const cordon_authz_request *req,
+                               const char *const *resources, size_t n, cordon_decision *out,
+                               cordon_error *err);
+
 /* The principals of a subject's view, sorted; free with cordon_strings_free. */
 int cordon_view(cordon_t *db, const char *subject_id, char ***principals, size_t *n,
                 uint64_t *revision, cordon_error *err);

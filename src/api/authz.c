@@ -83,7 +83,7 @@ int cordon_model_export(cordon_t *db, char **json, cordon_error *err)
     cdn_err_t e = {0, ""};
     if (!db || !json)
         return api_ret(cdn_err_set(&e, CDN_ERR_INVALID, "cordon_model_export needs out"), &e, err);
-    return api_ret(authz_export(db->e->model, json, &e), &e, err);
+    return api_ret(engine_model_export(db->e, json, &e), &e, err);
 }
 
 static int parse_obj(const char *text, const char *what, json_t **out, cdn_err_t *e)
@@ -101,46 +101,84 @@ static int parse_obj(const char *text, const char *what, json_t **out, cdn_err_t
     return CDN_OK;
 }
 
+/* Copies a decision out; a field that would not fit (cannot happen: the sizes are asserted
+ * equal above) leaves a zeroed decision, which reads as a denial, and an error. */
+static int decision_out(const authz_decision_t *d, cordon_decision *out, cdn_err_t *e)
+{
+    int rc;
+    memset(out, 0, sizeof *out);
+    out->authorized = d->authorized;
+    if ((rc = copy_text(out->reason, sizeof out->reason, authz_reason_name(d->reason), "reason",
+                        e)) ||
+        (rc = copy_text(out->resource, sizeof out->resource, d->resource, "resource", e)) ||
+        (rc = copy_text(out->action, sizeof out->action, d->action, "action", e)) ||
+        (rc = copy_text(out->condition, sizeof out->condition, d->condition, "condition", e)) ||
+        (rc = copy_text(out->role, sizeof out->role, d->role, "role", e)) ||
+        (rc = copy_text(out->granted_to, sizeof out->granted_to, d->granted_to, "granted_to", e))) {
+        memset(out, 0, sizeof *out); /* no half-copied decision */
+        return rc;
+    }
+    out->revision = d->revision;
+    return CDN_OK;
+}
+
+/* Decides req, or n requests differing only in resource (resources non-NULL), into out. */
+static int decide(cordon_t *db, const cordon_authz_request *req, const char *const *resources,
+                  size_t n, cordon_decision *out, cdn_err_t *e)
+{
+    authz_request_t r = {0};
+    authz_decision_t one, *d = &one;
+    json_t *ctx = NULL, *res = NULL;
+    int rc;
+    if ((rc = parse_obj(req->context_json, "context", &ctx, e)) != 0 ||
+        (rc = parse_obj(req->resource_json, "resource attributes", &res, e)) != 0)
+        goto done;
+    if (resources && !(d = cdn_calloc(n ? n : 1, sizeof *d))) {
+        d = NULL;
+        rc = cdn_err_set(e, CDN_ERR_NOMEM, "out of memory");
+        goto done;
+    }
+    r = (authz_request_t){req->subject, req->resource,   req->action,   ctx,
+                          res,          req->scope_type, req->scope_id, AUTHZ_CACHE_USE};
+    rc = engine_is_authorized(db->e, &r, resources, resources ? n : 1, d, e);
+    for (size_t i = 0; rc == CDN_OK && i < (resources ? n : 1); i++)
+        rc = decision_out(&d[i], &out[i], e);
+done:
+    if (d != &one)
+        cdn_free(d);
+    json_decref(ctx);
+    json_decref(res);
+    return rc;
+}
+
 int cordon_is_authorized(cordon_t *db, const cordon_authz_request *req, cordon_decision *out,
                          cordon_error *err)
 {
     cdn_err_t e = {0, ""};
-    authz_request_t r = {0};
-    authz_decision_t d;
-    json_t *ctx = NULL, *res = NULL;
-    int rc;
     if (!db || !req || !out)
         return api_ret(cdn_err_set(&e, CDN_ERR_INVALID, "cordon_is_authorized needs a request"), &e,
                        err);
-    if (atomic_load(&db->e->model_broken))
-        return api_ret(cdn_err_set(&e, CDN_ERR_INTERNAL,
-                                   "the permission model missed a write; "
-                                   "reopen the data directory"),
+    return api_ret(decide(db, req, NULL, 1, out, &e), &e, err);
+}
+
+int cordon_is_authorized_batch(cordon_t *db, const cordon_authz_request *req,
+                               const char *const *resources, size_t n, cordon_decision *out,
+                               cordon_error *err)
+{
+    cdn_err_t e = {0, ""};
+    if (!db || !req || (n && (!resources || !out)))
+        return api_ret(cdn_err_set(&e, CDN_ERR_INVALID,
+                                   "cordon_is_authorized_batch needs a request, and resources "
+                                   "and out for n decisions"),
                        &e, err);
-    if ((rc = parse_obj(req->context_json, "context", &ctx, &e)) != 0 ||
-        (rc = parse_obj(req->resource_json, "resource attributes", &res, &e)) != 0)
-        goto done;
-    r = (authz_request_t){req->subject, req->resource,   req->action,   ctx,
-                          res,          req->scope_type, req->scope_id, AUTHZ_CACHE_USE};
-    if ((rc = authz_is_authorized(db->e->model, &r, &d, &e)) == CDN_OK) {
-        memset(out, 0, sizeof *out);
-        out->authorized = d.authorized;
-        if ((rc = copy_text(out->reason, sizeof out->reason, authz_reason_name(d.reason), "reason",
-                            &e)) ||
-            (rc = copy_text(out->resource, sizeof out->resource, d.resource, "resource", &e)) ||
-            (rc = copy_text(out->action, sizeof out->action, d.action, "action", &e)) ||
-            (rc = copy_text(out->condition, sizeof out->condition, d.condition, "condition", &e)) ||
-            (rc = copy_text(out->role, sizeof out->role, d.role, "role", &e)) ||
-            (rc = copy_text(out->granted_to, sizeof out->granted_to, d.granted_to, "granted_to",
-                            &e)))
-            memset(out, 0, sizeof *out); /* no half-copied decision: it would read as a denial */
-        else
-            out->revision = d.revision;
-    }
-done:
-    json_decref(ctx);
-    json_decref(res);
-    return api_ret(rc, &e, err);
+    if (n > CORDON_AUTHZ_BATCH_MAX)
+        return api_ret(cdn_err_set(&e, CDN_ERR_LIMIT, "%zu resources; the limit is %d", n,
+                                   CORDON_AUTHZ_BATCH_MAX),
+                       &e, err);
+    for (size_t i = 0; i < n; i++)
+        if (!resources[i])
+            return api_ret(cdn_err_set(&e, CDN_ERR_INVALID, "resources[%zu] is NULL", i), &e, err);
+    return api_ret(n ? decide(db, req, resources, n, out, &e) : CDN_OK, &e, err);
 }
 
 int cordon_view(cordon_t *db, const char *subject_id, char ***principals, size_t *n,
@@ -151,7 +189,7 @@ int cordon_view(cordon_t *db, const char *subject_id, char ***principals, size_t
     int rc;
     if (!db || !subject_id || !principals || !n)
         return api_ret(cdn_err_set(&e, CDN_ERR_INVALID, "cordon_view needs a subject id"), &e, err);
-    if ((rc = authz_view(db->e->model, subject_id, &v, &e)) != 0)
+    if ((rc = engine_view(db->e, subject_id, &v, &e)) != 0)
         return api_ret(rc, &e, err);
     *principals = cdn_calloc(v->n + 1, sizeof(char *));
     *n = 0;
@@ -202,7 +240,7 @@ int cordon_explain(cordon_t *db, const char *coll, const char *subject_id, const
         return api_ret(rc, &e, err);
     size_t na = strings_of(json_object_get(obj, "allowed"), allowed, ACL_MAX_PRINCIPALS);
     size_t nd = strings_of(json_object_get(obj, "denied"), denied, ACL_MAX_PRINCIPALS);
-    rc = authz_explain(db->e->model, subject_id, allowed, na, denied, nd, &x, &e);
+    rc = engine_explain(db->e, subject_id, allowed, na, denied, nd, &x, &e);
     json_decref(obj);
     if (rc == CDN_OK) {
         memset(out, 0, sizeof *out);

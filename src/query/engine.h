@@ -63,6 +63,16 @@ int engine_model_apply(engine_t *e, const char *op_json, uint64_t *rev, cdn_err_
 /* Replaces the whole model with doc (authz export format) and persists it. */
 int engine_model_import(engine_t *e, const char *doc_json, uint64_t *rev, cdn_err_t *err);
 
+/* Reads of the model, as authz/ answers them, refused with CDN_ERR_INTERNAL once the model in
+ * memory got ahead of a failed commit (it holds a change nothing stored): fail closed. */
+int engine_model_export(engine_t *e, char **json, cdn_err_t *err);
+/* n requests that differ only in resource (resources NULL: the one request); out holds n. */
+int engine_is_authorized(engine_t *e, const authz_request_t *req, const char *const *resources,
+                         size_t n, authz_decision_t *out, cdn_err_t *err);
+int engine_view(engine_t *e, const char *subject_id, authz_view_t **out, cdn_err_t *err);
+int engine_explain(engine_t *e, const char *subject_id, const char *const *allowed, size_t na,
+                   const char *const *denied, size_t nd, authz_explanation_t *out, cdn_err_t *err);
+
 /* Who is asking, as the caller names it: a subject of the permission model (subject_id), or
  * principals asserted by a trusted caller (subject_id NULL). Borrowed for the call. */
 typedef struct engine_asker {

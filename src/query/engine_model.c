@@ -117,6 +117,43 @@ int engine_model_import(engine_t *e, const char *doc_json, uint64_t *rev, cdn_er
     return rc;
 }
 
+static int model_ok(engine_t *e, cdn_err_t *err)
+{
+    if (!atomic_load(&e->model_broken))
+        return CDN_OK;
+    return cdn_err_set(err, CDN_ERR_INTERNAL,
+                       "the permission model missed a write; reopen the data directory");
+}
+
+int engine_model_export(engine_t *e, char **json, cdn_err_t *err)
+{
+    int rc = model_ok(e, err);
+    return rc ? rc : authz_export(e->model, json, err);
+}
+
+int engine_is_authorized(engine_t *e, const authz_request_t *req, const char *const *resources,
+                         size_t n, authz_decision_t *out, cdn_err_t *err)
+{
+    int rc = model_ok(e, err);
+    if (rc)
+        return rc;
+    return resources ? authz_is_authorized_batch(e->model, req, resources, n, out, err)
+                     : authz_is_authorized(e->model, req, out, err);
+}
+
+int engine_view(engine_t *e, const char *subject_id, authz_view_t **out, cdn_err_t *err)
+{
+    int rc = model_ok(e, err);
+    return rc ? rc : authz_view(e->model, subject_id, out, err);
+}
+
+int engine_explain(engine_t *e, const char *subject_id, const char *const *allowed, size_t na,
+                   const char *const *denied, size_t nd, authz_explanation_t *out, cdn_err_t *err)
+{
+    int rc = model_ok(e, err);
+    return rc ? rc : authz_explain(e->model, subject_id, allowed, na, denied, nd, out, err);
+}
+
 static int hidden(const coll_t *c, cdn_err_t *err)
 {
     return cdn_err_set(err, CDN_ERR_NOT_FOUND, "no such collection \"%s\"", c->cfg.name);
@@ -149,10 +186,8 @@ int engine_subject_resolve(engine_t *e, const coll_t *c, const engine_asker_t *w
         out->n = who->n;
         return CDN_OK;
     }
-    if (atomic_load(&e->model_broken))
-        return cdn_err_set(err, CDN_ERR_INTERNAL,
-                           "the permission model missed a write; reopen "
-                           "the data directory");
+    if ((rc = model_ok(e, err)) != 0)
+        return rc;
     rc = authorize_view(e, c, who->subject_id, action, &d, &out->view, err);
     if (rc == CDN_ERR_NOT_FOUND)
         return hidden(c, err);

@@ -299,6 +299,41 @@ static void test_longest_condition_reaches_the_decision_whole(void **state)
     }
 }
 
+/* The batch answers what the single question answers, for every resource, at one revision;
+ * bad arguments are refused with a message. */
+static void test_batch_is_authorized_matches_single_decisions(void **state)
+{
+    fx_t *f = *state;
+    const char *res[] = {"collection:docs", "collection:other", "collection:docs", "bad"};
+    const char *actions[] = {"search", "write"};
+    cordon_decision batch[4], one;
+    cordon_error err;
+    for (int a = 0; a < 2; a++) {
+        cordon_authz_request rq = {.subject = "bob", .action = actions[a]};
+        assert_int_equal(cordon_is_authorized_batch(f->db, &rq, res, 4, batch, &err), 0);
+        for (int i = 0; i < 4; i++) {
+            rq.resource = res[i];
+            assert_int_equal(cordon_is_authorized(f->db, &rq, &one, NULL), 0);
+            assert_int_equal(batch[i].authorized, one.authorized);
+            assert_string_equal(batch[i].reason, one.reason);
+            assert_string_equal(batch[i].role, one.role);
+            assert_int_equal(batch[i].revision, batch[0].revision);
+        }
+        assert_int_equal(batch[0].authorized, a == 0); /* reader grants search, not write */
+        assert_false(batch[1].authorized);
+        assert_string_equal(batch[3].reason, "INVALID_REQUEST");
+    }
+    cordon_authz_request rq = {.subject = "bob", .action = "search"};
+    const char *with_null[] = {"collection:docs", NULL};
+    assert_int_equal(cordon_is_authorized_batch(f->db, &rq, res, 0, NULL, NULL), 0);
+    assert_int_equal(cordon_is_authorized_batch(f->db, &rq, with_null, 2, batch, &err),
+                     CORDON_ERR_INVALID);
+    assert_non_null(strstr(err.message, "resources[1]"));
+    assert_int_equal(
+        cordon_is_authorized_batch(f->db, &rq, res, CORDON_AUTHZ_BATCH_MAX + 1, batch, &err),
+        CORDON_ERR_LIMIT);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -313,6 +348,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_model_survives_reopen, setup, teardown),
         cmocka_unit_test_setup_teardown(test_bad_operations_change_nothing, setup, teardown),
         cmocka_unit_test_setup_teardown(test_explain_names_the_deciding_principal, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_batch_is_authorized_matches_single_decisions, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(
             test_collection_refuses_asserted_principals_unless_configured, setup, teardown),
         cmocka_unit_test_setup_teardown(

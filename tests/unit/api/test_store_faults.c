@@ -143,12 +143,43 @@ static void test_failed_delete_changes_nothing_visible(void **state)
     assert_true(each_fault(*state, delete_b) >= 2);
 }
 
+/* A model change whose commit fails is ahead in memory of what is stored: until a reopen every
+ * read of the model fails closed (search, is-authorized, view, export, explain), and the
+ * reopen holds the model as it was before the change. */
+static void test_failed_model_commit_fails_every_model_read_closed(void **state)
+{
+    fx_t *f = *state;
+    cordon_authz_request rq = {.subject = "ann", .resource = "collection:docs", .action = "search"};
+    cordon_decision d;
+    cordon_explanation x;
+    cordon_error err;
+    char **p, *doc;
+    size_t n;
+    assert_int_equal(
+        cordon_model_apply(f->db, "{\"op\":\"put_subject\",\"id\":\"ann\"}", NULL, NULL), 0);
+    store_fail_after(0);
+    int rc = cordon_model_apply(f->db, "{\"op\":\"put_subject\",\"id\":\"ben\"}", NULL, &err);
+    store_fail_after(-1);
+    assert_int_equal(rc, CORDON_ERR_IO);
+    assert_int_equal(cordon_is_authorized(f->db, &rq, &d, &err), CORDON_ERR_INTERNAL);
+    assert_int_equal(cordon_view(f->db, "ann", &p, &n, NULL, &err), CORDON_ERR_INTERNAL);
+    assert_int_equal(cordon_model_export(f->db, &doc, &err), CORDON_ERR_INTERNAL);
+    assert_int_equal(cordon_explain(f->db, "docs", "ann", "a", &x, &err), CORDON_ERR_INTERNAL);
+    api_db_reopen(f->dir, &f->db);
+    assert_int_equal(cordon_model_export(f->db, &doc, NULL), 0);
+    assert_non_null(strstr(doc, "\"ann\""));
+    assert_null(strstr(doc, "\"ben\""));
+    cordon_free(doc);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_failed_put_changes_nothing_visible, setup, teardown),
         cmocka_unit_test_setup_teardown(test_failed_set_acl_changes_nothing_visible, setup,
                                         teardown),
+        cmocka_unit_test_setup_teardown(test_failed_model_commit_fails_every_model_read_closed,
+                                        setup, teardown),
         cmocka_unit_test_setup_teardown(test_failed_delete_changes_nothing_visible, setup,
                                         teardown),
     };

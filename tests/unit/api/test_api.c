@@ -10,6 +10,7 @@
 
 #include <sys/stat.h>
 
+#include "api_testutil.h"
 #include "cordon.h"
 #include "testutil.h"
 
@@ -34,16 +35,8 @@ static int setup(void **state)
 {
     fixture_t *f = calloc(1, sizeof *f);
     uint64_t seed = 42;
-    const char *fields[] = {"body"};
-    cordon_collection_spec spec = {.asserted_principals = 1,
-                                   .name = "docs",
-                                   .dim = DIM,
-                                   .metric = CORDON_METRIC_L2,
-                                   .text_fields = fields,
-                                   .n_text_fields = 1};
-    assert_non_null(tu_tmpdir(f->dir, sizeof f->dir));
-    assert_int_equal(cordon_open(f->dir, NULL, &f->db, NULL), 0);
-    assert_int_equal(cordon_collection_create(f->db, &spec, NULL), 0);
+    api_db_open(f->dir, sizeof f->dir, &f->db);
+    api_docs_create(f->db, DIM, CORDON_METRIC_L2);
     /* Batches of 100: one transaction (one fsync) each. */
     static char ids[NCHUNK][16], gnames[NCHUNK][16], dnames[NCHUNK][16];
     static const char *allowed[NCHUNK][1], *denied[NCHUNK][1];
@@ -77,8 +70,7 @@ static int setup(void **state)
 static int teardown(void **state)
 {
     fixture_t *f = *state;
-    cordon_close(f->db);
-    tu_rmrf(f->dir);
+    api_db_close(f->dir, f->db);
     free(f);
     return 0;
 }

@@ -128,7 +128,12 @@ typedef struct cordon_collection_spec {
      * collection-wide ranking; a subject's scores then reveal term statistics of chunks it
      * cannot read. Identical when the subject reads everything. */
     int bm25_global_stats;
+    /* A JSON object kept with the collection for its caller, returned by
+     * cordon_collection_attrs (the server keeps its Elasticsearch mapping there); NULL = {}. */
+    const char *attrs_json;
 } cordon_collection_spec;
+
+#define CORDON_ATTRS_MAX (256 * 1024) /* bytes of a collection's attrs JSON */
 
 typedef enum cordon_meta_kind {
     CORDON_META_KEYWORD = 1,
@@ -181,6 +186,22 @@ typedef struct cordon_collection_info {
     uint64_t codes_bytes;  /* 8-bit and 1-bit codes in memory (int8_scan) */
     uint64_t acl_bytes;    /* the ACL index in memory */
 } cordon_collection_info;
+
+/* A change to an existing collection, applied in one durable write. */
+typedef struct cordon_collection_change {
+    const char *attrs_json; /* replaces the collection's attrs; NULL = keep them */
+    /* Metadata fields to index for filters from now on (those already indexed with the same
+     * kind are skipped; another kind is CORDON_ERR_CONFLICT). Values already stored under a
+     * new name are indexed at once: the cost of rebuilding the collection's text index, during
+     * which its searches wait. */
+    const struct cordon_meta_field *add_meta_fields;
+    size_t n_add_meta_fields;
+} cordon_collection_change;
+
+int cordon_collection_alter(cordon_t *db, const char *name, const cordon_collection_change *change,
+                            cordon_error *err);
+/* The collection's attrs JSON ("{}" when none were given); free *json with cordon_free. */
+int cordon_collection_attrs(cordon_t *db, const char *name, char **json, cordon_error *err);
 
 /* Lists collections in name order into a new array; free with cordon_free. */
 int cordon_collection_list(cordon_t *db, cordon_collection_info **out, size_t *n,
@@ -313,11 +334,24 @@ typedef struct cordon_query {
     const char *filter_json; /* an Elasticsearch query object that only filters (e.g. term,
                                 range, bool.filter on metadata fields): results come from
                                 the readable chunks it matches; NULL = none */
+    /* Paging. Hits are ranked by score, best first, equal scores by id (bytewise ascending).
+     * from: hits of that ranking to skip (from + k at most CORDON_K_MAX). after_id (with
+     * after_score): return only hits ranked after the hit (after_score, after_id), as
+     * Elasticsearch's search_after; from then counts from there. NULL = from the top. */
+    size_t from;
+    const char *after_id;
+    float after_score;
+    /* 1: every hit carries its record (cordon_hit.record), read at the revision the search
+     * read, so hits and bodies are one state. */
+    int with_records;
+    /* 1: fill cordon_result.total. */
+    int count_total;
 } cordon_query;
 
 typedef struct cordon_hit {
     char *id;
-    float score; /* higher is better */
+    float score;           /* higher is better */
+    cordon_record *record; /* with_records: the chunk as the subject reads it; else NULL */
 } cordon_hit;
 
 typedef struct cordon_result {
@@ -333,6 +367,10 @@ typedef struct cordon_result {
     /* Readable chunks the search chose among: readable and, with filter_json, matching the
      * filter (with cordon_options.report_work: the scores computed, hidden chunks included). */
     uint64_t candidates;
+    /* count_total: the readable chunks the query matches, as Elasticsearch's hits.total: the
+     * text query's matches among the candidates, a vector query's hits, or for hybrid the
+     * text matches together with the hits the vector side added. 0 without count_total. */
+    uint64_t total;
 } cordon_result;
 
 /* Searches collection as subject. Returns only chunks the subject may read. Free *out with

@@ -17,4 +17,8 @@ int api_ret(int rc, const cdn_err_t *in, cordon_error *err);
 /* Checks that a subject is given and well formed. */
 int api_check_subject(const cordon_subject *s, cdn_err_t *e);
 
+/* Fills r's fields, metadata and ACL from a stored record obj ({"fields","metadata","allowed",
+ * "denied"}); r's id, vector and revision are the caller's. */
+int api_fill_record(json_t *obj, cordon_record *r);
+
 #endif

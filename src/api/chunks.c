@@ -6,6 +6,7 @@
 #include "query/search.h"
 #include "query/write.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -129,49 +130,139 @@ int api_check_subject(const cordon_subject *s, cdn_err_t *e)
     return CDN_OK;
 }
 
+/* Ranking order for paging: score descending, equal scores by id ascending. */
+static int hit_order(const void *a, const void *b)
+{
+    const search_hit_t *x = a, *y = b;
+    if (x->score != y->score)
+        return x->score > y->score ? -1 : 1;
+    return strcmp(x->id, y->id);
+}
+
+static int after_key(const search_hit_t *h, const cordon_query *q)
+{
+    if (!q->after_id)
+        return 1;
+    if (h->score != q->after_score)
+        return h->score < q->after_score;
+    return strcmp(h->id, q->after_id) > 0;
+}
+
+/* Moves the page [skip, skip + k) of r's hits after the search_after key into o. */
+static int take_page(search_result_t *r, const cordon_query *q, size_t k, cordon_result *o,
+                     size_t *past_key)
+{
+    size_t skip = q->from;
+    *past_key = 0;
+    if (!(o->hits = cdn_calloc(k ? k : 1, sizeof *o->hits)))
+        return CDN_ERR_NOMEM;
+    for (size_t i = 0; i < r->n_hits; i++) {
+        search_hit_t *h = &r->hits[i];
+        if (!after_key(h, q))
+            continue;
+        (*past_key)++;
+        if (skip) {
+            skip--;
+            continue;
+        }
+        if (o->n_hits == k)
+            continue;
+        cordon_hit *c = &o->hits[o->n_hits];
+        c->score = h->score;
+        if (h->body) {
+            if (!(c->record = cdn_calloc(1, sizeof *c->record)))
+                return CDN_ERR_NOMEM;
+            o->n_hits++;
+            c->record->vector = h->vec;
+            c->record->dim = h->vec ? r->dim : 0;
+            c->record->revision = r->revision;
+            h->vec = NULL;
+            int rc = api_fill_record(h->body, c->record);
+            if (rc)
+                return rc;
+            if (!(c->record->id = cdn_strdup(h->id)))
+                return CDN_ERR_NOMEM;
+        } else {
+            o->n_hits++;
+        }
+        c->id = h->id;
+        h->id = NULL;
+    }
+    return CDN_OK;
+}
+
 int cordon_search(cordon_t *db, const char *coll, const cordon_subject *subject,
                   const cordon_query *q, cordon_result **out, cordon_error *err)
 {
     cdn_err_t e = {0, ""};
     search_result_t r;
-    search_knn_t k;
-    cordon_result *o;
+    search_knn_t s;
+    cordon_result *o = NULL;
+    size_t k, window, past_key = 0;
     int rc;
     if (!db || !coll || !q || !out)
         return api_ret(cdn_err_set(&e, CDN_ERR_INVALID, "cordon_search needs a query and out"), &e,
                        err);
     if ((rc = api_check_subject(subject, &e)) != 0)
         return api_ret(rc, &e, err);
+    k = q->k ? q->k : 10;
+    if (k > CORDON_K_MAX || q->from > CORDON_K_MAX - k)
+        return api_ret(cdn_err_set(&e, CDN_ERR_LIMIT,
+                                   "from (%zu) + k (%zu) is more than %d: page with after_id "
+                                   "(search_after) instead",
+                                   q->from, k, CORDON_K_MAX),
+                       &e, err);
+    if (q->after_id && !isfinite(q->after_score))
+        return api_ret(cdn_err_set(&e, CDN_ERR_INVALID, "after_score must be a finite number"), &e,
+                       err);
     engine_asker_t who = {subject->subject_id, subject->principals, subject->n_principals};
-    k = (search_knn_t){q->vector,
-                       q->k,
-                       (search_strategy_t)q->strategy,
-                       q->ef_search,
-                       q->max_candidates,
-                       q->text,
-                       q->query_json,
-                       (search_fusion_t)q->fusion,
-                       q->rank_window_size,
-                       q->rank_constant,
-                       q->text_weight,
-                       q->vector_weight,
-                       q->filter_json};
-    rc = search_knn(db->e, coll, &who, &k, &r, &e);
-    if (rc)
-        return api_ret(rc, &e, err);
-    if (!(o = cdn_calloc(1, sizeof *o))) {
+    window = q->from + k;
+    for (;;) {
+        s = (search_knn_t){q->vector,
+                           window,
+                           (search_strategy_t)q->strategy,
+                           q->ef_search,
+                           q->max_candidates,
+                           q->text,
+                           q->query_json,
+                           (search_fusion_t)q->fusion,
+                           q->rank_window_size,
+                           q->rank_constant,
+                           q->text_weight,
+                           q->vector_weight,
+                           q->filter_json,
+                           q->count_total,
+                           q->with_records};
+        if (q->rank_window_size && q->rank_window_size < window)
+            s.rank_window = window; /* a deeper page widens each side's window with it */
+        if ((rc = search_knn(db->e, coll, &who, &s, &r, &e)) != 0)
+            return api_ret(rc, &e, err);
+        qsort(r.hits, r.n_hits, sizeof *r.hits, hit_order);
+        if (!(o = cdn_calloc(1, sizeof *o))) {
+            search_result_free(&r);
+            return api_ret(cdn_err_set(&e, CDN_ERR_NOMEM, "out of memory"), &e, err);
+        }
+        if ((rc = take_page(&r, q, k, o, &past_key)) != 0) {
+            search_result_free(&r);
+            cordon_result_free(o);
+            return api_ret(cdn_err_set(&e, rc, "out of memory"), &e, err);
+        }
+        /* search_after: the key may sit deep in the ranking; widen until the page is full or
+         * the ranking is exhausted. */
+        if (!q->after_id || o->n_hits == k || r.n_hits < window || window == CORDON_K_MAX)
+            break;
         search_result_free(&r);
-        return api_ret(cdn_err_set(&e, CDN_ERR_NOMEM, "out of memory"), &e, err);
+        cordon_result_free(o);
+        o = NULL;
+        window = window > CORDON_K_MAX / 4 ? CORDON_K_MAX : window * 4;
     }
-    /* search_hit_t and cordon_hit are the same shape: hand the array over. */
-    _Static_assert(sizeof(search_hit_t) == sizeof(cordon_hit), "hit layouts must match");
-    o->hits = (cordon_hit *)r.hits;
-    o->n_hits = r.n_hits;
     o->complete = r.complete;
     memcpy(o->plan, r.plan, sizeof o->plan);
     o->readable = r.readable;
     o->revision = r.revision;
     o->candidates = db->e->report_work ? r.work : r.candidates;
+    o->total = r.total;
+    search_result_free(&r);
     *out = o;
     return api_ret(CDN_OK, &e, err);
 }
@@ -180,8 +271,10 @@ void cordon_result_free(cordon_result *r)
 {
     if (!r)
         return;
-    for (size_t i = 0; i < r->n_hits; i++)
+    for (size_t i = 0; i < r->n_hits; i++) {
         cdn_free(r->hits[i].id);
+        cordon_record_free(r->hits[i].record);
+    }
     cdn_free(r->hits);
     cdn_free(r);
 }

@@ -7,6 +7,7 @@
 #include "query/search.h"
 #include "query/write.h"
 
+#include <jansson.h>
 #include <string.h>
 
 _Static_assert((int)CORDON_ERR_INTERNAL == (int)CDN_ERR_INTERNAL,
@@ -73,6 +74,21 @@ uint64_t cordon_revision(cordon_t *db)
     return atomic_load(&db->e->revision);
 }
 
+/* attrs: NULL, or a JSON object of at most CORDON_ATTRS_MAX bytes. */
+static int attrs_check(const char *attrs, cdn_err_t *e)
+{
+    json_t *j;
+    if (!attrs)
+        return CDN_OK;
+    if (strlen(attrs) > CORDON_ATTRS_MAX)
+        return cdn_err_set(e, CDN_ERR_LIMIT, "attrs_json is %zu bytes; the limit is %d",
+                           strlen(attrs), CORDON_ATTRS_MAX);
+    j = json_loads(attrs, JSON_REJECT_DUPLICATES, NULL);
+    int ok = json_is_object(j);
+    json_decref(j);
+    return ok ? CDN_OK : cdn_err_set(e, CDN_ERR_INVALID, "attrs_json must be a JSON object");
+}
+
 int cordon_collection_create(cordon_t *db, const cordon_collection_spec *s, cordon_error *err)
 {
     cdn_err_t e = {0, ""};
@@ -127,7 +143,55 @@ int cordon_collection_create(cordon_t *db, const cordon_collection_spec *s, cord
     cfg.k1 = s->bm25_k1;
     cfg.b = s->bm25_b;
     NEED(cfg.hnsw_efc <= 4096 && cfg.hnsw_ef <= 4096, "hnsw ef values must be at most 4096");
-    return api_ret(engine_coll_create(db->e, &cfg, &e), &e, err);
+    int rc = attrs_check(s->attrs_json, &e);
+    if (rc == CDN_OK && (rc = engine_coll_create(db->e, &cfg, &e)) == CDN_OK && s->attrs_json &&
+        (rc = engine_coll_update(db->e, cfg.name, s->attrs_json, NULL, NULL, 0, &e)) != 0) {
+        cdn_err_t ignored;
+        engine_coll_drop(db->e, cfg.name, &ignored); /* all or nothing */
+    }
+    return api_ret(rc, &e, err);
+}
+
+int cordon_collection_alter(cordon_t *db, const char *name, const cordon_collection_change *ch,
+                            cordon_error *err)
+{
+    cdn_err_t e = {0, ""};
+    const char *names[CORDON_META_FIELDS_MAX];
+    int kinds[CORDON_META_FIELDS_MAX], rc;
+    coll_t *c;
+    NEED(db && name && ch, "cordon_collection_alter needs a name and a change");
+    NEED(ch->n_add_meta_fields <= CORDON_META_FIELDS_MAX, "more than 32 metadata fields");
+    NEED(!ch->n_add_meta_fields || ch->add_meta_fields, "add_meta_fields is NULL");
+    if ((rc = attrs_check(ch->attrs_json, &e)) != 0)
+        return api_ret(rc, &e, err);
+    if ((rc = engine_coll_get(db->e, name, &c, &e)) != 0)
+        return api_ret(rc, &e, err);
+    for (size_t i = 0; i < ch->n_add_meta_fields; i++) {
+        const cordon_meta_field *m = &ch->add_meta_fields[i];
+        int text = 0;
+        for (size_t j = 0; m->name && j < c->cfg.n_text; j++)
+            text |= !strcmp(m->name, c->cfg.text_fields[j]);
+        if (!m->name || text || m->kind < CORDON_META_KEYWORD || m->kind > CORDON_META_BOOL) {
+            coll_unref(c);
+            return api_ret(cdn_err_set(&e, CDN_ERR_INVALID,
+                                       "metadata field %zu: give a name that is not a text "
+                                       "field's and a kind (keyword, number, date or bool)",
+                                       i),
+                           &e, err);
+        }
+        names[i] = m->name;
+        kinds[i] = (int)m->kind;
+    }
+    coll_unref(c);
+    rc = engine_coll_update(db->e, name, ch->attrs_json, names, kinds, ch->n_add_meta_fields, &e);
+    return api_ret(rc, &e, err);
+}
+
+int cordon_collection_attrs(cordon_t *db, const char *name, char **json, cordon_error *err)
+{
+    cdn_err_t e = {0, ""};
+    NEED(db && name && json, "cordon_collection_attrs needs a name and an out pointer");
+    return api_ret(engine_coll_attrs(db->e, name, json, &e), &e, err);
 }
 
 int cordon_collection_drop(cordon_t *db, const char *name, cordon_error *err)

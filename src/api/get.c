@@ -25,7 +25,7 @@ static int copy_strings(json_t *arr, char ***out, size_t *n)
     return CDN_OK;
 }
 
-static int fill_record(json_t *obj, cordon_record *r)
+int api_fill_record(json_t *obj, cordon_record *r)
 {
     json_t *fields = json_object_get(obj, "fields"), *meta = json_object_get(obj, "metadata");
     const char *k;
@@ -74,7 +74,7 @@ int cordon_get(cordon_t *db, const char *coll, const cordon_subject *subject, co
         return api_ret(cdn_err_set(&e, CDN_ERR_NOMEM, "out of memory"), &e, err);
     }
     rc = search_get(db->e, coll, &who, id, &obj, &r->vector, &r->dim, &r->revision, &e);
-    if (rc == CDN_OK && (rc = fill_record(obj, r)) != 0)
+    if (rc == CDN_OK && (rc = api_fill_record(obj, r)) != 0)
         cdn_err_set(&e, rc, "chunk \"%s\" cannot be read: %s", id, cdn_strerror(rc));
     if (!r->vector)
         r->dim = 0;

@@ -68,6 +68,22 @@ static size_t meta_values(const char *f, int kind, json_t *v, textidx_value_t *o
     return 1;
 }
 
+/* The value of metadata field name: the key itself, or else a dotted path into nested objects
+ * ("metadata.source" finds {"metadata": {"source": ...}}), as Elasticsearch flattens objects. */
+static json_t *meta_lookup(json_t *meta, const char *name)
+{
+    json_t *x = json_object_get(meta, name);
+    const char *dot;
+    if (x || !(dot = strchr(name, '.')))
+        return x;
+    for (; dot; dot = strchr(dot + 1, '.')) {
+        json_t *head = json_object_getn(meta, name, (size_t)(dot - name));
+        if (json_is_object(head) && (x = meta_lookup(head, dot + 1)) != NULL)
+            return x;
+    }
+    return NULL;
+}
+
 int coll_text_add(coll_t *c, uint32_t row, const char *const *names, const char *const *values,
                   size_t n, const char *metadata_json, cdn_err_t *err)
 {
@@ -81,7 +97,7 @@ int coll_text_add(coll_t *c, uint32_t row, const char *const *names, const char 
     }
     size_t ntext = nv;
     for (size_t i = 0; meta && i < c->cfg.n_meta; i++) {
-        json_t *x = json_object_get(meta, c->cfg.meta_fields[i]);
+        json_t *x = meta_lookup(meta, c->cfg.meta_fields[i]);
         if (x)
             nv += meta_values(c->cfg.meta_fields[i], c->cfg.meta_kinds[i], x, v + nv,
                               TEXT_VALUES_MAX - nv);

@@ -299,11 +299,12 @@ done:
     return rc;
 }
 
-static int drop_next_key(store_txn_t *t, uint32_t id)
+/* Deletes STORE_META key tag (4 bytes) + collection id, if present. */
+static int drop_meta_key(store_txn_t *t, const char *tag, uint32_t id)
 {
     unsigned char k[8];
     int rc;
-    memcpy(k, "next", 4);
+    memcpy(k, tag, 4);
     store_be32(k + 4, id);
     rc = store_del(t, STORE_META, k, 8);
     return rc == CDN_ERR_NOT_FOUND ? CDN_OK : rc;
@@ -332,7 +333,8 @@ int engine_coll_drop(engine_t *e, const char *name, cdn_err_t *err)
         (rc = store_del_prefix(t, STORE_CHUNKS, prefix, 4)) != 0 ||
         (rc = store_del_prefix(t, STORE_ROWS, prefix, 4)) != 0 ||
         (rc = store_del_prefix(t, STORE_ACLS, prefix, 4)) != 0 ||
-        (rc = drop_next_key(t, c->cfg.id)) != 0) {
+        (rc = drop_meta_key(t, "next", c->cfg.id)) != 0 ||
+        (rc = drop_meta_key(t, "attr", c->cfg.id)) != 0) {
         store_txn_abort(t);
         rc = cdn_err_set(err, rc, "cannot drop collection \"%s\"", name);
         goto done;
@@ -351,6 +353,150 @@ int engine_coll_drop(engine_t *e, const char *name, cdn_err_t *err)
     coll_unref(c);
 done:
     pthread_mutex_unlock(&e->write_lock);
+    return rc;
+}
+
+static void attrs_key(uint32_t id, unsigned char k[8])
+{
+    memcpy(k, "attr", 4);
+    store_be32(k + 4, id);
+}
+
+int engine_coll_attrs(engine_t *e, const char *name, char **json, cdn_err_t *err)
+{
+    unsigned char k[8];
+    store_txn_t *t;
+    const void *v;
+    size_t vlen;
+    coll_t *c;
+    int rc;
+    *json = NULL;
+    if ((rc = engine_coll_get(e, name, &c, err)) != 0)
+        return rc;
+    attrs_key(c->cfg.id, k);
+    coll_unref(c);
+    if ((rc = store_txn_begin(e->store, 0, &t, err)) != 0)
+        return rc;
+    rc = store_get(t, STORE_META, k, 8, &v, &vlen);
+    if (rc == CDN_ERR_NOT_FOUND) {
+        v = "{}";
+        vlen = 2;
+        rc = CDN_OK;
+    }
+    if (rc == CDN_OK && (*json = cdn_malloc(vlen + 1)) != NULL) {
+        memcpy(*json, v, vlen);
+        (*json)[vlen] = '\0';
+    } else if (rc == CDN_OK) {
+        rc = cdn_err_set(err, CDN_ERR_NOMEM, "out of memory");
+    }
+    store_txn_abort(t);
+    return rc;
+}
+
+/* Rebuilds c's text index for configuration cfg from its rows (a field was added): the
+ * checkpoint goes, a fresh index takes every live row. Under c's write lock. */
+static int text_rebuild(engine_t *e, coll_t *c, const coll_config_t *cfg, cdn_err_t *err)
+{
+    char path[4096];
+    store_txn_t *t;
+    textidx_t *fresh, *old = c->text;
+    coll_config_t was = c->cfg;
+    int rc;
+    if ((rc = coll_text_create(cfg, &fresh, err)) != 0)
+        return rc;
+    if (coll_file_path(e->dir, c->cfg.id, "text", path, sizeof path) == 0)
+        unlink(path);
+    c->text = fresh;
+    c->cfg = *cfg; /* the rows are indexed by the new field list */
+    if ((rc = store_txn_begin(e->store, 0, &t, err)) == CDN_OK) {
+        rc = coll_text_open(e->dir, t, c, err);
+        store_txn_abort(t);
+    }
+    if (rc) {
+        textidx_free(fresh);
+        c->text = old;
+        c->cfg = was;
+        return rc;
+    }
+    textidx_free(old);
+    c->text_dirty = 1;
+    return CDN_OK;
+}
+
+int engine_coll_update(engine_t *e, const char *name, const char *attrs_json,
+                       const char *const *meta_names, const int *meta_kinds, size_t n_meta,
+                       cdn_err_t *err)
+{
+    coll_config_t cfg;
+    unsigned char k[8];
+    store_txn_t *t = NULL;
+    char *json = NULL;
+    coll_t *c;
+    size_t added = 0;
+    int rc;
+    if ((rc = engine_coll_get(e, name, &c, err)) != 0)
+        return rc;
+    pthread_mutex_lock(&e->write_lock);
+    cfg = c->cfg;
+    for (size_t i = 0; i < n_meta; i++) {
+        size_t j, len = strlen(meta_names[i]);
+        for (j = 0; j < cfg.n_meta && strcmp(cfg.meta_fields[j], meta_names[i]); j++)
+            ;
+        if (j < cfg.n_meta) {
+            if (cfg.meta_kinds[j] != meta_kinds[i]) {
+                rc = cdn_err_set(err, CDN_ERR_CONFLICT,
+                                 "metadata field \"%.64s\" is already indexed with another type",
+                                 meta_names[i]);
+                goto done;
+            }
+            continue;
+        }
+        if (cfg.n_meta == COLL_META_FIELDS_MAX) {
+            rc = cdn_err_set(err, CDN_ERR_LIMIT,
+                             "collection \"%s\" already indexes %d metadata "
+                             "fields, the limit",
+                             name, COLL_META_FIELDS_MAX);
+            goto done;
+        }
+        if (!len || len > COLL_NAME_MAX || meta_names[i][0] == '_') {
+            rc = cdn_err_set(err, CDN_ERR_INVALID,
+                             "a metadata field name is empty, too long or starts with '_'");
+            goto done;
+        }
+        memcpy(cfg.meta_fields[cfg.n_meta], meta_names[i], len + 1);
+        cfg.meta_kinds[cfg.n_meta++] = meta_kinds[i];
+        added++;
+    }
+    if (added) { /* refuse a kind the text layer does not know before storing anything */
+        textidx_t *probe;
+        if ((rc = coll_text_create(&cfg, &probe, err)) != 0)
+            goto done;
+        textidx_free(probe);
+    }
+    if (!added && !attrs_json)
+        goto done;
+    attrs_key(cfg.id, k);
+    if ((added && (rc = coll_config_encode(&cfg, &json)) != 0) ||
+        (rc = store_txn_begin(e->store, 1, &t, err)) != 0)
+        goto done;
+    if ((added &&
+         (rc = store_put(t, STORE_COLLECTIONS, name, strlen(name), json, strlen(json))) != 0) ||
+        (attrs_json &&
+         (rc = store_put(t, STORE_META, k, 8, attrs_json, strlen(attrs_json))) != 0)) {
+        store_txn_abort(t);
+        cdn_err_set(err, rc, "cannot record the collection: %s", cdn_strerror(rc));
+        goto done;
+    }
+    if ((rc = commit_revision(e, t, err)) != 0 || !added)
+        goto done;
+    pthread_rwlock_wrlock(&c->lock);
+    if ((rc = text_rebuild(e, c, &cfg, err)) != 0)
+        atomic_store(&c->broken, 1); /* stored but not in memory: fail closed until reopened */
+    pthread_rwlock_unlock(&c->lock);
+done:
+    free(json); /* from jansson's allocator */
+    pthread_mutex_unlock(&e->write_lock);
+    coll_unref(c);
     return rc;
 }
 

@@ -46,6 +46,17 @@ int engine_coll_get(engine_t *e, const char *name, coll_t **out, cdn_err_t *err)
 int engine_coll_create(engine_t *e, const coll_config_t *cfg, cdn_err_t *err);
 int engine_coll_drop(engine_t *e, const char *name, cdn_err_t *err);
 
+/* Changes a collection after creation, in one durable write: attrs_json (a JSON object the
+ * caller keeps with it; NULL = keep) and metadata fields to index from now on (n_meta names
+ * with textidx kinds; those already indexed with the same kind are skipped). A new field's
+ * values are indexed from every live row at once, under the collection's write lock (the cost
+ * of one text index rebuild). */
+int engine_coll_update(engine_t *e, const char *name, const char *attrs_json,
+                       const char *const *meta_names, const int *meta_kinds, size_t n_meta,
+                       cdn_err_t *err);
+/* The collection's attrs JSON ("{}" when none were set); *json is freed with cdn_free. */
+int engine_coll_attrs(engine_t *e, const char *name, char **json, cdn_err_t *err);
+
 /* Turns principal names (as a subject presents them) into sorted unique ids; names that no
  * chunk ever named are left out, since they open nothing. A search calls it under the
  * collection's read lock: every principal the ACLs it reads name is interned by then (writers

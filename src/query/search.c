@@ -58,9 +58,49 @@ static int search_finish(const coll_t *c, const uint32_t *view, size_t nview, co
         if (!(o->id = cdn_strdup(id)))
             return CDN_ERR_NOMEM;
         o->score = h[i].dist;
+        o->row = h[i].id;
         out->n_hits++;
     }
     return CDN_OK;
+}
+
+/* Reads every hit's stored record (and vector) in one read transaction, under the collection's
+ * read lock. A write commits to the store before it reaches memory, so the store may be ahead
+ * of what the search saw: then out->ahead is set and nothing is read, and the caller retries
+ * once the writer has applied it. */
+static int read_bodies(engine_t *e, coll_t *c, search_result_t *out, cdn_err_t *err)
+{
+    store_txn_t *t = NULL;
+    uint64_t stored = 0;
+    int rc;
+    if (!out->n_hits)
+        return CDN_OK;
+    if ((rc = store_txn_begin(e->store, 0, &t, err)) != 0)
+        return rc;
+    if ((rc = store_revision_get(t, &stored)) == CDN_OK && stored > out->revision)
+        out->ahead = 1;
+    for (size_t i = 0; rc == CDN_OK && !out->ahead && i < out->n_hits; i++) {
+        search_hit_t *h = &out->hits[i];
+        unsigned char key[COLL_KEY_MAX];
+        size_t klen = coll_chunk_key(c->cfg.id, h->id, key, sizeof key), vlen;
+        const void *v;
+        uint32_t row = 0;
+        if (!klen || store_get(t, STORE_CHUNKS, key, klen, &v, &vlen) != CDN_OK ||
+            chunkrec_decode(v, vlen, &row, &h->body) != CDN_OK || row != h->row) {
+            rc =
+                cdn_err_set(err, CDN_ERR_INTERNAL, "chunk \"%s\" of a result has no record", h->id);
+            break;
+        }
+        if (c->vf) {
+            if (!(h->vec = cdn_malloc(c->cfg.dim * sizeof(float))))
+                rc = cdn_err_set(err, CDN_ERR_NOMEM, "out of memory");
+            else
+                memcpy(h->vec, vecfile_base(c->vf) + (size_t)row * vecfile_stride(c->vf),
+                       c->cfg.dim * sizeof(float));
+        }
+    }
+    store_txn_abort(t);
+    return rc;
 }
 
 static int knn_locked(engine_t *e, coll_t *c, const engine_subject_t *who, const search_knn_t *q,
@@ -74,6 +114,7 @@ static int knn_locked(engine_t *e, coll_t *c, const engine_subject_t *who, const
     /* The engine-wide write counter, for consistency tokens (min_revision): it counts writes a
      * subject cannot see too, the one part of a response hidden chunks change (query.md). */
     out->revision = atomic_load(&e->revision);
+    out->dim = c->cfg.dim;
     if (c->broken)
         return cdn_err_set(err, CDN_ERR_INTERNAL,
                            "collection \"%s\" missed a write in memory; "
@@ -110,8 +151,17 @@ static int knn_locked(engine_t *e, coll_t *c, const engine_subject_t *who, const
         if (rc)
             cdn_err_set(err, rc, "search failed: %s", cdn_strerror(rc));
     }
+    if (rc == CDN_OK && q->want_total) {
+        if (!text)
+            out->total = nhits;
+        else if (q->vector || !out->total_exact)
+            rc = search_count_locked(e, c, q, allowed, hits, q->vector ? nhits : 0, &out->total,
+                                     err);
+    }
     if (rc == CDN_OK && (rc = search_finish(c, view, nview, hits, nhits, out)) != 0)
         cdn_err_set(err, rc, "search failed: %s", cdn_strerror(rc));
+    if (rc == CDN_OK && q->with_bodies)
+        rc = read_bodies(e, c, out, err);
 done:
     roaring_bitmap_free(allowed);
     if (readable)
@@ -127,7 +177,7 @@ int search_knn(engine_t *e, const char *name, const engine_asker_t *who, const s
     engine_read_t r = {0};
     float *query = NULL;
     coll_t *c;
-    int rc, current;
+    int rc, current, again, ahead = 0;
     memset(out, 0, sizeof *out);
     if ((rc = engine_coll_get(e, name, &c, err)) != 0)
         return rc;
@@ -145,20 +195,27 @@ int search_knn(engine_t *e, const char *name, const engine_asker_t *who, const s
     do { /* one permission state per answer (engine.h, engine_read_begin) */
         engine_subject_t s;
         current = 1;
+        ahead = 0;
         engine_read_begin(e, &r);
         if ((rc = engine_subject_resolve(e, c, who, "search", &s, err)) == CDN_OK) {
             cdn_hook_run(CDN_HOOK_SUBJECT_RESOLVED);
             pthread_rwlock_rdlock(&c->lock);
             rc = knn_locked(e, c, &s, q, query, out, err);
-            current = engine_subject_current(e, &s);
+            current = engine_subject_current(e, &s) && !out->ahead;
             pthread_rwlock_unlock(&c->lock);
             engine_subject_release(&s);
         }
         if (rc || !current) {
+            ahead = out->ahead;
             search_result_free(out);
             memset(out, 0, sizeof *out);
         }
-    } while (engine_read_end(e, &r, current));
+        again = engine_read_end(e, &r, current);
+        if (again && ahead) { /* a writer is between its commit and its apply: let it finish */
+            pthread_mutex_lock(&e->write_lock);
+            pthread_mutex_unlock(&e->write_lock);
+        }
+    } while (again);
 done:
     cdn_free(query);
     coll_unref(c);
@@ -167,8 +224,11 @@ done:
 
 void search_result_free(search_result_t *r)
 {
-    for (size_t i = 0; i < r->n_hits; i++)
+    for (size_t i = 0; i < r->n_hits; i++) {
         cdn_free(r->hits[i].id);
+        json_decref(r->hits[i].body);
+        cdn_free(r->hits[i].vec);
+    }
     cdn_free(r->hits);
     r->hits = NULL;
     r->n_hits = 0;

@@ -36,11 +36,18 @@ typedef struct search_knn {
     float text_weight;       /* linear: 0 = 0.5 */
     float vector_weight;     /* linear: 0 = 0.5 */
     const char *filter_json; /* ES query restricting the candidates, or NULL */
+    int want_total;          /* 1: fill search_result_t.total */
+    int with_bodies;         /* 1: each hit carries its stored record and vector */
 } search_knn_t;
 
 typedef struct search_hit {
     char *id;
     float score;
+    uint32_t row;
+    /* with_bodies: the stored record ({"fields","metadata","allowed","denied"}; json_decref)
+     * and a copy of the vector (cdn_free; NULL without vectors), read with the hit. */
+    json_t *body;
+    float *vec;
 } search_hit_t;
 
 typedef struct search_result {
@@ -58,6 +65,12 @@ typedef struct search_result {
      * pruning bounds cover their postings), so it is never shown to a subject by default. */
     uint64_t work;
     uint64_t rejected; /* hits the final re-check refused (always 0 unless a bug) */
+    /* want_total: the candidates the query matches (a text query's matches; a vector query's
+     * hits; for hybrid, the union of the two), as Elasticsearch's hits.total. */
+    uint64_t total;
+    uint32_t dim;    /* floats in each hit's vec */
+    int total_exact; /* internal: total came from an exhaustive pass of the text side */
+    int ahead;       /* internal: the store held a write memory had not applied yet */
 } search_result_t;
 
 /* Vector, text or hybrid search as who: the subject is authorized for "search" on the

@@ -27,6 +27,12 @@ int search_bm25_locked(engine_t *e, coll_t *c, const search_knn_t *q,
 int search_filter_locked(engine_t *e, coll_t *c, const char *filter_json, roaring_bitmap_t *allowed,
                          cdn_err_t *err);
 
+/* The candidates q's text query matches (search_text.c), counted exhaustively; with nhits, the
+ * union of those with the rows of hits (a hybrid search's vector side). */
+int search_count_locked(engine_t *e, coll_t *c, const search_knn_t *q,
+                        const roaring_bitmap_t *allowed, const topk_hit_t *hits, size_t nhits,
+                        uint64_t *total, cdn_err_t *err);
+
 /* Text or hybrid (search_hybrid.c): *hits (cdn_free) receives up to k hits whose .dist holds
  * the score. allowed holds the candidates (readable, narrowed by a filter); readable the whole
  * readable set, over which BM25 statistics are computed unless the collection asks for global

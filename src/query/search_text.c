@@ -148,9 +148,48 @@ int search_bm25_locked(engine_t *e, coll_t *c, const search_knn_t *q,
     for (size_t i = 0; *hits && i < res.n; i++)
         (*hits)[i] = (topk_hit_t){res.hits[i].id, res.hits[i].score};
     *n = res.n;
+    out->total = res.total;
+    out->total_exact = res.total_exact;
     out->complete = res.complete;
     out->work += res.stats.scored;
     snprintf(out->plan, sizeof out->plan, "%s", res.plan ? res.plan : "bm25");
     textidx_result_free(&res);
     return *hits ? CDN_OK : cdn_err_set(err, CDN_ERR_NOMEM, "out of memory");
+}
+
+int search_count_locked(engine_t *e, coll_t *c, const search_knn_t *q,
+                        const roaring_bitmap_t *allowed, const topk_hit_t *hits, size_t nhits,
+                        uint64_t *total, cdn_err_t *err)
+{
+    uint64_t n = roaring_bitmap_get_cardinality(allowed);
+    roaring_bitmap_t *all;
+    textidx_result_t res;
+    textq_t *tq = NULL;
+    int rc;
+    if (n == 0) {
+        *total = 0;
+        return CDN_OK;
+    }
+    if ((rc = build_query(e, c, q, &tq, err)) != 0)
+        return rc;
+    /* Statistics do not change which documents match: the collection-wide ones cost least. */
+    if ((rc = run_tree(c, tq, allowed, NULL, nhits ? (size_t)n : 1, 1, &res, err)) != 0)
+        return rc;
+    if (!nhits) {
+        *total = res.total;
+        textidx_result_free(&res);
+        return CDN_OK;
+    }
+    if (!(all = roaring_bitmap_create())) {
+        textidx_result_free(&res);
+        return cdn_err_set(err, CDN_ERR_NOMEM, "out of memory");
+    }
+    for (size_t i = 0; i < res.n; i++)
+        roaring_bitmap_add(all, res.hits[i].id);
+    for (size_t i = 0; i < nhits; i++)
+        roaring_bitmap_add(all, hits[i].id);
+    *total = roaring_bitmap_get_cardinality(all);
+    roaring_bitmap_free(all);
+    textidx_result_free(&res);
+    return CDN_OK;
 }

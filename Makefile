@@ -29,15 +29,19 @@ CFLAGS_MODE := -O2 -g -DNDEBUG
 endif
 CFLAGS  := $(CFLAGS_BASE) $(CFLAGS_MODE) $(EXTRA_CFLAGS)
 LDLIBS  := -llmdb -lroaring -lstemmer -lxxhash -ljansson -lutf8proc -lm -pthread
+# The server (src/http, in libcordon-http.a) adds libmicrohttpd and OpenSSL's libcrypto.
+HTTP_LDLIBS := -lmicrohttpd -lcrypto
 # Only the benchmark program links SQLite (the FTS5 peer of `cordon bench text`).
 BENCH_LDLIBS := -lsqlite3 $(LDLIBS)
 LDFLAGS := $(LDFLAGS_MODE)
 
-LIB_SRC   := $(filter-out src/cli/%,$(wildcard src/*/*.c))
+LIB_SRC   := $(filter-out src/cli/% src/http/%,$(wildcard src/*/*.c))
+HTTP_SRC  := $(wildcard src/http/*.c)
 CLI_SRC   := $(wildcard src/cli/*.c)
 BENCH_SRC := $(wildcard bench/*.c)
 TEST_SRC  := $(wildcard tests/unit/*/test_*.c)
 LIB_OBJ   := $(LIB_SRC:%.c=$(BUILD)/%.o)
+HTTP_OBJ  := $(HTTP_SRC:%.c=$(BUILD)/%.o)
 CLI_OBJ   := $(CLI_SRC:%.c=$(BUILD)/%.o)
 BENCH_OBJ := $(BENCH_SRC:%.c=$(BUILD)/%.o)
 TEST_BIN  := $(TEST_SRC:%.c=$(BUILD)/%)
@@ -55,7 +59,7 @@ SHARED_DATA ?= $(abspath ../shared/data)
 
 .PHONY: all cordon-bench deps bench-deps demo test unit check-unit check-tsan check-fuzz fuzz \
         structure-check format-check clean format
-all: $(BUILD)/cordon $(BUILD)/libcordon.a $(BUILD)/cordon-bench
+all: $(BUILD)/cordon $(BUILD)/libcordon.a $(BUILD)/libcordon-http.a $(BUILD)/cordon-bench
 
 # The benchmarks, a program of their own that `cordon bench NAME` runs from beside the binary.
 cordon-bench: $(BUILD)/cordon-bench
@@ -75,15 +79,20 @@ $(BUILD)/libcordon.a: $(LIB_OBJ)
 	@rm -f $@
 	ar rcs $@ $^
 
-$(BUILD)/cordon: $(CLI_OBJ) $(BUILD)/libcordon.a
-	$(CC) $(LDFLAGS) -o $@ $(CLI_OBJ) $(BUILD)/libcordon.a $(LDLIBS)
+$(BUILD)/libcordon-http.a: $(HTTP_OBJ)
+	@rm -f $@
+	ar rcs $@ $^
+
+$(BUILD)/cordon: $(CLI_OBJ) $(BUILD)/libcordon-http.a $(BUILD)/libcordon.a
+	$(CC) $(LDFLAGS) -o $@ $(CLI_OBJ) $(BUILD)/libcordon-http.a $(BUILD)/libcordon.a $(HTTP_LDLIBS) $(LDLIBS)
 
 $(BUILD)/cordon-bench: $(BENCH_OBJ) $(BUILD)/libcordon.a
 	$(CC) $(LDFLAGS) -o $@ $(BENCH_OBJ) $(BUILD)/libcordon.a $(BENCH_LDLIBS)
 
-$(BUILD)/tests/unit/%: tests/unit/%.c $(BUILD)/libcordon.a
+$(BUILD)/tests/unit/%: tests/unit/%.c $(BUILD)/libcordon-http.a $(BUILD)/libcordon.a
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -Itests -o $@ $< $(BUILD)/libcordon.a $(LDLIBS) -lcmocka $(LDFLAGS)
+	$(CC) $(CFLAGS) -Itests -o $@ $< $(BUILD)/libcordon-http.a $(BUILD)/libcordon.a $(HTTP_LDLIBS) \
+	  $(LDLIBS) -lcmocka $(LDFLAGS)
 
 $(BUILD)/tests/fuzz/%: tests/fuzz/%.c $(BUILD)/libcordon.a
 	@mkdir -p $(dir $@)
@@ -145,4 +154,4 @@ format-check:
 clean:
 	rm -rf build
 
--include $(LIB_OBJ:.o=.d) $(CLI_OBJ:.o=.d) $(BENCH_OBJ:.o=.d)
+-include $(LIB_OBJ:.o=.d) $(HTTP_OBJ:.o=.d) $(CLI_OBJ:.o=.d) $(BENCH_OBJ:.o=.d)

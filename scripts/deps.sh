@@ -5,7 +5,8 @@
 set -euo pipefail
 pkgs=(build-essential pkg-config liblmdb-dev libroaring-dev libmicrohttpd-dev libstemmer-dev
       libxxhash-dev libjansson-dev libcmocka-dev libutf8proc-dev libsqlite3-dev
-      python3 python3-pytest python3-requests clang libclang-rt-14-dev clang-format)
+      python3 python3-pytest python3-requests clang libclang-rt-14-dev clang-format
+      libssl-dev python3-elasticsearch prometheus nodejs npm)
 if [ "${1:-}" = "--bench" ]; then
     pkgs+=(dataset-fashion-mnist python3-numpy python3-hnswlib python3-faiss python3-matplotlib)
 fi

@@ -196,6 +196,10 @@ typedef struct cordon_collection_change {
      * which its searches wait. */
     const struct cordon_meta_field *add_meta_fields;
     size_t n_add_meta_fields;
+    /* Text fields to add (the limit stays CORDON_TEXT_FIELDS_MAX); chunks already stored
+     * gain them only when rewritten. */
+    const char *const *add_text_fields;
+    size_t n_add_text_fields;
 } cordon_collection_change;
 
 int cordon_collection_alter(cordon_t *db, const char *name, const cordon_collection_change *change,

@@ -424,6 +424,7 @@ static int text_rebuild(engine_t *e, coll_t *c, const coll_config_t *cfg, cdn_er
 }
 
 int engine_coll_update(engine_t *e, const char *name, const char *attrs_json,
+                       const char *const *text_names, size_t n_text,
                        const char *const *meta_names, const int *meta_kinds, size_t n_meta,
                        cdn_err_t *err)
 {
@@ -438,10 +439,35 @@ int engine_coll_update(engine_t *e, const char *name, const char *attrs_json,
         return rc;
     pthread_mutex_lock(&e->write_lock);
     cfg = c->cfg;
+    for (size_t i = 0; i < n_text; i++) {
+        size_t j, len = strlen(text_names[i]);
+        for (j = 0; j < cfg.n_text && strcmp(cfg.text_fields[j], text_names[i]); j++)
+            ;
+        if (j < cfg.n_text)
+            continue;
+        for (j = 0; j < cfg.n_meta && strcmp(cfg.meta_fields[j], text_names[i]); j++)
+            ;
+        if (j < cfg.n_meta || !len || len > COLL_NAME_MAX || cfg.n_text == COLL_TEXT_FIELDS_MAX) {
+            rc = cdn_err_set(err, j < cfg.n_meta ? CDN_ERR_CONFLICT : CDN_ERR_INVALID,
+                             "text field \"%.64s\": %s", text_names[i],
+                             j < cfg.n_meta ? "a metadata field has that name"
+                             : !len || len > COLL_NAME_MAX ? "the name is empty or too long"
+                                                          : "the collection has 16, the limit");
+            goto done;
+        }
+        memcpy(cfg.text_fields[cfg.n_text++], text_names[i], len + 1);
+        added++;
+    }
     for (size_t i = 0; i < n_meta; i++) {
         size_t j, len = strlen(meta_names[i]);
         for (j = 0; j < cfg.n_meta && strcmp(cfg.meta_fields[j], meta_names[i]); j++)
             ;
+        for (size_t f = 0; f < cfg.n_text; f++)
+            if (!strcmp(cfg.text_fields[f], meta_names[i])) {
+                rc = cdn_err_set(err, CDN_ERR_CONFLICT,
+                                 "metadata field \"%.64s\" has a text field's name", meta_names[i]);
+                goto done;
+            }
         if (j < cfg.n_meta) {
             if (cfg.meta_kinds[j] != meta_kinds[i]) {
                 rc = cdn_err_set(err, CDN_ERR_CONFLICT,

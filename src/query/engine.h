@@ -47,11 +47,13 @@ int engine_coll_create(engine_t *e, const coll_config_t *cfg, cdn_err_t *err);
 int engine_coll_drop(engine_t *e, const char *name, cdn_err_t *err);
 
 /* Changes a collection after creation, in one durable write: attrs_json (a JSON object the
- * caller keeps with it; NULL = keep) and metadata fields to index from now on (n_meta names
- * with textidx kinds; those already indexed with the same kind are skipped). A new field's
+ * caller keeps with it; NULL = keep), text fields and metadata fields to index from now on
+ * (n_meta names with textidx kinds; fields already there with the same kind are skipped). A
+ * new field's
  * values are indexed from every live row at once, under the collection's write lock (the cost
  * of one text index rebuild). */
 int engine_coll_update(engine_t *e, const char *name, const char *attrs_json,
+                       const char *const *text_names, size_t n_text,
                        const char *const *meta_names, const int *meta_kinds, size_t n_meta,
                        cdn_err_t *err);
 /* The collection's attrs JSON ("{}" when none were set); *json is freed with cdn_free. */

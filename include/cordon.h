@@ -303,6 +303,11 @@ typedef struct cordon_record {
 int cordon_get(cordon_t *db, const char *collection, const cordon_subject *subject, const char *id,
                cordon_record **out, cordon_error *err);
 void cordon_record_free(cordon_record *r);
+/* Reads one chunk as stored, with no permission check: for writers that must merge into what
+ * is there (a partial update) or know whether an id is taken, never for answering a reader.
+ * CORDON_ERR_NOT_FOUND when it does not exist. Free *out with cordon_record_free. */
+int cordon_read_stored(cordon_t *db, const char *collection, const char *id, cordon_record **out,
+                       cordon_error *err);
 
 /* ---- Search. ---- */
 typedef enum cordon_strategy {

@@ -236,7 +236,7 @@ int cordon_explain(cordon_t *db, const char *coll, const char *subject_id, const
                                    "cordon_explain needs a collection, a "
                                    "subject id and a chunk id"),
                        &e, err);
-    if ((rc = search_record(db->e, coll, id, &obj, &e)) != 0)
+    if ((rc = search_record(db->e, coll, id, &obj, NULL, NULL, &e)) != 0)
         return api_ret(rc, &e, err);
     size_t na = strings_of(json_object_get(obj, "allowed"), allowed, ACL_MAX_PRINCIPALS);
     size_t nd = strings_of(json_object_get(obj, "denied"), denied, ACL_MAX_PRINCIPALS);

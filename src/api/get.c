@@ -87,6 +87,37 @@ int cordon_get(cordon_t *db, const char *coll, const cordon_subject *subject, co
     return api_ret(CDN_OK, &e, err);
 }
 
+int cordon_read_stored(cordon_t *db, const char *coll, const char *id, cordon_record **out,
+                       cordon_error *err)
+{
+    cdn_err_t e = {0, ""};
+    cordon_record *r;
+    json_t *obj = NULL;
+    int rc;
+    if (!db || !coll || !out)
+        return api_ret(cdn_err_set(&e, CDN_ERR_INVALID, "cordon_read_stored needs a collection"),
+                       &e, err);
+    if ((rc = write_id_check(id, WRITE_NO_INDEX, &e)) != 0)
+        return api_ret(rc, &e, err);
+    if (!(r = cdn_calloc(1, sizeof *r)) || !(r->id = cdn_strdup(id))) {
+        cdn_free(r);
+        return api_ret(cdn_err_set(&e, CDN_ERR_NOMEM, "out of memory"), &e, err);
+    }
+    r->revision = cordon_revision(db);
+    rc = search_record(db->e, coll, id, &obj, &r->vector, &r->dim, &e);
+    if (rc == CDN_OK && (rc = api_fill_record(obj, r)) != 0)
+        cdn_err_set(&e, rc, "chunk \"%s\" cannot be read: %s", id, cdn_strerror(rc));
+    if (!r->vector)
+        r->dim = 0;
+    json_decref(obj);
+    if (rc) {
+        cordon_record_free(r);
+        return api_ret(rc, &e, err);
+    }
+    *out = r;
+    return api_ret(CDN_OK, &e, err);
+}
+
 void cordon_record_free(cordon_record *r)
 {
     if (!r)

@@ -333,7 +333,8 @@ int search_get(engine_t *e, const char *name, const engine_asker_t *who, const c
     return rc;
 }
 
-int search_record(engine_t *e, const char *name, const char *id, json_t **obj, cdn_err_t *err)
+int search_record(engine_t *e, const char *name, const char *id, json_t **obj, float **vec,
+                  uint32_t *dim, cdn_err_t *err)
 {
     unsigned char key[COLL_KEY_MAX];
     store_txn_t *t;
@@ -343,16 +344,33 @@ int search_record(engine_t *e, const char *name, const char *id, json_t **obj, c
     coll_t *c;
     int rc;
     *obj = NULL;
+    if (vec)
+        *vec = NULL;
     if ((rc = engine_coll_get(e, name, &c, err)) != 0)
         return rc;
     klen = coll_chunk_key(c->cfg.id, id, key, sizeof key);
-    coll_unref(c);
+    pthread_rwlock_rdlock(&c->lock); /* the vector of the row the record names */
     if ((rc = store_txn_begin(e->store, 0, &t, err)) != 0)
-        return rc;
+        goto done;
     if (!klen || store_get(t, STORE_CHUNKS, key, klen, &v, &vlen) != CDN_OK)
         rc = cdn_err_set(err, CDN_ERR_NOT_FOUND, "no chunk \"%s\" in collection \"%s\"", id, name);
     else if ((rc = chunkrec_decode(v, vlen, &row, obj)) != 0)
         cdn_err_set(err, rc, "chunk \"%s\" is stored corrupt", id);
+    else if (vec && c->vf && row < c->next_row) {
+        if (!(*vec = cdn_malloc(c->cfg.dim * sizeof(float))))
+            rc = cdn_err_set(err, CDN_ERR_NOMEM, "out of memory");
+        else
+            memcpy(*vec, vecfile_base(c->vf) + (size_t)row * vecfile_stride(c->vf),
+                   c->cfg.dim * sizeof(float));
+        *dim = c->cfg.dim;
+    }
     store_txn_abort(t);
+done:
+    pthread_rwlock_unlock(&c->lock);
+    coll_unref(c);
+    if (rc) {
+        json_decref(*obj);
+        *obj = NULL;
+    }
     return rc;
 }

@@ -91,7 +91,10 @@ int search_get(engine_t *e, const char *coll, const engine_asker_t *who, const c
                json_t **obj, float **vec, uint32_t *dim, uint64_t *rev, cdn_err_t *err);
 
 /* Reads chunk id's stored record without a permission check, for administrators' questions
- * (explain). *obj is released with json_decref. */
-int search_record(engine_t *e, const char *coll, const char *id, json_t **obj, cdn_err_t *err);
+ * (explain) and writers' (a partial update). *obj is released with json_decref; with vec, a
+ * copy of the vector (cdn_free; NULL without vectors, or for a row memory has not reached) of
+ * *dim floats. */
+int search_record(engine_t *e, const char *coll, const char *id, json_t **obj, float **vec,
+                  uint32_t *dim, cdn_err_t *err);
 
 #endif

@@ -1,0 +1,42 @@
+/* es.h: Elasticsearch-shaped responses and request bodies shared by the server's handlers:
+ * error bodies with the types and statuses Elasticsearch uses, JSON replies, the bounded body
+ * parser. Relies on http/http.h and jansson. */
+#ifndef CDN_ES_H
+#define CDN_ES_H
+
+#include "http/http.h"
+
+/* The version the server reports: clients gate features on it (8.x: knn, retrievers). */
+#define ES_VERSION "8.17.0"
+
+/* Fills resp with {"error": {"root_cause": [..], "type", "reason"}, "status"}. */
+void es_error(http_resp_t *resp, int status, const char *type, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+/* 404 index_not_found_exception for index, the same body whether it is missing or hidden. */
+void es_error_index(http_resp_t *resp, const char *index);
+/* Maps a failed cordon call to Elasticsearch's status and type; invalid_type names the 400
+ * type (NULL = illegal_argument_exception). */
+void es_error_cordon(http_resp_t *resp, int rc, const cordon_error *err, const char *invalid_type);
+/* Sets resp to status with body j (stolen; NULL = out of memory: 500). */
+void es_reply(http_resp_t *resp, int status, json_t *j);
+/* {"acknowledged": true} (plus "index" when index is not NULL). */
+void es_ack(http_resp_t *resp, const char *index);
+
+/* Parses the request body as one JSON object. An absent body gives an empty object when
+ * !required. On failure fills resp (400 parsing_exception naming the column, or the depth
+ * limit) and returns NULL. */
+json_t *es_body(const http_ctx_t *ctx, const http_req_t *req, http_resp_t *resp, int required);
+/* 1 when text nests objects and arrays deeper than max (strings skipped). */
+int es_too_deep(const char *text, size_t len, unsigned max);
+
+/* Security: the caller's subject for searches and reads as a cordon_subject (model mode). 0,
+ * or fills resp (403: a key without a subject and no run-as) and returns -1. */
+int es_subject(const http_req_t *req, http_resp_t *resp, cordon_subject *out);
+/* 1 when the caller may do action ("search", "read", "write", "manage") on index: admins
+ * write and manage everywhere; everyone else as the permission model says. */
+int es_allowed(http_ctx_t *ctx, const http_req_t *req, const char *index, const char *action);
+
+/* A generated document id: 20 base64url characters of random bytes, as Elasticsearch's. */
+void es_new_id(char out[21]);
+
+#endif

@@ -1,0 +1,84 @@
+/* http.h: what the server's files share: the request a handler reads, the response it fills,
+ * the server-wide context and who is asking. Relies on cordon.h (the server reaches the engine
+ * only through the public API), base/buf and the server's own keys, metrics and config.
+ * A request's strings are owned by the request and live until its response is sent. */
+#ifndef CDN_HTTP_H
+#define CDN_HTTP_H
+
+#include <jansson.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "base/buf.h"
+#include "cordon.h"
+#include "http/config.h"
+#include "http/keys.h"
+#include "http/metrics.h"
+
+#define HTTP_SEGS_MAX 8   /* path segments a route may have */
+#define HTTP_ARGS_MAX 32  /* query-string arguments kept per request */
+#define HTTP_PATH_MAX 4096
+
+typedef struct http_arg {
+    char *name, *value; /* value "" for a bare flag (?pretty) */
+} http_arg_t;
+
+/* Who is asking, once the key is checked. */
+typedef struct http_caller {
+    keys_info_t key;
+    /* The subject searches run as: the key's own, or the run-as header's. "" for none. */
+    char subject[CORDON_ROLE_MAX];
+    int run_as; /* subject came from es-security-runas-user */
+} http_caller_t;
+
+typedef struct http_req {
+    const char *method; /* "GET", "PUT", ... */
+    char path[HTTP_PATH_MAX];
+    char *seg[HTTP_SEGS_MAX]; /* percent-decoded path segments */
+    size_t nseg;
+    http_arg_t args[HTTP_ARGS_MAX];
+    size_t nargs;
+    const char *authorization, *run_as, *content_type; /* request headers, or NULL */
+    char *body; /* NUL-terminated */
+    size_t body_len;
+    http_caller_t caller;
+    const char *route; /* the route template matched, for logs and metrics */
+    size_t route_idx;
+} http_req_t;
+
+typedef struct http_resp {
+    int status;
+    cdn_buf_t body;
+    const char *content_type; /* NULL = application/json */
+    char extra_name[2][40];   /* up to two more headers (WWW-Authenticate, Retry-After) */
+    char extra_value[2][160];
+    size_t n_extra;
+} http_resp_t;
+
+typedef struct http_ctx {
+    cordon_t *db;
+    keys_t *keys;
+    metrics_t *metrics;
+    http_config_t cfg;
+    char data_dir[HTTP_PATH_MAX];
+    atomic_int stopping;   /* shutting down: new requests get 503 */
+    atomic_int in_flight;  /* requests being answered */
+    atomic_int writes;     /* write requests being answered (the write queue) */
+    int log_fd;            /* access log, -1 = off */
+} http_ctx_t;
+
+/* A handler answers one routed request; it always fills resp (errors included). */
+typedef void (*http_handler_fn)(http_ctx_t *ctx, http_req_t *req, http_resp_t *resp);
+
+/* The query-string argument name, or NULL. */
+const char *http_arg(const http_req_t *req, const char *name);
+/* 1 when the argument is present and not "false". */
+int http_arg_flag(const http_req_t *req, const char *name);
+
+/* Routes and dispatch (router.c): authenticates, routes, runs the handler, fills resp. */
+void http_dispatch(http_ctx_t *ctx, http_req_t *req, http_resp_t *resp);
+/* Route templates, for metrics labels: *n of them. */
+const char *const *http_route_names(size_t *n);
+
+#endif

@@ -21,6 +21,7 @@ static const struct command {
     {"drop", cli_drop, "drop a collection and its chunks"},
     {"delete", cli_delete, "delete chunks by id"},
     {"set-acl", cli_set_acl, "replace the ACL of chunks"},
+    {"keys", cli_keys, "create, list or revoke the API keys of cordon serve"},
     {"bench", cli_bench, "run a benchmark and print its figures"},
     {NULL, NULL, NULL},
 };

@@ -344,9 +344,11 @@ typedef struct cordon_query {
                                 range, bool.filter on metadata fields): results come from
                                 the readable chunks it matches; NULL = none */
     /* Paging. Hits are ranked by score, best first, equal scores by id (bytewise ascending).
-     * from: hits of that ranking to skip (from + k at most CORDON_K_MAX). after_id (with
-     * after_score): return only hits ranked after the hit (after_score, after_id), as
-     * Elasticsearch's search_after; from then counts from there. NULL = from the top. */
+     * from: hits of that ranking to skip (from + k at most CORDON_K_MAX, else
+     * CORDON_ERR_LIMIT). after_id (with after_score, a finite number): return only hits ranked
+     * after the hit (after_score, after_id), as Elasticsearch's search_after; from then counts
+     * from there. NULL = from the top. A hybrid ranking holds the fused hits of its rank window
+     * (rank_window_size, at least from + k): search_after pages end there. */
     size_t from;
     const char *after_id;
     float after_score;
@@ -377,8 +379,9 @@ typedef struct cordon_result {
      * filter (with cordon_options.report_work: the scores computed, hidden chunks included). */
     uint64_t candidates;
     /* count_total: the readable chunks the query matches, as Elasticsearch's hits.total: the
-     * text query's matches among the candidates, a vector query's hits, or for hybrid the
-     * text matches together with the hits the vector side added. 0 without count_total. */
+     * text query's matches among the candidates, a vector query's hits (the best from + k),
+     * or for hybrid the text matches together with the hits the vector side added to the best
+     * from + k. 0 without count_total. */
     uint64_t total;
 } cordon_result;
 

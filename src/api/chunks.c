@@ -121,15 +121,6 @@ int cordon_set_acl(cordon_t *db, const char *coll, const cordon_acl_change *chan
     return api_ret(rc, &e, err);
 }
 
-int api_check_subject(const cordon_subject *s, cdn_err_t *e)
-{
-    if (!s)
-        return cdn_err_set(e, CDN_ERR_INVALID, "a subject is required: say who is asking");
-    if (!s->subject_id && s->n_principals && !s->principals)
-        return cdn_err_set(e, CDN_ERR_INVALID, "subject principals is NULL");
-    return CDN_OK;
-}
-
 /* Ranking order for paging: score descending, equal scores by id ascending. */
 static int hit_order(const void *a, const void *b)
 {
@@ -191,6 +182,38 @@ static int take_page(search_result_t *r, const cordon_query *q, size_t k, cordon
     return CDN_OK;
 }
 
+/* k, from and after_score within their limits: CDN_OK, CDN_ERR_INVALID or CDN_ERR_LIMIT. */
+static int check_paging(const cordon_query *q, size_t k, cdn_err_t *e)
+{
+    if (k > CORDON_K_MAX) /* bad input, as the engine has always refused it */
+        return cdn_err_set(e, CDN_ERR_INVALID, "k is %zu; the limit is %d", k, CORDON_K_MAX);
+    if (q->from > CORDON_K_MAX - k)
+        return cdn_err_set(e, CDN_ERR_LIMIT,
+                           "from (%zu) + k (%zu) is more than %d: page with after_id "
+                           "(search_after) instead",
+                           q->from, k, CORDON_K_MAX);
+    if (q->after_id && !isfinite(q->after_score))
+        return cdn_err_set(e, CDN_ERR_INVALID, "after_score must be a finite number");
+    return CDN_OK;
+}
+
+/* The engine's top `window` is exact by score but breaks ties by row, not by id, so a hit tied
+ * with the page's last one may have been left out of it. Returns the window to try next, or 0
+ * when the page is right: the ranking ended inside the window, or a lower score in it shows
+ * that no tie crosses the page's end, or the window may grow no further (cap; a hybrid
+ * ranking is that of its rank window, which a wider window would change). search_after also
+ * widens while the key sits deeper than the window reaches. */
+static size_t next_window(const search_result_t *r, const cordon_result *o, const cordon_query *q,
+                          size_t k, size_t window, size_t cap)
+{
+    if (r->n_hits < window || window >= cap)
+        return 0;
+    if ((q->after_id && o->n_hits < k) ||
+        (o->n_hits && o->hits[o->n_hits - 1].score == r->hits[r->n_hits - 1].score))
+        return window > cap / 4 ? cap : window * 4;
+    return 0;
+}
+
 int cordon_search(cordon_t *db, const char *coll, const cordon_subject *subject,
                   const cordon_query *q, cordon_result **out, cordon_error *err)
 {
@@ -198,25 +221,25 @@ int cordon_search(cordon_t *db, const char *coll, const cordon_subject *subject,
     search_result_t r;
     search_knn_t s;
     cordon_result *o = NULL;
-    size_t k, window, past_key = 0;
-    int rc;
+    size_t k, window, rank0, cap, past_key = 0;
+    int rc, hybrid = q && q->vector && (q->text || q->query_json);
     if (!db || !coll || !q || !out)
         return api_ret(cdn_err_set(&e, CDN_ERR_INVALID, "cordon_search needs a query and out"), &e,
                        err);
     if ((rc = api_check_subject(subject, &e)) != 0)
         return api_ret(rc, &e, err);
     k = q->k ? q->k : 10;
-    if (k > CORDON_K_MAX || q->from > CORDON_K_MAX - k)
-        return api_ret(cdn_err_set(&e, CDN_ERR_LIMIT,
-                                   "from (%zu) + k (%zu) is more than %d: page with after_id "
-                                   "(search_after) instead",
-                                   q->from, k, CORDON_K_MAX),
-                       &e, err);
-    if (q->after_id && !isfinite(q->after_score))
-        return api_ret(cdn_err_set(&e, CDN_ERR_INVALID, "after_score must be a finite number"), &e,
-                       err);
+    if ((rc = check_paging(q, k, &e)) != 0)
+        return api_ret(rc, &e, err);
     engine_asker_t who = {subject->subject_id, subject->principals, subject->n_principals};
-    window = q->from + k;
+    /* hybrid: each side's window (a deeper page widens it with the page); every try keeps it,
+     * since a wider one changes the fused scores */
+    rank0 = q->rank_window_size ? q->rank_window_size : 100;
+    if (rank0 < q->from + k)
+        rank0 = q->from + k;
+    cap = hybrid ? rank0 : CORDON_K_MAX;
+    /* One hit more than the page needs shows whether a tie crosses the page's end. */
+    window = q->from + k < cap ? q->from + k + 1 : q->from + k;
     for (;;) {
         s = (search_knn_t){q->vector,
                            window,
@@ -232,9 +255,10 @@ int cordon_search(cordon_t *db, const char *coll, const cordon_subject *subject,
                            q->vector_weight,
                            q->filter_json,
                            q->count_total,
-                           q->with_records};
-        if (q->rank_window_size && q->rank_window_size < window)
-            s.rank_window = window; /* a deeper page widens each side's window with it */
+                           q->with_records,
+                           q->from + k};
+        if (hybrid)
+            s.rank_window = rank0;
         if ((rc = search_knn(db->e, coll, &who, &s, &r, &e)) != 0)
             return api_ret(rc, &e, err);
         qsort(r.hits, r.n_hits, sizeof *r.hits, hit_order);
@@ -247,14 +271,11 @@ int cordon_search(cordon_t *db, const char *coll, const cordon_subject *subject,
             cordon_result_free(o);
             return api_ret(cdn_err_set(&e, rc, "out of memory"), &e, err);
         }
-        /* search_after: the key may sit deep in the ranking; widen until the page is full or
-         * the ranking is exhausted. */
-        if (!q->after_id || o->n_hits == k || r.n_hits < window || window == CORDON_K_MAX)
+        if (!(window = next_window(&r, o, q, k, window, cap)))
             break;
         search_result_free(&r);
         cordon_result_free(o);
         o = NULL;
-        window = window > CORDON_K_MAX / 4 ? CORDON_K_MAX : window * 4;
     }
     o->complete = r.complete;
     memcpy(o->plan, r.plan, sizeof o->plan);

@@ -31,6 +31,15 @@ int api_ret(int rc, const cdn_err_t *in, cordon_error *err)
     return rc;
 }
 
+int api_check_subject(const cordon_subject *s, cdn_err_t *e)
+{
+    if (!s)
+        return cdn_err_set(e, CDN_ERR_INVALID, "a subject is required: say who is asking");
+    if (!s->subject_id && s->n_principals && !s->principals)
+        return cdn_err_set(e, CDN_ERR_INVALID, "subject principals is NULL");
+    return CDN_OK;
+}
+
 #define NEED(cond, msg)                                                                            \
     do {                                                                                           \
         if (!(cond))                                                                               \

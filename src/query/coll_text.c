@@ -158,6 +158,24 @@ static bool text_delete_one(uint32_t row, void *t)
     return true;
 }
 
+/* 1 when index t maps the fields cfg declares, each with its kind. A checkpoint saved before
+ * cordon_collection_alter added a metadata field does not (a process killed between the
+ * alter's commit and its removal of the checkpoint leaves one): its rows lack the field. */
+static int text_fields_match(const textidx_t *t, const coll_config_t *cfg)
+{
+    size_t fno;
+    if (t->ntf != cfg->n_text + 1 || t->fi.n != cfg->n_meta || !textidx_text_field(t, "_all"))
+        return 0;
+    for (size_t i = 0; i < cfg->n_text; i++)
+        if (!textidx_text_field(t, cfg->text_fields[i]))
+            return 0;
+    for (size_t i = 0; i < cfg->n_meta; i++)
+        if (fieldidx_find(&t->fi, cfg->meta_fields[i], &fno) != CDN_OK ||
+            (int)t->fi.f[fno].kind != cfg->meta_kinds[i])
+            return 0;
+    return 1;
+}
+
 int coll_text_open(const char *dir, store_txn_t *t, coll_t *c, cdn_err_t *err)
 {
     char path[4096];
@@ -170,12 +188,14 @@ int coll_text_open(const char *dir, store_txn_t *t, coll_t *c, cdn_err_t *err)
         return cdn_err_set(err, rc, "data directory path too long");
     if (access(path, F_OK) == 0) {
         rc = textidx_load(path, &loaded, &rows, NULL);
-        if (rc == CDN_OK && rows <= c->next_row) {
+        if (rc == CDN_OK && rows <= c->next_row && text_fields_match(loaded, &c->cfg)) {
             textidx_free(c->text);
             c->text = loaded;
         } else {
             fprintf(stderr, "cordon: text checkpoint %s is unusable (%s); rebuilding\n", path,
-                    rc ? cdn_strerror(rc) : "ahead of the store");
+                    rc                   ? cdn_strerror(rc)
+                    : rows > c->next_row ? "ahead of the store"
+                                         : "its fields are not the collection's");
             textidx_free(loaded);
             rows = 0;
         }

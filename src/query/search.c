@@ -151,11 +151,14 @@ static int knn_locked(engine_t *e, coll_t *c, const engine_subject_t *who, const
         if (rc)
             cdn_err_set(err, rc, "search failed: %s", cdn_strerror(rc));
     }
-    if (rc == CDN_OK && q->want_total) {
+    if (rc == CDN_OK && !q->want_total) {
+        out->total = 0; /* the text side counts its matches as it ranks: shown only if asked */
+    } else if (rc == CDN_OK) {
+        size_t counted = q->total_hits && q->total_hits < nhits ? q->total_hits : nhits;
         if (!text)
-            out->total = nhits;
+            out->total = counted;
         else if (q->vector || !out->total_exact)
-            rc = search_count_locked(e, c, q, allowed, hits, q->vector ? nhits : 0, &out->total,
+            rc = search_count_locked(e, c, q, allowed, hits, q->vector ? counted : 0, &out->total,
                                      err);
     }
     if (rc == CDN_OK && (rc = search_finish(c, view, nview, hits, nhits, out)) != 0)

@@ -38,6 +38,9 @@ typedef struct search_knn {
     const char *filter_json; /* ES query restricting the candidates, or NULL */
     int want_total;          /* 1: fill search_result_t.total */
     int with_bodies;         /* 1: each hit carries its stored record and vector */
+    /* want_total: the hits, best first, that count as a vector side's (0 = all k): a caller
+     * that asks for more than it shows keeps total to what it shows. */
+    size_t total_hits;
 } search_knn_t;
 
 typedef struct search_hit {

@@ -121,15 +121,6 @@ int cordon_set_acl(cordon_t *db, const char *coll, const cordon_acl_change *chan
     return api_ret(rc, &e, err);
 }
 
-int api_check_subject(const cordon_subject *s, cdn_err_t *e)
-{
-    if (!s)
-        return cdn_err_set(e, CDN_ERR_INVALID, "a subject is required: say who is asking");
-    if (!s->subject_id && s->n_principals && !s->principals)
-        return cdn_err_set(e, CDN_ERR_INVALID, "subject principals is NULL");
-    return CDN_OK;
-}
-
 /* Ranking order for paging: score descending, equal scores by id ascending. */
 static int hit_order(const void *a, const void *b)
 {

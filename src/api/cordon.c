@@ -31,6 +31,17 @@ int api_ret(int rc, const cdn_err_t *in, cordon_error *err)
     return rc;
 }
 
+/* Here, beside api_ret, because both get.c and chunks.c check subjects and chunks.c already
+ * reads records through get.c: a file below both keeps src/api free of a circle. */
+int api_check_subject(const cordon_subject *s, cdn_err_t *e)
+{
+    if (!s)
+        return cdn_err_set(e, CDN_ERR_INVALID, "a subject is required: say who is asking");
+    if (!s->subject_id && s->n_principals && !s->principals)
+        return cdn_err_set(e, CDN_ERR_INVALID, "subject principals is NULL");
+    return CDN_OK;
+}
+
 #define NEED(cond, msg)                                                                            \
     do {                                                                                           \
         if (!(cond))                                                                               \

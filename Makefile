@@ -129,7 +129,7 @@ structure-check:
 demo: deps
 	@$(MAKE) --no-print-directory MODE=release all
 	rm -rf build/demo-data
-	./build/release/cordon demo --data build/demo-data
+	./build/release/cordon demo --data build/demo-data --serve --listen $${CORDON_LISTEN:-127.0.0.1:9200}
 
 test: deps
 	@rm -f build/test-results.txt

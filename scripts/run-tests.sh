@@ -20,7 +20,7 @@ if [ "${1:-}" = "--pytest" ]; then
     mode=$2
     mkdir -p "build/$mode/logs"
     log=build/$mode/logs/cli.log
-    /usr/bin/python3 -m pytest -q -p no:cacheprovider tests/cli >"$log" 2>&1
+    /usr/bin/python3 -m pytest -q -p no:cacheprovider tests/cli tests/http >"$log" 2>&1
     rc=$?
     np=$(grep -Eo '[0-9]+ passed' "$log" | tail -1 | grep -Eo '[0-9]+' || echo 0)
     nf=$(grep -Eo '[0-9]+ (failed|error)' "$log" | awk '{s += $1} END {print s + 0}')

@@ -154,7 +154,8 @@ int cordon_collection_create(cordon_t *db, const cordon_collection_spec *s, cord
     NEED(cfg.hnsw_efc <= 4096 && cfg.hnsw_ef <= 4096, "hnsw ef values must be at most 4096");
     int rc = attrs_check(s->attrs_json, &e);
     if (rc == CDN_OK && (rc = engine_coll_create(db->e, &cfg, &e)) == CDN_OK && s->attrs_json &&
-        (rc = engine_coll_update(db->e, cfg.name, s->attrs_json, NULL, 0, NULL, NULL, 0, &e)) != 0) {
+        (rc = engine_coll_update(db->e, cfg.name, s->attrs_json, NULL, 0, NULL, NULL, 0, &e)) !=
+            0) {
         cdn_err_t ignored;
         engine_coll_drop(db->e, cfg.name, &ignored); /* all or nothing */
     }
@@ -192,11 +193,11 @@ int cordon_collection_alter(cordon_t *db, const char *name, const cordon_collect
         kinds[i] = (int)m->kind;
     }
     coll_unref(c);
-    NEED(ch->n_add_text_fields <= CORDON_TEXT_FIELDS_MAX && (!ch->n_add_text_fields ||
-                                                              ch->add_text_fields),
+    NEED(ch->n_add_text_fields <= CORDON_TEXT_FIELDS_MAX &&
+             (!ch->n_add_text_fields || ch->add_text_fields),
          "add_text_fields is NULL or longer than 16");
-    rc = engine_coll_update(db->e, name, ch->attrs_json, ch->add_text_fields,
-                            ch->n_add_text_fields, names, kinds, ch->n_add_meta_fields, &e);
+    rc = engine_coll_update(db->e, name, ch->attrs_json, ch->add_text_fields, ch->n_add_text_fields,
+                            names, kinds, ch->n_add_meta_fields, &e);
     return api_ret(rc, &e, err);
 }
 

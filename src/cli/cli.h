@@ -21,6 +21,7 @@ int cli_drop(int argc, char **argv);
 int cli_delete(int argc, char **argv);
 int cli_set_acl(int argc, char **argv);
 int cli_keys(int argc, char **argv);
+int cli_serve(int argc, char **argv);
 
 /* Splits "a,b,c" into a NULL-terminated array of strings (one allocation; cdn_free it). */
 char **cli_split(const char *csv, size_t *n);

@@ -4,6 +4,7 @@
 #include "base/fvecs.h"
 #include "base/mem.h"
 #include "cli/cli.h"
+#include "cli/demo.h"
 #include "cli/loader.h"
 
 #include <getopt.h>
@@ -13,10 +14,13 @@
 #include <string.h>
 
 static const char usage[] =
-    "usage: cordon demo [--data DIR] [--corpus DIR] [--questions N]\n\n"
+    "usage: cordon demo [--data DIR] [--corpus DIR] [--questions N] [--serve [--listen H:P]]\n\n"
     "Loads the sample corpus (default data/demo) into the collection \"demo\" of the data\n"
     "directory (default build/demo-data), asks each demo question as three employees, and\n"
-    "shows a revocation taking effect on the very next query.\n";
+    "shows a revocation taking effect on the very next query.\n"
+    "  --serve        then serve it over HTTP (the Elasticsearch API) with a key and curl\n"
+    "                 commands to try, until Ctrl-C (what make demo runs)\n"
+    "  --listen H:P   where to listen with --serve (default 127.0.0.1:9200)\n";
 
 typedef struct demo {
     cordon_t *db;
@@ -242,12 +246,12 @@ static int setup(demo_t *d, const char *corpus)
 
 int cli_demo(int argc, char **argv)
 {
-    static const struct option opts[] = {{"data", 1, 0, 'd'},
-                                         {"corpus", 1, 0, 'c'},
-                                         {"questions", 1, 0, 'n'},
-                                         {"help", 0, 0, 'h'},
-                                         {0, 0, 0, 0}};
-    const char *dir = "build/demo-data", *corpus = "data/demo";
+    static const struct option opts[] = {
+        {"data", 1, 0, 'd'},  {"corpus", 1, 0, 'c'}, {"questions", 1, 0, 'n'},
+        {"serve", 0, 0, 's'}, {"listen", 1, 0, 'l'}, {"help", 0, 0, 'h'},
+        {0, 0, 0, 0}};
+    const char *dir = "build/demo-data", *corpus = "data/demo", *listen = "127.0.0.1:9200";
+    int serve = 0;
     size_t nq = 4;
     demo_t d = {0};
     int c, rc = 1;
@@ -260,13 +264,27 @@ int cli_demo(int argc, char **argv)
             if (cli_parse_size("--questions", optarg, &nq))
                 return 2;
             break;
+        case 's': serve = 1; break;
+        case 'l': listen = optarg; break;
         case 'h': fputs(usage, stdout); return 0;
         default: fputs(usage, stderr); return 2;
         }
     }
     if (cli_open(dir, 0, &d.db) == 0 && setup(&d, corpus) == 0 && questions(&d, nq) == 0 &&
-        revocation(&d) == 0)
+        (serve || revocation(&d) == 0))
         rc = 0;
+    if (rc == 0 && serve) {
+        /* The first question, asked as the people the sample names for it. */
+        json_t *q0 = json_array_get(json_object_get(d.questions, "questions"), 0), *a;
+        const char *people[8];
+        size_t n = 0, i;
+        json_array_foreach(json_object_get(q0, "ask_as"), i, a) if (n < 8) people[n++] =
+            json_string_value(json_object_get(a, "person"));
+        if (n < 8 && person(&d, "bob"))
+            people[n++] = "bob";
+        rc = demo_serve(d.db, dir, listen, json_string_value(json_object_get(q0, "text")), people,
+                        n);
+    }
     cordon_close(d.db);
     json_decref(d.people);
     json_decref(d.questions);

@@ -10,6 +10,7 @@ static const struct command {
     int (*run)(int argc, char **argv);
     const char *what;
 } commands[] = {
+    {"serve", cli_serve, "serve the Elasticsearch API over HTTP, permissions enforced"},
     {"demo", cli_demo, "load the sample corpus and show permission-aware answers"},
     {"load", cli_load, "load chunks from JSON lines (BEIR corpus.jsonl or NDJSON)"},
     {"search", cli_search, "search a collection as a subject"},

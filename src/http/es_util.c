@@ -10,7 +10,7 @@
 
 void es_reply(http_resp_t *resp, int status, json_t *j)
 {
-    char *s = j ? json_dumps(j, JSON_COMPACT) : NULL;
+    char *s = j ? json_dumps(j, JSON_COMPACT | JSON_REAL_PRECISION(9)) : NULL;
     json_decref(j);
     resp->body.len = 0;
     if (!s || cdn_buf_puts(&resp->body, s) != 0) {
@@ -65,9 +65,7 @@ void es_error_cordon(http_resp_t *resp, int rc, const cordon_error *err, const c
     case CORDON_ERR_INVALID:
         es_error(resp, 400, invalid_type ? invalid_type : "illegal_argument_exception", "%s", msg);
         break;
-    case CORDON_ERR_LIMIT:
-        es_error(resp, 400, "illegal_argument_exception", "%s", msg);
-        break;
+    case CORDON_ERR_LIMIT: es_error(resp, 400, "illegal_argument_exception", "%s", msg); break;
     case CORDON_ERR_NOT_FOUND:
         es_error(resp, 404, "resource_not_found_exception", "%s", msg);
         break;
@@ -77,14 +75,9 @@ void es_error_cordon(http_resp_t *resp, int rc, const cordon_error *err, const c
     case CORDON_ERR_CONFLICT:
         es_error(resp, 409, "version_conflict_engine_exception", "%s", msg);
         break;
-    case CORDON_ERR_DENIED:
-        es_error(resp, 403, "security_exception", "%s", msg);
-        break;
-    case CORDON_ERR_NOMEM:
-        es_error(resp, 503, "circuit_breaking_exception", "%s", msg);
-        break;
-    default:
-        es_error(resp, 500, "exception", "%s", msg);
+    case CORDON_ERR_DENIED: es_error(resp, 403, "security_exception", "%s", msg); break;
+    case CORDON_ERR_NOMEM: es_error(resp, 503, "circuit_breaking_exception", "%s", msg); break;
+    default: es_error(resp, 500, "exception", "%s", msg);
     }
 }
 
@@ -137,13 +130,15 @@ json_t *es_body(const http_ctx_t *ctx, const http_req_t *req, http_resp_t *resp,
     }
     if (es_too_deep(req->body, req->body_len, ctx->cfg.json_depth_max)) {
         es_error(resp, 400, "x_content_parse_exception",
-                 "the request body nests deeper than %u levels, the limit", ctx->cfg.json_depth_max);
+                 "the request body nests deeper than %u levels, the limit",
+                 ctx->cfg.json_depth_max);
         return NULL;
     }
     j = json_loadb(req->body, req->body_len, JSON_REJECT_DUPLICATES, &je);
     if (!j) {
-        es_error(resp, 400, "parsing_exception", "the body is not valid JSON: %s (line %d, column %d)",
-                 je.text, je.line, je.column);
+        es_error(resp, 400, "parsing_exception",
+                 "the body is not valid JSON: %s (line %d, column %d)", je.text, je.line,
+                 je.column);
         return NULL;
     }
     if (!json_is_object(j)) {
@@ -194,4 +189,18 @@ void es_new_id(char out[21])
     for (int i = 0; i < 20; i++)
         out[i] = b64[r[i] & 63];
     out[20] = '\0';
+}
+
+const char *http_arg(const http_req_t *req, const char *name)
+{
+    for (size_t i = 0; i < req->nargs; i++)
+        if (!strcmp(req->args[i].name, name))
+            return req->args[i].value;
+    return NULL;
+}
+
+int http_arg_flag(const http_req_t *req, const char *name)
+{
+    const char *v = http_arg(req, name);
+    return v && strcmp(v, "false");
 }

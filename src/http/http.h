@@ -6,9 +6,11 @@
 #define CDN_HTTP_H
 
 #include <jansson.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "base/buf.h"
 #include "cordon.h"
@@ -16,8 +18,8 @@
 #include "http/keys.h"
 #include "http/metrics.h"
 
-#define HTTP_SEGS_MAX 8   /* path segments a route may have */
-#define HTTP_ARGS_MAX 32  /* query-string arguments kept per request */
+#define HTTP_SEGS_MAX 8  /* path segments a route may have */
+#define HTTP_ARGS_MAX 32 /* query-string arguments kept per request */
 #define HTTP_PATH_MAX 4096
 
 typedef struct http_arg {
@@ -28,7 +30,7 @@ typedef struct http_arg {
 typedef struct http_caller {
     keys_info_t key;
     /* The subject searches run as: the key's own, or the run-as header's. "" for none. */
-    char subject[CORDON_ROLE_MAX];
+    char subject[CORDON_ROLE_MAX + 8];
     int run_as; /* subject came from es-security-runas-user */
 } http_caller_t;
 
@@ -40,7 +42,7 @@ typedef struct http_req {
     http_arg_t args[HTTP_ARGS_MAX];
     size_t nargs;
     const char *authorization, *run_as, *content_type; /* request headers, or NULL */
-    char *body; /* NUL-terminated */
+    char *body;                                        /* NUL-terminated */
     size_t body_len;
     http_caller_t caller;
     const char *route; /* the route template matched, for logs and metrics */
@@ -62,10 +64,11 @@ typedef struct http_ctx {
     metrics_t *metrics;
     http_config_t cfg;
     char data_dir[HTTP_PATH_MAX];
-    atomic_int stopping;   /* shutting down: new requests get 503 */
-    atomic_int in_flight;  /* requests being answered */
-    atomic_int writes;     /* write requests being answered (the write queue) */
-    int log_fd;            /* access log, -1 = off */
+    atomic_int stopping;          /* shutting down: new requests get 503 */
+    atomic_int in_flight;         /* requests being answered */
+    atomic_int writes;            /* write requests being answered (the write queue) */
+    int log_fd;                   /* access log, -1 = off */
+    pthread_mutex_t mapping_lock; /* serialises changes to indexes' mappings */
 } http_ctx_t;
 
 /* A handler answers one routed request; it always fills resp (errors included). */
@@ -80,5 +83,16 @@ int http_arg_flag(const http_req_t *req, const char *name);
 void http_dispatch(http_ctx_t *ctx, http_req_t *req, http_resp_t *resp);
 /* Route templates, for metrics labels: *n of them. */
 const char *const *http_route_names(size_t *n);
+
+/* The server (server.c). */
+typedef struct http_server http_server_t;
+/* Opens the data directory's keys, creates the first admin key of an empty one (printed to
+ * out once, or taken from cfg->bootstrap_key), and starts listening. */
+int http_server_start(cordon_t *db, const char *data_dir, const http_config_t *cfg, FILE *out,
+                      http_server_t **srv, cdn_err_t *err);
+/* Stops accepting, answers 503 to new requests, waits for the ones in flight, stops. */
+void http_server_stop(http_server_t *srv);
+/* The port it listens on (useful with port 0). */
+unsigned http_server_port(const http_server_t *srv);
 
 #endif

@@ -424,9 +424,8 @@ static int text_rebuild(engine_t *e, coll_t *c, const coll_config_t *cfg, cdn_er
 }
 
 int engine_coll_update(engine_t *e, const char *name, const char *attrs_json,
-                       const char *const *text_names, size_t n_text,
-                       const char *const *meta_names, const int *meta_kinds, size_t n_meta,
-                       cdn_err_t *err)
+                       const char *const *text_names, size_t n_text, const char *const *meta_names,
+                       const int *meta_kinds, size_t n_meta, cdn_err_t *err)
 {
     coll_config_t cfg;
     unsigned char k[8];
@@ -450,9 +449,9 @@ int engine_coll_update(engine_t *e, const char *name, const char *attrs_json,
         if (j < cfg.n_meta || !len || len > COLL_NAME_MAX || cfg.n_text == COLL_TEXT_FIELDS_MAX) {
             rc = cdn_err_set(err, j < cfg.n_meta ? CDN_ERR_CONFLICT : CDN_ERR_INVALID,
                              "text field \"%.64s\": %s", text_names[i],
-                             j < cfg.n_meta ? "a metadata field has that name"
+                             j < cfg.n_meta                ? "a metadata field has that name"
                              : !len || len > COLL_NAME_MAX ? "the name is empty or too long"
-                                                          : "the collection has 16, the limit");
+                                                           : "the collection has 16, the limit");
             goto done;
         }
         memcpy(cfg.text_fields[cfg.n_text++], text_names[i], len + 1);

@@ -53,9 +53,8 @@ int engine_coll_drop(engine_t *e, const char *name, cdn_err_t *err);
  * values are indexed from every live row at once, under the collection's write lock (the cost
  * of one text index rebuild). */
 int engine_coll_update(engine_t *e, const char *name, const char *attrs_json,
-                       const char *const *text_names, size_t n_text,
-                       const char *const *meta_names, const int *meta_kinds, size_t n_meta,
-                       cdn_err_t *err);
+                       const char *const *text_names, size_t n_text, const char *const *meta_names,
+                       const int *meta_kinds, size_t n_meta, cdn_err_t *err);
 /* The collection's attrs JSON ("{}" when none were set); *json is freed with cdn_free. */
 int engine_coll_attrs(engine_t *e, const char *name, char **json, cdn_err_t *err);
 

@@ -1,0 +1,84 @@
+/* cmd_serve.c: `cordon serve`: the Elasticsearch API (and the server's own routes) over HTTP
+ * on one data directory, until SIGTERM or SIGINT. Relies on src/http's server and config. */
+#include "cli/cli.h"
+#include "http/http.h"
+
+#include <getopt.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+
+static const char serve_usage[] =
+    "usage: cordon serve --data DIR [--listen HOST:PORT] [--config FILE]\n\n"
+    "Serves the data directory over HTTP: the Elasticsearch API that official clients use,\n"
+    "with every read filtered to what the calling key's subject may read.\n"
+    "  --listen HOST:PORT  address to listen on (default 127.0.0.1:9200; env CORDON_LISTEN)\n"
+    "  --config FILE       server settings, one `key = value` per line or JSON\n"
+    "                      (docs/server-config.md lists every key)\n"
+    "On first start of a data directory without keys it creates an admin key and prints it\n"
+    "once (or takes CORDON_BOOTSTRAP_KEY=ID:SECRET). SIGTERM or SIGINT: stops accepting,\n"
+    "finishes the requests in flight, closes the data directory and exits 0.\n";
+
+int cli_serve(int argc, char **argv)
+{
+    static const struct option opts[] = {{"data", 1, 0, 'd'},
+                                         {"listen", 1, 0, 'l'},
+                                         {"config", 1, 0, 'c'},
+                                         {"help", 0, 0, 'h'},
+                                         {0, 0, 0, 0}};
+    const char *dir = NULL, *listen = NULL, *config = NULL;
+    http_config_t cfg;
+    http_server_t *srv = NULL;
+    cdn_err_t err = {0, ""};
+    cordon_t *db = NULL;
+    sigset_t set;
+    int c, sig = 0;
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+        if (c == 'd')
+            dir = optarg;
+        else if (c == 'l')
+            listen = optarg;
+        else if (c == 'c')
+            config = optarg;
+        else {
+            fputs(serve_usage, c == 'h' ? stdout : stderr);
+            return c == 'h' ? 0 : 2;
+        }
+    }
+    if (!dir) {
+        fprintf(stderr, "cordon serve: give the data directory: --data DIR\n");
+        return 2;
+    }
+    http_config_defaults(&cfg);
+    if ((config && http_config_load(&cfg, config, &err) != 0) || http_config_env(&cfg, &err) != 0) {
+        fprintf(stderr, "cordon serve: %s\n", err.msg);
+        return 2;
+    }
+    if (listen)
+        snprintf(cfg.listen, sizeof cfg.listen, "%s", listen);
+    /* Signals go to this thread only, which waits for them below: block them before any
+     * other thread starts so the server's threads inherit the mask. */
+    sigemptyset(&set);
+    sigaddset(&set, SIGTERM);
+    sigaddset(&set, SIGINT);
+    pthread_sigmask(SIG_BLOCK, &set, NULL);
+    signal(SIGPIPE, SIG_IGN);
+    if (cli_open(dir, 0, &db) != 0)
+        return 1;
+    if (http_server_start(db, dir, &cfg, stdout, &srv, &err) != 0) {
+        fprintf(stderr, "cordon serve: %s\n", err.msg);
+        cordon_close(db);
+        return 1;
+    }
+    printf("cordon: serving %s on %s (port %u); Ctrl-C stops\n", dir, cfg.listen,
+           http_server_port(srv));
+    fflush(stdout);
+    sigwait(&set, &sig);
+    fprintf(stderr, "cordon: %s: finishing requests in flight, then closing %s\n",
+            sig == SIGINT ? "interrupted" : "terminated", dir);
+    http_server_stop(srv);
+    cordon_close(db);
+    return 0;
+}

@@ -1,0 +1,352 @@
+/* es_bulk.c: the Elasticsearch _bulk route: NDJSON actions (index, create, update, delete),
+ * consecutive index/create items of one index written as one cordon_put, every item answered
+ * on its own (a bad item fails alone, as in Elasticsearch). Relies on http/es_handlers and the
+ * public API. */
+#include "base/mem.h"
+#include "base/strmap.h"
+#include "http/es.h"
+#include "http/es_handlers.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef enum { OP_INDEX, OP_CREATE, OP_UPDATE, OP_DELETE } op_t;
+
+typedef struct item {
+    op_t op;
+    char index[CORDON_NAME_MAX + 1];
+    char id[CORDON_ID_MAX + 1];
+    json_t *source; /* index/create: the document; update: the update body */
+    json_t *result; /* the item's answer */
+} item_t;
+
+static const char *op_name(op_t op)
+{
+    static const char *const n[] = {"index", "create", "update", "delete"};
+    return n[op];
+}
+
+static void item_error(item_t *it, int status, const char *type, const char *reason)
+{
+    json_decref(it->result);
+    it->result = json_pack("{s:s, s:s, s:i, s:{s:s, s:s, s:s}}", "_index", it->index, "_id",
+                           it->id, "status", status, "error", "type", type, "reason", reason,
+                           "index", it->index);
+}
+
+static void item_ok(item_t *it, int status, const char *result, uint64_t rev)
+{
+    json_decref(it->result);
+    it->result = json_pack("{s:s, s:s, s:i, s:s, s:{s:i, s:i, s:i}, s:I, s:i, s:i}", "_index",
+                           it->index, "_id", it->id, "_version", 1, "result", result, "_shards",
+                           "total", 1, "successful", 1, "failed", 0, "_seq_no", (json_int_t)rev,
+                           "_primary_term", 1, "status", status);
+}
+
+/* Copies a response's error into an item. */
+static void item_from_resp(item_t *it, const http_resp_t *r)
+{
+    json_t *j = json_loads(r->body.data ? r->body.data : "{}", 0, NULL);
+    json_t *e = json_object_get(j, "error");
+    item_error(it, r->status ? r->status : 500,
+               json_string_value(json_object_get(e, "type")) ? json_string_value(json_object_get(e, "type"))
+                                                             : "exception",
+               json_string_value(json_object_get(e, "reason"))
+                   ? json_string_value(json_object_get(e, "reason"))
+                   : "failed");
+    json_decref(j);
+}
+
+/* Writes items [from, to) (all index/create of one index) as one put. */
+static void flush(http_ctx_t *ctx, http_req_t *req, item_t *items, size_t from, size_t to)
+{
+    es_index_t ix;
+    http_resp_t r = {0};
+    es_dynamic_t dyn = {0};
+    cordon_error err = {0};
+    size_t n = to - from, m = 0;
+    es_doc_t *docs;
+    cordon_chunk *chunks;
+    size_t *which;
+    uint64_t rev = 0;
+    int *had;
+    if (n == 0)
+        return;
+    cdn_buf_init(&r.body, 1 << 20);
+    if (es_index_for_write(ctx, req, items[from].index, items[from].source, &ix, &r)) {
+        for (size_t i = from; i < to; i++)
+            item_from_resp(&items[i], &r);
+        cdn_buf_free(&r.body);
+        return;
+    }
+    docs = cdn_calloc(n, sizeof *docs);
+    chunks = cdn_calloc(n, sizeof *chunks);
+    which = cdn_calloc(n, sizeof *which);
+    had = cdn_calloc(n, sizeof *had);
+    if (!docs || !chunks || !which || !had) {
+        for (size_t i = from; i < to; i++)
+            item_error(&items[i], 503, "circuit_breaking_exception", "out of memory");
+        goto done;
+    }
+    for (size_t i = 0; i < n; i++) {
+        item_t *it = &items[from + i];
+        const char *type = NULL;
+        char why[400];
+        snprintf(docs[i].id, sizeof docs[i].id, "%s", it->id);
+        if (es_doc_from_source(&ix, it->source, &dyn, &docs[i], &type, why, sizeof why)) {
+            item_error(it, 400, type, why);
+            continue;
+        }
+        cordon_record *old = NULL;
+        had[i] = cordon_read_stored(ctx->db, ix.name, it->id, &old, NULL) == CORDON_OK;
+        cordon_record_free(old);
+        if (it->op == OP_CREATE && had[i]) {
+            char why2[700];
+            snprintf(why2, sizeof why2,
+                     "[%s]: version conflict, document already exists (current version [1])",
+                     it->id);
+            item_error(it, 409, "version_conflict_engine_exception", why2);
+            continue;
+        }
+        it->result = json_null(); /* pending */
+    }
+    if (dyn.changed) {
+        pthread_mutex_lock(&ctx->mapping_lock);
+        int rc = es_dynamic_apply(ctx, &ix, &dyn, &r);
+        pthread_mutex_unlock(&ctx->mapping_lock);
+        if (rc) {
+            for (size_t i = from; i < to; i++)
+                if (json_is_null(items[i].result))
+                    item_from_resp(&items[i], &r);
+            goto done;
+        }
+    }
+    for (size_t i = 0; i < n; i++) {
+        item_t *it = &items[from + i];
+        if (!json_is_null(it->result))
+            continue;
+        if (cordon_chunk_check(ctx->db, ix.name, &docs[i].chunk, &err) != CORDON_OK) {
+            item_error(it, 400, "mapper_parsing_exception", err.message);
+            continue;
+        }
+        chunks[m] = docs[i].chunk;
+        which[m++] = i;
+    }
+    if (m) {
+        int rc = cordon_put(ctx->db, ix.name, chunks, m, &rev, &err);
+        for (size_t j = 0; j < m; j++) {
+            item_t *it = &items[from + which[j]];
+            if (rc == CORDON_OK)
+                item_ok(it, had[which[j]] ? 200 : 201, had[which[j]] ? "updated" : "created", rev);
+            else
+                item_error(it, rc == CORDON_ERR_NOMEM ? 503 : 400,
+                           rc == CORDON_ERR_NOMEM ? "circuit_breaking_exception"
+                                                  : "mapper_parsing_exception",
+                           err.message);
+        }
+    }
+done:
+    for (size_t i = 0; docs && i < n; i++)
+        es_doc_release(&docs[i]);
+    json_decref(dyn.props);
+    cdn_free(docs);
+    cdn_free(chunks);
+    cdn_free(which);
+    cdn_free(had);
+    cdn_buf_free(&r.body);
+    es_index_release(&ix);
+}
+
+/* Runs one update or delete item through the single-document handlers. */
+static void one(http_ctx_t *ctx, http_req_t *req, item_t *it)
+{
+    http_req_t sub = *req;
+    http_resp_t r = {0};
+    char *body = NULL;
+    cdn_buf_init(&r.body, 1 << 20);
+    sub.seg[0] = it->index;
+    sub.seg[1] = it->op == OP_UPDATE ? "_update" : "_doc";
+    sub.seg[2] = it->id;
+    sub.nseg = 3;
+    sub.nargs = 0;
+    if (it->op == OP_UPDATE) {
+        body = json_dumps(it->source, JSON_COMPACT);
+        sub.body = body ? body : "";
+        sub.body_len = body ? strlen(body) : 0;
+        es_doc_update(ctx, &sub, &r);
+    } else {
+        es_doc_delete(ctx, &sub, &r);
+    }
+    json_t *j = json_loads(r.body.data ? r.body.data : "{}", 0, NULL);
+    if (r.status < 300 || (it->op == OP_DELETE && r.status == 404 && !json_object_get(j, "error"))) {
+        json_object_set_new(j, "status", json_integer(r.status));
+        json_decref(it->result);
+        it->result = j;
+    } else {
+        json_decref(j);
+        item_from_resp(it, &r);
+    }
+    free(body);
+    cdn_buf_free(&r.body);
+}
+
+/* Parses the action line at line; 0, or -1 with resp filled (the whole request fails, as
+ * Elasticsearch's "Malformed action/metadata line"). */
+static int parse_action(json_t *a, const char *path_index, item_t *it, size_t lineno,
+                        http_resp_t *resp)
+{
+    const char *k = NULL;
+    json_t *meta = NULL;
+    if (!json_is_object(a) || json_object_size(a) != 1) {
+        es_error(resp, 400, "illegal_argument_exception",
+                 "Malformed action/metadata line [%zu], expected START_OBJECT with one action",
+                 lineno);
+        return -1;
+    }
+    json_object_foreach(a, k, meta) break;
+    if (!strcmp(k, "index"))
+        it->op = OP_INDEX;
+    else if (!strcmp(k, "create"))
+        it->op = OP_CREATE;
+    else if (!strcmp(k, "update"))
+        it->op = OP_UPDATE;
+    else if (!strcmp(k, "delete"))
+        it->op = OP_DELETE;
+    else {
+        es_error(resp, 400, "illegal_argument_exception",
+                 "Malformed action/metadata line [%zu], expected one of [create, delete, index, "
+                 "update] but found [%s]",
+                 lineno, k);
+        return -1;
+    }
+    const char *index = json_string_value(json_object_get(meta, "_index"));
+    json_t *idv = json_object_get(meta, "_id");
+    if (!index)
+        index = path_index;
+    if (!index || strlen(index) > CORDON_NAME_MAX) {
+        es_error(resp, 400, "action_request_validation_exception",
+                 "Validation Failed: 1: index is missing or too long on line %zu;", lineno);
+        return -1;
+    }
+    snprintf(it->index, sizeof it->index, "%s", index);
+    if (json_is_string(idv) && json_string_length(idv) <= CORDON_ID_MAX)
+        snprintf(it->id, sizeof it->id, "%s", json_string_value(idv));
+    else if (json_is_integer(idv))
+        snprintf(it->id, sizeof it->id, "%lld", (long long)json_integer_value(idv));
+    else if (it->op == OP_INDEX || it->op == OP_CREATE)
+        es_new_id(it->id);
+    else {
+        es_error(resp, 400, "action_request_validation_exception",
+                 "Validation Failed: 1: an id is required for a %s operation (line %zu);",
+                 op_name(it->op), lineno);
+        return -1;
+    }
+    return 0;
+}
+
+void es_bulk(http_ctx_t *ctx, http_req_t *req, http_resp_t *resp)
+{
+    const char *path_index = req->nseg > 1 ? req->seg[0] : NULL;
+    item_t *items = NULL;
+    size_t n = 0, cap = 0, lineno = 0;
+    char *p = req->body, *end = req->body + req->body_len;
+    uint64_t t0 = 0;
+    int errors = 0;
+    (void)t0;
+    while (p < end) {
+        char *nl = memchr(p, '\n', (size_t)(end - p)), *line = p;
+        size_t len = nl ? (size_t)(nl - p) : (size_t)(end - p);
+        p = nl ? nl + 1 : end;
+        lineno++;
+        while (len && (line[len - 1] == '\r' || line[len - 1] == ' '))
+            len--;
+        if (!len)
+            continue;
+        if (n == ctx->cfg.max_bulk_items) {
+            es_error(resp, 400, "illegal_argument_exception",
+                     "the bulk request holds more than %zu items, the limit (max_bulk_items)",
+                     ctx->cfg.max_bulk_items);
+            goto done;
+        }
+        if (cdn_grow((void **)&items, &cap, n + 1, sizeof *items)) {
+            es_error(resp, 503, "circuit_breaking_exception", "out of memory");
+            goto done;
+        }
+        item_t *it = &items[n];
+        memset(it, 0, sizeof *it);
+        json_t *a = json_loadb(line, len, JSON_REJECT_DUPLICATES, NULL);
+        int bad = parse_action(a, path_index, it, lineno, resp);
+        json_decref(a);
+        if (bad)
+            goto done;
+        n++;
+        if (it->op == OP_DELETE)
+            continue;
+        /* The document (or update body) line. */
+        while (p < end && (*p == '\n' || *p == '\r'))
+            p++, lineno++;
+        nl = p < end ? memchr(p, '\n', (size_t)(end - p)) : NULL;
+        line = p;
+        len = p < end ? (nl ? (size_t)(nl - p) : (size_t)(end - p)) : 0;
+        p = nl ? nl + 1 : end;
+        lineno++;
+        json_error_t je;
+        if (!len || es_too_deep(line, len, ctx->cfg.json_depth_max) ||
+            !(it->source = json_loadb(line, len, JSON_REJECT_DUPLICATES, &je)) ||
+            !json_is_object(it->source)) {
+            char why[300];
+            snprintf(why, sizeof why, "line %zu: the document is not a JSON object%s%s", lineno,
+                     it->source || !len ? "" : ": ", it->source || !len ? "" : je.text);
+            json_decref(it->source);
+            it->source = NULL;
+            item_error(it, 400, "mapper_parsing_exception", why);
+        }
+    }
+    if (n == 0) {
+        es_error(resp, 400, "action_request_validation_exception",
+                 "Validation Failed: 1: no requests added;");
+        goto done;
+    }
+    {
+        size_t start = 0;
+        cdn_strmap_t ids;
+        cdn_strmap_init(&ids);
+        for (size_t i = 0; i <= n; i++) {
+            int batchable = i < n && !items[i].result &&
+                            (items[i].op == OP_INDEX || items[i].op == OP_CREATE);
+            int same = batchable && i > start && !strcmp(items[i].index, items[start].index);
+            uint32_t seen;
+            if (same && cdn_strmap_get(&ids, items[i].id, strlen(items[i].id), &seen) == 0)
+                same = 0; /* the same id twice: the first must land before the second */
+            if (!same) {
+                flush(ctx, req, items, start, i);
+                cdn_strmap_free(&ids);
+                cdn_strmap_init(&ids);
+                start = i;
+                if (!batchable) {
+                    if (i < n && !items[i].result)
+                        one(ctx, req, &items[i]);
+                    start = i + 1;
+                    continue;
+                }
+            }
+            cdn_strmap_put(&ids, items[i].id, strlen(items[i].id), 1);
+        }
+        cdn_strmap_free(&ids);
+    }
+    json_t *arr = json_array();
+    for (size_t i = 0; i < n; i++) {
+        json_t *r = items[i].result;
+        int st = (int)json_integer_value(json_object_get(r, "status"));
+        errors |= st >= 300 && !(items[i].op == OP_DELETE && st == 404);
+        json_array_append_new(arr, json_pack("{s:O}", op_name(items[i].op), r ? r : json_null()));
+    }
+    es_reply(resp, 200, json_pack("{s:i, s:b, s:o}", "took", 0, "errors", errors, "items", arr));
+done:
+    for (size_t i = 0; i < n; i++) {
+        json_decref(items[i].source);
+        json_decref(items[i].result);
+    }
+    cdn_free(items);
+}

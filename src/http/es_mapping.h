@@ -1,0 +1,65 @@
+/* es_mapping.h: an Elasticsearch index as a cordon collection. The index's mappings (and
+ * which fields carry the vector and the ACL) live in the collection's attrs; this module turns
+ * mappings into a collection spec, documents into chunks (mapping unmapped fields as
+ * Elasticsearch's dynamic mapping does) and stored chunks back into _source.
+ * Relies on http/http.h and jansson. */
+#ifndef CDN_ES_MAPPING_H
+#define CDN_ES_MAPPING_H
+
+#include "http/http.h"
+
+/* An index as the server sees it; es_index_release frees it. */
+typedef struct es_index {
+    char name[CORDON_NAME_MAX + 1];
+    json_t *attrs;    /* {"mappings": {...}, "settings": {...}, "vector_field", "acl_field",
+                         "denied_field"}: owned */
+    json_t *mappings; /* borrowed from attrs */
+    const char *vector_field, *acl_field, *denied_field; /* borrowed; vector_field may be NULL */
+    cordon_collection_info info;
+} es_index_t;
+
+/* Loads index name: CORDON_OK, or the cordon status (NOT_FOUND for a missing index). */
+int es_index_load(http_ctx_t *ctx, const char *name, es_index_t *out);
+void es_index_release(es_index_t *ix);
+
+/* Creates index name from a create-index body ({"settings", "mappings", "aliases"}; NULL or
+ * {} for an empty one). 0, or fills resp with the error. */
+int es_index_create(http_ctx_t *ctx, const char *name, json_t *body, http_resp_t *resp);
+/* Adds the mappings' fields in body (a put-mapping body) to an existing index. */
+int es_index_put_mapping(http_ctx_t *ctx, es_index_t *ix, json_t *body, http_resp_t *resp);
+
+/* A document as a chunk: the strings are owned here, released by es_doc_release. */
+typedef struct es_doc {
+    cordon_chunk chunk;
+    char id[CORDON_ID_MAX + 1];
+    float *vector;
+    cordon_field fields[CORDON_TEXT_FIELDS_MAX];
+    char *field_values[CORDON_TEXT_FIELDS_MAX];
+    char *metadata;
+    const char **allowed, **denied;
+    char **acl_strings;
+    size_t n_acl_strings;
+} es_doc_t;
+
+/* Fields a batch of documents brings that the index does not map yet. */
+typedef struct es_dynamic {
+    json_t *props;       /* new mappings, merged into the index's at the end */
+    int changed;
+} es_dynamic_t;
+
+/* Turns source into doc for index ix (doc->id already set). Unmapped fields are mapped into
+ * dyn (dynamic mapping; "dynamic": "strict" refuses them). 0, or -1 with the reason in why
+ * (a mapper_parsing_exception: wrong vector length, a string in a number field, ...) and
+ * *type naming the Elasticsearch error type. */
+int es_doc_from_source(const es_index_t *ix, json_t *source, es_dynamic_t *dyn, es_doc_t *doc,
+                       const char **type, char *why, size_t whysz);
+void es_doc_release(es_doc_t *doc);
+
+/* Applies the fields dyn gathered to the index (one cordon_collection_alter), and reloads ix.
+ * 0, or fills resp. Serialised by the caller's lock. */
+int es_dynamic_apply(http_ctx_t *ctx, es_index_t *ix, es_dynamic_t *dyn, http_resp_t *resp);
+
+/* The document's _source rebuilt from a record of index ix (new reference). */
+json_t *es_source_of(const es_index_t *ix, const cordon_record *r);
+
+#endif

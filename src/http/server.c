@@ -1,0 +1,336 @@
+/* server.c: cordon serve's HTTP/1.1 server on libmicrohttpd: a thread pool sized to the cores,
+ * keep-alive, bounded bodies (chunked ones included), the product header Elasticsearch clients
+ * check, the access log, metrics and an orderly stop. Relies on libmicrohttpd, http/router.c
+ * for everything a request means, and http/keys for the first admin key. */
+#include "base/clock.h"
+#include "base/mem.h"
+#include "http/es.h"
+
+#include <arpa/inet.h>
+#include <microhttpd.h>
+#include <netinet/in.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+struct http_server {
+    struct MHD_Daemon *d;
+    http_ctx_t ctx;
+    unsigned port;
+};
+
+/* One request in progress: accumulated while libmicrohttpd hands over the body. */
+typedef struct conn_state {
+    http_req_t req;
+    cdn_buf_t body;
+    int too_big;
+    uint64_t t0;
+} conn_state_t;
+
+static enum MHD_Result collect_arg(void *cls, enum MHD_ValueKind kind, const char *key, const char *value)
+{
+    http_req_t *r = cls;
+    (void)kind;
+    if (r->nargs == HTTP_ARGS_MAX)
+        return MHD_NO;
+    r->args[r->nargs].name = (char *)key;
+    r->args[r->nargs].value = (char *)(value ? value : "");
+    r->nargs++;
+    return MHD_YES;
+}
+
+/* Splits path into percent-decoded segments; -1 if it has too many. */
+static int split_path(http_req_t *r, const char *url)
+{
+    char *p;
+    snprintf(r->path, sizeof r->path, "%s", url);
+    p = r->path;
+    r->nseg = 0;
+    while (*p == '/')
+        p++;
+    while (*p) {
+        char *slash = strchr(p, '/');
+        if (slash)
+            *slash = '\0';
+        if (*p) {
+            if (r->nseg == HTTP_SEGS_MAX)
+                return -1;
+            MHD_http_unescape(p);
+            r->seg[r->nseg++] = p;
+        }
+        if (!slash)
+            break;
+        p = slash + 1;
+        while (*p == '/')
+            p++;
+    }
+    return 0;
+}
+
+static void log_line(http_ctx_t *ctx, const http_req_t *req, int status, double ms, size_t bytes)
+{
+    char buf[1024], ts[40];
+    struct timespec now;
+    struct tm tm;
+    cdn_buf_t subj;
+    if (ctx->log_fd < 0)
+        return;
+    clock_gettime(CLOCK_REALTIME, &now);
+    gmtime_r(&now.tv_sec, &tm);
+    strftime(ts, sizeof ts, "%Y-%m-%dT%H:%M:%S", &tm);
+    cdn_buf_init(&subj, 512);
+    cdn_buf_json_str(&subj, req->caller.subject[0] ? req->caller.subject : "");
+    int n = snprintf(buf, sizeof buf,
+                     "{\"time\":\"%s.%03ldZ\",\"method\":\"%s\",\"route\":\"%s\",\"status\":%d,"
+                     "\"took_ms\":%.3f,\"subject\":%s,\"key\":\"%s\",\"bytes\":%zu}\n",
+                     ts, now.tv_nsec / 1000000, req->method, req->route ? req->route : "",
+                     status, ms, subj.data ? subj.data : "\"\"", req->caller.key.id, bytes);
+    cdn_buf_free(&subj);
+    if (n > 0 && (size_t)n < sizeof buf && write(ctx->log_fd, buf, (size_t)n) < 0) {
+        /* a full or closed log must not fail the request */
+    }
+}
+
+static enum MHD_Result send_resp(struct MHD_Connection *c, http_resp_t *resp)
+{
+    struct MHD_Response *r;
+    size_t len = resp->body.len;
+    char *data = resp->body.data;
+    enum MHD_Result ret;
+    resp->body.data = NULL;
+    resp->body.len = resp->body.cap = 0;
+    r = MHD_create_response_from_buffer_with_free_callback(len, data ? data : (char *)"",
+                                                           data ? cdn_free : NULL);
+    if (!r) {
+        cdn_free(data);
+        return MHD_NO;
+    }
+    MHD_add_response_header(r, "Content-Type",
+                            resp->content_type ? resp->content_type
+                                               : "application/json; charset=UTF-8");
+    MHD_add_response_header(r, "X-Elastic-Product", "Elasticsearch");
+    for (size_t i = 0; i < resp->n_extra; i++)
+        MHD_add_response_header(r, resp->extra_name[i], resp->extra_value[i]);
+    ret = MHD_queue_response(c, (unsigned)resp->status, r);
+    MHD_destroy_response(r);
+    return ret;
+}
+
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url,
+                                  const char *method, const char *version, const char *data,
+                                  size_t *size, void **state)
+{
+    http_server_t *srv = cls;
+    http_ctx_t *ctx = &srv->ctx;
+    conn_state_t *st = *state;
+    (void)version;
+    if (!st) { /* the headers are in: decide what can be decided before the body */
+        if (!(st = cdn_calloc(1, sizeof *st)))
+            return MHD_NO;
+        st->t0 = cdn_clock_ns();
+        cdn_buf_init(&st->body, ctx->cfg.max_body_bytes);
+        *state = st;
+        atomic_fetch_add(&ctx->in_flight, 1);
+        const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Content-Length");
+        if (cl && strtoull(cl, NULL, 10) > ctx->cfg.max_body_bytes)
+            st->too_big = 1;
+        return MHD_YES;
+    }
+    if (*size) {
+        if (!st->too_big && cdn_buf_append(&st->body, data, *size) != 0)
+            st->too_big = 1; /* keep reading to the end, then answer 413 */
+        *size = 0;
+        return MHD_YES;
+    }
+    http_req_t *req = &st->req;
+    http_resp_t resp = {0};
+    cdn_buf_init(&resp.body, (size_t)1 << 31);
+    req->method = method;
+    req->authorization = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Authorization");
+    req->run_as = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "es-security-runas-user");
+    req->content_type = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Content-Type");
+    MHD_get_connection_values(c, MHD_GET_ARGUMENT_KIND, collect_arg, req);
+    if (cdn_buf_append(&st->body, "", 0) != 0 && !st->too_big) /* NUL-terminate */
+        st->too_big = 1;
+    req->body = st->body.data ? st->body.data : (char *)"";
+    req->body_len = st->body.len;
+    if (st->too_big)
+        es_error(&resp, 413, "content_too_long_exception",
+                 "the request body is larger than %zu bytes (max_body_bytes)",
+                 ctx->cfg.max_body_bytes);
+    else if (strlen(url) >= HTTP_PATH_MAX || split_path(req, url) != 0)
+        es_error(&resp, 400, "illegal_argument_exception",
+                 "the path is longer or has more segments than the server accepts");
+    else
+        http_dispatch(ctx, req, &resp);
+    size_t bytes = resp.body.len;
+    int status = resp.status;
+    double secs = (double)(cdn_clock_ns() - st->t0) / 1e9;
+    metrics_request(ctx->metrics, req->route_idx, status, secs, bytes);
+    log_line(ctx, req, status, secs * 1e3, bytes);
+    enum MHD_Result ret = send_resp(c, &resp);
+    cdn_buf_free(&resp.body);
+    return ret;
+}
+
+static void on_completed(void *cls, struct MHD_Connection *c, void **state,
+                         enum MHD_RequestTerminationCode toe)
+{
+    http_server_t *srv = cls;
+    conn_state_t *st = *state;
+    (void)c;
+    (void)toe;
+    if (!st)
+        return;
+    cdn_buf_free(&st->body);
+    cdn_free(st);
+    *state = NULL;
+    atomic_fetch_sub(&srv->ctx.in_flight, 1);
+}
+
+static int bootstrap(http_ctx_t *ctx, FILE *out, cdn_err_t *err)
+{
+    keys_spec_t spec = {.name = "bootstrap", .admin = 1, .run_as = 1};
+    keys_info_t info;
+    char secret[KEYS_SECRET_MAX];
+    const char *b = ctx->cfg.bootstrap_key;
+    if (b[0]) {
+        char id[KEYS_ID_MAX + 1];
+        const char *colon = strchr(b, ':');
+        if (!colon || colon == b || (size_t)(colon - b) > KEYS_ID_MAX - 1 || !colon[1])
+            return cdn_err_set(err, CDN_ERR_INVALID,
+                               "CORDON_BOOTSTRAP_KEY must be ID:SECRET (an id of at most %d "
+                               "characters and a secret)",
+                               KEYS_ID_MAX - 1);
+        memcpy(id, b, (size_t)(colon - b));
+        id[colon - b] = '\0';
+        return keys_add(ctx->keys, id, colon + 1, &spec, err);
+    }
+    if (keys_count(ctx->keys) > 0)
+        return CDN_OK;
+    int rc = keys_create(ctx->keys, &spec, &info, secret, err);
+    if (rc == CDN_OK && out) {
+        fprintf(out,
+                "cordon: created the first admin key (shown once; keep it):\n"
+                "  id:     %s\n  secret: %s\n"
+                "  use:    curl -H \"Authorization: ApiKey $(printf %%s '%s:%s' | base64 -w0)\" ...\n",
+                info.id, secret, info.id, secret);
+        fflush(out);
+    }
+    return rc;
+}
+
+int http_server_start(cordon_t *db, const char *data_dir, const http_config_t *cfg, FILE *out,
+                      http_server_t **srvp, cdn_err_t *err)
+{
+    http_server_t *srv = cdn_calloc(1, sizeof *srv);
+    struct sockaddr_in6 a6;
+    struct sockaddr_in a4;
+    struct sockaddr *sa;
+    char host[128];
+    unsigned port = 0, threads;
+    size_t nroutes;
+    int rc;
+    if (!srv)
+        return cdn_err_set(err, CDN_ERR_NOMEM, "out of memory");
+    srv->ctx.db = db;
+    srv->ctx.cfg = *cfg;
+    srv->ctx.log_fd = -1;
+    pthread_mutex_init(&srv->ctx.mapping_lock, NULL);
+    snprintf(srv->ctx.data_dir, sizeof srv->ctx.data_dir, "%s", data_dir);
+    if ((rc = http_config_listen_parts(cfg->listen, host, sizeof host, &port, err)) != 0)
+        goto fail;
+    memset(&a4, 0, sizeof a4);
+    memset(&a6, 0, sizeof a6);
+    if (inet_pton(AF_INET, host, &a4.sin_addr) == 1) {
+        a4.sin_family = AF_INET;
+        a4.sin_port = htons((uint16_t)port);
+        sa = (struct sockaddr *)&a4;
+    } else if (inet_pton(AF_INET6, host, &a6.sin6_addr) == 1) {
+        a6.sin6_family = AF_INET6;
+        a6.sin6_port = htons((uint16_t)port);
+        sa = (struct sockaddr *)&a6;
+    } else {
+        rc = cdn_err_set(err, CDN_ERR_INVALID,
+                         "listen address \"%s\": give a numeric IPv4 or IPv6 address and a port "
+                         "(127.0.0.1:9200, [::1]:9200)",
+                         cfg->listen);
+        goto fail;
+    }
+    if ((rc = keys_open(data_dir, &srv->ctx.keys, err)) != 0 ||
+        (rc = bootstrap(&srv->ctx, out, err)) != 0)
+        goto fail;
+    const char *const *routes = http_route_names(&nroutes); /* sets nroutes */
+    if ((rc = metrics_create(routes, nroutes, &srv->ctx.metrics)) != 0) {
+        cdn_err_set(err, rc, "cannot set up the metrics: %s", cdn_strerror(rc));
+        goto fail;
+    }
+    if (!strcmp(cfg->access_log, "stderr"))
+        srv->ctx.log_fd = dup(2);
+    else if (strcmp(cfg->access_log, "off") && cfg->access_log[0]) {
+        FILE *f = fopen(cfg->access_log, "a");
+        if (!f) {
+            rc = cdn_err_set(err, CDN_ERR_IO, "cannot open the access log %s", cfg->access_log);
+            goto fail;
+        }
+        srv->ctx.log_fd = dup(fileno(f));
+        fclose(f);
+    }
+    threads = cfg->threads ? cfg->threads : (unsigned)sysconf(_SC_NPROCESSORS_ONLN);
+    if (threads < 1)
+        threads = 1;
+    srv->d = MHD_start_daemon(
+        MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ITC | (sa->sa_family == AF_INET6 ? MHD_USE_IPv6 : 0),
+        (uint16_t)port, NULL, NULL, on_request, srv, MHD_OPTION_SOCK_ADDR, sa,
+        MHD_OPTION_THREAD_POOL_SIZE, threads, MHD_OPTION_CONNECTION_TIMEOUT,
+        (unsigned)cfg->idle_timeout_s, MHD_OPTION_CONNECTION_MEMORY_LIMIT,
+        (size_t)cfg->max_header_bytes * 2, MHD_OPTION_NOTIFY_COMPLETED, on_completed, srv,
+        MHD_OPTION_LISTENING_ADDRESS_REUSE, 1, MHD_OPTION_END);
+    if (!srv->d) {
+        rc = cdn_err_set(err, CDN_ERR_IO,
+                         "cannot listen on %s (is the port in use, or the address not this "
+                         "machine's?)",
+                         cfg->listen);
+        goto fail;
+    }
+    const union MHD_DaemonInfo *di = MHD_get_daemon_info(srv->d, MHD_DAEMON_INFO_BIND_PORT);
+    srv->port = di ? di->port : port;
+    *srvp = srv;
+    return CDN_OK;
+fail:
+    keys_close(srv->ctx.keys);
+    metrics_free(srv->ctx.metrics);
+    if (srv->ctx.log_fd >= 0)
+        close(srv->ctx.log_fd);
+    pthread_mutex_destroy(&srv->ctx.mapping_lock);
+    cdn_free(srv);
+    return rc;
+}
+
+unsigned http_server_port(const http_server_t *srv)
+{
+    return srv->port;
+}
+
+void http_server_stop(http_server_t *srv)
+{
+    if (!srv)
+        return;
+    atomic_store(&srv->ctx.stopping, 1);
+    MHD_socket s = MHD_quiesce_daemon(srv->d); /* no new connections */
+    /* Let requests in flight finish (writes included), for up to the request timeout. */
+    for (unsigned i = 0; i < srv->ctx.cfg.request_timeout_s * 100 &&
+                         atomic_load(&srv->ctx.in_flight) > 0;
+         i++)
+        usleep(10000);
+    MHD_stop_daemon(srv->d);
+    if (s != MHD_INVALID_SOCKET)
+        close(s);
+    keys_close(srv->ctx.keys);
+    metrics_free(srv->ctx.metrics);
+    if (srv->ctx.log_fd >= 0)
+        close(srv->ctx.log_fd);
+    pthread_mutex_destroy(&srv->ctx.mapping_lock);
+    cdn_free(srv);
+}

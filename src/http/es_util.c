@@ -1,5 +1,6 @@
 /* es_util.c: Elasticsearch error bodies, replies, bounded body parsing and the permission
  * questions every handler asks. Relies on http/es.h, jansson and getrandom(2). */
+#include "base/clock.h"
 #include "http/es.h"
 
 #include <stdarg.h>
@@ -203,4 +204,9 @@ int http_arg_flag(const http_req_t *req, const char *name)
 {
     const char *v = http_arg(req, name);
     return v && strcmp(v, "false");
+}
+
+long http_took_ms(const http_req_t *req)
+{
+    return req->t0_ns ? (long)((cdn_clock_ns() - req->t0_ns) / 1000000) : 0;
 }

@@ -35,9 +35,10 @@ typedef struct http_caller {
 } http_caller_t;
 
 typedef struct http_req {
-    const char *method; /* "GET", "PUT", ... */
-    char path[HTTP_PATH_MAX];
-    char *seg[HTTP_SEGS_MAX]; /* percent-decoded path segments */
+    const char *method;       /* "GET", "PUT", ... */
+    char path[HTTP_PATH_MAX]; /* as sent, for messages */
+    char segbuf[HTTP_PATH_MAX];
+    char *seg[HTTP_SEGS_MAX]; /* percent-decoded path segments (in segbuf) */
     size_t nseg;
     http_arg_t args[HTTP_ARGS_MAX];
     size_t nargs;
@@ -45,6 +46,7 @@ typedef struct http_req {
     char *body;                                        /* NUL-terminated */
     size_t body_len;
     http_caller_t caller;
+    uint64_t t0_ns;    /* when the request arrived (cdn_clock_ns), for "took" */
     const char *route; /* the route template matched, for logs and metrics */
     size_t route_idx;
 } http_req_t;
@@ -76,6 +78,8 @@ typedef void (*http_handler_fn)(http_ctx_t *ctx, http_req_t *req, http_resp_t *r
 
 /* The query-string argument name, or NULL. */
 const char *http_arg(const http_req_t *req, const char *name);
+/* Milliseconds since the request arrived. */
+long http_took_ms(const http_req_t *req);
 /* 1 when the argument is present and not "false". */
 int http_arg_flag(const http_req_t *req, const char *name);
 

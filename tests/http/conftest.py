@@ -77,6 +77,8 @@ class Server:
         return body["id"], body["api_key"], "ApiKey " + body["encoded"]
 
     def stop(self):
+        """SIGTERM, then the exit status (0 for an orderly stop; sanitizer builds fail here on
+        a leak or an error report, which stderr then holds)."""
         if self.proc.poll() is None:
             self.proc.terminate()
             try:
@@ -84,6 +86,7 @@ class Server:
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait()
+        self.stderr = self.proc.stderr.read()
         return self.proc.returncode
 
 
@@ -91,14 +94,16 @@ class Server:
 def server(tmp_path):
     s = Server(str(tmp_path / "data"))
     yield s
-    s.stop()
+    rc = s.stop()
+    assert rc == 0, s.stderr
 
 
 @pytest.fixture(scope="module")
 def shared_server(tmp_path_factory):
     s = Server(str(tmp_path_factory.mktemp("shared") / "data"))
     yield s
-    s.stop()
+    rc = s.stop()
+    assert rc == 0, s.stderr
 
 
 def people_model(server):

@@ -357,6 +357,10 @@ typedef struct cordon_query {
     int with_records;
     /* 1: fill cordon_result.total. */
     int count_total;
+    /* With count_total: 0 counts exactly; n lets a count that has reached n stop there
+     * (cordon_result.total_capped), as Elasticsearch's track_total_hits (10,000 by default)
+     * does: counting every match of a common term costs a pass over its postings. */
+    uint64_t total_max;
 } cordon_query;
 
 typedef struct cordon_hit {
@@ -383,6 +387,7 @@ typedef struct cordon_result {
      * or for hybrid the text matches together with the hits the vector side added to the best
      * from + k. 0 without count_total. */
     uint64_t total;
+    int total_capped; /* total is the query's total_max; the true count may be larger */
 } cordon_result;
 
 /* Searches collection as subject. Returns only chunks the subject may read. Free *out with

@@ -256,7 +256,8 @@ int cordon_search(cordon_t *db, const char *coll, const cordon_subject *subject,
                            q->filter_json,
                            q->count_total,
                            q->with_records,
-                           q->from + k};
+                           q->from + k,
+                           q->total_max};
         if (hybrid)
             s.rank_window = rank0;
         if ((rc = search_knn(db->e, coll, &who, &s, &r, &e)) != 0)
@@ -283,6 +284,7 @@ int cordon_search(cordon_t *db, const char *coll, const cordon_subject *subject,
     o->revision = r.revision;
     o->candidates = db->e->report_work ? r.work : r.candidates;
     o->total = r.total;
+    o->total_capped = r.total_capped;
     search_result_free(&r);
     *out = o;
     return api_ret(CDN_OK, &e, err);

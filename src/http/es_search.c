@@ -20,6 +20,7 @@ typedef struct plan {
     float *vector;
     size_t size, from, knn_k;
     int has_query, has_knn, track_total, min_score_set;
+    uint64_t total_max;
     double min_score;
     json_t *source_spec; /* borrowed from the body */
     json_t *sort;        /* borrowed: field sorts, NULL for score order */
@@ -265,9 +266,18 @@ static int plan_read(http_ctx_t *ctx, const es_index_t *ix, json_t *body, const 
     } else if (p->has_query && p->has_knn) {
         p->q.fusion = CORDON_FUSION_LINEAR; /* Elasticsearch sums the two scores */
     }
+    /* Elasticsearch counts up to 10,000 matches unless told true (exact) or a number. */
     v = json_object_get(body, "track_total_hits");
+    p->total_max = 10000;
     if (json_is_false(v))
         p->track_total = 0;
+    else if (json_is_true(v))
+        p->total_max = 0;
+    else if (json_is_integer(v) && json_integer_value(v) >= 0)
+        p->total_max = (uint64_t)json_integer_value(v);
+    else if (v)
+        return bad(resp, "illegal_argument_exception",
+                   "[track_total_hits] must be true, false or a non-negative integer%s", "");
     if ((v = json_object_get(body, "min_score")) != NULL) {
         if (!json_is_number(v))
             return bad(resp, "parsing_exception", "[min_score] must be a number%s", "");
@@ -293,6 +303,7 @@ static int plan_read(http_ctx_t *ctx, const es_index_t *ix, json_t *body, const 
     p->q.filter_json = p->filter_json;
     p->q.with_records = 1;
     p->q.count_total = p->track_total;
+    p->q.total_max = p->total_max;
     p->q.from = p->from;
     p->q.k = p->size ? p->size : 1;
     if (p->has_knn && !p->has_query) { /* the knn's k nearest, then size of them */
@@ -386,7 +397,7 @@ void es_search(http_ctx_t *ctx, http_req_t *req, http_resp_t *resp)
         int any = 0;
         for (size_t i = 0; p.size && i < res->n_hits; i++) {
             double sc = es_score(&ix, &p, res->hits[i].score);
-            if (p.min_score_set && sc < p.min_score)
+            if (p.min_score_set && (float)sc < (float)p.min_score) /* in float, as Lucene */
                 continue;
             if (!any || sc > max)
                 max = sc;
@@ -399,8 +410,9 @@ void es_search(http_ctx_t *ctx, http_req_t *req, http_resp_t *resp)
             uint64_t total = res->total;
             if (p.has_knn && !p.has_query && total > p.knn_k)
                 total = p.knn_k;
-            json_object_set_new(
-                h, "total", json_pack("{s:I, s:s}", "value", (json_int_t)total, "relation", "eq"));
+            json_object_set_new(h, "total",
+                                json_pack("{s:I, s:s}", "value", (json_int_t)total, "relation",
+                                          res->total_capped ? "gte" : "eq"));
         }
         es_reply(resp, 200,
                  json_pack("{s:i, s:b, s:{s:i, s:i, s:i, s:i}, s:o}", "took",
@@ -434,6 +446,7 @@ void es_count(http_ctx_t *ctx, http_req_t *req, http_resp_t *resp)
     if (plan_read(ctx, &ix, only, req, &p, resp) == 0) {
         p.q.with_records = 0;
         p.q.count_total = 1;
+        p.q.total_max = 0; /* _count is exact */
         p.q.k = 1;
         p.q.from = 0;
         if (json_object_size(body) > (q ? 1u : 0u))
@@ -486,6 +499,7 @@ void es_delete_by_query(http_ctx_t *ctx, http_req_t *req, http_resp_t *resp)
             size_t n = 0;
             p.q.with_records = 0;
             p.q.count_total = round == 0;
+            p.q.total_max = 0;
             p.q.k = CORDON_K_MAX;
             p.q.from = 0;
             if (run(ctx, req, resp, &ix, &p, &res))

@@ -157,7 +157,11 @@ static int knn_locked(engine_t *e, coll_t *c, const engine_subject_t *who, const
         size_t counted = q->total_hits && q->total_hits < nhits ? q->total_hits : nhits;
         if (!text)
             out->total = counted;
-        else if (q->vector || !out->total_exact)
+        else if (q->total_max && out->total >= q->total_max) {
+            /* the ranking already met that many matches: no need to count the rest */
+            out->total = q->total_max;
+            out->total_capped = 1;
+        } else if (q->vector || !out->total_exact)
             rc = search_count_locked(e, c, q, allowed, hits, q->vector ? counted : 0, &out->total,
                                      err);
     }

@@ -41,6 +41,8 @@ typedef struct search_knn {
     /* want_total: the hits, best first, that count as a vector side's (0 = all k): a caller
      * that asks for more than it shows keeps total to what it shows. */
     size_t total_hits;
+    /* want_total: 0 = count exactly; n = a count of at least n may stop at n (total_capped). */
+    uint64_t total_max;
 } search_knn_t;
 
 typedef struct search_hit {
@@ -71,9 +73,10 @@ typedef struct search_result {
     /* want_total: the candidates the query matches (a text query's matches; a vector query's
      * hits; for hybrid, the union of the two), as Elasticsearch's hits.total. */
     uint64_t total;
-    uint32_t dim;    /* floats in each hit's vec */
-    int total_exact; /* internal: total came from an exhaustive pass of the text side */
-    int ahead;       /* internal: the store held a write memory had not applied yet */
+    uint32_t dim;     /* floats in each hit's vec */
+    int total_capped; /* total is total_max and the true count may be larger */
+    int total_exact;  /* internal: total came from an exhaustive pass of the text side */
+    int ahead;        /* internal: the store held a write memory had not applied yet */
 } search_result_t;
 
 /* Vector, text or hybrid search as who: the subject is authorized for "search" on the

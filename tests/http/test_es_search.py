@@ -1,0 +1,134 @@
+"""_search's paging, totals and _source over the wire, checked against what the test wrote."""
+import random
+
+from conftest import people_model
+
+RUN_AS = {"es-security-runas-user": "alice"}
+
+
+def load(server, n=120):
+    people_model(server)
+    st, _, b = server.request("PUT", "/p", {"mappings": {"properties": {
+        "title": {"type": "text"}, "year": {"type": "long"},
+        "meta": {"properties": {"src": {"type": "keyword"}, "note": {"type": "text"}}},
+        "emb": {"type": "dense_vector", "dims": 4, "similarity": "l2_norm"}}}})
+    assert st == 200, b
+    rng = random.Random(3)
+    lines, acl = [], {}
+    for i in range(n):
+        groups = ["eng"] if i % 3 else ["hr"]
+        acl[str(i)] = groups
+        words = " ".join(rng.choice(["fox", "dog", "cat"]) for _ in range(rng.randint(1, 4)))
+        lines.append({"index": {"_index": "p", "_id": str(i)}})
+        lines.append({"title": words, "year": 2000 + i % 20,
+                      "meta": {"src": "s%d" % (i % 4), "note": "n"},
+                      "emb": [rng.random() for _ in range(4)], "allowed_groups": groups})
+    import json
+    raw = ("\n".join(json.dumps(x) for x in lines) + "\n").encode()
+    st, _, b = server.request("POST", "/_bulk", raw=raw,
+                              headers={"Content-Type": "application/x-ndjson"})
+    assert st == 200 and not b["errors"], b
+    return acl
+
+
+def search(server, body, headers=RUN_AS):
+    st, _, b = server.request("POST", "/p/_search", body, headers=headers)
+    assert st == 200, b
+    return b
+
+
+def test_search_after_walks_every_readable_match_once(server):
+    acl = load(server)
+    readable = {d for d, g in acl.items() if "eng" in g}
+    seen, after = [], None
+    while True:
+        body = {"query": {"match": {"title": "fox"}}, "size": 7, "sort": [{"_score": "desc"}]}
+        if after:
+            body["search_after"] = after
+        hits = search(server, body)["hits"]["hits"]
+        if not hits:
+            break
+        seen += [h["_id"] for h in hits]
+        after = hits[-1]["sort"]
+    assert len(seen) == len(set(seen))
+    assert set(seen) <= readable
+    total = search(server, {"query": {"match": {"title": "fox"}}, "size": 0})
+    assert total["hits"]["total"] == {"value": len(seen), "relation": "eq"}
+    assert total["hits"]["hits"] == []
+
+
+def test_from_size_pages_equal_one_ranking(server):
+    load(server)
+    q = {"query": {"match": {"title": "dog"}}}
+    whole = [h["_id"] for h in search(server, {**q, "size": 30})["hits"]["hits"]]
+    pages = []
+    for start in range(0, 30, 10):
+        pages += [h["_id"] for h in search(server, {**q, "from": start, "size": 10})["hits"]["hits"]]
+    assert pages == whole
+
+
+def test_track_total_hits_forms(server):
+    load(server)
+    q = {"query": {"match_all": {}}, "size": 1}
+    exact = search(server, {**q, "track_total_hits": True})["hits"]["total"]
+    assert exact == {"value": 80, "relation": "eq"}
+    assert "total" not in search(server, {**q, "track_total_hits": False})["hits"]
+    capped = search(server, {**q, "track_total_hits": 5})["hits"]["total"]
+    assert capped in ({"value": 5, "relation": "gte"}, {"value": 80, "relation": "eq"})
+    st, _, b = server.request("POST", "/p/_search", {**q, "track_total_hits": "x"}, headers=RUN_AS)
+    assert st == 400
+
+
+def test_source_filtering_and_filters(server):
+    acl = load(server)
+    r = search(server, {"query": {"bool": {"filter": [
+        {"term": {"meta.src": "s1"}}, {"range": {"year": {"gte": 2010}}}]}},
+        "_source": {"includes": ["meta"], "excludes": ["meta.note"]}, "size": 100})
+    hits = r["hits"]["hits"]
+    assert hits
+    for h in hits:
+        i = int(h["_id"])
+        assert "eng" in acl[h["_id"]] and i % 4 == 1 and 2000 + i % 20 >= 2010
+        assert h["_source"] == {"meta": {"src": "s1"}}
+    want = {d for d, g in acl.items() if "eng" in g and int(d) % 4 == 1 and int(d) % 20 >= 10}
+    assert {h["_id"] for h in hits} == want
+    r = search(server, {"query": {"match_all": {}}, "_source": False, "size": 3})
+    assert all("_source" not in h for h in r["hits"]["hits"])
+
+
+def test_knn_scores_and_min_score(server):
+    acl = load(server)
+    r = search(server, {"knn": {"field": "emb", "query_vector": [0.5] * 4, "k": 5,
+                                "num_candidates": 20}})
+    hits = r["hits"]["hits"]
+    assert len(hits) == 5 and r["hits"]["total"]["value"] == 5
+    assert all(0 < h["_score"] <= 1 for h in hits)
+    assert all("eng" in acl[h["_id"]] for h in hits)
+    cut = hits[2]["_score"]
+    r = search(server, {"knn": {"field": "emb", "query_vector": [0.5] * 4, "k": 5,
+                                "num_candidates": 20}, "min_score": cut})
+    assert [h["_id"] for h in r["hits"]["hits"]] == [h["_id"] for h in hits[:3]]
+
+
+def test_chunked_request_body(server):
+    load(server)
+    import http.client
+    import json
+    c = http.client.HTTPConnection("127.0.0.1", server.port, timeout=30)
+    body = json.dumps({"query": {"match": {"title": "cat"}}, "size": 1}).encode()
+
+    def chunks():
+        for i in range(0, len(body), 5):
+            yield body[i:i + 5]
+    c.request("POST", "/p/_search", body=chunks(), encode_chunked=True,
+              headers={"Authorization": server.admin_header, "Content-Type": "application/json",
+                       "Transfer-Encoding": "chunked", **RUN_AS})
+    r = c.getresponse()
+    assert r.status == 200
+    assert json.loads(r.read())["hits"]["total"]["value"] > 0
+    # The same connection answers again (keep-alive).
+    c.request("GET", "/", headers={"Authorization": server.admin_header})
+    r = c.getresponse()
+    assert r.status == 200 and r.getheader("X-Elastic-Product") == "Elasticsearch"
+    r.read()
+    c.close()

@@ -1,0 +1,103 @@
+"""_bulk over the wire: valid items apply and each failed one is reported on its own; the write
+queue answers 429 with Retry-After when full; dynamic mapping from a bulk's documents."""
+import json
+import threading
+
+from conftest import Server, people_model
+
+RUN_AS = {"es-security-runas-user": "alice"}
+NDJSON = {"Content-Type": "application/x-ndjson"}
+
+
+def ndjson(*lines):
+    return ("\n".join(json.dumps(x) for x in lines) + "\n").encode()
+
+
+def test_bulk_mixed_items(server):
+    people_model(server)
+    st, _, b = server.request("PUT", "/b", {"mappings": {"properties": {
+        "t": {"type": "text"}, "n": {"type": "integer"},
+        "v": {"type": "dense_vector", "dims": 2}}}})
+    assert st == 200, b
+    raw = ndjson(
+        {"index": {"_index": "b", "_id": "ok1"}}, {"t": "one", "n": 1, "v": [1, 0], "allowed_groups": ["eng"]},
+        {"index": {"_index": "b", "_id": "badvec"}}, {"t": "two", "v": [1, 0, 0], "allowed_groups": ["eng"]},
+        {"create": {"_index": "b", "_id": "ok1"}}, {"t": "dup", "v": [0, 1], "allowed_groups": ["eng"]},
+        {"index": {"_index": "b", "_id": "badnum"}}, {"t": "x", "n": "lots", "v": [0, 1], "allowed_groups": ["eng"]},
+        {"index": {"_index": "b", "_id": "ok2"}}, {"t": "three", "v": [0, 1], "allowed_groups": ["eng"]},
+        {"delete": {"_index": "b", "_id": "never-was"}},
+        {"update": {"_index": "b", "_id": "ok2"}}, {"doc": {"t": "three updated"}},
+        {"update": {"_index": "b", "_id": "missing"}}, {"doc": {"t": "nope"}})
+    st, _, b = server.request("POST", "/_bulk", raw=raw, headers=NDJSON)
+    assert st == 200 and b["errors"] is True
+    got = [(list(i)[0], i[list(i)[0]]["status"]) for i in b["items"]]
+    assert got == [("index", 201), ("index", 400), ("create", 409), ("index", 400),
+                   ("index", 201), ("delete", 404), ("update", 200), ("update", 404)]
+    assert b["items"][1]["index"]["error"]["type"] == "mapper_parsing_exception"
+    assert b["items"][2]["create"]["error"]["type"] == "version_conflict_engine_exception"
+    st, _, c = server.request("POST", "/b/_count", {}, headers=RUN_AS)
+    assert c["count"] == 2
+    st, _, d = server.request("GET", "/b/_doc/ok2", headers=RUN_AS)
+    assert d["_source"]["t"] == "three updated" and d["_source"]["v"] == [0.0, 1.0]
+    st, _, d = server.request("GET", "/b/_doc/ok1", headers=RUN_AS)
+    assert d["_source"]["t"] == "one"
+
+
+def test_malformed_action_line_fails_whole_request(server):
+    people_model(server)
+    raw = ndjson({"index": {"_index": "m", "_id": "1"}}, {"t": "a", "allowed_groups": ["eng"]},
+                 {"frobnicate": {"_index": "m"}}, {"t": "b"})
+    st, _, b = server.request("POST", "/_bulk", raw=raw, headers=NDJSON)
+    assert st == 400 and b["error"]["type"] == "illegal_argument_exception"
+    st, _, b = server.request("GET", "/m")
+    assert st == 404  # nothing was written, not even the index
+
+
+def test_dynamic_mapping_from_bulk_is_filterable(server):
+    people_model(server)
+    raw = ndjson(*sum(([{"index": {"_index": "auto", "_id": str(i)}},
+                        {"text": "doc %d" % i, "metadata": {"source": "s%d" % (i % 2), "page": i},
+                         "allowed_groups": ["eng"]}] for i in range(10)), []))
+    st, _, b = server.request("POST", "/_bulk", raw=raw, headers=NDJSON)
+    assert st == 200 and not b["errors"], b
+    st, _, m = server.request("GET", "/auto/_mapping")
+    props = m["auto"]["mappings"]["properties"]
+    assert props["text"]["type"] == "text"
+    assert props["metadata"]["properties"]["page"]["type"] == "long"
+    q = {"query": {"bool": {"filter": [{"term": {"metadata.source.keyword": "s1"}},
+                                       {"range": {"metadata.page": {"gte": 5}}}]}}, "size": 20}
+    st, _, r = server.request("POST", "/auto/_search", q, headers=RUN_AS)
+    assert st == 200, r
+    assert sorted(h["_id"] for h in r["hits"]["hits"]) == ["5", "7", "9"]
+    st, _, r = server.request("POST", "/auto/_search", {"query": {"match": {"text": "doc"}}},
+                              headers=RUN_AS)
+    assert r["hits"]["total"]["value"] == 10
+
+
+def test_write_queue_full_is_429(tmp_path):
+    cfg = tmp_path / "s.conf"
+    cfg.write_text("write_queue = 1\n")
+    s = Server(str(tmp_path / "data"), extra_args=("--config", str(cfg)))
+    try:
+        people_model(s)
+        st, _, _ = s.request("PUT", "/q", {"mappings": {"properties": {"t": {"type": "text"}}}})
+        big = ndjson(*sum(([{"index": {"_index": "q", "_id": str(i)}},
+                            {"t": "word " * 200, "allowed_groups": ["eng"]}]
+                           for i in range(3000)), []))
+        statuses, retry = [], []
+
+        def one():
+            st, h, _ = s.request("POST", "/_bulk", raw=big, headers=NDJSON)
+            statuses.append(st)
+            if st == 429:
+                retry.append(h.get("Retry-After"))
+        threads = [threading.Thread(target=one) for _ in range(6)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert 200 in statuses and set(statuses) <= {200, 429}, statuses
+        assert 429 in statuses, statuses
+        assert all(r == "1" for r in retry)
+    finally:
+        assert s.stop() == 0

@@ -42,6 +42,8 @@ typedef struct http_req {
     size_t nseg;
     http_arg_t args[HTTP_ARGS_MAX];
     size_t nargs;
+    char argbuf[4096]; /* the decoded arguments */
+    size_t argused;
     const char *authorization, *run_as, *content_type; /* request headers, or NULL */
     char *body;                                        /* NUL-terminated */
     size_t body_len;

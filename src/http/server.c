@@ -28,15 +28,39 @@ typedef struct conn_state {
     uint64_t t0;
 } conn_state_t;
 
+/* libmicrohttpd leaves the URI and its arguments escaped (see on_unescape): a path segment
+ * is decoded only after the path is split, so an id holding "%2F" stays one segment, and each
+ * argument is decoded here into the request's own buffer. */
+static size_t on_unescape(void *cls, struct MHD_Connection *c, char *s)
+{
+    (void)cls;
+    (void)c;
+    return strlen(s);
+}
+
+static char *arg_copy(http_req_t *r, const char *s)
+{
+    size_t n = strlen(s) + 1;
+    if (n > sizeof r->argbuf - r->argused)
+        return NULL;
+    char *d = r->argbuf + r->argused;
+    memcpy(d, s, n);
+    MHD_http_unescape(d);
+    r->argused += strlen(d) + 1;
+    return d;
+}
+
 static enum MHD_Result collect_arg(void *cls, enum MHD_ValueKind kind, const char *key,
                                    const char *value)
 {
     http_req_t *r = cls;
+    char *k, *v;
     (void)kind;
-    if (r->nargs == HTTP_ARGS_MAX)
-        return MHD_NO;
-    r->args[r->nargs].name = (char *)key;
-    r->args[r->nargs].value = (char *)(value ? value : "");
+    if (r->nargs == HTTP_ARGS_MAX || !(k = arg_copy(r, key)) ||
+        !(v = arg_copy(r, value ? value : "")))
+        return MHD_NO; /* past the bounds: the rest are ignored */
+    r->args[r->nargs].name = k;
+    r->args[r->nargs].value = v;
     r->nargs++;
     return MHD_YES;
 }
@@ -45,8 +69,9 @@ static enum MHD_Result collect_arg(void *cls, enum MHD_ValueKind kind, const cha
 static int split_path(http_req_t *r, const char *url)
 {
     char *p;
-    snprintf(r->path, sizeof r->path, "%s", url);
     snprintf(r->segbuf, sizeof r->segbuf, "%s", url);
+    snprintf(r->path, sizeof r->path, "%s", url);
+    MHD_http_unescape(r->path); /* for messages */
     p = r->segbuf;
     r->nseg = 0;
     while (*p == '/')
@@ -284,14 +309,14 @@ int http_server_start(cordon_t *db, const char *data_dir, const http_config_t *c
     threads = cfg->threads ? cfg->threads : (unsigned)sysconf(_SC_NPROCESSORS_ONLN);
     if (threads < 1)
         threads = 1;
-    srv->d =
-        MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ITC |
-                             (sa->sa_family == AF_INET6 ? MHD_USE_IPv6 : 0),
-                         (uint16_t)port, NULL, NULL, on_request, srv, MHD_OPTION_SOCK_ADDR, sa,
-                         MHD_OPTION_THREAD_POOL_SIZE, threads, MHD_OPTION_CONNECTION_TIMEOUT,
-                         (unsigned)cfg->idle_timeout_s, MHD_OPTION_CONNECTION_MEMORY_LIMIT,
-                         (size_t)cfg->max_header_bytes * 2, MHD_OPTION_NOTIFY_COMPLETED,
-                         on_completed, srv, MHD_OPTION_LISTENING_ADDRESS_REUSE, 1, MHD_OPTION_END);
+    srv->d = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ITC |
+                                  (sa->sa_family == AF_INET6 ? MHD_USE_IPv6 : 0),
+                              (uint16_t)port, NULL, NULL, on_request, srv, MHD_OPTION_SOCK_ADDR, sa,
+                              MHD_OPTION_THREAD_POOL_SIZE, threads, MHD_OPTION_CONNECTION_TIMEOUT,
+                              (unsigned)cfg->idle_timeout_s, MHD_OPTION_CONNECTION_MEMORY_LIMIT,
+                              (size_t)cfg->max_header_bytes * 2, MHD_OPTION_NOTIFY_COMPLETED,
+                              on_completed, srv, MHD_OPTION_LISTENING_ADDRESS_REUSE, 1,
+                              MHD_OPTION_UNESCAPE_CALLBACK, on_unescape, NULL, MHD_OPTION_END);
     if (!srv->d) {
         rc = cdn_err_set(err, CDN_ERR_IO,
                          "cannot listen on %s (is the port in use, or the address not this "

@@ -132,3 +132,17 @@ def test_chunked_request_body(server):
     assert r.status == 200 and r.getheader("X-Elastic-Product") == "Elasticsearch"
     r.read()
     c.close()
+
+
+def test_ids_with_slashes_and_spaces(server):
+    load(server, n=3)
+    import urllib.parse
+    doc_id = "reports/2026 q1.pdf#3"
+    path = "/p/_doc/" + urllib.parse.quote(doc_id, safe="")
+    st, _, b = server.request("PUT", path + "?refresh=true", {
+        "title": "fox", "emb": [0, 0, 0, 1], "allowed_groups": ["eng"]})
+    assert st == 201 and b["_id"] == doc_id, b
+    st, _, b = server.request("GET", path + "?_source_includes=title", headers=RUN_AS)
+    assert st == 200 and b["_id"] == doc_id and b["_source"] == {"title": "fox"}
+    r = search(server, {"query": {"ids": {"values": [doc_id]}}})
+    assert [h["_id"] for h in r["hits"]["hits"]] == [doc_id]

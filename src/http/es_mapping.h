@@ -47,10 +47,10 @@ typedef struct es_dynamic {
     int changed;
 } es_dynamic_t;
 
-/* Turns source into doc for index ix (doc->id already set). Unmapped fields are mapped into
- * dyn (dynamic mapping; "dynamic": "strict" refuses them). 0, or -1 with the reason in why
- * (a mapper_parsing_exception: wrong vector length, a string in a number field, ...) and
- * *type naming the Elasticsearch error type. */
+/* es_convert.c: turns source into doc for index ix (doc->id already set). Unmapped fields are
+ * mapped into dyn (dynamic mapping; "dynamic": "strict" refuses them). 0, or -1 with the reason in
+ * why (a mapper_parsing_exception: wrong vector length, a string in a number field, ...) and *type
+ * naming the Elasticsearch error type. */
 int es_doc_from_source(const es_index_t *ix, json_t *source, es_dynamic_t *dyn, es_doc_t *doc,
                        const char **type, char *why, size_t whysz);
 void es_doc_release(es_doc_t *doc);

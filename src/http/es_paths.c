@@ -100,3 +100,40 @@ int es_glob(const char *pattern, const char *s)
 {
     return fnmatch(pattern, s, 0) == 0;
 }
+
+es_kind_t es_kind_of(json_t *m)
+{
+    const char *t = json_string_value(json_object_get(m, "type"));
+    static const char *const nums[] = {"long",       "integer",      "short",
+                                       "byte",       "float",        "double",
+                                       "half_float", "scaled_float", "unsigned_long"};
+    if (!t)
+        return json_object_get(m, "properties") || json_is_object(m) ? ES_K_OBJECT : ES_K_OTHER;
+    if (!strcmp(t, "text") || !strcmp(t, "match_only_text"))
+        return ES_K_TEXT;
+    if (!strcmp(t, "keyword") || !strcmp(t, "constant_keyword") || !strcmp(t, "wildcard"))
+        return ES_K_KEYWORD;
+    for (size_t i = 0; i < sizeof nums / sizeof *nums; i++)
+        if (!strcmp(t, nums[i]))
+            return ES_K_NUMBER;
+    if (!strcmp(t, "date") || !strcmp(t, "date_nanos"))
+        return ES_K_DATE;
+    if (!strcmp(t, "boolean"))
+        return ES_K_BOOL;
+    if (!strcmp(t, "dense_vector"))
+        return ES_K_VECTOR;
+    if (!strcmp(t, "object") || !strcmp(t, "nested") || !strcmp(t, "flattened"))
+        return ES_K_OBJECT;
+    return ES_K_OTHER;
+}
+
+int es_has_keyword_sub(json_t *m)
+{
+    json_t *kw = json_object_get(json_object_get(m, "fields"), "keyword");
+    return es_kind_of(kw) == ES_K_KEYWORD;
+}
+
+int es_indexed(json_t *m)
+{
+    return !json_is_false(json_object_get(m, "index"));
+}

@@ -94,9 +94,10 @@ $(BUILD)/tests/unit/%: tests/unit/%.c $(BUILD)/libcordon-http.a $(BUILD)/libcord
 	$(CC) $(CFLAGS) -Itests -o $@ $< $(BUILD)/libcordon-http.a $(BUILD)/libcordon.a $(HTTP_LDLIBS) \
 	  $(LDLIBS) -lcmocka $(LDFLAGS)
 
-$(BUILD)/tests/fuzz/%: tests/fuzz/%.c $(BUILD)/libcordon.a
+$(BUILD)/tests/fuzz/%: tests/fuzz/%.c $(BUILD)/libcordon-http.a $(BUILD)/libcordon.a
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -o $@ $< $(BUILD)/libcordon.a $(LDLIBS) $(LDFLAGS)
+	$(CC) $(CFLAGS) -o $@ $< $(BUILD)/libcordon-http.a $(BUILD)/libcordon.a $(HTTP_LDLIBS) \
+	  $(LDLIBS) $(LDFLAGS)
 
 unit: $(TEST_BIN) $(BUILD)/cordon $(BUILD)/cordon-bench
 

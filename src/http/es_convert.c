@@ -267,6 +267,33 @@ static int conv_value(conv_t *c, const char *path, es_kind_t kind, json_t *v)
     return 0;
 }
 
+/* A new field under a path mapped as something other than an object ("v.x" where "v" is a
+ * dense_vector) cannot be mapped, as in Elasticsearch. */
+static int prefix_conflict(conv_t *c, const char *path)
+{
+    char head[512];
+    for (const char *dot = strchr(path, '.'); dot; dot = strchr(dot + 1, '.')) {
+        size_t n = (size_t)(dot - path);
+        if (n >= sizeof head)
+            break;
+        memcpy(head, path, n);
+        head[n] = '\0';
+        json_t *m = es_mapping_get(c->ix->mappings, head);
+        if (!m)
+            m = es_mapping_get(c->dyn->props, head);
+        if (m && es_kind_of(m) != ES_K_OBJECT) {
+            const char *t = json_string_value(json_object_get(m, "type"));
+            *c->type = "mapper_parsing_exception";
+            snprintf(c->why, c->whysz,
+                     "Could not dynamically add mapping for field [%.150s]. Existing mapping for "
+                     "[%.150s] must be of type object but found [%.40s].",
+                     path, head, t ? t : "?");
+            return -1;
+        }
+    }
+    return 0;
+}
+
 static int conv_walk(conv_t *c, json_t *obj, const char *prefix)
 {
     const char *k;
@@ -291,6 +318,8 @@ static int conv_walk(conv_t *c, json_t *obj, const char *prefix)
                             "mapping set to strict, dynamic introduction of [%s] within [%s] "
                             "is not allowed",
                             k, *prefix ? prefix : "_doc");
+            if (prefix_conflict(c, path))
+                return -1;
             if (!(m = dynamic_mapping(c->ix, path, k, v)))
                 continue;
             /* Limits: text fields beyond the collection's become keywords, metadata fields

@@ -165,6 +165,10 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         return MHD_YES;
     }
     if (*size) {
+        /* A client that trickles its body is cut off once the request has taken longer than
+         * request_timeout_s (libmicrohttpd's own timeout counts idle time only). */
+        if (cdn_clock_ns() - st->t0 > (uint64_t)ctx->cfg.request_timeout_s * 1000000000ull)
+            return MHD_NO;
         if (!st->too_big && cdn_buf_append(&st->body, data, *size) != 0)
             st->too_big = 1; /* keep reading to the end, then answer 413 */
         *size = 0;

@@ -27,8 +27,12 @@ void es_root(http_ctx_t *ctx, http_req_t *req, http_resp_t *resp)
 /* 1 when the caller may see index at all: it may search it, or it administers the server. */
 int es_visible(http_ctx_t *ctx, const http_req_t *req, const char *index)
 {
+    cordon_collection_info info;
     if (req->caller.key.admin && !req->caller.run_as)
         return 1;
+    if (!req->caller.subject[0] && req->caller.n_principals) /* asserted principals */
+        return cordon_collection_info_get(ctx->db, index, &info, NULL) == CORDON_OK &&
+               info.asserted_principals;
     return es_allowed(ctx, req, index, "search");
 }
 

@@ -213,7 +213,7 @@ static int vector_spec(spec_build_t *b, cordon_collection_spec *s)
 }
 
 /* "index.cordon.acl_field" in settings (nested or flat), else the server's rule for name. */
-static const char *setting(json_t *settings, const char *key)
+static json_t *setting_value(json_t *settings, const char *key)
 {
     char flat[80];
     json_t *x = json_object_get(json_object_get(json_object_get(settings, "index"), "cordon"), key);
@@ -223,7 +223,19 @@ static const char *setting(json_t *settings, const char *key)
     }
     if (!x)
         x = json_object_get(json_object_get(settings, "cordon"), key);
-    return json_string_value(x);
+    return x;
+}
+
+static const char *setting(json_t *settings, const char *key)
+{
+    return json_string_value(setting_value(settings, key));
+}
+
+/* A boolean setting: true, or the string "true" as Elasticsearch's settings allow. */
+static int setting_true(json_t *settings, const char *key)
+{
+    json_t *x = setting_value(settings, key);
+    return json_is_true(x) || (json_is_string(x) && !strcmp(json_string_value(x), "true"));
 }
 
 static void ensure_keyword(json_t *mappings, const char *path)
@@ -278,6 +290,8 @@ int es_index_create(http_ctx_t *ctx, const char *name, json_t *body, http_resp_t
     s.n_meta_fields = b.n_meta;
     s.acl_field = acl;
     s.attrs_json = attrs;
+    /* Keys bound to principals (not to subjects) search such an index with their principals. */
+    s.asserted_principals = setting_true(settings, "asserted_principals");
     if ((rc = cordon_collection_create(ctx->db, &s, &err)) != 0) {
         if (rc == CORDON_ERR_EXISTS)
             es_error(resp, 400, "resource_already_exists_exception",

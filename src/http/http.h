@@ -32,6 +32,9 @@ typedef struct http_caller {
     /* The subject searches run as: the key's own, or the run-as header's. "" for none. */
     char subject[CORDON_ROLE_MAX + 8];
     int run_as; /* subject came from es-security-runas-user */
+    /* A key bound to asserted principals (no subject): them, for asserted-principal indexes. */
+    const char *principals[KEYS_PRINCIPALS_MAX];
+    size_t n_principals;
 } http_caller_t;
 
 typedef struct http_req {

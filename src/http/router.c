@@ -138,6 +138,8 @@ static int authenticate(http_ctx_t *ctx, http_req_t *req, http_resp_t *resp)
         return -1;
     }
     snprintf(c->subject, sizeof c->subject, "%s", c->key.subject);
+    for (size_t i = 0; i < c->key.n_principals && i < KEYS_PRINCIPALS_MAX; i++)
+        c->principals[c->n_principals++] = c->key.principals[i];
     if (req->run_as && *req->run_as) {
         if (!c->key.run_as && !c->key.admin) {
             es_error(resp, 403, "security_exception",
@@ -152,6 +154,7 @@ static int authenticate(http_ctx_t *ctx, http_req_t *req, http_resp_t *resp)
         }
         snprintf(c->subject, sizeof c->subject, "%s", req->run_as);
         c->run_as = 1;
+        c->n_principals = 0; /* the run-as subject's own view, not the key's */
     }
     return 0;
 }

@@ -14,7 +14,8 @@
 #include "http/es_paths.h"
 
 static const char mapping[] =
-    "{\"properties\":{\"title\":{\"type\":\"text\",\"fields\":{\"keyword\":{\"type\":\"keyword\"}}},"
+    "{\"properties\":{\"title\":{\"type\":\"text\",\"fields\":{\"keyword\":{\"type\":\"keyword\"}}}"
+    ","
     "\"n\":{\"type\":\"long\"},\"when\":{\"type\":\"date\"},\"ok\":{\"type\":\"boolean\"},"
     "\"v\":{\"type\":\"dense_vector\",\"dims\":3},\"allowed_groups\":{\"type\":\"keyword\"},"
     "\"metadata\":{\"properties\":{\"src\":{\"type\":\"keyword\"}}}},"

@@ -185,3 +185,26 @@ def test_metrics_pass_promtool(server):
     p = subprocess.run(["promtool", "check", "metrics"], input=text, capture_output=True,
                        text=True, timeout=60)
     assert p.returncode == 0, p.stdout + p.stderr
+
+
+def test_principal_keys_on_asserted_index(server):
+    st, _, b = server.request("PUT", "/ext", {
+        "settings": {"index": {"cordon": {"asserted_principals": True}}},
+        "mappings": {"properties": {"t": {"type": "text"}}}})
+    assert st == 200, b
+    for i, groups in enumerate([["eng"], ["hr"], ["eng", "hr"]]):
+        st, _, b = server.request("PUT", f"/ext/_doc/{i}", {"t": "w", "allowed_groups": groups})
+        assert st == 201, b
+    st, _, k = server.request("POST", "/_security/api_key",
+                              {"name": "idp", "cordon": {"principals": ["group:hr"]}})
+    assert st == 200, k
+    key = "ApiKey " + k["encoded"]
+    st, _, r = server.request("POST", "/ext/_search", {"query": {"match": {"t": "w"}}}, key=key)
+    assert st == 200 and sorted(h["_id"] for h in r["hits"]["hits"]) == ["1", "2"]
+    # The same key on an index of the model's subjects: missing.
+    st, _, _ = server.request("PUT", "/plain", {"mappings": {"properties": {"t": {"type": "text"}}}})
+    st, _, r = server.request("POST", "/plain/_search", {}, key=key)
+    assert st == 404 and r["error"]["type"] == "index_not_found_exception"
+    # And it may not write.
+    st, _, r = server.request("PUT", "/ext/_doc/9", {"t": "w", "allowed_groups": ["hr"]}, key=key)
+    assert st in (403, 404)

@@ -14,6 +14,9 @@
 
 /* Strings longer than this get no keyword copy, as Elasticsearch's default ignore_above. */
 #define ES_IGNORE_ABOVE 256
+/* The metadata key keeping a cosine index's vector length: cordon stores vectors normalised,
+ * and Elasticsearch returns _source as it was sent. */
+#define ES_NORM_KEY "_cordon_vector_norm"
 
 /* ---- Dynamic mapping. ---- */
 
@@ -206,6 +209,7 @@ static int conv_vector(conv_t *c, const char *path, json_t *m, json_t *v)
     uint32_t dim = c->ix->info.dim;
     size_t i;
     json_t *x;
+    double norm = 0;
     if (!c->ix->vector_field || strcmp(path, c->ix->vector_field) || !dim)
         return 0; /* a second vector field: kept in _source only */
     (void)m;
@@ -226,8 +230,15 @@ static int conv_vector(conv_t *c, const char *path, json_t *m, json_t *v)
                         "finite number",
                         path, "");
         c->doc->vector[i] = (float)d;
+        norm += d * d;
     }
     es_path_del(c->meta, path);
+    norm = sqrt(norm);
+    if (c->ix->info.metric != CORDON_METRIC_COSINE)
+        return 0;
+    json_object_del(c->meta, ES_NORM_KEY);
+    if (norm > 0 && norm != 1 && json_object_set_new(c->meta, ES_NORM_KEY, json_real(norm)))
+        return fail(c, "exception", "out of memory%s%s", "", "");
     return 0;
 }
 
@@ -463,10 +474,15 @@ json_t *es_source_of(const es_index_t *ix, const cordon_record *r)
     }
     for (size_t i = 0; src && i < r->n_fields; i++)
         es_path_set(src, r->fields[i].name, json_string(r->fields[i].value));
+    double norm = 0;
+    if (ix->info.metric == CORDON_METRIC_COSINE) {
+        norm = json_number_value(json_object_get(src, ES_NORM_KEY));
+        json_object_del(src, ES_NORM_KEY);
+    }
     if (src && r->vector && ix->vector_field) {
         json_t *v = json_array();
         for (uint32_t i = 0; v && i < r->dim; i++)
-            json_array_append_new(v, json_real(r->vector[i]));
+            json_array_append_new(v, json_real(norm > 0 ? r->vector[i] * norm : r->vector[i]));
         es_path_set(src, ix->vector_field, v);
     }
     return src;

@@ -273,7 +273,17 @@ void es_doc_update(http_ctx_t *ctx, http_req_t *req, http_resp_t *resp)
         json_decref(body);
         return;
     }
-    if (cordon_read_stored(ctx->db, ix.name, req->seg[2], &r, NULL) == CORDON_OK) {
+    /* A caller that reads as someone (its subject, run-as, asserted principals) merges only
+     * into what it may read: a hidden document is as missing here as to get. */
+    cordon_subject s;
+    int rc;
+    if (req->caller.subject[0] || req->caller.n_principals) {
+        es_subject(req, resp, &s);
+        rc = cordon_get(ctx->db, ix.name, &s, req->seg[2], &r, NULL);
+    } else {
+        rc = cordon_read_stored(ctx->db, ix.name, req->seg[2], &r, NULL);
+    }
+    if (rc == CORDON_OK) {
         src = es_source_of(&ix, r);
         merge_into(src, doc);
     } else if (json_is_true(json_object_get(body, "doc_as_upsert"))) {

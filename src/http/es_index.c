@@ -5,6 +5,7 @@
 #include "http/es.h"
 #include "http/es_handlers.h"
 #include "http/es_mapping.h"
+#include "http/es_paths.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -56,18 +57,38 @@ void es_cluster_health(http_ctx_t *ctx, http_req_t *req, http_resp_t *resp)
                        "active_shards_percent_as_number", 100.0));
 }
 
+/* 1 when name is one of the comma-separated names or patterns of list ("docs,logs-*"). */
+static int listed(const char *list, const char *name)
+{
+    char one[CORDON_NAME_MAX + 2];
+    while (*list) {
+        const char *comma = strchr(list, ',');
+        size_t n = comma ? (size_t)(comma - list) : strlen(list);
+        if (n < sizeof one) {
+            memcpy(one, list, n);
+            one[n] = '\0';
+            if (!strcmp(one, "_all") || es_glob(one, name))
+                return 1;
+        }
+        list += n + (comma != NULL);
+    }
+    return 0;
+}
+
 void es_cat_indices(http_ctx_t *ctx, http_req_t *req, http_resp_t *resp)
 {
     cordon_collection_info *list = NULL;
-    size_t n = 0;
+    const char *only = req->nseg > 2 ? req->seg[2] : NULL; /* GET /_cat/indices/{index} */
+    size_t n = 0, shown = 0;
     int json = http_arg(req, "format") && !strcmp(http_arg(req, "format"), "json");
     json_t *arr = json_array();
     cordon_collection_list(ctx->db, &list, &n, NULL);
     resp->body.len = 0;
     for (size_t i = 0; i < n; i++) {
         cordon_collection_info *c = &list[i];
-        if (!es_visible(ctx, req, c->name))
+        if (!es_visible(ctx, req, c->name) || (only && !listed(only, c->name)))
             continue;
+        shown++;
         /* docs.count is the readable count a subject would get from _count; here the server's
          * own figure, shown only to those who may search the index. */
         uint64_t bytes = c->vector_bytes + c->graph_bytes + c->codes_bytes + c->acl_bytes;
@@ -85,6 +106,11 @@ void es_cat_indices(http_ctx_t *ctx, http_req_t *req, http_resp_t *resp)
                            count, size, size);
     }
     cordon_free(list);
+    if (only && !shown && !strchr(only, '*')) { /* a named index that is missing or hidden */
+        json_decref(arr);
+        es_error_index(resp, only);
+        return;
+    }
     if (json) {
         es_reply(resp, 200, arr);
         return;

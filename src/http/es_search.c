@@ -22,7 +22,8 @@ typedef struct plan {
     int has_query, has_knn, track_total, min_score_set;
     uint64_t total_max;
     double min_score;
-    json_t *source_spec; /* borrowed from the body */
+    json_t *source_spec; /* borrowed from the body, or source_arg */
+    json_t *source_arg;  /* owned: _source, _source_includes, _source_excludes in the URL */
     json_t *sort;        /* borrowed: field sorts, NULL for score order */
     json_t *search_after;
 } plan_t;
@@ -32,6 +33,7 @@ static void plan_free(plan_t *p)
     free(p->query_json);
     free(p->filter_json);
     cdn_free(p->vector);
+    json_decref(p->source_arg);
 }
 
 static int bad(http_resp_t *resp, const char *type, const char *msg, const char *a)
@@ -285,6 +287,8 @@ static int plan_read(http_ctx_t *ctx, const es_index_t *ix, json_t *body, const 
         p->min_score_set = 1;
     }
     p->source_spec = json_object_get(body, "_source");
+    if (!p->source_spec) /* the body's _source wins over the query string's, as in Elasticsearch */
+        p->source_spec = p->source_arg = es_source_arg(req);
     p->sort = json_object_get(body, "sort");
     p->search_after = json_object_get(body, "search_after");
     if (!sort_is_score(p->sort))

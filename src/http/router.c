@@ -34,6 +34,7 @@ static const route_t routes[] = {
     {"PUT", "/_cordon/model", es_model_put, 1, 0},
     {"POST", "/_cordon/model", es_model_post, 1, 0},
     {"GET", "/_cat/indices", es_cat_indices, 0, 0},
+    {"GET", "/_cat/indices/{index}", es_cat_indices, 0, 0},
     {"POST", "/_bulk", es_bulk, 1, 0},
     {"PUT", "/_bulk", es_bulk, 1, 0},
     {"POST", "/_mget", es_mget, 0, 0},

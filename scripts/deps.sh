@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs the Debian packages cordon needs to build and test (and with --bench, to run the
-# benchmarks' corpora and peers), when they are missing.
-# Relies on dpkg and apt-get (root, as on the project's machines and CI).
+# benchmarks' corpora and peers), when they are missing, and the Node.js client the wire tests
+# use. Relies on dpkg and apt-get (root, as on the project's machines and CI) and npm.
 set -euo pipefail
 pkgs=(build-essential pkg-config liblmdb-dev libroaring-dev libmicrohttpd-dev libstemmer-dev
       libxxhash-dev libjansson-dev libcmocka-dev libutf8proc-dev libsqlite3-dev
@@ -17,10 +17,19 @@ missing=()
 for p in "${pkgs[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
-[ ${#missing[@]} -eq 0 ] && exit 0
-echo "deps: installing ${missing[*]}"
-SUDO=""
-[ "$(id -u)" -ne 0 ] && SUDO="sudo"
-export DEBIAN_FRONTEND=noninteractive
-$SUDO apt-get update -qq
-$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+if [ ${#missing[@]} -gt 0 ]; then
+    echo "deps: installing ${missing[*]}"
+    SUDO=""
+    [ "$(id -u)" -ne 0 ] && SUDO="sudo"
+    export DEBIAN_FRONTEND=noninteractive
+    $SUDO apt-get update -qq
+    $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+# The official Node.js Elasticsearch client for the wire tests (tests/http/node), at the
+# versions its package-lock.json pins; node_modules is never committed.
+node_dir="$(cd "$(dirname "$0")/.." && pwd)/tests/http/node"
+if [ ! -d "$node_dir/node_modules/@elastic/elasticsearch" ]; then
+    echo "deps: npm ci in tests/http/node"
+    (cd "$node_dir" && { npm ci --no-audit --no-fund --loglevel=error ||
+                         npm install --no-audit --no-fund --loglevel=error; })
+fi

@@ -140,9 +140,14 @@ static int decide(cordon_t *db, const cordon_authz_request *req, const char *con
     }
     r = (authz_request_t){req->subject, req->resource,   req->action,   ctx,
                           res,          req->scope_type, req->scope_id, AUTHZ_CACHE_USE};
+    /* The data directory's revision, read before the decision: a model write changes memory
+     * before it moves the revision, so the decision reflects at least this revision, the one
+     * number a model write acknowledged (a consistency token, as a search's). */
+    uint64_t rev = cordon_revision(db);
     rc = engine_is_authorized(db->e, &r, resources, resources ? n : 1, d, e);
     for (size_t i = 0; rc == CDN_OK && i < (resources ? n : 1); i++)
-        rc = decision_out(&d[i], &out[i], e);
+        if ((rc = decision_out(&d[i], &out[i], e)) == CDN_OK)
+            out[i].revision = rev;
 done:
     if (d != &one)
         cdn_free(d);
@@ -189,6 +194,7 @@ int cordon_view(cordon_t *db, const char *subject_id, char ***principals, size_t
     int rc;
     if (!db || !subject_id || !principals || !n)
         return api_ret(cdn_err_set(&e, CDN_ERR_INVALID, "cordon_view needs a subject id"), &e, err);
+    uint64_t rev = cordon_revision(db); /* as for decisions: the view reflects at least it */
     if ((rc = engine_view(db->e, subject_id, &v, &e)) != 0)
         return api_ret(rc, &e, err);
     *principals = cdn_calloc(v->n + 1, sizeof(char *));
@@ -197,7 +203,7 @@ int cordon_view(cordon_t *db, const char *subject_id, char ***principals, size_t
         if (((*principals)[i] = cdn_strdup(v->principals[i])))
             (*n)++;
     if (revision)
-        *revision = v->revision;
+        *revision = rev;
     rc = (*principals && *n == v->n) ? CDN_OK : CDN_ERR_NOMEM;
     authz_view_release(v);
     if (rc) {
@@ -240,6 +246,7 @@ int cordon_explain(cordon_t *db, const char *coll, const char *subject_id, const
         return api_ret(rc, &e, err);
     size_t na = strings_of(json_object_get(obj, "allowed"), allowed, ACL_MAX_PRINCIPALS);
     size_t nd = strings_of(json_object_get(obj, "denied"), denied, ACL_MAX_PRINCIPALS);
+    uint64_t rev = cordon_revision(db);
     rc = engine_explain(db->e, subject_id, allowed, na, denied, nd, &x, &e);
     json_decref(obj);
     if (rc == CDN_OK) {
@@ -247,7 +254,7 @@ int cordon_explain(cordon_t *db, const char *coll, const char *subject_id, const
         out->readable = x.readable;
         snprintf(out->principal, sizeof out->principal, "%s", x.principal);
         snprintf(out->message, sizeof out->message, "%s", x.message);
-        out->revision = x.revision;
+        out->revision = rev;
     }
     return api_ret(rc, &e, err);
 }

@@ -4,6 +4,7 @@
 #include "base/mem.h"
 #include "http/es.h"
 #include "http/es_handlers.h"
+#include "http/v1.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -33,6 +34,24 @@ static const route_t routes[] = {
     {"GET", "/_cordon/model", es_model_get, 0, 0},
     {"PUT", "/_cordon/model", es_model_put, 1, 0},
     {"POST", "/_cordon/model", es_model_post, 1, 0},
+    {"POST", "/v1/collections/{c}/retrieve", v1_retrieve, 0, 0},
+    {"PUT", "/v1/collections/{c}/acl", v1_acl_put, 1, 0},
+    {"PUT", "/v1/subjects/{id}", v1_subject_put, 1, 0},
+    {"DELETE", "/v1/subjects/{id}", v1_subject_delete, 1, 0},
+    {"GET", "/v1/subjects/{id}/view", v1_view, 0, 0},
+    {"PUT", "/v1/groups/{id}", v1_group_put, 1, 0},
+    {"DELETE", "/v1/groups/{id}", v1_group_delete, 1, 0},
+    {"POST", "/v1/groups/{id}/members", v1_group_members, 1, 0},
+    {"PUT", "/v1/roles/{id}", v1_role_put, 1, 0},
+    {"DELETE", "/v1/roles/{id}", v1_role_delete, 1, 0},
+    {"POST", "/v1/grants", v1_grant_post, 1, 0},
+    {"GET", "/v1/grants", v1_grant_list, 0, 0},
+    {"DELETE", "/v1/grants/{id}", v1_grant_delete, 1, 0},
+    {"POST", "/v1/explain", v1_explain, 0, 0},
+    {"GET", "/v1/model", v1_model_get, 0, 0},
+    {"PUT", "/v1/model", v1_model_put, 1, 0},
+    {"POST", "/api/auth/is-authorized", v1_is_authorized, 0, 0},
+    {"POST", "/api/auth/is-authorized/batch", v1_is_authorized_batch, 0, 0},
     {"GET", "/_cat/indices", es_cat_indices, 0, 0},
     {"GET", "/_cat/indices/{index}", es_cat_indices, 0, 0},
     {"POST", "/_bulk", es_bulk, 1, 0},

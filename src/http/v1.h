@@ -1,0 +1,52 @@
+/* v1.h: the cordon API's routes under /v1 (v1.c: retrieval, ACLs, explain, views; v1_model.c:
+ * the permission model) and /api/auth (authz_api.c: is-authorized), and what they share.
+ * Relies on http/http.h. */
+#ifndef CDN_HTTP_V1_H
+#define CDN_HTTP_V1_H
+
+#include "http/http.h"
+
+/* How long a read waits for min_revision before answering 409. */
+#define V1_MIN_REVISION_WAIT_MS 1000
+/* The resource whose manage action lets a subject change the model and ask about others. */
+#define V1_MODEL_RESOURCE "model:permissions"
+/* Checks per /api/auth/is-authorized/batch request. */
+#define V1_AUTHZ_BATCH_MAX 1000
+
+/* Waits (bounded) until the data directory reached body's min_revision, if any; 0, or fills
+ * resp (400 malformed, 409 not reached). */
+int v1_wait_revision(http_ctx_t *ctx, json_t *body, http_resp_t *resp);
+/* Who a /v1 read is for: body's "subject" (keys that may act for others only), else the
+ * caller's. buf holds the id. 0, or fills resp. */
+int v1_subject(const http_req_t *req, json_t *body, http_resp_t *resp, cordon_subject *s,
+               char *buf, size_t size);
+/* 1 for an admin key, or a subject holding manage on V1_MODEL_RESOURCE. */
+int v1_may_manage_model(http_ctx_t *ctx, const http_req_t *req);
+/* A hit's fields (text fields and metadata keys) as a retrieve's "fields" asks (NULL = all). */
+json_t *v1_hit_fields(const cordon_record *r, json_t *fields);
+
+/* v1.c */
+void v1_retrieve(http_ctx_t *ctx, http_req_t *req, http_resp_t *resp);
+void v1_acl_put(http_ctx_t *ctx, http_req_t *req, http_resp_t *resp);
+void v1_explain(http_ctx_t *ctx, http_req_t *req, http_resp_t *resp);
+void v1_view(http_ctx_t *ctx, http_req_t *req, http_resp_t *resp);
+
+/* v1_model.c */
+void v1_subject_put(http_ctx_t *ctx, http_req_t *req, http_resp_t *resp);
+void v1_subject_delete(http_ctx_t *ctx, http_req_t *req, http_resp_t *resp);
+void v1_group_put(http_ctx_t *ctx, http_req_t *req, http_resp_t *resp);
+void v1_group_delete(http_ctx_t *ctx, http_req_t *req, http_resp_t *resp);
+void v1_group_members(http_ctx_t *ctx, http_req_t *req, http_resp_t *resp);
+void v1_role_put(http_ctx_t *ctx, http_req_t *req, http_resp_t *resp);
+void v1_role_delete(http_ctx_t *ctx, http_req_t *req, http_resp_t *resp);
+void v1_grant_post(http_ctx_t *ctx, http_req_t *req, http_resp_t *resp);
+void v1_grant_list(http_ctx_t *ctx, http_req_t *req, http_resp_t *resp);
+void v1_grant_delete(http_ctx_t *ctx, http_req_t *req, http_resp_t *resp);
+void v1_model_get(http_ctx_t *ctx, http_req_t *req, http_resp_t *resp);
+void v1_model_put(http_ctx_t *ctx, http_req_t *req, http_resp_t *resp);
+
+/* authz_api.c */
+void v1_is_authorized(http_ctx_t *ctx, http_req_t *req, http_resp_t *resp);
+void v1_is_authorized_batch(http_ctx_t *ctx, http_req_t *req, http_resp_t *resp);
+
+#endif

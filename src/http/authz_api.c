@@ -66,12 +66,12 @@ static json_t *check_one(http_ctx_t *ctx, const char *subject, json_t *c)
         /* A malformed check is a decision too: denied, with the engine's reason. */
         const char *msg = why ? why : err.message;
         int scope_bad = strstr(msg, "scope") != NULL;
-        data = json_pack("{s:b, s:s, s:n, s:n, s:O, s:I, s:s}", "authorized", 0, "reason",
-                         rc == CORDON_ERR_INVALID ? (scope_bad ? "INVALID_SCOPE" : "INVALID_REQUEST")
-                                                  : "ERROR",
-                         "matchedPermission", "matchedCondition", "evaluatedContext",
-                         context ? context : json_object(), "revision",
-                         (json_int_t)cordon_revision(ctx->db), "message", msg);
+        data = json_pack(
+            "{s:b, s:s, s:n, s:n, s:O, s:I, s:s}", "authorized", 0, "reason",
+            rc == CORDON_ERR_INVALID ? (scope_bad ? "INVALID_SCOPE" : "INVALID_REQUEST") : "ERROR",
+            "matchedPermission", "matchedCondition", "evaluatedContext",
+            context ? context : json_object(), "revision", (json_int_t)cordon_revision(ctx->db),
+            "message", msg);
     }
     free(ctx_json);
     free(res_json);
@@ -115,8 +115,8 @@ void v1_is_authorized(http_ctx_t *ctx, http_req_t *req, http_resp_t *resp)
     if (!body)
         return;
     if (who(req, body, resp, subject, sizeof subject) == 0)
-        es_reply(resp, 200, json_pack("{s:b, s:o}", "success", 1, "data",
-                                      check_one(ctx, subject, body)));
+        es_reply(resp, 200,
+                 json_pack("{s:b, s:o}", "success", 1, "data", check_one(ctx, subject, body)));
     json_decref(body);
 }
 
@@ -137,8 +137,8 @@ void v1_is_authorized_batch(http_ctx_t *ctx, http_req_t *req, http_resp_t *resp)
         out = json_array();
         json_array_foreach(checks, i, c) json_array_append_new(out, check_one(ctx, subject, c));
         es_reply(resp, 200,
-                 json_pack("{s:b, s:{s:o, s:I}}", "success", 1, "data", "results", out,
-                           "revision", (json_int_t)cordon_revision(ctx->db)));
+                 json_pack("{s:b, s:{s:o, s:I}}", "success", 1, "data", "results", out, "revision",
+                           (json_int_t)cordon_revision(ctx->db)));
     }
     json_decref(body);
 }

@@ -35,6 +35,7 @@ static const route_t routes[] = {
     {"PUT", "/_cordon/model", es_model_put, 1, 0},
     {"POST", "/_cordon/model", es_model_post, 1, 0},
     {"POST", "/v1/collections/{c}/retrieve", v1_retrieve, 0, 0},
+    {"POST", "/v1/collections/{c}/context", v1_context, 0, 0},
     {"PUT", "/v1/collections/{c}/acl", v1_acl_put, 1, 0},
     {"PUT", "/v1/subjects/{id}", v1_subject_put, 1, 0},
     {"DELETE", "/v1/subjects/{id}", v1_subject_delete, 1, 0},

@@ -40,8 +40,8 @@ int v1_wait_revision(http_ctx_t *ctx, json_t *body, http_resp_t *resp)
     return -1;
 }
 
-int v1_subject(const http_req_t *req, json_t *body, http_resp_t *resp, cordon_subject *s,
-               char *buf, size_t size)
+int v1_subject(const http_req_t *req, json_t *body, http_resp_t *resp, cordon_subject *s, char *buf,
+               size_t size)
 {
     const char *named = json_string_value(json_object_get(body, "subject"));
     if (json_object_get(body, "subject") && !named) {
@@ -79,21 +79,16 @@ static int one_of(const char *v, const char *const *names)
     return -1;
 }
 
-typedef struct retrieve {
-    cordon_query q;
-    float *vector;
-    char *filter; /* jansson */
-    json_t *fields;
-} retrieve_t;
-
-static int retrieve_read(const es_index_t *ix, json_t *body, retrieve_t *r, http_resp_t *resp)
+int v1_retrieve_read(const es_index_t *ix, json_t *body, const char *const *extra, v1_retrieve_t *r,
+                     http_resp_t *resp)
 {
-    static const char *const keys[] = {"subject", "query",  "k",      "mode",   "strategy",
-                                       "max_candidates", "ef", "filter", "fusion", "fields",
+    static const char *const keys[] = {"subject",        "query", "k",      "mode",   "strategy",
+                                       "max_candidates", "ef",    "filter", "fusion", "fields",
                                        "min_revision",   NULL};
     json_t *query = json_object_get(body, "query"), *v;
     const char *k, *mode = json_string_value(json_object_get(body, "mode"));
-    json_object_foreach(body, k, v) if (one_of(k, keys) < 0)
+    memset(r, 0, sizeof *r);
+    json_object_foreach(body, k, v) if (one_of(k, keys) < 0 && (!extra || one_of(k, extra) < 0))
     {
         es_error(resp, 400, "parsing_exception", "unknown field [%s] in a retrieve request", k);
         return -1;
@@ -148,7 +143,8 @@ static int retrieve_read(const es_index_t *ix, json_t *body, retrieve_t *r, http
     if (m != 0)
         r->q.text = json_string_value(text);
     if ((v = json_object_get(body, "k")) != NULL) {
-        if (!json_is_integer(v) || json_integer_value(v) < 1 || json_integer_value(v) > CORDON_K_MAX) {
+        if (!json_is_integer(v) || json_integer_value(v) < 1 ||
+            json_integer_value(v) > CORDON_K_MAX) {
             es_error(resp, 400, "illegal_argument_exception", "[k] must be 1 to %d", CORDON_K_MAX);
             return -1;
         }
@@ -196,22 +192,30 @@ static int retrieve_read(const es_index_t *ix, json_t *body, retrieve_t *r, http
     return 0;
 }
 
+void v1_retrieve_free(v1_retrieve_t *r)
+{
+    cdn_free(r->vector);
+    free(r->filter);
+    r->vector = NULL;
+    r->filter = NULL;
+}
+
 static int wanted(json_t *fields, const char *name)
 {
     size_t i;
     json_t *x;
     if (!fields)
         return 1;
-    json_array_foreach(fields, i, x) if (json_is_string(x) && !strcmp(json_string_value(x), name))
-        return 1;
+    json_array_foreach(fields, i,
+                       x) if (json_is_string(x) && !strcmp(json_string_value(x), name)) return 1;
     return 0;
 }
 
 /* A hit's fields: the text fields and the metadata's top-level keys, as fields asks. */
 json_t *v1_hit_fields(const cordon_record *r, json_t *fields)
 {
-    json_t *out = json_object(), *meta = json_loads(r->metadata_json ? r->metadata_json : "{}", 0,
-                                                    NULL);
+    json_t *out = json_object(),
+           *meta = json_loads(r->metadata_json ? r->metadata_json : "{}", 0, NULL);
     const char *k;
     json_t *v;
     for (size_t i = 0; out && i < r->n_fields; i++)
@@ -229,19 +233,20 @@ void v1_retrieve(http_ctx_t *ctx, http_req_t *req, http_resp_t *resp)
     cordon_subject s;
     cordon_result *res = NULL;
     cordon_error err = {0};
-    retrieve_t r;
+    v1_retrieve_t r;
     es_index_t ix;
     json_t *body;
     int rc;
     memset(&r, 0, sizeof r);
     if (!(body = es_body(ctx, req, resp, 1)))
         return;
-    if (v1_wait_revision(ctx, body, resp) || v1_subject(req, body, resp, &s, subject, sizeof subject))
+    if (v1_wait_revision(ctx, body, resp) ||
+        v1_subject(req, body, resp, &s, subject, sizeof subject))
         goto out;
     req->seg[0] = req->seg[2]; /* /v1/collections/{c}/retrieve: the index is the third */
     if (es_index_open(ctx, req, resp, &ix))
         goto out;
-    if (retrieve_read(&ix, body, &r, resp) == 0) {
+    if (v1_retrieve_read(&ix, body, NULL, &r, resp) == 0) {
         if ((rc = cordon_search(ctx->db, ix.name, &s, &r.q, &res, &err)) != 0) {
             if (rc == CORDON_ERR_NOT_FOUND)
                 es_error_index(resp, ix.name);
@@ -251,26 +256,24 @@ void v1_retrieve(http_ctx_t *ctx, http_req_t *req, http_resp_t *resp)
             json_t *hits = json_array();
             for (size_t i = 0; i < res->n_hits; i++) {
                 cordon_hit *h = &res->hits[i];
-                json_array_append_new(hits, json_pack("{s:s, s:f, s:o}", "id", h->id, "score",
-                                                      (double)h->score, "fields",
-                                                      h->record ? v1_hit_fields(h->record, r.fields)
-                                                                : json_object()));
+                json_array_append_new(
+                    hits,
+                    json_pack("{s:s, s:f, s:o}", "id", h->id, "score", (double)h->score, "fields",
+                              h->record ? v1_hit_fields(h->record, r.fields) : json_object()));
             }
             metrics_search(ctx->metrics, res->plan, res->readable, 0);
             es_reply(resp, 200,
                      json_pack("{s:o, s:b, s:s, s:I, s:I, s:I, s:f}", "hits", hits, "complete",
                                res->complete, "plan", res->plan, "readable",
-                               (json_int_t)res->readable, "candidates",
-                               (json_int_t)res->candidates, "revision",
-                               (json_int_t)res->revision, "took_ms",
+                               (json_int_t)res->readable, "candidates", (json_int_t)res->candidates,
+                               "revision", (json_int_t)res->revision, "took_ms",
                                (double)(cdn_clock_ns() - req->t0_ns) / 1e6));
         }
     }
     es_index_release(&ix);
 out:
     cordon_result_free(res);
-    cdn_free(r.vector);
-    free(r.filter);
+    v1_retrieve_free(&r);
     json_decref(body);
 }
 
@@ -292,7 +295,8 @@ static int strings(json_t *arr, const char ***out, size_t *n, const char *what, 
     json_array_foreach(arr, i, x)
     {
         if (!json_is_string(x)) {
-            es_error(resp, 400, "illegal_argument_exception", "[%s][%zu] must be a string", what, i);
+            es_error(resp, 400, "illegal_argument_exception", "[%s][%zu] must be a string", what,
+                     i);
             return -1;
         }
         (*out)[(*n)++] = json_string_value(x);
@@ -317,14 +321,14 @@ void v1_acl_put(http_ctx_t *ctx, http_req_t *req, http_resp_t *resp)
         goto out;
     es_index_release(&ix);
     if (!es_allowed(ctx, req, coll, "write")) {
-        es_error(resp, 403, "security_exception", "changing ACLs of [%s] needs [write] on it", coll);
+        es_error(resp, 403, "security_exception", "changing ACLs of [%s] needs [write] on it",
+                 coll);
         goto out;
     }
     changes = json_object_get(body, "changes");
     if (!json_is_array(changes) || json_array_size(changes) > CORDON_BATCH_MAX) {
         es_error(resp, 400, "illegal_argument_exception",
-                 "[changes] must be a list of {id, allowed, denied}, at most %d",
-                 CORDON_BATCH_MAX);
+                 "[changes] must be a list of {id, allowed, denied}, at most %d", CORDON_BATCH_MAX);
         goto out;
     }
     if (!(ch = cdn_calloc(json_array_size(changes) + 1, sizeof *ch))) {
@@ -350,8 +354,9 @@ void v1_acl_put(http_ctx_t *ctx, http_req_t *req, http_resp_t *resp)
     if ((rc = cordon_set_acl(ctx->db, coll, ch, n, &rev, &err)) != 0)
         es_error_cordon(resp, rc, &err, NULL);
     else
-        es_reply(resp, 200, json_pack("{s:b, s:I, s:I}", "acknowledged", 1, "changed",
-                                      (json_int_t)n, "revision", (json_int_t)rev));
+        es_reply(resp, 200,
+                 json_pack("{s:b, s:I, s:I}", "acknowledged", 1, "changed", (json_int_t)n,
+                           "revision", (json_int_t)rev));
 out:
     for (size_t j = 0; ch && j < n; j++) {
         cdn_free((void *)ch[j].allowed);
@@ -400,8 +405,8 @@ void v1_explain(http_ctx_t *ctx, http_req_t *req, http_resp_t *resp)
         es_error_cordon(resp, rc, &err, NULL);
     else
         es_reply(resp, 200,
-                 json_pack("{s:b, s:s, s:s, s:I}", "readable", x.readable, "principal",
-                           x.principal, "message", x.message, "revision", (json_int_t)x.revision));
+                 json_pack("{s:b, s:s, s:s, s:I}", "readable", x.readable, "principal", x.principal,
+                           "message", x.message, "revision", (json_int_t)x.revision));
     json_decref(body);
 }
 
@@ -427,6 +432,7 @@ void v1_view(http_ctx_t *ctx, http_req_t *req, http_resp_t *resp)
     for (size_t i = 0; i < n; i++)
         json_array_append_new(arr, json_string(p[i]));
     cordon_strings_free(p, n);
-    es_reply(resp, 200, json_pack("{s:s, s:o, s:I}", "subject", subject, "principals", arr,
-                                  "revision", (json_int_t)rev));
+    es_reply(resp, 200,
+             json_pack("{s:s, s:o, s:I}", "subject", subject, "principals", arr, "revision",
+                       (json_int_t)rev));
 }

@@ -4,6 +4,7 @@
 #ifndef CDN_HTTP_V1_H
 #define CDN_HTTP_V1_H
 
+#include "http/es_mapping.h"
 #include "http/http.h"
 
 /* How long a read waits for min_revision before answering 409. */
@@ -18,10 +19,25 @@
 int v1_wait_revision(http_ctx_t *ctx, json_t *body, http_resp_t *resp);
 /* Who a /v1 read is for: body's "subject" (keys that may act for others only), else the
  * caller's. buf holds the id. 0, or fills resp. */
-int v1_subject(const http_req_t *req, json_t *body, http_resp_t *resp, cordon_subject *s,
-               char *buf, size_t size);
+int v1_subject(const http_req_t *req, json_t *body, http_resp_t *resp, cordon_subject *s, char *buf,
+               size_t size);
 /* 1 for an admin key, or a subject holding manage on V1_MODEL_RESOURCE. */
 int v1_may_manage_model(http_ctx_t *ctx, const http_req_t *req);
+/* A retrieval request read from its body (v1_retrieve_read); owned strings released by
+ * v1_retrieve_free. */
+typedef struct v1_retrieve {
+    cordon_query q;
+    float *vector;
+    char *filter;   /* from jansson */
+    json_t *fields; /* borrowed from the body */
+} v1_retrieve_t;
+
+/* Reads a retrieve body (keys of extra are accepted too) for index ix into r; 0, or fills resp
+ * (400 naming the field). */
+int v1_retrieve_read(const es_index_t *ix, json_t *body, const char *const *extra, v1_retrieve_t *r,
+                     http_resp_t *resp);
+void v1_retrieve_free(v1_retrieve_t *r);
+
 /* A hit's fields (text fields and metadata keys) as a retrieve's "fields" asks (NULL = all). */
 json_t *v1_hit_fields(const cordon_record *r, json_t *fields);
 
@@ -30,6 +46,9 @@ void v1_retrieve(http_ctx_t *ctx, http_req_t *req, http_resp_t *resp);
 void v1_acl_put(http_ctx_t *ctx, http_req_t *req, http_resp_t *resp);
 void v1_explain(http_ctx_t *ctx, http_req_t *req, http_resp_t *resp);
 void v1_view(http_ctx_t *ctx, http_req_t *req, http_resp_t *resp);
+
+/* v1_context.c */
+void v1_context(http_ctx_t *ctx, http_req_t *req, http_resp_t *resp);
 
 /* v1_model.c */
 void v1_subject_put(http_ctx_t *ctx, http_req_t *req, http_resp_t *resp);

@@ -3,9 +3,9 @@
  * route becomes model operations (docs/internals/authz.md); every write answers the revision
  * that made it visible. Needs an admin key or manage on V1_MODEL_RESOURCE.
  * Relies on http/v1.h, OpenSSL's SHA-256 for grant ids, and the public API. */
-#include "http/v1.h"
 #include "base/mem.h"
 #include "http/es.h"
+#include "http/v1.h"
 
 #include <openssl/sha.h>
 #include <stdio.h>
@@ -88,8 +88,8 @@ void v1_subject_delete(http_ctx_t *ctx, http_req_t *req, http_resp_t *resp)
 /* A member as the routes take it: "alice" (a subject), "group:eng", or {"id", "kind"}. */
 static json_t *member_op(const char *op, const char *group, json_t *m)
 {
-    const char *id = json_is_string(m) ? json_string_value(m)
-                                       : json_string_value(json_object_get(m, "id"));
+    const char *id =
+        json_is_string(m) ? json_string_value(m) : json_string_value(json_object_get(m, "id"));
     const char *kind = json_string_value(json_object_get(m, "kind"));
     if (!id)
         return NULL;
@@ -99,8 +99,8 @@ static json_t *member_op(const char *op, const char *group, json_t *m)
     } else if (!kind && !strncmp(id, "user:", 5)) {
         id += 5;
     }
-    return json_pack("{s:s, s:s, s:s, s:s}", "op", op, "group", group, "member", id,
-                     "member_kind", kind && !strcmp(kind, "group") ? "group" : "subject");
+    return json_pack("{s:s, s:s, s:s, s:s}", "op", op, "group", group, "member", id, "member_kind",
+                     kind && !strcmp(kind, "group") ? "group" : "subject");
 }
 
 /* The group's direct members in an exported model, as member ops would name them. */
@@ -179,10 +179,10 @@ void v1_group_put(http_ctx_t *ctx, http_req_t *req, http_resp_t *resp)
             int keep = 0;
             json_array_foreach(want, j, o) keep |= same_member(o, c);
             if (!keep)
-                json_array_append_new(ops, json_pack("{s:s, s:s, s:O, s:O}", "op", "remove_member",
-                                                     "group", group, "member",
-                                                     json_object_get(c, "id"), "member_kind",
-                                                     json_object_get(c, "kind")));
+                json_array_append_new(ops,
+                                      json_pack("{s:s, s:s, s:O, s:O}", "op", "remove_member",
+                                                "group", group, "member", json_object_get(c, "id"),
+                                                "member_kind", json_object_get(c, "kind")));
         }
         json_array_foreach(want, j, o)
         {
@@ -202,8 +202,7 @@ void v1_group_delete(http_ctx_t *ctx, http_req_t *req, http_resp_t *resp)
 {
     if (gate(ctx, req, resp))
         return;
-    apply_ops(ctx, json_pack("[{s:s, s:s}]", "op", "delete_group", "id", req->seg[2]), resp,
-              NULL);
+    apply_ops(ctx, json_pack("[{s:s, s:s}]", "op", "delete_group", "id", req->seg[2]), resp, NULL);
 }
 
 void v1_group_members(http_ctx_t *ctx, http_req_t *req, http_resp_t *resp)
@@ -277,8 +276,7 @@ static int same_grant(json_t *e, json_t *b)
 {
     const char *bk = json_string_value(json_object_get(b, "to_kind"));
     json_t *ep = json_object_get(e, "permission"), *bp = json_object_get(b, "permission");
-    if (strcmp(jstr(json_object_get(e, "to")),
-               jstr(json_object_get(b, "to"))) ||
+    if (strcmp(jstr(json_object_get(e, "to")), jstr(json_object_get(b, "to"))) ||
         strcmp(jstr(json_object_get(e, "to_kind")), bk ? bk : "subject") ||
         !same_opt(json_object_get(e, "role"), json_object_get(b, "role")) ||
         !same_opt(json_object_get(e, "scope"), json_object_get(b, "scope")))
@@ -286,10 +284,8 @@ static int same_grant(json_t *e, json_t *b)
     if (!ep && !bp)
         return 1;
     return ep && bp &&
-           !strcmp(jstr(json_object_get(ep, "resource")),
-                   jstr(json_object_get(bp, "resource"))) &&
-           !strcasecmp(jstr(json_object_get(ep, "action")),
-                       jstr(json_object_get(bp, "action"))) &&
+           !strcmp(jstr(json_object_get(ep, "resource")), jstr(json_object_get(bp, "resource"))) &&
+           !strcasecmp(jstr(json_object_get(ep, "action")), jstr(json_object_get(bp, "action"))) &&
            same_opt(json_object_get(ep, "condition"), json_object_get(bp, "condition"));
 }
 
@@ -316,8 +312,9 @@ void v1_grant_post(http_ctx_t *ctx, http_req_t *req, http_resp_t *resp)
     all = exported_grants(ctx);
     json_array_foreach(all, i, g) if (same_grant(g, body)) grant_id(g, id);
     json_decref(all);
-    es_reply(resp, 200, json_pack("{s:b, s:s, s:I}", "acknowledged", 1, "id", id, "revision",
-                                  (json_int_t)rev));
+    es_reply(
+        resp, 200,
+        json_pack("{s:b, s:s, s:I}", "acknowledged", 1, "id", id, "revision", (json_int_t)rev));
     json_decref(body);
 }
 
@@ -339,8 +336,9 @@ void v1_grant_list(http_ctx_t *ctx, http_req_t *req, http_resp_t *resp)
         json_array_append_new(out, one);
     }
     json_decref(all);
-    es_reply(resp, 200, json_pack("{s:o, s:I}", "grants", out, "revision",
-                                  (json_int_t)cordon_revision(ctx->db)));
+    es_reply(
+        resp, 200,
+        json_pack("{s:o, s:I}", "grants", out, "revision", (json_int_t)cordon_revision(ctx->db)));
 }
 
 void v1_grant_delete(http_ctx_t *ctx, http_req_t *req, http_resp_t *resp)
@@ -395,5 +393,6 @@ void v1_model_put(http_ctx_t *ctx, http_req_t *req, http_resp_t *resp)
     if ((rc = cordon_model_import(ctx->db, req->body, &rev, &err)) != 0)
         es_error_cordon(resp, rc, &err, NULL);
     else
-        es_reply(resp, 200, json_pack("{s:b, s:I}", "acknowledged", 1, "revision", (json_int_t)rev));
+        es_reply(resp, 200,
+                 json_pack("{s:b, s:I}", "acknowledged", 1, "revision", (json_int_t)rev));
 }

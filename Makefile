@@ -29,8 +29,9 @@ CFLAGS_MODE := -O2 -g -DNDEBUG
 endif
 CFLAGS  := $(CFLAGS_BASE) $(CFLAGS_MODE) $(EXTRA_CFLAGS)
 LDLIBS  := -llmdb -lroaring -lstemmer -lxxhash -ljansson -lutf8proc -lm -pthread
-# The server (src/http, in libcordon-http.a) adds libmicrohttpd and OpenSSL's libcrypto.
-HTTP_LDLIBS := -lmicrohttpd -lcrypto
+# The server (src/http, in libcordon-http.a) adds libmicrohttpd, libcurl (embedding endpoints)
+# and OpenSSL's libcrypto.
+HTTP_LDLIBS := -lmicrohttpd -lcurl -lcrypto
 # Only the benchmark program links SQLite (the FTS5 peer of `cordon bench text`).
 BENCH_LDLIBS := -lsqlite3 $(LDLIBS)
 LDFLAGS := $(LDFLAGS_MODE)

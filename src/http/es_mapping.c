@@ -4,12 +4,40 @@
  * the public API (cordon_collection_*). */
 #include "http/es_mapping.h"
 #include "base/mem.h"
+#include "http/embed.h"
 #include "http/es.h"
 #include "http/es_paths.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* ---- Settings. ---- */
+
+static json_t *setting_value(json_t *settings, const char *key)
+{
+    char flat[80];
+    json_t *x = json_object_get(json_object_get(json_object_get(settings, "index"), "cordon"), key);
+    if (!x) {
+        snprintf(flat, sizeof flat, "index.cordon.%s", key);
+        x = json_object_get(settings, flat);
+    }
+    if (!x)
+        x = json_object_get(json_object_get(settings, "cordon"), key);
+    return x;
+}
+
+static const char *setting(json_t *settings, const char *key)
+{
+    return json_string_value(setting_value(settings, key));
+}
+
+/* A boolean setting: true, or the string "true" as Elasticsearch's settings allow. */
+static int setting_true(json_t *settings, const char *key)
+{
+    json_t *x = setting_value(settings, key);
+    return json_is_true(x) || (json_is_string(x) && !strcmp(json_string_value(x), "true"));
+}
 
 /* ---- Loading an index. ---- */
 
@@ -44,7 +72,31 @@ int es_index_load(http_ctx_t *ctx, const char *name, es_index_t *out)
         out->denied_field = "denied_groups";
     if (!out->vector_field && out->info.dim)
         out->vector_field = "vector";
+    json_t *settings = json_object_get(out->attrs, "settings");
+    out->embed_url = setting(settings, "embedding_url");
+    out->embed_model = setting(settings, "embedding_model");
+    json_t *to = setting_value(settings, "embedding_timeout_ms");
+    out->embed_timeout_ms =
+        json_is_integer(to) && json_integer_value(to) > 0 ? (unsigned)json_integer_value(to) : 0;
     return out->attrs ? CORDON_OK : CORDON_ERR_NOMEM;
+}
+
+int es_index_embed(const es_index_t *ix, const char *text, float *out, http_resp_t *resp)
+{
+    char why[512];
+    if (!ix->embed_url || !ix->info.dim) {
+        es_error(resp, 400, "illegal_argument_exception",
+                 "index [%s] names no embedding endpoint: give the query's vector, or create the "
+                 "index with settings index.cordon.embedding_url",
+                 ix->name);
+        return -1;
+    }
+    embed_endpoint_t ep = {ix->embed_url, ix->embed_model, ix->embed_timeout_ms};
+    if (embed_text(&ep, text, ix->info.dim, out, why, sizeof why) != 0) {
+        es_error(resp, 502, "embedding_endpoint_exception", "%s", why);
+        return -1;
+    }
+    return 0;
 }
 
 void es_index_release(es_index_t *ix)
@@ -213,31 +265,6 @@ static int vector_spec(spec_build_t *b, cordon_collection_spec *s)
 }
 
 /* "index.cordon.acl_field" in settings (nested or flat), else the server's rule for name. */
-static json_t *setting_value(json_t *settings, const char *key)
-{
-    char flat[80];
-    json_t *x = json_object_get(json_object_get(json_object_get(settings, "index"), "cordon"), key);
-    if (!x) {
-        snprintf(flat, sizeof flat, "index.cordon.%s", key);
-        x = json_object_get(settings, flat);
-    }
-    if (!x)
-        x = json_object_get(json_object_get(settings, "cordon"), key);
-    return x;
-}
-
-static const char *setting(json_t *settings, const char *key)
-{
-    return json_string_value(setting_value(settings, key));
-}
-
-/* A boolean setting: true, or the string "true" as Elasticsearch's settings allow. */
-static int setting_true(json_t *settings, const char *key)
-{
-    json_t *x = setting_value(settings, key);
-    return json_is_true(x) || (json_is_string(x) && !strcmp(json_string_value(x), "true"));
-}
-
 static void ensure_keyword(json_t *mappings, const char *path)
 {
     if (!es_mapping_get(mappings, path))

@@ -15,12 +15,19 @@ typedef struct es_index {
                          "denied_field"}: owned */
     json_t *mappings; /* borrowed from attrs */
     const char *vector_field, *acl_field, *denied_field; /* borrowed; vector_field may be NULL */
+    /* Settings index.cordon.embedding_url / embedding_model / embedding_timeout_ms: the
+     * endpoint that embeds query text for this index (NULL: none; borrowed). */
+    const char *embed_url, *embed_model;
+    unsigned embed_timeout_ms;
     cordon_collection_info info;
 } es_index_t;
 
 /* Loads index name: CORDON_OK, or the cordon status (NOT_FOUND for a missing index). */
 int es_index_load(http_ctx_t *ctx, const char *name, es_index_t *out);
 void es_index_release(es_index_t *ix);
+/* Embeds text with the index's endpoint into out (info.dim floats). 0, or fills resp: 400 when
+ * the index names no endpoint, 502 naming the endpoint when it fails. */
+int es_index_embed(const es_index_t *ix, const char *text, float *out, http_resp_t *resp);
 
 /* Creates index name from a create-index body ({"settings", "mappings", "aliases"}; NULL or
  * {} for an empty one). 0, or fills resp with the error. */

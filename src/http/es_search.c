@@ -80,9 +80,23 @@ static int knn_of(const es_index_t *ix, json_t *knn, plan_t *p, http_resp_t *res
     if (!ix->vector_field || strcmp(field, ix->vector_field))
         return bad(resp, "illegal_argument_exception",
                    "field [%s] is not a dense_vector field of the index", field);
+    json_t *builder =
+        json_object_get(json_object_get(knn, "query_vector_builder"), "text_embedding");
+    const char *model_text = json_string_value(json_object_get(builder, "model_text"));
+    if (!json_is_array(qv) && model_text) { /* the index's embedding endpoint builds it */
+        if (!(p->vector = cdn_malloc((ix->info.dim ? ix->info.dim : 1) * sizeof(float)))) {
+            es_error(resp, 503, "circuit_breaking_exception", "out of memory");
+            return -1;
+        }
+        if (es_index_embed(ix, model_text, p->vector, resp))
+            return -1;
+        goto have_vector;
+    }
     if (!json_is_array(qv))
         return bad(resp, "illegal_argument_exception",
-                   "[knn] requires [query_vector] (cordon computes no embeddings here)%s", "");
+                   "[knn] requires [query_vector], or [query_vector_builder.text_embedding."
+                   "model_text] with an index that names an embedding endpoint%s",
+                   "");
     if (json_array_size(qv) != ix->info.dim) {
         char msg[120];
         snprintf(msg, sizeof msg, "the query vector has %zu dimensions, but [%s] has %u",
@@ -100,6 +114,7 @@ static int knn_of(const es_index_t *ix, json_t *knn, plan_t *p, http_resp_t *res
                        "[knn] query_vector holds a value that is not a finite number%s", "");
         p->vector[i] = (float)json_number_value(x);
     }
+have_vector:
     p->knn_k = k ? (size_t)json_integer_value(k) : p->size;
     if ((k && (!json_is_integer(k) || json_integer_value(k) < 1)) || p->knn_k > CORDON_K_MAX)
         return bad(resp, "illegal_argument_exception", "[k] must be between 1 and 10000%s", "");

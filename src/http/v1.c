@@ -104,29 +104,35 @@ int v1_retrieve_read(const es_index_t *ix, json_t *body, const char *const *extr
                  "[query.text] must be a string and [query.vector] an array of numbers");
         return -1;
     }
+    /* Without a vector, an index with an embedding endpoint embeds the text for the vector
+     * side: hybrid by default then, as with a vector. */
+    int can_embed = text && !vec && ix->embed_url && ix->info.dim;
     if (!mode)
-        mode = text && vec ? "hybrid" : vec ? "vector" : "text";
+        mode = text && (vec || can_embed) ? "hybrid" : vec ? "vector" : "text";
     static const char *const modes[] = {"vector", "text", "hybrid", NULL};
     int m = one_of(mode, modes);
-    if (m < 0 || (m != 1 && !vec) || (m != 0 && !text)) {
+    if (m < 0 || (m != 1 && !vec && !text) || (m != 0 && !text)) {
         es_error(resp, 400, "illegal_argument_exception",
-                 m < 0 ? "[mode] must be vector, text or hybrid"
-                       : "mode [%s] needs query.%s (this server computes no embeddings here: give "
-                         "the query's vector)",
-                 mode, m != 1 && !vec ? "vector" : "text");
+                 m < 0 ? "[mode] must be vector, text or hybrid%s" : "mode [%s] needs query.text",
+                 m < 0 ? "" : mode);
         return -1;
     }
-    if (m != 1) {
+    if (m != 1 && !(r->vector = cdn_malloc((ix->info.dim ? ix->info.dim : 1) * sizeof(float)))) {
+        es_error(resp, 503, "circuit_breaking_exception", "out of memory");
+        return -1;
+    }
+    if (m != 1 && !vec) {
+        if (es_index_embed(ix, json_string_value(text), r->vector, resp))
+            return -1;
+        r->q.vector = r->vector;
+        r->embedded = 1;
+    } else if (m != 1) {
         size_t i;
         json_t *x;
         if (json_array_size(vec) != ix->info.dim || !ix->info.dim) {
             es_error(resp, 400, "illegal_argument_exception",
                      "[query.vector] has %zu dimensions; collection [%s] has %u",
                      json_array_size(vec), ix->name, ix->info.dim);
-            return -1;
-        }
-        if (!(r->vector = cdn_malloc(ix->info.dim * sizeof(float)))) {
-            es_error(resp, 503, "circuit_breaking_exception", "out of memory");
             return -1;
         }
         json_array_foreach(vec, i, x)

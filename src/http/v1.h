@@ -30,6 +30,7 @@ typedef struct v1_retrieve {
     float *vector;
     char *filter;   /* from jansson */
     json_t *fields; /* borrowed from the body */
+    int embedded;   /* the vector was embedded from the query text */
 } v1_retrieve_t;
 
 /* Reads a retrieve body (keys of extra are accepted too) for index ix into r; 0, or fills resp

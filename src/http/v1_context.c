@@ -54,8 +54,8 @@ static char *passage_text(const cordon_record *r, json_t *fields)
         if (fields) {
             size_t j;
             json_t *x;
-            json_array_foreach(fields, j, x) want |= json_is_string(x) &&
-                                                     !strcmp(json_string_value(x), n);
+            json_array_foreach(fields, j, x) want |=
+                json_is_string(x) && !strcmp(json_string_value(x), n);
         } else {
             want = strcmp(n, "title") != 0;
         }
@@ -171,8 +171,9 @@ static size_t cut_at_word(const char *s, size_t max)
 
 void v1_context(http_ctx_t *ctx, http_req_t *req, http_resp_t *resp)
 {
-    static const char *const extra[] = {"budget_tokens", "format", "citation", "text_fields",
-                                        "document_field", "position_field", NULL};
+    static const char *const extra[] = {
+        "budget_tokens",  "format",         "citation", "text_fields",
+        "document_field", "position_field", NULL};
     char subject[CORDON_ROLE_MAX + 8];
     cordon_subject s;
     cordon_result *res = NULL;
@@ -209,7 +210,8 @@ void v1_context(http_ctx_t *ctx, http_req_t *req, http_resp_t *resp)
     if (bt)
         budget = (size_t)json_integer_value(bt);
     if (strcmp(format, "text") && strcmp(format, "markdown") && strcmp(format, "json")) {
-        es_error(resp, 400, "illegal_argument_exception", "[format] must be text, markdown or json");
+        es_error(resp, 400, "illegal_argument_exception",
+                 "[format] must be text, markdown or json");
         goto out;
     }
     if (strcmp(cite, "numeric") && strcmp(cite, "id")) {
@@ -220,7 +222,8 @@ void v1_context(http_ctx_t *ctx, http_req_t *req, http_resp_t *resp)
         es_error(resp, 400, "illegal_argument_exception", "[text_fields] must be a list");
         goto out;
     }
-    if (v1_wait_revision(ctx, body, resp) || v1_subject(req, body, resp, &s, subject, sizeof subject))
+    if (v1_wait_revision(ctx, body, resp) ||
+        v1_subject(req, body, resp, &s, subject, sizeof subject))
         goto out;
     req->seg[0] = req->seg[2];
     if (es_index_open(ctx, req, resp, &ix))
@@ -276,8 +279,8 @@ void v1_context(http_ctx_t *ctx, http_req_t *req, http_resp_t *resp)
             snprintf(head, sizeof head, "%s### %s %s\n\n", n ? "\n" : "", ref,
                      p->title ? p->title : id0);
         else if (!strcmp(format, "text"))
-            snprintf(head, sizeof head, "%s%s %s%s\n", n ? "\n" : "", ref,
-                     p->title ? p->title : "", p->title ? "" : id0);
+            snprintf(head, sizeof head, "%s%s %s%s\n", n ? "\n" : "", ref, p->title ? p->title : "",
+                     p->title ? "" : id0);
         else
             head[0] = '\0';
         size_t head_tokens = tokens_of(strlen(head)), text_tokens = tokens_of(strlen(p->text));
@@ -322,8 +325,8 @@ void v1_context(http_ctx_t *ctx, http_req_t *req, http_resp_t *resp)
     for (size_t i = 0; i < res->n_hits; i++)
         json_array_append_new(hits, json_pack("{s:s, s:f}", "id", res->hits[i].id, "score",
                                               (double)res->hits[i].score));
-    json_t *context = !strcmp(format, "json") ? json_incref(as_json)
-                                              : json_string(out.data ? out.data : "");
+    json_t *context =
+        !strcmp(format, "json") ? json_incref(as_json) : json_string(out.data ? out.data : "");
     es_reply(resp, 200,
              json_pack("{s:o, s:o, s:I, s:I, s:b, s:o, s:b, s:s, s:I, s:I, s:f}", "context",
                        context, "passages", passages, "tokens", (json_int_t)used, "budget_tokens",

@@ -1,8 +1,8 @@
 """The local embedding server (tools/embedder/server.mjs, docs/embedder.md) through the wire:
 the OpenAI-compatible POST /v1/embeddings, /v1/models and /health, every error class with its
 status and type, the limits, agreement with the demo's question vectors (the same model as the
-committed .fvecs files), SIGTERM and SIGINT. Skipped, saying why, only when node or the
-embedder's packages are missing (scripts/deps.sh installs both)."""
+committed .fvecs files), SIGTERM and SIGINT, and `cordon embedder`. Skipped, saying why, only
+when node or the embedder's packages are missing (scripts/deps.sh installs both)."""
 import base64
 import http.client
 import json
@@ -329,3 +329,36 @@ def test_a_bad_port_is_a_usage_error():
     p = subprocess.run([node, SERVER, "--port", "http"], capture_output=True, text=True,
                        timeout=60)
     assert p.returncode == 2 and "--port expects a port" in p.stderr
+
+
+def cordon_bin():
+    return os.environ.get("CORDON_BIN", os.path.join(ROOT, "build", "release", "cordon"))
+
+
+def test_cordon_embedder_runs_the_server_on_the_given_port():
+    require_embedder()
+    e = Embedder([cordon_bin(), "embedder", "--port", "0"])
+    assert e.embed("drone")["data"][0]["index"] == 0
+    assert e.stop() == 0, e.stderr
+
+
+def test_cordon_embedder_names_npm_ci_when_the_packages_are_missing(tmp_path):
+    shutil.copy(SERVER, tmp_path / "server.mjs")
+    p = subprocess.run([cordon_bin(), "embedder"], capture_output=True, text=True, timeout=60,
+                       env={**os.environ, "CORDON_EMBEDDER_DIR": str(tmp_path)})
+    assert p.returncode == 1
+    assert "npm ci" in p.stderr and "make deps" in p.stderr and str(tmp_path) in p.stderr
+
+
+def test_cordon_embedder_names_node_when_node_is_missing(tmp_path):
+    (tmp_path / "server.mjs").write_text("")
+    for name in PACKAGES:
+        d = tmp_path / "node_modules" / "@energetic-ai" / name
+        d.mkdir(parents=True)
+        (d / "package.json").write_text("{}")
+    empty = tmp_path / "bin"
+    empty.mkdir()
+    p = subprocess.run([cordon_bin(), "embedder"], capture_output=True, text=True, timeout=60,
+                       env={**os.environ, "CORDON_EMBEDDER_DIR": str(tmp_path),
+                            "PATH": str(empty)})
+    assert p.returncode == 1 and "cannot run node" in p.stderr and "Node.js" in p.stderr

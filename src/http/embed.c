@@ -49,8 +49,8 @@ int embed_text(const embed_endpoint_t *ep, const char *text, uint32_t dim, float
     curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
     curl_easy_setopt(c, CURLOPT_WRITEDATA, &resp);
     curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, (long)EMBED_CONNECT_TIMEOUT_MS);
-    curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, (long)(ep->timeout_ms ? ep->timeout_ms
-                                                                  : EMBED_TIMEOUT_MS));
+    curl_easy_setopt(c, CURLOPT_TIMEOUT_MS,
+                     (long)(ep->timeout_ms ? ep->timeout_ms : EMBED_TIMEOUT_MS));
     curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L); /* threads: no SIGALRM for timeouts */
     curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
     curl_easy_setopt(c, CURLOPT_FOLLOWLOCATION, 0L);
@@ -85,8 +85,9 @@ int embed_text(const embed_endpoint_t *ep, const char *text, uint32_t dim, float
     for (uint32_t i = 0; i < dim; i++) {
         json_t *x = json_array_get(v, i);
         if (!json_is_number(x) || !isfinite(json_number_value(x))) {
-            snprintf(why, whysz, "the embedding endpoint %.200s answered a value that is not a "
-                                 "finite number",
+            snprintf(why, whysz,
+                     "the embedding endpoint %.200s answered a value that is not a "
+                     "finite number",
                      ep->url);
             goto out;
         }

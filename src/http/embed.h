@@ -7,7 +7,7 @@
 #include <stdint.h>
 
 #define EMBED_CONNECT_TIMEOUT_MS 2000
-#define EMBED_TIMEOUT_MS 10000            /* total, when the endpoint names none */
+#define EMBED_TIMEOUT_MS 10000               /* total, when the endpoint names none */
 #define EMBED_RESPONSE_MAX (4 * 1024 * 1024) /* bytes of an answer */
 
 typedef struct embed_endpoint {

@@ -48,7 +48,7 @@ static json_t *check_one(http_ctx_t *ctx, const char *subject, json_t *c)
             q.resource_json = res_json = json_dumps(res, JSON_COMPACT);
     }
     int rc = why ? CORDON_ERR_INVALID : cordon_is_authorized(ctx->db, &q, &d, &err);
-    json_t *data;
+    json_t *data, *evaluated = context ? json_incref(context) : json_object();
     if (rc == CORDON_OK) {
         json_t *matched = d.resource[0]
                               ? json_pack("{s:s, s:s}", "resource", d.resource, "action", d.action)
@@ -58,20 +58,19 @@ static json_t *check_one(http_ctx_t *ctx, const char *subject, json_t *c)
         if (d.granted_to[0])
             json_object_set_new(matched, "grantedTo", json_string(d.granted_to));
         json_t *cond = d.condition[0] ? json_loads(d.condition, 0, NULL) : NULL;
-        data = json_pack("{s:b, s:s, s:o, s:o, s:O, s:I}", "authorized", d.authorized, "reason",
+        data = json_pack("{s:b, s:s, s:o, s:o, s:o, s:I}", "authorized", d.authorized, "reason",
                          d.reason, "matchedPermission", matched, "matchedCondition",
-                         cond ? cond : json_null(), "evaluatedContext",
-                         context ? context : json_object(), "revision", (json_int_t)d.revision);
+                         cond ? cond : json_null(), "evaluatedContext", evaluated, "revision",
+                         (json_int_t)d.revision);
     } else {
         /* A malformed check is a decision too: denied, with the engine's reason. */
         const char *msg = why ? why : err.message;
         int scope_bad = strstr(msg, "scope") != NULL;
         data = json_pack(
-            "{s:b, s:s, s:n, s:n, s:O, s:I, s:s}", "authorized", 0, "reason",
+            "{s:b, s:s, s:n, s:n, s:o, s:I, s:s}", "authorized", 0, "reason",
             rc == CORDON_ERR_INVALID ? (scope_bad ? "INVALID_SCOPE" : "INVALID_REQUEST") : "ERROR",
-            "matchedPermission", "matchedCondition", "evaluatedContext",
-            context ? context : json_object(), "revision", (json_int_t)cordon_revision(ctx->db),
-            "message", msg);
+            "matchedPermission", "matchedCondition", "evaluatedContext", evaluated, "revision",
+            (json_int_t)cordon_revision(ctx->db), "message", msg);
     }
     free(ctx_json);
     free(res_json);

@@ -158,7 +158,6 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         st->t0 = cdn_clock_ns();
         cdn_buf_init(&st->body, ctx->cfg.max_body_bytes);
         *state = st;
-        atomic_fetch_add(&ctx->in_flight, 1);
         const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Content-Length");
         if (cl && strtoull(cl, NULL, 10) > ctx->cfg.max_body_bytes)
             st->too_big = 1;
@@ -194,8 +193,13 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     else if (strlen(url) >= HTTP_PATH_MAX || split_path(req, url) != 0)
         es_error(&resp, 400, "illegal_argument_exception",
                  "the path is longer or has more segments than the server accepts");
-    else
+    else {
+        /* Counted while answered: a stop waits for these, not for requests still arriving
+         * (libmicrohttpd closes those). */
+        atomic_fetch_add(&ctx->in_flight, 1);
         http_dispatch(ctx, req, &resp);
+        atomic_fetch_sub(&ctx->in_flight, 1);
+    }
     size_t bytes = resp.body.len;
     int status = resp.status;
     double secs = (double)(cdn_clock_ns() - st->t0) / 1e9;
@@ -209,7 +213,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 static void on_completed(void *cls, struct MHD_Connection *c, void **state,
                          enum MHD_RequestTerminationCode toe)
 {
-    http_server_t *srv = cls;
+    (void)cls;
     conn_state_t *st = *state;
     (void)c;
     (void)toe;
@@ -218,7 +222,6 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **state,
     cdn_buf_free(&st->body);
     cdn_free(st);
     *state = NULL;
-    atomic_fetch_sub(&srv->ctx.in_flight, 1);
 }
 
 static int bootstrap(http_ctx_t *ctx, FILE *out, cdn_err_t *err)

@@ -15,6 +15,19 @@ static void fail(http_resp_t *resp, int status, const char *code, const char *ms
              json_pack("{s:b, s:{s:s, s:s}}", "success", 0, "error", "code", code, "message", msg));
 }
 
+/* 1 when each of scope's type, id and tenant is absent or a string (a number would otherwise
+ * read as no scope at all). */
+static int scope_strings(json_t *scope)
+{
+    static const char *const keys[] = {"type", "id", "tenant"};
+    for (size_t i = 0; i < sizeof keys / sizeof *keys; i++) {
+        json_t *v = json_object_get(scope, keys[i]);
+        if (v && !json_is_string(v))
+            return 0;
+    }
+    return 1;
+}
+
 /* One check's JSON answer ("data"); subject may be "" (then SUBJECT_NOT_FOUND). */
 static json_t *check_one(http_ctx_t *ctx, const char *subject, json_t *c)
 {
@@ -40,6 +53,8 @@ static json_t *check_one(http_ctx_t *ctx, const char *subject, json_t *c)
         why = "context must be an object";
     else if (scope && !json_is_object(scope))
         why = "scope must be an object";
+    else if (scope && !scope_strings(scope))
+        why = "scope's type, id and tenant must be strings";
     if (json_is_object(context)) {
         ctx_json = json_dumps(context, JSON_COMPACT);
         q.context_json = ctx_json;

@@ -111,10 +111,13 @@ int v1_retrieve_read(const es_index_t *ix, json_t *body, const char *const *extr
         mode = text && (vec || can_embed) ? "hybrid" : vec ? "vector" : "text";
     static const char *const modes[] = {"vector", "text", "hybrid", NULL};
     int m = one_of(mode, modes);
-    if (m < 0 || (m != 1 && !vec && !text) || (m != 0 && !text)) {
-        es_error(resp, 400, "illegal_argument_exception",
-                 m < 0 ? "[mode] must be vector, text or hybrid%s" : "mode [%s] needs query.text",
-                 m < 0 ? "" : mode);
+    if (m < 0) {
+        es_error(resp, 400, "illegal_argument_exception", "[mode] must be vector, text or hybrid");
+        return -1;
+    }
+    if ((m != 1 && !vec && !text) || (m != 0 && !text)) {
+        es_error(resp, 400, "illegal_argument_exception", "mode [%s] needs query.%s", mode,
+                 m != 0 && !text ? "text" : "vector (or query.text, with an embedding endpoint)");
         return -1;
     }
     if (m != 1 && !(r->vector = cdn_malloc((ix->info.dim ? ix->info.dim : 1) * sizeof(float)))) {
@@ -332,6 +335,11 @@ void v1_acl_put(http_ctx_t *ctx, http_req_t *req, http_resp_t *resp)
         goto out;
     }
     changes = json_object_get(body, "changes");
+    if (json_object_size(body) > (changes != NULL)) {
+        es_error(resp, 400, "parsing_exception",
+                 "unknown field in an ACL request: give only {\"changes\": [...]}");
+        goto out;
+    }
     if (!json_is_array(changes) || json_array_size(changes) > CORDON_BATCH_MAX) {
         es_error(resp, 400, "illegal_argument_exception",
                  "[changes] must be a list of {id, allowed, denied}, at most %d", CORDON_BATCH_MAX);
@@ -345,6 +353,17 @@ void v1_acl_put(http_ctx_t *ctx, http_req_t *req, http_resp_t *resp)
     {
         const char **a = NULL, **d = NULL;
         size_t na = 0, nd = 0;
+        const char *k;
+        json_t *v;
+        json_object_foreach(c, k,
+                            v) if (strcmp(k, "id") && strcmp(k, "allowed") && strcmp(k, "denied"))
+        {
+            /* a misspelt "denied" would otherwise deny nothing */
+            es_error(resp, 400, "parsing_exception",
+                     "unknown field [%s] in [changes][%zu]: give id, allowed and denied", k, i);
+            goto out;
+        }
+        (void)v;
         ch[n].id = json_string_value(json_object_get(c, "id"));
         int bad = strings(json_object_get(c, "allowed"), &a, &na, "allowed", resp) ||
                   strings(json_object_get(c, "denied"), &d, &nd, "denied", resp);

@@ -18,7 +18,7 @@
 #define CONTEXT_BUDGET_MAX 1000000
 
 /* Tokens of a text by the documented approximation: one per four bytes, rounded up (the
- * usual rule for English with BPE tokenizers; docs/api/cordon.md). */
+ * usual rule for English with BPE tokenizers; docs/api/retrieval.md). */
 static size_t tokens_of(size_t bytes)
 {
     return (bytes + 3) / 4;
@@ -284,15 +284,20 @@ void v1_context(http_ctx_t *ctx, http_req_t *req, http_resp_t *resp)
         else
             head[0] = '\0';
         size_t head_tokens = tokens_of(strlen(head)), text_tokens = tokens_of(strlen(p->text));
-        if (used + head_tokens >= budget)
+        /* A passage left out for the budget truncates the context as a cut one does. */
+        if (used + head_tokens >= budget) {
+            truncated_any = 1;
             break;
+        }
         size_t room = (budget - used - head_tokens) * 4, keep = strlen(p->text);
         int truncated = 0;
         if (used + head_tokens + text_tokens > budget) {
             keep = cut_at_word(p->text, room);
             truncated = 1;
-            if (keep == 0)
+            if (keep == 0) {
+                truncated_any = 1;
                 break; /* not one whole word fits */
+            }
         }
         char *text = cdn_malloc(keep + 1);
         if (!text)

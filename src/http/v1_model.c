@@ -23,9 +23,30 @@ static int gate(http_ctx_t *ctx, const http_req_t *req, http_resp_t *resp)
     if (v1_may_manage_model(ctx, req))
         return 0;
     es_error(resp, 403, "security_exception",
-             "changing the permission model needs an admin key or [manage] on [%s]",
+             "the permission model's routes need an admin key or [manage] on [%s]",
              V1_MODEL_RESOURCE);
     return -1;
+}
+
+/* 0 when body has no key but those of keys; else fills resp (400 naming the first other one:
+ * a misspelt field must not be dropped in silence). */
+static int only_keys(json_t *body, const char *const *keys, const char *route, http_resp_t *resp)
+{
+    const char *k;
+    json_t *v;
+    json_object_foreach(body, k, v)
+    {
+        size_t i = 0;
+        while (keys[i] && strcmp(keys[i], k))
+            i++;
+        if (!keys[i]) {
+            es_error(resp, 400, "parsing_exception", "unknown field [%s] in a %s request", k,
+                     route);
+            return -1;
+        }
+    }
+    (void)v;
+    return 0;
 }
 
 /* Applies ops in order; answers the last revision, or the failing op (earlier ones stay: each
@@ -65,9 +86,14 @@ static void apply_ops(http_ctx_t *ctx, json_t *ops, http_resp_t *resp, json_t *e
 
 void v1_subject_put(http_ctx_t *ctx, http_req_t *req, http_resp_t *resp)
 {
+    static const char *const keys[] = {"attributes", "kind", NULL};
     json_t *body, *op;
     if (gate(ctx, req, resp) || !(body = es_body(ctx, req, resp, 0)))
         return;
+    if (only_keys(body, keys, "subject", resp)) {
+        json_decref(body);
+        return;
+    }
     op = json_pack("{s:s, s:s}", "op", "put_subject", "id", req->seg[2]);
     if (json_object_get(body, "attributes"))
         json_object_set(op, "attributes", json_object_get(body, "attributes"));
@@ -159,11 +185,16 @@ static int member_ops(json_t *ops, const char *op, const char *group, json_t *li
  * direct members (adding and removing the difference). */
 void v1_group_put(http_ctx_t *ctx, http_req_t *req, http_resp_t *resp)
 {
+    static const char *const keys[] = {"members", NULL};
     const char *group = req->seg[2];
     json_t *body, *ops, *want, *cur, *o, *c;
     size_t i, j;
     if (gate(ctx, req, resp) || !(body = es_body(ctx, req, resp, 0)))
         return;
+    if (only_keys(body, keys, "group", resp)) {
+        json_decref(body);
+        return;
+    }
     ops = json_pack("[{s:s, s:s}]", "op", "put_group", "id", group);
     want = json_array();
     if (member_ops(want, "add_member", group, json_object_get(body, "members"), resp)) {
@@ -207,12 +238,14 @@ void v1_group_delete(http_ctx_t *ctx, http_req_t *req, http_resp_t *resp)
 
 void v1_group_members(http_ctx_t *ctx, http_req_t *req, http_resp_t *resp)
 {
+    static const char *const keys[] = {"add", "remove", NULL};
     json_t *body, *ops = json_array();
     if (gate(ctx, req, resp) || !(body = es_body(ctx, req, resp, 1))) {
         json_decref(ops);
         return;
     }
-    if (member_ops(ops, "remove_member", req->seg[2], json_object_get(body, "remove"), resp) ||
+    if (only_keys(body, keys, "members", resp) ||
+        member_ops(ops, "remove_member", req->seg[2], json_object_get(body, "remove"), resp) ||
         member_ops(ops, "add_member", req->seg[2], json_object_get(body, "add"), resp))
         json_decref(ops);
     else
@@ -222,9 +255,14 @@ void v1_group_members(http_ctx_t *ctx, http_req_t *req, http_resp_t *resp)
 
 void v1_role_put(http_ctx_t *ctx, http_req_t *req, http_resp_t *resp)
 {
+    static const char *const keys[] = {"permissions", NULL};
     json_t *body;
     if (gate(ctx, req, resp) || !(body = es_body(ctx, req, resp, 1)))
         return;
+    if (only_keys(body, keys, "role", resp)) {
+        json_decref(body);
+        return;
+    }
     apply_ops(ctx,
               json_pack("[{s:s, s:s, s:O?}]", "op", "put_role", "id", req->seg[2], "permissions",
                         json_object_get(body, "permissions")),
@@ -327,6 +365,8 @@ void v1_grant_list(http_ctx_t *ctx, http_req_t *req, http_resp_t *resp)
         json_decref(out);
         return;
     }
+    /* Read before the export, as a decision's: the grants reflect at least this revision. */
+    uint64_t rev = cordon_revision(ctx->db);
     all = exported_grants(ctx);
     json_array_foreach(all, i, g)
     {
@@ -336,9 +376,7 @@ void v1_grant_list(http_ctx_t *ctx, http_req_t *req, http_resp_t *resp)
         json_array_append_new(out, one);
     }
     json_decref(all);
-    es_reply(
-        resp, 200,
-        json_pack("{s:o, s:I}", "grants", out, "revision", (json_int_t)cordon_revision(ctx->db)));
+    es_reply(resp, 200, json_pack("{s:o, s:I}", "grants", out, "revision", (json_int_t)rev));
 }
 
 void v1_grant_delete(http_ctx_t *ctx, http_req_t *req, http_resp_t *resp)

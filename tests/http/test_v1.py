@@ -218,6 +218,7 @@ def test_malformed_retrieve_changes_nothing(server):
     rev = server.request("GET", "/_cordon/health", key="")[2]["revision"]
     for body, typ in [({"query": {"vector": [1, 2]}}, "illegal_argument_exception"),
                       ({"query": {"text": "a"}, "mode": "vector"}, "illegal_argument_exception"),
+                      ({"query": {}, "mode": "vector"}, "illegal_argument_exception"),
                       ({"query": {"text": "a"}, "k": 0}, "illegal_argument_exception"),
                       ({"query": {"text": "a"}, "strategy": "fast"}, "illegal_argument_exception"),
                       ({"query": {"text": "a"}, "bogus": 1}, "parsing_exception"),
@@ -225,6 +226,8 @@ def test_malformed_retrieve_changes_nothing(server):
                       ({"query": {"text": "a"}, "min_revision": -1}, "illegal_argument_exception")]:
         st, _, b = server.request("POST", "/v1/collections/kb/retrieve", {"subject": "alice", **body})
         assert st == 400 and b["error"]["type"] == typ, (body, b)
+        if body.get("query") == {}:  # names what is missing
+            assert "needs query.vector" in b["error"]["reason"], b
     assert server.request("GET", "/_cordon/health", key="")[2]["revision"] == rev
     _, _, alice = server.key_for("alice")
     st, _, b = server.request("POST", "/v1/collections/kb/retrieve",
@@ -233,3 +236,42 @@ def test_malformed_retrieve_changes_nothing(server):
     st, _, b = server.request("POST", "/v1/collections/nope/retrieve",
                               {"query": {"text": "a"}}, key=alice)
     assert st == 404 and b["error"]["type"] == "index_not_found_exception"
+
+
+def test_misspelt_fields_are_refused_and_change_nothing(server):
+    docs = load(server, n=10)
+    hr_doc = next(d for d, x in docs.items() if x["groups"] == {"hr"})
+    rev = server.request("GET", "/_cordon/health", key="")[2]["revision"]
+    for method, path, body in [
+            ("PUT", "/v1/collections/kb/acl",
+             {"changes": [{"id": hr_doc, "allowed": ["hr"], "deny": ["user:bob"]}]}),
+            ("PUT", "/v1/collections/kb/acl", {"changes": [], "dry_run": True}),
+            ("PUT", "/v1/subjects/erin", {"atributes": {"level": 3}}),
+            ("PUT", "/v1/groups/ops", {"member": ["alice"]}),
+            ("POST", "/v1/groups/eng/members", {"added": ["bob"]}),
+            ("PUT", "/v1/roles/reader", {"permission": [
+                {"resource": "collection:kb", "action": "search"}]})]:
+        st, _, b = server.request(method, path, body)
+        assert st == 400 and b["error"]["type"] == "parsing_exception", (path, body, b)
+    assert server.request("GET", "/_cordon/health", key="")[2]["revision"] == rev
+    # bob still reads the chunk the misspelt "deny" named.
+    st, _, x = server.request("POST", "/v1/explain", {"subject": "bob", "collection": "kb",
+                                                      "id": hr_doc})
+    assert st == 200 and x["readable"] is True
+
+
+def test_is_authorized_scope_that_is_not_strings_is_invalid_scope(server):
+    people_model(server)
+    server.model({"op": "grant", "to": "carol", "permission": {"resource": "ledger:1",
+                                                                "action": "read"},
+                  "scope": {"type": "tenant", "id": "7"}})
+    for scope in ({"type": "tenant", "id": 7}, {"type": 1, "id": 2}, {"tenant": 7}):
+        st, _, b = server.request("POST", "/api/auth/is-authorized",
+                                  {"subject": "carol", "scope": scope,
+                                   "permission": {"resource": "ledger:1", "action": "read"}})
+        assert st == 200 and b["data"]["reason"] == "INVALID_SCOPE", (scope, b)
+        assert b["data"]["authorized"] is False and "message" in b["data"]
+    st, _, b = server.request("POST", "/api/auth/is-authorized",
+                              {"subject": "carol", "scope": {"type": "tenant", "id": "7"},
+                               "permission": {"resource": "ledger:1", "action": "read"}})
+    assert b["data"]["authorized"] is True

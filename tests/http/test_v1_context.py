@@ -74,3 +74,16 @@ def test_context_budget_and_formats(server):
     st, _, e = server.request("POST", "/v1/collections/ctx/context",
                               {"subject": "alice", "query": {"text": "x"}, "budget_tokens": 0})
     assert st == 400
+
+
+def test_context_truncated_when_a_passage_is_left_out_for_the_budget(server):
+    load(server)
+    full = context(server, "alice", k=10, budget_tokens=4000)
+    assert len(full["passages"]) >= 2 and full["truncated"] is False
+    first = full["passages"][0]["tokens"]
+    # Room for the first passage whole and not for the second's heading: the second is left
+    # out, not cut, and the context says it was truncated.
+    b = context(server, "alice", k=10, budget_tokens=first + 1)
+    assert [p["ids"] for p in b["passages"]] == [full["passages"][0]["ids"]]
+    assert b["passages"][0]["truncated"] is False
+    assert b["truncated"] is True

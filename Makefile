@@ -42,7 +42,10 @@ CLI_SRC   := $(wildcard src/cli/*.c)
 BENCH_SRC := $(wildcard bench/*.c)
 TEST_SRC  := $(wildcard tests/unit/*/test_*.c)
 LIB_OBJ   := $(LIB_SRC:%.c=$(BUILD)/%.o)
-HTTP_OBJ  := $(HTTP_SRC:%.c=$(BUILD)/%.o)
+# What the server carries besides its code: docs/api/openapi.json, which GET /v1/openapi.json
+# answers, as a C array that scripts/embed-file.sh writes (rebuilt when the document changes).
+GEN_OBJ   := $(BUILD)/gen/openapi.o
+HTTP_OBJ  := $(HTTP_SRC:%.c=$(BUILD)/%.o) $(GEN_OBJ)
 CLI_OBJ   := $(CLI_SRC:%.c=$(BUILD)/%.o)
 BENCH_OBJ := $(BENCH_SRC:%.c=$(BUILD)/%.o)
 TEST_BIN  := $(TEST_SRC:%.c=$(BUILD)/%)
@@ -74,6 +77,13 @@ bench-deps: deps
 
 $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -c $< -o $@
+
+$(BUILD)/gen/openapi.c: docs/api/openapi.json scripts/embed-file.sh
+	@mkdir -p $(dir $@)
+	bash scripts/embed-file.sh $< v1_openapi_json >$@.tmp && mv $@.tmp $@
+
+$(BUILD)/gen/openapi.o: $(BUILD)/gen/openapi.c
 	$(CC) $(CFLAGS) -c $< -o $@
 
 $(BUILD)/libcordon.a: $(LIB_OBJ)

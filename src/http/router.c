@@ -34,6 +34,7 @@ static const route_t routes[] = {
     {"GET", "/_cordon/model", es_model_get, 0, 0},
     {"PUT", "/_cordon/model", es_model_put, 1, 0},
     {"POST", "/_cordon/model", es_model_post, 1, 0},
+    {"GET", "/v1/openapi.json", v1_openapi, 0, 1},
     {"POST", "/v1/collections/{c}/retrieve", v1_retrieve, 0, 0},
     {"POST", "/v1/collections/{c}/context", v1_context, 0, 0},
     {"PUT", "/v1/collections/{c}/acl", v1_acl_put, 1, 0},

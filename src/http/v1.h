@@ -1,5 +1,6 @@
 /* v1.h: the cordon API's routes under /v1 (v1.c: retrieval, ACLs, explain, views; v1_model.c:
- * the permission model) and /api/auth (authz_api.c: is-authorized), and what they share.
+ * the permission model; v1_openapi.c: the API's description) and /api/auth (authz_api.c:
+ * is-authorized), and what they share (docs/api/).
  * Relies on http/http.h. */
 #ifndef CDN_HTTP_V1_H
 #define CDN_HTTP_V1_H
@@ -64,6 +65,12 @@ void v1_grant_list(http_ctx_t *ctx, http_req_t *req, http_resp_t *resp);
 void v1_grant_delete(http_ctx_t *ctx, http_req_t *req, http_resp_t *resp);
 void v1_model_get(http_ctx_t *ctx, http_req_t *req, http_resp_t *resp);
 void v1_model_put(http_ctx_t *ctx, http_req_t *req, http_resp_t *resp);
+
+/* v1_openapi.c: GET /v1/openapi.json answers docs/api/openapi.json, which the build embeds as
+ * these (scripts/embed-file.sh; the array ends in a NUL that the length does not count). */
+extern const unsigned char v1_openapi_json[];
+extern const size_t v1_openapi_json_len;
+void v1_openapi(http_ctx_t *ctx, http_req_t *req, http_resp_t *resp);
 
 /* authz_api.c */
 void v1_is_authorized(http_ctx_t *ctx, http_req_t *req, http_resp_t *resp);

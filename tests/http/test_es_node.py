@@ -1,7 +1,8 @@
 """The official Node.js client (@elastic/elasticsearch 9.x, tests/http/node) against cordon
-serve: runs `node --test` on tests/http/node, which starts its own server from $CORDON_BIN, and
-passes when node's TAP summary counts passes and no failure. Skipped, saying why, only when
-node or the installed package is missing (scripts/deps.sh installs both)."""
+serve, and GET /v1/openapi.json through an OpenAPI validator (openapi.test.mjs): runs `node
+--test` on tests/http/node, whose files start their own servers from $CORDON_BIN, and passes
+when node's TAP summary counts passes and no failure. Skipped, saying why, only when node or an
+installed package is missing (scripts/deps.sh installs them)."""
 import os
 import re
 import shutil
@@ -12,16 +13,18 @@ import pytest
 from conftest import ROOT
 
 NODE_DIR = os.path.join(ROOT, "tests", "http", "node")
-PACKAGE = os.path.join(NODE_DIR, "node_modules", "@elastic", "elasticsearch", "package.json")
+PACKAGES = [os.path.join(NODE_DIR, "node_modules", *name.split("/"), "package.json")
+            for name in ("@elastic/elasticsearch", "@seriousme/openapi-schema-validator")]
 
 
 def test_node_client_suite_passes():
     node = shutil.which("node")
     if not node:
         pytest.skip("node is not installed (Debian package nodejs; scripts/deps.sh installs it)")
-    if not os.path.exists(PACKAGE):
-        pytest.skip("@elastic/elasticsearch is not installed in tests/http/node "
-                    "(run scripts/deps.sh, or npm ci there)")
+    for package in PACKAGES:
+        if not os.path.exists(package):
+            pytest.skip("%s is not installed in tests/http/node (run scripts/deps.sh, or npm "
+                        "ci there)" % os.path.relpath(os.path.dirname(package), NODE_DIR))
     env = dict(os.environ)
     env["CORDON_BIN"] = os.environ.get("CORDON_BIN",
                                        os.path.join(ROOT, "build", "release", "cordon"))

@@ -185,8 +185,9 @@ static void metrics_route(http_ctx_t *ctx, http_req_t *req, http_resp_t *resp)
 {
     cordon_collection_info *list = NULL;
     size_t n = 0;
-    if (!req->caller.key.admin) {
-        es_error(resp, 403, "security_exception", "metrics need an admin key");
+    if (!req->caller.key.admin || req->caller.run_as) {
+        es_error(resp, 403, "security_exception",
+                 "metrics need an admin key (not running as someone)");
         return;
     }
     cordon_collection_list(ctx->db, &list, &n, NULL);

@@ -220,8 +220,10 @@ static int wanted(json_t *fields, const char *name)
     return 0;
 }
 
-/* A hit's fields: the text fields and the metadata's top-level keys, as fields asks. */
-json_t *v1_hit_fields(const cordon_record *r, json_t *fields)
+/* A hit's fields: the text fields and the metadata's top-level keys, as fields asks. The ACL
+ * fields (which principals may read the chunk) only when asked by name: by default a reader is
+ * not told who else may read what it reads. */
+json_t *v1_hit_fields(const es_index_t *ix, const cordon_record *r, json_t *fields)
 {
     json_t *out = json_object(),
            *meta = json_loads(r->metadata_json ? r->metadata_json : "{}", 0, NULL);
@@ -230,8 +232,12 @@ json_t *v1_hit_fields(const cordon_record *r, json_t *fields)
     for (size_t i = 0; out && i < r->n_fields; i++)
         if (wanted(fields, r->fields[i].name))
             json_object_set_new(out, r->fields[i].name, json_string(r->fields[i].value));
-    json_object_foreach(meta, k, v) if (k[0] != '_' && wanted(fields, k) &&
-                                        !json_object_get(out, k)) json_object_set(out, k, v);
+    json_object_foreach(meta, k, v)
+    {
+        int acl = !strcmp(k, ix->acl_field) || !strcmp(k, ix->denied_field);
+        if (k[0] != '_' && wanted(fields, k) && (!acl || fields) && !json_object_get(out, k))
+            json_object_set(out, k, v);
+    }
     json_decref(meta);
     return out;
 }
@@ -268,7 +274,7 @@ void v1_retrieve(http_ctx_t *ctx, http_req_t *req, http_resp_t *resp)
                 json_array_append_new(
                     hits,
                     json_pack("{s:s, s:f, s:o}", "id", h->id, "score", (double)h->score, "fields",
-                              h->record ? v1_hit_fields(h->record, r.fields) : json_object()));
+                              h->record ? v1_hit_fields(&ix, h->record, r.fields) : json_object()));
             }
             metrics_search(ctx->metrics, res->plan, res->readable, 0);
             es_reply(resp, 200,

@@ -40,8 +40,9 @@ int v1_retrieve_read(const es_index_t *ix, json_t *body, const char *const *extr
                      http_resp_t *resp);
 void v1_retrieve_free(v1_retrieve_t *r);
 
-/* A hit's fields (text fields and metadata keys) as a retrieve's "fields" asks (NULL = all). */
-json_t *v1_hit_fields(const cordon_record *r, json_t *fields);
+/* A hit's fields (text fields and metadata keys) as a retrieve's "fields" asks (NULL = all but
+ * the ACL fields of ix). */
+json_t *v1_hit_fields(const es_index_t *ix, const cordon_record *r, json_t *fields);
 
 /* v1.c */
 void v1_retrieve(http_ctx_t *ctx, http_req_t *req, http_resp_t *resp);

@@ -64,8 +64,7 @@ void es_key_create(http_ctx_t *ctx, http_req_t *req, http_resp_t *resp)
     }
     for (i = 0; i < json_array_size(pr); i++)
         if (!(principals[i] = json_string_value(json_array_get(pr, i)))) {
-            es_error(resp, 400, "illegal_argument_exception",
-                     "cordon.principals must be strings");
+            es_error(resp, 400, "illegal_argument_exception", "cordon.principals must be strings");
             goto done;
         }
     spec.principals = principals;
@@ -83,8 +82,8 @@ void es_key_create(http_ctx_t *ctx, http_req_t *req, http_resp_t *resp)
     snprintf(both, sizeof both, "%s:%s", info.id, secret);
     keys_wire_b64_encode((const unsigned char *)both, strlen(both), keys_wire_b64_std, 1, enc);
     es_reply(resp, 200,
-             json_pack("{s:s, s:s, s:s, s:s}", "id", info.id, "name", info.name, "api_key",
-                       secret, "encoded", enc));
+             json_pack("{s:s, s:s, s:s, s:s}", "id", info.id, "name", info.name, "api_key", secret,
+                       "encoded", enc));
 done:
     json_decref(body);
 }
@@ -146,8 +145,9 @@ void es_key_revoke(http_ctx_t *ctx, http_req_t *req, http_resp_t *resp)
             json_array_append_new(done_ids, json_string(id));
         else {
             nerr++;
-            json_array_append_new(errs, json_pack("{s:s, s:s}", "type", "resource_not_found_exception",
-                                                  "reason", id ? err.msg : "ids must be strings"));
+            json_array_append_new(errs,
+                                  json_pack("{s:s, s:s}", "type", "resource_not_found_exception",
+                                            "reason", id ? err.msg : "ids must be strings"));
         }
     }
     es_reply(resp, 200,
@@ -187,7 +187,8 @@ void es_model_put(http_ctx_t *ctx, http_req_t *req, http_resp_t *resp)
     if ((rc = cordon_model_import(ctx->db, req->body, &rev, &err)) != 0)
         es_error_cordon(resp, rc, &err, NULL);
     else
-        es_reply(resp, 200, json_pack("{s:b, s:I}", "acknowledged", 1, "revision", (json_int_t)rev));
+        es_reply(resp, 200,
+                 json_pack("{s:b, s:I}", "acknowledged", 1, "revision", (json_int_t)rev));
 }
 
 /* One operation ({"op": ...}) or several ({"ops": [...]}, applied in order; the first that

@@ -30,9 +30,9 @@ static const char *op_name(op_t op)
 static void item_error(item_t *it, int status, const char *type, const char *reason)
 {
     json_decref(it->result);
-    it->result = json_pack("{s:s, s:s, s:i, s:{s:s, s:s, s:s}}", "_index", it->index, "_id",
-                           it->id, "status", status, "error", "type", type, "reason", reason,
-                           "index", it->index);
+    it->result =
+        json_pack("{s:s, s:s, s:i, s:{s:s, s:s, s:s}}", "_index", it->index, "_id", it->id,
+                  "status", status, "error", "type", type, "reason", reason, "index", it->index);
 }
 
 static void item_ok(item_t *it, int status, const char *result, uint64_t rev)
@@ -50,8 +50,9 @@ static void item_from_resp(item_t *it, const http_resp_t *r)
     json_t *j = json_loads(r->body.data ? r->body.data : "{}", 0, NULL);
     json_t *e = json_object_get(j, "error");
     item_error(it, r->status ? r->status : 500,
-               json_string_value(json_object_get(e, "type")) ? json_string_value(json_object_get(e, "type"))
-                                                             : "exception",
+               json_string_value(json_object_get(e, "type"))
+                   ? json_string_value(json_object_get(e, "type"))
+                   : "exception",
                json_string_value(json_object_get(e, "reason"))
                    ? json_string_value(json_object_get(e, "reason"))
                    : "failed");
@@ -179,7 +180,8 @@ static void one(http_ctx_t *ctx, http_req_t *req, item_t *it)
         es_doc_delete(ctx, &sub, &r);
     }
     json_t *j = json_loads(r.body.data ? r.body.data : "{}", 0, NULL);
-    if (r.status < 300 || (it->op == OP_DELETE && r.status == 404 && !json_object_get(j, "error"))) {
+    if (r.status < 300 ||
+        (it->op == OP_DELETE && r.status == 404 && !json_object_get(j, "error"))) {
         json_object_set_new(j, "status", json_integer(r.status));
         json_decref(it->result);
         it->result = j;
@@ -313,8 +315,8 @@ void es_bulk(http_ctx_t *ctx, http_req_t *req, http_resp_t *resp)
         cdn_strmap_t ids;
         cdn_strmap_init(&ids);
         for (size_t i = 0; i <= n; i++) {
-            int batchable = i < n && !items[i].result &&
-                            (items[i].op == OP_INDEX || items[i].op == OP_CREATE);
+            int batchable =
+                i < n && !items[i].result && (items[i].op == OP_INDEX || items[i].op == OP_CREATE);
             int same = batchable && i > start && !strcmp(items[i].index, items[start].index);
             uint32_t seen;
             if (same && cdn_strmap_get(&ids, items[i].id, strlen(items[i].id), &seen) == 0)

@@ -86,12 +86,11 @@ int es_index_for_write(http_ctx_t *ctx, http_req_t *req, const char *name, json_
     return 0;
 }
 
-static json_t *write_result(const es_index_t *ix, const char *id, const char *result,
-                            uint64_t rev)
+static json_t *write_result(const es_index_t *ix, const char *id, const char *result, uint64_t rev)
 {
-    return json_pack("{s:s, s:s, s:i, s:s, s:{s:i, s:i, s:i}, s:I, s:i}", "_index", ix->name,
-                     "_id", id, "_version", 1, "result", result, "_shards", "total", 1,
-                     "successful", 1, "failed", 0, "_seq_no", (json_int_t)rev, "_primary_term", 1);
+    return json_pack("{s:s, s:s, s:i, s:s, s:{s:i, s:i, s:i}, s:I, s:i}", "_index", ix->name, "_id",
+                     id, "_version", 1, "result", result, "_shards", "total", 1, "successful", 1,
+                     "failed", 0, "_seq_no", (json_int_t)rev, "_primary_term", 1);
 }
 
 static int exists(http_ctx_t *ctx, const char *index, const char *id)
@@ -178,9 +177,9 @@ void es_doc_create(http_ctx_t *ctx, http_req_t *req, http_resp_t *resp)
 
 static json_t *doc_body(const es_index_t *ix, const cordon_record *r, json_t *spec)
 {
-    json_t *j = json_pack("{s:s, s:s, s:i, s:I, s:i, s:b}", "_index", ix->name, "_id", r->id,
-                          "_version", 1, "_seq_no", (json_int_t)r->revision, "_primary_term", 1,
-                          "found", 1);
+    json_t *j =
+        json_pack("{s:s, s:s, s:i, s:I, s:i, s:b}", "_index", ix->name, "_id", r->id, "_version", 1,
+                  "_seq_no", (json_int_t)r->revision, "_primary_term", 1, "found", 1);
     json_t *src = es_source_of(ix, r), *shown = es_source_filter(src, spec);
     json_decref(src);
     if (j && shown)
@@ -319,8 +318,8 @@ void es_mget(http_ctx_t *ctx, http_req_t *req, http_resp_t *resp)
     json_array_foreach(list, i, x)
     {
         const char *index = json_string_value(json_object_get(x, "_index"));
-        const char *id = json_is_string(x) ? json_string_value(x)
-                                           : json_string_value(json_object_get(x, "_id"));
+        const char *id =
+            json_is_string(x) ? json_string_value(x) : json_string_value(json_object_get(x, "_id"));
         es_index_t ix;
         cordon_record *r = NULL;
         if (!index)

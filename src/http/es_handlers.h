@@ -51,8 +51,9 @@ void es_bulk(http_ctx_t *ctx, http_req_t *req, http_resp_t *resp);
 void es_search(http_ctx_t *ctx, http_req_t *req, http_resp_t *resp);
 void es_count(http_ctx_t *ctx, http_req_t *req, http_resp_t *resp);
 void es_delete_by_query(http_ctx_t *ctx, http_req_t *req, http_resp_t *resp);
-/* es_source.c: _source filtering: spec is true/false, a string, an array of patterns, or {"includes",
- * "excludes"} (NULL = everything). Returns a new reference, or NULL for "no _source". */
+/* es_source.c: _source filtering: spec is true/false, a string, an array of patterns, or
+ * {"includes", "excludes"} (NULL = everything). Returns a new reference, or NULL for "no _source".
+ */
 json_t *es_source_filter(json_t *src, json_t *spec);
 /* The _source spec of a request's query string (_source, _source_includes, _source_excludes),
  * new reference or NULL. */

@@ -1,9 +1,9 @@
 /* es_index.c: the Elasticsearch API's cluster and index routes: GET /, cluster health, index
  * create/get/exists/delete, mappings, refresh, _cat/indices, and the server's own health.
  * An index a caller may not search reads as missing. Relies on http/es_mapping and cordon.h. */
-#include "http/es_handlers.h"
 #include "base/mem.h"
 #include "http/es.h"
+#include "http/es_handlers.h"
 #include "http/es_mapping.h"
 
 #include <stdio.h>
@@ -71,12 +71,11 @@ void es_cat_indices(http_ctx_t *ctx, http_req_t *req, http_resp_t *resp)
         snprintf(count, sizeof count, "%llu", (unsigned long long)c->chunks);
         snprintf(size, sizeof size, "%llub", (unsigned long long)bytes);
         if (json)
-            json_array_append_new(arr,
-                                  json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:s}",
-                                            "health", "green", "status", "open", "index", c->name,
-                                            "uuid", c->name, "pri", "1", "rep", "0", "docs.count",
-                                            count, "docs.deleted", "0", "store.size", size,
-                                            "pri.store.size", size));
+            json_array_append_new(
+                arr, json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:s}", "health",
+                               "green", "status", "open", "index", c->name, "uuid", c->name, "pri",
+                               "1", "rep", "0", "docs.count", count, "docs.deleted", "0",
+                               "store.size", size, "pri.store.size", size));
         else
             cdn_buf_printf(&resp->body, "green open %s %s 1 0 %s 0 %s %s\n", c->name, c->name,
                            count, size, size);
@@ -109,8 +108,7 @@ static json_t *index_body(const es_index_t *ix)
     json_object_set_new(index, "number_of_replicas", json_string("0"));
     json_object_set_new(index, "provided_name", json_string(ix->name));
     json_object_set_new(index, "uuid", json_string(ix->name));
-    return json_pack("{s:{}, s:O, s:o}", "aliases", "mappings", ix->mappings, "settings",
-                     settings);
+    return json_pack("{s:{}, s:O, s:o}", "aliases", "mappings", ix->mappings, "settings", settings);
 }
 
 /* Loads the index named by segment 0 if the caller may see it; otherwise fills resp with the
@@ -225,6 +223,6 @@ void es_refresh(http_ctx_t *ctx, http_req_t *req, http_resp_t *resp)
         return;
     if (req->nseg > 1)
         es_index_release(&ix);
-    es_reply(resp, 200, json_pack("{s:{s:i, s:i, s:i}}", "_shards", "total", 1, "successful", 1,
-                                  "failed", 0));
+    es_reply(resp, 200,
+             json_pack("{s:{s:i, s:i, s:i}}", "_shards", "total", 1, "successful", 1, "failed", 0));
 }

@@ -29,9 +29,9 @@ typedef enum es_kind {
 static es_kind_t kind_of(json_t *m)
 {
     const char *t = json_string_value(json_object_get(m, "type"));
-    static const char *const nums[] = {"long",  "integer",    "short",        "byte",
-                                       "float", "double",     "half_float",   "scaled_float",
-                                       "unsigned_long"};
+    static const char *const nums[] = {"long",       "integer",      "short",
+                                       "byte",       "float",        "double",
+                                       "half_float", "scaled_float", "unsigned_long"};
     if (!t)
         return json_object_get(m, "properties") || json_is_object(m) ? ES_K_OBJECT : ES_K_OTHER;
     if (!strcmp(t, "text") || !strcmp(t, "match_only_text"))
@@ -211,8 +211,7 @@ static int walk_props(spec_build_t *b, json_t *props, const char *prefix)
             if (walk_props(b, json_object_get(m, "properties"), path))
                 return -1;
             break;
-        default:
-            break;
+        default: break;
         }
     }
     return 0;
@@ -252,7 +251,8 @@ static int vector_spec(spec_build_t *b, cordon_collection_spec *s)
     if (json_integer_value(json_object_get(io, "m")) > 0)
         s->hnsw_m = (uint32_t)json_integer_value(json_object_get(io, "m"));
     if (json_integer_value(json_object_get(io, "ef_construction")) > 0)
-        s->hnsw_ef_construction = (uint32_t)json_integer_value(json_object_get(io, "ef_construction"));
+        s->hnsw_ef_construction =
+            (uint32_t)json_integer_value(json_object_get(io, "ef_construction"));
     s->int8_scan = type && (strstr(type, "int8") || strstr(type, "int4") || strstr(type, "bbq"));
     return 0;
 }
@@ -574,8 +574,8 @@ static int conv_value(conv_t *c, const char *path, es_kind_t kind, json_t *v)
     if (kind == ES_K_BOOL && !json_is_boolean(v) &&
         !(json_is_string(v) &&
           (!strcmp(json_string_value(v), "true") || !strcmp(json_string_value(v), "false"))))
-        return fail(c, "mapper_parsing_exception",
-                    "failed to parse field [%s] of type [boolean]%s", path, "");
+        return fail(c, "mapper_parsing_exception", "failed to parse field [%s] of type [boolean]%s",
+                    path, "");
     if (kind == ES_K_DATE && !json_is_integer(v) &&
         !(json_is_string(v) && looks_like_date(json_string_value(v))))
         return fail(c, "mapper_parsing_exception",
@@ -619,13 +619,14 @@ static int conv_walk(conv_t *c, json_t *obj, const char *prefix)
             /* Limits: text fields beyond the collection's become keywords, metadata fields
              * beyond its limit are stored only. */
             es_kind_t nk = kind_of(m);
-            if (nk == ES_K_TEXT && c->ix->info.n_text_fields +
-                                           count_kind(c->dyn->props, ES_K_TEXT, NULL) >=
-                                       CORDON_TEXT_FIELDS_MAX) {
+            if (nk == ES_K_TEXT &&
+                c->ix->info.n_text_fields + count_kind(c->dyn->props, ES_K_TEXT, NULL) >=
+                    CORDON_TEXT_FIELDS_MAX) {
                 json_decref(m);
                 m = json_pack("{s:s}", "type", "keyword");
             }
-            size_t metas = c->ix->info.n_meta_fields + count_kind(c->dyn->props, ES_K_KEYWORD, NULL) +
+            size_t metas = c->ix->info.n_meta_fields +
+                           count_kind(c->dyn->props, ES_K_KEYWORD, NULL) +
                            count_kind(c->dyn->props, ES_K_NUMBER, NULL) +
                            count_kind(c->dyn->props, ES_K_DATE, NULL) +
                            count_kind(c->dyn->props, ES_K_BOOL, NULL) +
@@ -714,11 +715,11 @@ int es_doc_from_source(const es_index_t *ix, json_t *source, es_dynamic_t *dyn, 
         rc = fail(&c, "exception", "out of memory%s%s", "", "");
     if (rc == 0 && strlen(doc->metadata) > CORDON_METADATA_MAX)
         rc = fail(&c, "mapper_parsing_exception",
-                  "the document's fields other than text and vector take more than 64 KiB%s%s",
-                  "", "");
+                  "the document's fields other than text and vector take more than 64 KiB%s%s", "",
+                  "");
     json_decref(c.meta);
-    doc->chunk = (cordon_chunk){doc->id,     doc->vector, doc->fields,  c.n_fields, doc->metadata,
-                                doc->allowed, na,         doc->denied,  nd};
+    doc->chunk = (cordon_chunk){doc->id,      doc->vector, doc->fields, c.n_fields, doc->metadata,
+                                doc->allowed, na,          doc->denied, nd};
     return rc;
 }
 

@@ -43,7 +43,7 @@ typedef struct es_doc {
 
 /* Fields a batch of documents brings that the index does not map yet. */
 typedef struct es_dynamic {
-    json_t *props;       /* new mappings, merged into the index's at the end */
+    json_t *props; /* new mappings, merged into the index's at the end */
     int changed;
 } es_dynamic_t;
 

@@ -99,8 +99,7 @@ static int knn_of(const es_index_t *ix, json_t *knn, plan_t *p, http_resp_t *res
     }
     p->knn_k = k ? (size_t)json_integer_value(k) : p->size;
     if ((k && (!json_is_integer(k) || json_integer_value(k) < 1)) || p->knn_k > CORDON_K_MAX)
-        return bad(resp, "illegal_argument_exception",
-                   "[k] must be between 1 and 10000%s", "");
+        return bad(resp, "illegal_argument_exception", "[k] must be between 1 and 10000%s", "");
     if (nc && (!json_is_integer(nc) || json_integer_value(nc) < (json_int_t)p->knn_k ||
                json_integer_value(nc) > 10000))
         return bad(resp, "illegal_argument_exception",
@@ -133,12 +132,12 @@ static int retriever_of(const es_index_t *ix, json_t *r, plan_t *p, http_resp_t 
         json_t *list = json_object_get(x, "retrievers"), *one;
         size_t i;
         if (!json_is_array(list) || json_array_size(list) < 1)
-            return bad(resp, "illegal_argument_exception",
-                       "[rrf] requires [retrievers], a list%s", "");
+            return bad(resp, "illegal_argument_exception", "[rrf] requires [retrievers], a list%s",
+                       "");
         json_array_foreach(list, i, one)
         {
-            int kinds = (json_object_get(one, "standard") != NULL) +
-                        (json_object_get(one, "knn") != NULL);
+            int kinds =
+                (json_object_get(one, "standard") != NULL) + (json_object_get(one, "knn") != NULL);
             if (kinds != 1 || (json_object_get(one, "standard") && p->has_query) ||
                 (json_object_get(one, "knn") && p->has_knn))
                 return bad(resp, "illegal_argument_exception",
@@ -148,7 +147,8 @@ static int retriever_of(const es_index_t *ix, json_t *r, plan_t *p, http_resp_t 
         }
         p->q.fusion = CORDON_FUSION_RRF;
         if (json_is_integer(json_object_get(x, "rank_window_size")))
-            p->q.rank_window_size = (size_t)json_integer_value(json_object_get(x, "rank_window_size"));
+            p->q.rank_window_size =
+                (size_t)json_integer_value(json_object_get(x, "rank_window_size"));
         if (json_is_integer(json_object_get(x, "rank_constant")))
             p->q.rank_constant = (uint32_t)json_integer_value(json_object_get(x, "rank_constant"));
         return 0;
@@ -156,11 +156,29 @@ static int retriever_of(const es_index_t *ix, json_t *r, plan_t *p, http_resp_t 
     return bad(resp, "parsing_exception", "unknown retriever: use standard, knn or rrf%s", "");
 }
 
-static const char *const known_keys[] = {
-    "query",   "knn",          "retriever",    "size",          "from",           "_source",
-    "sort",    "search_after", "track_total_hits", "min_score", "timeout",        "version",
-    "seq_no_primary_term", "stored_fields", "track_scores", "explain", "highlight", "profile",
-    "fields",  "docvalue_fields", "terminate_after", "rank",      NULL};
+static const char *const known_keys[] = {"query",
+                                         "knn",
+                                         "retriever",
+                                         "size",
+                                         "from",
+                                         "_source",
+                                         "sort",
+                                         "search_after",
+                                         "track_total_hits",
+                                         "min_score",
+                                         "timeout",
+                                         "version",
+                                         "seq_no_primary_term",
+                                         "stored_fields",
+                                         "track_scores",
+                                         "explain",
+                                         "highlight",
+                                         "profile",
+                                         "fields",
+                                         "docvalue_fields",
+                                         "terminate_after",
+                                         "rank",
+                                         NULL};
 
 static int sort_is_score(json_t *sort)
 {
@@ -203,8 +221,8 @@ static int plan_read(http_ctx_t *ctx, const es_index_t *ix, json_t *body, const 
         for (i = 0; known_keys[i] && strcmp(known_keys[i], k); i++)
             ;
         if (!strcmp(k, "aggs") || !strcmp(k, "aggregations"))
-            return bad(resp, "illegal_argument_exception",
-                       "cordon does not compute aggregations%s", "");
+            return bad(resp, "illegal_argument_exception", "cordon does not compute aggregations%s",
+                       "");
         if (!known_keys[i])
             return bad(resp, "parsing_exception", "Unknown key for a START_OBJECT in [%s].", k);
     }
@@ -377,15 +395,14 @@ void es_search(http_ctx_t *ctx, http_req_t *req, http_resp_t *resp)
             any = 1;
             json_array_append_new(hits, hit_json(&ix, &res->hits[i], &p));
         }
-        json_t *h = json_pack("{s:o?, s:o}", "max_score", any ? json_real(max) : json_null(),
-                              "hits", hits);
+        json_t *h =
+            json_pack("{s:o?, s:o}", "max_score", any ? json_real(max) : json_null(), "hits", hits);
         if (h && p.track_total) {
             uint64_t total = res->total;
             if (p.has_knn && !p.has_query && total > p.knn_k)
                 total = p.knn_k;
-            json_object_set_new(h, "total",
-                                json_pack("{s:I, s:s}", "value", (json_int_t)total, "relation",
-                                          "eq"));
+            json_object_set_new(
+                h, "total", json_pack("{s:I, s:s}", "value", (json_int_t)total, "relation", "eq"));
         }
         es_reply(resp, 200,
                  json_pack("{s:i, s:b, s:{s:i, s:i, s:i, s:i}, s:o}", "took", 0, "timed_out", 0,

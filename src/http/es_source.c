@@ -113,4 +113,3 @@ json_t *es_source_arg(const http_req_t *req)
         json_object_set_new(spec, "excludes", split_list(exc));
     return spec;
 }
-

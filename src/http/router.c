@@ -10,10 +10,10 @@
 
 typedef struct route {
     const char *method;
-    const char *tmpl;     /* "/{index}/_doc/{id}": {x} matches one segment not starting '_' */
+    const char *tmpl; /* "/{index}/_doc/{id}": {x} matches one segment not starting '_' */
     http_handler_fn fn;
-    int write;            /* counts against the write queue */
-    int open;             /* answered without a key */
+    int write; /* counts against the write queue */
+    int open;  /* answered without a key */
 } route_t;
 
 static void metrics_route(http_ctx_t *ctx, http_req_t *req, http_resp_t *resp);

@@ -28,7 +28,8 @@ typedef struct conn_state {
     uint64_t t0;
 } conn_state_t;
 
-static enum MHD_Result collect_arg(void *cls, enum MHD_ValueKind kind, const char *key, const char *value)
+static enum MHD_Result collect_arg(void *cls, enum MHD_ValueKind kind, const char *key,
+                                   const char *value)
 {
     http_req_t *r = cls;
     (void)kind;
@@ -84,8 +85,8 @@ static void log_line(http_ctx_t *ctx, const http_req_t *req, int status, double 
     int n = snprintf(buf, sizeof buf,
                      "{\"time\":\"%s.%03ldZ\",\"method\":\"%s\",\"route\":\"%s\",\"status\":%d,"
                      "\"took_ms\":%.3f,\"subject\":%s,\"key\":\"%s\",\"bytes\":%zu}\n",
-                     ts, now.tv_nsec / 1000000, req->method, req->route ? req->route : "",
-                     status, ms, subj.data ? subj.data : "\"\"", req->caller.key.id, bytes);
+                     ts, now.tv_nsec / 1000000, req->method, req->route ? req->route : "", status,
+                     ms, subj.data ? subj.data : "\"\"", req->caller.key.id, bytes);
     cdn_buf_free(&subj);
     if (n > 0 && (size_t)n < sizeof buf && write(ctx->log_fd, buf, (size_t)n) < 0) {
         /* a full or closed log must not fail the request */
@@ -211,11 +212,12 @@ static int bootstrap(http_ctx_t *ctx, FILE *out, cdn_err_t *err)
         return CDN_OK;
     int rc = keys_create(ctx->keys, &spec, &info, secret, err);
     if (rc == CDN_OK && out) {
-        fprintf(out,
-                "cordon: created the first admin key (shown once; keep it):\n"
-                "  id:     %s\n  secret: %s\n"
-                "  use:    curl -H \"Authorization: ApiKey $(printf %%s '%s:%s' | base64 -w0)\" ...\n",
-                info.id, secret, info.id, secret);
+        fprintf(
+            out,
+            "cordon: created the first admin key (shown once; keep it):\n"
+            "  id:     %s\n  secret: %s\n"
+            "  use:    curl -H \"Authorization: ApiKey $(printf %%s '%s:%s' | base64 -w0)\" ...\n",
+            info.id, secret, info.id, secret);
         fflush(out);
     }
     return rc;
@@ -280,13 +282,14 @@ int http_server_start(cordon_t *db, const char *data_dir, const http_config_t *c
     threads = cfg->threads ? cfg->threads : (unsigned)sysconf(_SC_NPROCESSORS_ONLN);
     if (threads < 1)
         threads = 1;
-    srv->d = MHD_start_daemon(
-        MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ITC | (sa->sa_family == AF_INET6 ? MHD_USE_IPv6 : 0),
-        (uint16_t)port, NULL, NULL, on_request, srv, MHD_OPTION_SOCK_ADDR, sa,
-        MHD_OPTION_THREAD_POOL_SIZE, threads, MHD_OPTION_CONNECTION_TIMEOUT,
-        (unsigned)cfg->idle_timeout_s, MHD_OPTION_CONNECTION_MEMORY_LIMIT,
-        (size_t)cfg->max_header_bytes * 2, MHD_OPTION_NOTIFY_COMPLETED, on_completed, srv,
-        MHD_OPTION_LISTENING_ADDRESS_REUSE, 1, MHD_OPTION_END);
+    srv->d =
+        MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ITC |
+                             (sa->sa_family == AF_INET6 ? MHD_USE_IPv6 : 0),
+                         (uint16_t)port, NULL, NULL, on_request, srv, MHD_OPTION_SOCK_ADDR, sa,
+                         MHD_OPTION_THREAD_POOL_SIZE, threads, MHD_OPTION_CONNECTION_TIMEOUT,
+                         (unsigned)cfg->idle_timeout_s, MHD_OPTION_CONNECTION_MEMORY_LIMIT,
+                         (size_t)cfg->max_header_bytes * 2, MHD_OPTION_NOTIFY_COMPLETED,
+                         on_completed, srv, MHD_OPTION_LISTENING_ADDRESS_REUSE, 1, MHD_OPTION_END);
     if (!srv->d) {
         rc = cdn_err_set(err, CDN_ERR_IO,
                          "cannot listen on %s (is the port in use, or the address not this "
@@ -320,9 +323,8 @@ void http_server_stop(http_server_t *srv)
     atomic_store(&srv->ctx.stopping, 1);
     MHD_socket s = MHD_quiesce_daemon(srv->d); /* no new connections */
     /* Let requests in flight finish (writes included), for up to the request timeout. */
-    for (unsigned i = 0; i < srv->ctx.cfg.request_timeout_s * 100 &&
-                         atomic_load(&srv->ctx.in_flight) > 0;
-         i++)
+    for (unsigned i = 0;
+         i < srv->ctx.cfg.request_timeout_s * 100 && atomic_load(&srv->ctx.in_flight) > 0; i++)
         usleep(10000);
     MHD_stop_daemon(srv->d);
     if (s != MHD_INVALID_SOCKET)

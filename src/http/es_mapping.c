@@ -157,13 +157,14 @@ static int walk_props(spec_build_t *b, json_t *props, const char *prefix)
         char path[512];
         snprintf(path, sizeof path, "%s%s%s", prefix, *prefix ? "." : "", k);
         if (!json_is_object(m)) {
-            snprintf(b->why, sizeof b->why, "Expected map for property [fields] on field [%s]",
+            snprintf(b->why, sizeof b->why, "Expected map for property [fields] on field [%.200s]",
                      path);
             return -1;
         }
         es_kind_t kind = kind_of(m);
         if (json_object_get(m, "type") && kind == ES_K_OTHER) {
-            snprintf(b->why, sizeof b->why, "No handler for type [%s] declared on field [%s]",
+            snprintf(b->why, sizeof b->why,
+                     "No handler for type [%.40s] declared on field [%.200s]",
                      json_string_value(json_object_get(m, "type")), path);
             return -1;
         }
@@ -198,12 +199,18 @@ static int walk_props(spec_build_t *b, json_t *props, const char *prefix)
         case ES_K_VECTOR:
             if (b->vector) {
                 snprintf(b->why, sizeof b->why,
-                         "index maps two dense_vector fields ([%s] and [%s]); cordon keeps one "
-                         "vector per document",
+                         "index maps two dense_vector fields ([%.100s] and [%.100s]); cordon keeps "
+                         "one vector per document",
                          b->vector, path);
                 return -1;
             }
-            snprintf(b->vector_path, sizeof b->vector_path, "%s", path);
+            if (strlen(path) >= sizeof b->vector_path) {
+                snprintf(b->why, sizeof b->why,
+                         "dense_vector field [%.200s]: its path is longer than %d bytes", path,
+                         CORDON_NAME_MAX);
+                return -1;
+            }
+            memcpy(b->vector_path, path, strlen(path) + 1);
             b->vector = b->vector_path;
             b->vector_m = m;
             break;

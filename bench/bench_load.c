@@ -206,6 +206,10 @@ static int run_users(phase_t *ph, load_row_t *row)
         row->errors += us[i].errors;
         row->checked += us[i].checked;
         row->leaks += us[i].leaks;
+        if (i == 0 || us[i].requests < row->user_min)
+            row->user_min = us[i].requests;
+        if (us[i].requests > row->user_max)
+            row->user_max = us[i].requests;
         load_lat_merge(&all, &us[i].lat);
     }
     double cpu1 = load_server_cpu_s(&ph->r->srv);
@@ -397,6 +401,10 @@ static void print_json(const load_run_t *r)
             bulk ? "documents_per_s" : "requests_per_s", w->rate, "p50_ms", w->p50_ms, "p99_ms",
             w->p99_ms, "requests", (json_int_t)w->requests, "errors", (json_int_t)w->errors,
             "chunks_checked", (json_int_t)w->checked, "leaks", (json_int_t)w->leaks);
+        if (j && !bulk && !strcmp(w->via, "http")) { /* how evenly the users were served */
+            json_object_set_new(j, "user_requests_min", json_integer(w->user_min));
+            json_object_set_new(j, "user_requests_max", json_integer(w->user_max));
+        }
         if (j && w->cpu_ms >= 0)
             json_object_set_new(
                 j, bulk ? "server_cpu_ms_per_1000_documents" : "server_cpu_ms_per_request",
@@ -422,19 +430,23 @@ static void print_json(const load_run_t *r)
 
 static void print_table(const load_run_t *r)
 {
-    printf("%-8s %-4s %8s %5s %11s %9s %9s %7s %10s %6s %10s\n", "target", "via", "readable",
-           "users", "rate/s", "p50_ms", "p99_ms", "errors", "checked", "leaks", "srv_cpu_ms");
+    printf("%-8s %-4s %8s %5s %11s %9s %9s %7s %10s %6s %10s %13s\n", "target", "via", "readable",
+           "users", "rate/s", "p50_ms", "p99_ms", "errors", "checked", "leaks", "srv_cpu_ms",
+           "user_min-max");
     for (size_t i = 0; i < r->n_rows; i++) {
         const load_row_t *w = &r->rows[i];
-        char cpu[32] = "-";
+        char cpu[32] = "-", spread[48] = "-";
         if (w->cpu_ms >= 0)
             snprintf(cpu, sizeof cpu, "%.3f", w->cpu_ms);
-        printf("%-8s %-4s %7.2f%% %5zu %11.1f %9.3f %9.3f %7ld %10ld %6ld %10s\n", w->target,
+        if (strcmp(w->target, "bulk") && !strcmp(w->via, "http"))
+            snprintf(spread, sizeof spread, "%ld-%ld", w->user_min, w->user_max);
+        printf("%-8s %-4s %7.2f%% %5zu %11.1f %9.3f %9.3f %7ld %10ld %6ld %10s %13s\n", w->target,
                w->via, w->readable * 100, w->users, w->rate, w->p50_ms, w->p99_ms, w->errors,
-               w->checked, w->leaks, cpu);
+               w->checked, w->leaks, cpu, spread);
     }
     printf("# rate/s: requests/s, documents/s for bulk; users: writers for bulk; srv_cpu_ms: "
-           "the server's CPU per request (bulk: per 1,000 documents)\n");
+           "the server's CPU per request (bulk: per 1,000 documents); user_min-max: requests of "
+           "the least and the most served user\n");
     double hb = row_rate(r, "bulk", "http", 1), cb = row_rate(r, "bulk", "c", 1);
     double hs = row_p50(r, "search1", "http", 1), cs = row_p50(r, "search1", "c", 1);
     if (hb > 0 && cb > 0)

@@ -46,7 +46,8 @@ typedef struct load_row {
     double rate;  /* requests/s, or documents/s for bulk */
     double p50_ms, p99_ms;
     long requests, errors, checked, leaks;
-    double cpu_ms; /* server CPU per request (bulk: per 1,000 documents); < 0 unknown */
+    long user_min, user_max; /* requests of the least and the most served user */
+    double cpu_ms;           /* server CPU per request (bulk: per 1,000 documents); < 0 unknown */
 } load_row_t;
 
 typedef struct load_run {

@@ -2,6 +2,7 @@
  * one benchmark per name. Relies on each bench/bench_NAME.h exporting bench_NAME_main. */
 #include "bench_authz.h"
 #include "bench_hnsw.h"
+#include "bench_load.h"
 #include "bench_permissions.h"
 #include "bench_quant.h"
 #include "bench_scan.h"
@@ -25,6 +26,7 @@ static const struct bench_entry {
     {"permissions", bench_permissions_main,
      "recall, leaks, latency under hierarchical ACLs vs peers"},
     {"writers", bench_writers_main, "search p50/p99 beside permission and bulk writers"},
+    {"load", bench_load_main, "concurrent users over HTTP (cordon serve): throughput, leaks"},
     {NULL, NULL, NULL},
 };
 

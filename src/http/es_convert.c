@@ -456,8 +456,6 @@ void es_doc_release(es_doc_t *d)
     memset(d, 0, sizeof *d);
 }
 
-/* Collects the fields of a mappings fragment the collection must start indexing. */
-
 /* ---- Chunks back to _source. ---- */
 
 json_t *es_source_of(const es_index_t *ix, const cordon_record *r)

@@ -55,6 +55,9 @@ void es_delete_by_query(http_ctx_t *ctx, http_req_t *req, http_resp_t *resp);
  * {"includes", "excludes"} (NULL = everything). Returns a new reference, or NULL for "no _source".
  */
 json_t *es_source_filter(json_t *src, json_t *spec);
+/* The _source of record r of index ix as spec shows it: es_source_filter of es_source_of, without
+ * rendering the vector when spec drops it. New reference, or NULL for "no _source". */
+json_t *es_source_shown(const es_index_t *ix, const cordon_record *r, json_t *spec);
 /* The _source spec of a request's query string (_source, _source_includes, _source_excludes),
  * new reference or NULL. */
 json_t *es_source_arg(const http_req_t *req);

@@ -320,7 +320,7 @@ static int plan_read(http_ctx_t *ctx, const es_index_t *ix, json_t *body, const 
     p->q.vector = p->vector;
     p->q.query_json = p->query_json;
     p->q.filter_json = p->filter_json;
-    p->q.with_records = 1;
+    p->q.with_records = !json_is_false(p->source_spec); /* records only to show them */
     p->q.count_total = p->track_total;
     p->q.total_max = p->total_max;
     p->q.from = p->from;
@@ -352,8 +352,7 @@ static json_t *hit_json(const es_index_t *ix, const cordon_hit *h, const plan_t 
     json_t *j = json_pack("{s:s, s:s, s:f}", "_index", ix->name, "_id", h->id, "_score",
                           es_score(ix, p, h->score));
     if (j && h->record) {
-        json_t *src = es_source_of(ix, h->record), *shown = es_source_filter(src, p->source_spec);
-        json_decref(src);
+        json_t *shown = es_source_shown(ix, h->record, p->source_spec);
         if (shown)
             json_object_set_new(j, "_source", shown);
     }

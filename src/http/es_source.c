@@ -85,6 +85,55 @@ json_t *es_source_filter(json_t *src, json_t *spec)
     return filter_obj(src, "", inc, exc);
 }
 
+/* 0 when spec surely drops path: an exclude matches it or an object above it, or includes are
+ * given and none matches it or an object above it (filter_obj's rules, leaf by leaf). */
+static int wants(json_t *spec, const char *path)
+{
+    json_t *inc = NULL, *exc = NULL;
+    char pre[512];
+    int in = 0;
+    if (!spec || json_is_true(spec))
+        return 1;
+    if (json_is_false(spec))
+        return 0;
+    if (json_is_string(spec) || json_is_array(spec))
+        inc = spec;
+    else if (json_is_object(spec)) {
+        inc = json_object_get(spec, "includes");
+        if (!inc)
+            inc = json_object_get(spec, "include");
+        exc = json_object_get(spec, "excludes");
+        if (!exc)
+            exc = json_object_get(spec, "exclude");
+        if (json_is_array(inc) && !json_array_size(inc))
+            inc = NULL;
+    }
+    for (size_t n = 0; path[n]; n++) {
+        if (path[n + 1] && path[n + 1] != '.')
+            continue;
+        snprintf(pre, sizeof pre, "%.*s", (int)(n + 1), path);
+        if (exc && any_match(exc, pre))
+            return 0;
+        in = in || !inc || any_match(inc, pre);
+    }
+    return in;
+}
+
+json_t *es_source_shown(const es_index_t *ix, const cordon_record *r, json_t *spec)
+{
+    cordon_record lean;
+    if (json_is_false(spec))
+        return NULL;
+    if (r->vector && ix->vector_field && !wants(spec, ix->vector_field)) {
+        lean = *r; /* the vector is the bulk of a _source: skip rendering it to drop it */
+        lean.vector = NULL;
+        r = &lean;
+    }
+    json_t *src = es_source_of(ix, r), *shown = es_source_filter(src, spec);
+    json_decref(src);
+    return shown;
+}
+
 static json_t *split_list(const char *s)
 {
     json_t *a = json_array();

@@ -1,4 +1,5 @@
 """`cordon bench`: the benchmarks run as the program cordon-bench beside the cordon binary."""
+import json
 import os
 import shutil
 import subprocess
@@ -12,7 +13,7 @@ def binary():
 
 def test_bench_help_lists_the_benchmarks_of_cordon_bench(cordon):
     out = cordon("bench", "--help", check=0).stdout
-    for name in ("authz", "hnsw", "text", "scan", "quant", "permissions", "writers"):
+    for name in ("authz", "hnsw", "text", "scan", "quant", "permissions", "writers", "load"):
         assert name in out
     assert "--corpus" in cordon("bench", "text", "--help", check=0).stdout
     assert cordon("bench", "frobnicate").returncode == 2
@@ -25,3 +26,44 @@ def test_bench_without_cordon_bench_names_the_expected_path_and_make(tmp_path):
                        timeout=60)
     assert p.returncode == 1
     assert str(tmp_path / "cordon-bench") in p.stderr and "make" in p.stderr
+
+
+TINY_LOAD = ("bench", "load", "--size", "1500", "--dim", "16", "--users", "2", "--seconds", "1",
+             "--bulk-docs", "300", "--batch", "100", "--writers", "1,2", "--format", "json")
+
+
+def test_bench_load_runs_end_to_end_on_a_tiny_corpus(cordon, tmp_path):
+    p = cordon(*TINY_LOAD, "--dir", str(tmp_path))
+    assert p.returncode == 0, (p.stdout, p.stderr)
+    doc = json.loads(p.stdout)
+    rows = {(r["target"], r["via"], r["users"]): r for r in doc["rows"]}
+    for target in ("knn", "match", "hybrid"):
+        r = rows[(target, "http", 2)]
+        assert r["requests"] > 0 and r["chunks_checked"] > 0, r
+        assert r["leaks"] == 0 and r["errors"] == 0, r
+    assert rows[("match", "http", 2)]["readable"] == 1.0
+    assert rows[("knn", "http", 2)]["readable"] == 0.01
+    for via, writers in (("http", 1), ("http", 2), ("c", 1)):
+        assert rows[("bulk", via, writers)]["documents_per_s"] > 0
+    assert rows[("root", "http", 1)]["requests_per_s"] > 0
+    assert rows[("search1", "http", 1)]["chunks_checked"] > 0
+    assert rows[("search1", "c", 1)]["chunks_checked"] > 0
+    assert doc["ratios"]["bulk_http_over_c"] > 0
+    assert os.listdir(tmp_path) == []  # the server's and the C API's directories are gone
+
+
+def test_bench_load_fails_when_hits_leak(cordon, tmp_path):
+    p = cordon("bench", "load", "--size", "600", "--dim", "16", "--users", "1", "--seconds", "1",
+               "--mode", "knn", "--bulk-docs", "0", "--no-overhead", "--leak-selftest",
+               "--format", "json", "--dir", str(tmp_path))
+    assert p.returncode == 1, (p.stdout, p.stderr)
+    assert "LEAK" in p.stderr
+    assert json.loads(p.stdout)["rows"][0]["leaks"] > 0
+
+
+def test_bench_load_refuses_bad_options(cordon):
+    assert cordon("bench", "load", "--users", "33").returncode == 2
+    assert cordon("bench", "load", "--readable", "0").returncode == 2
+    assert cordon("bench", "load", "--mode", "fuzzy").returncode == 2
+    assert cordon("bench", "load", "--key", "a:b").returncode == 2
+    assert "--users" in cordon("bench", "load", "--help", check=0).stdout

@@ -100,6 +100,16 @@ def test_bad_requests_change_nothing(server):
     assert b["_source"]["title"] == "first"
 
 
+def test_vector_path_longer_than_a_name_is_refused_not_cut(server):
+    mapping = {"mappings": {"properties": {"a" * 100: {"properties": {
+        "e" * 40: {"type": "dense_vector", "dims": 3}}}}}}
+    st, _, b = server.request("PUT", "/long", mapping)
+    assert st == 400 and err_type(b) == "mapper_parsing_exception", b
+    assert "longer than 128 bytes" in b["error"]["reason"]
+    st, _, _ = server.request("GET", "/long")
+    assert st == 404
+
+
 def test_body_over_limit_is_413(tmp_path):
     from conftest import Server
     cfg = tmp_path / "server.conf"

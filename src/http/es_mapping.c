@@ -206,8 +206,8 @@ static int walk_props(spec_build_t *b, json_t *props, const char *prefix)
                 return -1;
             }
             if (strlen(path) > CORDON_NAME_MAX) {
-                snprintf(b->why, sizeof b->why, "dense_vector field name [%.64s...] is too long",
-                         path);
+                snprintf(b->why, sizeof b->why,
+                         "dense_vector field name [%.64s...] is longer than 128 bytes", path);
                 return -1;
             }
             memcpy(b->vector_path, path, strlen(path) + 1);

@@ -4,7 +4,7 @@ import os
 import shutil
 import subprocess
 
-from conftest import ROOT
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 def binary():

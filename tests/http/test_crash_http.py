@@ -8,7 +8,7 @@ import signal
 import threading
 import time
 
-from conftest import Server, people_model
+from wire import Server, people_model
 
 TRIALS = int(os.environ.get("CORDON_CRASH_TRIALS", "3"))
 NDJSON = {"Content-Type": "application/x-ndjson"}

@@ -18,7 +18,7 @@ import time
 
 import pytest
 
-from conftest import ROOT
+from wire import ROOT
 
 EMBEDDER_DIR = os.path.join(ROOT, "tools", "embedder")
 SERVER = os.path.join(EMBEDDER_DIR, "server.mjs")

@@ -3,7 +3,7 @@ queue answers 429 with Retry-After when full; dynamic mapping from a bulk's docu
 import json
 import threading
 
-from conftest import Server, people_model
+from wire import Server, people_model
 
 RUN_AS = {"es-security-runas-user": "alice"}
 NDJSON = {"Content-Type": "application/x-ndjson"}

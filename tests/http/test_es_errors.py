@@ -2,7 +2,7 @@
 type, and changes nothing; a revocation is visible to the very next request."""
 import json
 
-from conftest import people_model
+from wire import people_model
 
 MAPPING = {"mappings": {"properties": {
     "title": {"type": "text"}, "n": {"type": "long"},
@@ -111,7 +111,7 @@ def test_vector_path_longer_than_a_name_is_refused_not_cut(server):
 
 
 def test_body_over_limit_is_413(tmp_path):
-    from conftest import Server
+    from wire import Server
     cfg = tmp_path / "server.conf"
     cfg.write_text("max_body_bytes = 1kb\n")
     s = Server(str(tmp_path / "data"), extra_args=("--config", str(cfg)))
@@ -161,7 +161,7 @@ def test_revocation_visible_to_next_request(server):
 
 
 def test_sigterm_exits_zero_and_data_survives(tmp_path):
-    from conftest import Server
+    from wire import Server
     s = Server(str(tmp_path / "data"))
     people_model(s)
     st, _, _ = s.request("PUT", "/docs", MAPPING)

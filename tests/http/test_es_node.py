@@ -10,7 +10,7 @@ import subprocess
 
 import pytest
 
-from conftest import ROOT
+from wire import ROOT
 
 NODE_DIR = os.path.join(ROOT, "tests", "http", "node")
 PACKAGES = [os.path.join(NODE_DIR, "node_modules", *name.split("/"), "package.json")

@@ -9,7 +9,7 @@ import re
 
 import pytest
 
-from conftest import ADMIN_ID, ADMIN_SECRET, people_model
+from wire import ADMIN_ID, ADMIN_SECRET, people_model
 
 es = pytest.importorskip("elasticsearch")
 helpers = pytest.importorskip("elasticsearch.helpers")

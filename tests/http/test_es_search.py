@@ -1,7 +1,7 @@
 """_search's paging, totals and _source over the wire, checked against what the test wrote."""
 import random
 
-from conftest import people_model
+from wire import people_model
 
 RUN_AS = {"es-security-runas-user": "alice"}
 

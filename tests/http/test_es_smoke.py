@@ -4,7 +4,7 @@ import random
 
 import pytest
 
-from conftest import people_model
+from wire import people_model
 
 es = pytest.importorskip("elasticsearch")
 helpers = pytest.importorskip("elasticsearch.helpers")

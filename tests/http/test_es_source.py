@@ -1,6 +1,6 @@
 """_source filtering of search hits and gets: what each spec shows, the vector included only
 when the spec keeps it (the server skips rendering a vector that the spec drops)."""
-from conftest import people_model
+from wire import people_model
 
 MAPPING = {"mappings": {"properties": {
     "title": {"type": "text"}, "tag": {"type": "keyword"},

@@ -6,7 +6,7 @@ import random
 import socket
 import time
 
-from conftest import Server, people_model
+from wire import Server, people_model
 
 
 def raw(server, data, timeout=5, shut=True):

@@ -8,7 +8,7 @@ import os
 import re
 import urllib.request
 
-from conftest import ROOT, people_model
+from wire import ROOT, people_model
 
 DOC = os.path.join(ROOT, "docs", "api", "openapi.json")
 ROUTER = os.path.join(ROOT, "src", "http", "router.c")

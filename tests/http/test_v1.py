@@ -4,7 +4,7 @@ import json
 import math
 import random
 
-from conftest import people_model
+from wire import people_model
 
 READERS = {"alice": {"eng"}, "carol": {"eng"}, "bob": {"hr"}, "dave": set()}
 

@@ -3,7 +3,7 @@ a word boundary, adjacent chunks of one document merged, duplicates dropped, det
 nothing the subject may not read."""
 import json
 
-from conftest import people_model
+from wire import people_model
 
 SECRET = "SALARYBAND"
 

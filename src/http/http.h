@@ -21,6 +21,7 @@
 #define HTTP_SEGS_MAX 8  /* path segments a route may have */
 #define HTTP_ARGS_MAX 32 /* query-string arguments kept per request */
 #define HTTP_PATH_MAX 4096
+#define HTTP_CONNECTIONS_MAX 1024 /* open connections; more are refused at accept */
 
 typedef struct http_arg {
     char *name, *value; /* value "" for a bare flag (?pretty) */

@@ -257,7 +257,11 @@ int cordon_search(cordon_t *db, const char *coll, const cordon_subject *subject,
                            q->count_total,
                            q->with_records,
                            q->from + k,
-                           q->total_max};
+                           q->total_max,
+                           q->after_id,
+                           q->after_score,
+                           q->from,
+                           k};
         if (hybrid)
             s.rank_window = rank0;
         if ((rc = search_knn(db->e, coll, &who, &s, &r, &e)) != 0)

@@ -43,6 +43,12 @@ typedef struct search_knn {
     size_t total_hits;
     /* want_total: 0 = count exactly; n = a count of at least n may stop at n (total_capped). */
     uint64_t total_max;
+    /* with_bodies: only the page gets bodies. The hits are put in ranking order (score desc,
+     * id asc); those after the key (after_id, after_score; NULL = from the top), skipping
+     * page_from of them, the next page_k (0 = all) are read. */
+    const char *after_id;
+    float after_score;
+    size_t page_from, page_k;
 } search_knn_t;
 
 typedef struct search_hit {

@@ -308,6 +308,10 @@ void cordon_record_free(cordon_record *r);
  * CORDON_ERR_NOT_FOUND when it does not exist. Free *out with cordon_record_free. */
 int cordon_read_stored(cordon_t *db, const char *collection, const char *id, cordon_record **out,
                        cordon_error *err);
+/* Whether each of n ids (at most CORDON_BATCH_MAX) names a stored chunk: out[i] 1 or 0, one
+ * read for all, no permission check (a writer's question: created or replaced). */
+int cordon_exists(cordon_t *db, const char *collection, const char *const *ids, size_t n,
+                  unsigned char *out, cordon_error *err);
 
 /* ---- Search. ---- */
 typedef enum cordon_strategy {

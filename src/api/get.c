@@ -39,6 +39,20 @@ int cordon_get(cordon_t *db, const char *coll, const cordon_subject *subject, co
     return api_ret(CDN_OK, &e, err);
 }
 
+int cordon_exists(cordon_t *db, const char *coll, const char *const *ids, size_t n,
+                  unsigned char *out, cordon_error *err)
+{
+    cdn_err_t e = {0, ""};
+    if (!db || !coll || (n && (!ids || !out)))
+        return api_ret(cdn_err_set(&e, CDN_ERR_INVALID, "cordon_exists needs ids and out"), &e,
+                       err);
+    if (n > CORDON_BATCH_MAX)
+        return api_ret(
+            cdn_err_set(&e, CDN_ERR_LIMIT, "%zu ids; the limit is %d", n, CORDON_BATCH_MAX), &e,
+            err);
+    return api_ret(search_exists(db->e, coll, ids, n, out, &e), &e, err);
+}
+
 int cordon_read_stored(cordon_t *db, const char *coll, const char *id, cordon_record **out,
                        cordon_error *err)
 {

@@ -71,7 +71,8 @@ static void flush(http_ctx_t *ctx, http_req_t *req, item_t *items, size_t from, 
     cordon_chunk *chunks;
     size_t *which;
     uint64_t rev = 0;
-    int *had;
+    unsigned char *had;
+    const char **ids;
     if (n == 0)
         return;
     cdn_buf_init(&r.body, 1 << 20);
@@ -85,7 +86,12 @@ static void flush(http_ctx_t *ctx, http_req_t *req, item_t *items, size_t from, 
     chunks = cdn_calloc(n, sizeof *chunks);
     which = cdn_calloc(n, sizeof *which);
     had = cdn_calloc(n, sizeof *had);
-    if (!docs || !chunks || !which || !had) {
+    ids = cdn_calloc(n, sizeof *ids);
+    for (size_t i = 0; ids && i < n; i++)
+        ids[i] = items[from + i].id;
+    /* created or updated: one read for the whole batch */
+    if (!docs || !chunks || !which || !had || !ids ||
+        cordon_exists(ctx->db, ix.name, ids, n, had, NULL) != CORDON_OK) {
         for (size_t i = from; i < to; i++)
             item_error(&items[i], 503, "circuit_breaking_exception", "out of memory");
         goto done;
@@ -99,9 +105,6 @@ static void flush(http_ctx_t *ctx, http_req_t *req, item_t *items, size_t from, 
             item_error(it, 400, type, why);
             continue;
         }
-        cordon_record *old = NULL;
-        had[i] = cordon_read_stored(ctx->db, ix.name, it->id, &old, NULL) == CORDON_OK;
-        cordon_record_free(old);
         if (it->op == OP_CREATE && had[i]) {
             char why2[700];
             snprintf(why2, sizeof why2,
@@ -124,18 +127,30 @@ static void flush(http_ctx_t *ctx, http_req_t *req, item_t *items, size_t from, 
         }
     }
     for (size_t i = 0; i < n; i++) {
-        item_t *it = &items[from + i];
-        if (!json_is_null(it->result))
+        if (!json_is_null(items[from + i].result))
             continue;
-        if (cordon_chunk_check(ctx->db, ix.name, &docs[i].chunk, &err) != CORDON_OK) {
-            item_error(it, 400, "mapper_parsing_exception", err.message);
-            continue;
-        }
         chunks[m] = docs[i].chunk;
         which[m++] = i;
     }
+    /* The batch as it is first: cordon_put checks every chunk before writing any, so only when
+     * it refuses one are the chunks checked one by one, to put the others and report each
+     * refused item on its own. */
+    int rc = m ? cordon_put(ctx->db, ix.name, chunks, m, &rev, &err) : CORDON_OK;
+    if (rc == CORDON_ERR_INVALID || rc == CORDON_ERR_LIMIT) {
+        size_t kept = 0;
+        for (size_t j = 0; j < m; j++) {
+            item_t *it = &items[from + which[j]];
+            if (cordon_chunk_check(ctx->db, ix.name, &chunks[j], &err) != CORDON_OK) {
+                item_error(it, 400, "mapper_parsing_exception", err.message);
+                continue;
+            }
+            chunks[kept] = chunks[j];
+            which[kept++] = which[j];
+        }
+        m = kept;
+        rc = m ? cordon_put(ctx->db, ix.name, chunks, m, &rev, &err) : CORDON_OK;
+    }
     if (m) {
-        int rc = cordon_put(ctx->db, ix.name, chunks, m, &rev, &err);
         for (size_t j = 0; j < m; j++) {
             item_t *it = &items[from + which[j]];
             if (rc == CORDON_OK)
@@ -155,6 +170,7 @@ done:
     cdn_free(chunks);
     cdn_free(which);
     cdn_free(had);
+    cdn_free(ids);
     cdn_buf_free(&r.body);
     es_index_release(&ix);
 }

@@ -95,10 +95,8 @@ static json_t *write_result(const es_index_t *ix, const char *id, const char *re
 
 static int exists(http_ctx_t *ctx, const char *index, const char *id)
 {
-    cordon_record *r = NULL;
-    int rc = cordon_read_stored(ctx->db, index, id, &r, NULL);
-    cordon_record_free(r);
-    return rc == CORDON_OK;
+    unsigned char yes = 0;
+    return cordon_exists(ctx->db, index, &id, 1, &yes, NULL) == CORDON_OK && yes;
 }
 
 /* Writes one document; fills resp with the write result or the error. */

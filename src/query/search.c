@@ -366,6 +366,29 @@ int search_get(engine_t *e, const char *name, const engine_asker_t *who, const c
     return rc;
 }
 
+int search_exists(engine_t *e, const char *name, const char *const *ids, size_t n,
+                  unsigned char *out, cdn_err_t *err)
+{
+    store_txn_t *t;
+    coll_t *c;
+    uint32_t id;
+    int rc;
+    if ((rc = engine_coll_get(e, name, &c, err)) != 0)
+        return rc;
+    id = c->cfg.id;
+    coll_unref(c);
+    if ((rc = store_txn_begin(e->store, 0, &t, err)) != 0)
+        return rc;
+    for (size_t i = 0; i < n; i++) {
+        unsigned char key[COLL_KEY_MAX];
+        const void *v;
+        size_t vlen, klen = ids[i] ? coll_chunk_key(id, ids[i], key, sizeof key) : 0;
+        out[i] = klen && store_get(t, STORE_CHUNKS, key, klen, &v, &vlen) == CDN_OK;
+    }
+    store_txn_abort(t);
+    return CDN_OK;
+}
+
 int search_record(engine_t *e, const char *name, const char *id, json_t **obj, float **vec,
                   uint32_t *dim, cdn_err_t *err)
 {

@@ -106,6 +106,11 @@ int search_get(engine_t *e, const char *coll, const engine_asker_t *who, const c
  * (explain) and writers' (a partial update). *obj is released with json_decref; with vec, a
  * copy of the vector (cdn_free; NULL without vectors, or for a row memory has not reached) of
  * *dim floats. */
+/* Whether each of n ids has a stored chunk (out[i] 1 or 0), in one read transaction, without a
+ * permission check (a writer's question). */
+int search_exists(engine_t *e, const char *coll, const char *const *ids, size_t n,
+                  unsigned char *out, cdn_err_t *err);
+
 int search_record(engine_t *e, const char *coll, const char *id, json_t **obj, float **vec,
                   uint32_t *dim, cdn_err_t *err);
 

@@ -158,39 +158,6 @@ void es_key_revoke(http_ctx_t *ctx, http_req_t *req, http_resp_t *resp)
     json_decref(body);
 }
 
-void es_model_get(http_ctx_t *ctx, http_req_t *req, http_resp_t *resp)
-{
-    char *json = NULL;
-    cordon_error err = {0};
-    int rc;
-    if (need_admin(req, resp, "cordon:model/get"))
-        return;
-    if ((rc = cordon_model_export(ctx->db, &json, &err)) != 0) {
-        es_error_cordon(resp, rc, &err, NULL);
-        return;
-    }
-    resp->body.len = 0;
-    cdn_buf_puts(&resp->body, json);
-    resp->status = 200;
-    cordon_free(json);
-}
-
-void es_model_put(http_ctx_t *ctx, http_req_t *req, http_resp_t *resp)
-{
-    cordon_error err = {0};
-    uint64_t rev = 0;
-    json_t *body;
-    int rc;
-    if (need_admin(req, resp, "cordon:model/import") || !(body = es_body(ctx, req, resp, 1)))
-        return;
-    json_decref(body);
-    if ((rc = cordon_model_import(ctx->db, req->body, &rev, &err)) != 0)
-        es_error_cordon(resp, rc, &err, NULL);
-    else
-        es_reply(resp, 200,
-                 json_pack("{s:b, s:I}", "acknowledged", 1, "revision", (json_int_t)rev));
-}
-
 /* One operation ({"op": ...}) or several ({"ops": [...]}, applied in order; the first that
  * fails stops the rest and is named). */
 void es_model_post(http_ctx_t *ctx, http_req_t *req, http_resp_t *resp)

@@ -28,8 +28,6 @@ void es_authenticate(http_ctx_t *ctx, http_req_t *req, http_resp_t *resp);
 void es_key_create(http_ctx_t *ctx, http_req_t *req, http_resp_t *resp);
 void es_key_list(http_ctx_t *ctx, http_req_t *req, http_resp_t *resp);
 void es_key_revoke(http_ctx_t *ctx, http_req_t *req, http_resp_t *resp);
-void es_model_get(http_ctx_t *ctx, http_req_t *req, http_resp_t *resp);
-void es_model_put(http_ctx_t *ctx, http_req_t *req, http_resp_t *resp);
 void es_model_post(http_ctx_t *ctx, http_req_t *req, http_resp_t *resp);
 
 /* es_doc.c */

@@ -31,8 +31,8 @@ static const route_t routes[] = {
     {"PUT", "/_security/api_key", es_key_create, 0, 0},
     {"GET", "/_security/api_key", es_key_list, 0, 0},
     {"DELETE", "/_security/api_key", es_key_revoke, 0, 0},
-    {"GET", "/_cordon/model", es_model_get, 0, 0},
-    {"PUT", "/_cordon/model", es_model_put, 1, 0},
+    {"GET", "/_cordon/model", v1_model_get, 0, 0}, /* the same as /v1/model */
+    {"PUT", "/_cordon/model", v1_model_put, 1, 0},
     {"POST", "/_cordon/model", es_model_post, 1, 0},
     {"GET", "/v1/openapi.json", v1_openapi, 0, 1},
     {"POST", "/v1/collections/{c}/retrieve", v1_retrieve, 0, 0},

@@ -8,6 +8,34 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* A new record for chunk id, to be filled by a read. */
+static int record_new(const char *id, cordon_record **r, cdn_err_t *e)
+{
+    if (!(*r = cdn_calloc(1, sizeof **r)) || !((*r)->id = cdn_strdup(id))) {
+        cdn_free(*r);
+        *r = NULL;
+        return cdn_err_set(e, CDN_ERR_NOMEM, "out of memory");
+    }
+    return CDN_OK;
+}
+
+/* Completes a read that returned rc and the stored record obj (released here): fills r from
+ * obj and hands it to *out, or frees it. */
+static int record_finish(int rc, json_t *obj, cordon_record *r, cordon_record **out, cdn_err_t *e)
+{
+    if (rc == CDN_OK && (rc = api_fill_record(obj, r)) != 0)
+        cdn_err_set(e, rc, "chunk \"%s\" cannot be read: %s", r->id, cdn_strerror(rc));
+    if (!r->vector)
+        r->dim = 0;
+    json_decref(obj);
+    if (rc) {
+        cordon_record_free(r);
+        return rc;
+    }
+    *out = r;
+    return CDN_OK;
+}
+
 int cordon_get(cordon_t *db, const char *coll, const cordon_subject *subject, const char *id,
                cordon_record **out, cordon_error *err)
 {
@@ -21,22 +49,10 @@ int cordon_get(cordon_t *db, const char *coll, const cordon_subject *subject, co
         (rc = write_id_check(id, WRITE_NO_INDEX, &e)) != 0)
         return api_ret(rc, &e, err);
     engine_asker_t who = {subject->subject_id, subject->principals, subject->n_principals};
-    if (!(r = cdn_calloc(1, sizeof *r)) || !(r->id = cdn_strdup(id))) {
-        cdn_free(r);
-        return api_ret(cdn_err_set(&e, CDN_ERR_NOMEM, "out of memory"), &e, err);
-    }
-    rc = search_get(db->e, coll, &who, id, &obj, &r->vector, &r->dim, &r->revision, &e);
-    if (rc == CDN_OK && (rc = api_fill_record(obj, r)) != 0)
-        cdn_err_set(&e, rc, "chunk \"%s\" cannot be read: %s", id, cdn_strerror(rc));
-    if (!r->vector)
-        r->dim = 0;
-    json_decref(obj);
-    if (rc) {
-        cordon_record_free(r);
+    if ((rc = record_new(id, &r, &e)) != 0)
         return api_ret(rc, &e, err);
-    }
-    *out = r;
-    return api_ret(CDN_OK, &e, err);
+    rc = search_get(db->e, coll, &who, id, &obj, &r->vector, &r->dim, &r->revision, &e);
+    return api_ret(record_finish(rc, obj, r, out, &e), &e, err);
 }
 
 int cordon_exists(cordon_t *db, const char *coll, const char *const *ids, size_t n,
@@ -65,21 +81,9 @@ int cordon_read_stored(cordon_t *db, const char *coll, const char *id, cordon_re
                        &e, err);
     if ((rc = write_id_check(id, WRITE_NO_INDEX, &e)) != 0)
         return api_ret(rc, &e, err);
-    if (!(r = cdn_calloc(1, sizeof *r)) || !(r->id = cdn_strdup(id))) {
-        cdn_free(r);
-        return api_ret(cdn_err_set(&e, CDN_ERR_NOMEM, "out of memory"), &e, err);
-    }
+    if ((rc = record_new(id, &r, &e)) != 0)
+        return api_ret(rc, &e, err);
     r->revision = cordon_revision(db);
     rc = search_record(db->e, coll, id, &obj, &r->vector, &r->dim, &e);
-    if (rc == CDN_OK && (rc = api_fill_record(obj, r)) != 0)
-        cdn_err_set(&e, rc, "chunk \"%s\" cannot be read: %s", id, cdn_strerror(rc));
-    if (!r->vector)
-        r->dim = 0;
-    json_decref(obj);
-    if (rc) {
-        cordon_record_free(r);
-        return api_ret(rc, &e, err);
-    }
-    *out = r;
-    return api_ret(CDN_OK, &e, err);
+    return api_ret(record_finish(rc, obj, r, out, &e), &e, err);
 }

@@ -16,33 +16,18 @@
 #include "authz/authz.h"
 #include "base/clock.h"
 #include "base/mem.h"
+#include "bench_catalog.h"
 
-#define NCHECKS 6
-static const char *const check_names[NCHECKS] = {"allow",
-                                                 "allow_condition_met",
-                                                 "condition_not_met",
-                                                 "deny_unknown_resource",
-                                                 "deny_ungranted_action",
-                                                 "view"};
-static const authz_reason_t check_expect[NCHECKS - 1] = {
-    AUTHZ_PERMISSION_GRANTED_NO_CONDITION, AUTHZ_PERMISSION_GRANTED_CONDITION_MET,
-    AUTHZ_PERMISSION_FOUND_CONDITION_NOT_MET, AUTHZ_NO_MATCHING_PERMISSION_FOUND,
-    AUTHZ_NO_MATCHING_PERMISSION_FOUND};
-static const char *const verbs[5] = {"read", "write", "search", "admin", "approve"};
-#define COND_JSON "{\"NumericLessThan\":{\"context.amount\":1000}}"
-#define COND_CASBIN "amount<1000"
+#define NCHECKS (BENCH_CATALOG_CHECKS + 1) /* the decided checks, then a view */
 
-typedef struct check {
-    char subject[32], resource[64], action[16];
-    int amount;
-} check_t;
+static const char *check_name(int ci)
+{
+    return ci < BENCH_CATALOG_CHECKS ? bench_check_names[ci] : "view";
+}
 
 typedef struct catalog {
-    const char *name;
+    bench_catalog_t b;
     authz_model_t *m;
-    json_t *policies, *groupings; /* Casbin rows: p = sub, dom, obj, act, cond; g = a, b, dom */
-    check_t checks[NCHECKS];
-    long ops, perms, conditional;
     double build_ms;
 } catalog_t;
 
@@ -59,154 +44,17 @@ typedef struct opts {
     double casbin_budget_s;
 } opts_t;
 
-static int op(catalog_t *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static int op(catalog_t *c, const char *fmt, ...)
+/* The catalog's operations go straight into the in-process model. */
+static int apply_op(void *arg, const char *op_json)
 {
-    char buf[1024];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(buf, sizeof(buf), fmt, ap);
-    va_end(ap);
+    catalog_t *c = arg;
     cdn_err_t e = {0};
-    if (authz_apply(c->m, buf, &e)) {
-        fprintf(stderr, "cordon bench authz: building the %s catalog: %s\n  op: %s\n", c->name,
-                e.msg, buf);
+    if (authz_apply(c->m, op_json, &e)) {
+        fprintf(stderr, "cordon bench authz: building the %s catalog: %s\n  op: %.300s\n",
+                c->b.name, e.msg, op_json);
         return 1;
     }
-    c->ops++;
     return 0;
-}
-
-static void g_row(catalog_t *c, const char *a, const char *b)
-{
-    json_array_append_new(c->groupings, json_pack("[s, s, s]", a, b, "d"));
-}
-
-static int subject(catalog_t *c, const char *id)
-{
-    return op(c, "{\"op\":\"put_subject\",\"id\":\"%s\",\"attributes\":{\"n\":1}}", id);
-}
-
-static int group(catalog_t *c, const char *id)
-{
-    return op(c, "{\"op\":\"put_group\",\"id\":\"%s\"}", id);
-}
-
-static int member(catalog_t *c, const char *grp, const char *mem, int is_group)
-{
-    char a[64], b[64];
-    snprintf(a, sizeof(a), "%s:%s", is_group ? "group" : "user", mem);
-    snprintf(b, sizeof(b), "group:%s", grp);
-    g_row(c, a, b);
-    return op(c,
-              "{\"op\":\"add_member\",\"group\":\"%s\",\"member\":\"%s\",\"member_kind\":"
-              "\"%s\"}",
-              grp, mem, is_group ? "group" : "subject");
-}
-
-static int grant_role(catalog_t *c, const char *to, int is_group, const char *role)
-{
-    char a[64], b[64];
-    snprintf(a, sizeof(a), "%s:%s", is_group ? "group" : "user", to);
-    snprintf(b, sizeof(b), "role:%s", role);
-    g_row(c, a, b);
-    return op(c, "{\"op\":\"grant\",\"to\":\"%s\",\"to_kind\":\"%s\",\"role\":\"%s\"}", to,
-              is_group ? "group" : "subject", role);
-}
-
-/* A role with n permissions: resource "doc:<role>-p<k>" (every 8th a prefix "coll:<role>-*"),
- * action verbs[k % 5], and the fifth verb (approve) conditional: a fifth of all permissions. */
-static int role(catalog_t *c, const char *id, int n)
-{
-    char buf[8192], res[64], pol[64];
-    int w = snprintf(buf, sizeof(buf), "{\"op\":\"put_role\",\"id\":\"%s\",\"permissions\":[", id);
-    snprintf(pol, sizeof(pol), "role:%s", id);
-    for (int k = 0; k < n; k++) {
-        bool cond = k % 5 == 4, prefix = k % 8 == 7;
-        if (prefix)
-            snprintf(res, sizeof(res), "coll:%s-*", id);
-        else
-            snprintf(res, sizeof(res), "doc:%s-p%d", id, k);
-        w += snprintf(buf + w, sizeof(buf) - (size_t)w,
-                      "%s{\"resource\":\"%s\",\"action\":\"%s\"%s}", k ? "," : "", res,
-                      verbs[k % 5], cond ? ",\"condition\":" COND_JSON : "");
-        json_array_append_new(c->policies, json_pack("[s, s, s, s, s]", pol, "d", res, verbs[k % 5],
-                                                     cond ? COND_CASBIN : ""));
-        c->perms++;
-        c->conditional += cond;
-    }
-    snprintf(buf + w, sizeof(buf) - (size_t)w, "]}");
-    return op(c, "%s", buf);
-}
-
-static void set_checks(catalog_t *c, const char *user, const char *role_id)
-{
-    for (int i = 0; i < NCHECKS; i++) {
-        check_t *k = &c->checks[i];
-        snprintf(k->subject, sizeof(k->subject), "%s", user);
-        k->amount = i == 2 ? 5000 : 10;
-        int perm = i == 1 || i == 2 ? 4 : 0; /* p4 is the conditional approve */
-        snprintf(k->resource, sizeof(k->resource), "doc:%s-p%d", role_id, perm);
-        snprintf(k->action, sizeof(k->action), "%s", verbs[perm]);
-    }
-    snprintf(c->checks[3].resource, sizeof(c->checks[3].resource), "doc:no-such-thing");
-    snprintf(c->checks[4].action, sizeof(c->checks[4].action), "delete");
-}
-
-/* 68 permissions (4 roles x 17), 2 users, the shape of published small IAM benchmarks. */
-static int build_small(catalog_t *c)
-{
-    int rc = subject(c, "alice") || subject(c, "bob") || group(c, "staff") || group(c, "admins") ||
-             member(c, "staff", "alice", 0) || member(c, "staff", "bob", 0) ||
-             member(c, "admins", "alice", 0);
-    for (int r = 0; r < 4 && !rc; r++) {
-        char id[16];
-        snprintf(id, sizeof(id), "r%d", r);
-        rc = role(c, id, 17);
-    }
-    rc = rc || grant_role(c, "staff", 1, "r0") || grant_role(c, "admins", 1, "r1") ||
-         grant_role(c, "alice", 0, "r2") || grant_role(c, "bob", 0, "r3");
-    set_checks(c, "alice", "r1");
-    return rc;
-}
-
-/* 10,000 users, 1,000 groups nested three deep (10 divisions > 90 departments > 900 teams),
- * 500 roles x 10 permissions, one role per group and per user; u0 sits in 10 teams of 10
- * divisions, so 30 groups. */
-static int build_large(catalog_t *c)
-{
-    char a[32], b[32], r[16];
-    int rc = 0;
-    for (int g = 0; g < 1000 && !rc; g++) {
-        snprintf(a, sizeof(a), g < 10 ? "div%d" : g < 100 ? "dept%d" : "team%d", g);
-        rc = group(c, a);
-        if (!rc && g >= 10) {
-            int parent = g < 100 ? (g - 10) / 9 : 10 + (g - 100) / 10;
-            snprintf(b, sizeof(b), parent < 10 ? "div%d" : "dept%d", parent);
-            rc = member(c, b, a, 1);
-        }
-    }
-    for (int i = 0; i < 500 && !rc; i++) {
-        snprintf(r, sizeof(r), "r%d", i);
-        rc = role(c, r, 10);
-    }
-    for (int g = 0; g < 1000 && !rc; g++) {
-        snprintf(a, sizeof(a), g < 10 ? "div%d" : g < 100 ? "dept%d" : "team%d", g);
-        snprintf(r, sizeof(r), "r%d", g % 500);
-        rc = grant_role(c, a, 1, r);
-    }
-    for (int u = 0; u < 10000 && !rc; u++) {
-        snprintf(a, sizeof(a), "u%d", u);
-        snprintf(r, sizeof(r), "r%d", (u * 7) % 500);
-        rc = subject(c, a) || grant_role(c, a, 0, r);
-        for (int t = 0; t < (u ? 2 : 10) && !rc; t++) {
-            int team = u ? 100 + (u * (t ? 7 : 1) + t * 3) % 900 : 100 + t * 90 + 5;
-            snprintf(b, sizeof(b), "team%d", team);
-            rc = member(c, b, a, 0);
-        }
-    }
-    set_checks(c, "u0", "r105"); /* team105 holds role r105 */
-    return rc;
 }
 
 static int cmp_u64(const void *a, const void *b)
@@ -218,7 +66,7 @@ static int cmp_u64(const void *a, const void *b)
 /* Times one check in one mode; verifies the answer first. */
 static int time_cordon(catalog_t *c, int ci, int warm, long iters, uint64_t *t, row_t *row)
 {
-    const check_t *k = &c->checks[ci];
+    const bench_check_t *k = &c->b.checks[ci < BENCH_CATALOG_CHECKS ? ci : 0];
     json_t *ctx = json_pack("{s:i}", "amount", k->amount);
     authz_request_t req = {.subject = k->subject,
                            .resource = k->resource,
@@ -232,12 +80,13 @@ static int time_cordon(catalog_t *c, int ci, int warm, long iters, uint64_t *t, 
         bad = authz_view(c->m, k->subject, &v, NULL) || v->n < 2;
         authz_view_release(v);
     } else {
-        bad = authz_is_authorized(c->m, &req, &d, NULL) || d.reason != check_expect[ci];
+        bad = authz_is_authorized(c->m, &req, &d, NULL) ||
+              strcmp(authz_reason_name(d.reason), bench_check_reasons[ci]);
     }
     if (bad) {
-        fprintf(stderr, "cordon bench authz: %s/%s gave %s, expected %s\n", c->name,
-                check_names[ci], ci == 5 ? "no view" : authz_reason_name(d.reason),
-                ci == 5 ? "a view" : authz_reason_name(check_expect[ci]));
+        fprintf(stderr, "cordon bench authz: %s/%s gave %s, expected %s\n", c->b.name,
+                check_name(ci), ci == 5 ? "no view" : authz_reason_name(d.reason),
+                ci == 5 ? "a view" : bench_check_reasons[ci]);
         json_decref(ctx);
         return 1;
     }
@@ -299,17 +148,17 @@ static json_t *casbin_spec(catalog_t **cats, int ncats, long iters, double budge
     for (int i = 0; i < ncats; i++) {
         json_t *checks = json_array();
         for (int k = 0; k < NCHECKS; k++) {
-            const check_t *ck = &cats[i]->checks[k];
+            const bench_check_t *ck = &cats[i]->b.checks[k < BENCH_CATALOG_CHECKS ? k : 0];
             char sub[48], ctx[32];
             snprintf(sub, sizeof(sub), "user:%s", ck->subject);
             snprintf(ctx, sizeof(ctx), "amount=%d", ck->amount);
             json_array_append_new(checks, json_pack("{s:s, s:s, s:s, s:s, s:s, s:s}", "check",
-                                                    check_names[k], "sub", sub, "dom", "d", "obj",
+                                                    check_name(k), "sub", sub, "dom", "d", "obj",
                                                     ck->resource, "act", ck->action, "ctx", ctx));
         }
-        json_array_append_new(arr, json_pack("{s:s, s:O, s:O, s:o}", "name", cats[i]->name,
-                                             "policies", cats[i]->policies, "groupings",
-                                             cats[i]->groupings, "checks", checks));
+        json_array_append_new(arr, json_pack("{s:s, s:O, s:O, s:o}", "name", cats[i]->b.name,
+                                             "policies", cats[i]->b.policies, "groupings",
+                                             cats[i]->b.groupings, "checks", checks));
     }
     return json_pack("{s:o, s:I, s:f}", "catalogs", arr, "iters", (json_int_t)iters, "budget_s",
                      budget);
@@ -447,7 +296,7 @@ static void print_rows(const row_t *rows, int n, const opts_t *o, catalog_t **ca
     }
     for (int i = 0; i < ncats; i++)
         printf("catalog %-5s: %ld ops, %ld permissions (%ld conditional), built in %.0f ms\n",
-               cats[i]->name, cats[i]->ops, cats[i]->perms, cats[i]->conditional,
+               cats[i]->b.name, cats[i]->b.ops, cats[i]->b.perms, cats[i]->b.conditional,
                cats[i]->build_ms);
     printf("timer overhead per sample: %.0f ns median (included in every cordon latency)\n",
            o->timer_ns);
@@ -471,7 +320,7 @@ int bench_authz_main(int argc, char **argv)
     int rc = parse_opts(argc, argv, &o);
     if (rc >= 0)
         return rc;
-    catalog_t small = {.name = "small"}, large = {.name = "large"};
+    catalog_t small = {.b.name = "small"}, large = {.b.name = "large"};
     catalog_t *cats[2];
     int ncats = 0;
     if (o.small)
@@ -491,18 +340,20 @@ int bench_authz_main(int argc, char **argv)
     rc = t ? 0 : 1;
     for (int i = 0; i < ncats && !rc; i++) {
         catalog_t *c = cats[i];
-        c->policies = json_array();
-        c->groupings = json_array();
+        c->b.policies = json_array();
+        c->b.groupings = json_array();
+        c->b.op = apply_op;
+        c->b.arg = c;
         uint64_t t0 = cdn_clock_ns();
-        rc = authz_model_new(&c->m, NULL) || (c == &small ? build_small(c) : build_large(c));
+        rc = authz_model_new(&c->m, NULL) || bench_catalog_build(&c->b, c == &large);
         c->build_ms = (double)(cdn_clock_ns() - t0) / 1e6;
         if (!o.json)
-            fprintf(stderr, "built the %s catalog (%ld ops) in %.0f ms\n", c->name, c->ops,
+            fprintf(stderr, "built the %s catalog (%ld ops) in %.0f ms\n", c->b.name, c->b.ops,
                     c->build_ms);
         for (int k = 0; k < NCHECKS && !rc; k++)
             for (int warm = 0; warm < 2 && !rc; warm++) {
                 row_t *r = &rows[nrows++];
-                *r = (row_t){c->name, check_names[k], warm ? "warm" : "cold", 0, 0, 0, -1, -1, -1};
+                *r = (row_t){c->b.name, check_name(k), warm ? "warm" : "cold", 0, 0, 0, -1, -1, -1};
                 rc = time_cordon(c, k, warm, o.iters, t, r);
             }
     }
@@ -513,8 +364,8 @@ int bench_authz_main(int argc, char **argv)
         print_rows(rows, nrows, &o, cats, ncats);
     for (int i = 0; i < ncats; i++) {
         authz_model_free(cats[i]->m);
-        json_decref(cats[i]->policies);
-        json_decref(cats[i]->groupings);
+        json_decref(cats[i]->b.policies);
+        json_decref(cats[i]->b.groupings);
     }
     return rc ? 1 : 0;
 }

@@ -1,9 +1,11 @@
 /* bench_load.c: `cordon bench load`: loads a generated corpus into `cordon serve` over _bulk,
- * then runs 1 to 32 concurrent users (threads, each with its own keep-alive connection, subject
- * and API key) searching with knn, match or hybrid for a fixed time, and checks every hit
- * against the ACLs the benchmark generated; then _bulk ingest beside the C API's rate, and
- * the cost of HTTP itself (GET / and a 1-hit search). Relies on bench_load_srv.c (the server),
- * bench_load_bulk.c (the writers and the C API rows), bench_http and jansson. */
+ * then runs 1 to 32 concurrent users (bench_load_users.c) searching with knn, match or hybrid
+ * through _search, or with the same knn through the cordon API's retrieve, for a fixed time,
+ * and checks every hit against the ACLs the benchmark generated; a retrieval of 20 hits beside
+ * the same as a prompt context; then _bulk ingest beside the C API's rate, the cost of HTTP
+ * itself (GET / and a 1-hit search), and is-authorized on a large catalog
+ * (bench_load_authz.c). Relies on bench_load_srv.c (the server), bench_load_bulk.c (the writers
+ * and the C API rows), bench_http and jansson. */
 #include "bench_load.h"
 #include "base/mem.h"
 #include "bench_load_int.h"
@@ -17,209 +19,7 @@
 #include <string.h>
 #include <time.h>
 
-enum { MODE_KNN = 1, MODE_MATCH = 2, MODE_HYBRID = 4 };
-
-/* ---- Latencies and rows. ---- */
-
-double load_now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
-int load_lat_push(load_lat_t *l, double ms)
-{
-    if (l->n == l->cap) {
-        size_t cap = l->cap ? l->cap * 2 : 4096;
-        double *v = realloc(l->v, cap * sizeof *v);
-        if (!v)
-            return -1;
-        l->v = v;
-        l->cap = cap;
-    }
-    l->v[l->n++] = ms;
-    return 0;
-}
-
-int load_lat_merge(load_lat_t *dst, load_lat_t *src)
-{
-    int rc = 0;
-    for (size_t i = 0; !rc && i < src->n; i++)
-        rc = load_lat_push(dst, src->v[i]);
-    load_lat_free(src);
-    return rc;
-}
-
-static int cmp_d(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
-double load_lat_quantile(load_lat_t *l, double q)
-{
-    if (!l->n)
-        return 0;
-    qsort(l->v, l->n, sizeof *l->v, cmp_d);
-    size_t i = (size_t)(q * (double)l->n);
-    return l->v[i < l->n ? i : l->n - 1];
-}
-
-void load_lat_free(load_lat_t *l)
-{
-    free(l->v);
-    memset(l, 0, sizeof *l);
-}
-
-void load_row_add(load_run_t *r, const load_row_t *row)
-{
-    if (r->n_rows < LOAD_MAX_ROWS)
-        r->rows[r->n_rows++] = *row;
-}
-
-/* ---- Concurrent users. ---- */
-
-typedef struct phase {
-    load_run_t *r;
-    const char *target, *method;
-    char path[CORDON_NAME_MAX + 16];
-    char **bodies; /* nbodies request bodies, or NULL (GET /) */
-    size_t nbodies;
-    const load_docs_t *docs; /* hits are checked against it; NULL: no hits expected */
-    int full;                /* the users are the subjects that read everything */
-    int key_full;            /* they search with those subjects' keys (full, or a selftest) */
-    size_t users;
-    double seconds, end;
-    atomic_int go, ready, reported;
-} phase_t;
-
-typedef struct user {
-    phase_t *ph;
-    int idx;
-    load_lat_t lat;
-    long requests, errors, checked, leaks;
-    pthread_t th;
-} user_t;
-
-/* Checks a search response's hits against the subject's ACL; -1 when it does not parse. */
-static int check_hits(user_t *u, const bench_http_resp_t *resp)
-{
-    phase_t *ph = u->ph;
-    json_t *j = json_loadb(resp->body, resp->body_len, 0, NULL), *h;
-    json_t *hits = json_object_get(json_object_get(j, "hits"), "hits");
-    size_t i;
-    if (!json_is_array(hits)) {
-        json_decref(j);
-        return -1;
-    }
-    json_array_foreach(hits, i, h)
-    {
-        json_t *id = json_object_get(h, "_id");
-        u->checked++;
-        if (!json_is_string(id) || !load_docs_may_read(ph->docs, json_string_value(id),
-                                                       json_string_length(id), u->idx, ph->full)) {
-            if (u->leaks++ == 0)
-                fprintf(stderr, "cordon bench load: LEAK: %s user %d was shown %s\n", ph->target,
-                        u->idx, json_is_string(id) ? json_string_value(id) : "(no id)");
-        }
-    }
-    json_decref(j);
-    return 0;
-}
-
-static void *user_main(void *arg)
-{
-    user_t *u = arg;
-    phase_t *ph = u->ph;
-    bench_http_t c;
-    const char *auth = ph->r->auth[ph->key_full][u->idx];
-    bench_http_init(&c, ph->r->srv.host, ph->r->srv.port);
-    c.timeout_s = 120;
-    int ok = bench_http_connect(&c) == 0;
-    if (!ok) {
-        fprintf(stderr, "cordon bench load: user %d: %s\n", u->idx, c.err);
-        u->errors++;
-    }
-    atomic_fetch_add(&ph->ready, 1);
-    while (!atomic_load(&ph->go)) {
-        struct timespec nap = {0, 100000};
-        nanosleep(&nap, NULL);
-    }
-    for (size_t n = 0; ok; n++) {
-        const char *body =
-            ph->bodies ? ph->bodies[(n * 7 + (size_t)u->idx * 31) % ph->nbodies] : NULL;
-        bench_http_resp_t resp;
-        double t0 = load_now_s();
-        if (t0 >= ph->end)
-            break;
-        int rc = bench_http_request(&c, ph->method, ph->path, auth, body, body ? strlen(body) : 0,
-                                    &resp);
-        double t1 = load_now_s();
-        if (rc == 0 && resp.status == 200 && (!ph->docs || check_hits(u, &resp) == 0)) {
-            if (t1 <= ph->end) { /* only what finished inside the measured window counts */
-                u->requests++;
-                load_lat_push(&u->lat, (t1 - t0) * 1e3);
-            }
-            continue;
-        }
-        u->errors++;
-        if (!atomic_exchange(&ph->reported, 1))
-            fprintf(stderr, "cordon bench load: %s %s (user %d): %s%.300s\n", ph->method, ph->path,
-                    u->idx, rc ? c.err : "", rc ? "" : resp.body);
-        if (rc && bench_http_connect(&c)) /* the connection is gone: try one more */
-            break;
-    }
-    bench_http_free(&c);
-    return NULL;
-}
-
-/* Runs ph->users users for ph->seconds; fills row. */
-static int run_users(phase_t *ph, load_row_t *row)
-{
-    user_t us[LOAD_MAX_USERS];
-    load_lat_t all = {0};
-    size_t started = 0;
-    atomic_store(&ph->reported, 0);
-    atomic_store(&ph->go, 0);
-    atomic_store(&ph->ready, 0);
-    for (size_t i = 0; i < ph->users; i++) {
-        us[i] = (user_t){.ph = ph, .idx = (int)i};
-        if (pthread_create(&us[i].th, NULL, user_main, &us[i]))
-            break;
-        started++;
-    }
-    while (atomic_load(&ph->ready) < (int)started) { /* connected before the clock starts */
-        struct timespec nap = {0, 1000000};
-        nanosleep(&nap, NULL);
-    }
-    double cpu0 = load_server_cpu_s(&ph->r->srv);
-    ph->end = started < ph->users ? 0 : load_now_s() + ph->seconds;
-    atomic_store(&ph->go, 1);
-    *row = (load_row_t){.target = ph->target,
-                        .via = "http",
-                        .readable = ph->full || !ph->docs ? 1.0 : ph->docs->readable,
-                        .users = ph->users};
-    for (size_t i = 0; i < started; i++) {
-        pthread_join(us[i].th, NULL);
-        row->requests += us[i].requests;
-        row->errors += us[i].errors;
-        row->checked += us[i].checked;
-        row->leaks += us[i].leaks;
-        if (i == 0 || us[i].requests < row->user_min)
-            row->user_min = us[i].requests;
-        if (us[i].requests > row->user_max)
-            row->user_max = us[i].requests;
-        load_lat_merge(&all, &us[i].lat);
-    }
-    double cpu1 = load_server_cpu_s(&ph->r->srv);
-    row->rate = (double)row->requests / ph->seconds;
-    row->p50_ms = load_lat_quantile(&all, 0.50);
-    row->p99_ms = load_lat_quantile(&all, 0.99);
-    row->cpu_ms = cpu0 >= 0 && row->requests ? (cpu1 - cpu0) * 1e3 / (double)row->requests : -1;
-    load_lat_free(&all);
-    return started < ph->users ? -1 : 0;
-}
+#define CONTEXT_K 20 /* hits of the retrieval beside the prompt context */
 
 /* ---- Request bodies. ---- */
 
@@ -243,8 +43,9 @@ static int put_vector(cdn_buf_t *b, const float *v, uint32_t dim)
     return rc ? rc : cdn_buf_puts(b, "]");
 }
 
-/* Body i of a search: mode one of MODE_*; k the knn's k and the size. */
-static char *search_body(const load_run_t *r, int mode, const float *queries, size_t i, size_t k)
+/* Body i of a search: target one of LOAD_T_KNN, _MATCH, _HYBRID (through _search), _RETRIEVE
+ * (the knn through the cordon API) or _CONTEXT (the same, as a prompt context); k the hits. */
+static char *search_body(const load_run_t *r, int target, const float *queries, size_t i, size_t k)
 {
     cdn_buf_t b;
     char words[64];
@@ -252,10 +53,18 @@ static char *search_body(const load_run_t *r, int mode, const float *queries, si
     load_query_words(r->o.seed, i, words, sizeof words);
     cdn_buf_init(&b, 1 << 20);
     const float *v = queries + (i % LOAD_QUERIES) * r->o.dim;
-    if (mode == MODE_MATCH) {
+    if (target == LOAD_T_RETRIEVE || target == LOAD_T_CONTEXT) {
+        rc = cdn_buf_puts(&b, "{\"query\":{\"vector\":");
+        rc = rc ? rc : put_vector(&b, v, r->o.dim);
+        rc = rc ? rc
+                : cdn_buf_printf(&b, "},\"mode\":\"vector\",\"k\":%zu%s}", k,
+                                 target == LOAD_T_CONTEXT ? ",\"budget_tokens\":100000" : "");
+        goto done;
+    }
+    if (target == LOAD_T_MATCH) {
         rc = cdn_buf_printf(&b, "{\"query\":{\"match\":{\"text\":\"%s\"}},", words);
     } else {
-        rc = mode == MODE_HYBRID
+        rc = target == LOAD_T_HYBRID
                  ? cdn_buf_printf(&b,
                                   "{\"retriever\":{\"rrf\":{\"retrievers\":[{\"standard\":{"
                                   "\"query\":{\"match\":{\"text\":\"%s\"}}}},{\"knn\":{",
@@ -264,11 +73,12 @@ static char *search_body(const load_run_t *r, int mode, const float *queries, si
         rc = rc ? rc : cdn_buf_puts(&b, "\"field\":\"vector\",\"query_vector\":");
         rc = rc ? rc : put_vector(&b, v, r->o.dim);
         rc = rc ? rc : cdn_buf_printf(&b, ",\"k\":%zu,\"num_candidates\":%zu}", k, 10 * k);
-        if (mode == MODE_HYBRID)
+        if (target == LOAD_T_HYBRID)
             rc = rc ? rc : cdn_buf_puts(&b, "}],\"rank_window_size\":100,\"rank_constant\":60}}");
         rc = rc ? rc : cdn_buf_puts(&b, ",");
     }
     rc = rc ? rc : cdn_buf_printf(&b, "\"size\":%zu,\"_source\":%s}", k, source_spec(r->o.source));
+done:
     if (rc) {
         cdn_buf_free(&b);
         return NULL;
@@ -276,19 +86,12 @@ static char *search_body(const load_run_t *r, int mode, const float *queries, si
     return b.data; /* the buffer's bytes, freed with cdn_free */
 }
 
-static void free_bodies(char **bodies, size_t n)
-{
-    for (size_t i = 0; bodies && i < n; i++)
-        cdn_free(bodies[i]);
-    free(bodies);
-}
-
-static char **make_bodies(const load_run_t *r, int mode, const float *queries, size_t k)
+static char **make_bodies(const load_run_t *r, int target, const float *queries, size_t k)
 {
     char **b = calloc(LOAD_QUERIES, sizeof *b);
     for (size_t i = 0; b && i < LOAD_QUERIES; i++)
-        if (!(b[i] = search_body(r, mode, queries, i, k))) {
-            free_bodies(b, LOAD_QUERIES);
+        if (!(b[i] = search_body(r, target, queries, i, k))) {
+            load_bodies_free(b, LOAD_QUERIES);
             return NULL;
         }
     return b;
@@ -296,43 +99,65 @@ static char **make_bodies(const load_run_t *r, int mode, const float *queries, s
 
 /* ---- Phases. ---- */
 
-static const char *mode_name(int m)
+static const char *target_name(int t)
 {
-    return m == MODE_KNN ? "knn" : m == MODE_MATCH ? "match" : "hybrid";
+    return t == LOAD_T_KNN        ? "knn"
+           : t == LOAD_T_MATCH    ? "match"
+           : t == LOAD_T_HYBRID   ? "hybrid"
+           : t == LOAD_T_RETRIEVE ? "retrieve"
+                                  : "context";
 }
 
+/* One search target's rows: a warm-up, then each user count of users (n of them). */
+static int search_phase(load_run_t *r, int t, const float *queries, size_t k, const size_t *users,
+                        size_t n, const char *name)
+{
+    load_phase_t ph = {.r = r,
+                       .target = name,
+                       .method = "POST",
+                       .check = load_check_hits,
+                       .docs = &r->docs,
+                       .full = t == LOAD_T_MATCH,
+                       .nbodies = LOAD_QUERIES};
+    int rc;
+    ph.key_full = ph.full || r->o.leak_selftest;
+    if (t & (LOAD_T_RETRIEVE | LOAD_T_CONTEXT))
+        snprintf(ph.path, sizeof ph.path, "/v1/collections/%s/%s", r->o.index,
+                 t == LOAD_T_CONTEXT ? "context" : "retrieve");
+    else
+        snprintf(ph.path, sizeof ph.path, "/%s/_search", r->o.index);
+    if (!(ph.bodies = make_bodies(r, t, queries, k)))
+        return -1;
+    load_row_t row;
+    ph.users = 2; /* warm-up, not reported */
+    ph.seconds = r->o.seconds < 2 ? r->o.seconds : 2;
+    rc = load_run_users(&ph, &row);
+    r->warmup_leaks += row.leaks; /* not a row, but a leak is a leak */
+    r->warmup_errors += row.errors;
+    for (size_t i = 0; !rc && i < n; i++) {
+        ph.users = users[i];
+        ph.seconds = r->o.seconds;
+        if ((rc = load_run_users(&ph, &row)) == 0)
+            load_row_add(r, &row);
+        if (!r->o.json)
+            fprintf(stderr, "  %s, %zu users: %.0f requests/s\n", ph.target, ph.users, row.rate);
+    }
+    load_bodies_free(ph.bodies, ph.nbodies);
+    return rc;
+}
+
+/* knn, match, hybrid and retrieve at every user count; then the 20-hit retrieval and the same
+ * as a context, with one user, twice each in turn (the machine's drift falls on both). */
 static int search_rows(load_run_t *r, const float *queries)
 {
+    static const size_t one = 1;
     int rc = 0;
-    for (int m = MODE_KNN; !rc && m <= MODE_HYBRID; m <<= 1) {
-        if (!(r->o.modes & m))
-            continue;
-        phase_t ph = {.r = r,
-                      .target = mode_name(m),
-                      .method = "POST",
-                      .docs = &r->docs,
-                      .full = m == MODE_MATCH,
-                      .nbodies = LOAD_QUERIES};
-        ph.key_full = ph.full || r->o.leak_selftest;
-        snprintf(ph.path, sizeof ph.path, "/%s/_search", r->o.index);
-        if (!(ph.bodies = make_bodies(r, m, queries, 10)))
-            return -1;
-        load_row_t row;
-        ph.users = 2; /* warm-up, not reported */
-        ph.seconds = r->o.seconds < 2 ? r->o.seconds : 2;
-        rc = run_users(&ph, &row);
-        r->warmup_leaks += row.leaks; /* not a row, but a leak is a leak */
-        r->warmup_errors += row.errors;
-        for (size_t k = 0; !rc && k < r->o.n_users; k++) {
-            ph.users = r->o.users[k];
-            ph.seconds = r->o.seconds;
-            if ((rc = run_users(&ph, &row)) == 0)
-                load_row_add(r, &row);
-            if (!r->o.json)
-                fprintf(stderr, "  %s, %zu users: %.0f requests/s\n", ph.target, ph.users,
-                        row.rate);
-        }
-        free_bodies(ph.bodies, ph.nbodies);
+    for (int t = LOAD_T_KNN; !rc && t <= LOAD_T_RETRIEVE; t <<= 1)
+        if (r->o.targets & t)
+            rc = search_phase(r, t, queries, 10, r->o.users, r->o.n_users, target_name(t));
+    for (int round = 0; !rc && round < 2 && (r->o.targets & LOAD_T_CONTEXT); round++) {
+        rc = search_phase(r, LOAD_T_RETRIEVE, queries, CONTEXT_K, &one, 1, "retrieve20");
+        rc = rc ? rc : search_phase(r, LOAD_T_CONTEXT, queries, CONTEXT_K, &one, 1, "context20");
     }
     return rc;
 }
@@ -341,31 +166,32 @@ static int search_rows(load_run_t *r, const float *queries)
 static int overhead_rows(load_run_t *r, const float *queries)
 {
     load_row_t row;
-    phase_t root = {.r = r,
-                    .target = "root",
-                    .method = "GET",
-                    .path = "/",
-                    .users = 1,
-                    .seconds = r->o.seconds};
-    int rc = run_users(&root, &row);
+    load_phase_t root = {.r = r,
+                         .target = "root",
+                         .method = "GET",
+                         .path = "/",
+                         .users = 1,
+                         .seconds = r->o.seconds};
+    int rc = load_run_users(&root, &row);
     if (rc)
         return rc;
     load_row_add(r, &row);
     if (!r->search1_index[0])
         return 0;
-    phase_t one = {.r = r,
-                   .target = "search1",
-                   .method = "POST",
-                   .docs = &r->bulk,
-                   .nbodies = LOAD_QUERIES,
-                   .users = 1,
-                   .seconds = r->o.seconds};
+    load_phase_t one = {.r = r,
+                        .target = "search1",
+                        .method = "POST",
+                        .check = load_check_hits,
+                        .docs = &r->bulk,
+                        .nbodies = LOAD_QUERIES,
+                        .users = 1,
+                        .seconds = r->o.seconds};
     snprintf(one.path, sizeof one.path, "/%s/_search", r->search1_index);
-    if (!(one.bodies = make_bodies(r, MODE_KNN, queries, 1)))
+    if (!(one.bodies = make_bodies(r, LOAD_T_KNN, queries, 1)))
         return -1;
-    if ((rc = run_users(&one, &row)) == 0)
+    if ((rc = load_run_users(&one, &row)) == 0)
         load_row_add(r, &row);
-    free_bodies(one.bodies, one.nbodies);
+    load_bodies_free(one.bodies, one.nbodies);
     return rc;
 }
 
@@ -401,6 +227,8 @@ static void print_json(const load_run_t *r)
             bulk ? "documents_per_s" : "requests_per_s", w->rate, "p50_ms", w->p50_ms, "p99_ms",
             w->p99_ms, "requests", (json_int_t)w->requests, "errors", (json_int_t)w->errors,
             "chunks_checked", (json_int_t)w->checked, "leaks", (json_int_t)w->leaks);
+        if (j)
+            json_object_set_new(j, "p95_ms", json_real(w->p95_ms));
         if (j && !bulk && !strcmp(w->via, "http")) { /* how evenly the users were served */
             json_object_set_new(j, "user_requests_min", json_integer(w->user_min));
             json_object_set_new(j, "user_requests_max", json_integer(w->user_max));
@@ -417,6 +245,30 @@ static void print_json(const load_run_t *r)
         json_object_set_new(ratios, "bulk_http_over_c", json_real(hb / cb));
     if (hs > 0 && cs > 0)
         json_object_set_new(ratios, "search1_p50_http_over_c", json_real(hs / cs));
+    json_t *rk = json_object();
+    for (size_t i = 0; i < r->o.n_users; i++) {
+        double k = row_rate(r, "knn", "http", r->o.users[i]);
+        double v = row_rate(r, "retrieve", "http", r->o.users[i]);
+        char users[24];
+        snprintf(users, sizeof users, "%zu", r->o.users[i]);
+        if (k > 0 && v > 0)
+            json_object_set_new(rk, users, json_real(v / k));
+    }
+    if (json_object_size(rk))
+        json_object_set_new(ratios, "retrieve_over_knn_requests_per_s", rk);
+    else
+        json_decref(rk);
+    json_t *cx = json_array();
+    for (size_t i = 0; i + 1 < r->n_rows; i++)
+        if (!strcmp(r->rows[i].target, "retrieve20") && !strcmp(r->rows[i + 1].target, "context20"))
+            json_array_append_new(cx, json_pack("{s:f, s:f}", "p50_ms",
+                                                r->rows[i + 1].p50_ms - r->rows[i].p50_ms,
+                                                "server_cpu_ms_per_request",
+                                                r->rows[i + 1].cpu_ms - r->rows[i].cpu_ms));
+    if (json_array_size(cx))
+        json_object_set_new(ratios, "context20_minus_retrieve20", cx);
+    else
+        json_decref(cx);
     json_t *doc = json_pack(
         "{s:s, s:I, s:I, s:f, s:f, s:I, s:f, s:f, s:s, s:o, s:o}", "bench", "load", "size",
         (json_int_t)r->o.size, "dim", (json_int_t)r->o.dim, "readable", r->o.readable, "seconds",
@@ -430,9 +282,9 @@ static void print_json(const load_run_t *r)
 
 static void print_table(const load_run_t *r)
 {
-    printf("%-8s %-4s %8s %5s %11s %9s %9s %7s %10s %6s %10s %13s\n", "target", "via", "readable",
-           "users", "rate/s", "p50_ms", "p99_ms", "errors", "checked", "leaks", "srv_cpu_ms",
-           "user_min-max");
+    printf("%-11s %-4s %8s %5s %11s %9s %9s %9s %7s %10s %6s %10s %13s\n", "target", "via",
+           "readable", "users", "rate/s", "p50_ms", "p95_ms", "p99_ms", "errors", "checked",
+           "leaks", "srv_cpu_ms", "user_min-max");
     for (size_t i = 0; i < r->n_rows; i++) {
         const load_row_t *w = &r->rows[i];
         char cpu[32] = "-", spread[48] = "-";
@@ -440,13 +292,28 @@ static void print_table(const load_run_t *r)
             snprintf(cpu, sizeof cpu, "%.3f", w->cpu_ms);
         if (strcmp(w->target, "bulk") && !strcmp(w->via, "http"))
             snprintf(spread, sizeof spread, "%ld-%ld", w->user_min, w->user_max);
-        printf("%-8s %-4s %7.2f%% %5zu %11.1f %9.3f %9.3f %7ld %10ld %6ld %10s %13s\n", w->target,
-               w->via, w->readable * 100, w->users, w->rate, w->p50_ms, w->p99_ms, w->errors,
-               w->checked, w->leaks, cpu, spread);
+        printf("%-11s %-4s %7.2f%% %5zu %11.1f %9.3f %9.3f %9.3f %7ld %10ld %6ld %10s %13s\n",
+               w->target, w->via, w->readable * 100, w->users, w->rate, w->p50_ms, w->p95_ms,
+               w->p99_ms, w->errors, w->checked, w->leaks, cpu, spread);
     }
-    printf("# rate/s: requests/s, documents/s for bulk; users: writers for bulk; srv_cpu_ms: "
-           "the server's CPU per request (bulk: per 1,000 documents); user_min-max: requests of "
-           "the least and the most served user\n");
+    printf("# rate/s: requests/s (checks/s for authz and authz-batch, documents/s for bulk); "
+           "users: writers for bulk; checked: hits or decisions checked; srv_cpu_ms: the "
+           "server's CPU per request (bulk: per 1,000 documents); user_min-max: requests of the "
+           "least and the most served user\n");
+    for (size_t i = 0; i < r->o.n_users; i++) {
+        double k = row_rate(r, "knn", "http", r->o.users[i]);
+        double v = row_rate(r, "retrieve", "http", r->o.users[i]);
+        if (k > 0 && v > 0)
+            printf("# %zu users: retrieve %.0f requests/s, the same knn through _search %.0f: "
+                   "%.3f\n",
+                   r->o.users[i], v, k, v / k);
+    }
+    for (size_t i = 0; i + 1 < r->n_rows; i++)
+        if (!strcmp(r->rows[i].target, "retrieve20") && !strcmp(r->rows[i + 1].target, "context20"))
+            printf("# context of 20 passages minus the retrieval of 20 hits: p50 %+.3f ms, server "
+                   "CPU %+.3f ms a request\n",
+                   r->rows[i + 1].p50_ms - r->rows[i].p50_ms,
+                   r->rows[i + 1].cpu_ms - r->rows[i].cpu_ms);
     double hb = row_rate(r, "bulk", "http", 1), cb = row_rate(r, "bulk", "c", 1);
     double hs = row_p50(r, "search1", "http", 1), cs = row_p50(r, "search1", "c", 1);
     if (hb > 0 && cb > 0)
@@ -463,32 +330,47 @@ static int usage(FILE *f, int rc)
 {
     fprintf(
         f,
-        "usage: cordon bench load [--size N] [--dim D] [--readable R] [--users LIST]\n"
-        "                         [--seconds S] [--mode knn,match,hybrid] [--batch B]\n"
-        "                         [--writers LIST] [--bulk-docs N] [--load-writers W]\n"
-        "                         [--source no-vector|all|none] [--no-overhead]\n"
+        "usage: cordon bench load [--target LIST] [--size N] [--dim D] [--readable R]\n"
+        "                         [--users LIST] [--seconds S] [--mode knn,match,hybrid]\n"
+        "                         [--batch B] [--writers LIST] [--bulk-docs N]\n"
+        "                         [--load-writers W] [--source no-vector|all|none]\n"
+        "                         [--no-overhead] [--authz-batch C]\n"
         "                         [--url http://H:P --key ID:SECRET] [--index NAME]\n"
         "                         [--dir PATH] [--keep] [--seed S] [--format table|json]\n"
         "                         [--leak-selftest]\n"
         "  Starts `cordon serve` (the binary beside cordon-bench) on a temporary data directory\n"
-        "  under --dir, or targets the server at --url with the admin key --key; creates an\n"
-        "  index (dense_vector D cosine int8_hnsw, text fields title and text) and loads N\n"
-        "  generated documents over _bulk in batches of B from W writers, their ACLs in\n"
-        "  allowed_groups: each of 32 subjects reads the share R of them, and 32 more read\n"
-        "  everything. Then for each mode and each user count of LIST: that many threads, each\n"
-        "  a subject with its own API key and keep-alive connection, search for S seconds\n"
-        "  (knn: top-level knn, k 10; match: BM25 on text, as the subjects that read\n"
-        "  everything; hybrid: retriever.rrf of match and knn), and every hit is checked\n"
-        "  against the benchmark's own copy of the ACLs. Then _bulk ingest of --bulk-docs\n"
-        "  fresh documents with each writer count of --writers into a fresh index, and the\n"
-        "  same documents through cordon_put in process (the HTTP/C ratio); then GET / and a\n"
-        "  1-hit knn search with one user, beside the same search through the C API.\n"
-        "  Exits 1 if any hit leaked or any request failed. --leak-selftest: the knn and hybrid\n"
+        "  under --dir, or targets the server at --url with the admin key --key. For the\n"
+        "  search targets it creates an index (dense_vector D cosine int8_hnsw, text fields\n"
+        "  title and text) and loads N generated documents over _bulk in batches of B from W\n"
+        "  writers, their ACLs in allowed_groups: each of 32 subjects reads the share R of\n"
+        "  them, and 32 more read everything. Then for each target and each user count of\n"
+        "  LIST: that many threads, each a subject with its own API key and keep-alive\n"
+        "  connection, send requests for S seconds, and every answer is checked against the\n"
+        "  benchmark's own copy of the ACLs (or of the decisions). The targets:\n"
+        "    knn       top-level knn through _search, k 10\n"
+        "    match     BM25 on text through _search, as the subjects that read everything\n"
+        "    hybrid    retriever.rrf of that match and the knn\n"
+        "    retrieve  the same knn through POST /v1/collections/{c}/retrieve\n"
+        "    context   one user: a retrieve of 20 hits, then the same through /context (20\n"
+        "              passages), twice in turn: what assembling the context adds\n"
+        "    bulk      _bulk ingest of --bulk-docs fresh documents with each writer count of\n"
+        "              --writers into a fresh index, and the same documents through cordon_put\n"
+        "              in process (the HTTP/C ratio)\n"
+        "    overhead  GET / and a 1-hit knn search with one user, beside the same search\n"
+        "              through the C API (needs bulk)\n"
+        "    authz     the large catalog of `cordon bench authz` (10,000 users, 1,000 nested\n"
+        "              groups, 500 roles) through /_cordon/model, then POST\n"
+        "              /api/auth/is-authorized, each user a subject of the catalog asking its\n"
+        "              five checks in turn (rates in checks/s); added to the server's model\n"
+        "    authz-batch  the same through /api/auth/is-authorized/batch, C checks a request\n"
+        "  --mode picks the search targets among the default ones. Exits 1 if any hit leaked,\n"
+        "  any decision was wrong or any request failed. --leak-selftest: the knn and hybrid\n"
         "  users search with the keys of subjects that read everything while their hits are\n"
         "  checked against the partial ACLs, so the run must report leaks (the check is live).\n"
-        "  defaults: --size 100000 --dim 384 --readable 0.01 --users 1,2,4,8,16,32 --seconds 10\n"
-        "  --mode knn,match,hybrid --batch 1000 --writers 1,2,4 --bulk-docs 20000\n"
-        "  --load-writers 2 --source no-vector --index bench-load --dir /tmp --seed 42\n");
+        "  defaults: --target knn,match,hybrid,bulk,overhead --size 100000 --dim 384\n"
+        "  --readable 0.01 --users 1,2,4,8,16,32 --seconds 10 --batch 1000 --writers 1,2,4\n"
+        "  --bulk-docs 20000 --load-writers 2 --source no-vector --authz-batch 1000\n"
+        "  --index bench-load --dir /tmp --seed 42\n");
     return rc;
 }
 
@@ -525,23 +407,40 @@ static int parse_list(const char *name, const char *val, size_t hi, size_t *out,
     return 0;
 }
 
-static int parse_modes(const char *val, int *modes)
+/* A list of targets into *out; allowed: the bits the option may name. */
+static int parse_targets(const char *opt, const char *val, int allowed, int *out)
 {
+    static const struct {
+        const char *name;
+        int bit;
+    } names[] = {{"knn", LOAD_T_KNN},
+                 {"match", LOAD_T_MATCH},
+                 {"hybrid", LOAD_T_HYBRID},
+                 {"retrieve", LOAD_T_RETRIEVE},
+                 {"context", LOAD_T_CONTEXT},
+                 {"bulk", LOAD_T_BULK},
+                 {"overhead", LOAD_T_OVERHEAD},
+                 {"authz", LOAD_T_AUTHZ},
+                 {"authz-batch", LOAD_T_AUTHZ_BATCH}};
     char t[32];
-    *modes = 0;
+    *out = 0;
     while (next_item(&val, t, sizeof t)) {
-        int m = !strcmp(t, "knn")      ? MODE_KNN
-                : !strcmp(t, "match")  ? MODE_MATCH
-                : !strcmp(t, "hybrid") ? MODE_HYBRID
-                                       : 0;
-        if (!m) {
-            fprintf(stderr, "cordon bench load: --mode takes knn, match and hybrid (got '%s')\n",
+        int m = 0;
+        for (size_t i = 0; i < sizeof names / sizeof *names; i++)
+            if (!strcmp(t, names[i].name))
+                m = names[i].bit;
+        if (!(m & allowed)) {
+            fprintf(stderr, "cordon bench load: %s takes %s (got '%s')\n", opt,
+                    allowed == (LOAD_T_KNN | LOAD_T_MATCH | LOAD_T_HYBRID)
+                        ? "knn, match and hybrid"
+                        : "knn, match, hybrid, retrieve, context, bulk, overhead, authz and "
+                          "authz-batch",
                     t);
             return 2;
         }
-        *modes |= m;
+        *out |= m;
     }
-    return *modes ? 0 : 2;
+    return *out ? 0 : 2;
 }
 
 static int parse_share(const char *val, double *out)
@@ -564,6 +463,7 @@ static int parse_share(const char *val, double *out)
 static int parse_opts(int argc, char **argv, load_opts_t *o)
 {
     uint64_t v;
+    int t;
     *o = (load_opts_t){.size = 100000,
                        .batch = 1000,
                        .bulk_docs = 20000,
@@ -575,11 +475,12 @@ static int parse_opts(int argc, char **argv, load_opts_t *o)
                        .n_users = 6,
                        .writers = {1, 2, 4},
                        .n_writers = 3,
-                       .modes = MODE_KNN | MODE_MATCH | MODE_HYBRID,
+                       .targets = LOAD_T_KNN | LOAD_T_MATCH | LOAD_T_HYBRID | LOAD_T_BULK |
+                                  LOAD_T_OVERHEAD,
+                       .authz_batch = 1000,
                        .dir = "/tmp",
                        .index = "bench-load",
                        .source = "no-vector",
-                       .overhead = 1,
                        .seed = 42};
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *val = i + 1 < argc ? argv[i + 1] : NULL;
@@ -591,7 +492,7 @@ static int parse_opts(int argc, char **argv, load_opts_t *o)
             continue;
         }
         if (!strcmp(a, "--no-overhead")) {
-            o->overhead = 0;
+            o->targets &= ~LOAD_T_OVERHEAD;
             continue;
         }
         if (!strcmp(a, "--leak-selftest")) {
@@ -617,8 +518,15 @@ static int parse_opts(int argc, char **argv, load_opts_t *o)
             o->seconds = (double)v;
         else if (!strcmp(a, "--seconds"))
             ;
+        else if (!strcmp(a, "--mode") &&
+                 !(rc = parse_targets(a, val, LOAD_T_KNN | LOAD_T_MATCH | LOAD_T_HYBRID, &t)))
+            o->targets = (o->targets & ~(LOAD_T_KNN | LOAD_T_MATCH | LOAD_T_HYBRID)) | t;
         else if (!strcmp(a, "--mode"))
-            rc = parse_modes(val, &o->modes);
+            ;
+        else if (!strcmp(a, "--target"))
+            rc = parse_targets(a, val, ~0, &o->targets);
+        else if (!strcmp(a, "--authz-batch"))
+            rc = bench_parse_size("load", a, val, 1, 1000, &o->authz_batch);
         else if (!strcmp(a, "--batch"))
             rc = bench_parse_size("load", a, val, 1, CORDON_BATCH_MAX, &o->batch);
         else if (!strcmp(a, "--bulk-docs"))
@@ -672,7 +580,13 @@ static int setup(load_run_t *r, bench_http_t *admin)
         fprintf(stderr, "cordon bench load: out of memory\n");
         return -1;
     }
-    if (load_setup_subjects(r, admin) || load_index_create(r, admin, o->index))
+    if (!(o->targets & (LOAD_T_CORPUS | LOAD_T_BULK | LOAD_T_OVERHEAD)))
+        return 0; /* is-authorized only: its catalog comes later */
+    if (load_setup_subjects(r, admin))
+        return -1;
+    if (!(o->targets & LOAD_T_CORPUS))
+        return 0;
+    if (load_index_create(r, admin, o->index))
         return -1;
     for (int s = 0; s < LOAD_SUBJECTS; s++) {
         size_t n = load_docs_readable(&r->docs, s);
@@ -721,10 +635,12 @@ int bench_load_main(int argc, char **argv)
         rc = setup(&r, &admin);
     if (!rc)
         rc = search_rows(&r, queries);
-    if (!rc && r.o.bulk_docs)
+    if (!rc && r.o.bulk_docs && (r.o.targets & LOAD_T_BULK))
         rc = load_ingest_rows(&r, &admin, queries);
-    if (!rc && r.o.overhead)
+    if (!rc && (r.o.targets & LOAD_T_OVERHEAD))
         rc = overhead_rows(&r, queries);
+    if (!rc && (r.o.targets & (LOAD_T_AUTHZ | LOAD_T_AUTHZ_BATCH)))
+        rc = load_authz_rows(&r, &admin);
     if (r.n_rows)
         r.o.json ? print_json(&r) : print_table(&r);
     long leaks = r.warmup_leaks, errors = r.warmup_errors;

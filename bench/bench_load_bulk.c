@@ -294,7 +294,7 @@ int load_ingest_rows(load_run_t *r, bench_http_t *admin, const float *queries)
     free(bodies);
     if (!rc && (rc = capi_open(r, &c)) == 0 && (rc = capi_put(r, &c, &row)) == 0) {
         load_row_add(r, &row);
-        if (r->o.overhead) {
+        if (r->o.targets & LOAD_T_OVERHEAD) {
             capi_search1(r, &c, queries, &row);
             load_row_add(r, &row);
         }

@@ -6,6 +6,8 @@
 #define CDN_BENCH_LOAD_INT_H
 
 #include <jansson.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <sys/types.h>
 
@@ -22,9 +24,10 @@ typedef struct load_opts {
     double readable, seconds;
     size_t users[LOAD_MAX_SETTINGS], n_users;
     size_t writers[LOAD_MAX_SETTINGS], n_writers;
-    int modes; /* bits: 1 knn, 2 match, 4 hybrid */
+    int targets;        /* LOAD_T_* bits */
+    size_t authz_batch; /* checks per authz-batch request */
     const char *url, *key, *dir, *index, *source;
-    int keep, json, overhead, leak_selftest;
+    int keep, json, leak_selftest;
     uint64_t seed;
 } load_opts_t;
 
@@ -39,12 +42,12 @@ typedef struct load_server {
 
 /* One line of the results. */
 typedef struct load_row {
-    const char *target; /* knn, match, hybrid, bulk, root, search1 */
+    const char *target; /* knn, match, hybrid, retrieve, bulk, root, search1, authz, ... */
     const char *via;    /* http or c */
     double readable;
     size_t users; /* users, or writers for bulk */
     double rate;  /* requests/s, or documents/s for bulk */
-    double p50_ms, p99_ms;
+    double p50_ms, p95_ms, p99_ms;
     long requests, errors, checked, leaks;
     long user_min, user_max; /* requests of the least and the most served user */
     double cpu_ms;           /* server CPU per request (bulk: per 1,000 documents); < 0 unknown */
@@ -67,6 +70,20 @@ typedef struct load_run {
     long warmup_leaks, warmup_errors; /* seen in the warm-ups, which make no row */
 } load_run_t;
 
+/* What the benchmark measures (--target). */
+enum {
+    LOAD_T_KNN = 1,
+    LOAD_T_MATCH = 2,
+    LOAD_T_HYBRID = 4,
+    LOAD_T_RETRIEVE = 8,      /* the knn through /v1/collections/{c}/retrieve */
+    LOAD_T_CONTEXT = 16,      /* retrieve of 20 hits, then the same through /context */
+    LOAD_T_BULK = 32,         /* _bulk ingest beside cordon_put */
+    LOAD_T_OVERHEAD = 64,     /* GET / and the 1-hit search */
+    LOAD_T_AUTHZ = 128,       /* POST /api/auth/is-authorized on the large catalog */
+    LOAD_T_AUTHZ_BATCH = 256, /* its batch form */
+    LOAD_T_CORPUS = LOAD_T_KNN | LOAD_T_MATCH | LOAD_T_HYBRID | LOAD_T_RETRIEVE | LOAD_T_CONTEXT,
+};
+
 /* Latencies of one thread, then of a phase. */
 typedef struct load_lat {
     double *v;
@@ -82,6 +99,49 @@ void load_lat_free(load_lat_t *l);
 
 double load_now_s(void);
 void load_row_add(load_run_t *r, const load_row_t *row);
+
+/* ---- bench_load_users.c: concurrent users ---- */
+
+typedef struct load_user load_user_t;
+
+/* Checks the 200 answer to bodies[body]: counts what it checked in u->checked and what it
+ * was shown or allowed that it must not have been in u->leaks; -1 for an answer that is
+ * wrong otherwise (counted as an error). */
+typedef int (*load_check_fn)(load_user_t *u, size_t body, const bench_http_resp_t *resp);
+
+typedef struct load_phase {
+    load_run_t *r;
+    const char *target, *method;
+    char path[CORDON_NAME_MAX + 32];
+    char **bodies; /* nbodies request bodies, or NULL (GET /) */
+    size_t nbodies;
+    size_t per_user;         /* 0: the users share the bodies; else user i sends its own per_user
+                              * bodies (i * per_user onwards) in turn */
+    size_t per_request;      /* what one request counts for in the rate (checks of a batch); 0: 1 */
+    load_check_fn check;     /* NULL: a 200 is enough */
+    const load_docs_t *docs; /* for load_check_hits */
+    int full;                /* the users are the subjects that read everything */
+    int key_full; /* 1: those subjects' keys (full, or a selftest); 0: the partial ones'; -1: the
+                   * admin key (the bodies name their subjects) */
+    size_t users;
+    double seconds, end;
+    atomic_int go, ready, reported;
+} load_phase_t;
+
+struct load_user {
+    load_phase_t *ph;
+    int idx;
+    load_lat_t lat;
+    long requests, errors, checked, leaks;
+    pthread_t th;
+};
+
+/* Runs ph->users users for ph->seconds; fills row (the rate counts per_request units). */
+int load_run_users(load_phase_t *ph, load_row_t *row);
+/* Frees n bodies (each cdn_malloc'd, as cdn_buf_t data) and the array (malloc'd). */
+void load_bodies_free(char **bodies, size_t n);
+/* A check for searches: every hit against ph->docs's ACLs for the user's subject. */
+int load_check_hits(load_user_t *u, size_t body, const bench_http_resp_t *resp);
 
 /* ---- bench_load_srv.c ---- */
 /* Starts `cordon serve` (the binary beside this program) on a new directory under dir. */
@@ -116,5 +176,11 @@ int load_bulk(load_run_t *r, const load_docs_t *d, const cdn_buf_t *bodies, cons
  * 1-hit search through the C API (queries: LOAD_QUERIES vectors); r->search1_index names the
  * index the HTTP 1-hit search reads. */
 int load_ingest_rows(load_run_t *r, bench_http_t *admin, const float *queries);
+
+/* ---- bench_load_authz.c ---- */
+/* Loads the large catalog of `cordon bench authz` through /_cordon/model, then runs the authz
+ * and authz-batch rows that r->o.targets asks for: each user a subject of the catalog, every
+ * decision checked against the reason it must give. */
+int load_authz_rows(load_run_t *r, bench_http_t *admin);
 
 #endif

@@ -79,6 +79,38 @@ static int one_of(const char *v, const char *const *names)
     return -1;
 }
 
+/* The options whose type is fixed: a wrong one is a 400 naming it, never a silent default. */
+static int options_typed(json_t *body, http_resp_t *resp)
+{
+    static const char *const strings[] = {"mode", "strategy", NULL};
+    static const char *const counts[] = {"max_candidates", "ef", NULL};
+    json_t *v, *fusion = json_object_get(body, "fusion");
+    for (size_t i = 0; strings[i]; i++)
+        if ((v = json_object_get(body, strings[i])) && !json_is_string(v)) {
+            es_error(resp, 400, "illegal_argument_exception", "[%s] must be a string", strings[i]);
+            return -1;
+        }
+    for (size_t i = 0; counts[i]; i++)
+        if ((v = json_object_get(body, counts[i])) &&
+            (!json_is_integer(v) || json_integer_value(v) < 1 ||
+             json_integer_value(v) > V1_SEARCH_WIDTH_MAX)) {
+            es_error(resp, 400, "illegal_argument_exception", "[%s] must be an integer, 1 to %d",
+                     counts[i], V1_SEARCH_WIDTH_MAX);
+            return -1;
+        }
+    if (fusion && !json_is_object(fusion)) {
+        es_error(resp, 400, "illegal_argument_exception",
+                 "[fusion] must be an object: {\"method\": \"rrf\"} or {\"method\": \"linear\", "
+                 "\"weights\": {...}}");
+        return -1;
+    }
+    if ((v = json_object_get(fusion, "method")) && !json_is_string(v)) {
+        es_error(resp, 400, "illegal_argument_exception", "[fusion.method] must be a string");
+        return -1;
+    }
+    return 0;
+}
+
 int v1_retrieve_read(const es_index_t *ix, json_t *body, const char *const *extra, v1_retrieve_t *r,
                      http_resp_t *resp)
 {
@@ -98,6 +130,8 @@ int v1_retrieve_read(const es_index_t *ix, json_t *body, const char *const *extr
                  "[query] is required: {\"text\": \"...\"}, {\"vector\": [...]} or both");
         return -1;
     }
+    if (options_typed(body, resp))
+        return -1;
     json_t *text = json_object_get(query, "text"), *vec = json_object_get(query, "vector");
     if ((text && !json_is_string(text)) || (vec && !json_is_array(vec))) {
         es_error(resp, 400, "parsing_exception",
@@ -166,10 +200,9 @@ int v1_retrieve_read(const es_index_t *ix, json_t *body, const char *const *extr
         return -1;
     }
     r->q.strategy = st ? (cordon_strategy)one_of(st, strategies) : CORDON_STRATEGY_AUTO;
-    if ((v = json_object_get(body, "max_candidates")) && json_is_integer(v) &&
-        json_integer_value(v) > 0)
+    if ((v = json_object_get(body, "max_candidates")) != NULL) /* typed above */
         r->q.max_candidates = (size_t)json_integer_value(v);
-    if ((v = json_object_get(body, "ef")) && json_is_integer(v) && json_integer_value(v) > 0)
+    if ((v = json_object_get(body, "ef")) != NULL)
         r->q.ef_search = (uint32_t)json_integer_value(v);
     if ((v = json_object_get(body, "filter")) != NULL) {
         if (!json_is_object(v)) {

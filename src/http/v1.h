@@ -14,6 +14,8 @@
 #define V1_MODEL_RESOURCE "model:permissions"
 /* Checks per /api/auth/is-authorized/batch request. */
 #define V1_AUTHZ_BATCH_MAX 1000
+/* The largest ef and max_candidates a retrieval may ask for (graph breadth, widening pool). */
+#define V1_SEARCH_WIDTH_MAX 100000
 
 /* Waits (bounded) until the data directory reached body's min_revision, if any; 0, or fills
  * resp (400 malformed, 409 not reached). */

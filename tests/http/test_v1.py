@@ -223,11 +223,24 @@ def test_malformed_retrieve_changes_nothing(server):
                       ({"query": {"text": "a"}, "strategy": "fast"}, "illegal_argument_exception"),
                       ({"query": {"text": "a"}, "bogus": 1}, "parsing_exception"),
                       ({"k": 3}, "parsing_exception"),
-                      ({"query": {"text": "a"}, "min_revision": -1}, "illegal_argument_exception")]:
+                      ({"query": {"text": "a"}, "min_revision": -1}, "illegal_argument_exception"),
+                      ({"query": {"text": "a"}, "ef": 0}, "illegal_argument_exception"),
+                      ({"query": {"text": "a"}, "ef": "64"}, "illegal_argument_exception"),
+                      ({"query": {"text": "a"}, "ef": 100001}, "illegal_argument_exception"),
+                      ({"query": {"text": "a"}, "max_candidates": -5}, "illegal_argument_exception"),
+                      ({"query": {"text": "a"}, "max_candidates": 2.5}, "illegal_argument_exception"),
+                      ({"query": {"text": "a"}, "mode": 1}, "illegal_argument_exception"),
+                      ({"query": {"text": "a"}, "strategy": ["exact"]}, "illegal_argument_exception"),
+                      ({"query": {"text": "a"}, "fusion": "rrf"}, "illegal_argument_exception"),
+                      ({"query": {"text": "a"}, "fusion": {"method": 2}}, "illegal_argument_exception")]:
         st, _, b = server.request("POST", "/v1/collections/kb/retrieve", {"subject": "alice", **body})
         assert st == 400 and b["error"]["type"] == typ, (body, b)
         if body.get("query") == {}:  # names what is missing
             assert "needs query.vector" in b["error"]["reason"], b
+        if body.get("query") == {"text": "a"} and len(body) == 2:  # names the wrong option
+            name = next(k for k in body if k != "query")
+            if name not in ("k", "strategy", "bogus", "min_revision") and body[name] != "vector":
+                assert "[" + name in b["error"]["reason"], b
     assert server.request("GET", "/_cordon/health", key="")[2]["revision"] == rev
     _, _, alice = server.key_for("alice")
     st, _, b = server.request("POST", "/v1/collections/kb/retrieve",

@@ -28,8 +28,15 @@ static int scope_strings(json_t *scope)
     return 1;
 }
 
-/* One check's JSON answer ("data"); subject may be "" (then SUBJECT_NOT_FOUND). */
-static json_t *check_one(http_ctx_t *ctx, const char *subject, json_t *c)
+/* Appends s as a JSON string, or null for NULL. */
+static int put_str(cdn_buf_t *b, const char *s)
+{
+    return s ? cdn_buf_json_str(b, s) : cdn_buf_puts(b, "null");
+}
+
+/* Appends one check's answer ("data") to out, written directly rather than built as a tree:
+ * a batch answers up to a thousand of them. subject may be "" (then SUBJECT_NOT_FOUND). */
+static int check_one(http_ctx_t *ctx, const char *subject, json_t *c, cdn_buf_t *out)
 {
     json_t *perm = json_object_get(c, "permission"), *context = json_object_get(c, "context");
     json_t *scope = json_object_get(c, "scope");
@@ -55,41 +62,68 @@ static json_t *check_one(http_ctx_t *ctx, const char *subject, json_t *c)
         why = "scope must be an object";
     else if (scope && !scope_strings(scope))
         why = "scope's type, id and tenant must be strings";
+    if (context) /* echoed as evaluatedContext, whatever it is */
+        ctx_json = json_dumps(context, JSON_COMPACT | JSON_ENCODE_ANY | JSON_REAL_PRECISION(9));
     if (json_is_object(context)) {
-        ctx_json = json_dumps(context, JSON_COMPACT);
         q.context_json = ctx_json;
         json_t *res = json_object_get(context, "resource");
         if (json_is_object(res))
             q.resource_json = res_json = json_dumps(res, JSON_COMPACT);
     }
-    int rc = why ? CORDON_ERR_INVALID : cordon_is_authorized(ctx->db, &q, &d, &err);
-    json_t *data, *evaluated = context ? json_incref(context) : json_object();
+    int rc = why || (context && !ctx_json) ? CORDON_ERR_INVALID
+                                           : cordon_is_authorized(ctx->db, &q, &d, &err);
+    int w;
     if (rc == CORDON_OK) {
-        json_t *matched = d.resource[0]
-                              ? json_pack("{s:s, s:s}", "resource", d.resource, "action", d.action)
-                              : json_null();
-        if (d.role[0])
-            json_object_set_new(matched, "role", json_string(d.role));
-        if (d.granted_to[0])
-            json_object_set_new(matched, "grantedTo", json_string(d.granted_to));
-        json_t *cond = d.condition[0] ? json_loads(d.condition, 0, NULL) : NULL;
-        data = json_pack("{s:b, s:s, s:o, s:o, s:o, s:I}", "authorized", d.authorized, "reason",
-                         d.reason, "matchedPermission", matched, "matchedCondition",
-                         cond ? cond : json_null(), "evaluatedContext", evaluated, "revision",
-                         (json_int_t)d.revision);
+        w = cdn_buf_printf(out, "{\"authorized\":%s,\"reason\":", d.authorized ? "true" : "false");
+        w = w ? w : put_str(out, d.reason);
+        w = w ? w : cdn_buf_puts(out, ",\"matchedPermission\":");
+        if (!w && d.resource[0]) {
+            w = cdn_buf_puts(out, "{\"resource\":");
+            w = w ? w : put_str(out, d.resource);
+            w = w ? w : cdn_buf_puts(out, ",\"action\":");
+            w = w ? w : put_str(out, d.action);
+            if (!w && d.role[0])
+                w = cdn_buf_puts(out, ",\"role\":") || put_str(out, d.role);
+            if (!w && d.granted_to[0])
+                w = cdn_buf_puts(out, ",\"grantedTo\":") || put_str(out, d.granted_to);
+            w = w ? w : cdn_buf_puts(out, "}");
+        } else if (!w) {
+            w = cdn_buf_puts(out, "null");
+        }
+        /* The engine's condition is its own compact JSON: it goes out as it is. */
+        w = w ? w : cdn_buf_puts(out, ",\"matchedCondition\":");
+        w = w ? w : cdn_buf_puts(out, d.condition[0] ? d.condition : "null");
     } else {
         /* A malformed check is a decision too: denied, with the engine's reason. */
         const char *msg = why ? why : err.message;
         int scope_bad = strstr(msg, "scope") != NULL;
-        data = json_pack(
-            "{s:b, s:s, s:n, s:n, s:o, s:I, s:s}", "authorized", 0, "reason",
-            rc == CORDON_ERR_INVALID ? (scope_bad ? "INVALID_SCOPE" : "INVALID_REQUEST") : "ERROR",
-            "matchedPermission", "matchedCondition", "evaluatedContext", evaluated, "revision",
-            (json_int_t)cordon_revision(ctx->db), "message", msg);
+        w = cdn_buf_printf(
+            out,
+            "{\"authorized\":false,\"reason\":\"%s\",\"matchedPermission\":null,"
+            "\"matchedCondition\":null,\"message\":",
+            rc == CORDON_ERR_INVALID ? (scope_bad ? "INVALID_SCOPE" : "INVALID_REQUEST") : "ERROR");
+        w = w ? w : put_str(out, msg);
+        d.revision = cordon_revision(ctx->db);
     }
+    w = w ? w : cdn_buf_puts(out, ",\"evaluatedContext\":");
+    w = w ? w : cdn_buf_puts(out, ctx_json ? ctx_json : "{}");
+    w = w ? w : cdn_buf_printf(out, ",\"revision\":%llu}", (unsigned long long)d.revision);
     free(ctx_json);
     free(res_json);
-    return data;
+    return w;
+}
+
+/* Answers 200 with what out holds, or 500 when it could not be written. */
+static void reply_buf(http_resp_t *resp, cdn_buf_t *out, int failed)
+{
+    if (failed) {
+        cdn_buf_free(out);
+        es_reply(resp, 500, NULL); /* Elasticsearch's out-of-memory body */
+        return;
+    }
+    cdn_buf_free(&resp->body);
+    resp->body = *out; /* the response takes the buffer */
+    resp->status = 200;
 }
 
 /* The subject checks are for: body "subject" (keys that may act for others), the run-as
@@ -128,16 +162,21 @@ void v1_is_authorized(http_ctx_t *ctx, http_req_t *req, http_resp_t *resp)
     json_t *body = body_of(req, resp);
     if (!body)
         return;
-    if (who(req, body, resp, subject, sizeof subject) == 0)
-        es_reply(resp, 200,
-                 json_pack("{s:b, s:o}", "success", 1, "data", check_one(ctx, subject, body)));
+    if (who(req, body, resp, subject, sizeof subject) == 0) {
+        cdn_buf_t out;
+        cdn_buf_init(&out, resp->body.max);
+        int w = cdn_buf_puts(&out, "{\"success\":true,\"data\":");
+        w = w ? w : check_one(ctx, subject, body, &out);
+        w = w ? w : cdn_buf_puts(&out, "}");
+        reply_buf(resp, &out, w);
+    }
     json_decref(body);
 }
 
 void v1_is_authorized_batch(http_ctx_t *ctx, http_req_t *req, http_resp_t *resp)
 {
     char subject[CORDON_ROLE_MAX + 8];
-    json_t *body = body_of(req, resp), *checks, *c, *out;
+    json_t *body = body_of(req, resp), *checks, *c;
     size_t i;
     if (!body)
         return;
@@ -148,11 +187,18 @@ void v1_is_authorized_batch(http_ctx_t *ctx, http_req_t *req, http_resp_t *resp)
                  V1_AUTHZ_BATCH_MAX);
         fail(resp, 400, "INVALID_REQUEST", msg);
     } else if (who(req, body, resp, subject, sizeof subject) == 0) {
-        out = json_array();
-        json_array_foreach(checks, i, c) json_array_append_new(out, check_one(ctx, subject, c));
-        es_reply(resp, 200,
-                 json_pack("{s:b, s:{s:o, s:I}}", "success", 1, "data", "results", out, "revision",
-                           (json_int_t)cordon_revision(ctx->db)));
+        cdn_buf_t out;
+        cdn_buf_init(&out, resp->body.max);
+        int w = cdn_buf_puts(&out, "{\"success\":true,\"data\":{\"results\":[");
+        json_array_foreach(checks, i, c)
+        {
+            w = w ? w : i ? cdn_buf_puts(&out, ",") : 0;
+            w = w ? w : check_one(ctx, subject, c, &out);
+        }
+        w = w ? w
+              : cdn_buf_printf(&out, "],\"revision\":%llu}}",
+                               (unsigned long long)cordon_revision(ctx->db));
+        reply_buf(resp, &out, w);
     }
     json_decref(body);
 }

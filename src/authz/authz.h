@@ -109,6 +109,11 @@ int authz_model_new(authz_model_t **out, cdn_err_t *err);
 void authz_model_free(authz_model_t *m);
 /* The revision: bumped once by every successful authz_apply / authz_import. */
 uint64_t authz_model_revision(authz_model_t *m);
+/* Makes every successful authz_apply / authz_import also add 1 to *counter while it installs
+ * the change, under the model's write lock: whoever reads the changed model then reads the
+ * moved counter too (the engine's revision names exactly the model a search used). NULL stops
+ * it. Call before the model is shared between threads. */
+void authz_model_count_changes(authz_model_t *m, _Atomic uint64_t *counter);
 
 /* ---- mutations (ops.c, json.c) ---- */
 

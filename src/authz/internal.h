@@ -130,6 +130,7 @@ struct authz_model {
     pthread_rwlock_t lock;
     az_state_t *st;
     _Atomic uint64_t revision;
+    _Atomic uint64_t *changes;      /* a caller's counter each successful change moves, or NULL */
     bool broken;                    /* an op ran out of memory half way: fail closed */
     _Atomic(authz_view_t *) *views; /* per subject index, current revision only */
     uint32_t nviews;

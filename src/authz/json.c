@@ -316,6 +316,8 @@ int authz_import(authz_model_t *m, const char *doc_json, cdn_err_t *err)
         m->nviews = m->views ? st->nsubjects : 0;
     }
     atomic_fetch_add(&m->revision, 1);
+    if (m->changes)
+        atomic_fetch_add(m->changes, 1);
     pthread_rwlock_unlock(&m->lock);
     return CDN_OK;
 }

@@ -357,3 +357,8 @@ uint64_t authz_model_revision(authz_model_t *m)
 {
     return atomic_load(&m->revision);
 }
+
+void authz_model_count_changes(authz_model_t *m, _Atomic uint64_t *counter)
+{
+    m->changes = counter;
+}

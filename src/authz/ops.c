@@ -648,6 +648,8 @@ int authz_apply_json(authz_model_t *m, const json_t *op, cdn_err_t *err)
         if (views_reserve(m))
             az_model_views_drop(m); /* no room to cache views: they are simply not cached */
         atomic_fetch_add(&m->revision, 1);
+        if (m->changes)
+            atomic_fetch_add(m->changes, 1);
     }
     pthread_rwlock_unlock(&m->lock);
     return rc;

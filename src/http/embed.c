@@ -1,4 +1,4 @@
-/* embed.c: query text to a vector through an embedding endpoint that speaks the OpenAI
+/* embed.c: text to vectors through an embedding endpoint that speaks the OpenAI
  * protocol (POST /v1/embeddings: what llama.cpp's server, Ollama, vLLM,
  * text-embeddings-inference and cordon's local embedder serve), with a connect and a total
  * timeout, a bounded response, and an error naming the endpoint for every failure: never a
@@ -26,21 +26,68 @@ static size_t on_body(char *p, size_t size, size_t n, void *ctx)
     return cdn_buf_append(b, p, size * n) == 0 ? size * n : 0; /* past the bound: abort */
 }
 
+/* Reads answer item i's embedding into out; 0, or -1 with why. */
+static int read_vector(const embed_endpoint_t *ep, json_t *v, uint32_t dim, float *out, char *why,
+                       size_t whysz)
+{
+    if (!json_is_array(v)) {
+        snprintf(why, whysz,
+                 "the embedding endpoint %.200s answered without data[].embedding (is it an "
+                 "OpenAI-compatible /v1/embeddings?)",
+                 ep->url);
+        return -1;
+    }
+    if (json_array_size(v) != dim) {
+        snprintf(why, whysz,
+                 "the embedding endpoint %.200s answered %zu dimensions; the collection's vectors "
+                 "have %u",
+                 ep->url, json_array_size(v), dim);
+        return -1;
+    }
+    for (uint32_t i = 0; i < dim; i++) {
+        json_t *x = json_array_get(v, i);
+        if (!json_is_number(x) || !isfinite(json_number_value(x))) {
+            snprintf(why, whysz,
+                     "the embedding endpoint %.200s answered a value that is not a "
+                     "finite number",
+                     ep->url);
+            return -1;
+        }
+        out[i] = (float)json_number_value(x);
+    }
+    return 0;
+}
+
 int embed_text(const embed_endpoint_t *ep, const char *text, uint32_t dim, float *out, char *why,
                size_t whysz)
+{
+    return embed_texts(ep, &text, 1, dim, out, why, whysz);
+}
+
+int embed_texts(const embed_endpoint_t *ep, const char *const *texts, size_t n, uint32_t dim,
+                float *out, char *why, size_t whysz)
 {
     cdn_buf_t resp;
     char *req = NULL;
     long status = 0;
     int rc = -1;
-    json_t *j = NULL, *body = json_pack("{s:s, s:s}", "input", text, "model",
-                                        ep->model && ep->model[0] ? ep->model : "default");
+    json_t *j = NULL, *body = NULL, *input = n <= EMBED_BATCH_MAX ? json_array() : NULL;
+    for (size_t i = 0; input && i < n; i++)
+        if (json_array_append_new(input, json_string(texts[i])) != 0)
+            break; /* out of memory, or a text that is not UTF-8: no body, said below */
+    /* One text goes as a string, the form every endpoint of the protocol takes. */
+    if (input && json_array_size(input) == n)
+        body = json_pack("{s:O, s:s}", "input", n == 1 ? json_array_get(input, 0) : input, "model",
+                         ep->model && ep->model[0] ? ep->model : "default");
+    json_decref(input);
     pthread_once(&curl_once, curl_setup);
     cdn_buf_init(&resp, EMBED_RESPONSE_MAX);
     CURL *c = curl_easy_init();
     struct curl_slist *h = curl_slist_append(NULL, "Content-Type: application/json");
     if (!c || !h || !body || !(req = json_dumps(body, JSON_COMPACT))) {
-        snprintf(why, whysz, "out of memory calling the embedding endpoint %.200s", ep->url);
+        snprintf(why, whysz, "%s calling the embedding endpoint %.200s",
+                 n > EMBED_BATCH_MAX ? "too many texts" : "out of memory (or a text not UTF-8)",
+                 ep->url);
         goto out;
     }
     curl_easy_setopt(c, CURLOPT_URL, ep->url);
@@ -67,31 +114,27 @@ int embed_text(const embed_endpoint_t *ep, const char *text, uint32_t dim, float
         goto out;
     }
     j = json_loadb(resp.data ? resp.data : "", resp.len, 0, NULL);
-    json_t *v = json_object_get(json_array_get(json_object_get(j, "data"), 0), "embedding");
-    if (!json_is_array(v)) {
+    json_t *data = json_object_get(j, "data"), *item;
+    size_t i;
+    if (json_array_size(data) != n) {
         snprintf(why, whysz,
-                 "the embedding endpoint %.200s answered without data[0].embedding (is it an "
+                 "the embedding endpoint %.200s answered %zu embeddings for %zu texts (is it an "
                  "OpenAI-compatible /v1/embeddings?)",
-                 ep->url);
+                 ep->url, json_array_size(data), n);
         goto out;
     }
-    if (json_array_size(v) != dim) {
-        snprintf(why, whysz,
-                 "the embedding endpoint %.200s answered %zu dimensions; the collection's vectors "
-                 "have %u",
-                 ep->url, json_array_size(v), dim);
-        goto out;
-    }
-    for (uint32_t i = 0; i < dim; i++) {
-        json_t *x = json_array_get(v, i);
-        if (!json_is_number(x) || !isfinite(json_number_value(x))) {
+    json_array_foreach(data, i, item)
+    {
+        /* An answer may name each item's place ("index"), as the protocol has it. */
+        json_t *at = json_object_get(item, "index");
+        size_t slot = json_is_integer(at) ? (size_t)json_integer_value(at) : i;
+        if (slot >= n || (json_is_integer(at) && json_integer_value(at) < 0)) {
             snprintf(why, whysz,
-                     "the embedding endpoint %.200s answered a value that is not a "
-                     "finite number",
-                     ep->url);
+                     "the embedding endpoint %.200s answered an item index out of range", ep->url);
             goto out;
         }
-        out[i] = (float)json_number_value(x);
+        if (read_vector(ep, json_object_get(item, "embedding"), dim, out + slot * dim, why, whysz))
+            goto out;
     }
     rc = 0;
 out:

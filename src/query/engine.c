@@ -153,6 +153,9 @@ int engine_open(const char *dir, uint64_t map_size, int must_exist, engine_t **o
      * freed (grown arrays' old copies, the codes' and graph's read buffers), then map the
      * vector rows searches will read (in that order, so the two are never resident at once). */
     store_release_pages(e->store);
+    /* From now on each model change moves the revision as it is installed (replay, above, ran
+     * at the stored revision). */
+    authz_model_count_changes(e->model, &e->revision);
 #ifdef __GLIBC__
     malloc_trim(0);
 #endif

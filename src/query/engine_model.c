@@ -43,15 +43,15 @@ int engine_model_load(engine_t *e, store_txn_t *t, cdn_err_t *err)
     return store_scan_prefix(t, STORE_MODEL_LOG, "", 0, replay_one, &r);
 }
 
-/* Persists one log record at the next revision; on failure the model in memory is ahead of
- * the store, so it is marked broken (checks fail closed) until the directory is reopened. */
-static int persist(engine_t *e, char kind, const char *json, uint64_t *rev, cdn_err_t *err)
+/* Persists one log record at revision r (published already, with the change in memory); on
+ * failure the model in memory is ahead of the store, so it is marked broken (checks fail
+ * closed) until the directory is reopened. */
+static int persist(engine_t *e, char kind, const char *json, uint64_t r, cdn_err_t *err)
 {
     size_t n = strlen(json);
     unsigned char key[8];
     char *val = cdn_malloc(n + 1);
     store_txn_t *t = NULL;
-    uint64_t r = atomic_load(&e->revision) + 1;
     int rc = val ? CDN_OK : CDN_ERR_NOMEM;
     if (rc == CDN_OK) {
         val[0] = kind;
@@ -78,43 +78,40 @@ static int persist(engine_t *e, char kind, const char *json, uint64_t *rev, cdn_
                            "reopen the data directory",
                            cdn_strerror(rc));
     }
-    atomic_store(&e->revision, r);
-    *rev = r;
     return CDN_OK;
 }
 
 /* Changes the model in memory under the gate (engine.h: requests that must not retry again
- * hold it for reading); the caller holds the write lock. */
-static int model_change(engine_t *e, int import, const char *json, cdn_err_t *err)
+ * hold it for reading), then stores it; the write lock keeps the revision to this writer
+ * meanwhile. The change moves the engine's revision from inside the model's own write lock
+ * (authz_model_count_changes, set at open), so a search that reads the changed model reads
+ * its revision too and the revision it reports names exactly the state it used (moved after
+ * the store's fsync, it let searches use the new model under the old revision). authz_apply
+ * validates fully before changing anything, so a bad op leaves no trace and takes no
+ * revision. */
+static int model_write(engine_t *e, char kind, const char *json, uint64_t *rev, cdn_err_t *err)
 {
     int rc;
+    pthread_mutex_lock(&e->write_lock);
+    uint64_t r = atomic_load(&e->revision) + 1;
     pthread_rwlock_wrlock(&e->model_gate);
-    rc = import ? authz_import(e->model, json, err) : authz_apply(e->model, json, err);
+    rc = kind == LOG_IMPORT ? authz_import(e->model, json, err) : authz_apply(e->model, json, err);
     pthread_rwlock_unlock(&e->model_gate);
+    CDN_ASSERT(rc != CDN_OK || atomic_load(&e->revision) == r);
+    if (rc == CDN_OK && (rc = persist(e, kind, json, r, err)) == CDN_OK)
+        *rev = r;
+    pthread_mutex_unlock(&e->write_lock);
     return rc;
 }
 
 int engine_model_apply(engine_t *e, const char *op_json, uint64_t *rev, cdn_err_t *err)
 {
-    int rc;
-    pthread_mutex_lock(&e->write_lock);
-    /* authz_apply validates fully before changing anything, so a bad op leaves no trace. */
-    rc = model_change(e, 0, op_json, err);
-    if (rc == CDN_OK)
-        rc = persist(e, LOG_OP, op_json, rev, err);
-    pthread_mutex_unlock(&e->write_lock);
-    return rc;
+    return model_write(e, LOG_OP, op_json, rev, err);
 }
 
 int engine_model_import(engine_t *e, const char *doc_json, uint64_t *rev, cdn_err_t *err)
 {
-    int rc;
-    pthread_mutex_lock(&e->write_lock);
-    rc = model_change(e, 1, doc_json, err);
-    if (rc == CDN_OK)
-        rc = persist(e, LOG_IMPORT, doc_json, rev, err);
-    pthread_mutex_unlock(&e->write_lock);
-    return rc;
+    return model_write(e, LOG_IMPORT, doc_json, rev, err);
 }
 
 static int model_ok(engine_t *e, cdn_err_t *err)

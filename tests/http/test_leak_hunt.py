@@ -1,0 +1,326 @@
+"""The leak hunt over the wire: a seeded, randomized property test. One writer changes the
+permission model (moves users between groups, nests and un-nests groups), chunks' ACLs (through
+_bulk and through /v1/collections/{c}/acl), deletes and re-adds chunks, while reader threads
+search as many subjects at once through every read route (/v1 retrieve and context in every
+mode and strategy, _search with match, knn and filters, _count, _mget, GET _doc). An oracle of
+its own (the test's copy of every membership and ACL, and its own principal evaluation) then
+judges every answer: a /v1 answer against the state at the revision it reports, an
+Elasticsearch answer against the states between the last write acknowledged before it was sent
+and the first acknowledged after it came back. Any chunk shown that no such state lets the
+subject read is a leak; a count no such state gives is a leak too. A failure names its seed:
+CORDON_HUNT_SEEDS=7 reruns it, CORDON_HUNT_SECONDS makes each seed's run longer."""
+import json
+import os
+import random
+import threading
+import time
+
+import pytest
+
+from wire import Server
+
+SEEDS = [int(s) for s in os.environ.get("CORDON_HUNT_SEEDS", "1,2").split(",")]
+SECONDS = float(os.environ.get("CORDON_HUNT_SECONDS", "4"))
+USERS = [f"u{i}" for i in range(6)]
+GROUPS = [f"g{i}" for i in range(6)]  # g_i may contain g_j only for j > i: never a cycle
+WORDS = "alpha beta gamma delta omega lambda sigma kappa".split()
+DOCS = 120
+DIM = 4
+
+
+class State:
+    """The oracle's world: memberships (user or group -> groups) and each chunk's ACL."""
+
+    def __init__(self):
+        self.user_groups = {u: set() for u in USERS}
+        self.nest = set()  # (parent, child)
+        self.docs = {}  # id -> (allowed, denied) as written (group names, user:x, ghosts)
+
+    def copy(self):
+        s = State()
+        s.user_groups = {u: set(g) for u, g in self.user_groups.items()}
+        s.nest = set(self.nest)
+        s.docs = {d: (set(a), set(b)) for d, (a, b) in self.docs.items()}
+        return s
+
+    def principals(self, user):
+        """The user's own principal and every group that holds it, however deep."""
+        held, todo = set(), list(self.user_groups[user])
+        while todo:
+            g = todo.pop()
+            if g not in held:
+                held.add(g)
+                todo.extend(p for p, c in self.nest if c == g)
+        return {"user:" + user} | {"group:" + g for g in held}
+
+    def readable(self, user, doc):
+        if doc not in self.docs:
+            return False
+        allowed, denied = self.docs[doc]
+        p = self.principals(user)
+        norm = lambda xs: {x if ":" in x else "group:" + x for x in xs}
+        return bool(norm(allowed) & p) and not (norm(denied) & p)
+
+
+def random_acl(rng):
+    pool = GROUPS + ["user:" + u for u in USERS] + ["ghost", "user:nobody"]
+    allowed = set(rng.sample(pool, rng.randint(0, 3)))
+    denied = set(rng.sample(pool, rng.randint(0, 1))) if rng.random() < 0.3 else set()
+    return allowed, denied
+
+
+def doc_body(rng, doc, acl):
+    return {"text": " ".join(rng.choice(WORDS) for _ in range(rng.randint(2, 6))),
+            "emb": [rng.uniform(-1, 1) for _ in range(DIM)] if rng.random() < 0.9 else [1, 0, 0, 0],
+            "allowed_groups": sorted(acl[0]), "denied_groups": sorted(acl[1])}
+
+
+class Hunt:
+    def __init__(self, server, seed):
+        self.s, self.seed, self.rng = server, seed, random.Random(seed)
+        self.state = State()
+        self.log = []  # (time acknowledged, revision, state after)
+        self.answers = []  # (kind, subject, sent, received, revision or None, payload)
+        self.errors = []
+        self.lock = threading.Lock()
+        self.ops = 0
+
+    def revision(self):
+        return self.s.request("GET", "/_cordon/health", key="")[2]["revision"]
+
+    def ack(self):
+        rev = self.revision()
+        self.log.append((time.monotonic(), rev, self.state.copy()))
+
+    def setup(self):
+        ops = [{"op": "put_group", "id": g} for g in GROUPS]
+        for u in USERS:
+            ops += [{"op": "put_subject", "id": u},
+                    {"op": "grant", "to": u, "permission": {"resource": "collection:hunt",
+                                                            "action": "search"}},
+                    {"op": "grant", "to": u, "permission": {"resource": "collection:hunt",
+                                                            "action": "read"}}]
+            for g in self.rng.sample(GROUPS, 2):
+                ops.append({"op": "add_member", "group": g, "member": u})
+                self.state.user_groups[u].add(g)
+        self.s.model(*ops)
+        st, _, b = self.s.request("PUT", "/hunt", {"mappings": {"properties": {
+            "text": {"type": "text"}, "allowed_groups": {"type": "keyword"},
+            "denied_groups": {"type": "keyword"},
+            "emb": {"type": "dense_vector", "dims": DIM, "similarity": "cosine"}}},
+            "settings": {"index.cordon.denied_field": "denied_groups"}})
+        assert st == 200, b
+        lines = []
+        for i in range(DOCS):
+            acl = random_acl(self.rng)
+            self.state.docs[f"d{i}"] = acl
+            lines += [json.dumps({"index": {"_id": f"d{i}"}}),
+                      json.dumps(doc_body(self.rng, f"d{i}", acl))]
+        st, _, b = self.s.request("POST", "/hunt/_bulk?refresh=true",
+                                  raw=("\n".join(lines) + "\n").encode(),
+                                  headers={"Content-Type": "application/x-ndjson"})
+        assert st == 200 and not b["errors"], b
+        self.ack()
+
+    # ---- the writer ----
+
+    def write_once(self, rng):
+        st = self.state
+        r = rng.random()
+        if r < 0.3:  # move a user from one group to another
+            u = rng.choice(USERS)
+            if st.user_groups[u] and rng.random() < 0.5:
+                g = rng.choice(sorted(st.user_groups[u]))
+                self.s.model({"op": "remove_member", "group": g, "member": u})
+                st.user_groups[u].discard(g)
+            else:
+                g = rng.choice(GROUPS)
+                self.s.model({"op": "add_member", "group": g, "member": u})
+                st.user_groups[u].add(g)
+        elif r < 0.45:  # nest or un-nest two groups
+            i, j = sorted(rng.sample(range(len(GROUPS)), 2))
+            pair = (GROUPS[i], GROUPS[j])
+            if pair in st.nest:
+                self.s.model({"op": "remove_member", "group": pair[0], "member": pair[1],
+                              "member_kind": "group"})
+                st.nest.discard(pair)
+            else:
+                self.s.model({"op": "add_member", "group": pair[0], "member": pair[1],
+                              "member_kind": "group"})
+                st.nest.add(pair)
+        elif r < 0.65:  # re-index a chunk with a new ACL through _bulk
+            d = f"d{rng.randrange(DOCS)}"
+            acl = random_acl(rng)
+            lines = json.dumps({"index": {"_id": d}}) + "\n" + json.dumps(doc_body(rng, d, acl))
+            code, _, b = self.s.request("POST", "/hunt/_bulk", raw=(lines + "\n").encode(),
+                                        headers={"Content-Type": "application/x-ndjson"})
+            assert code == 200 and not b["errors"], b
+            st.docs[d] = acl
+        elif r < 0.8:  # change the ACLs of chunks that exist through the cordon API
+            live = sorted(st.docs)
+            changes = []
+            for d in rng.sample(live, min(len(live), rng.randint(1, 3))):
+                acl = random_acl(rng)
+                changes.append({"id": d, "allowed": sorted(acl[0]), "denied": sorted(acl[1])})
+            code, _, b = self.s.request("PUT", "/v1/collections/hunt/acl", {"changes": changes})
+            assert code == 200, b
+            for c in changes:
+                st.docs[c["id"]] = (set(c["allowed"]), set(c["denied"]))
+        elif r < 0.9:  # delete a chunk
+            live = sorted(st.docs)
+            if not live:
+                return
+            d = rng.choice(live)
+            code, _, b = self.s.request("DELETE", f"/hunt/_doc/{d}")
+            assert code == 200, b
+            del st.docs[d]
+        else:  # re-add one that is gone
+            gone = [f"d{i}" for i in range(DOCS) if f"d{i}" not in st.docs]
+            if not gone:
+                return
+            d = rng.choice(gone)
+            acl = random_acl(rng)
+            code, _, b = self.s.request("PUT", f"/hunt/_doc/{d}", doc_body(rng, d, acl))
+            assert code in (200, 201), b
+            st.docs[d] = acl
+        self.ack()
+        self.ops += 1
+
+    def writer(self, stop):
+        rng = random.Random(self.seed * 7919)
+        try:
+            while not stop.is_set():
+                self.write_once(rng)
+        except Exception as e:  # an assertion in a thread must fail the test
+            self.errors.append(f"writer: {e!r}")
+
+    # ---- the readers ----
+
+    def read_once(self, rng):
+        user = rng.choice(USERS)
+        runas = {"es-security-runas-user": user}
+        q = [rng.uniform(-1, 1) for _ in range(DIM)]
+        word = rng.choice(WORDS)
+        kind = rng.choice(["retrieve", "context", "search", "knn", "count", "mget", "get"])
+        sent = time.monotonic()
+        if kind in ("retrieve", "context"):
+            body = {"subject": user, "k": rng.choice([1, 5, 20]),
+                    "mode": rng.choice(["vector", "text", "hybrid"]),
+                    "query": {"text": word, "vector": q},
+                    "strategy": rng.choice(["auto", "exact", "prefilter", "postfilter"])}
+            if rng.random() < 0.3:
+                body["filter"] = {"exists": {"field": "text"}}
+            path = f"/v1/collections/hunt/{kind}"
+            code, _, b = self.s.request("POST", path, body)
+            payload = [h["id"] for h in b.get("hits", [])] if code == 200 else b
+            rev = b.get("revision") if code == 200 else None
+        elif kind in ("search", "knn"):
+            body = ({"query": {"bool": {"must": {"match": {"text": word}}}}, "size": 50}
+                    if kind == "search" else
+                    {"knn": {"field": "emb", "query_vector": q, "k": 10, "num_candidates": 50},
+                     "size": 10})
+            code, _, b = self.s.request("POST", "/hunt/_search", body, headers=runas)
+            payload = [h["_id"] for h in b["hits"]["hits"]] if code == 200 else b
+            if code == 200 and kind == "search" and b["hits"]["total"]["value"] < len(payload):
+                self.errors.append(f"seed {self.seed}: total below the hits shown: {b}")
+            rev = None
+        elif kind == "count":
+            code, _, b = self.s.request("POST", "/hunt/_count", {"query": {"match_all": {}}},
+                                        headers=runas)
+            payload = b["count"] if code == 200 else b
+            rev = None
+        elif kind == "mget":
+            ids = [f"d{rng.randrange(DOCS)}" for _ in range(5)]
+            code, _, b = self.s.request("POST", "/hunt/_mget", {"ids": ids}, headers=runas)
+            payload = [d["_id"] for d in b["docs"] if d.get("found")] if code == 200 else b
+            rev = None
+        else:
+            d = f"d{rng.randrange(DOCS)}"
+            code, _, b = self.s.request("GET", f"/hunt/_doc/{d}", headers=runas)
+            payload = [d] if code == 200 and b.get("found") else []
+            if code not in (200, 404):
+                payload = b
+            code = 200 if code in (200, 404) else code
+            rev = None
+        received = time.monotonic()
+        if code != 200:
+            self.errors.append(f"seed {self.seed}: {kind} as {user} answered {code}: {payload}")
+            return
+        with self.lock:
+            self.answers.append((kind, user, sent, received, rev, payload))
+
+    def reader(self, stop, n):
+        rng = random.Random(self.seed * 104729 + n)
+        try:
+            while not stop.is_set():
+                self.read_once(rng)
+        except Exception as e:
+            self.errors.append(f"reader {n}: {e!r}")
+
+    # ---- the oracle ----
+
+    def states_between(self, sent, received):
+        """The states a request may have read: from the last acknowledged before it was sent to
+        the first acknowledged after it came back (a write in flight may have applied)."""
+        lo = max((i for i, (t, _, _) in enumerate(self.log) if t <= sent), default=0)
+        hi = next((i for i, (t, _, _) in enumerate(self.log) if t >= received),
+                  len(self.log) - 1)
+        return [s for _, _, s in self.log[lo:hi + 1]]
+
+    def state_at(self, rev):
+        """The state a revision names: after the last write whose revision is at most it."""
+        best = None
+        for _, r, s in self.log:
+            if r <= rev:
+                best = s
+        return best
+
+    def judge(self):
+        leaks = []
+        for kind, user, sent, received, rev, payload in self.answers:
+            if rev is not None:
+                st = self.state_at(rev)
+                assert st is not None, (kind, rev)
+                bad = [d for d in payload if not st.readable(user, d)]
+                if bad:
+                    leaks.append(f"{kind} as {user} at revision {rev} showed {bad}")
+                continue
+            states = self.states_between(sent, received)
+            if kind == "count":
+                counts = {sum(s.readable(user, d) for d in s.docs) for s in states}
+                if payload not in counts:
+                    leaks.append(f"_count as {user} said {payload}; the states allow {counts}")
+                continue
+            for d in payload:
+                if not any(s.readable(user, d) for s in states):
+                    leaks.append(f"{kind} as {user} showed {d}, readable in none of "
+                                 f"{len(states)} states")
+        return leaks
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_leak_hunt_over_http(tmp_path, seed):
+    server = Server(str(tmp_path / "data"))
+    try:
+        hunt = Hunt(server, seed)
+        hunt.setup()
+        stop = threading.Event()
+        threads = [threading.Thread(target=hunt.writer, args=(stop,))]
+        threads += [threading.Thread(target=hunt.reader, args=(stop, n)) for n in range(3)]
+        for t in threads:
+            t.start()
+        time.sleep(SECONDS)
+        stop.set()
+        for t in threads:
+            t.join(timeout=120)
+        assert not hunt.errors, f"seed {seed}: {hunt.errors[:5]}"
+        leaks = hunt.judge()
+        kinds = {k for k, *_ in hunt.answers}
+        print(f"leak hunt seed {seed}: {hunt.ops} writes, {len(hunt.answers)} reads "
+              f"({', '.join(sorted(kinds))}), {len(leaks)} leaks")
+        assert not leaks, f"seed {seed} (CORDON_HUNT_SEEDS={seed} reruns it): {leaks[:10]}"
+        assert hunt.ops >= 10 and len(hunt.answers) >= 50, (hunt.ops, len(hunt.answers))
+        assert len(kinds) == 7, kinds  # every read route was exercised
+    finally:
+        rc = server.stop()
+        assert rc == 0, server.stderr

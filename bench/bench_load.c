@@ -110,7 +110,7 @@ static const char *target_name(int t)
 
 /* One search target's rows: a warm-up, then each user count of users (n of them). */
 static int search_phase(load_run_t *r, int t, const float *queries, size_t k, const size_t *users,
-                        size_t n, const char *name)
+                        size_t n, const char *name, int warm)
 {
     load_phase_t ph = {.r = r,
                        .target = name,
@@ -131,9 +131,9 @@ static int search_phase(load_run_t *r, int t, const float *queries, size_t k, co
     load_row_t row;
     ph.users = 2; /* warm-up, not reported */
     ph.seconds = r->o.seconds < 2 ? r->o.seconds : 2;
-    rc = load_run_users(&ph, &row);
-    r->warmup_leaks += row.leaks; /* not a row, but a leak is a leak */
-    r->warmup_errors += row.errors;
+    rc = warm ? load_run_users(&ph, &row) : 0;
+    r->warmup_leaks += warm ? row.leaks : 0; /* not a row, but a leak is a leak */
+    r->warmup_errors += warm ? row.errors : 0;
     for (size_t i = 0; !rc && i < n; i++) {
         ph.users = users[i];
         ph.seconds = r->o.seconds;
@@ -146,18 +146,27 @@ static int search_phase(load_run_t *r, int t, const float *queries, size_t k, co
     return rc;
 }
 
-/* knn, match, hybrid and retrieve at every user count; then the 20-hit retrieval and the same
- * as a context, with one user, twice each in turn (the machine's drift falls on both). */
+/* knn, match and hybrid at every user count; with retrieve, the knn and the same through
+ * retrieve in turn at each count; then the 20-hit retrieval and the same as a context, with
+ * one user, twice each in turn (in turn: the machine's drift falls on both sides). */
 static int search_rows(load_run_t *r, const float *queries)
 {
     static const size_t one = 1;
-    int rc = 0;
-    for (int t = LOAD_T_KNN; !rc && t <= LOAD_T_RETRIEVE; t <<= 1)
-        if (r->o.targets & t)
-            rc = search_phase(r, t, queries, 10, r->o.users, r->o.n_users, target_name(t));
+    int rc = 0, paired = (r->o.targets & LOAD_T_RETRIEVE) != 0;
+    for (int t = LOAD_T_KNN; !rc && t <= LOAD_T_HYBRID; t <<= 1)
+        if ((r->o.targets & t) && !(paired && t == LOAD_T_KNN))
+            rc = search_phase(r, t, queries, 10, r->o.users, r->o.n_users, target_name(t), 1);
+    for (size_t i = 0; !rc && paired && i < r->o.n_users; i++) {
+        if (r->o.targets & LOAD_T_KNN)
+            rc = search_phase(r, LOAD_T_KNN, queries, 10, &r->o.users[i], 1, "knn", i == 0);
+        rc = rc ? rc
+                : search_phase(r, LOAD_T_RETRIEVE, queries, 10, &r->o.users[i], 1, "retrieve",
+                               i == 0);
+    }
     for (int round = 0; !rc && round < 2 && (r->o.targets & LOAD_T_CONTEXT); round++) {
-        rc = search_phase(r, LOAD_T_RETRIEVE, queries, CONTEXT_K, &one, 1, "retrieve20");
-        rc = rc ? rc : search_phase(r, LOAD_T_CONTEXT, queries, CONTEXT_K, &one, 1, "context20");
+        rc = search_phase(r, LOAD_T_RETRIEVE, queries, CONTEXT_K, &one, 1, "retrieve20", !round);
+        rc = rc ? rc
+                : search_phase(r, LOAD_T_CONTEXT, queries, CONTEXT_K, &one, 1, "context20", !round);
     }
     return rc;
 }
@@ -215,6 +224,15 @@ static double row_rate(const load_run_t *r, const char *target, const char *via,
     return 0;
 }
 
+static double row_cpu(const load_run_t *r, const char *target, size_t users)
+{
+    for (size_t i = 0; i < r->n_rows; i++)
+        if (!strcmp(r->rows[i].target, target) && !strcmp(r->rows[i].via, "http") &&
+            r->rows[i].users == users)
+            return r->rows[i].cpu_ms;
+    return -1;
+}
+
 static void print_json(const load_run_t *r)
 {
     json_t *rows = json_array(), *ratios = json_object();
@@ -251,11 +269,14 @@ static void print_json(const load_run_t *r)
         double v = row_rate(r, "retrieve", "http", r->o.users[i]);
         char users[24];
         snprintf(users, sizeof users, "%zu", r->o.users[i]);
+        double kc = row_cpu(r, "knn", r->o.users[i]), vc = row_cpu(r, "retrieve", r->o.users[i]);
         if (k > 0 && v > 0)
-            json_object_set_new(rk, users, json_real(v / k));
+            json_object_set_new(rk, users,
+                                json_pack("{s:f, s:f}", "requests_per_s", v / k,
+                                          "server_cpu_ms_per_request", kc > 0 ? vc / kc : -1));
     }
     if (json_object_size(rk))
-        json_object_set_new(ratios, "retrieve_over_knn_requests_per_s", rk);
+        json_object_set_new(ratios, "retrieve_over_knn", rk);
     else
         json_decref(rk);
     json_t *cx = json_array();
@@ -303,10 +324,11 @@ static void print_table(const load_run_t *r)
     for (size_t i = 0; i < r->o.n_users; i++) {
         double k = row_rate(r, "knn", "http", r->o.users[i]);
         double v = row_rate(r, "retrieve", "http", r->o.users[i]);
+        double kc = row_cpu(r, "knn", r->o.users[i]), vc = row_cpu(r, "retrieve", r->o.users[i]);
         if (k > 0 && v > 0)
-            printf("# %zu users: retrieve %.0f requests/s, the same knn through _search %.0f: "
-                   "%.3f\n",
-                   r->o.users[i], v, k, v / k);
+            printf("# %zu users: retrieve %.0f requests/s at %.3f ms of server CPU each, the same "
+                   "knn through _search %.0f at %.3f ms: requests/s %.3f, CPU %.3f\n",
+                   r->o.users[i], v, vc, k, kc, v / k, kc > 0 ? vc / kc : -1);
     }
     for (size_t i = 0; i + 1 < r->n_rows; i++)
         if (!strcmp(r->rows[i].target, "retrieve20") && !strcmp(r->rows[i + 1].target, "context20"))

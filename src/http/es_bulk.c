@@ -59,6 +59,29 @@ static void item_from_resp(item_t *it, const http_resp_t *r)
     json_decref(j);
 }
 
+/* Embeds the documents of items [from, to) that arrive without a vector, when the index
+ * embeds documents; each one whose embedding failed is answered 502. */
+static void embed_missing(const es_index_t *ix, item_t *items, size_t from, size_t to)
+{
+    json_t *sources[256];
+    unsigned char scratch[256];
+    char why[512] = "";
+    if (!ix->embed_documents)
+        return;
+    for (size_t at = from; at < to; at += 256) {
+        size_t n = to - at < 256 ? to - at : 256;
+        for (size_t i = 0; i < n; i++) {
+            sources[i] = items[at + i].source;
+            scratch[i] = 0;
+        }
+        if (!es_embed_sources(ix, sources, n, scratch, why, sizeof why))
+            continue;
+        for (size_t i = 0; i < n; i++)
+            if (scratch[i])
+                item_error(&items[at + i], 502, "embedding_endpoint_exception", why);
+    }
+}
+
 /* Writes items [from, to) (all index/create of one index) as one put. */
 static void flush(http_ctx_t *ctx, http_req_t *req, item_t *items, size_t from, size_t to)
 {
@@ -96,10 +119,13 @@ static void flush(http_ctx_t *ctx, http_req_t *req, item_t *items, size_t from, 
             item_error(&items[i], 503, "circuit_breaking_exception", "out of memory");
         goto done;
     }
+    embed_missing(&ix, items, from, to);
     for (size_t i = 0; i < n; i++) {
         item_t *it = &items[from + i];
         const char *type = NULL;
         char why[400];
+        if (it->result) /* failed already: its embedding */
+            continue;
         snprintf(docs[i].id, sizeof docs[i].id, "%s", it->id);
         if (es_doc_from_source(&ix, it->source, &dyn, &docs[i], &type, why, sizeof why)) {
             item_error(it, 400, type, why);

@@ -115,6 +115,12 @@ static void put_one(http_ctx_t *ctx, http_req_t *req, http_resp_t *resp, const c
     if (es_index_for_write(ctx, req, req->seg[0], source, &ix, resp))
         return;
     snprintf(doc.id, sizeof doc.id, "%s", id);
+    unsigned char failed = 0;
+    char ewhy[512] = "";
+    if (es_embed_sources(&ix, &source, 1, &failed, ewhy, sizeof ewhy)) {
+        es_error(resp, 502, "embedding_endpoint_exception", "%s", ewhy);
+        goto done;
+    }
     if (es_doc_from_source(&ix, source, &dyn, &doc, &type, why, sizeof why)) {
         es_error(resp, 400, type, "%s", why);
         goto done;

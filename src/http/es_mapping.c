@@ -78,6 +78,8 @@ int es_index_load(http_ctx_t *ctx, const char *name, es_index_t *out)
     json_t *to = setting_value(settings, "embedding_timeout_ms");
     out->embed_timeout_ms =
         json_is_integer(to) && json_integer_value(to) > 0 ? (unsigned)json_integer_value(to) : 0;
+    out->embed_documents = setting_true(settings, "embed_documents");
+    out->embed_fields = setting_value(settings, "embed_fields");
     return out->attrs ? CORDON_OK : CORDON_ERR_NOMEM;
 }
 
@@ -264,6 +266,41 @@ static int vector_spec(spec_build_t *b, cordon_collection_spec *s)
     return 0;
 }
 
+/* index.cordon.embed_documents needs an endpoint and a vector field to fill; embed_fields is a
+ * list of paths. 0, or a 400 in resp. */
+static int embed_settings_check(json_t *settings, const char *vector_field, http_resp_t *resp)
+{
+    json_t *x = setting_value(settings, "embed_documents"), *f;
+    json_t *fields = setting_value(settings, "embed_fields");
+    size_t i;
+    if (x && !json_is_boolean(x) &&
+        !(json_is_string(x) &&
+          (!strcmp(json_string_value(x), "true") || !strcmp(json_string_value(x), "false")))) {
+        es_error(resp, 400, "illegal_argument_exception",
+                 "index.cordon.embed_documents must be true or false");
+        return -1;
+    }
+    if (setting_true(settings, "embed_documents") &&
+        (!setting(settings, "embedding_url") || !vector_field)) {
+        es_error(resp, 400, "illegal_argument_exception",
+                 "index.cordon.embed_documents needs index.cordon.embedding_url and a "
+                 "dense_vector field in the mappings");
+        return -1;
+    }
+    if (fields && !json_is_array(fields)) {
+        es_error(resp, 400, "illegal_argument_exception",
+                 "index.cordon.embed_fields must be a list of field names");
+        return -1;
+    }
+    json_array_foreach(fields, i, f) if (!json_is_string(f))
+    {
+        es_error(resp, 400, "illegal_argument_exception",
+                 "index.cordon.embed_fields must be a list of field names");
+        return -1;
+    }
+    return 0;
+}
+
 /* "index.cordon.acl_field" in settings (nested or flat), else the server's rule for name. */
 static void ensure_keyword(json_t *mappings, const char *path)
 {
@@ -302,6 +339,8 @@ int es_index_create(http_ctx_t *ctx, const char *name, json_t *body, http_resp_t
         es_error(resp, 400, "mapper_parsing_exception", "%s", b.why);
         goto done;
     }
+    if (embed_settings_check(settings, b.vector, resp))
+        goto done;
     json_t *a = json_pack("{s:O, s:O, s:s?, s:s, s:s}", "mappings", mappings, "settings", settings,
                           "vector_field", b.vector, "acl_field", acl, "denied_field", denied);
     attrs = a ? json_dumps(a, JSON_COMPACT) : NULL;

@@ -19,8 +19,14 @@ typedef struct es_index {
      * endpoint that embeds query text for this index (NULL: none; borrowed). */
     const char *embed_url, *embed_model;
     unsigned embed_timeout_ms;
+    /* index.cordon.embed_documents: documents that arrive without a vector are embedded from
+     * the text of embed_fields (a borrowed list of paths; NULL: every text field). */
+    int embed_documents;
+    json_t *embed_fields;
     cordon_collection_info info;
 } es_index_t;
+
+#define ES_EMBED_TEXT_MAX 8192 /* bytes of a document's text sent to be embedded */
 
 /* Loads index name: CORDON_OK, or the cordon status (NOT_FOUND for a missing index). */
 int es_index_load(http_ctx_t *ctx, const char *name, es_index_t *out);
@@ -28,6 +34,12 @@ void es_index_release(es_index_t *ix);
 /* Embeds text with the index's endpoint into out (info.dim floats). 0, or fills resp: 400 when
  * the index names no endpoint, 502 naming the endpoint when it fails. */
 int es_index_embed(const es_index_t *ix, const char *text, float *out, http_resp_t *resp);
+
+/* es_embed_docs.c: when ix embeds documents, fills the vector of each of sources[0..n) that has
+ * none (and is not already failed[i]) from its text; a document whose embedding failed gets
+ * failed[i] = 1 and the endpoint's reason in why. Returns the number failed. */
+size_t es_embed_sources(const es_index_t *ix, json_t *const *sources, size_t n,
+                        unsigned char *failed, char *why, size_t whysz);
 
 /* Creates index name from a create-index body ({"settings", "mappings", "aliases"}; NULL or
  * {} for an empty one). 0, or fills resp with the error. */

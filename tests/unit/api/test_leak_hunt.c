@@ -1,0 +1,556 @@
+/* test_leak_hunt.c: the leak hunt over the C API, a seeded property test. One writer changes
+ * the world at random: users moved between groups, groups nested and un-nested (a group may
+ * contain only groups after it: never a cycle), the role that lets a user search granted and
+ * revoked, a whole-model import of the model's own export, chunks' ACLs changed (allowed
+ * groups and users, denies, principals nobody holds, empty ACLs), chunks replaced, deleted and
+ * put back. Reader threads meanwhile search as random users in every mode and strategy (vector
+ * auto, exact, prefilter, postfilter; BM25; hybrid; filtered) and get chunks. An oracle written
+ * apart from the engine (bit masks of memberships, nesting and ACLs, its own closure over
+ * groups) keeps the state after every write, by revision, and judges each answer at the
+ * revision it reports: every hit readable, the readable count right, an exact search's hits
+ * all of the readable chunks, a search by a user without the role refused (a stale permission
+ * otherwise), a get that found a chunk only when it is readable. CORDON_HUNT_OPS (default
+ * 10,000) sets the operations of each seed, CORDON_HUNT_SEEDS (default "1,2") the seeds; a
+ * failure names its seed. Relies on cmocka, pthreads, the public API and api_testutil.h. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "api_testutil.h"
+
+#define NU 6               /* users u0..u5 */
+#define NG 6               /* groups g0..g5 */
+#define NC 96              /* chunks c00..c95 */
+#define GHOST (NG + NU)    /* group:ghost, held by nobody */
+#define NOBODY (GHOST + 1) /* user:nobody, not in the model */
+#define NPRIN (NOBODY + 1)
+#define DIM 4
+#define RING 8192 /* states kept for judging (a reader is never that far behind) */
+#define READERS 3
+#define READS_PER_WRITE 10
+#define WORDS 6
+
+static const char *const words[WORDS] = {"alpha", "beta", "gamma", "delta", "omega", "sigma"};
+
+/* The world at one revision. */
+typedef struct world {
+    uint64_t rev;
+    uint8_t member[NU]; /* bit g: the user is in group g */
+    uint8_t nest[NG];   /* bit j: group i contains group j (j > i) */
+    uint8_t reader;     /* bit u: the user holds the role that may search and read */
+    uint8_t live[NC];
+    uint16_t allowed[NC], denied[NC]; /* bits over the NPRIN principals */
+} world_t;
+
+typedef struct hunt {
+    cordon_t *db;
+    uint64_t seed;
+    long ops; /* operations to run in all, writes and reads */
+    pthread_mutex_t lock;
+    world_t ring[RING]; /* ring[i % RING]: the i-th state */
+    atomic_long n_states;
+    atomic_long done, reads, writes, hits, leaks, stale, wrong, unjudged;
+    world_t now; /* the writer's */
+    char fail[512];
+} hunt_t;
+
+static void principal_name(int p, char *out, size_t cap)
+{
+    if (p < NG)
+        snprintf(out, cap, "group:g%d", p);
+    else if (p < GHOST)
+        snprintf(out, cap, "user:u%d", p - NG);
+    else
+        snprintf(out, cap, p == GHOST ? "group:ghost" : "user:nobody");
+}
+
+/* The oracle: the user's principals (itself and every group holding it, however deep). */
+static uint16_t principals_of(const world_t *w, int u)
+{
+    uint8_t held = w->member[u], before;
+    do {
+        before = held;
+        for (int i = 0; i < NG; i++)
+            if (w->nest[i] & held)
+                held |= (uint8_t)(1u << i);
+    } while (held != before);
+    return (uint16_t)(held | (1u << (NG + u)));
+}
+
+static int readable(const world_t *w, int u, int c)
+{
+    uint16_t p = principals_of(w, u);
+    return w->live[c] && (w->allowed[c] & p) && !(w->denied[c] & p);
+}
+
+static int chunk_of(const char *id)
+{
+    return id[0] == 'c' ? atoi(id + 1) : -1;
+}
+
+/* The state a revision names: the last one at or before it (waiting for the writer to record
+ * it when the answer is newer than what it has recorded yet); 0 when too old. */
+static int world_at(hunt_t *h, uint64_t rev, world_t *out)
+{
+    for (;;) {
+        pthread_mutex_lock(&h->lock);
+        long n = atomic_load(&h->n_states);
+        if (n && h->ring[(n - 1) % RING].rev >= rev) {
+            long lo = n > RING ? n - RING : 0;
+            for (long i = n - 1; i >= lo; i--)
+                if (h->ring[i % RING].rev <= rev) {
+                    *out = h->ring[i % RING];
+                    pthread_mutex_unlock(&h->lock);
+                    return 1;
+                }
+            pthread_mutex_unlock(&h->lock);
+            return 0;
+        }
+        pthread_mutex_unlock(&h->lock);
+        struct timespec nap = {0, 20000};
+        nanosleep(&nap, NULL);
+    }
+}
+
+/* Whether some state with a revision in [lo, hi] satisfies pred (for a refusal, which reports
+ * no revision). */
+static int some_world(hunt_t *h, uint64_t lo, uint64_t hi, int (*pred)(const world_t *, int),
+                      int arg)
+{
+    world_t w;
+    int found = 0;
+    if (!world_at(h, hi, &w))
+        return 1; /* too old to judge */
+    pthread_mutex_lock(&h->lock);
+    long n = atomic_load(&h->n_states), first = n > RING ? n - RING : 0;
+    for (long i = n - 1; i >= first && !found; i--) {
+        const world_t *x = &h->ring[i % RING];
+        if (x->rev > hi)
+            continue;
+        found = pred(x, arg);
+        if (x->rev <= lo)
+            break; /* the state current when the request started: the last to consider */
+    }
+    pthread_mutex_unlock(&h->lock);
+    return found;
+}
+
+static int lacks_role(const world_t *w, int u)
+{
+    return !(w->reader & (1u << u));
+}
+
+static void record(hunt_t *h, uint64_t rev)
+{
+    h->now.rev = rev;
+    pthread_mutex_lock(&h->lock);
+    long n = atomic_load(&h->n_states);
+    h->ring[n % RING] = h->now;
+    atomic_store(&h->n_states, n + 1);
+    pthread_mutex_unlock(&h->lock);
+}
+
+/* ---- The writer. ---- */
+
+static int apply(hunt_t *h, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static int apply(hunt_t *h, const char *fmt, ...)
+{
+    char op[512];
+    va_list ap;
+    uint64_t rev = 0;
+    cordon_error e = {0};
+    va_start(ap, fmt);
+    vsnprintf(op, sizeof op, fmt, ap);
+    va_end(ap);
+    int rc = cordon_model_apply(h->db, op, &rev, &e);
+    if (rc) {
+        snprintf(h->fail, sizeof h->fail, "seed %llu: %.200s: %.200s", (unsigned long long)h->seed,
+                 op, e.message);
+        return rc;
+    }
+    return 0;
+}
+
+/* A random ACL into allowed and denied masks. */
+static void random_acl(uint64_t *s, uint16_t *allowed, uint16_t *denied)
+{
+    *allowed = 0;
+    *denied = 0;
+    for (int k = (int)(tu_rand(s) % 4); k > 0; k--)
+        *allowed |= (uint16_t)(1u << (tu_rand(s) % NPRIN));
+    if (tu_rand(s) % 4 == 0)
+        *denied |= (uint16_t)(1u << (tu_rand(s) % NPRIN));
+}
+
+/* The ACL masks as principal names (storage in names, 16 bytes each). */
+static size_t acl_names(uint16_t mask, char names[NPRIN][16], const char *ptrs[NPRIN])
+{
+    size_t n = 0;
+    for (int p = 0; p < NPRIN; p++)
+        if (mask & (1u << p)) {
+            principal_name(p, names[n], sizeof names[n]);
+            ptrs[n] = names[n];
+            n++;
+        }
+    return n;
+}
+
+static int put_chunk(hunt_t *h, uint64_t *s, int c)
+{
+    char id[8], text[64], an[NPRIN][16], dn[NPRIN][16];
+    const char *ap[NPRIN], *dp[NPRIN];
+    float v[DIM];
+    uint16_t allowed, denied;
+    uint64_t rev;
+    random_acl(s, &allowed, &denied);
+    for (int d = 0; d < DIM; d++)
+        v[d] = tu_randf(s) - 0.5f;
+    v[0] += 0.01f; /* never the zero vector */
+    snprintf(id, sizeof id, "c%02d", c);
+    snprintf(text, sizeof text, "%s %s %s", words[tu_rand(s) % WORDS], words[tu_rand(s) % WORDS],
+             words[c % WORDS]);
+    cordon_field f = {"body", text};
+    cordon_chunk ch = {.id = id,
+                       .vector = v,
+                       .fields = &f,
+                       .n_fields = 1,
+                       .metadata_json = c % 2 ? "{\"t\":\"odd\"}" : "{\"t\":\"even\"}",
+                       .allowed = ap,
+                       .n_allowed = acl_names(allowed, an, ap),
+                       .denied = dp,
+                       .n_denied = acl_names(denied, dn, dp)};
+    int rc = cordon_put(h->db, "hunt", &ch, 1, &rev, NULL);
+    if (rc)
+        return rc;
+    h->now.live[c] = 1;
+    h->now.allowed[c] = allowed;
+    h->now.denied[c] = denied;
+    record(h, rev);
+    return 0;
+}
+
+static int write_once(hunt_t *h, uint64_t *s)
+{
+    unsigned r = (unsigned)(tu_rand(s) % 100);
+    uint64_t rev;
+    int u = (int)(tu_rand(s) % NU), g = (int)(tu_rand(s) % NG), c = (int)(tu_rand(s) % NC);
+    world_t *w = &h->now;
+    if (r < 25) { /* move a user in or out of a group */
+        int in = w->member[u] & (1u << g);
+        if (apply(h, "{\"op\":\"%s\",\"group\":\"g%d\",\"member\":\"u%d\"}",
+                  in ? "remove_member" : "add_member", g, u))
+            return -1;
+        w->member[u] ^= (uint8_t)(1u << g);
+    } else if (r < 37) { /* nest or un-nest two groups */
+        int i = (int)(tu_rand(s) % (NG - 1)), j = i + 1 + (int)(tu_rand(s) % (NG - 1 - i));
+        int in = w->nest[i] & (1u << j);
+        if (apply(h,
+                  "{\"op\":\"%s\",\"group\":\"g%d\",\"member\":\"g%d\",\"member_kind\":"
+                  "\"group\"}",
+                  in ? "remove_member" : "add_member", i, j))
+            return -1;
+        w->nest[i] ^= (uint8_t)(1u << j);
+    } else if (r < 45) { /* grant or revoke the role that may search */
+        int has = w->reader & (1u << u);
+        if (apply(h, "{\"op\":\"%s\",\"to\":\"u%d\",\"role\":\"reader\"}", has ? "revoke" : "grant",
+                  u))
+            return -1;
+        w->reader ^= (uint8_t)(1u << u);
+    } else if (r < 47) { /* import the model's own export: same state, a new revision */
+        char *doc = NULL;
+        if (cordon_model_export(h->db, &doc, NULL) || cordon_model_import(h->db, doc, &rev, NULL)) {
+            cordon_free(doc);
+            snprintf(h->fail, sizeof h->fail, "seed %llu: export and import failed",
+                     (unsigned long long)h->seed);
+            return -1;
+        }
+        cordon_free(doc);
+    } else if (r < 70) { /* change the ACLs of up to three live chunks at once */
+        cordon_acl_change ch[3];
+        char an[3][NPRIN][16], dn[3][NPRIN][16];
+        const char *ap[3][NPRIN], *dp[3][NPRIN];
+        char ids[3][8];
+        uint16_t al[3], de[3];
+        int cs[3];
+        size_t n = 0;
+        for (int k = 0; k < 3; k++) {
+            int x = (c + k * 31) % NC;
+            if (!w->live[x])
+                continue;
+            cs[n] = x;
+            random_acl(s, &al[n], &de[n]);
+            snprintf(ids[n], sizeof ids[n], "c%02d", x);
+            ch[n] = (cordon_acl_change){ids[n], ap[n], acl_names(al[n], an[n], ap[n]), dp[n],
+                                        acl_names(de[n], dn[n], dp[n])};
+            n++;
+        }
+        if (!n)
+            return 0;
+        if (cordon_set_acl(h->db, "hunt", ch, n, &rev, NULL))
+            return -1;
+        for (size_t k = 0; k < n; k++) {
+            w->allowed[cs[k]] = al[k];
+            w->denied[cs[k]] = de[k];
+        }
+    } else if (r < 88) { /* replace a chunk, or put back one that is gone */
+        return put_chunk(h, s, c);
+    } else { /* delete a chunk */
+        char id[8];
+        const char *ids[1] = {id};
+        if (!w->live[c])
+            return 0;
+        snprintf(id, sizeof id, "c%02d", c);
+        if (cordon_delete(h->db, "hunt", ids, 1, NULL, &rev, NULL))
+            return -1;
+        w->live[c] = 0;
+    }
+    if (r < 47)
+        rev = cordon_revision(h->db); /* the model's write: this writer is the only one */
+    record(h, rev);
+    return 0;
+}
+
+static void *writer_main(void *arg)
+{
+    hunt_t *h = arg;
+    uint64_t s = h->seed * 7919 + 1;
+    while (atomic_load(&h->done) < h->ops && !h->fail[0]) {
+        if (write_once(h, &s) != 0 && !h->fail[0])
+            snprintf(h->fail, sizeof h->fail, "seed %llu: a write failed",
+                     (unsigned long long)h->seed);
+        atomic_fetch_add(&h->writes, 1);
+        atomic_fetch_add(&h->done, 1);
+    }
+    return NULL;
+}
+
+/* ---- The readers. ---- */
+
+typedef struct reader {
+    hunt_t *h;
+    uint64_t s;
+} reader_t;
+
+static void leak(hunt_t *h, const char *what, int u, uint64_t rev, const char *id)
+{
+    if (atomic_fetch_add(&h->leaks, 1) == 0)
+        fprintf(stderr, "leak hunt seed %llu: %s as u%d at revision %llu: %s\n",
+                (unsigned long long)h->seed, what, u, (unsigned long long)rev, id);
+}
+
+static void judge_search(hunt_t *h, int u, const cordon_query *q, int rc, cordon_result *r,
+                         uint64_t before, uint64_t after)
+{
+    world_t w;
+    if (rc == CORDON_ERR_NOT_FOUND) { /* refused: some state of its time lacked the role */
+        if (!some_world(h, before, after, lacks_role, u))
+            atomic_fetch_add(&h->wrong, 1);
+        return;
+    }
+    if (rc) {
+        atomic_fetch_add(&h->wrong, 1);
+        return;
+    }
+    if (!world_at(h, r->revision, &w)) {
+        atomic_fetch_add(&h->unjudged, 1);
+        return;
+    }
+    if (lacks_role(&w, u)) {
+        atomic_fetch_add(&h->stale, 1);
+        leak(h, "a search by a user without the role", u, r->revision, "(answered)");
+    }
+    uint64_t n_readable = 0;
+    for (int c = 0; c < NC; c++)
+        n_readable += readable(&w, u, c);
+    if (r->readable != n_readable) {
+        atomic_fetch_add(&h->wrong, 1);
+        if (r->readable > n_readable)
+            leak(h, "a readable count above the oracle's", u, r->revision, "(count)");
+    }
+    for (size_t i = 0; i < r->n_hits; i++) {
+        int c = chunk_of(r->hits[i].id);
+        atomic_fetch_add(&h->hits, 1);
+        if (c < 0 || c >= NC || !readable(&w, u, c))
+            leak(h, "a hit", u, r->revision, r->hits[i].id);
+    }
+    /* An exact vector search without a filter returns every readable chunk up to k. */
+    if (q->vector && !q->text && !q->filter_json && q->strategy == CORDON_STRATEGY_EXACT &&
+        r->n_hits != (n_readable < q->k ? n_readable : q->k))
+        atomic_fetch_add(&h->wrong, 1);
+}
+
+static void read_once(reader_t *rd)
+{
+    hunt_t *h = rd->h;
+    int u = (int)(tu_rand(&rd->s) % NU), kind = (int)(tu_rand(&rd->s) % 7);
+    char name[8];
+    float v[DIM];
+    snprintf(name, sizeof name, "u%d", u);
+    cordon_subject who = {.subject_id = name};
+    for (int d = 0; d < DIM; d++)
+        v[d] = tu_randf(&rd->s) - 0.5f;
+    v[1] += 0.01f;
+    uint64_t before = cordon_revision(h->db);
+    if (kind == 6) { /* get */
+        char id[8];
+        cordon_record *rec = NULL;
+        world_t w;
+        int c = (int)(tu_rand(&rd->s) % NC);
+        snprintf(id, sizeof id, "c%02d", c);
+        int rc = cordon_get(h->db, "hunt", &who, id, &rec, NULL);
+        if (rc == CORDON_OK && world_at(h, rec->revision, &w)) {
+            atomic_fetch_add(&h->hits, 1);
+            if (!readable(&w, u, c) || lacks_role(&w, u))
+                leak(h, "a get", u, rec->revision, id);
+        } else if (rc != CORDON_OK && rc != CORDON_ERR_NOT_FOUND) {
+            atomic_fetch_add(&h->wrong, 1);
+        }
+        cordon_record_free(rec);
+        return;
+    }
+    static const cordon_strategy strategies[4] = {CORDON_STRATEGY_AUTO, CORDON_STRATEGY_EXACT,
+                                                  CORDON_STRATEGY_PREFILTER,
+                                                  CORDON_STRATEGY_POSTFILTER};
+    cordon_query q = {.k = 1 + tu_rand(&rd->s) % NC,
+                      .strategy = strategies[tu_rand(&rd->s) % 4],
+                      .with_records = (int)(tu_rand(&rd->s) % 2)};
+    if (kind <= 2)
+        q.vector = v;
+    if (kind == 3 || kind == 4)
+        q.text = words[tu_rand(&rd->s) % WORDS];
+    if (kind == 4)
+        q.vector = v; /* hybrid */
+    if (kind == 5) {
+        q.vector = v;
+        q.filter_json = "{\"term\":{\"t\":\"odd\"}}";
+    }
+    cordon_result *r = NULL;
+    int rc = cordon_search(h->db, "hunt", &who, &q, &r, NULL);
+    judge_search(h, u, &q, rc, r, before, cordon_revision(h->db));
+    cordon_result_free(r);
+}
+
+static void *reader_main(void *arg)
+{
+    reader_t *rd = arg;
+    hunt_t *h = rd->h;
+    while (atomic_load(&h->done) < h->ops && !h->fail[0]) {
+        /* At most READS_PER_WRITE reads a write, so the world keeps moving under them. */
+        if (atomic_load(&h->reads) > READS_PER_WRITE * (atomic_load(&h->writes) + 1)) {
+            struct timespec nap = {0, 50000};
+            nanosleep(&nap, NULL);
+            continue;
+        }
+        read_once(rd);
+        atomic_fetch_add(&h->reads, 1);
+        atomic_fetch_add(&h->done, 1);
+    }
+    return NULL;
+}
+
+/* ---- The run. ---- */
+
+static void setup(hunt_t *h, uint64_t *s)
+{
+    const char *tf[] = {"body"};
+    const cordon_meta_field mf[] = {{"t", CORDON_META_KEYWORD}};
+    cordon_collection_spec spec = {.name = "hunt",
+                                   .dim = DIM,
+                                   .metric = CORDON_METRIC_COSINE,
+                                   .text_fields = tf,
+                                   .n_text_fields = 1,
+                                   .meta_fields = mf,
+                                   .n_meta_fields = 1};
+    assert_int_equal(cordon_collection_create(h->db, &spec, NULL), 0);
+    assert_int_equal(apply(h, "{\"op\":\"put_role\",\"id\":\"reader\",\"permissions\":["
+                              "{\"resource\":\"collection:hunt\",\"action\":\"search\"},"
+                              "{\"resource\":\"collection:hunt\",\"action\":\"read\"}]}"),
+                     0);
+    for (int g = 0; g < NG; g++)
+        assert_int_equal(apply(h, "{\"op\":\"put_group\",\"id\":\"g%d\"}", g), 0);
+    for (int u = 0; u < NU; u++) {
+        assert_int_equal(apply(h, "{\"op\":\"put_subject\",\"id\":\"u%d\"}", u), 0);
+        assert_int_equal(apply(h, "{\"op\":\"grant\",\"to\":\"u%d\",\"role\":\"reader\"}", u), 0);
+        h->now.reader |= (uint8_t)(1u << u);
+        int g = (int)(tu_rand(s) % NG);
+        assert_int_equal(
+            apply(h, "{\"op\":\"add_member\",\"group\":\"g%d\",\"member\":\"u%d\"}", g, u), 0);
+        h->now.member[u] |= (uint8_t)(1u << g);
+    }
+    record(h, cordon_revision(h->db));
+    for (int c = 0; c < NC; c++)
+        assert_int_equal(put_chunk(h, s, c), 0);
+}
+
+static void hunt_one(uint64_t seed, long ops)
+{
+    char dir[64];
+    static hunt_t h; /* large: the ring */
+    pthread_t w, rt[READERS];
+    reader_t rd[READERS];
+    memset(&h, 0, sizeof h);
+    h.seed = seed;
+    h.ops = ops;
+    pthread_mutex_init(&h.lock, NULL);
+    api_db_open(dir, sizeof dir, &h.db);
+    uint64_t s = seed * 104729 + 7;
+    setup(&h, &s);
+    pthread_create(&w, NULL, writer_main, &h);
+    for (int i = 0; i < READERS; i++) {
+        rd[i] = (reader_t){&h, seed * 31 + (uint64_t)i + 1};
+        pthread_create(&rt[i], NULL, reader_main, &rd[i]);
+    }
+    pthread_join(w, NULL);
+    for (int i = 0; i < READERS; i++)
+        pthread_join(rt[i], NULL);
+    printf("leak hunt seed %llu: %ld writes, %ld reads, %ld hits judged, %ld leaks, %ld stale, "
+           "%ld wrong, %ld unjudged\n",
+           (unsigned long long)seed, (long)h.writes, (long)h.reads, (long)h.hits, (long)h.leaks,
+           (long)h.stale, (long)h.wrong, (long)h.unjudged);
+    if (h.fail[0])
+        fail_msg("%s", h.fail);
+    if (h.leaks || h.stale || h.wrong)
+        fail_msg("leak hunt seed %llu (CORDON_HUNT_SEEDS=%llu reruns it): %ld leaks, %ld stale, "
+                 "%ld wrong answers",
+                 (unsigned long long)seed, (unsigned long long)seed, (long)h.leaks, (long)h.stale,
+                 (long)h.wrong);
+    assert_true(h.writes > 10 && h.reads > 100 && h.hits > 0);
+    api_db_close(dir, h.db);
+    pthread_mutex_destroy(&h.lock);
+}
+
+static void test_leak_hunt(void **state)
+{
+    (void)state;
+    const char *ops_env = getenv("CORDON_HUNT_OPS"), *seeds = getenv("CORDON_HUNT_SEEDS");
+    long ops = ops_env ? strtol(ops_env, NULL, 10) : 10000;
+    if (ops < 1000)
+        ops = 1000;
+    if (!seeds || !*seeds)
+        seeds = "1,2";
+    for (const char *p = seeds; *p;) {
+        char *end;
+        unsigned long long seed = strtoull(p, &end, 10);
+        if (end == p)
+            fail_msg("CORDON_HUNT_SEEDS takes seeds such as 1,2,3 (got '%s')", seeds);
+        hunt_one(seed, ops);
+        p = *end == ',' ? end + 1 : end;
+    }
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_leak_hunt),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

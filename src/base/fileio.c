@@ -1,5 +1,6 @@
 /* fileio.c: see fileio.h. */
 #include "base/fileio.h"
+#include "base/testhook.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -102,6 +103,7 @@ int cdn_file_open_tmp(const char *path, char *tmp, size_t size, int *fd)
 
 int cdn_file_commit(int fd, const char *tmp, const char *path, int rc)
 {
+    cdn_hook_run(CDN_HOOK_FILE_WRITTEN);
     if (!rc && fsync(fd))
         rc = CDN_ERR_IO;
     if (close(fd) && !rc)

@@ -1,5 +1,6 @@
 /* testhook.h: named points in the engine where a test may run code of its own, to force an
- * interleaving (a write landing between two reads of one request) instead of waiting for luck.
+ * interleaving (a write landing between two reads of one request) instead of waiting for luck,
+ * or to kill the process at a chosen moment inside a commit.
  * Relies on C11 atomics only; process-wide like the allocator's failure hook, tests only. */
 #ifndef CDN_TESTHOOK_H
 #define CDN_TESTHOOK_H
@@ -8,6 +9,14 @@ typedef enum cdn_hook_point {
     /* A search or get has authorized the subject and taken its view, and holds no lock yet:
      * a write here lands between the model read and the ACL read. */
     CDN_HOOK_SUBJECT_RESOLVED = 0,
+    /* Kill points for crash trials (a test's hook may kill the process there): */
+    /* a batch's vectors are written to the vector file, not yet synced, nothing committed; */
+    CDN_HOOK_VECTORS_UNSYNCED,
+    /* a write's LMDB transaction is committed, memory (indexes, ACL bitmaps) not yet told; */
+    CDN_HOOK_COMMITTED,
+    /* a file replaced whole (a checkpoint of a graph, codes or text index) is written to its
+     * temporary name, neither synced nor renamed. */
+    CDN_HOOK_FILE_WRITTEN,
     CDN_HOOK_COUNT
 } cdn_hook_point_t;
 

@@ -4,6 +4,7 @@
 #include "query/write.h"
 #include "base/arena.h"
 #include "base/mem.h"
+#include "base/testhook.h"
 #include "base/utf8.h"
 #include "query/chunkrec.h"
 #include "query/write_int.h"
@@ -273,6 +274,8 @@ static int write_vectors(coll_t *c, prep_t *p, size_t n, cdn_err_t *err)
         rows[i] = p[i].vec;
     rc = vecfile_write(c->vf, p[0].row, rows, (uint32_t)n, err);
     cdn_free(rows);
+    if (rc == CDN_OK)
+        cdn_hook_run(CDN_HOOK_VECTORS_UNSYNCED);
     return rc ? rc : vecfile_sync(c->vf, err);
 }
 
@@ -313,7 +316,9 @@ int write_commit(engine_t *e, store_txn_t *t, uint64_t *rev, cdn_err_t *err)
         store_txn_abort(t);
         return cdn_err_set(err, rc, "cannot record the revision");
     }
-    return store_txn_commit(t, err);
+    if ((rc = store_txn_commit(t, err)) == CDN_OK)
+        cdn_hook_run(CDN_HOOK_COMMITTED);
+    return rc;
 }
 
 static int put_locked(engine_t *e, coll_t *c, const write_chunk_t *chunks, size_t n, prep_t *p,

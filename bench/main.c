@@ -6,6 +6,7 @@
 #include "bench_permissions.h"
 #include "bench_quant.h"
 #include "bench_scan.h"
+#include "bench_soak.h"
 #include "bench_text.h"
 #include "bench_writers.h"
 
@@ -27,6 +28,7 @@ static const struct bench_entry {
      "recall, leaks, latency under hierarchical ACLs vs peers"},
     {"writers", bench_writers_main, "search p50/p99 beside permission and bulk writers"},
     {"load", bench_load_main, "concurrent users over HTTP (cordon serve): throughput, leaks"},
+    {"soak", bench_soak_main, "mixed reads and writes for a set time: memory, sizes, latency"},
     {NULL, NULL, NULL},
 };
 

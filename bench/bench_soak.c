@@ -218,7 +218,7 @@ static int cmp_d(const void *a, const void *b)
 }
 
 typedef struct row {
-    double minute, rss_mb, reads_per_s, p50, p99, writes_per_s;
+    double minute, rss_mb, anon_mb, file_mb, reads_per_s, p50, p99, writes_per_s;
     uint64_t rows, live, vector_bytes, graph_bytes;
     long errors;
 } row_t;
@@ -247,8 +247,9 @@ static double *drain(soak_t *s, size_t *n)
 static void print_row(const opts_t *o, const row_t *w)
 {
     if (o->json) {
-        json_t *j = json_pack("{s:f, s:f, s:I, s:I, s:I, s:I, s:f, s:f, s:f, s:f, s:I}", "minute",
-                              w->minute, "rss_mb", w->rss_mb, "rows", (json_int_t)w->rows, "chunks",
+        json_t *j = json_pack("{s:f, s:f, s:f, s:f, s:I, s:I, s:I, s:I, s:f, s:f, s:f, s:f, s:I}",
+                              "minute", w->minute, "rss_mb", w->rss_mb, "rss_anon_mb", w->anon_mb,
+                              "rss_file_mb", w->file_mb, "rows", (json_int_t)w->rows, "chunks",
                               (json_int_t)w->live, "vector_bytes", (json_int_t)w->vector_bytes,
                               "graph_bytes", (json_int_t)w->graph_bytes, "searches_per_s",
                               w->reads_per_s, "p50_ms", w->p50, "p99_ms", w->p99, "writes_per_s",
@@ -258,10 +259,11 @@ static void print_row(const opts_t *o, const row_t *w)
         free(t);
         json_decref(j);
     } else {
-        printf("%7.1f %8.1f %10llu %8llu %10.1f %9.1f %10.0f %8.3f %8.3f %9.0f %6ld\n", w->minute,
-               w->rss_mb, (unsigned long long)w->rows, (unsigned long long)w->live,
-               (double)w->vector_bytes / 1048576.0, (double)w->graph_bytes / 1048576.0,
-               w->reads_per_s, w->p50, w->p99, w->writes_per_s, w->errors);
+        printf("%7.1f %8.1f %7.1f %7.1f %10llu %8llu %10.1f %9.1f %10.0f %8.3f %8.3f %9.0f %6ld\n",
+               w->minute, w->rss_mb, w->anon_mb, w->file_mb, (unsigned long long)w->rows,
+               (unsigned long long)w->live, (double)w->vector_bytes / 1048576.0,
+               (double)w->graph_bytes / 1048576.0, w->reads_per_s, w->p50, w->p99, w->writes_per_s,
+               w->errors);
     }
     fflush(stdout);
 }
@@ -358,8 +360,8 @@ int bench_soak_main(int argc, char **argv)
     if (!o.json)
         printf("# %zu chunks x %u loaded in %.1f s into %s; %zu readers, %s a permission "
                "writer; a row every %.0f s\n"
-               "# minute   rss_MB       rows   chunks  vectors_MB  graph_MB  searches/s   p50_ms "
-               "  p99_ms  writes/s errors\n",
+               "# minute   rss_MB anon_MB file_MB       rows   chunks  vectors_MB  graph_MB  "
+               "searches/s   p50_ms   p99_ms  writes/s errors\n",
                o.size, o.dim, now_s() - t0, dir, o.readers,
                o.replace ? "a writer replacing chunks in batches of 100," : "", o.interval_s);
     for (size_t i = 0; i < o.readers; i++) {
@@ -381,7 +383,10 @@ int bench_soak_main(int argc, char **argv)
         size_t n;
         double *lat = drain(&s, &n), t = now_s();
         cordon_collection_info info;
-        row_t w = {.minute = (t - start) / 60, .rss_mb = bench_rss_mb()};
+        row_t w = {.minute = (t - start) / 60,
+                   .rss_mb = bench_rss_mb(),
+                   .anon_mb = bench_status_mb("RssAnon"),
+                   .file_mb = bench_status_mb("RssFile")};
         if (cordon_collection_info_get(s.db, "soak", &info, NULL) == 0) {
             w.rows = info.rows;
             w.live = info.chunks;

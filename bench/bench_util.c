@@ -87,15 +87,21 @@ double bench_resident_mb(const void *p, size_t bytes)
     return (double)(resident * page) / (1024.0 * 1024.0);
 }
 
-double bench_rss_mb(void)
+double bench_status_mb(const char *field)
 {
     FILE *f = fopen("/proc/self/status", "r");
     char line[256];
+    size_t n = strlen(field);
     double kb = 0;
     while (f && fgets(line, sizeof line, f))
-        if (!strncmp(line, "VmRSS:", 6))
-            kb = strtod(line + 6, NULL);
+        if (!strncmp(line, field, n) && line[n] == ':')
+            kb = strtod(line + n + 1, NULL);
     if (f)
         fclose(f);
     return kb / 1024.0;
+}
+
+double bench_rss_mb(void)
+{
+    return bench_status_mb("VmRSS");
 }

@@ -21,6 +21,9 @@ void bench_gen_rows(float *out, size_t n, uint32_t dim, const float *centroids, 
 
 /* Resident memory of this process in MB (VmRSS), 0 when /proc cannot tell. */
 double bench_rss_mb(void);
+/* A field of /proc/self/status in MB ("RssAnon": the heap and stacks; "RssFile": mapped
+ * files), 0 when /proc cannot tell. */
+double bench_status_mb(const char *field);
 
 /* Resident MB of the bytes at p (mincore), for leaving a benchmark's own arrays out of the
  * process's resident memory. 0 when it cannot tell. */

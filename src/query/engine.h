@@ -29,6 +29,9 @@ typedef struct engine {
     uint32_t next_coll_id;
     _Atomic uint64_t revision;  /* the last acknowledged revision */
     authz_model_t *model;       /* the permission model, replayed from STORE_MODEL_LOG */
+    /* The log's size since its last whole-model record, and that record's size: a log that
+     * outgrows the model is folded into one record (engine_model.c). Under write_lock. */
+    uint64_t log_bytes, snapshot_bytes;
     atomic_int model_broken;    /* memory got ahead of a failed commit: fail closed */
     uint64_t plan_exact_floats; /* planner threshold (0 = PLAN_EXACT_FLOATS) */
     int report_work;            /* results' candidates count work (cordon_options) */

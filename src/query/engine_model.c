@@ -26,8 +26,14 @@ static int replay_one(void *ctx, const void *key, size_t klen, const void *val, 
         return cdn_err_set(r->err, CDN_ERR_CORRUPT, "permission model log record is corrupt");
     if (!(text = cdn_strndup((const char *)val + 1, vlen - 1)))
         return cdn_err_set(r->err, CDN_ERR_NOMEM, "out of memory replaying the model");
-    rc = ((const char *)val)[0] == LOG_IMPORT ? authz_import(r->e->model, text, r->err)
-                                              : authz_apply(r->e->model, text, r->err);
+    int import = ((const char *)val)[0] == LOG_IMPORT;
+    rc = import ? authz_import(r->e->model, text, r->err) : authz_apply(r->e->model, text, r->err);
+    if (import) {
+        r->e->snapshot_bytes = vlen;
+        r->e->log_bytes = 0;
+    } else {
+        r->e->log_bytes += vlen;
+    }
     cdn_free(text);
     if (rc)
         return cdn_err_set(r->err, CDN_ERR_CORRUPT,
@@ -43,11 +49,24 @@ int engine_model_load(engine_t *e, store_txn_t *t, cdn_err_t *err)
     return store_scan_prefix(t, STORE_MODEL_LOG, "", 0, replay_one, &r);
 }
 
+/* The log is folded into one whole-model record once what it holds since the last one passes
+ * this, and twice that record's size: a log of edits (memberships toggled all day) grows
+ * without bound otherwise, the model does not. */
+#define LOG_FOLD_MIN_BYTES (1u << 20)
+
 /* Persists one log record at revision r (published already, with the change in memory); on
  * failure the model in memory is ahead of the store, so it is marked broken (checks fail
- * closed) until the directory is reopened. */
+ * closed) until the directory is reopened. An op whose record would make the log outgrow the
+ * model goes in as the whole model after it (an import record, which replaces the log). */
 static int persist(engine_t *e, char kind, const char *json, uint64_t r, cdn_err_t *err)
 {
+    char *doc = NULL;
+    if (kind == LOG_OP && e->log_bytes + strlen(json) > LOG_FOLD_MIN_BYTES &&
+        e->log_bytes + strlen(json) > 2 * e->snapshot_bytes &&
+        authz_export(e->model, &doc, NULL) == CDN_OK) {
+        kind = LOG_IMPORT; /* the model in memory already holds the op */
+        json = doc;
+    }
     size_t n = strlen(json);
     unsigned char key[8];
     char *val = cdn_malloc(n + 1);
@@ -71,6 +90,13 @@ static int persist(engine_t *e, char kind, const char *json, uint64_t r, cdn_err
     }
     store_txn_abort(t);
     cdn_free(val);
+    cdn_free(doc);
+    if (rc == CDN_OK && kind == LOG_IMPORT) {
+        e->snapshot_bytes = n + 1;
+        e->log_bytes = 0;
+    } else if (rc == CDN_OK) {
+        e->log_bytes += n + 1;
+    }
     if (rc) {
         atomic_store(&e->model_broken, 1);
         return cdn_err_set(err, rc,

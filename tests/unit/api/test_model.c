@@ -13,6 +13,7 @@
 
 #include "api_testutil.h"
 #include "cordon.h"
+#include "store/store.h"
 
 #define DIM 8
 
@@ -153,6 +154,69 @@ static void test_model_survives_reopen(void **state)
     cordon_free(after);
     assert_int_equal(cordon_model_export(f->db, &after, NULL), 0);
     assert_string_equal(before, after);
+    cordon_free(before);
+    cordon_free(after);
+}
+
+struct log_count {
+    size_t records, bytes, imports;
+};
+
+static int count_record(void *ctx, const void *key, size_t klen, const void *val, size_t vlen)
+{
+    struct log_count *c = ctx;
+    (void)key;
+    (void)klen;
+    c->records++;
+    c->bytes += vlen;
+    c->imports += vlen && ((const char *)val)[0] == 'I';
+    return 0;
+}
+
+/* The model log as stored: its records, bytes and whole-model records. */
+static struct log_count model_log(const char *dir)
+{
+    struct log_count c = {0};
+    store_t *st;
+    store_txn_t *t;
+    assert_int_equal(store_open(dir, 0, &st, NULL), 0);
+    assert_int_equal(store_txn_begin(st, 0, &t, NULL), 0);
+    assert_int_equal(store_scan_prefix(t, STORE_MODEL_LOG, "", 0, count_record, &c), 0);
+    store_txn_abort(t);
+    store_close(st);
+    return c;
+}
+
+/* A day of edits (one subject's attributes rewritten again and again) would grow the log
+ * without bound; it is folded into one record of the model once it outgrows it, and the model
+ * reopens the same at the same revision. */
+static void test_model_log_folds_when_it_outgrows_the_model(void **state)
+{
+    fx_t *f = *state;
+    char opbuf[4300], big[4097], *before, *after;
+    memset(big, 'x', 4096);
+    big[4096] = '\0';
+    for (int i = 0; i < 400; i++) { /* 400 records of about 4 KiB: 1.6 MiB of log */
+        snprintf(opbuf, sizeof opbuf,
+                 "{\"op\":\"put_subject\",\"id\":\"mallory\",\"attributes\":{\"n\":%d,"
+                 "\"pad\":\"%s\"}}",
+                 i, big);
+        op(f->db, opbuf);
+    }
+    op(f->db, "{\"op\":\"add_member\",\"group\":\"eng\",\"member\":\"mallory\"}");
+    assert_int_equal(cordon_model_export(f->db, &before, NULL), 0);
+    uint64_t rev = cordon_revision(f->db);
+    cordon_close(f->db);
+    f->db = NULL;
+    struct log_count c = model_log(f->dir);
+    assert_int_equal(c.imports, 1);     /* folded once, at about 1 MiB */
+    assert_true(c.bytes < 1200 * 1024); /* not the 1.6 MiB written */
+    assert_true(c.records < 400);
+    assert_int_equal(cordon_open(f->dir, NULL, &f->db, NULL), 0);
+    assert_int_equal(cordon_revision(f->db), rev);
+    assert_int_equal(cordon_model_export(f->db, &after, NULL), 0);
+    assert_string_equal(before, after);
+    assert_int_equal(hits_as(f->db, "mallory", "eng-doc"), 1); /* the last op is there */
     cordon_free(before);
     cordon_free(after);
 }
@@ -346,6 +410,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_removed_membership_hides_chunk_on_next_search, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_model_survives_reopen, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_model_log_folds_when_it_outgrows_the_model, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(test_bad_operations_change_nothing, setup, teardown),
         cmocka_unit_test_setup_teardown(test_explain_names_the_deciding_principal, setup, teardown),
         cmocka_unit_test_setup_teardown(test_batch_is_authorized_matches_single_decisions, setup,

@@ -72,8 +72,8 @@ int cli_serve(int argc, char **argv)
         cordon_close(db);
         return 1;
     }
-    printf("cordon: serving %s on %s (port %u); Ctrl-C stops\n", dir, cfg.listen,
-           http_server_port(srv));
+    printf("cordon: serving %s on %s (port %u)%s; Ctrl-C stops\n", dir, cfg.listen,
+           http_server_port(srv), cfg.tls_cert_file[0] ? " over HTTPS" : "");
     fflush(stdout);
     sigwait(&set, &sig);
     fprintf(stderr, "cordon: %s: finishing requests in flight, then closing %s\n",

@@ -30,6 +30,7 @@ typedef enum kind {
     K_BYTES,    /* size_t, bytes with an optional Elasticsearch suffix, in [min, max] */
     K_LOG,      /* char[4096]: stderr, off or a path */
     K_FIELD,    /* char[129]: a document field name */
+    K_PATH,     /* char[4096]: a file's path */
 } kind_t;
 
 typedef struct key_spec {
@@ -57,6 +58,10 @@ static const key_spec_t k_keys[] = {
     {"max_result_window", K_SIZE, AT(max_result_window), 1, 10000000, "1 to 10000000"},
     {"access_log", K_LOG, AT(access_log), 0, 0,
      "stderr, off, or the path of a file to append to (up to 4095 bytes)"},
+    {"tls_cert_file", K_PATH, AT(tls_cert_file), 0, 0,
+     "the path of a PEM certificate (chain) file, up to 4095 bytes"},
+    {"tls_key_file", K_PATH, AT(tls_key_file), 0, 0,
+     "the path of the PEM private key file of tls_cert_file, up to 4095 bytes"},
     {"acl_field", K_FIELD, AT(acl_field), 0, 0, FIELD_ACCEPTED},
     {"denied_field", K_FIELD, AT(denied_field), 0, 0, FIELD_ACCEPTED},
 };
@@ -230,6 +235,11 @@ static const char *apply(const key_spec_t *k, http_config_t *c, const char *v)
         if (!*v || strlen(v) >= sizeof c->access_log || !no_controls(v))
             return "is empty, too long or holds control characters";
         snprintf(at, sizeof c->access_log, "%s", v);
+        return NULL;
+    case K_PATH:
+        if (!*v || strlen(v) >= sizeof c->tls_cert_file || !no_controls(v))
+            return "is empty, too long or holds control characters";
+        snprintf(at, sizeof c->tls_cert_file, "%s", v);
         return NULL;
     case K_FIELD:
         if (!field_ok(v, sizeof c->acl_field - 1))
@@ -409,9 +419,13 @@ static int finish(parse_t *p)
 {
     http_config_t *c = p->c;
     unsigned la = key_line(p, "acl_field"), ld = key_line(p, "denied_field");
+    unsigned lc = key_line(p, "tls_cert_file"), lk = key_line(p, "tls_key_file");
     if (!strcmp(c->acl_field, c->denied_field))
         return fail(p, CDN_ERR_INVALID, la > ld ? la : ld,
                     "acl_field and denied_field are both \"%s\"; they must differ", c->acl_field);
+    if (!c->tls_cert_file[0] != !c->tls_key_file[0])
+        return fail(p, CDN_ERR_INVALID, lc > lk ? lc : lk,
+                    "tls_cert_file and tls_key_file go together: give both (HTTPS) or neither");
     for (size_t r = 0; r < c->n_rules; r++) {
         http_index_rule_t *rule = &c->rules[r];
         unsigned l =

@@ -31,8 +31,11 @@ typedef struct http_config {
     unsigned idle_timeout_s;    /* 300: keep-alive connections idle this long are closed */
     size_t max_result_window;   /* 10000: from + size bound */
     char access_log[4096];      /* "stderr" (default), "off", or a file path */
-    char acl_field[129];        /* default "allowed_groups" */
-    char denied_field[129];     /* default "denied_groups" */
+    /* TLS: PEM files of the certificate (chain) and its private key; both empty (the
+     * default) serves plain HTTP, both set serves HTTPS only. */
+    char tls_cert_file[4096], tls_key_file[4096];
+    char acl_field[129];                            /* default "allowed_groups" */
+    char denied_field[129];                         /* default "denied_groups" */
     http_index_rule_t rules[HTTP_CONFIG_RULES_MAX]; /* in file order; the first match wins */
     size_t n_rules;
     char bootstrap_key[200]; /* "" or ID:SECRET; only from CORDON_BOOTSTRAP_KEY */

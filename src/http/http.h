@@ -98,6 +98,8 @@ const char *const *http_route_names(size_t *n);
 typedef struct http_server http_server_t;
 /* Opens the data directory's keys, creates the first admin key of an empty one (printed to
  * out once, or taken from cfg->bootstrap_key), and starts listening. */
+#define HTTP_TLS_FILE_MAX (1024 * 1024) /* bytes of a TLS certificate or key file */
+
 int http_server_start(cordon_t *db, const char *data_dir, const http_config_t *cfg, FILE *out,
                       http_server_t **srv, cdn_err_t *err);
 /* Stops accepting, answers 503 to new requests, waits for the ones in flight, stops. */

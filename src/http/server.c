@@ -3,6 +3,7 @@
  * check, the access log, metrics and an orderly stop. Relies on libmicrohttpd, http/router.c
  * for everything a request means, and http/keys for the first admin key. */
 #include "base/clock.h"
+#include "base/fileio.h"
 #include "base/mem.h"
 #include "http/es.h"
 
@@ -257,10 +258,46 @@ static int bootstrap(http_ctx_t *ctx, FILE *out, cdn_err_t *err)
     return rc;
 }
 
+/* A PEM file into a NUL-terminated buffer (owned by the caller, cdn_free). */
+static int read_pem(const char *path, const char *what, char **out, cdn_err_t *err)
+{
+    int fd;
+    uint64_t size;
+    *out = NULL;
+    if (cdn_file_open_read(path, &fd, &size) != 0)
+        return cdn_err_set(err, CDN_ERR_IO, "cannot read the TLS %s %s", what, path);
+    if (size == 0 || size > HTTP_TLS_FILE_MAX) {
+        close(fd);
+        return cdn_err_set(err, CDN_ERR_INVALID, "the TLS %s %s is empty or over %d bytes", what,
+                           path, HTTP_TLS_FILE_MAX);
+    }
+    if (!(*out = cdn_malloc((size_t)size + 1)) ||
+        cdn_file_read_all(fd, *out, (size_t)size, NULL) != 0) {
+        close(fd);
+        cdn_free(*out);
+        *out = NULL;
+        return cdn_err_set(err, CDN_ERR_IO, "cannot read the TLS %s %s", what, path);
+    }
+    close(fd);
+    (*out)[size] = '\0';
+    return CDN_OK;
+}
+
+/* The certificate and key of an HTTPS listener, or a clear error. */
+static int tls_load(const http_config_t *cfg, char **cert, char **key, cdn_err_t *err)
+{
+    if (MHD_is_feature_supported(MHD_FEATURE_TLS) != MHD_YES)
+        return cdn_err_set(err, CDN_ERR_INVALID,
+                           "tls_cert_file is set, but this libmicrohttpd was built without TLS");
+    int rc = read_pem(cfg->tls_cert_file, "certificate", cert, err);
+    return rc ? rc : read_pem(cfg->tls_key_file, "key", key, err);
+}
+
 int http_server_start(cordon_t *db, const char *data_dir, const http_config_t *cfg, FILE *out,
                       http_server_t **srvp, cdn_err_t *err)
 {
     http_server_t *srv = cdn_calloc(1, sizeof *srv);
+    char *tls_cert = NULL, *tls_key = NULL;
     struct sockaddr_in6 a6;
     struct sockaddr_in a4;
     struct sockaddr *sa;
@@ -321,14 +358,32 @@ int http_server_start(cordon_t *db, const char *data_dir, const http_config_t *c
     unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ITC |
                      (sa->sa_family == AF_INET6 ? MHD_USE_IPv6 : 0) |
                      (threads ? MHD_USE_EPOLL : MHD_USE_THREAD_PER_CONNECTION | MHD_USE_POLL);
-    srv->d = MHD_start_daemon(flags, (uint16_t)port, NULL, NULL, on_request, srv,
-                              MHD_OPTION_SOCK_ADDR, sa, MHD_OPTION_THREAD_POOL_SIZE,
-                              threads ? threads : 0u, MHD_OPTION_CONNECTION_LIMIT,
-                              (unsigned)HTTP_CONNECTIONS_MAX, MHD_OPTION_CONNECTION_TIMEOUT,
-                              (unsigned)cfg->idle_timeout_s, MHD_OPTION_CONNECTION_MEMORY_LIMIT,
-                              (size_t)cfg->max_header_bytes * 2, MHD_OPTION_NOTIFY_COMPLETED,
-                              on_completed, srv, MHD_OPTION_LISTENING_ADDRESS_REUSE, 1,
-                              MHD_OPTION_UNESCAPE_CALLBACK, on_unescape, NULL, MHD_OPTION_END);
+    if (cfg->tls_cert_file[0] && (rc = tls_load(cfg, &tls_cert, &tls_key, err)) != 0)
+        goto fail;
+    struct MHD_OptionItem tls[3] = {{MHD_OPTION_END, 0, NULL}};
+    if (tls_cert) { /* HTTPS only: a plain request on this port fails the handshake */
+        flags |= MHD_USE_TLS;
+        tls[0] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_MEM_CERT, 0, tls_cert};
+        tls[1] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_MEM_KEY, 0, tls_key};
+    }
+    srv->d = MHD_start_daemon(
+        flags, (uint16_t)port, NULL, NULL, on_request, srv, MHD_OPTION_SOCK_ADDR, sa,
+        MHD_OPTION_THREAD_POOL_SIZE, threads ? threads : 0u, MHD_OPTION_CONNECTION_LIMIT,
+        (unsigned)HTTP_CONNECTIONS_MAX, MHD_OPTION_CONNECTION_TIMEOUT,
+        (unsigned)cfg->idle_timeout_s, MHD_OPTION_CONNECTION_MEMORY_LIMIT,
+        (size_t)cfg->max_header_bytes * 2, MHD_OPTION_NOTIFY_COMPLETED, on_completed, srv,
+        MHD_OPTION_LISTENING_ADDRESS_REUSE, 1, MHD_OPTION_UNESCAPE_CALLBACK, on_unescape, NULL,
+        MHD_OPTION_ARRAY, tls, MHD_OPTION_END);
+    cdn_free(tls_cert); /* libmicrohttpd has parsed them */
+    cdn_free(tls_key);
+    tls_cert = tls_key = NULL;
+    if (!srv->d && cfg->tls_cert_file[0]) {
+        rc = cdn_err_set(err, CDN_ERR_INVALID,
+                         "cannot serve HTTPS on %s with %s and %s: is the key that of the "
+                         "certificate, both in PEM, and the port free?",
+                         cfg->listen, cfg->tls_cert_file, cfg->tls_key_file);
+        goto fail;
+    }
     if (!srv->d) {
         rc = cdn_err_set(err, CDN_ERR_IO,
                          "cannot listen on %s (is the port in use, or the address not this "
@@ -341,6 +396,8 @@ int http_server_start(cordon_t *db, const char *data_dir, const http_config_t *c
     *srvp = srv;
     return CDN_OK;
 fail:
+    cdn_free(tls_cert);
+    cdn_free(tls_key);
     keys_close(srv->ctx.keys);
     metrics_free(srv->ctx.metrics);
     if (srv->ctx.log_fd >= 0)

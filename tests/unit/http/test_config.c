@@ -101,6 +101,8 @@ static void check_every_key(const http_config_t *c)
     assert_string_equal(c->access_log, "/var/log/cordon #1/access.log");
     assert_string_equal(c->acl_field, "acl.allow");
     assert_string_equal(c->denied_field, "acl.deny");
+    assert_string_equal(c->tls_cert_file, "/etc/cordon/cert.pem");
+    assert_string_equal(c->tls_key_file, "/etc/cordon/key.pem");
     assert_int_equal(c->n_rules, 2);
     assert_string_equal(c->rules[0].pattern, "langchain-*");
     assert_string_equal(c->rules[0].acl_field, "metadata.groups");
@@ -131,6 +133,8 @@ static void test_key_value_file_sets_every_key(void **state)
                        "access_log = \"/var/log/cordon #1/access.log\"  # quoted: keeps the #\n"
                        "acl_field = acl.allow\n"
                        "denied_field = acl.deny\n"
+                       "tls_cert_file = /etc/cordon/cert.pem\n"
+                       "tls_key_file = /etc/cordon/key.pem\n"
                        "index.langchain-*.acl_field = metadata.groups\n"
                        "index.logs.2024-*.acl_field = readers\n"
                        "index.langchain-*.denied_field = metadata.blocked\n";
@@ -158,6 +162,8 @@ static void test_json_file_sets_every_key(void **state)
                        "  \"access_log\": \"/var/log/cordon #1/access.log\",\n"
                        "  \"acl_field\": \"acl.allow\",\n"
                        "  \"denied_field\": \"acl.deny\",\n"
+                       "  \"tls_cert_file\": \"/etc/cordon/cert.pem\",\n"
+                       "  \"tls_key_file\": \"/etc/cordon/key.pem\",\n"
                        "  \"indices\": {\n"
                        "    \"langchain-*\": {\"acl_field\": \"metadata.groups\",\n"
                        "                    \"denied_field\": \"metadata.blocked\"},\n"
@@ -173,6 +179,19 @@ static void test_json_file_sets_every_key(void **state)
     assert_int_equal(c.n_rules, 1);
     assert_string_equal(c.rules[0].denied_field, "nope");
     assert_string_equal(c.rules[0].acl_field, "allowed_groups");
+}
+
+static void test_tls_files_go_together(void **state)
+{
+    (void)state;
+    http_config_t c;
+    cdn_err_t err;
+    expect_error("threads = 2\ntls_cert_file = /tmp/c.pem\n", CDN_ERR_INVALID, 2,
+                 "tls_cert_file and tls_key_file go together", NULL);
+    expect_error("{\"tls_key_file\": \"/tmp/k.pem\"}", CDN_ERR_INVALID, 1, "go together", NULL);
+    if (load("tls_cert_file = /tmp/c.pem\ntls_key_file = /tmp/k.pem\n", &c, &err, NULL))
+        fail_msg("%s", err.msg);
+    assert_string_equal(c.tls_key_file, "/tmp/k.pem");
 }
 
 static void test_byte_sizes_take_elasticsearch_suffixes(void **state)
@@ -434,6 +453,7 @@ int main(void)
         cmocka_unit_test(test_key_value_file_sets_every_key),
         cmocka_unit_test(test_json_file_sets_every_key),
         cmocka_unit_test(test_byte_sizes_take_elasticsearch_suffixes),
+        cmocka_unit_test(test_tls_files_go_together),
         cmocka_unit_test(test_unknown_keys_name_the_line_and_the_keys),
         cmocka_unit_test(test_bad_values_name_the_line_key_and_what_is_accepted),
         cmocka_unit_test(test_json_errors_name_the_line),

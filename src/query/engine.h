@@ -27,8 +27,8 @@ typedef struct engine {
     coll_t **colls;          /* sorted by name */
     size_t ncolls, colls_cap;
     uint32_t next_coll_id;
-    _Atomic uint64_t revision;  /* the last acknowledged revision */
-    authz_model_t *model;       /* the permission model, replayed from STORE_MODEL_LOG */
+    _Atomic uint64_t revision; /* the last acknowledged revision */
+    authz_model_t *model;      /* the permission model, replayed from STORE_MODEL_LOG */
     /* The log's size since its last whole-model record, and that record's size: a log that
      * outgrows the model is folded into one record (engine_model.c). Under write_lock. */
     uint64_t log_bytes, snapshot_bytes;

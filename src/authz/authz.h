@@ -65,7 +65,10 @@ typedef struct authz_decision {
     bool authorized;
     bool cached; /* answered from the decision cache */
     authz_reason_t reason;
-    uint64_t revision;                    /* model revision the decision read */
+    uint64_t revision; /* model revision the decision read */
+    /* authz_authorize_view: the counter of authz_model_count_changes, read under the same lock
+     * (0 without one): the caller's revision of a state that holds this model. */
+    uint64_t counted;
     char resource[AUTHZ_RESOURCE_MAX];    /* matched permission's resource pattern */
     char action[AUTHZ_ACTION_MAX];        /* matched permission's action (lowercase) */
     char condition[AUTHZ_COND_TEXT_MAX];  /* its condition as compact JSON, "" if none */

@@ -442,6 +442,7 @@ int authz_authorize_view(authz_model_t *m, const authz_request_t *req, authz_dec
     decide_locked(m, req, out, err);
     if (out->authorized) /* under the same lock: the view is at the decision's revision */
         rc = az_view_get_locked(m, req->subject, NULL, NULL, view, err);
+    out->counted = m->changes ? atomic_load(m->changes) : 0;
     pthread_rwlock_unlock(&m->lock);
     return rc;
 }

@@ -9,6 +9,9 @@ typedef enum cdn_hook_point {
     /* A search or get has authorized the subject and taken its view, and holds no lock yet:
      * a write here lands between the model read and the ACL read. */
     CDN_HOOK_SUBJECT_RESOLVED = 0,
+    /* A search has read the ACLs under the collection's read lock and has not yet checked its
+     * permission state: a model write here lands between the revision it read and the check. */
+    CDN_HOOK_SEARCH_READ,
     /* Kill points for crash trials (a test's hook may kill the process there): */
     /* a batch's vectors are written to the vector file, not yet synced, nothing committed; */
     CDN_HOOK_VECTORS_UNSYNCED,

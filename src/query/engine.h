@@ -139,8 +139,11 @@ typedef struct engine_read {
 void engine_read_begin(engine_t *e, engine_read_t *r);
 /* True when s's decision and view are still those of the model's current state (always for
  * asserted principals): the same revision, or, when the model moved, the same decision and
- * principals asked again. Call under the collection's read lock, after the last ACL read. */
-int engine_subject_current(engine_t *e, const engine_subject_t *s);
+ * principals asked again. Call under the collection's read lock, after the last ACL read.
+ * *rev, the revision the request read under that lock, becomes that of the state the answer
+ * is then of when the model moved (the model now, the ACLs read): a later revision, never an
+ * earlier one, so the revision names the state the answer holds. */
+int engine_subject_current(engine_t *e, const engine_subject_t *s, uint64_t *rev);
 /* Ends the attempt (releases the gate); returns 1 when another attempt must run. */
 int engine_read_end(engine_t *e, engine_read_t *r, int current);
 

@@ -251,7 +251,7 @@ static int same_view(const authz_view_t *a, const authz_view_t *b)
     return 1;
 }
 
-int engine_subject_current(engine_t *e, const engine_subject_t *s)
+int engine_subject_current(engine_t *e, const engine_subject_t *s, uint64_t *rev)
 {
     authz_decision_t d;
     authz_view_t *now = NULL;
@@ -274,6 +274,10 @@ int engine_subject_current(engine_t *e, const engine_subject_t *s)
         same = 0;
     else
         same = same_view(now, s->view);
+    /* The answer is the state's at the model's revision now (d.counted, read with the view)
+     * with the ACLs read: the same at every revision from the later of the two. */
+    if (same && d.counted > *rev)
+        *rev = d.counted;
     if (now)
         authz_view_release(now);
     return same;

@@ -234,7 +234,8 @@ int search_knn(engine_t *e, const char *name, const engine_asker_t *who, const s
             cdn_hook_run(CDN_HOOK_SUBJECT_RESOLVED);
             pthread_rwlock_rdlock(&c->lock);
             rc = knn_locked(e, c, &s, q, query, out, err);
-            current = engine_subject_current(e, &s) && !out->ahead;
+            cdn_hook_run(CDN_HOOK_SEARCH_READ);
+            current = engine_subject_current(e, &s, &out->revision) && !out->ahead;
             pthread_rwlock_unlock(&c->lock);
             engine_subject_release(&s);
         }
@@ -310,7 +311,7 @@ static int get_once(engine_t *e, coll_t *c, const engine_subject_t *who, const u
     if (rc == CDN_OK)
         rc = get_locked(e, c, key, klen, view, nview, obj, vec, rev, readable,
                         detect_ahead ? ahead : &ignored, err);
-    *current = engine_subject_current(e, who);
+    *current = engine_subject_current(e, who, rev);
     pthread_rwlock_unlock(&c->lock);
     cdn_free(view);
     if (rc || *ahead || !*current) {

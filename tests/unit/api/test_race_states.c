@@ -117,6 +117,55 @@ static void forced_hook(cdn_hook_point_t point, void *arg)
     set_acl(f->db, "docs", "X", "group:g", NULL);
 }
 
+/* The revision a search reports names the state its answer holds. u leaves g and X is given
+ * to g before the search locks the collection; u rejoins g while the search holds the lock. The
+ * check then finds u's view unchanged and keeps the answer (u reads X in the state after the
+ * rejoin), which must carry the rejoin's revision: the one it read under the lock names a
+ * state (u outside g) in which u reads X in none. */
+static int has_hit(const cordon_result *r, const char *id);
+
+typedef struct relabel {
+    cordon_t *db;
+    atomic_int stage;
+    uint64_t rejoin_rev;
+} relabel_t;
+
+static void relabel_hook(cdn_hook_point_t point, void *arg)
+{
+    relabel_t *r = arg;
+    if (point == CDN_HOOK_SUBJECT_RESOLVED && atomic_load(&r->stage) == 0) {
+        atomic_store(&r->stage, 1);
+        op(r->db, "{\"op\":\"remove_member\",\"group\":\"g\",\"member\":\"u\"}");
+        set_acl(r->db, "docs", "X", "group:g", NULL);
+    } else if (point == CDN_HOOK_SEARCH_READ && atomic_load(&r->stage) == 1) {
+        atomic_store(&r->stage, 2);
+        cordon_error e;
+        if (cordon_model_apply(r->db, "{\"op\":\"add_member\",\"group\":\"g\",\"member\":\"u\"}",
+                               &r->rejoin_rev, &e))
+            fail_msg("rejoin: %s", e.message);
+    }
+}
+
+static void test_revision_names_the_state_of_an_answer_kept_after_a_model_write(void **state)
+{
+    (void)state;
+    char dir[64];
+    relabel_t r = {0};
+    cordon_subject u = {.subject_id = "u"};
+    cordon_query q = {.vector = QV, .k = 10, .strategy = CORDON_STRATEGY_EXACT};
+    cordon_result *res = NULL;
+    r.db = open_states(dir, sizeof dir, 0);
+    cdn_hook_set(relabel_hook, &r);
+    assert_int_equal(cordon_search(r.db, "docs", &u, &q, &res, NULL), 0);
+    cdn_hook_set(NULL, NULL);
+    assert_int_equal(atomic_load(&r.stage), 2);
+    assert_true(has_hit(res, "X")); /* readable after the rejoin */
+    assert_int_equal(res->revision, r.rejoin_rev);
+    cordon_result_free(res);
+    cordon_close(r.db);
+    tu_rmrf(dir);
+}
+
 static int has_hit(const cordon_result *r, const char *id)
 {
     for (size_t i = 0; i < r->n_hits; i++)
@@ -358,6 +407,7 @@ int main(void)
         cmocka_unit_test(test_model_write_between_view_and_acls_is_never_paired_with_them),
         cmocka_unit_test(test_deny_naming_a_new_principal_holds_for_a_request_already_running),
         cmocka_unit_test(test_only_model_writes_that_touch_the_subject_restart_a_request),
+        cmocka_unit_test(test_revision_names_the_state_of_an_answer_kept_after_a_model_write),
         cmocka_unit_test(test_writer_cycling_states_leaks_nothing_to_concurrent_readers),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

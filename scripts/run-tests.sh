@@ -16,11 +16,14 @@ if [ "${1:-}" = "--summary" ]; then
     exit $?
 fi
 if [ "${1:-}" = "--pytest" ]; then
-    # Command-line tests through the binary of this mode ($CORDON_BIN), with Debian's pytest.
+    # Command-line and wire tests through the binary of this mode ($CORDON_BIN), with Debian's
+    # pytest: the paths given after the mode, or all of them.
     mode=$2
+    shift 2
+    [ $# -gt 0 ] || set -- tests/cli tests/http
     mkdir -p "build/$mode/logs"
     log=build/$mode/logs/cli.log
-    /usr/bin/python3 -m pytest -q -p no:cacheprovider tests/cli tests/http >"$log" 2>&1
+    /usr/bin/python3 -m pytest -q -p no:cacheprovider "$@" >"$log" 2>&1
     rc=$?
     np=$(grep -Eo '[0-9]+ passed' "$log" | tail -1 | grep -Eo '[0-9]+' || echo 0)
     nf=$(grep -Eo '[0-9]+ (failed|error)' "$log" | awk '{s += $1} END {print s + 0}')

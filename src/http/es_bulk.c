@@ -6,6 +6,7 @@
 #include "base/strmap.h"
 #include "http/es.h"
 #include "http/es_handlers.h"
+#include "http/es_vecscan.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,6 +20,10 @@ typedef struct item {
     char id[CORDON_ID_MAX + 1];
     json_t *source; /* index/create: the document; update: the update body */
     json_t *result; /* the item's answer */
+    /* index/create: the document line, read when its batch is written (the index's vector
+     * field is known then), and its number in the body */
+    const char *line;
+    size_t len, lineno;
 } item_t;
 
 static const char *op_name(op_t op)
@@ -59,6 +64,50 @@ static void item_from_resp(item_t *it, const http_resp_t *r)
     json_decref(j);
 }
 
+/* Reads an index/create item's document line into it->source. Given ix and doc, the index's
+ * vector is read straight into doc->vector when the line allows (es_vecscan), and the source
+ * holds null in its place; any other line is parsed whole. 0, or -1 with the item's error. */
+static int parse_doc(item_t *it, const es_index_t *ix, es_doc_t *doc)
+{
+    json_error_t je;
+    es_vecscan_t at;
+    if (it->source)
+        return 0;
+    if (ix && doc && ix->info.dim && ix->vector_field) {
+        size_t vlen, n;
+        float *v = cdn_malloc(ix->info.dim * sizeof *v);
+        char *text = NULL;
+        if (v && es_vecscan(it->line, it->len, ix->vector_field, ix->info.dim, v, &at) == 0 &&
+            (vlen = at.end - at.start, n = it->len - vlen + 4, text = cdn_malloc(n))) {
+            memcpy(text, it->line, at.start);
+            memcpy(text + at.start, "null", 4);
+            memcpy(text + at.start + 4, it->line + at.end, it->len - at.end);
+            it->source = json_loadb(text, n, JSON_REJECT_DUPLICATES, &je);
+            if (json_is_object(it->source)) {
+                doc->vector = v;
+                doc->vector_scanned = 1;
+                doc->vector_sumsq = at.sumsq;
+                cdn_free(text);
+                return 0;
+            }
+            json_decref(it->source); /* the whole line says what is wrong */
+            it->source = NULL;
+        }
+        cdn_free(text);
+        cdn_free(v);
+    }
+    it->source = json_loadb(it->line, it->len, JSON_REJECT_DUPLICATES, &je);
+    if (json_is_object(it->source))
+        return 0;
+    char why[300];
+    snprintf(why, sizeof why, "line %zu: the document is not a JSON object%s%s", it->lineno,
+             it->source ? "" : ": ", it->source ? "" : je.text);
+    json_decref(it->source);
+    it->source = NULL;
+    item_error(it, 400, "mapper_parsing_exception", why);
+    return -1;
+}
+
 /* Writes items [from, to) (all index/create of one index) as one put. */
 static void flush(http_ctx_t *ctx, http_req_t *req, item_t *items, size_t from, size_t to)
 {
@@ -73,12 +122,18 @@ static void flush(http_ctx_t *ctx, http_req_t *req, item_t *items, size_t from, 
     uint64_t rev = 0;
     unsigned char *had;
     const char **ids;
-    if (n == 0)
+    size_t first = from;
+    /* The first document that parses is the one an index created by this write is mapped
+     * from; documents that do not parse fail alone, whatever happens to the index. */
+    while (first < to && parse_doc(&items[first], NULL, NULL))
+        first++;
+    if (first == to)
         return;
     cdn_buf_init(&r.body, 1 << 20);
-    if (es_index_for_write(ctx, req, items[from].index, items[from].source, &ix, &r)) {
-        for (size_t i = from; i < to; i++)
-            item_from_resp(&items[i], &r);
+    if (es_index_for_write(ctx, req, items[first].index, items[first].source, &ix, &r)) {
+        for (size_t i = first; i < to; i++)
+            if (!parse_doc(&items[i], NULL, NULL))
+                item_from_resp(&items[i], &r);
         cdn_buf_free(&r.body);
         return;
     }
@@ -100,6 +155,8 @@ static void flush(http_ctx_t *ctx, http_req_t *req, item_t *items, size_t from, 
         item_t *it = &items[from + i];
         const char *type = NULL;
         char why[400];
+        if (it->result || parse_doc(it, &ix, &docs[i]))
+            continue;
         snprintf(docs[i].id, sizeof docs[i].id, "%s", it->id);
         if (es_doc_from_source(&ix, it->source, &dyn, &docs[i], &type, why, sizeof why)) {
             item_error(it, 400, type, why);
@@ -307,11 +364,21 @@ void es_bulk(http_ctx_t *ctx, http_req_t *req, http_resp_t *resp)
         len = p < end ? (nl ? (size_t)(nl - p) : (size_t)(end - p)) : 0;
         p = nl ? nl + 1 : end;
         lineno++;
+        if (it->op != OP_UPDATE && len && !es_too_deep(line, len, ctx->cfg.json_depth_max)) {
+            it->line = line; /* read with its batch */
+            it->len = len;
+            it->lineno = lineno;
+            continue;
+        }
         json_error_t je;
-        if (!len || es_too_deep(line, len, ctx->cfg.json_depth_max) ||
-            !(it->source = json_loadb(line, len, JSON_REJECT_DUPLICATES, &je)) ||
-            !json_is_object(it->source)) {
-            char why[300];
+        char why[300];
+        if (len && es_too_deep(line, len, ctx->cfg.json_depth_max)) {
+            snprintf(why, sizeof why,
+                     "line %zu: the document nests deeper than %u levels, the limit", lineno,
+                     ctx->cfg.json_depth_max);
+            item_error(it, 400, "mapper_parsing_exception", why);
+        } else if (!len || !(it->source = json_loadb(line, len, JSON_REJECT_DUPLICATES, &je)) ||
+                   !json_is_object(it->source)) {
             snprintf(why, sizeof why, "line %zu: the document is not a JSON object%s%s", lineno,
                      it->source || !len ? "" : ": ", it->source || !len ? "" : je.text);
             json_decref(it->source);

@@ -64,10 +64,20 @@ static void item_from_resp(item_t *it, const http_resp_t *r)
     json_decref(j);
 }
 
-/* Reads an index/create item's document line into it->source. Given ix and doc, the index's
- * vector is read straight into doc->vector when the line allows (es_vecscan), and the source
- * holds null in its place; any other line is parsed whole. 0, or -1 with the item's error. */
-static int parse_doc(item_t *it, const es_index_t *ix, es_doc_t *doc)
+static int too_deep(item_t *it, size_t lineno, unsigned max)
+{
+    char why[300];
+    snprintf(why, sizeof why, "line %zu: the document nests deeper than %u levels, the limit",
+             lineno, max);
+    item_error(it, 400, "mapper_parsing_exception", why);
+    return -1;
+}
+
+/* Reads an index/create item's document line into it->source, refusing one nested deeper than
+ * max. Given ix and doc, the index's vector is read straight into doc->vector when the line
+ * allows (es_vecscan), and the source holds null in its place; any other line is parsed
+ * whole. 0, or -1 with the item's error. */
+static int parse_doc(item_t *it, unsigned max, const es_index_t *ix, es_doc_t *doc)
 {
     json_error_t je;
     es_vecscan_t at;
@@ -82,6 +92,14 @@ static int parse_doc(item_t *it, const es_index_t *ix, es_doc_t *doc)
             memcpy(text, it->line, at.start);
             memcpy(text + at.start, "null", 4);
             memcpy(text + at.start + 4, it->line + at.end, it->len - at.end);
+            /* The array of numbers is two levels down (the document, the array), so the line
+             * nests as deep as the text with null in its place, or two: the long part of the
+             * line need not be scanned again. */
+            if (max < 2 || es_too_deep(text, n, max)) {
+                cdn_free(text);
+                cdn_free(v);
+                return too_deep(it, it->lineno, max);
+            }
             it->source = json_loadb(text, n, JSON_REJECT_DUPLICATES, &je);
             if (json_is_object(it->source)) {
                 doc->vector = v;
@@ -96,6 +114,8 @@ static int parse_doc(item_t *it, const es_index_t *ix, es_doc_t *doc)
         cdn_free(text);
         cdn_free(v);
     }
+    if (es_too_deep(it->line, it->len, max))
+        return too_deep(it, it->lineno, max);
     it->source = json_loadb(it->line, it->len, JSON_REJECT_DUPLICATES, &je);
     if (json_is_object(it->source))
         return 0;
@@ -125,14 +145,14 @@ static void flush(http_ctx_t *ctx, http_req_t *req, item_t *items, size_t from, 
     size_t first = from;
     /* The first document that parses is the one an index created by this write is mapped
      * from; documents that do not parse fail alone, whatever happens to the index. */
-    while (first < to && parse_doc(&items[first], NULL, NULL))
+    while (first < to && parse_doc(&items[first], ctx->cfg.json_depth_max, NULL, NULL))
         first++;
     if (first == to)
         return;
     cdn_buf_init(&r.body, 1 << 20);
     if (es_index_for_write(ctx, req, items[first].index, items[first].source, &ix, &r)) {
         for (size_t i = first; i < to; i++)
-            if (!parse_doc(&items[i], NULL, NULL))
+            if (!parse_doc(&items[i], ctx->cfg.json_depth_max, NULL, NULL))
                 item_from_resp(&items[i], &r);
         cdn_buf_free(&r.body);
         return;
@@ -155,7 +175,7 @@ static void flush(http_ctx_t *ctx, http_req_t *req, item_t *items, size_t from, 
         item_t *it = &items[from + i];
         const char *type = NULL;
         char why[400];
-        if (it->result || parse_doc(it, &ix, &docs[i]))
+        if (it->result || parse_doc(it, ctx->cfg.json_depth_max, &ix, &docs[i]))
             continue;
         snprintf(docs[i].id, sizeof docs[i].id, "%s", it->id);
         if (es_doc_from_source(&ix, it->source, &dyn, &docs[i], &type, why, sizeof why)) {
@@ -364,7 +384,7 @@ void es_bulk(http_ctx_t *ctx, http_req_t *req, http_resp_t *resp)
         len = p < end ? (nl ? (size_t)(nl - p) : (size_t)(end - p)) : 0;
         p = nl ? nl + 1 : end;
         lineno++;
-        if (it->op != OP_UPDATE && len && !es_too_deep(line, len, ctx->cfg.json_depth_max)) {
+        if (it->op != OP_UPDATE && len) {
             it->line = line; /* read with its batch */
             it->len = len;
             it->lineno = lineno;
@@ -373,10 +393,7 @@ void es_bulk(http_ctx_t *ctx, http_req_t *req, http_resp_t *resp)
         json_error_t je;
         char why[300];
         if (len && es_too_deep(line, len, ctx->cfg.json_depth_max)) {
-            snprintf(why, sizeof why,
-                     "line %zu: the document nests deeper than %u levels, the limit", lineno,
-                     ctx->cfg.json_depth_max);
-            item_error(it, 400, "mapper_parsing_exception", why);
+            too_deep(it, lineno, ctx->cfg.json_depth_max);
         } else if (!len || !(it->source = json_loadb(line, len, JSON_REJECT_DUPLICATES, &je)) ||
                    !json_is_object(it->source)) {
             snprintf(why, sizeof why, "line %zu: the document is not a JSON object%s%s", lineno,

@@ -104,6 +104,22 @@ def test_bad_vectors_in_bulk_fail_alone(server):
     assert c["count"] == 2
 
 
+def test_depth_limit_counts_the_vector_array(server):
+    # json_depth_max is 64 by default: the document is one level, "o" holds the rest.
+    index_with(server, "vd")
+    def nested(levels):
+        return json.loads("[" * levels + "]" * levels)
+    lines = []
+    for name, levels in (("at-limit", 63), ("over-limit", 64)):
+        lines += [json.dumps({"index": {"_index": "vd", "_id": name}}),
+                  doc_line("[0, 1, 0, 0]", o=nested(levels))]
+    # Depth 2 only through the vector itself: the array counts as a level.
+    lines += [json.dumps({"index": {"_index": "vd", "_id": "flat"}}), doc_line("[0, 0, 1, 0]")]
+    items = bulk(server, lines)
+    assert [it["index"]["status"] for it in items] == [201, 400, 201], items
+    assert "nests deeper than 64 levels" in items[1]["index"]["error"]["reason"]
+
+
 def test_first_document_of_a_new_index_still_maps_its_vector(server):
     people_model(server)
     vec = "[" + ", ".join("%.6f" % (0.01 * i) for i in range(1, 129)) + "]"

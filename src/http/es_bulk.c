@@ -6,6 +6,7 @@
 #include "base/strmap.h"
 #include "http/es.h"
 #include "http/es_handlers.h"
+#include "http/es_vecscan.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,6 +20,10 @@ typedef struct item {
     char id[CORDON_ID_MAX + 1];
     json_t *source; /* index/create: the document; update: the update body */
     json_t *result; /* the item's answer */
+    /* index/create: the document line, read when its batch is written (the index's vector
+     * field is known then), and its number in the body */
+    const char *line;
+    size_t len, lineno;
 } item_t;
 
 static const char *op_name(op_t op)
@@ -59,26 +64,95 @@ static void item_from_resp(item_t *it, const http_resp_t *r)
     json_decref(j);
 }
 
+static int too_deep(item_t *it, size_t lineno, unsigned max)
+{
+    char why[300];
+    snprintf(why, sizeof why, "line %zu: the document nests deeper than %u levels, the limit",
+             lineno, max);
+    item_error(it, 400, "mapper_parsing_exception", why);
+    return -1;
+}
+
+/* Reads an index/create item's document line into it->source, refusing one nested deeper than
+ * max. Given ix and doc, the index's vector is read straight into doc->vector when the line
+ * allows (es_vecscan), and the source holds null in its place; any other line is parsed
+ * whole. 0, or -1 with the item's error. */
+static int parse_doc(item_t *it, unsigned max, const es_index_t *ix, es_doc_t *doc)
+{
+    json_error_t je;
+    es_vecscan_t at;
+    if (it->source)
+        return 0;
+    if (ix && doc && ix->info.dim && ix->vector_field) {
+        size_t vlen, n;
+        float *v = cdn_malloc(ix->info.dim * sizeof *v);
+        char *text = NULL;
+        if (v && es_vecscan(it->line, it->len, ix->vector_field, ix->info.dim, v, &at) == 0 &&
+            (vlen = at.end - at.start, n = it->len - vlen + 4, text = cdn_malloc(n))) {
+            memcpy(text, it->line, at.start);
+            memcpy(text + at.start, "null", 4);
+            memcpy(text + at.start + 4, it->line + at.end, it->len - at.end);
+            /* The array of numbers is two levels down (the document, the array), so the line
+             * nests as deep as the text with null in its place, or two: the long part of the
+             * line need not be scanned again. */
+            if (max < 2 || es_too_deep(text, n, max)) {
+                cdn_free(text);
+                cdn_free(v);
+                return too_deep(it, it->lineno, max);
+            }
+            it->source = json_loadb(text, n, JSON_REJECT_DUPLICATES, &je);
+            if (json_is_object(it->source)) {
+                doc->vector = v;
+                doc->vector_scanned = 1;
+                doc->vector_sumsq = at.sumsq;
+                cdn_free(text);
+                return 0;
+            }
+            json_decref(it->source); /* the whole line says what is wrong */
+            it->source = NULL;
+        }
+        cdn_free(text);
+        cdn_free(v);
+    }
+    if (es_too_deep(it->line, it->len, max))
+        return too_deep(it, it->lineno, max);
+    it->source = json_loadb(it->line, it->len, JSON_REJECT_DUPLICATES, &je);
+    if (json_is_object(it->source))
+        return 0;
+    char why[300];
+    snprintf(why, sizeof why, "line %zu: the document is not a JSON object%s%s", it->lineno,
+             it->source ? "" : ": ", it->source ? "" : je.text);
+    json_decref(it->source);
+    it->source = NULL;
+    item_error(it, 400, "mapper_parsing_exception", why);
+    return -1;
+}
+
 /* Embeds the documents of items [from, to) that arrive without a vector, when the index
- * embeds documents; each one whose embedding failed is answered 502. */
-static void embed_missing(const es_index_t *ix, item_t *items, size_t from, size_t to)
+ * embeds documents: those parsed (no answer yet) whose vector was not read from the line;
+ * each one whose embedding failed is answered 502. */
+static void embed_missing(const es_index_t *ix, item_t *items, const es_doc_t *docs, size_t from,
+                          size_t to)
 {
     json_t *sources[256];
     unsigned char scratch[256];
+    size_t at[256];
     char why[512] = "";
     if (!ix->embed_documents)
         return;
-    for (size_t at = from; at < to; at += 256) {
-        size_t n = to - at < 256 ? to - at : 256;
-        for (size_t i = 0; i < n; i++) {
-            sources[i] = items[at + i].source;
-            scratch[i] = 0;
-        }
-        if (!es_embed_sources(ix, sources, n, scratch, why, sizeof why))
+    for (size_t i = from; i < to;) {
+        size_t n = 0;
+        for (; i < to && n < 256; i++)
+            if (!items[i].result && items[i].source && !docs[i - from].vector_scanned) {
+                sources[n] = items[i].source;
+                scratch[n] = 0;
+                at[n++] = i;
+            }
+        if (!n || !es_embed_sources(ix, sources, n, scratch, why, sizeof why))
             continue;
-        for (size_t i = 0; i < n; i++)
-            if (scratch[i])
-                item_error(&items[at + i], 502, "embedding_endpoint_exception", why);
+        for (size_t k = 0; k < n; k++)
+            if (scratch[k])
+                item_error(&items[at[k]], 502, "embedding_endpoint_exception", why);
     }
 }
 
@@ -96,12 +170,18 @@ static void flush(http_ctx_t *ctx, http_req_t *req, item_t *items, size_t from, 
     uint64_t rev = 0;
     unsigned char *had;
     const char **ids;
-    if (n == 0)
+    size_t first = from;
+    /* The first document that parses is the one an index created by this write is mapped
+     * from; documents that do not parse fail alone, whatever happens to the index. */
+    while (first < to && parse_doc(&items[first], ctx->cfg.json_depth_max, NULL, NULL))
+        first++;
+    if (first == to)
         return;
     cdn_buf_init(&r.body, 1 << 20);
-    if (es_index_for_write(ctx, req, items[from].index, items[from].source, &ix, &r)) {
-        for (size_t i = from; i < to; i++)
-            item_from_resp(&items[i], &r);
+    if (es_index_for_write(ctx, req, items[first].index, items[first].source, &ix, &r)) {
+        for (size_t i = first; i < to; i++)
+            if (!parse_doc(&items[i], ctx->cfg.json_depth_max, NULL, NULL))
+                item_from_resp(&items[i], &r);
         cdn_buf_free(&r.body);
         return;
     }
@@ -119,12 +199,17 @@ static void flush(http_ctx_t *ctx, http_req_t *req, item_t *items, size_t from, 
             item_error(&items[i], 503, "circuit_breaking_exception", "out of memory");
         goto done;
     }
-    embed_missing(&ix, items, from, to);
+    /* Every line parsed first (the vector read straight into its document where it can be),
+     * so that those arriving without a vector can be embedded together. */
+    for (size_t i = 0; i < n; i++)
+        if (!items[from + i].result)
+            parse_doc(&items[from + i], ctx->cfg.json_depth_max, &ix, &docs[i]);
+    embed_missing(&ix, items, docs, from, to);
     for (size_t i = 0; i < n; i++) {
         item_t *it = &items[from + i];
         const char *type = NULL;
         char why[400];
-        if (it->result) /* failed already: its embedding */
+        if (it->result) /* failed already: its line or its embedding */
             continue;
         snprintf(docs[i].id, sizeof docs[i].id, "%s", it->id);
         if (es_doc_from_source(&ix, it->source, &dyn, &docs[i], &type, why, sizeof why)) {
@@ -333,11 +418,18 @@ void es_bulk(http_ctx_t *ctx, http_req_t *req, http_resp_t *resp)
         len = p < end ? (nl ? (size_t)(nl - p) : (size_t)(end - p)) : 0;
         p = nl ? nl + 1 : end;
         lineno++;
+        if (it->op != OP_UPDATE && len) {
+            it->line = line; /* read with its batch */
+            it->len = len;
+            it->lineno = lineno;
+            continue;
+        }
         json_error_t je;
-        if (!len || es_too_deep(line, len, ctx->cfg.json_depth_max) ||
-            !(it->source = json_loadb(line, len, JSON_REJECT_DUPLICATES, &je)) ||
-            !json_is_object(it->source)) {
-            char why[300];
+        char why[300];
+        if (len && es_too_deep(line, len, ctx->cfg.json_depth_max)) {
+            too_deep(it, lineno, ctx->cfg.json_depth_max);
+        } else if (!len || !(it->source = json_loadb(line, len, JSON_REJECT_DUPLICATES, &je)) ||
+                   !json_is_object(it->source)) {
             snprintf(why, sizeof why, "line %zu: the document is not a JSON object%s%s", lineno,
                      it->source || !len ? "" : ": ", it->source || !len ? "" : je.text);
             json_decref(it->source);

@@ -213,24 +213,27 @@ static int conv_vector(conv_t *c, const char *path, json_t *m, json_t *v)
     if (!c->ix->vector_field || strcmp(path, c->ix->vector_field) || !dim)
         return 0; /* a second vector field: kept in _source only */
     (void)m;
-    if (!json_is_array(v) || json_array_size(v) != dim) {
+    if (c->doc->vector_scanned && json_is_null(v)) {
+        norm = c->doc->vector_sumsq;
+    } else if (!json_is_array(v) || json_array_size(v) != dim) {
         char n[32];
         snprintf(n, sizeof n, "%u", dim);
         return fail(c, "mapper_parsing_exception",
                     "The [dense_vector] field [%s] in doc must have %s dimensions", path, n);
-    }
-    if (!(c->doc->vector = cdn_malloc(dim * sizeof(float))))
-        return fail(c, "exception", "out of memory%s%s", "", "");
-    json_array_foreach(v, i, x)
-    {
-        double d = json_number_value(x);
-        if (!json_is_number(x) || !isfinite(d) || fabs(d) > 3.4e38)
-            return fail(c, "mapper_parsing_exception",
-                        "failed to parse field [%s] of type [dense_vector]: element %s is not a "
-                        "finite number",
-                        path, "");
-        c->doc->vector[i] = (float)d;
-        norm += d * d;
+    } else {
+        if (!c->doc->vector && !(c->doc->vector = cdn_malloc(dim * sizeof(float))))
+            return fail(c, "exception", "out of memory%s%s", "", "");
+        json_array_foreach(v, i, x)
+        {
+            double d = json_number_value(x);
+            if (!json_is_number(x) || !isfinite(d) || fabs(d) > 3.4e38)
+                return fail(c, "mapper_parsing_exception",
+                            "failed to parse field [%s] of type [dense_vector]: element %s is not "
+                            "a finite number",
+                            path, "");
+            c->doc->vector[i] = (float)d;
+            norm += d * d;
+        }
     }
     es_path_del(c->meta, path);
     norm = sqrt(norm);

@@ -52,6 +52,11 @@ typedef struct es_doc {
     cordon_chunk chunk;
     char id[CORDON_ID_MAX + 1];
     float *vector;
+    /* Set before es_doc_from_source when vector already holds the index's vector, read from
+     * the document line (es_vecscan), whose source has null in its place; vector_sumsq is
+     * the sum of squares of the values as written. */
+    int vector_scanned;
+    double vector_sumsq;
     cordon_field fields[CORDON_TEXT_FIELDS_MAX];
     char *field_values[CORDON_TEXT_FIELDS_MAX];
     char *metadata;

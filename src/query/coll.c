@@ -273,6 +273,7 @@ void coll_unref(coll_t *c)
     cdn_free(c->id_bytes);
     acl_index_free(c->acl);
     hnsw_free(c->hnsw);
+    cdn_free(c->bf);
     quant_free(c->quant);
     textidx_free(c->text);
     vecfile_close(c->vf);

@@ -53,9 +53,13 @@ typedef struct coll {
     uint32_t ef_auto_rows;     /* rows the graph held when ef_auto was measured */
     double ef_auto_recall;     /* the unfiltered recall@10 measured at ef_auto (0 = unknown) */
     float d10;                 /* median distance of a row to its 10th neighbour (0 = unknown) */
-    quant_t *quant;            /* 8-bit codes of the rows (cfg.int8_scan), or NULL */
-    uint32_t quant_saved;      /* rows the codes file on disk holds (0 = none) */
-    textidx_t *text;           /* text fields, "_all", metadata filters; always present */
+    /* bfloat16 copy of rows 0..bf_rows-1 (room for bf_cap) that batch inserts build the graph
+     * on (coll_graph.c), or NULL; touched only by the writer */
+    uint16_t *bf;
+    uint32_t bf_rows, bf_cap;
+    quant_t *quant;       /* 8-bit codes of the rows (cfg.int8_scan), or NULL */
+    uint32_t quant_saved; /* rows the codes file on disk holds (0 = none) */
+    textidx_t *text;      /* text fields, "_all", metadata filters; always present */
     int text_dirty;
     acl_index_t *acl;
     /* row -> external id: row_id[row] is 1 + the id's offset in id_bytes (NUL-terminated),

@@ -5,6 +5,7 @@
 #include "base/fileio.h"
 #include "base/mem.h"
 #include "query/coll.h"
+#include "vector/distance_bf16.h"
 
 #include <fcntl.h>
 #include <stdio.h>
@@ -13,6 +14,51 @@
 
 /* Below this many rows, inserting one by one beats starting threads. */
 #define GRAPH_PARALLEL_MIN 256
+/* The most bytes a collection's bf16 copy of its rows may take (about 680,000 rows of 384
+ * values); past it, batches build as hnsw_build chooses (float, or a copy made for one large
+ * batch). */
+#define GRAPH_BF16_MAX ((size_t)512 << 20)
+
+static void bf16_drop(coll_t *c)
+{
+    cdn_free(c->bf);
+    c->bf = NULL;
+    c->bf_rows = c->bf_cap = 0;
+}
+
+/* Brings c's bf16 copy up to the view's rows, converting only the rows it lacks: rows below
+ * the view's count are committed and never change. 0, or -1 (the copy dropped) when it would
+ * pass GRAPH_BF16_MAX or cannot grow. */
+static int bf16_extend(coll_t *c, const vec_view_t *v)
+{
+    size_t stride = vec_bf16_padded(v->dim), row_bytes = stride * sizeof(uint16_t);
+    if ((size_t)v->count * row_bytes > GRAPH_BF16_MAX) {
+        bf16_drop(c);
+        return -1;
+    }
+    if (v->count > c->bf_cap) {
+        size_t cap = c->bf_cap ? c->bf_cap : 4096;
+        while (cap < v->count)
+            cap *= 2;
+        if (cap * row_bytes > GRAPH_BF16_MAX)
+            cap = GRAPH_BF16_MAX / row_bytes;
+        uint16_t *bf = cdn_aligned_alloc(CDN_HUGE_PAGE, cap * row_bytes);
+        if (!bf) {
+            bf16_drop(c);
+            return -1;
+        }
+        cdn_advise_huge(bf, cap * row_bytes); /* read at random by every insert */
+        if (c->bf_rows)
+            memcpy(bf, c->bf, (size_t)c->bf_rows * row_bytes);
+        cdn_free(c->bf);
+        c->bf = bf;
+        c->bf_cap = (uint32_t)cap;
+    }
+    for (uint32_t r = c->bf_rows; r < v->count; r++)
+        vec_bf16_from_f32(vec_row(v, r), v->dim, c->bf + (size_t)r * stride, stride);
+    c->bf_rows = v->count;
+    return 0;
+}
 
 int coll_graph_insert(coll_t *c, const uint32_t *rows, size_t n)
 {
@@ -22,7 +68,15 @@ int coll_graph_insert(coll_t *c, const uint32_t *rows, size_t n)
         return CDN_OK;
     coll_view(c, &v);
     v.count = rows[n - 1] + 1 > v.count ? rows[n - 1] + 1 : v.count;
-    if (n >= GRAPH_PARALLEL_MIN)
+    /* Batches build on bf16 rows where the CPU has the kernels, as hnsw_build does for large
+     * ones (half the bytes a distance; the links see bf16 rounding, searches score floats):
+     * keeping the copy makes that pay for batches of any size, not only those a quarter of the
+     * collection. */
+    if (n >= GRAPH_PARALLEL_MIN && vec_bf16_isa_best() != VEC_BF16_SCALAR &&
+        bf16_extend(c, &v) == 0) {
+        hnsw_bf16_rows_t bf = {c->bf, vec_bf16_padded(v.dim), c->bf_rows};
+        rc = hnsw_build_bf16(c->hnsw, &v, &bf, rows, n, 0);
+    } else if (n >= GRAPH_PARALLEL_MIN)
         rc = hnsw_build(c->hnsw, &v, rows, n, 0);
     else
         for (size_t i = 0; i < n && rc == CDN_OK; i++)

@@ -425,10 +425,15 @@ static int make_bf16_copy(build_job_t *j, hnsw_build_precision_t prec)
     return CDN_OK;
 }
 
-int hnsw_build_ex(hnsw_t *h, const vec_view_t *view, const uint32_t *ids, size_t n,
-                  unsigned threads, hnsw_build_precision_t prec)
+/* The build of hnsw_build_ex and hnsw_build_bf16: construction distances on the caller's
+ * bf16 rows when `kept` is given, else as prec says. */
+static int build_run(hnsw_t *h, const vec_view_t *view, const uint32_t *ids, size_t n,
+                     unsigned threads, hnsw_build_precision_t prec, const hnsw_bf16_rows_t *kept)
 {
     if (!h || !view || (n && !ids) || view->dim != h->dim || (unsigned)prec > HNSW_BUILD_BF16)
+        return CDN_ERR_INVALID;
+    if (kept &&
+        (!kept->rows || kept->count < view->count || kept->stride != vec_bf16_padded(view->dim)))
         return CDN_ERR_INVALID;
     uint32_t max_id = 0;
     for (size_t i = 0; i < n; i++)
@@ -450,8 +455,15 @@ int hnsw_build_ex(hnsw_t *h, const vec_view_t *view, const uint32_t *ids, size_t
     build_job_t j = {.h = h, .src = {.view = view}, .ids = ids, .n = n};
     atomic_init(&j.next, 0);
     atomic_init(&j.first_err, 0);
-    if (make_bf16_copy(&j, prec))
+    if (kept) {
+        vec_bf16_isa_t isa = vec_bf16_isa_best();
+        j.src.bf = kept->rows;
+        j.src.bf_stride = kept->stride;
+        j.src.bdist = vec_bf16_dist_for_isa(h->metric, isa);
+        j.src.bdist4 = vec_bf16_dist4_for_isa(h->metric, isa);
+    } else if (make_bf16_copy(&j, prec)) {
         return CDN_ERR_NOMEM;
+    }
     pthread_t tid[256];
     unsigned started = 0;
     for (unsigned t = 1; t < threads; t++)
@@ -460,13 +472,28 @@ int hnsw_build_ex(hnsw_t *h, const vec_view_t *view, const uint32_t *ids, size_t
     build_worker(&j);
     for (unsigned t = 0; t < started; t++)
         pthread_join(tid[t], NULL);
-    cdn_free((void *)j.src.bf);
+    if (!kept)
+        cdn_free((void *)j.src.bf);
     return atomic_load(&j.first_err);
+}
+
+int hnsw_build_ex(hnsw_t *h, const vec_view_t *view, const uint32_t *ids, size_t n,
+                  unsigned threads, hnsw_build_precision_t prec)
+{
+    return build_run(h, view, ids, n, threads, prec, NULL);
 }
 
 int hnsw_build(hnsw_t *h, const vec_view_t *view, const uint32_t *ids, size_t n, unsigned threads)
 {
     return hnsw_build_ex(h, view, ids, n, threads, HNSW_BUILD_AUTO);
+}
+
+int hnsw_build_bf16(hnsw_t *h, const vec_view_t *view, const hnsw_bf16_rows_t *bf,
+                    const uint32_t *ids, size_t n, unsigned threads)
+{
+    if (!bf)
+        return CDN_ERR_INVALID;
+    return build_run(h, view, ids, n, threads, HNSW_BUILD_BF16, bf);
 }
 
 /* ---------- delete and info ---------- */

@@ -117,6 +117,23 @@ typedef enum hnsw_build_precision {
 int hnsw_build_ex(hnsw_t *h, const vec_view_t *view, const uint32_t *ids, size_t n,
                   unsigned threads, hnsw_build_precision_t prec);
 
+/* A bfloat16 copy of a view's rows kept by the caller across builds: rows 0..count-1, each
+ * vec_bf16_from_f32 of the float row, `stride` (vec_bf16_padded(dim)) elements apart. Only a
+ * caller whose rows never change once written may keep one (the engine's rows are
+ * append-only); then a build converts nothing. */
+typedef struct hnsw_bf16_rows {
+    const uint16_t *rows;
+    size_t stride;
+    uint32_t count;
+} hnsw_bf16_rows_t;
+
+/* hnsw_build with every construction distance on bf instead of a copy made for the build (as
+ * HNSW_BUILD_BF16 computes them). bf must cover the view (bf->count >= view->count) and hold
+ * the same values. Returns as hnsw_build; CDN_ERR_INVALID also for a bf that does not cover
+ * the view or has another stride. */
+int hnsw_build_bf16(hnsw_t *h, const vec_view_t *view, const hnsw_bf16_rows_t *bf,
+                    const uint32_t *ids, size_t n, unsigned threads);
+
 /* Marks id deleted: it keeps routing searches but never appears in results.
  * Returns 0 or CDN_ERR_NOT_FOUND (never inserted). Deleting twice is fine. */
 int hnsw_delete(hnsw_t *h, uint32_t id);

@@ -1,7 +1,8 @@
 /* fuzz_es.c: any bytes as an Elasticsearch document (or a _source filter and a document) for
  * the server's conversions: mapping a document to a chunk with dynamic mapping, rebuilding its
  * _source, filtering it. Never a crash or a leak; a converted document's ACL holds exactly the
- * strings its ACL field held; the rebuilt _source keeps every text field's value.
+ * strings its ACL field held; the rebuilt _source keeps every text field's value; the vector
+ * _bulk reads from the line (es_vecscan) is the one the tree holds.
  * Relies on libFuzzer (clang -fsanitize=fuzzer), jansson and src/http's converters. */
 #include <jansson.h>
 #include <stdio.h>
@@ -12,6 +13,7 @@
 #include "http/es_handlers.h"
 #include "http/es_mapping.h"
 #include "http/es_paths.h"
+#include "http/es_vecscan.h"
 
 static const char mapping[] =
     "{\"properties\":{\"title\":{\"type\":\"text\",\"fields\":{\"keyword\":{\"type\":\"keyword\"}}}"
@@ -78,6 +80,31 @@ static void check(const es_index_t *ix, json_t *src, const es_doc_t *d)
     json_decref(back);
 }
 
+/* Where es_vecscan reads "v" from a line that is a JSON object without duplicate names, the
+ * tree's "v" is an array of as many numbers, each narrowing to the same float bit for bit. */
+static void check_scan(const char *line, size_t len)
+{
+    float got[3];
+    es_vecscan_t at;
+    if (es_vecscan(line, len, "v", 3, got, &at) != 0)
+        return;
+    if (at.start >= at.end || at.end > len || line[at.start] != '[' || line[at.end - 1] != ']')
+        abort();
+    json_t *src = json_loadb(line, len, JSON_REJECT_DUPLICATES, NULL);
+    json_t *v = json_object_get(src, "v");
+    if (json_is_object(src)) {
+        if (!json_is_array(v) || json_array_size(v) != 3)
+            abort();
+        for (size_t i = 0; i < 3; i++) {
+            json_t *x = json_array_get(v, i);
+            float want = (float)json_number_value(x);
+            if (!json_is_number(x) || memcmp(&want, &got[i], sizeof want))
+                abort();
+        }
+    }
+    json_decref(src);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     es_index_t ix;
@@ -96,6 +123,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
     if (es_too_deep((const char *)data, size, 64))
         goto out;
+    check_scan((const char *)data, size);
     if (!(src = json_loadb((const char *)data, size, 0, NULL)))
         goto out;
     if (json_is_object(src)) {

@@ -12,6 +12,9 @@
 
 #include "base/err.h"
 #include "query/coll.h"
+#include "vector/distance_bf16.h"
+
+#include <unistd.h>
 
 static void test_config_round_trips(void **state)
 {
@@ -109,12 +112,62 @@ static void test_row_ids_survive_clears_compaction_and_the_limit(void **state)
     coll_unref(c);
 }
 
+/* Batch inserts build on a bf16 copy of the rows that the collection keeps: each batch adds
+ * only its own rows to it, converted from the rows as written, and the graph takes them all. */
+static void test_graph_batches_extend_the_kept_bf16_copy_row_by_row(void **state)
+{
+    (void)state;
+    const uint32_t dim = 16, batch = 300;
+    char dir[] = "/tmp/cordon-coll-bf16-XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    coll_config_t cfg = {0};
+    snprintf(cfg.name, sizeof cfg.name, "%s", "bf");
+    cfg.id = 3;
+    cfg.dim = dim;
+    cfg.metric = VEC_METRIC_COSINE;
+    coll_t *c = NULL;
+    assert_int_equal(coll_create_state(dir, &cfg, &c, NULL), 0);
+    float *data = malloc(sizeof(float) * 2 * batch * dim);
+    const float **rows = malloc(sizeof(float *) * 2 * batch);
+    uint32_t ids[2 * 300];
+    for (uint32_t i = 0; i < 2 * batch * dim; i++)
+        data[i] = (float)((i * 2654435761u) % 1000) / 1000.0f - 0.5f;
+    for (uint32_t r = 0; r < 2 * batch; r++) {
+        vec_normalize(data + (size_t)r * dim, dim);
+        rows[r] = data + (size_t)r * dim;
+        ids[r] = r;
+    }
+    int kept = vec_bf16_isa_best() != VEC_BF16_SCALAR;
+    size_t stride = vec_bf16_padded(dim);
+    uint16_t want[64];
+    for (uint32_t b = 0; b < 2; b++) {
+        assert_int_equal(vecfile_write(c->vf, b * batch, rows + b * batch, batch, NULL), 0);
+        assert_int_equal(coll_graph_insert(c, ids + b * batch, batch), 0);
+        c->next_row = (b + 1) * batch; /* as apply_put does after the insert */
+        assert_int_equal(c->bf_rows, kept ? (b + 1) * batch : 0);
+    }
+    hnsw_info_t info;
+    hnsw_get_info(c->hnsw, &info);
+    assert_int_equal(info.nodes, 2 * batch);
+    for (uint32_t r = 0; kept && r < 2 * batch; r++) {
+        vec_bf16_from_f32(rows[r], dim, want, stride);
+        assert_memory_equal(c->bf + (size_t)r * stride, want, stride * sizeof(uint16_t));
+    }
+    coll_unref(c);
+    free(rows);
+    free(data);
+    char cmd[64];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    assert_int_equal(system(cmd), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_config_round_trips),
         cmocka_unit_test(test_record_from_before_later_keys_opens_with_defaults),
         cmocka_unit_test(test_row_ids_survive_clears_compaction_and_the_limit),
+        cmocka_unit_test(test_graph_batches_extend_the_kept_bf16_copy_row_by_row),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

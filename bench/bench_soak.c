@@ -12,6 +12,7 @@
 #include "cordon.h"
 
 #include <jansson.h>
+#include <math.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -33,12 +34,30 @@ typedef struct opts {
     int json, replace;
 } opts_t;
 
-/* A reader's latencies since the last report. */
+/* A reader's latencies since the last report, as a histogram of fixed size (the benchmark's
+ * own memory must not grow with the rate it measures): buckets 2% wide from 1 us to 100 s. */
+#define LAT_BUCKETS 930
+#define LAT_MIN_MS 0.001
+#define LAT_GROWTH 1.02
 typedef struct lat {
     pthread_mutex_t lock;
-    double *v;
-    size_t n, cap;
+    uint32_t count[LAT_BUCKETS];
+    size_t n;
 } lat_t;
+
+static size_t lat_bucket(double ms)
+{
+    if (ms <= LAT_MIN_MS)
+        return 0;
+    size_t b = (size_t)(log(ms / LAT_MIN_MS) / log(LAT_GROWTH)) + 1;
+    return b < LAT_BUCKETS ? b : LAT_BUCKETS - 1;
+}
+
+/* The upper edge of bucket b, in ms. */
+static double lat_edge(size_t b)
+{
+    return LAT_MIN_MS * pow(LAT_GROWTH, (double)b);
+}
 
 typedef struct soak {
     cordon_t *db;
@@ -153,16 +172,8 @@ static void *reader_main(void *arg)
             continue;
         }
         pthread_mutex_lock(&l->lock);
-        if (l->n == l->cap) {
-            size_t cap = l->cap ? l->cap * 2 : 4096;
-            double *v = realloc(l->v, cap * sizeof *v);
-            if (v) {
-                l->v = v;
-                l->cap = cap;
-            }
-        }
-        if (l->n < l->cap)
-            l->v[l->n++] = ms;
+        l->count[lat_bucket(ms)]++;
+        l->n++;
         pthread_mutex_unlock(&l->lock);
     }
     return NULL;
@@ -211,37 +222,38 @@ static void *perm_main(void *arg)
     return NULL;
 }
 
-static int cmp_d(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
 typedef struct row {
     double minute, rss_mb, anon_mb, file_mb, reads_per_s, p50, p99, writes_per_s;
     uint64_t rows, live, vector_bytes, graph_bytes;
     long errors;
 } row_t;
 
-/* Takes the readers' latencies since the last report into one sorted array. */
-static double *drain(soak_t *s, size_t *n)
+/* Takes the readers' latencies since the last report: how many, and p50 and p99 (the upper
+ * edges of their buckets). */
+static size_t drain(soak_t *s, double *p50, double *p99)
 {
-    double *all = NULL;
-    *n = 0;
+    static uint32_t all[LAT_BUCKETS];
+    size_t n = 0, seen = 0;
+    memset(all, 0, sizeof all);
     for (size_t r = 0; r < s->o->readers; r++) {
         lat_t *l = &s->lat[r];
         pthread_mutex_lock(&l->lock);
-        double *grown = realloc(all, (*n + l->n + 1) * sizeof *all);
-        if (grown) {
-            all = grown;
-            memcpy(all + *n, l->v, l->n * sizeof *all);
-            *n += l->n;
-        }
+        for (size_t b = 0; b < LAT_BUCKETS; b++)
+            all[b] += l->count[b];
+        n += l->n;
+        memset(l->count, 0, sizeof l->count);
         l->n = 0;
         pthread_mutex_unlock(&l->lock);
     }
-    qsort(all, *n, sizeof *all, cmp_d);
-    return all;
+    *p50 = *p99 = 0;
+    for (size_t b = 0; b < LAT_BUCKETS && n; b++) {
+        seen += all[b];
+        if (!*p50 && seen * 2 >= n)
+            *p50 = lat_edge(b);
+        if (!*p99 && seen * 100 >= n * 99)
+            *p99 = lat_edge(b);
+    }
+    return n;
 }
 
 static void print_row(const opts_t *o, const row_t *w)
@@ -380,8 +392,9 @@ int bench_soak_main(int argc, char **argv)
             struct timespec nap = {0, 50000000};
             nanosleep(&nap, NULL);
         }
-        size_t n;
-        double *lat = drain(&s, &n), t = now_s();
+        double p50, p99;
+        size_t n = drain(&s, &p50, &p99);
+        double t = now_s();
         cordon_collection_info info;
         row_t w = {.minute = (t - start) / 60,
                    .rss_mb = bench_rss_mb(),
@@ -396,10 +409,9 @@ int bench_soak_main(int argc, char **argv)
         long writes = atomic_load(&s.writes);
         w.reads_per_s = (double)n / (t - last);
         w.writes_per_s = (double)(writes - writes_last) / (t - last);
-        w.p50 = n ? lat[n / 2] : 0;
-        w.p99 = n ? lat[(size_t)((double)n * 0.99)] : 0;
+        w.p50 = p50;
+        w.p99 = p99;
         w.errors = atomic_load(&s.errors);
-        free(lat);
         print_row(&o, &w);
         if (!rss_warm && t - start >= (end - start) / 6)
             rss_warm = w.rss_mb;
@@ -419,10 +431,8 @@ int bench_soak_main(int argc, char **argv)
                "%+.1f%%; %ld errors\n",
                rss_warm, rss_end, (rss_end - rss_warm) * 100 / rss_warm, errors);
     cordon_close(s.db);
-    for (size_t i = 0; i < o.readers; i++) {
-        free(s.lat[i].v);
+    for (size_t i = 0; i < o.readers; i++)
         pthread_mutex_destroy(&s.lat[i].lock);
-    }
     free(s.queries);
     bench_gen_free(&g);
     char cmd[4200];

@@ -26,6 +26,24 @@ void es_ack(http_resp_t *resp, const char *index);
  * !required. On failure fills resp (400 parsing_exception naming the column, or the depth
  * limit) and returns NULL. */
 json_t *es_body(const http_ctx_t *ctx, const http_req_t *req, http_resp_t *resp, int required);
+/* A knn query vector read from a search body's text (es_qvec.c). */
+typedef struct es_qvec {
+    float *v; /* n values (cdn_malloc), or NULL when the vector, if any, is in the tree */
+    size_t n;
+} es_qvec_t;
+/* es_body for a search body (!required), with its knn query vector read straight into
+ * floats when the body has exactly one key "query_vector", in a knn clause (knn, knn[i],
+ * retriever.knn, retriever.rrf.retrievers[i].knn), holding plain decimal numbers: then that
+ * array is empty in the tree returned and *qv holds its values, as (float) of the double
+ * jansson would give each. Otherwise *qv is empty and the body is es_body's, errors included.
+ * Free *qv with es_qvec_free. */
+json_t *es_body_search(const http_ctx_t *ctx, const http_req_t *req, http_resp_t *resp,
+                       es_qvec_t *qv);
+void es_qvec_free(es_qvec_t *qv);
+/* Reads the JSON number at p, before end, into *out as jansson's value of it, when its
+ * significant digits fit 2^53 and its decimal exponent is within 22 (exact there); the end
+ * of the number, or NULL (not such a number). */
+const char *es_qvec_number(const char *p, const char *end, double *out);
 /* 1 when text nests objects and arrays deeper than max (strings skipped). */
 int es_too_deep(const char *text, size_t len, unsigned max);
 

@@ -8,6 +8,7 @@
 #include "http/es.h"
 #include "http/es_paths.h"
 
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -41,7 +42,101 @@ static int setting_true(json_t *settings, const char *key)
 
 /* ---- Loading an index. ---- */
 
-int es_index_load(http_ctx_t *ctx, const char *name, es_index_t *out)
+/* An index's attrs as a tree, with a "mappings" object (a collection made outside the server
+ * has none); NULL only when out of memory. */
+static json_t *attrs_tree(const char *text)
+{
+    json_t *t = json_loads(text, 0, NULL);
+    if (!json_is_object(t)) {
+        json_decref(t);
+        t = json_object();
+    }
+    if (t && !json_is_object(json_object_get(t, "mappings")) &&
+        json_object_set_new(t, "mappings", json_object()) != 0) {
+        json_decref(t);
+        t = NULL;
+    }
+    return t;
+}
+
+/* The attrs trees last parsed, by index name and the attrs' exact text: a tree is reused only
+ * for the very text it was parsed from, so a mapping change, or an index dropped and created
+ * again with other attrs, is seen by the next request without any invalidation. Trees here are
+ * shared between requests and never changed. */
+#define ATTRS_SLOTS 32
+
+typedef struct attrs_slot {
+    char name[CORDON_NAME_MAX + 1];
+    char *text; /* cdn_malloc'd; NULL = a free slot */
+    json_t *tree;
+} attrs_slot_t;
+
+struct es_attrs_cache {
+    pthread_mutex_t lock;
+    attrs_slot_t slot[ATTRS_SLOTS];
+    unsigned next; /* the slot a new name takes */
+};
+
+int es_attrs_cache_new(es_attrs_cache_t **out)
+{
+    es_attrs_cache_t *c = cdn_calloc(1, sizeof *c);
+    if (!c)
+        return CORDON_ERR_NOMEM;
+    pthread_mutex_init(&c->lock, NULL);
+    *out = c;
+    return CORDON_OK;
+}
+
+void es_attrs_cache_free(es_attrs_cache_t *c)
+{
+    if (!c)
+        return;
+    for (size_t i = 0; i < ATTRS_SLOTS; i++) {
+        cdn_free(c->slot[i].text);
+        json_decref(c->slot[i].tree);
+    }
+    pthread_mutex_destroy(&c->lock);
+    cdn_free(c);
+}
+
+/* The tree of text for index name: a new reference, from the cache when it holds that text. */
+static json_t *attrs_shared(es_attrs_cache_t *c, const char *name, const char *text)
+{
+    attrs_slot_t *s = NULL;
+    json_t *t = NULL;
+    pthread_mutex_lock(&c->lock);
+    for (size_t i = 0; i < ATTRS_SLOTS && !s; i++)
+        if (c->slot[i].text && !strcmp(c->slot[i].name, name))
+            s = &c->slot[i];
+    if (s && !strcmp(s->text, text))
+        t = json_incref(s->tree);
+    pthread_mutex_unlock(&c->lock);
+    if (t)
+        return t;
+    char *copy = cdn_strdup(text);
+    if (!(t = attrs_tree(text)) || !copy) {
+        cdn_free(copy);
+        return t;
+    }
+    pthread_mutex_lock(&c->lock);
+    s = NULL; /* another request may have filled or moved the slot meanwhile */
+    for (size_t i = 0; i < ATTRS_SLOTS && !s; i++)
+        if (c->slot[i].text && !strcmp(c->slot[i].name, name))
+            s = &c->slot[i];
+    if (!s) {
+        s = &c->slot[c->next];
+        c->next = (c->next + 1) % ATTRS_SLOTS;
+    }
+    cdn_free(s->text);
+    json_decref(s->tree);
+    snprintf(s->name, sizeof s->name, "%s", name);
+    s->text = copy;
+    s->tree = json_incref(t);
+    pthread_mutex_unlock(&c->lock);
+    return t;
+}
+
+static int index_load(http_ctx_t *ctx, const char *name, int shared, es_index_t *out)
 {
     char *attrs = NULL;
     int rc;
@@ -52,17 +147,12 @@ int es_index_load(http_ctx_t *ctx, const char *name, es_index_t *out)
         (rc = cordon_collection_attrs(ctx->db, name, &attrs, NULL)) != 0)
         return rc;
     memcpy(out->name, name, strlen(name) + 1);
-    out->attrs = json_loads(attrs, 0, NULL);
+    out->attrs = shared && ctx->attrs_cache ? attrs_shared(ctx->attrs_cache, name, attrs)
+                                            : attrs_tree(attrs);
     cordon_free(attrs);
-    if (!json_is_object(out->attrs)) {
-        json_decref(out->attrs);
-        out->attrs = json_object();
-    }
+    if (!out->attrs)
+        return CORDON_ERR_NOMEM;
     out->mappings = json_object_get(out->attrs, "mappings");
-    if (!json_is_object(out->mappings)) { /* a collection made outside the server */
-        out->mappings = json_object();
-        json_object_set_new(out->attrs, "mappings", out->mappings);
-    }
     out->vector_field = json_string_value(json_object_get(out->attrs, "vector_field"));
     out->acl_field = json_string_value(json_object_get(out->attrs, "acl_field"));
     out->denied_field = json_string_value(json_object_get(out->attrs, "denied_field"));
@@ -78,7 +168,17 @@ int es_index_load(http_ctx_t *ctx, const char *name, es_index_t *out)
     json_t *to = setting_value(settings, "embedding_timeout_ms");
     out->embed_timeout_ms =
         json_is_integer(to) && json_integer_value(to) > 0 ? (unsigned)json_integer_value(to) : 0;
-    return out->attrs ? CORDON_OK : CORDON_ERR_NOMEM;
+    return CORDON_OK;
+}
+
+int es_index_load(http_ctx_t *ctx, const char *name, es_index_t *out)
+{
+    return index_load(ctx, name, 0, out);
+}
+
+int es_index_load_shared(http_ctx_t *ctx, const char *name, es_index_t *out)
+{
+    return index_load(ctx, name, 1, out);
 }
 
 int es_index_embed(const es_index_t *ix, const char *text, float *out, http_resp_t *resp)

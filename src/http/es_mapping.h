@@ -24,6 +24,13 @@ typedef struct es_index {
 
 /* Loads index name: CORDON_OK, or the cordon status (NOT_FOUND for a missing index). */
 int es_index_load(http_ctx_t *ctx, const char *name, es_index_t *out);
+/* es_index_load for a request that only reads the index: its attrs tree may be shared with
+ * other requests (ctx->attrs_cache), reused while the collection's attrs text is the same,
+ * so the caller must not change ix->attrs or ix->mappings. */
+int es_index_load_shared(http_ctx_t *ctx, const char *name, es_index_t *out);
+/* The cache es_index_load_shared reads; CORDON_OK or CORDON_ERR_NOMEM. */
+int es_attrs_cache_new(es_attrs_cache_t **out);
+void es_attrs_cache_free(es_attrs_cache_t *c);
 void es_index_release(es_index_t *ix);
 /* Embeds text with the index's endpoint into out (info.dim floats). 0, or fills resp: 400 when
  * the index names no endpoint, 502 naming the endpoint when it fails. */

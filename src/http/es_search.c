@@ -412,7 +412,7 @@ void es_search(http_ctx_t *ctx, http_req_t *req, http_resp_t *resp)
                  "per request)");
         return;
     }
-    if (es_index_open(ctx, req, resp, &ix))
+    if (es_index_open_shared(ctx, req, resp, &ix))
         return;
     if (!(body = es_body_search(ctx, req, resp, &qv))) {
         es_index_release(&ix);
@@ -464,7 +464,7 @@ void es_count(http_ctx_t *ctx, http_req_t *req, http_resp_t *resp)
         es_error(resp, 400, "illegal_argument_exception", "name the index: /{index}/_count");
         return;
     }
-    if (es_index_open(ctx, req, resp, &ix))
+    if (es_index_open_shared(ctx, req, resp, &ix))
         return;
     if (!(body = es_body(ctx, req, resp, 0))) {
         es_index_release(&ix);

@@ -5,6 +5,7 @@
 #include "base/clock.h"
 #include "base/mem.h"
 #include "http/es.h"
+#include "http/es_mapping.h"
 
 #include <arpa/inet.h>
 #include <microhttpd.h>
@@ -294,6 +295,10 @@ int http_server_start(cordon_t *db, const char *data_dir, const http_config_t *c
                          cfg->listen);
         goto fail;
     }
+    if (es_attrs_cache_new(&srv->ctx.attrs_cache) != CORDON_OK) {
+        rc = cdn_err_set(err, CDN_ERR_NOMEM, "out of memory");
+        goto fail;
+    }
     if ((rc = keys_open(data_dir, &srv->ctx.keys, err)) != 0 ||
         (rc = bootstrap(&srv->ctx, out, err)) != 0)
         goto fail;
@@ -341,6 +346,7 @@ int http_server_start(cordon_t *db, const char *data_dir, const http_config_t *c
     *srvp = srv;
     return CDN_OK;
 fail:
+    es_attrs_cache_free(srv->ctx.attrs_cache);
     keys_close(srv->ctx.keys);
     metrics_free(srv->ctx.metrics);
     if (srv->ctx.log_fd >= 0)
@@ -370,6 +376,7 @@ void http_server_stop(http_server_t *srv)
         close(s);
     keys_close(srv->ctx.keys);
     metrics_free(srv->ctx.metrics);
+    es_attrs_cache_free(srv->ctx.attrs_cache);
     if (srv->ctx.log_fd >= 0)
         close(srv->ctx.log_fd);
     pthread_mutex_destroy(&srv->ctx.mapping_lock);

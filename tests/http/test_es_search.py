@@ -153,6 +153,30 @@ def test_knn_vector_read_from_text_equals_jansson_path(server):
         assert b["error"]["reason"].endswith("(line 1, column %d)" % at), b
 
 
+def test_index_recreated_or_remapped_is_seen_by_next_search(server):
+    """Searches share parsed index attrs while their text is unchanged: a mapping change, or
+    the index dropped and created again with another vector field, is seen at once."""
+    load(server, n=6)
+    knn = {"knn": {"field": "emb", "query_vector": [0.5] * 4, "k": 2}}
+    assert len(search(server, knn)["hits"]["hits"]) == 2
+    st, _, b = server.request("PUT", "/p/_mapping", {"properties": {"extra": {"type": "text"}}})
+    assert st == 200, b
+    st, _, b = server.request("POST", "/p/_doc/x?refresh=true",
+                              {"extra": "zebra", "emb": [0.5] * 4, "allowed_groups": ["eng"]})
+    assert st in (200, 201), b
+    hits = search(server, {"query": {"match": {"extra": "zebra"}}})["hits"]["hits"]
+    assert [h["_id"] for h in hits] == ["x"]
+    assert server.request("DELETE", "/p")[0] == 200
+    st, _, b = server.request("PUT", "/p", {"mappings": {"properties": {
+        "emb2": {"type": "dense_vector", "dims": 3, "similarity": "cosine"}}}})
+    assert st == 200, b
+    st, _, b = server.request("POST", "/p/_search", knn, headers=RUN_AS)
+    assert st == 400 and "not a dense_vector field" in b["error"]["reason"], b
+    knn2 = {"knn": {"field": "emb2", "query_vector": [0.5] * 3, "k": 2}}
+    r = search(server, knn2)
+    assert r["hits"]["hits"] == []
+
+
 def test_chunked_request_body(server):
     load(server)
     import http.client

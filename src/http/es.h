@@ -33,17 +33,18 @@ typedef struct es_qvec {
 } es_qvec_t;
 /* es_body for a search body (!required), with its knn query vector read straight into
  * floats when the body has exactly one key "query_vector", in a knn clause (knn, knn[i],
- * retriever.knn, retriever.rrf.retrievers[i].knn), holding plain decimal numbers: then that
+ * retriever.knn, retriever.rrf.retrievers[i].knn), holding only numbers: then that
  * array is empty in the tree returned and *qv holds its values, as (float) of the double
  * jansson would give each. Otherwise *qv is empty and the body is es_body's, errors included.
  * Free *qv with es_qvec_free. */
 json_t *es_body_search(const http_ctx_t *ctx, const http_req_t *req, http_resp_t *resp,
                        es_qvec_t *qv);
 void es_qvec_free(es_qvec_t *qv);
-/* Reads the JSON number at p, before end, into *out as jansson's value of it, when its
- * significant digits fit 2^53 and its decimal exponent is within 22 (exact there); the end
- * of the number, or NULL (not such a number). */
-const char *es_qvec_number(const char *p, const char *end, double *out);
+/* Reads the JSON number at p, before end, into *out as the float of jansson's value of it
+ * (an integer's value, a real's strtod, as a double, then (float)); the end of the number, or
+ * NULL when it is not one jansson takes (or an integer past int64, which this leaves to
+ * jansson). */
+const char *es_qvec_float(const char *p, const char *end, float *out);
 /* 1 when text nests objects and arrays deeper than max (strings skipped). */
 int es_too_deep(const char *text, size_t len, unsigned max);
 

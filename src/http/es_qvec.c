@@ -1,19 +1,25 @@
 /* es_qvec.c: a search body whose knn query vector is read from the text straight into floats,
- * the rest parsed by jansson as es_body does. Relies on http/es.h, jansson and base/mem.
+ * the rest parsed by jansson as es_body does. Relies on http/es.h, jansson, base/mem and
+ * glibc's strtod_l.
  *
  * Why: a 384-d query vector is 384 reals for jansson (strtod and an allocation each, then a
  * free each), most of a 1-hit search's server time. The scanner here follows the body's
  * structure (strings, containers, keys) without building anything; when the body has exactly
  * one key "query_vector", at a place where a knn clause is read (knn, knn[i], retriever.knn,
- * retriever.rrf.retrievers[i].knn), holding an array of plain decimal numbers, those numbers
- * become floats here and jansson parses the body without them: the array reads as [] and
- * es_qvec_t holds its values. Anything else (a key with an escape, a number this reader does
- * not take exactly, more than one such key) leaves the whole body to es_body, and so does a body
- * jansson then refuses: every error is es_body's, from the text as sent. */
+ * retriever.rrf.retrievers[i].knn), holding an array of numbers, those numbers become floats
+ * here (each the (float) of the double jansson would give) and jansson parses the body without
+ * them: the array reads as [] and es_qvec_t holds its values. Anything else (a key with an
+ * escape, a value that is not a number jansson takes, more than one such key) leaves the whole
+ * body to es_body, and so does a body jansson then refuses: every error is es_body's, from the
+ * text as sent. */
 #include "base/mem.h"
 #include "http/es.h"
 
+#include <locale.h>
+#include <math.h>
+#include <pthread.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* Where a container sits, as far as knn clauses go. */
@@ -53,16 +59,55 @@ static int is_digit(char c)
     return c >= '0' && c <= '9';
 }
 
-/* Reads the JSON number at p (its strict grammar) into *out as jansson would give it: an
- * integer's exact value, a real's correctly rounded double (strtod). Takes only numbers whose
- * significant digits fit 2^53 and whose decimal exponent is within 22, where one IEEE
- * multiplication or division of two exact doubles is the correctly rounded result. The end
- * of what it read, or NULL for anything else. */
-const char *es_qvec_number(const char *p, const char *end, double *out)
+/* strtod in the C locale (jansson reads reals with strtod, its decimal point made the
+ * locale's): one locale object for the process, made on first use. */
+static pthread_once_t c_locale_once = PTHREAD_ONCE_INIT;
+static locale_t c_locale;
+
+static void c_locale_make(void)
+{
+    c_locale = newlocale(LC_ALL_MASK, "C", (locale_t)0);
+}
+
+/* A real that needs more than the exact fast path: strtod of the token [s, end), which the
+ * caller has checked against JSON's grammar. */
+static const char *slow_real(const char *s, const char *end, float *out)
+{
+    char tok[80], *stop;
+    size_t n = (size_t)(end - s);
+    pthread_once(&c_locale_once, c_locale_make);
+    if (n >= sizeof tok || !c_locale)
+        return NULL;
+    memcpy(tok, s, n);
+    tok[n] = '\0';
+    double d = strtod_l(tok, &stop, c_locale);
+    if (stop != tok + n || isinf(d)) /* jansson refuses an overflow: so does its error path */
+        return NULL;
+    *out = (float)d;
+    return end;
+}
+
+/* 10^k for k in [0, 44], the ones past 22 the product of two exact powers (one rounding). */
+static double pow10_of(long k)
 {
     static const double p10[] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,
                                  1e8,  1e9,  1e10, 1e11, 1e12, 1e13, 1e14, 1e15,
                                  1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
+    return k <= 22 ? p10[k] : p10[22] * p10[k - 22];
+}
+
+/* Reads the JSON number at p (its strict grammar) into *out as the float knn_of makes of
+ * jansson's value: (float) of an integer's value as a double, or of a real's correctly rounded
+ * double (strtod). The digits (up to 19) and the decimal exponent (within 44) give a double
+ * within a relative 2^-50 of the number's exact value (at most four roundings of 2^-53 each);
+ * the correctly rounded double lies in that interval too, so when both its ends round to the
+ * same float, that float is the answer. They fail to only within a few double ulps of a
+ * float's rounding boundary, about one number in 10^8; those, longer numbers and larger
+ * exponents go to strtod_l. The end of the number, or NULL for what jansson would refuse or
+ * read otherwise (an integer past int64). */
+const char *es_qvec_float(const char *p, const char *end, float *out)
+{
+    const char *start = p;
     uint64_t w = 0;
     int neg = 0, digits = 0, is_int = 1;
     long e10 = 0;
@@ -75,22 +120,22 @@ const char *es_qvec_number(const char *p, const char *end, double *out)
     if (*p == '0')
         p++;
     else
-        for (; p < end && is_digit(*p); p++) {
-            if (++digits > 19)
-                return NULL;
-            w = w * 10 + (uint64_t)(*p - '0');
-        }
+        for (; p < end && is_digit(*p); p++)
+            if (++digits <= 19)
+                w = w * 10 + (uint64_t)(*p - '0');
     if (p < end && *p == '.') {
         is_int = 0;
         if (++p == end || !is_digit(*p))
             return NULL;
         for (; p < end && is_digit(*p); p++) {
-            e10--;
-            if (w == 0 && *p == '0')
-                continue; /* leading zeros of the fraction are not significant */
-            if (++digits > 19)
-                return NULL;
-            w = w * 10 + (uint64_t)(*p - '0');
+            if (w == 0 && *p == '0') {
+                e10--; /* leading zeros of the fraction are not significant */
+                continue;
+            }
+            if (++digits <= 19) {
+                w = w * 10 + (uint64_t)(*p - '0');
+                e10--;
+            }
         }
     }
     if (p < end && (*p == 'e' || *p == 'E')) {
@@ -105,17 +150,25 @@ const char *es_qvec_number(const char *p, const char *end, double *out)
                 x = x * 10 + (*p - '0');
         e10 += sign * x;
     }
-    if (w > ((uint64_t)1 << 53))
-        return NULL;
-    double d;
-    if (w == 0)
-        d = 0;
-    else if (e10 < -22 || e10 > 22)
-        return NULL;
-    else
-        d = e10 >= 0 ? (double)w * p10[e10] : (double)w / p10[-e10];
-    /* jansson keeps "-0" as the integer 0, "-0.0" as the real -0.0 */
-    *out = neg && !(is_int && w == 0) ? -d : d;
+    if (is_int) { /* jansson: an integer (json_int_t); "-0" is the integer 0 */
+        if (digits > 19 || w > (uint64_t)INT64_MAX)
+            return NULL; /* jansson: "too big integer" */
+        double d = (double)(int64_t)w;
+        *out = (float)(neg && w ? -d : d);
+        return p;
+    }
+    if (w == 0) {
+        *out = neg ? -0.0f : 0.0f;
+        return p;
+    }
+    if (digits > 19 || e10 < -44 || e10 > 44)
+        return slow_real(start, p, out);
+    double d = e10 >= 0 ? (double)w * pow10_of(e10) : (double)w / pow10_of(-e10);
+    double slack = d * 0x1p-50;
+    float lo = (float)(d - slack), hi = (float)(d + slack);
+    if (lo != hi)
+        return slow_real(start, p, out);
+    *out = neg ? -lo : lo;
     return p;
 }
 
@@ -134,13 +187,13 @@ static int push_value(scan_t *sc, float f)
 }
 
 /* Reads the array of numbers at p ('['); the position of its ']', or NULL when it is empty or
- * holds anything but numbers es_qvec_number takes. */
+ * holds anything but numbers es_qvec_float takes. */
 static const char *take_array(scan_t *sc, const char *p)
 {
     p = skip_ws(p + 1, sc->end);
     for (;;) {
-        double d;
-        if (!(p = es_qvec_number(p, sc->end, &d)) || push_value(sc, (float)d))
+        float f;
+        if (!(p = es_qvec_float(p, sc->end, &f)) || push_value(sc, f))
             return NULL;
         p = skip_ws(p, sc->end);
         if (p < sc->end && *p == ']')

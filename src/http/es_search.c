@@ -111,7 +111,7 @@ static int knn_of(const es_index_t *ix, json_t *knn, plan_t *p, http_resp_t *res
         es_error(resp, 503, "circuit_breaking_exception", "out of memory");
         return -1;
     }
-    if (taken) /* finite: es_qvec_number takes only plain decimals */
+    if (taken) /* each the (float) of a number jansson takes, as the loop below makes it */
         memcpy(p->vector, taken, n * sizeof *taken);
     else
         json_array_foreach(qv, i, x)

@@ -49,17 +49,18 @@ static json_t *parse_plain(const char *text, char *err, size_t cap)
     return j;
 }
 
-/* Every number es_qvec_number takes is the double jansson gives: strtod's for reals, the
- * integer's for integers. */
+/* Every number es_qvec_float takes is the (float) of the double jansson gives: strtod's for
+ * reals, the integer's for integers; halfway points between floats (and a double ulp off
+ * them), where a quick estimate could round either way, included. */
 static void test_number_equals_jansson_value(void **state)
 {
     (void)state;
     char s[64];
     unsigned long long x = 88172645463325252ull;
-    size_t taken = 0;
+    size_t taken = 0, halfway = 0;
     for (int i = 0; i < 200000; i++) {
         x ^= x << 13, x ^= x >> 7, x ^= x << 17;
-        int kind = (int)(x % 5), digits = 1 + (int)((x >> 8) % 18);
+        int kind = (int)(x % 8), digits = 1 + (int)((x >> 8) % 18);
         long long m = (long long)((x >> 16) % 1000000000000000000ull);
         for (int d = digits; d < 18; d++)
             m /= 10;
@@ -73,60 +74,65 @@ static void test_number_equals_jansson_value(void **state)
             snprintf(s, sizeof s, "%s%llde%d", sign, m, e);
         else if (kind == 3)
             snprintf(s, sizeof s, "%s0.%06lld", sign, m % 1000000);
-        else
+        else if (kind == 4)
             snprintf(s, sizeof s, "%s%.*g", sign, 1 + (int)(x % 17), (double)m * pow(10, e % 12));
+        else if (kind == 5) /* a float32 printed for a round trip through double, as Python */
+            snprintf(s, sizeof s, "%.17g", (double)(float)((double)m * pow(10, -(e + 30) / 3)));
+        else if (kind == 6)
+            snprintf(s, sizeof s, "%s%lld.%llde%d", sign, m, x % 1000, e * 11);
+        else { /* between two floats: halfway, or a double ulp off it */
+            float f = (float)((double)m * pow(10, -(e + 30) / 3) + 1e-30);
+            double mid = ((double)f + (double)nextafterf(f, INFINITY)) / 2;
+            mid = (x >> 20) % 3 == 0 ? mid : nextafter(mid, (x >> 20) % 3 == 1 ? 0 : INFINITY);
+            snprintf(s, sizeof s, "%s%.*g", sign, 17 + (int)((x >> 24) % 4), mid);
+        }
         json_t *j = json_loads(s, JSON_DECODE_ANY, NULL);
-        double d;
-        const char *end = es_qvec_number(s, s + strlen(s), &d);
+        float d;
+        const char *end = es_qvec_float(s, s + strlen(s), &d);
         if (!j) {
             assert_null(end); /* not JSON: not taken either */
             continue;
         }
         if (end) {
             assert_ptr_equal(end, s + strlen(s));
-            double want = json_number_value(j);
+            float want = (float)json_number_value(j);
             if (memcmp(&d, &want, sizeof d))
-                fail_msg("%s: %.17g, jansson %.17g", s, d, want);
+                fail_msg("%s: %.9g, jansson's (float) %.9g", s, (double)d, (double)want);
             taken++;
+            halfway += kind == 7;
         }
         json_decref(j);
     }
-    assert_true(taken > 150000); /* the plain numbers, most of them */
+    assert_true(taken > 190000); /* all but integers past int64 and overflows */
+    assert_true(halfway > 20000);
 }
 
 static void test_number_edges(void **state)
 {
     (void)state;
-    double d;
-    const char *bad[] = {"-",
-                         "",
-                         ".5",
-                         "1.",
-                         "1e",
-                         "1e+",
-                         "+1",
-                         "1e400",
-                         "1e-30",
-                         "12345678901234567890",
-                         "9007199254740993",
-                         "--1",
-                         "0x10"};
+    float d;
+    const char *bad[] = {"-",   "",     ".5",    "1.",     "1e",
+                         "1e+", "+1",   "1e400", "-1e309", "12345678901234567890",
+                         "--1", "0x10", "1.5e",  "-.5"};
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
-        const char *end = es_qvec_number(bad[i], bad[i] + strlen(bad[i]), &d);
+        const char *end = es_qvec_float(bad[i], bad[i] + strlen(bad[i]), &d);
         if (end && end == bad[i] + strlen(bad[i]))
             fail_msg("took \"%s\" whole", bad[i]);
     }
     const char *z = "-0";
-    assert_non_null(es_qvec_number(z, z + 2, &d));
+    assert_non_null(es_qvec_float(z, z + 2, &d));
     assert_false(signbit(d)); /* jansson: the integer 0 */
     z = "-0.0";
-    assert_non_null(es_qvec_number(z, z + 4, &d));
+    assert_non_null(es_qvec_float(z, z + 4, &d));
     assert_true(signbit(d) && d == 0);
     z = "01";
-    assert_ptr_equal(es_qvec_number(z, z + 2, &d), z + 1); /* the caller finds the '1' */
+    assert_ptr_equal(es_qvec_float(z, z + 2, &d), z + 1); /* the caller finds the '1' */
     z = "0.0000000000000000001"; /* zeros before the digits are not significant */
-    assert_non_null(es_qvec_number(z, z + strlen(z), &d));
-    assert_true(d == 1e-19);
+    assert_non_null(es_qvec_float(z, z + strlen(z), &d));
+    assert_true(d == 1e-19f);
+    z = "1e39"; /* a finite double past float's range: (float) makes it infinite, as before */
+    assert_non_null(es_qvec_float(z, z + strlen(z), &d));
+    assert_true(isinf(d));
 }
 
 /* The vector of a knn clause is taken: its values are jansson's, its array is empty. */
@@ -167,7 +173,7 @@ static void test_vector_left_in_tree_when_not_plain(void **state)
         "{\"knn\":{\"filter\":{\"query_vector\":[1,2]}}}",
         "{\"knn\":{\"query\\u005fvector\":[1,2]}}", /* a key with an escape */
         "{\"knn\":{\"query_vector\":[1,\"2\"]}}",
-        "{\"knn\":{\"query_vector\":[1,1e-30]}}",
+        "{\"knn\":{\"query_vector\":[1,-9223372036854775808]}}",
         "{\"knn\":{\"query_vector\":[1,[2]]}}",
         "{\"knn\":{\"query_vector\":[]}}",
         "{\"knn\":{\"query_vector\":\"1,2\"}}",

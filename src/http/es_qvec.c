@@ -87,19 +87,42 @@ static const char *slow_real(const char *s, const char *end, float *out)
     return end;
 }
 
-/* 10^k for k in [0, 44], the ones past 22 the product of two exact powers (one rounding). */
-static double pow10_of(long k)
+/* 10^k and 10^-k for k in [0, 44], as the compiler rounds the literals (correctly). */
+static const double pos10[] = {
+    1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,  1e8,  1e9,  1e10, 1e11, 1e12, 1e13, 1e14,
+    1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22, 1e23, 1e24, 1e25, 1e26, 1e27, 1e28, 1e29,
+    1e30, 1e31, 1e32, 1e33, 1e34, 1e35, 1e36, 1e37, 1e38, 1e39, 1e40, 1e41, 1e42, 1e43, 1e44};
+static const double neg10[] = {1e-0,  1e-1,  1e-2,  1e-3,  1e-4,  1e-5,  1e-6,  1e-7,  1e-8,
+                               1e-9,  1e-10, 1e-11, 1e-12, 1e-13, 1e-14, 1e-15, 1e-16, 1e-17,
+                               1e-18, 1e-19, 1e-20, 1e-21, 1e-22, 1e-23, 1e-24, 1e-25, 1e-26,
+                               1e-27, 1e-28, 1e-29, 1e-30, 1e-31, 1e-32, 1e-33, 1e-34, 1e-35,
+                               1e-36, 1e-37, 1e-38, 1e-39, 1e-40, 1e-41, 1e-42, 1e-43, 1e-44};
+
+/* The value of the 8 ASCII digits at p into *v; 0 when one of the bytes is not a digit. The
+ * bytes as one little-endian word: the first digit is the lowest byte. */
+static int eight_digits(const char *p, uint64_t *v)
 {
-    static const double p10[] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,
-                                 1e8,  1e9,  1e10, 1e11, 1e12, 1e13, 1e14, 1e15,
-                                 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
-    return k <= 22 ? p10[k] : p10[22] * p10[k - 22];
+    const uint64_t ones = 0x0101010101010101ull, high = 0xF0F0F0F0F0F0F0F0ull;
+    uint64_t x;
+    memcpy(&x, p, 8);
+    /* a digit is 0x30..0x39: high nibble 3, and still 3 after adding 6 (no byte carries: one
+     * that would has a high nibble other than 3 already) */
+    if ((x & high) != 0x30 * ones || ((x + 6 * ones) & high) != 0x30 * ones)
+        return 0;
+    x -= 0x30 * ones;
+    /* byte i becomes 10 d_i + d_(i+1); keep the even ones: four two-digit values */
+    x = (x * 10 + (x >> 8)) & 0x00FF00FF00FF00FFull;
+    /* 16-bit lanes 0 and 2: four-digit values */
+    x = (x * 100 + (x >> 16)) & 0x0000FFFF0000FFFFull;
+    *v = (x * 10000 + (x >> 32)) & 0xFFFFFFFFull;
+    return 1;
 }
 
 /* Reads the JSON number at p (its strict grammar) into *out as the float knn_of makes of
  * jansson's value: (float) of an integer's value as a double, or of a real's correctly rounded
  * double (strtod). The digits (up to 19) and the decimal exponent (within 44) give a double
- * within a relative 2^-50 of the number's exact value (at most four roundings of 2^-53 each);
+ * within a relative 2^-50 of the number's exact value (three roundings of 2^-53 each: the
+ * digits to a double, the power of ten, their product);
  * the correctly rounded double lies in that interval too, so when both its ends round to the
  * same float, that float is the answer. They fail to only within a few double ulps of a
  * float's rounding boundary, about one number in 10^8; those, longer numbers and larger
@@ -127,11 +150,14 @@ const char *es_qvec_float(const char *p, const char *end, float *out)
         is_int = 0;
         if (++p == end || !is_digit(*p))
             return NULL;
+        for (; w == 0 && p < end && *p == '0'; p++)
+            e10--; /* leading zeros of the fraction are not significant */
+        for (uint64_t v; digits <= 11 && end - p >= 8 && eight_digits(p, &v); p += 8) {
+            w = w * 100000000 + v;
+            digits += 8;
+            e10 -= 8;
+        }
         for (; p < end && is_digit(*p); p++) {
-            if (w == 0 && *p == '0') {
-                e10--; /* leading zeros of the fraction are not significant */
-                continue;
-            }
             if (++digits <= 19) {
                 w = w * 10 + (uint64_t)(*p - '0');
                 e10--;
@@ -163,7 +189,7 @@ const char *es_qvec_float(const char *p, const char *end, float *out)
     }
     if (digits > 19 || e10 < -44 || e10 > 44)
         return slow_real(start, p, out);
-    double d = e10 >= 0 ? (double)w * pow10_of(e10) : (double)w / pow10_of(-e10);
+    double d = (double)w * (e10 >= 0 ? pos10[e10] : neg10[-e10]);
     double slack = d * 0x1p-50;
     float lo = (float)(d - slack), hi = (float)(d + slack);
     if (lo != hi)

@@ -19,6 +19,10 @@ void es_error_index(http_resp_t *resp, const char *index);
 void es_error_cordon(http_resp_t *resp, int rc, const cordon_error *err, const char *invalid_type);
 /* Sets resp to status with body j (stolen; NULL = out of memory: 500). */
 void es_reply(http_resp_t *resp, int status, json_t *j);
+/* Appends j's text to b exactly as json_dumps(j, JSON_COMPACT | JSON_REAL_PRECISION(9))
+ * writes it (es_json.c); 0, or -1 with b as it was (out of room or memory, a string that is
+ * not UTF-8, a tree nested past 2,048 levels), where json_dumps decides. */
+int es_json_write(cdn_buf_t *b, json_t *j);
 /* {"acknowledged": true} (plus "index" when index is not NULL). */
 void es_ack(http_resp_t *resp, const char *index);
 

@@ -27,6 +27,10 @@ typedef struct conn_state {
     cdn_buf_t body;
     int too_big;
     uint64_t t0;
+    /* The answer, for the access log line written once it is sent (on_completed). */
+    int answered, status;
+    double ms;
+    size_t bytes;
 } conn_state_t;
 
 /* libmicrohttpd leaves the URI and its arguments escaped (see on_unescape): a path segment
@@ -205,21 +209,28 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     int status = resp.status;
     double secs = (double)(cdn_clock_ns() - st->t0) / 1e9;
     metrics_request(ctx->metrics, req->route_idx, status, secs, bytes);
-    log_line(ctx, req, status, secs * 1e3, bytes);
+    st->answered = 1;
+    st->status = status;
+    st->ms = secs * 1e3;
+    st->bytes = bytes;
     enum MHD_Result ret = send_resp(c, &resp);
     cdn_buf_free(&resp.body);
     return ret;
 }
 
+/* A request is done: its response sent (or the connection gone). The access log line is
+ * written here, after the response, so that its write(2) is not part of the client's wait. */
 static void on_completed(void *cls, struct MHD_Connection *c, void **state,
                          enum MHD_RequestTerminationCode toe)
 {
-    (void)cls;
+    http_server_t *srv = cls;
     conn_state_t *st = *state;
     (void)c;
     (void)toe;
     if (!st)
         return;
+    if (st->answered)
+        log_line(&srv->ctx, &st->req, st->status, st->ms, st->bytes);
     cdn_buf_free(&st->body);
     cdn_free(st);
     *state = NULL;

@@ -9,6 +9,7 @@
 #include "http/es_paths.h"
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -62,13 +63,20 @@ static json_t *attrs_tree(const char *text)
 /* The attrs trees last parsed, by index name and the attrs' exact text: a tree is reused only
  * for the very text it was parsed from, so a mapping change, or an index dropped and created
  * again with other attrs, is seen by the next request without any invalidation. Trees here are
- * shared between requests and never changed. */
+ * shared between requests and never changed. Sharing counts in an entry of its own, not in
+ * jansson's reference count: json_incref reads the count without an atomic load, which races
+ * with another thread's json_decref. */
 #define ATTRS_SLOTS 32
+
+struct es_attrs_entry {
+    atomic_size_t refs; /* one for the slot holding it, one for each index loaded with it */
+    json_t *tree;
+    char *text; /* the attrs it was parsed from (cdn_malloc'd) */
+};
 
 typedef struct attrs_slot {
     char name[CORDON_NAME_MAX + 1];
-    char *text; /* cdn_malloc'd; NULL = a free slot */
-    json_t *tree;
+    es_attrs_entry_t *e; /* NULL = a free slot */
 } attrs_slot_t;
 
 struct es_attrs_cache {
@@ -76,6 +84,15 @@ struct es_attrs_cache {
     attrs_slot_t slot[ATTRS_SLOTS];
     unsigned next; /* the slot a new name takes */
 };
+
+static void entry_unref(es_attrs_entry_t *e)
+{
+    if (e && atomic_fetch_sub(&e->refs, 1) == 1) { /* the last holder: no one else sees it */
+        json_decref(e->tree);
+        cdn_free(e->text);
+        cdn_free(e);
+    }
+}
 
 int es_attrs_cache_new(es_attrs_cache_t **out)
 {
@@ -91,49 +108,53 @@ void es_attrs_cache_free(es_attrs_cache_t *c)
 {
     if (!c)
         return;
-    for (size_t i = 0; i < ATTRS_SLOTS; i++) {
-        cdn_free(c->slot[i].text);
-        json_decref(c->slot[i].tree);
-    }
+    for (size_t i = 0; i < ATTRS_SLOTS; i++)
+        entry_unref(c->slot[i].e);
     pthread_mutex_destroy(&c->lock);
     cdn_free(c);
 }
 
-/* The tree of text for index name: a new reference, from the cache when it holds that text. */
-static json_t *attrs_shared(es_attrs_cache_t *c, const char *name, const char *text)
+static attrs_slot_t *slot_of(es_attrs_cache_t *c, const char *name)
 {
-    attrs_slot_t *s = NULL;
-    json_t *t = NULL;
+    for (size_t i = 0; i < ATTRS_SLOTS; i++)
+        if (c->slot[i].e && !strcmp(c->slot[i].name, name))
+            return &c->slot[i];
+    return NULL;
+}
+
+/* The entry for text of index name, held for the caller (entry_unref): the cache's when it
+ * holds that text, else a new one put in the cache. NULL when out of memory. */
+static es_attrs_entry_t *attrs_shared(es_attrs_cache_t *c, const char *name, const char *text)
+{
+    es_attrs_entry_t *e = NULL;
     pthread_mutex_lock(&c->lock);
-    for (size_t i = 0; i < ATTRS_SLOTS && !s; i++)
-        if (c->slot[i].text && !strcmp(c->slot[i].name, name))
-            s = &c->slot[i];
-    if (s && !strcmp(s->text, text))
-        t = json_incref(s->tree);
-    pthread_mutex_unlock(&c->lock);
-    if (t)
-        return t;
-    char *copy = cdn_strdup(text);
-    if (!(t = attrs_tree(text)) || !copy) {
-        cdn_free(copy);
-        return t;
+    attrs_slot_t *s = slot_of(c, name);
+    if (s && !strcmp(s->e->text, text)) {
+        e = s->e;
+        atomic_fetch_add(&e->refs, 1);
     }
+    pthread_mutex_unlock(&c->lock);
+    if (e)
+        return e;
+    if (!(e = cdn_calloc(1, sizeof *e)) || !(e->text = cdn_strdup(text)) ||
+        !(e->tree = attrs_tree(text))) {
+        if (e)
+            cdn_free(e->text);
+        cdn_free(e);
+        return NULL;
+    }
+    atomic_init(&e->refs, 2); /* the caller's and the slot's */
     pthread_mutex_lock(&c->lock);
-    s = NULL; /* another request may have filled or moved the slot meanwhile */
-    for (size_t i = 0; i < ATTRS_SLOTS && !s; i++)
-        if (c->slot[i].text && !strcmp(c->slot[i].name, name))
-            s = &c->slot[i];
-    if (!s) {
+    if (!(s = slot_of(c, name))) { /* another request may have filled or moved it meanwhile */
         s = &c->slot[c->next];
         c->next = (c->next + 1) % ATTRS_SLOTS;
     }
-    cdn_free(s->text);
-    json_decref(s->tree);
+    es_attrs_entry_t *old = s->e;
     snprintf(s->name, sizeof s->name, "%s", name);
-    s->text = copy;
-    s->tree = json_incref(t);
+    s->e = e;
     pthread_mutex_unlock(&c->lock);
-    return t;
+    entry_unref(old);
+    return e;
 }
 
 static int index_load(http_ctx_t *ctx, const char *name, int shared, es_index_t *out)
@@ -147,8 +168,12 @@ static int index_load(http_ctx_t *ctx, const char *name, int shared, es_index_t 
         (rc = cordon_collection_attrs(ctx->db, name, &attrs, NULL)) != 0)
         return rc;
     memcpy(out->name, name, strlen(name) + 1);
-    out->attrs = shared && ctx->attrs_cache ? attrs_shared(ctx->attrs_cache, name, attrs)
-                                            : attrs_tree(attrs);
+    if (shared && ctx->attrs_cache) {
+        out->shared = attrs_shared(ctx->attrs_cache, name, attrs);
+        out->attrs = out->shared ? out->shared->tree : NULL;
+    } else {
+        out->attrs = attrs_tree(attrs);
+    }
     cordon_free(attrs);
     if (!out->attrs)
         return CORDON_ERR_NOMEM;
@@ -201,7 +226,10 @@ int es_index_embed(const es_index_t *ix, const char *text, float *out, http_resp
 
 void es_index_release(es_index_t *ix)
 {
-    json_decref(ix->attrs);
+    if (ix->shared)
+        entry_unref(ix->shared);
+    else
+        json_decref(ix->attrs);
     memset(ix, 0, sizeof *ix);
 }
 

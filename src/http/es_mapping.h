@@ -9,11 +9,14 @@
 #include "http/http.h"
 
 /* An index as the server sees it; es_index_release frees it. */
+typedef struct es_attrs_entry es_attrs_entry_t;
+
 typedef struct es_index {
     char name[CORDON_NAME_MAX + 1];
-    json_t *attrs;    /* {"mappings": {...}, "settings": {...}, "vector_field", "acl_field",
-                         "denied_field"}: owned */
-    json_t *mappings; /* borrowed from attrs */
+    json_t *attrs;            /* {"mappings": {...}, "settings": {...}, "vector_field", "acl_field",
+                                 "denied_field"}: owned, or shared's when that is set */
+    es_attrs_entry_t *shared; /* es_index_load_shared's hold on a cached tree, or NULL */
+    json_t *mappings;         /* borrowed from attrs */
     const char *vector_field, *acl_field, *denied_field; /* borrowed; vector_field may be NULL */
     /* Settings index.cordon.embedding_url / embedding_model / embedding_timeout_ms: the
      * endpoint that embeds query text for this index (NULL: none; borrowed). */

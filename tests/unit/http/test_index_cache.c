@@ -1,7 +1,8 @@
 /* test_index_cache.c: the parsed index attrs that searches share (es_index_load_shared): the
  * next load after an attrs change, a drop or a drop and create again sees the new state, a tree
- * is shared only while the text is the same, and threads loading at once agree. Relies on
- * cmocka, a data directory under /tmp and the server's http/es_mapping.h. */
+ * is shared only while the text is the same, and threads loading at once agree while another
+ * changes the attrs they load. Relies on cmocka, a data directory under /tmp and the server's
+ * http/es_mapping.h. */
 #include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -138,21 +139,39 @@ static void *load_loop(void *arg)
     return NULL;
 }
 
+/* Changes x's attrs back and forth (the same vector field), so that cached entries are
+ * replaced while loaders hold them. */
+static void *alter_loop(void *arg)
+{
+    fixture_t *f = arg;
+    for (int i = 0; i < 200; i++) {
+        cordon_collection_change ch = {.attrs_json = i % 2 ? "{\"vector_field\":\"vx\"}"
+                                                           : "{\"vector_field\":\"vx\",\"n\":1}"};
+        if (cordon_collection_alter(f->db, "x", &ch, NULL))
+            return (void *)1;
+    }
+    return NULL;
+}
+
 static void test_threads_loading_at_once_agree(void **state)
 {
     fixture_t *f = *state;
-    pthread_t th[4];
+    pthread_t th[4], writer;
     loader_t l[4];
+    void *wrc = NULL;
     create(f, "x", 2, "{\"vector_field\":\"vx\"}");
     create(f, "y", 2, "{\"vector_field\":\"vy\"}");
     for (int i = 0; i < 4; i++) {
         l[i] = (loader_t){f, 0};
         assert_int_equal(pthread_create(&th[i], NULL, load_loop, &l[i]), 0);
     }
+    assert_int_equal(pthread_create(&writer, NULL, alter_loop, f), 0);
     for (int i = 0; i < 4; i++) {
         pthread_join(th[i], NULL);
         assert_int_equal(l[i].bad, 0);
     }
+    pthread_join(writer, &wrc);
+    assert_null(wrc);
 }
 
 int main(void)

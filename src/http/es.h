@@ -19,6 +19,10 @@ void es_error_index(http_resp_t *resp, const char *index);
 void es_error_cordon(http_resp_t *resp, int rc, const cordon_error *err, const char *invalid_type);
 /* Sets resp to status with body j (stolen; NULL = out of memory: 500). */
 void es_reply(http_resp_t *resp, int status, json_t *j);
+/* Appends j's text to b exactly as json_dumps(j, JSON_COMPACT | JSON_REAL_PRECISION(9))
+ * writes it (es_json.c); 0, or -1 with b as it was (out of room or memory, a string that is
+ * not UTF-8, a tree nested past 2,048 levels), where json_dumps decides. */
+int es_json_write(cdn_buf_t *b, json_t *j);
 /* {"acknowledged": true} (plus "index" when index is not NULL). */
 void es_ack(http_resp_t *resp, const char *index);
 
@@ -26,6 +30,25 @@ void es_ack(http_resp_t *resp, const char *index);
  * !required. On failure fills resp (400 parsing_exception naming the column, or the depth
  * limit) and returns NULL. */
 json_t *es_body(const http_ctx_t *ctx, const http_req_t *req, http_resp_t *resp, int required);
+/* A knn query vector read from a search body's text (es_qvec.c). */
+typedef struct es_qvec {
+    float *v; /* n values (cdn_malloc), or NULL when the vector, if any, is in the tree */
+    size_t n;
+} es_qvec_t;
+/* es_body for a search body (!required), with its knn query vector read straight into
+ * floats when the body has exactly one key "query_vector", in a knn clause (knn, knn[i],
+ * retriever.knn, retriever.rrf.retrievers[i].knn), holding only numbers: then that
+ * array is empty in the tree returned and *qv holds its values, as (float) of the double
+ * jansson would give each. Otherwise *qv is empty and the body is es_body's, errors included.
+ * Free *qv with es_qvec_free. */
+json_t *es_body_search(const http_ctx_t *ctx, const http_req_t *req, http_resp_t *resp,
+                       es_qvec_t *qv);
+void es_qvec_free(es_qvec_t *qv);
+/* Reads the JSON number at p, before end, into *out as the float of jansson's value of it
+ * (an integer's value, a real's strtod, as a double, then (float)); the end of the number, or
+ * NULL when it is not one jansson takes (or an integer past int64, which this leaves to
+ * jansson). */
+const char *es_qvec_float(const char *p, const char *end, float *out);
 /* 1 when text nests objects and arrays deeper than max (strings skipped). */
 int es_too_deep(const char *text, size_t len, unsigned max);
 

@@ -21,6 +21,8 @@ void es_refresh(http_ctx_t *ctx, http_req_t *req, http_resp_t *resp);
 int es_visible(http_ctx_t *ctx, const http_req_t *req, const char *index);
 /* Loads the index named by req->seg[0] when the caller may see it; else fills resp (404). */
 int es_index_open(http_ctx_t *ctx, http_req_t *req, http_resp_t *resp, es_index_t *ix);
+/* es_index_open for a handler that only reads the index (es_index_load_shared). */
+int es_index_open_shared(http_ctx_t *ctx, http_req_t *req, http_resp_t *resp, es_index_t *ix);
 
 /* admin.c */
 void es_cordon_health(http_ctx_t *ctx, http_req_t *req, http_resp_t *resp);

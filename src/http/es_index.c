@@ -143,10 +143,11 @@ static json_t *index_body(const es_index_t *ix)
 
 /* Loads the index named by segment 0 if the caller may see it; otherwise fills resp with the
  * missing-index answer. */
-int es_index_open(http_ctx_t *ctx, http_req_t *req, http_resp_t *resp, es_index_t *ix)
+static int index_open(http_ctx_t *ctx, http_req_t *req, http_resp_t *resp, int shared,
+                      es_index_t *ix)
 {
     const char *name = req->seg[0];
-    int rc = es_index_load(ctx, name, ix);
+    int rc = shared ? es_index_load_shared(ctx, name, ix) : es_index_load(ctx, name, ix);
     if (rc == CORDON_OK && es_visible(ctx, req, name))
         return 0;
     if (rc == CORDON_OK)
@@ -156,6 +157,16 @@ int es_index_open(http_ctx_t *ctx, http_req_t *req, http_resp_t *resp, es_index_
     else
         es_error(resp, 500, "exception", "cannot read index [%s]: %s", name, cordon_strerror(rc));
     return -1;
+}
+
+int es_index_open(http_ctx_t *ctx, http_req_t *req, http_resp_t *resp, es_index_t *ix)
+{
+    return index_open(ctx, req, resp, 0, ix);
+}
+
+int es_index_open_shared(http_ctx_t *ctx, http_req_t *req, http_resp_t *resp, es_index_t *ix)
+{
+    return index_open(ctx, req, resp, 1, ix);
 }
 
 void es_index_get(http_ctx_t *ctx, http_req_t *req, http_resp_t *resp)

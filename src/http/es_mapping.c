@@ -8,6 +8,8 @@
 #include "http/es.h"
 #include "http/es_paths.h"
 
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -41,7 +43,121 @@ static int setting_true(json_t *settings, const char *key)
 
 /* ---- Loading an index. ---- */
 
-int es_index_load(http_ctx_t *ctx, const char *name, es_index_t *out)
+/* An index's attrs as a tree, with a "mappings" object (a collection made outside the server
+ * has none); NULL only when out of memory. */
+static json_t *attrs_tree(const char *text)
+{
+    json_t *t = json_loads(text, 0, NULL);
+    if (!json_is_object(t)) {
+        json_decref(t);
+        t = json_object();
+    }
+    if (t && !json_is_object(json_object_get(t, "mappings")) &&
+        json_object_set_new(t, "mappings", json_object()) != 0) {
+        json_decref(t);
+        t = NULL;
+    }
+    return t;
+}
+
+/* The attrs trees last parsed, by index name and the attrs' exact text: a tree is reused only
+ * for the very text it was parsed from, so a mapping change, or an index dropped and created
+ * again with other attrs, is seen by the next request without any invalidation. Trees here are
+ * shared between requests and never changed. Sharing counts in an entry of its own, not in
+ * jansson's reference count: json_incref reads the count without an atomic load, which races
+ * with another thread's json_decref. */
+#define ATTRS_SLOTS 32
+
+struct es_attrs_entry {
+    atomic_size_t refs; /* one for the slot holding it, one for each index loaded with it */
+    json_t *tree;
+    char *text; /* the attrs it was parsed from (cdn_malloc'd) */
+};
+
+typedef struct attrs_slot {
+    char name[CORDON_NAME_MAX + 1];
+    es_attrs_entry_t *e; /* NULL = a free slot */
+} attrs_slot_t;
+
+struct es_attrs_cache {
+    pthread_mutex_t lock;
+    attrs_slot_t slot[ATTRS_SLOTS];
+    unsigned next; /* the slot a new name takes */
+};
+
+static void entry_unref(es_attrs_entry_t *e)
+{
+    if (e && atomic_fetch_sub(&e->refs, 1) == 1) { /* the last holder: no one else sees it */
+        json_decref(e->tree);
+        cdn_free(e->text);
+        cdn_free(e);
+    }
+}
+
+int es_attrs_cache_new(es_attrs_cache_t **out)
+{
+    es_attrs_cache_t *c = cdn_calloc(1, sizeof *c);
+    if (!c)
+        return CORDON_ERR_NOMEM;
+    pthread_mutex_init(&c->lock, NULL);
+    *out = c;
+    return CORDON_OK;
+}
+
+void es_attrs_cache_free(es_attrs_cache_t *c)
+{
+    if (!c)
+        return;
+    for (size_t i = 0; i < ATTRS_SLOTS; i++)
+        entry_unref(c->slot[i].e);
+    pthread_mutex_destroy(&c->lock);
+    cdn_free(c);
+}
+
+static attrs_slot_t *slot_of(es_attrs_cache_t *c, const char *name)
+{
+    for (size_t i = 0; i < ATTRS_SLOTS; i++)
+        if (c->slot[i].e && !strcmp(c->slot[i].name, name))
+            return &c->slot[i];
+    return NULL;
+}
+
+/* The entry for text of index name, held for the caller (entry_unref): the cache's when it
+ * holds that text, else a new one put in the cache. NULL when out of memory. */
+static es_attrs_entry_t *attrs_shared(es_attrs_cache_t *c, const char *name, const char *text)
+{
+    es_attrs_entry_t *e = NULL;
+    pthread_mutex_lock(&c->lock);
+    attrs_slot_t *s = slot_of(c, name);
+    if (s && !strcmp(s->e->text, text)) {
+        e = s->e;
+        atomic_fetch_add(&e->refs, 1);
+    }
+    pthread_mutex_unlock(&c->lock);
+    if (e)
+        return e;
+    if (!(e = cdn_calloc(1, sizeof *e)) || !(e->text = cdn_strdup(text)) ||
+        !(e->tree = attrs_tree(text))) {
+        if (e)
+            cdn_free(e->text);
+        cdn_free(e);
+        return NULL;
+    }
+    atomic_init(&e->refs, 2); /* the caller's and the slot's */
+    pthread_mutex_lock(&c->lock);
+    if (!(s = slot_of(c, name))) { /* another request may have filled or moved it meanwhile */
+        s = &c->slot[c->next];
+        c->next = (c->next + 1) % ATTRS_SLOTS;
+    }
+    es_attrs_entry_t *old = s->e;
+    snprintf(s->name, sizeof s->name, "%s", name);
+    s->e = e;
+    pthread_mutex_unlock(&c->lock);
+    entry_unref(old);
+    return e;
+}
+
+static int index_load(http_ctx_t *ctx, const char *name, int shared, es_index_t *out)
 {
     char *attrs = NULL;
     int rc;
@@ -52,17 +168,16 @@ int es_index_load(http_ctx_t *ctx, const char *name, es_index_t *out)
         (rc = cordon_collection_attrs(ctx->db, name, &attrs, NULL)) != 0)
         return rc;
     memcpy(out->name, name, strlen(name) + 1);
-    out->attrs = json_loads(attrs, 0, NULL);
+    if (shared && ctx->attrs_cache) {
+        out->shared = attrs_shared(ctx->attrs_cache, name, attrs);
+        out->attrs = out->shared ? out->shared->tree : NULL;
+    } else {
+        out->attrs = attrs_tree(attrs);
+    }
     cordon_free(attrs);
-    if (!json_is_object(out->attrs)) {
-        json_decref(out->attrs);
-        out->attrs = json_object();
-    }
+    if (!out->attrs)
+        return CORDON_ERR_NOMEM;
     out->mappings = json_object_get(out->attrs, "mappings");
-    if (!json_is_object(out->mappings)) { /* a collection made outside the server */
-        out->mappings = json_object();
-        json_object_set_new(out->attrs, "mappings", out->mappings);
-    }
     out->vector_field = json_string_value(json_object_get(out->attrs, "vector_field"));
     out->acl_field = json_string_value(json_object_get(out->attrs, "acl_field"));
     out->denied_field = json_string_value(json_object_get(out->attrs, "denied_field"));
@@ -80,7 +195,17 @@ int es_index_load(http_ctx_t *ctx, const char *name, es_index_t *out)
         json_is_integer(to) && json_integer_value(to) > 0 ? (unsigned)json_integer_value(to) : 0;
     out->embed_documents = setting_true(settings, "embed_documents");
     out->embed_fields = setting_value(settings, "embed_fields");
-    return out->attrs ? CORDON_OK : CORDON_ERR_NOMEM;
+    return CORDON_OK;
+}
+
+int es_index_load(http_ctx_t *ctx, const char *name, es_index_t *out)
+{
+    return index_load(ctx, name, 0, out);
+}
+
+int es_index_load_shared(http_ctx_t *ctx, const char *name, es_index_t *out)
+{
+    return index_load(ctx, name, 1, out);
 }
 
 int es_index_embed(const es_index_t *ix, const char *text, float *out, http_resp_t *resp)
@@ -103,7 +228,10 @@ int es_index_embed(const es_index_t *ix, const char *text, float *out, http_resp
 
 void es_index_release(es_index_t *ix)
 {
-    json_decref(ix->attrs);
+    if (ix->shared)
+        entry_unref(ix->shared);
+    else
+        json_decref(ix->attrs);
     memset(ix, 0, sizeof *ix);
 }
 

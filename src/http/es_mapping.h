@@ -9,11 +9,14 @@
 #include "http/http.h"
 
 /* An index as the server sees it; es_index_release frees it. */
+typedef struct es_attrs_entry es_attrs_entry_t;
+
 typedef struct es_index {
     char name[CORDON_NAME_MAX + 1];
-    json_t *attrs;    /* {"mappings": {...}, "settings": {...}, "vector_field", "acl_field",
-                         "denied_field"}: owned */
-    json_t *mappings; /* borrowed from attrs */
+    json_t *attrs;            /* {"mappings": {...}, "settings": {...}, "vector_field", "acl_field",
+                                 "denied_field"}: owned, or shared's when that is set */
+    es_attrs_entry_t *shared; /* es_index_load_shared's hold on a cached tree, or NULL */
+    json_t *mappings;         /* borrowed from attrs */
     const char *vector_field, *acl_field, *denied_field; /* borrowed; vector_field may be NULL */
     /* Settings index.cordon.embedding_url / embedding_model / embedding_timeout_ms: the
      * endpoint that embeds query text for this index (NULL: none; borrowed). */
@@ -30,6 +33,13 @@ typedef struct es_index {
 
 /* Loads index name: CORDON_OK, or the cordon status (NOT_FOUND for a missing index). */
 int es_index_load(http_ctx_t *ctx, const char *name, es_index_t *out);
+/* es_index_load for a request that only reads the index: its attrs tree may be shared with
+ * other requests (ctx->attrs_cache), reused while the collection's attrs text is the same,
+ * so the caller must not change ix->attrs or ix->mappings. */
+int es_index_load_shared(http_ctx_t *ctx, const char *name, es_index_t *out);
+/* The cache es_index_load_shared reads; CORDON_OK or CORDON_ERR_NOMEM. */
+int es_attrs_cache_new(es_attrs_cache_t **out);
+void es_attrs_cache_free(es_attrs_cache_t *c);
 void es_index_release(es_index_t *ix);
 /* Embeds text with the index's endpoint into out (info.dim floats). 0, or fills resp: 400 when
  * the index names no endpoint, 502 naming the endpoint when it fails. */

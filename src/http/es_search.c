@@ -26,6 +26,7 @@ typedef struct plan {
     json_t *source_arg;  /* owned: _source, _source_includes, _source_excludes in the URL */
     json_t *sort;        /* borrowed: field sorts, NULL for score order */
     json_t *search_after;
+    const es_qvec_t *qv; /* the body's query vector as es_body_search read it, or NULL */
 } plan_t;
 
 static void plan_free(plan_t *p)
@@ -97,23 +98,29 @@ static int knn_of(const es_index_t *ix, json_t *knn, plan_t *p, http_resp_t *res
                    "[knn] requires [query_vector], or [query_vector_builder.text_embedding."
                    "model_text] with an index that names an embedding endpoint%s",
                    "");
-    if (json_array_size(qv) != ix->info.dim) {
+    /* The body's one query_vector, read from the text, is the array left empty here. */
+    const float *taken = json_array_size(qv) == 0 && p->qv && p->qv->v ? p->qv->v : NULL;
+    size_t n = taken ? p->qv->n : json_array_size(qv);
+    if (n != ix->info.dim) {
         char msg[120];
-        snprintf(msg, sizeof msg, "the query vector has %zu dimensions, but [%s] has %u",
-                 json_array_size(qv), field, ix->info.dim);
+        snprintf(msg, sizeof msg, "the query vector has %zu dimensions, but [%s] has %u", n, field,
+                 ix->info.dim);
         return bad(resp, "illegal_argument_exception", "%s", msg);
     }
     if (!(p->vector = cdn_malloc(ix->info.dim * sizeof(float)))) {
         es_error(resp, 503, "circuit_breaking_exception", "out of memory");
         return -1;
     }
-    json_array_foreach(qv, i, x)
-    {
-        if (!json_is_number(x) || !isfinite(json_number_value(x)))
-            return bad(resp, "illegal_argument_exception",
-                       "[knn] query_vector holds a value that is not a finite number%s", "");
-        p->vector[i] = (float)json_number_value(x);
-    }
+    if (taken) /* each the (float) of a number jansson takes, as the loop below makes it */
+        memcpy(p->vector, taken, n * sizeof *taken);
+    else
+        json_array_foreach(qv, i, x)
+        {
+            if (!json_is_number(x) || !isfinite(json_number_value(x)))
+                return bad(resp, "illegal_argument_exception",
+                           "[knn] query_vector holds a value that is not a finite number%s", "");
+            p->vector[i] = (float)json_number_value(x);
+        }
 have_vector:
     p->knn_k = k ? (size_t)json_integer_value(k) : p->size;
     if ((k && (!json_is_integer(k) || json_integer_value(k) < 1)) || p->knn_k > CORDON_K_MAX)
@@ -225,12 +232,13 @@ static int sort_is_score(json_t *sort)
     return ok;
 }
 
-static int plan_read(http_ctx_t *ctx, const es_index_t *ix, json_t *body, const http_req_t *req,
-                     plan_t *p, http_resp_t *resp)
+static int plan_read(http_ctx_t *ctx, const es_index_t *ix, json_t *body, const es_qvec_t *qv,
+                     const http_req_t *req, plan_t *p, http_resp_t *resp)
 {
     const char *k;
     json_t *v;
     memset(p, 0, sizeof *p);
+    p->qv = qv;
     p->size = 10;
     p->track_total = 1;
     json_object_foreach(body, k, v)
@@ -396,6 +404,7 @@ void es_search(http_ctx_t *ctx, http_req_t *req, http_resp_t *resp)
     es_index_t ix;
     plan_t p;
     cordon_result *res = NULL;
+    es_qvec_t qv;
     json_t *body;
     if (req->nseg < 2) {
         es_error(resp, 400, "illegal_argument_exception",
@@ -403,13 +412,14 @@ void es_search(http_ctx_t *ctx, http_req_t *req, http_resp_t *resp)
                  "per request)");
         return;
     }
-    if (es_index_open(ctx, req, resp, &ix))
+    if (es_index_open_shared(ctx, req, resp, &ix))
         return;
-    if (!(body = es_body(ctx, req, resp, 0))) {
+    if (!(body = es_body_search(ctx, req, resp, &qv))) {
         es_index_release(&ix);
         return;
     }
-    if (plan_read(ctx, &ix, body, req, &p, resp) == 0 && run(ctx, req, resp, &ix, &p, &res) == 0) {
+    if (plan_read(ctx, &ix, body, &qv, req, &p, resp) == 0 &&
+        run(ctx, req, resp, &ix, &p, &res) == 0) {
         json_t *hits = json_array();
         double max = 0;
         int any = 0;
@@ -440,6 +450,7 @@ void es_search(http_ctx_t *ctx, http_req_t *req, http_resp_t *resp)
     cordon_result_free(res);
     plan_free(&p);
     json_decref(body);
+    es_qvec_free(&qv);
     es_index_release(&ix);
 }
 
@@ -453,7 +464,7 @@ void es_count(http_ctx_t *ctx, http_req_t *req, http_resp_t *resp)
         es_error(resp, 400, "illegal_argument_exception", "name the index: /{index}/_count");
         return;
     }
-    if (es_index_open(ctx, req, resp, &ix))
+    if (es_index_open_shared(ctx, req, resp, &ix))
         return;
     if (!(body = es_body(ctx, req, resp, 0))) {
         es_index_release(&ix);
@@ -461,7 +472,7 @@ void es_count(http_ctx_t *ctx, http_req_t *req, http_resp_t *resp)
     }
     q = json_object_get(body, "query");
     json_t *only = q ? json_pack("{s:O}", "query", q) : json_object();
-    if (plan_read(ctx, &ix, only, req, &p, resp) == 0) {
+    if (plan_read(ctx, &ix, only, NULL, req, &p, resp) == 0) {
         p.q.with_records = 0;
         p.q.count_total = 1;
         p.q.total_max = 0; /* _count is exact */
@@ -509,7 +520,7 @@ void es_delete_by_query(http_ctx_t *ctx, http_req_t *req, http_resp_t *resp)
         goto done;
     }
     only = json_pack("{s:O}", "query", json_object_get(body, "query"));
-    if (plan_read(ctx, &ix, only, req, &p, resp) == 0) {
+    if (plan_read(ctx, &ix, only, NULL, req, &p, resp) == 0) {
         /* Deletes what the caller may read and the query matches, a page at a time. */
         for (int round = 0; round < 1000; round++) {
             cordon_result *res = NULL;

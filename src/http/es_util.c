@@ -11,6 +11,12 @@
 
 void es_reply(http_resp_t *resp, int status, json_t *j)
 {
+    resp->body.len = 0;
+    if (j && es_json_write(&resp->body, j) == 0) { /* json_dumps's text, without its copies */
+        json_decref(j);
+        resp->status = status;
+        return;
+    }
     char *s = j ? json_dumps(j, JSON_COMPACT | JSON_REAL_PRECISION(9)) : NULL;
     json_decref(j);
     resp->body.len = 0;

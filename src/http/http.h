@@ -72,12 +72,15 @@ typedef struct http_ctx {
     metrics_t *metrics;
     http_config_t cfg;
     char data_dir[HTTP_PATH_MAX];
-    atomic_int stopping;          /* shutting down: new requests get 503 */
-    atomic_int in_flight;         /* requests being answered */
-    atomic_int writes;            /* write requests being answered (the write queue) */
-    int log_fd;                   /* access log, -1 = off */
-    pthread_mutex_t mapping_lock; /* serialises changes to indexes' mappings */
+    atomic_int stopping;                /* shutting down: new requests get 503 */
+    atomic_int in_flight;               /* requests being answered */
+    atomic_int writes;                  /* write requests being answered (the write queue) */
+    int log_fd;                         /* access log, -1 = off */
+    pthread_mutex_t mapping_lock;       /* serialises changes to indexes' mappings */
+    struct es_attrs_cache *attrs_cache; /* parsed index attrs (es_mapping.c); NULL = none */
 } http_ctx_t;
+
+typedef struct es_attrs_cache es_attrs_cache_t;
 
 /* A handler answers one routed request; it always fills resp (errors included). */
 typedef void (*http_handler_fn)(http_ctx_t *ctx, http_req_t *req, http_resp_t *resp);

@@ -41,6 +41,11 @@ typedef struct key_rec {
     unsigned char salt[SALT_LEN];
     unsigned char mac[MAC_LEN];
     int64_t revoked_ms; /* 0 while the key is live; revoked keys keep their id, not their MAC */
+    /* The secret last verified against mac, so that a client sending it on every request pays
+     * one HMAC per version of the table, not one per request: a table is replaced (and so
+     * forgets these) by every write and every reload of the file. Guarded by keys.seen_lock. */
+    char seen[KEYS_SECRET_MAX + 1];
+    size_t seen_len; /* 0: none */
 } key_rec_t;
 
 typedef struct key_table {
@@ -62,8 +67,9 @@ struct keys {
     char *path;      /* <data_dir>/keys.json */
     char *lock_path; /* <data_dir>/keys.lock */
     pthread_rwlock_t lock;
-    key_table_t table;  /* guarded by lock */
-    file_stamp_t stamp; /* the file the table was read from; guarded by lock */
+    key_table_t table;         /* guarded by lock */
+    file_stamp_t stamp;        /* the file the table was read from; guarded by lock */
+    pthread_mutex_t seen_lock; /* the records' seen secrets, written under the read side */
 };
 
 static int random_bytes(unsigned char *p, size_t n, cdn_err_t *err)
@@ -184,7 +190,9 @@ static int table_add(key_table_t *t, const key_rec_t *r)
         return CDN_ERR_NOMEM;
     if (cdn_strmap_put(&t->by_id, r->info.id, strlen(r->info.id), (uint32_t)t->n))
         return CDN_ERR_NOMEM;
-    t->recs[t->n++] = *r;
+    t->recs[t->n] = *r;
+    t->recs[t->n].seen_len = 0;
+    t->n++;
     t->n_live += r->revoked_ms == 0;
     return CDN_OK;
 }
@@ -568,6 +576,7 @@ int keys_open(const char *data_dir, keys_t **out, cdn_err_t *err)
     snprintf(k->path, n, "%s/keys.json", data_dir);
     snprintf(k->lock_path, n, "%s/keys.lock", data_dir);
     pthread_rwlock_init(&k->lock, NULL);
+    pthread_mutex_init(&k->seen_lock, NULL);
     int rc = load_file(k->path, &k->table, &k->stamp, err);
     if (rc) {
         keys_close(k);
@@ -581,8 +590,10 @@ void keys_close(keys_t *k)
 {
     if (!k)
         return;
-    if (k->path && k->lock_path)
+    if (k->path && k->lock_path) {
         pthread_rwlock_destroy(&k->lock);
+        pthread_mutex_destroy(&k->seen_lock);
+    }
     table_free(&k->table);
     cdn_free(k->path);
     cdn_free(k->lock_path);
@@ -752,6 +763,25 @@ size_t keys_count(keys_t *k)
     return n;
 }
 
+/* 1 when secret is the one last verified for r (in constant time for its length). */
+static int seen_before(keys_t *k, const key_rec_t *r, const char *secret)
+{
+    size_t n = strlen(secret);
+    pthread_mutex_lock(&k->seen_lock);
+    int same = r->seen_len == n && n && CRYPTO_memcmp(r->seen, secret, n) == 0;
+    pthread_mutex_unlock(&k->seen_lock);
+    return same;
+}
+
+static void remember(keys_t *k, key_rec_t *r, const char *secret)
+{
+    size_t n = strlen(secret); /* at most KEYS_SECRET_MAX: keys_verify checked */
+    pthread_mutex_lock(&k->seen_lock);
+    memcpy(r->seen, secret, n);
+    r->seen_len = n;
+    pthread_mutex_unlock(&k->seen_lock);
+}
+
 int keys_verify(keys_t *k, const char *id, const char *secret, keys_info_t *info, cdn_err_t *err)
 {
     /* An unknown id costs an HMAC too, so that timing does not tell ids apart. */
@@ -762,13 +792,17 @@ int keys_verify(keys_t *k, const char *id, const char *secret, keys_info_t *info
     int rc = lock_fresh(k, err);
     if (rc)
         return rc;
-    const key_rec_t *r = table_find(&k->table, id);
+    key_rec_t *r = table_find(&k->table, id);
     int live = r && !r->revoked_ms;
-    if (hmac_secret(live ? r->salt : dummy_salt, secret, mac))
+    if (live && seen_before(k, r, secret))
+        rc = CDN_OK;
+    else if (hmac_secret(live ? r->salt : dummy_salt, secret, mac))
         rc = cdn_err_set(err, CDN_ERR_INTERNAL, "HMAC-SHA-256 failed");
     else if (!live || CRYPTO_memcmp(mac, r->mac, MAC_LEN) != 0)
         rc = cdn_err_set(err, CDN_ERR_DENIED, "%s", denied_msg);
-    else if (info)
+    else
+        remember(k, r, secret);
+    if (rc == CDN_OK && info)
         *info = r->info;
     pthread_rwlock_unlock(&k->lock);
     OPENSSL_cleanse(mac, sizeof mac);

@@ -6,6 +6,7 @@
 #include "base/fileio.h"
 #include "base/mem.h"
 #include "http/es.h"
+#include "http/es_mapping.h"
 
 #include <arpa/inet.h>
 #include <microhttpd.h>
@@ -27,6 +28,10 @@ typedef struct conn_state {
     cdn_buf_t body;
     int too_big;
     uint64_t t0;
+    /* The answer, for the access log line written once it is sent (on_completed). */
+    int answered, status;
+    double ms;
+    size_t bytes;
 } conn_state_t;
 
 /* libmicrohttpd leaves the URI and its arguments escaped (see on_unescape): a path segment
@@ -205,21 +210,28 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     int status = resp.status;
     double secs = (double)(cdn_clock_ns() - st->t0) / 1e9;
     metrics_request(ctx->metrics, req->route_idx, status, secs, bytes);
-    log_line(ctx, req, status, secs * 1e3, bytes);
+    st->answered = 1;
+    st->status = status;
+    st->ms = secs * 1e3;
+    st->bytes = bytes;
     enum MHD_Result ret = send_resp(c, &resp);
     cdn_buf_free(&resp.body);
     return ret;
 }
 
+/* A request is done: its response sent (or the connection gone). The access log line is
+ * written here, after the response, so that its write(2) is not part of the client's wait. */
 static void on_completed(void *cls, struct MHD_Connection *c, void **state,
                          enum MHD_RequestTerminationCode toe)
 {
-    (void)cls;
+    http_server_t *srv = cls;
     conn_state_t *st = *state;
     (void)c;
     (void)toe;
     if (!st)
         return;
+    if (st->answered)
+        log_line(&srv->ctx, &st->req, st->status, st->ms, st->bytes);
     cdn_buf_free(&st->body);
     cdn_free(st);
     *state = NULL;
@@ -331,6 +343,10 @@ int http_server_start(cordon_t *db, const char *data_dir, const http_config_t *c
                          cfg->listen);
         goto fail;
     }
+    if (es_attrs_cache_new(&srv->ctx.attrs_cache) != CORDON_OK) {
+        rc = cdn_err_set(err, CDN_ERR_NOMEM, "out of memory");
+        goto fail;
+    }
     if ((rc = keys_open(data_dir, &srv->ctx.keys, err)) != 0 ||
         (rc = bootstrap(&srv->ctx, out, err)) != 0)
         goto fail;
@@ -398,6 +414,7 @@ int http_server_start(cordon_t *db, const char *data_dir, const http_config_t *c
 fail:
     cdn_free(tls_cert);
     cdn_free(tls_key);
+    es_attrs_cache_free(srv->ctx.attrs_cache);
     keys_close(srv->ctx.keys);
     metrics_free(srv->ctx.metrics);
     if (srv->ctx.log_fd >= 0)
@@ -427,6 +444,7 @@ void http_server_stop(http_server_t *srv)
         close(s);
     keys_close(srv->ctx.keys);
     metrics_free(srv->ctx.metrics);
+    es_attrs_cache_free(srv->ctx.attrs_cache);
     if (srv->ctx.log_fd >= 0)
         close(srv->ctx.log_fd);
     pthread_mutex_destroy(&srv->ctx.mapping_lock);

@@ -1,8 +1,10 @@
 """Every error class of the Elasticsearch API answers with Elasticsearch's status and error
 type, and changes nothing; a revocation is visible to the very next request."""
 import json
+import os
+import subprocess
 
-from wire import people_model
+from wire import ROOT, people_model
 
 MAPPING = {"mappings": {"properties": {
     "title": {"type": "text"}, "n": {"type": "long"},
@@ -49,13 +51,25 @@ def test_auth_errors(server):
 
 
 def test_revoked_key_denied_next_request(server):
+    """The server remembers a key's verified secret: revoking it over HTTP, or with the CLI
+    from another process, still denies the very next request."""
     make_docs(server)
     kid, _, alice = server.key_for("alice")
-    st, _, _ = server.request("POST", "/docs/_search", {}, key=alice)
-    assert st == 200
+    for _ in range(3):
+        st, _, _ = server.request("POST", "/docs/_search", {}, key=alice)
+        assert st == 200
     st, _, b = server.request("DELETE", "/_security/api_key", {"ids": [kid]})
     assert st == 200 and b["invalidated_api_keys"] == [kid]
     st, _, b = server.request("POST", "/docs/_search", {}, key=alice)
+    assert st == 401
+    kid2, _, alice2 = server.key_for("alice", name="second")
+    for _ in range(3):
+        st, _, _ = server.request("POST", "/docs/_search", {}, key=alice2)
+        assert st == 200
+    binary = os.environ.get("CORDON_BIN", os.path.join(ROOT, "build/release/cordon"))
+    subprocess.run([binary, "keys", "revoke", "--data", server.data, kid2], check=True,
+                   capture_output=True)
+    st, _, b = server.request("POST", "/docs/_search", {}, key=alice2)
     assert st == 401
 
 

@@ -110,6 +110,73 @@ def test_knn_scores_and_min_score(server):
     assert [h["_id"] for h in r["hits"]["hits"]] == [h["_id"] for h in hits[:3]]
 
 
+def test_knn_vector_read_from_text_equals_jansson_path(server):
+    """The query vector the server reads from the body's text (a plain array under knn)
+    gives the hits and scores of the same vector read through jansson (a key spelled with an
+    escape, which the text reader leaves alone), for every place a knn clause sits, and the
+    same errors."""
+    load(server)
+    rng = random.Random(11)
+
+    def raw_search(text):
+        return server.request("POST", "/p/_search", raw=text.encode(), headers=RUN_AS)
+    for _ in range(5):
+        vec = "[%s]" % ", ".join(rng.choice(["%.6f", "%.2e", "%.9g", "%d"]) %
+                                 (rng.random() * 3 if rng.random() < 0.8 else rng.randint(0, 3))
+                                 for _ in range(4))
+        for form in ('{"knn":{"field":"emb","query_vector":%s,"k":4,"num_candidates":20}}',
+                     '{"knn":[{"field":"emb","query_vector":%s,"k":4}]}',
+                     '{"retriever":{"knn":{"field":"emb","query_vector":%s,"k":4}}}',
+                     '{"retriever":{"rrf":{"retrievers":[{"standard":{"query":{"match":'
+                     '{"title":"fox"}}}},{"knn":{"field":"emb","query_vector":%s,"k":4}}]}}}'):
+            text = form % vec
+            st, _, fast = raw_search(text)
+            st2, _, slow = raw_search(text.replace('"query_vector"', '"query\\u005fvector"'))
+            assert st == st2 == 200, (fast, slow)
+            for b in (fast, slow):
+                b.pop("took")
+            assert fast == slow
+            assert fast["hits"]["hits"]
+    for text in ('{"knn":{"field":"emb","query_vector":[1,2,3],"k":4}}',
+                 '{"knn":{"field":"emb","query_vector":[1,2,3,4],"k":0}}',
+                 '{"knn":{"field":"nope","query_vector":[1,2,3,4],"k":4}}'):
+        st, _, fast = raw_search(text)
+        st2, _, slow = raw_search(text.replace('"query_vector"', '"query\\u005fvector"'))
+        assert st == st2 == 400 and fast == slow, (fast, slow)
+    st, _, b = raw_search('{"knn":{"field":"emb","query_vector":[1,2,3],"k":4}}')
+    assert "the query vector has 3 dimensions" in b["error"]["reason"]
+    # Malformed bodies: jansson's message, placed in the text as sent.
+    for text, at in (('{"knn":{"field":"emb","query_vector":[1,2,3,4],"k":4}', 53),
+                     ('{"knn":{"field":"emb","query_vector":[1,2,3,4],"k":4},"knn":{}}', 59)):
+        st, _, b = raw_search(text)
+        assert st == 400 and b["error"]["type"] == "parsing_exception"
+        assert b["error"]["reason"].endswith("(line 1, column %d)" % at), b
+
+
+def test_index_recreated_or_remapped_is_seen_by_next_search(server):
+    """Searches share parsed index attrs while their text is unchanged: a mapping change, or
+    the index dropped and created again with another vector field, is seen at once."""
+    load(server, n=6)
+    knn = {"knn": {"field": "emb", "query_vector": [0.5] * 4, "k": 2}}
+    assert len(search(server, knn)["hits"]["hits"]) == 2
+    st, _, b = server.request("PUT", "/p/_mapping", {"properties": {"extra": {"type": "text"}}})
+    assert st == 200, b
+    st, _, b = server.request("POST", "/p/_doc/x?refresh=true",
+                              {"extra": "zebra", "emb": [0.5] * 4, "allowed_groups": ["eng"]})
+    assert st in (200, 201), b
+    hits = search(server, {"query": {"match": {"extra": "zebra"}}})["hits"]["hits"]
+    assert [h["_id"] for h in hits] == ["x"]
+    assert server.request("DELETE", "/p")[0] == 200
+    st, _, b = server.request("PUT", "/p", {"mappings": {"properties": {
+        "emb2": {"type": "dense_vector", "dims": 3, "similarity": "cosine"}}}})
+    assert st == 200, b
+    st, _, b = server.request("POST", "/p/_search", knn, headers=RUN_AS)
+    assert st == 400 and "not a dense_vector field" in b["error"]["reason"], b
+    knn2 = {"knn": {"field": "emb2", "query_vector": [0.5] * 3, "k": 2}}
+    r = search(server, knn2)
+    assert r["hits"]["hits"] == []
+
+
 def test_chunked_request_body(server):
     load(server)
     import http.client

@@ -249,6 +249,44 @@ static void test_key_revoked_by_one_handle_is_denied_by_the_other_on_next_call(v
     keys_close(server);
 }
 
+/* A secret verified before is remembered, not trusted blindly: a near miss of it is denied,
+ * the remembered answer carries the key's info, and a revocation by this handle or another
+ * is seen by the very next call. */
+static void test_remembered_secret_denies_near_misses_and_forgets_on_revoke(void **state)
+{
+    fixture_t *f = *state;
+    keys_t *server = open_keys(f), *cli = open_keys(f);
+    keys_info_t a, b, got;
+    char sa[KEYS_SECRET_MAX], sb[KEYS_SECRET_MAX], near[KEYS_SECRET_MAX + 2];
+    cdn_err_t err;
+    assert_int_equal(keys_create(server, &alice, &a, sa, &err), CDN_OK);
+    assert_int_equal(keys_create(server, &alice, &b, sb, &err), CDN_OK);
+    for (int i = 0; i < 3; i++) {
+        memset(&got, 0, sizeof got);
+        assert_int_equal(keys_verify(server, a.id, sa, &got, &err), CDN_OK);
+        assert_string_equal(got.id, a.id);
+        assert_string_equal(got.subject, "alice");
+    }
+    size_t n = strlen(sa);
+    snprintf(near, sizeof near, "%s", sa);
+    near[n - 1] = near[n - 1] == 'A' ? 'B' : 'A'; /* same length, last byte differs */
+    assert_int_equal(keys_verify(server, a.id, near, NULL, &err), CDN_ERR_DENIED);
+    near[n - 1] = '\0'; /* a prefix */
+    assert_int_equal(keys_verify(server, a.id, near, NULL, &err), CDN_ERR_DENIED);
+    snprintf(near, sizeof near, "%sx", sa); /* longer */
+    assert_int_equal(keys_verify(server, a.id, near, NULL, &err), CDN_ERR_DENIED);
+    assert_int_equal(keys_verify(server, b.id, sa, NULL, &err), CDN_ERR_DENIED); /* a's secret */
+    assert_int_equal(keys_verify(server, a.id, sa, NULL, &err), CDN_OK);
+    assert_int_equal(keys_revoke(server, a.id, &err), CDN_OK); /* this handle */
+    assert_int_equal(keys_verify(server, a.id, sa, NULL, &err), CDN_ERR_DENIED);
+    assert_int_equal(keys_verify(server, b.id, sb, NULL, &err), CDN_OK);
+    assert_int_equal(keys_verify(server, b.id, sb, NULL, &err), CDN_OK);
+    assert_int_equal(keys_revoke(cli, b.id, &err), CDN_OK); /* another handle */
+    assert_int_equal(keys_verify(server, b.id, sb, NULL, &err), CDN_ERR_DENIED);
+    keys_close(cli);
+    keys_close(server);
+}
+
 enum { WRITERS = 4, PER_WRITER = 8 };
 
 typedef struct writer {
@@ -627,6 +665,8 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_created_key_verifies_and_lists, setup, teardown),
+        cmocka_unit_test_setup_teardown(
+            test_remembered_secret_denies_near_misses_and_forgets_on_revoke, setup, teardown),
         cmocka_unit_test_setup_teardown(
             test_wrong_secret_unknown_id_and_revoked_key_are_denied_alike, setup, teardown),
         cmocka_unit_test_setup_teardown(test_file_is_0600_and_holds_neither_secret_nor_its_base64,

@@ -304,8 +304,13 @@ static int usage(FILE *f, int rc)
 static int parse(int argc, char **argv, opts_t *o)
 {
     uint64_t v;
-    *o = (opts_t){
-        .minutes = 1, .interval_s = 10, .size = 20000, .readers = 2, .dim = 128, .dir = "/tmp"};
+    *o = (opts_t){.minutes = 1,
+                  .interval_s = 10,
+                  .size = 20000,
+                  .readers = 2,
+                  .dim = 128,
+                  .dir = "/tmp",
+                  .replace = 1};
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *val = i + 1 < argc ? argv[i + 1] : NULL;
         int rc = 0;

@@ -413,6 +413,12 @@ void cordon_result_free(cordon_result *r);
  * visible to every later check and search once this returns. A bad operation (unknown
  * operator, malformed condition, cyclic group, unknown subject) changes nothing. */
 int cordon_model_apply(cordon_t *db, const char *op_json, uint64_t *revision, cordon_error *err);
+/* Applies a JSON array of operations ([{"op": ...}, ...]) in order as one change: all or none,
+ * durable and visible together, one revision. The first that fails is named ("ops[3]: ...")
+ * and nothing changes. Costs a copy of the model, so for one operation use
+ * cordon_model_apply. */
+int cordon_model_apply_batch(cordon_t *db, const char *ops_json, uint64_t *revision,
+                             cordon_error *err);
 /* Replaces the whole model by one JSON document (the shape cordon_model_export writes). */
 int cordon_model_import(cordon_t *db, const char *doc_json, uint64_t *revision, cordon_error *err);
 /* The whole model as one JSON document; free *json with cordon_free. */

@@ -64,6 +64,21 @@ int cordon_model_apply(cordon_t *db, const char *op_json, uint64_t *revision, co
     return api_ret(rc, &e, err);
 }
 
+int cordon_model_apply_batch(cordon_t *db, const char *ops_json, uint64_t *revision,
+                             cordon_error *err)
+{
+    cdn_err_t e = {0, ""};
+    uint64_t rev = 0;
+    int rc;
+    if (!db || !ops_json)
+        return api_ret(cdn_err_set(&e, CDN_ERR_INVALID, "cordon_model_apply_batch needs ops"), &e,
+                       err);
+    rc = engine_model_apply_batch(db->e, ops_json, &rev, &e);
+    if (rc == CDN_OK && revision)
+        *revision = rev;
+    return api_ret(rc, &e, err);
+}
+
 int cordon_model_import(cordon_t *db, const char *doc, uint64_t *revision, cordon_error *err)
 {
     cdn_err_t e = {0, ""};

@@ -130,6 +130,11 @@ void authz_model_count_changes(authz_model_t *m, _Atomic uint64_t *counter);
 int authz_apply(authz_model_t *m, const char *op_json, cdn_err_t *err);
 /* Same, with an already parsed op (borrowed). */
 int authz_apply_json(authz_model_t *m, const json_t *op, cdn_err_t *err);
+/* Applies the operations of the array ops (borrowed) in order, all or none, as one change (one
+ * revision): they run on a private copy of the model, which replaces it only when each one
+ * succeeded; the first that fails is named ("ops[3]: ...") and the model is unchanged. Costs
+ * a copy of the model; callers serialise their writes (a write landing meanwhile is lost). */
+int authz_apply_batch(authz_model_t *m, const json_t *ops, cdn_err_t *err);
 
 /* Replaces the whole model by the document (same shape as authz_export writes), atomically:
  * on error the model is unchanged. Bumps the revision once. Same codes as authz_apply. */

@@ -265,10 +265,10 @@ static int import_list(az_state_t *st, const json_t *doc, const char *key, const
     return CDN_OK;
 }
 
-int authz_import(authz_model_t *m, const char *doc_json, cdn_err_t *err)
+/* A private state built from a document of authz_export's shape: *out, or an error. */
+static int state_from_doc(const char *doc_json, az_state_t **out, cdn_err_t *err)
 {
-    if (!m || !doc_json)
-        return cdn_err_set(err, CDN_ERR_INVALID, "authz_import: NULL argument");
+    *out = NULL;
     json_error_t jerr;
     json_t *doc = json_loads(doc_json, 0, &jerr);
     if (!doc)
@@ -305,6 +305,13 @@ int authz_import(authz_model_t *m, const char *doc_json, cdn_err_t *err)
         az_state_free(st);
         return rc;
     }
+    *out = st;
+    return CDN_OK;
+}
+
+/* Installs st (a private state) as the model's, in one revision. */
+static void install(authz_model_t *m, az_state_t *st)
+{
     pthread_rwlock_wrlock(&m->lock);
     az_model_swap(m, st);
     /* the per-subject view table must cover the new subjects */
@@ -319,5 +326,47 @@ int authz_import(authz_model_t *m, const char *doc_json, cdn_err_t *err)
     if (m->changes)
         atomic_fetch_add(m->changes, 1);
     pthread_rwlock_unlock(&m->lock);
+}
+
+int authz_import(authz_model_t *m, const char *doc_json, cdn_err_t *err)
+{
+    az_state_t *st;
+    if (!m || !doc_json)
+        return cdn_err_set(err, CDN_ERR_INVALID, "authz_import: NULL argument");
+    int rc = state_from_doc(doc_json, &st, err);
+    if (rc)
+        return rc;
+    install(m, st);
+    return CDN_OK;
+}
+
+int authz_apply_batch(authz_model_t *m, const json_t *ops, cdn_err_t *err)
+{
+    char *doc = NULL;
+    az_state_t *st = NULL;
+    size_t i;
+    const json_t *op;
+    if (!m || !json_is_array(ops))
+        return cdn_err_set(err, CDN_ERR_INVALID, "authz_apply_batch: give an array of operations");
+    /* The model as it is, as a private state: the operations run there, in order, and the
+     * state replaces the model's only when every one of them succeeded. */
+    int rc = authz_export(m, &doc, err);
+    if (rc == CDN_OK)
+        rc = state_from_doc(doc, &st, err);
+    cdn_free(doc);
+    json_array_foreach(ops, i, op)
+    {
+        if (rc)
+            break;
+        cdn_err_t e = {0, ""};
+        if ((rc = az_state_apply(st, op, &e)) != 0)
+            cdn_err_set(err, rc, "ops[%zu]: %s (none of the %zu operations was applied)", i, e.msg,
+                        json_array_size(ops));
+    }
+    if (rc) {
+        az_state_free(st);
+        return rc;
+    }
+    install(m, st);
     return CDN_OK;
 }

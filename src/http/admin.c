@@ -158,13 +158,12 @@ void es_key_revoke(http_ctx_t *ctx, http_req_t *req, http_resp_t *resp)
     json_decref(body);
 }
 
-/* One operation ({"op": ...}) or several ({"ops": [...]}, applied in order; the first that
- * fails stops the rest and is named). */
+/* One operation ({"op": ...}) or several ({"ops": [...]}): several are applied in order as one
+ * change, all or none, in one revision; the first that fails is named and nothing changes. */
 void es_model_post(http_ctx_t *ctx, http_req_t *req, http_resp_t *resp)
 {
-    json_t *body, *ops, *op;
+    json_t *body, *ops;
     uint64_t rev = 0;
-    size_t i;
     if (need_admin(req, resp, "cordon:model/apply") || !(body = es_body(ctx, req, resp, 1)))
         return;
     ops = json_object_get(body, "ops");
@@ -176,18 +175,20 @@ void es_model_post(http_ctx_t *ctx, http_req_t *req, http_resp_t *resp)
         es_error(resp, 400, "illegal_argument_exception", "give {\"op\": ...} or {\"ops\": [...]}");
         goto done;
     }
-    json_array_foreach(ops, i, op)
-    {
-        cordon_error err = {0};
-        char *s = json_dumps(op, JSON_COMPACT);
-        int rc = s ? cordon_model_apply(ctx->db, s, &rev, &err) : CORDON_ERR_NOMEM;
-        free(s);
-        if (rc) {
-            cordon_error named = {rc, ""};
-            snprintf(named.message, sizeof named.message, "ops[%zu]: %.200s", i, err.message);
-            es_error_cordon(resp, rc, &named, NULL);
-            goto done;
-        }
+    cordon_error err = {0};
+    char *s = json_dumps(json_array_size(ops) == 1 ? json_array_get(ops, 0) : ops,
+                         JSON_COMPACT | JSON_ENCODE_ANY);
+    int rc = !s                          ? CORDON_ERR_NOMEM
+             : json_array_size(ops) == 1 ? cordon_model_apply(ctx->db, s, &rev, &err)
+                                         : cordon_model_apply_batch(ctx->db, s, &rev, &err);
+    free(s);
+    if (rc) {
+        cordon_error named = {rc, ""};
+        snprintf(named.message, sizeof named.message, "%s%.240s",
+                 json_array_size(ops) == 1 && strncmp(err.message, "ops[", 4) ? "ops[0]: " : "",
+                 err.message);
+        es_error_cordon(resp, rc, &named, NULL);
+        goto done;
     }
     es_reply(resp, 200, json_pack("{s:b, s:I}", "acknowledged", 1, "revision", (json_int_t)rev));
 done:

@@ -49,32 +49,24 @@ static int only_keys(json_t *body, const char *const *keys, const char *route, h
     return 0;
 }
 
-/* Applies ops in order; answers the last revision, or the failing op (earlier ones stay: each
- * is a durable write of its own). Steals ops. */
+/* Applies ops in order as one change, all or none, in one revision; answers that revision, or
+ * the failing op (then nothing changed). Steals ops. */
 static void apply_ops(http_ctx_t *ctx, json_t *ops, http_resp_t *resp, json_t *extra)
 {
     uint64_t rev = cordon_revision(ctx->db);
-    size_t i;
-    json_t *op;
-    json_array_foreach(ops, i, op)
-    {
-        cordon_error err = {0};
-        char *s = json_dumps(op, JSON_COMPACT);
-        int rc = s ? cordon_model_apply(ctx->db, s, &rev, &err) : CORDON_ERR_NOMEM;
-        free(s);
-        if (rc) {
-            cordon_error named = {rc, ""};
-            if (json_array_size(ops) > 1)
-                snprintf(named.message, sizeof named.message,
-                         "%.160s (operation %zu of %zu; the ones before it were applied)",
-                         err.message, i + 1, json_array_size(ops));
-            else
-                snprintf(named.message, sizeof named.message, "%.250s", err.message);
-            es_error_cordon(resp, rc, &named, NULL);
-            json_decref(ops);
-            json_decref(extra);
-            return;
-        }
+    size_t n = json_array_size(ops);
+    cordon_error err = {0};
+    char *s = n ? json_dumps(n == 1 ? json_array_get(ops, 0) : ops, JSON_COMPACT) : NULL;
+    int rc = !n       ? CORDON_OK
+             : !s     ? CORDON_ERR_NOMEM
+             : n == 1 ? cordon_model_apply(ctx->db, s, &rev, &err)
+                      : cordon_model_apply_batch(ctx->db, s, &rev, &err);
+    free(s);
+    if (rc) {
+        es_error_cordon(resp, rc, &err, NULL);
+        json_decref(ops);
+        json_decref(extra);
+        return;
     }
     json_decref(ops);
     json_t *j = json_pack("{s:b, s:I}", "acknowledged", 1, "revision", (json_int_t)rev);

@@ -77,6 +77,8 @@ int engine_model_load(engine_t *e, store_txn_t *t, cdn_err_t *err);
 int engine_model_apply(engine_t *e, const char *op_json, uint64_t *rev, cdn_err_t *err);
 /* Replaces the whole model with doc (authz export format) and persists it. */
 int engine_model_import(engine_t *e, const char *doc_json, uint64_t *rev, cdn_err_t *err);
+/* Applies a JSON array of model operations as one change, all or none, and persists it. */
+int engine_model_apply_batch(engine_t *e, const char *ops_json, uint64_t *rev, cdn_err_t *err);
 
 /* Reads of the model, as authz/ answers them, refused with CDN_ERR_INTERNAL once the model in
  * memory got ahead of a failed commit (it holds a change nothing stored): fail closed. */

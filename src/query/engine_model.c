@@ -4,12 +4,28 @@
 #include "base/mem.h"
 #include "query/engine.h"
 
+#include <jansson.h>
 #include <stdio.h>
 #include <string.h>
 
-/* Log record kinds: one op, or a whole-model import (which makes older records moot). */
+/* Log record kinds: one op, several applied as one (a JSON array), or a whole-model import
+ * (which makes older records moot). */
 #define LOG_OP 'O'
+#define LOG_BATCH 'B'
 #define LOG_IMPORT 'I'
+
+/* Applies the JSON array of operations in text as one change (authz_apply_batch). */
+static int batch_text(authz_model_t *m, const char *text, cdn_err_t *err)
+{
+    json_error_t je;
+    json_t *ops = json_loads(text, 0, &je);
+    int rc = json_is_array(ops)
+                 ? authz_apply_batch(m, ops, err)
+                 : cdn_err_set(err, CDN_ERR_INVALID, "give a JSON array of model operations: %s",
+                               ops ? "not an array" : je.text);
+    json_decref(ops);
+    return rc;
+}
 
 struct replay_ctx {
     engine_t *e;
@@ -26,8 +42,11 @@ static int replay_one(void *ctx, const void *key, size_t klen, const void *val, 
         return cdn_err_set(r->err, CDN_ERR_CORRUPT, "permission model log record is corrupt");
     if (!(text = cdn_strndup((const char *)val + 1, vlen - 1)))
         return cdn_err_set(r->err, CDN_ERR_NOMEM, "out of memory replaying the model");
-    int import = ((const char *)val)[0] == LOG_IMPORT;
-    rc = import ? authz_import(r->e->model, text, r->err) : authz_apply(r->e->model, text, r->err);
+    char kind = ((const char *)val)[0];
+    int import = kind == LOG_IMPORT;
+    rc = import              ? authz_import(r->e->model, text, r->err)
+         : kind == LOG_BATCH ? batch_text(r->e->model, text, r->err)
+                             : authz_apply(r->e->model, text, r->err);
     if (import) {
         r->e->snapshot_bytes = vlen;
         r->e->log_bytes = 0;
@@ -61,7 +80,7 @@ int engine_model_load(engine_t *e, store_txn_t *t, cdn_err_t *err)
 static int persist(engine_t *e, char kind, const char *json, uint64_t r, cdn_err_t *err)
 {
     char *doc = NULL;
-    if (kind == LOG_OP && e->log_bytes + strlen(json) > LOG_FOLD_MIN_BYTES &&
+    if (kind != LOG_IMPORT && e->log_bytes + strlen(json) > LOG_FOLD_MIN_BYTES &&
         e->log_bytes + strlen(json) > 2 * e->snapshot_bytes &&
         authz_export(e->model, &doc, NULL) == CDN_OK) {
         kind = LOG_IMPORT; /* the model in memory already holds the op */
@@ -121,7 +140,9 @@ static int model_write(engine_t *e, char kind, const char *json, uint64_t *rev, 
     pthread_mutex_lock(&e->write_lock);
     uint64_t r = atomic_load(&e->revision) + 1;
     pthread_rwlock_wrlock(&e->model_gate);
-    rc = kind == LOG_IMPORT ? authz_import(e->model, json, err) : authz_apply(e->model, json, err);
+    rc = kind == LOG_IMPORT  ? authz_import(e->model, json, err)
+         : kind == LOG_BATCH ? batch_text(e->model, json, err)
+                             : authz_apply(e->model, json, err);
     pthread_rwlock_unlock(&e->model_gate);
     CDN_ASSERT(rc != CDN_OK || atomic_load(&e->revision) == r);
     if (rc == CDN_OK && (rc = persist(e, kind, json, r, err)) == CDN_OK)
@@ -138,6 +159,11 @@ int engine_model_apply(engine_t *e, const char *op_json, uint64_t *rev, cdn_err_
 int engine_model_import(engine_t *e, const char *doc_json, uint64_t *rev, cdn_err_t *err)
 {
     return model_write(e, LOG_IMPORT, doc_json, rev, err);
+}
+
+int engine_model_apply_batch(engine_t *e, const char *ops_json, uint64_t *rev, cdn_err_t *err)
+{
+    return model_write(e, LOG_BATCH, ops_json, rev, err);
 }
 
 static int model_ok(engine_t *e, cdn_err_t *err)

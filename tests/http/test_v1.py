@@ -288,3 +288,31 @@ def test_is_authorized_scope_that_is_not_strings_is_invalid_scope(server):
                               {"subject": "carol", "scope": {"type": "tenant", "id": "7"},
                                "permission": {"resource": "ledger:1", "action": "read"}})
     assert b["data"]["authorized"] is True
+
+
+def test_several_operations_apply_all_or_none(server):
+    """A route that becomes several model operations (a group's members replaced, an ops list
+    to /_cordon/model) applies them as one change: when one fails nothing stays, and the
+    revision does not move; when all succeed they take one revision."""
+    server.model({"op": "put_subject", "id": "erin"}, {"op": "put_subject", "id": "frank"},
+                 {"op": "put_group", "id": "ops"},
+                 {"op": "add_member", "group": "ops", "member": "erin"},
+                 {"op": "add_member", "group": "ops", "member": "frank"})
+    rev = server.request("GET", "/_cordon/health", key="")[2]["revision"]
+    before = server.request("GET", "/v1/model")[2]
+    st, _, b = server.request("PUT", "/v1/groups/ops", {"members": ["erin", "nobody-here"]})
+    assert st == 404 and "none of the 3 operations was applied" in b["error"]["reason"], b
+    st, _, b = server.request("POST", "/_cordon/model", {"ops": [
+        {"op": "remove_member", "group": "ops", "member": "frank"},
+        {"op": "put_group", "id": "new"},
+        {"op": "add_member", "group": "new", "member": "nobody"}]})
+    assert st == 404 and b["error"]["reason"].startswith("ops[2]: "), b
+    assert server.request("GET", "/_cordon/health", key="")[2]["revision"] == rev
+    assert server.request("GET", "/v1/model")[2] == before  # frank still in ops, no group new
+    st, _, b = server.request("PUT", "/v1/groups/ops", {"members": ["erin"]})
+    assert st == 200 and b["revision"] == rev + 1, b
+    st, _, b = server.request("POST", "/_cordon/model", {"ops": [
+        {"op": "put_group", "id": "new"}, {"op": "add_member", "group": "new", "member": "frank"}]})
+    assert st == 200 and b["revision"] == rev + 2, b
+    st, _, view = server.request("GET", "/v1/subjects/frank/view")
+    assert st == 200 and "group:new" in view["principals"] and "group:ops" not in view["principals"]

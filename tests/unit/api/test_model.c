@@ -221,6 +221,47 @@ static void test_model_log_folds_when_it_outgrows_the_model(void **state)
     cordon_free(after);
 }
 
+/* Several operations apply as one change: all or none, one revision, and so after a reopen. */
+static void test_batch_applies_all_or_none_in_one_revision(void **state)
+{
+    fx_t *f = *state;
+    char *before, *after;
+    cordon_error err;
+    uint64_t rev0 = cordon_revision(f->db), rev = 0;
+    assert_int_equal(cordon_model_export(f->db, &before, NULL), 0);
+    /* The third names a subject that does not exist: the first two must not stay. */
+    const char *bad = "[{\"op\":\"remove_member\",\"group\":\"team-a\",\"member\":\"alice\"},"
+                      "{\"op\":\"put_group\",\"id\":\"new\"},"
+                      "{\"op\":\"add_member\",\"group\":\"new\",\"member\":\"nobody\"}]";
+    assert_int_equal(cordon_model_apply_batch(f->db, bad, &rev, &err), CORDON_ERR_NOT_FOUND);
+    assert_non_null(strstr(err.message, "ops[2]"));
+    assert_non_null(strstr(err.message, "none of the 3"));
+    assert_int_equal(cordon_revision(f->db), rev0);
+    assert_int_equal(cordon_model_export(f->db, &after, NULL), 0);
+    assert_string_equal(before, after);
+    cordon_free(after);
+    assert_int_equal(hits_as(f->db, "alice", "eng-doc"), 1);
+    /* A good batch: alice leaves team-a (and so eng) and joins staff directly, one revision. */
+    const char *good = "[{\"op\":\"remove_member\",\"group\":\"team-a\",\"member\":\"alice\"},"
+                       "{\"op\":\"add_member\",\"group\":\"staff\",\"member\":\"alice\"}]";
+    assert_int_equal(cordon_model_apply_batch(f->db, good, &rev, &err), 0);
+    assert_int_equal(rev, rev0 + 1);
+    assert_int_equal(cordon_revision(f->db), rev0 + 1);
+    assert_int_equal(hits_as(f->db, "alice", "eng-doc"), 0);
+    assert_int_equal(hits_as(f->db, "alice", "staff-doc"), 1);
+    assert_int_equal(
+        cordon_model_apply_batch(f->db, "{\"op\":\"put_group\",\"id\":\"x\"}", NULL, &err),
+        CORDON_ERR_INVALID); /* not an array */
+    assert_int_equal(cordon_model_export(f->db, &before, NULL) == 0, 1);
+    api_db_reopen(f->dir, &f->db);
+    assert_int_equal(cordon_revision(f->db), rev0 + 1);
+    assert_int_equal(cordon_model_export(f->db, &after, NULL), 0);
+    assert_string_equal(before, after);
+    assert_int_equal(hits_as(f->db, "alice", "staff-doc"), 1);
+    cordon_free(before);
+    cordon_free(after);
+}
+
 static void test_bad_operations_change_nothing(void **state)
 {
     fx_t *f = *state;
@@ -410,6 +451,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_removed_membership_hides_chunk_on_next_search, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_model_survives_reopen, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_batch_applies_all_or_none_in_one_revision, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(test_model_log_folds_when_it_outgrows_the_model, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_bad_operations_change_nothing, setup, teardown),

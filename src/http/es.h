@@ -43,6 +43,10 @@ typedef struct es_qvec {
  * Free *qv with es_qvec_free. */
 json_t *es_body_search(const http_ctx_t *ctx, const http_req_t *req, http_resp_t *resp,
                        es_qvec_t *qv);
+/* The same for a body of the cordon API's retrieve or context (required), whose query vector
+ * is "query": {"vector": [...]}: then that array is empty in the tree and *qv holds it. */
+json_t *es_body_retrieve(const http_ctx_t *ctx, const http_req_t *req, http_resp_t *resp,
+                         es_qvec_t *qv);
 void es_qvec_free(es_qvec_t *qv);
 /* Reads the JSON number at p, before end, into *out as the float of jansson's value of it
  * (an integer's value, a real's strtod, as a double, then (float)); the end of the number, or

@@ -11,7 +11,8 @@
  * them: the array reads as [] and es_qvec_t holds its values. Anything else (a key with an
  * escape, a value that is not a number jansson takes, more than one such key) leaves the whole
  * body to es_body, and so does a body jansson then refuses: every error is es_body's, from the
- * text as sent. */
+ * text as sent. The cordon API's retrieve and context bodies get the same for their
+ * "query": {"vector": [...]} (es_body_retrieve). */
 #include "base/mem.h"
 #include "http/es.h"
 
@@ -22,11 +23,21 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Where a container sits, as far as knn clauses go. */
-enum { AT_OTHER, AT_ROOT, AT_RETRIEVER, AT_RRF, AT_RRF_LIST, AT_RRF_ITEM, AT_KNN_LIST, AT_KNN };
+/* Where a container sits, as far as knn clauses (or a retrieve's query) go. */
+enum {
+    AT_OTHER,
+    AT_ROOT,
+    AT_RETRIEVER,
+    AT_RRF,
+    AT_RRF_LIST,
+    AT_RRF_ITEM,
+    AT_KNN_LIST,
+    AT_KNN,
+    AT_QUERY /* a retrieve body's "query" */
+};
 
 /* What the last key of an object named, when it matters for the value that follows. */
-enum { KEY_OTHER, KEY_KNN, KEY_RETRIEVER, KEY_RRF, KEY_RETRIEVERS };
+enum { KEY_OTHER, KEY_KNN, KEY_RETRIEVER, KEY_RRF, KEY_RETRIEVERS, KEY_QUERY };
 
 #define SCAN_DEPTH_MAX 256
 
@@ -36,7 +47,8 @@ typedef struct scan {
     unsigned char at[SCAN_DEPTH_MAX];  /* per open container: AT_* */
     unsigned char key[SCAN_DEPTH_MAX]; /* per open object: KEY_* of its last key */
     unsigned depth;
-    size_t n_qv;   /* keys "query_vector" seen */
+    int retrieve;  /* the cordon API's shape: the vector is "query": {"vector": [...]} */
+    size_t n_qv;   /* keys naming a query vector seen */
     size_t lb, rb; /* the taken array's brackets: s[lb] == '[', s[rb] == ']' */
     float *v;      /* its values (cdn_malloc) */
     size_t n, cap;
@@ -242,6 +254,8 @@ static unsigned char child_at(const scan_t *sc, int is_obj)
         return is_obj ? AT_RRF_ITEM : AT_OTHER;
     if (key == KEY_KNN && (at == AT_ROOT || at == AT_RETRIEVER || at == AT_RRF_ITEM))
         return is_obj ? AT_KNN : AT_KNN_LIST;
+    if (sc->retrieve)
+        return is_obj && key == KEY_QUERY && at == AT_ROOT ? AT_QUERY : AT_OTHER;
     if (is_obj && key == KEY_RETRIEVER && at == AT_ROOT)
         return AT_RETRIEVER;
     if (is_obj && key == KEY_RRF && at == AT_RETRIEVER)
@@ -261,6 +275,8 @@ static unsigned char key_kind(const char *k, size_t n)
         return KEY_RRF;
     if (n == 10 && !memcmp(k, "retrievers", 10))
         return KEY_RETRIEVERS;
+    if (n == 5 && !memcmp(k, "query", 5))
+        return KEY_QUERY;
     return KEY_OTHER;
 }
 
@@ -288,9 +304,11 @@ static const char *on_key(scan_t *sc, const char *k, size_t n, int escaped, cons
     if (escaped || sc->depth == 0)
         return NULL; /* a key that may decode to anything: leave the body to jansson */
     sc->key[sc->depth - 1] = key_kind(k, n);
-    if (n != 12 || memcmp(k, "query_vector", 12))
+    if (sc->retrieve ? n != 6 || memcmp(k, "vector", 6) : n != 12 || memcmp(k, "query_vector", 12))
         return colon + 1;
-    if (++sc->n_qv > 1 || sc->at[sc->depth - 1] != AT_KNN)
+    if (sc->retrieve && sc->at[sc->depth - 1] != AT_QUERY)
+        return colon + 1; /* a "vector" key elsewhere (a filter's field): not the query's */
+    if (++sc->n_qv > 1 || sc->at[sc->depth - 1] != (sc->retrieve ? AT_QUERY : AT_KNN))
         return NULL;
     const char *lb = skip_ws(colon + 1, sc->end);
     if (lb == sc->end || *lb != '[')
@@ -367,11 +385,13 @@ void es_qvec_free(es_qvec_t *qv)
     qv->n = 0;
 }
 
-json_t *es_body_search(const http_ctx_t *ctx, const http_req_t *req, http_resp_t *resp,
-                       es_qvec_t *qv)
+static json_t *body_taking_vector(const http_ctx_t *ctx, const http_req_t *req, http_resp_t *resp,
+                                  int retrieve, es_qvec_t *qv)
 {
-    scan_t sc = {
-        .s = req->body, .end = req->body + req->body_len, .depth_max = ctx->cfg.json_depth_max};
+    scan_t sc = {.s = req->body,
+                 .end = req->body + req->body_len,
+                 .depth_max = ctx->cfg.json_depth_max,
+                 .retrieve = retrieve};
     json_t *j = NULL;
     qv->v = NULL;
     qv->n = 0;
@@ -386,9 +406,21 @@ json_t *es_body_search(const http_ctx_t *ctx, const http_req_t *req, http_resp_t
     }
     if (!j) { /* nothing taken, or a body jansson refuses: es_body reads the text as sent */
         cdn_free(sc.v);
-        return es_body(ctx, req, resp, 0);
+        return es_body(ctx, req, resp, retrieve);
     }
     qv->v = sc.v;
     qv->n = sc.n;
     return j;
+}
+
+json_t *es_body_search(const http_ctx_t *ctx, const http_req_t *req, http_resp_t *resp,
+                       es_qvec_t *qv)
+{
+    return body_taking_vector(ctx, req, resp, 0, qv);
+}
+
+json_t *es_body_retrieve(const http_ctx_t *ctx, const http_req_t *req, http_resp_t *resp,
+                         es_qvec_t *qv)
+{
+    return body_taking_vector(ctx, req, resp, 1, qv);
 }

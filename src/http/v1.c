@@ -111,8 +111,8 @@ static int options_typed(json_t *body, http_resp_t *resp)
     return 0;
 }
 
-int v1_retrieve_read(const es_index_t *ix, json_t *body, const char *const *extra, v1_retrieve_t *r,
-                     http_resp_t *resp)
+int v1_retrieve_read(const es_index_t *ix, json_t *body, const es_qvec_t *qv,
+                     const char *const *extra, v1_retrieve_t *r, http_resp_t *resp)
 {
     static const char *const keys[] = {"subject",        "query", "k",      "mode",   "strategy",
                                        "max_candidates", "ef",    "filter", "fusion", "fields",
@@ -166,21 +166,33 @@ int v1_retrieve_read(const es_index_t *ix, json_t *body, const char *const *extr
     } else if (m != 1) {
         size_t i;
         json_t *x;
-        if (json_array_size(vec) != ix->info.dim || !ix->info.dim) {
+        /* The vector read from the text is the array left empty in the tree. */
+        const float *taken = json_array_size(vec) == 0 && qv && qv->v ? qv->v : NULL;
+        size_t n = taken ? qv->n : json_array_size(vec);
+        if (n != ix->info.dim || !ix->info.dim) {
             es_error(resp, 400, "illegal_argument_exception",
-                     "[query.vector] has %zu dimensions; collection [%s] has %u",
-                     json_array_size(vec), ix->name, ix->info.dim);
+                     "[query.vector] has %zu dimensions; collection [%s] has %u", n, ix->name,
+                     ix->info.dim);
             return -1;
         }
-        json_array_foreach(vec, i, x)
-        {
-            if (!json_is_number(x) || !isfinite(json_number_value(x))) {
+        for (i = 0; taken && i < n; i++) {
+            if (!isfinite(taken[i])) {
                 es_error(resp, 400, "illegal_argument_exception",
                          "[query.vector][%zu] is not a finite number", i);
                 return -1;
             }
-            r->vector[i] = (float)json_number_value(x);
+            r->vector[i] = taken[i];
         }
+        if (!taken)
+            json_array_foreach(vec, i, x)
+            {
+                if (!json_is_number(x) || !isfinite(json_number_value(x))) {
+                    es_error(resp, 400, "illegal_argument_exception",
+                             "[query.vector][%zu] is not a finite number", i);
+                    return -1;
+                }
+                r->vector[i] = (float)json_number_value(x);
+            }
         r->q.vector = r->vector;
     }
     if (m != 0)
@@ -283,18 +295,19 @@ void v1_retrieve(http_ctx_t *ctx, http_req_t *req, http_resp_t *resp)
     cordon_error err = {0};
     v1_retrieve_t r;
     es_index_t ix;
+    es_qvec_t qv = {0};
     json_t *body;
     int rc;
     memset(&r, 0, sizeof r);
-    if (!(body = es_body(ctx, req, resp, 1)))
+    if (!(body = es_body_retrieve(ctx, req, resp, &qv)))
         return;
     if (v1_wait_revision(ctx, body, resp) ||
         v1_subject(req, body, resp, &s, subject, sizeof subject))
         goto out;
     req->seg[0] = req->seg[2]; /* /v1/collections/{c}/retrieve: the index is the third */
-    if (es_index_open(ctx, req, resp, &ix))
+    if (es_index_open_shared(ctx, req, resp, &ix))
         goto out;
-    if (v1_retrieve_read(&ix, body, NULL, &r, resp) == 0) {
+    if (v1_retrieve_read(&ix, body, &qv, NULL, &r, resp) == 0) {
         if ((rc = cordon_search(ctx->db, ix.name, &s, &r.q, &res, &err)) != 0) {
             if (rc == CORDON_ERR_NOT_FOUND)
                 es_error_index(resp, ix.name);
@@ -322,6 +335,7 @@ void v1_retrieve(http_ctx_t *ctx, http_req_t *req, http_resp_t *resp)
 out:
     cordon_result_free(res);
     v1_retrieve_free(&r);
+    es_qvec_free(&qv);
     json_decref(body);
 }
 

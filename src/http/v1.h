@@ -1,10 +1,11 @@
 /* v1.h: the cordon API's routes under /v1 (v1.c: retrieval, ACLs, explain, views; v1_model.c:
  * the permission model; v1_openapi.c: the API's description) and /api/auth (authz_api.c:
  * is-authorized), and what they share (docs/api/).
- * Relies on http/http.h. */
+ * Relies on http/http.h and http/es.h. */
 #ifndef CDN_HTTP_V1_H
 #define CDN_HTTP_V1_H
 
+#include "http/es.h"
 #include "http/es_mapping.h"
 #include "http/http.h"
 
@@ -36,10 +37,11 @@ typedef struct v1_retrieve {
     int embedded;   /* the vector was embedded from the query text */
 } v1_retrieve_t;
 
-/* Reads a retrieve body (keys of extra are accepted too) for index ix into r; 0, or fills resp
- * (400 naming the field). */
-int v1_retrieve_read(const es_index_t *ix, json_t *body, const char *const *extra, v1_retrieve_t *r,
-                     http_resp_t *resp);
+/* Reads a retrieve body (keys of extra are accepted too) for index ix into r, with the query
+ * vector es_body_retrieve took from its text (qv, may be NULL); 0, or fills resp (400 naming
+ * the field). */
+int v1_retrieve_read(const es_index_t *ix, json_t *body, const es_qvec_t *qv,
+                     const char *const *extra, v1_retrieve_t *r, http_resp_t *resp);
 void v1_retrieve_free(v1_retrieve_t *r);
 
 /* A hit's fields (text fields and metadata keys) as a retrieve's "fields" asks (NULL = all but

@@ -181,10 +181,11 @@ void v1_context(http_ctx_t *ctx, http_req_t *req, http_resp_t *resp)
     v1_retrieve_t r;
     passage_t *ps = NULL;
     es_index_t ix = {0};
+    es_qvec_t qv = {0};
     json_t *body;
     int rc, opened = 0;
     memset(&r, 0, sizeof r);
-    if (!(body = es_body(ctx, req, resp, 1)))
+    if (!(body = es_body_retrieve(ctx, req, resp, &qv)))
         return;
     json_t *bt = json_object_get(body, "budget_tokens");
     const char *format = json_string_value(json_object_get(body, "format"));
@@ -226,10 +227,10 @@ void v1_context(http_ctx_t *ctx, http_req_t *req, http_resp_t *resp)
         v1_subject(req, body, resp, &s, subject, sizeof subject))
         goto out;
     req->seg[0] = req->seg[2];
-    if (es_index_open(ctx, req, resp, &ix))
+    if (es_index_open_shared(ctx, req, resp, &ix))
         goto out;
     opened = 1;
-    if (v1_retrieve_read(&ix, body, extra, &r, resp))
+    if (v1_retrieve_read(&ix, body, &qv, extra, &r, resp))
         goto out;
     if (!r.q.k)
         r.q.k = 20;
@@ -349,6 +350,7 @@ out:
     cdn_free(ps);
     cordon_result_free(res);
     v1_retrieve_free(&r);
+    es_qvec_free(&qv);
     if (opened)
         es_index_release(&ix);
     json_decref(body);

@@ -316,3 +316,28 @@ def test_several_operations_apply_all_or_none(server):
     assert st == 200 and b["revision"] == rev + 2, b
     st, _, view = server.request("GET", "/v1/subjects/frank/view")
     assert st == 200 and "group:new" in view["principals"] and "group:ops" not in view["principals"]
+
+
+def test_retrieve_vector_read_from_the_text_matches_the_parsed_one(server):
+    """retrieve and context read query.vector straight from the body's text; the answer must be
+    the one the parsed body gives (the same vector written with an escaped key, which the
+    text reader leaves to the parser), and bad vectors get the same errors."""
+    load(server, n=60)
+    rng = random.Random(5)
+    for _ in range(5):
+        vec = [rng.uniform(-1, 1) for _ in range(8)]
+        plain = json.dumps({"subject": "alice", "query": {"vector": vec}, "k": 7,
+                            "filter": {"exists": {"field": "text"}}})
+        escaped = plain.replace('"vector"', '"vect\\u006fr"', 1)
+        for route in ("retrieve", "context"):
+            a = server.request("POST", f"/v1/collections/kb/{route}", raw=plain.encode())
+            b = server.request("POST", f"/v1/collections/kb/{route}", raw=escaped.encode())
+            assert a[0] == b[0] == 200, (a, b)
+            assert [(h["id"], h["score"]) for h in a[2]["hits"]] == \
+                [(h["id"], h["score"]) for h in b[2]["hits"]]
+    for vec, says in (([1e39] + [0.0] * 7, "not a finite number"), ([0.5] * 7, "has 7 dimensions"),
+                      ([0.5] * 9, "has 9 dimensions")):
+        body = json.dumps({"subject": "alice", "query": {"vector": vec}})
+        st, _, b = server.request("POST", "/v1/collections/kb/retrieve", raw=body.encode())
+        assert st == 400 and b["error"]["type"] == "illegal_argument_exception", b
+        assert says in b["error"]["reason"], b

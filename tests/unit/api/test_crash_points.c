@@ -302,7 +302,7 @@ static void verify(const char *dir, const ack_t *acks, size_t n, cdn_hook_point_
         }
     }
     for (int g = 0; g < 3; g++) {
-        char name[16];
+        char name[24];
         snprintf(name, sizeof name, "group:g%d", g);
         assert_int_equal(readable_as(db, name), counts[g]);
     }

@@ -96,10 +96,13 @@ static int build_query(engine_t *e, const coll_t *c, const search_knn_t *q, text
  * stats_over (NULL = every live row). */
 static int run_tree(coll_t *c, textq_t *tq, const roaring_bitmap_t *allowed,
                     const roaring_bitmap_t *stats_over, size_t k, int exhaustive,
-                    textidx_result_t *res, cdn_err_t *err)
+                    uint64_t count_min, textidx_result_t *res, cdn_err_t *err)
 {
-    textidx_search_opts_t o = {
-        .allowed = allowed, .k = k, .exhaustive = exhaustive, .stats_over = stats_over};
+    textidx_search_opts_t o = {.allowed = allowed,
+                               .k = k,
+                               .exhaustive = exhaustive,
+                               .stats_over = stats_over,
+                               .count_min = count_min};
     int rc;
     memset(res, 0, sizeof *res);
     rc = textidx_search(c->text, tq, &o, res, err);
@@ -120,7 +123,7 @@ int search_filter_locked(engine_t *e, coll_t *c, const char *filter_json, roarin
         return rc;
     }
     /* Filter context: scores are dropped, so the free collection-wide statistics do. */
-    if ((rc = run_tree(c, tq, allowed, NULL, (size_t)n, 1, &res, err)) != 0)
+    if ((rc = run_tree(c, tq, allowed, NULL, (size_t)n, 1, 0, &res, err)) != 0)
         return rc;
     if (!(keep = roaring_bitmap_create())) {
         textidx_result_free(&res);
@@ -142,7 +145,10 @@ int search_bm25_locked(engine_t *e, coll_t *c, const search_knn_t *q,
     textq_t *tq = NULL;
     textidx_result_t res;
     int rc = build_query(e, c, q, &tq, err);
-    if (rc || (rc = run_tree(c, tq, allowed, readable, window, 0, &res, err)) != 0)
+    /* a total capped at total_max needs only that many matches counted (then it is shown as
+     * "at least"); an exact one is counted apart (search_count_locked) */
+    uint64_t count_min = q->want_total ? q->total_max : 0;
+    if (rc || (rc = run_tree(c, tq, allowed, readable, window, 0, count_min, &res, err)) != 0)
         return rc;
     *hits = cdn_malloc((res.n ? res.n : 1) * sizeof **hits);
     for (size_t i = 0; *hits && i < res.n; i++)
@@ -173,7 +179,7 @@ int search_count_locked(engine_t *e, coll_t *c, const search_knn_t *q,
     if ((rc = build_query(e, c, q, &tq, err)) != 0)
         return rc;
     /* Statistics do not change which documents match: the collection-wide ones cost least. */
-    if ((rc = run_tree(c, tq, allowed, NULL, nhits ? (size_t)n : 1, 1, &res, err)) != 0)
+    if ((rc = run_tree(c, tq, allowed, NULL, nhits ? (size_t)n : 1, 1, 0, &res, err)) != 0)
         return rc;
     if (!nhits) {
         *total = res.total;

@@ -45,10 +45,15 @@ static inline float ts_score(const term_scorer_t *t, uint32_t tf, uint32_t dl)
     return t->w * f / (f + t->c1 + t->c2 * (float)dl);
 }
 
-static inline float ts_block_ub(const term_scorer_t *t)
+/* The bound of f (INVIDX_IMPACTS entries) under t's constants. */
+static inline float ts_bound(const term_scorer_t *t, const invidx_impact_t *f)
 {
-    uint32_t b = t->cur.i / INVIDX_BLOCK;
-    return ts_score(t, t->cur.pl->bmax_tf[b], t->cur.pl->bmin_dl[b]) * UB_SLACK;
+    float m = 0;
+    for (size_t j = 0; j < INVIDX_IMPACTS && f[j].tf; j++) {
+        float s = ts_score(t, f[j].tf, f[j].dl);
+        m = s > m ? s : m;
+    }
+    return m * UB_SLACK;
 }
 
 static void ts_init(term_scorer_t *t, const bm25_clause_t *c, uint32_t ord)
@@ -59,13 +64,8 @@ static void ts_init(term_scorer_t *t, const bm25_clause_t *c, uint32_t ord)
     t->w = c->weight;
     t->c1 = c->k1 * (1 - c->b);
     t->c2 = c->k1 * c->b / (c->avgdl > 0 ? c->avgdl : 1);
-    t->ub = 0;
     t->ord = ord;
-    for (uint32_t b = 0; b * INVIDX_BLOCK < p->n; b++) {
-        float s = ts_score(t, p->bmax_tf[b], p->bmin_dl[b]);
-        t->ub = s > t->ub ? s : t->ub;
-    }
-    t->ub *= UB_SLACK;
+    t->ub = ts_bound(t, p->limp);
 }
 
 uint32_t bm25_filter_next(roaring_uint32_iterator_t *it, uint32_t d)
@@ -92,46 +92,80 @@ static void top_out(topk_t *t, bm25_hit_t *hits, size_t *n_hits)
     *n_hits = n;
 }
 
-static int cmp_ub(const void *a, const void *b)
+/* ---- MaxScore over windows of doc ids (the block-max variant): a window ends where the first
+ * of the cursors' current blocks ends, so each term's postings in it lie in one block whose bound
+ * holds for the window. Terms are ordered by that bound; those whose summed bounds cannot beat
+ * the k-th score are non-essential there (only probed for candidates the others bring), and a
+ * window where every term is non-essential is skipped without reading a posting. ---- */
+
+typedef struct wterm {
+    float bound;  /* the term's bound in the window */
+    uint32_t idx; /* its scorer */
+} wterm_t;
+
+typedef struct window {
+    wterm_t *ord; /* the terms by window bound, ascending */
+    float *cum;   /* cum[j]: the sum of the bounds of ord[0..j] */
+    size_t ne;    /* ord[0..ne) are non-essential */
+} window_t;
+
+static inline uint32_t block_last(const invidx_cursor_t *c)
 {
-    float x = ((const term_scorer_t *)a)->ub, y = ((const term_scorer_t *)b)->ub;
-    return x < y ? -1 : x > y;
+    uint32_t e = (c->i / INVIDX_BLOCK + 1) * INVIDX_BLOCK;
+    return c->pl->docs[(e < c->pl->n ? e : c->pl->n) - 1];
 }
 
-/* Scores doc d (already known to be allowed): essential cursors on d first, then the
- * non-essential ones from the largest bound down while the doc can still enter. Returns 1 when
- * fully scored into *score, 0 when skipped. The running sum only prunes; the score is the sum
- * of part[] in clause order, because the visiting order follows upper bounds, which come from
- * every posting (hidden documents' too), and float addition is not associative. */
-static int score_doc(term_scorer_t *ts, size_t n, size_t ne, const float *cum, uint32_t d, int full,
-                     float theta, float *part, float *score, bm25_stats_t *st)
+static int cmp_wterm(const void *a, const void *b)
+{
+    const wterm_t *x = a, *y = b;
+    return x->bound < y->bound ? -1 : x->bound > y->bound;
+}
+
+/* Orders the terms of window [.., hi] by their bound in it. */
+static void window_plan(const term_scorer_t *ts, size_t n, uint32_t hi, window_t *w)
+{
+    for (size_t i = 0; i < n; i++) {
+        const invidx_cursor_t *c = &ts[i].cur;
+        float b =
+            invidx_cur_doc(c) > hi
+                ? 0
+                : ts_bound(&ts[i], c->pl->bimp + (size_t)(c->i / INVIDX_BLOCK) * INVIDX_IMPACTS);
+        size_t j = i;
+        if (n <= 16) /* insertion: the usual few terms */
+            for (; j > 0 && w->ord[j - 1].bound > b; j--)
+                w->ord[j] = w->ord[j - 1];
+        w->ord[j] = (wterm_t){b, (uint32_t)i};
+    }
+    if (n > 16)
+        qsort(w->ord, n, sizeof *w->ord, cmp_wterm);
+    for (size_t j = 0; j < n; j++)
+        w->cum[j] = (j ? w->cum[j - 1] : 0) + w->ord[j].bound;
+}
+
+/* Scores doc d (allowed, in the window): the essential cursors on d, then the non-essential ones
+ * from the largest bound down while the doc can still beat theta. Returns 1 when fully scored
+ * into *score, 0 when it cannot enter. The running sum only prunes; the score is the sum of
+ * part[] in clause order, because the visiting order follows bounds, which come from every
+ * posting (hidden documents' too), and float addition is not associative. */
+static int score_doc(term_scorer_t *ts, size_t n, const window_t *w, uint32_t d, float theta,
+                     float *part, float *score, bm25_stats_t *st)
 {
     float s = 0;
     memset(part, 0, n * sizeof *part);
-    if (full) { /* block-max check before touching any tf */
-        float bound = ne ? cum[ne - 1] : 0;
-        for (size_t i = ne; i < n; i++)
-            if (invidx_cur_doc(&ts[i].cur) == d)
-                bound += ts_block_ub(&ts[i]);
-        if (bound <= theta) {
-            for (size_t i = ne; i < n; i++)
-                if (invidx_cur_doc(&ts[i].cur) == d)
-                    ts[i].cur.i++;
-            return 0;
-        }
-    }
-    for (size_t i = ne; i < n; i++) {
-        if (invidx_cur_doc(&ts[i].cur) != d)
+    for (size_t j = w->ne; j < n; j++) {
+        term_scorer_t *t = &ts[w->ord[j].idx];
+        if (invidx_cur_doc(&t->cur) != d)
             continue;
-        s += part[ts[i].ord] = ts_score(&ts[i], ts[i].cur.pl->tfs[ts[i].cur.i], ts[i].dl[d]);
-        ts[i].cur.i++;
+        s += part[t->ord] = ts_score(t, t->cur.pl->tfs[t->cur.i], t->dl[d]);
+        t->cur.i++;
         st->postings++;
     }
-    for (size_t i = ne; i-- > 0;) {
-        if (full && s + cum[i] <= theta)
+    for (size_t j = w->ne; j-- > 0;) {
+        term_scorer_t *t = &ts[w->ord[j].idx];
+        if (s + w->cum[j] <= theta)
             return 0;
-        if (invidx_cur_seek(&ts[i].cur, d) == d) {
-            s += part[ts[i].ord] = ts_score(&ts[i], ts[i].cur.pl->tfs[ts[i].cur.i], ts[i].dl[d]);
+        if (invidx_cur_seek(&t->cur, d) == d) {
+            s += part[t->ord] = ts_score(t, t->cur.pl->tfs[t->cur.i], t->dl[d]);
             st->postings++;
         }
     }
@@ -142,37 +176,199 @@ static int score_doc(term_scorer_t *ts, size_t n, size_t ne, const float *cum, u
     return 1;
 }
 
+/* The state of one top-k run. */
+typedef struct run {
+    term_scorer_t *ts;
+    size_t n;
+    float *part;
+    window_t w;
+    topk_t top;
+    float theta; /* the k-th score once the heap is full and pruning is on, else -inf */
+    int prune;
+    uint64_t matched;
+    int exact;
+    bm25_stats_t *st;
+} run_t;
+
+/* Offers doc d to the heap (d is allowed and on an essential cursor, or any doc when nothing is
+ * non-essential). */
+static void run_offer(run_t *r, uint32_t d)
+{
+    float sc;
+    if (!score_doc(r->ts, r->n, &r->w, d, r->theta, r->part, &sc, r->st)) {
+        r->exact = 0;
+        return;
+    }
+    r->matched++;
+    r->st->scored++;
+    topk_push(&r->top, d, -sc);
+    if (r->prune && topk_full(&r->top)) {
+        r->theta = -topk_worst(&r->top);
+        while (r->w.ne < r->n && r->w.cum[r->w.ne] <= r->theta)
+            r->w.ne++;
+        if (r->w.ne)
+            r->exact = 0;
+    }
+}
+
+/* Postings first: windows of doc ids, each cursor leapfrogging the filter (when there is one,
+ * and it holds more docs than the lists). */
+static void run_windows(run_t *r, const roaring_bitmap_t *filter)
+{
+    term_scorer_t *ts = r->ts;
+    size_t n = r->n;
+    window_t *w = &r->w;
+    roaring_uint32_iterator_t it;
+    if (filter)
+        roaring_init_iterator(filter, &it);
+    for (int done = 0; !done;) {
+        uint32_t lo = INVIDX_END, hi = INVIDX_END;
+        for (size_t i = 0; i < n; i++) {
+            uint32_t x = invidx_cur_doc(&ts[i].cur);
+            lo = x < lo ? x : lo;
+        }
+        if (lo == INVIDX_END)
+            break;
+        if (filter) {
+            uint32_t a = bm25_filter_next(&it, lo);
+            if (a == INVIDX_END)
+                break;
+            if (a != lo) { /* leapfrog: every cursor jumps to the next allowed doc */
+                for (size_t i = 0; i < n; i++)
+                    invidx_cur_seek(&ts[i].cur, a);
+                continue;
+            }
+        }
+        for (size_t i = 0; i < n; i++)
+            if (invidx_cur_doc(&ts[i].cur) != INVIDX_END) {
+                uint32_t e = block_last(&ts[i].cur);
+                hi = e < hi ? e : hi;
+            }
+        window_plan(ts, n, hi, w);
+        w->ne = 0;
+        while (w->ne < n && w->cum[w->ne] <= r->theta)
+            w->ne++;
+        if (w->ne)
+            r->exact = 0;
+        while (w->ne < n) { /* the window's candidates, from its essential cursors */
+            uint32_t d = INVIDX_END;
+            for (size_t j = w->ne; j < n; j++) {
+                uint32_t x = invidx_cur_doc(&ts[w->ord[j].idx].cur);
+                d = x < d ? x : d;
+            }
+            if (d > hi)
+                break;
+            if (filter) {
+                uint32_t a = bm25_filter_next(&it, d);
+                if (a == INVIDX_END) {
+                    done = 1;
+                    break;
+                }
+                if (a != d) {
+                    for (size_t j = w->ne; j < n; j++)
+                        invidx_cur_seek(&ts[w->ord[j].idx].cur, a);
+                    continue;
+                }
+            }
+            run_offer(r, d);
+        }
+        if (hi == INVIDX_END)
+            break;
+        for (size_t i = 0; i < n; i++) /* on past the window */
+            invidx_cur_seek(&ts[i].cur, hi + 1);
+    }
+}
+
+/* The filter first, for a filter smaller than the lists: each allowed doc is looked up in the
+ * essential lists (by whole-list bounds), and scored when one holds it. */
+static void run_filter(run_t *r, const roaring_bitmap_t *filter)
+{
+    term_scorer_t *ts = r->ts;
+    size_t n = r->n;
+    window_t *w = &r->w;
+    uint32_t buf[256], got;
+    roaring_uint32_iterator_t it;
+    for (size_t i = 0; i < n; i++) {
+        size_t j = i;
+        for (; j > 0 && w->ord[j - 1].bound > ts[i].ub; j--)
+            w->ord[j] = w->ord[j - 1];
+        w->ord[j] = (wterm_t){ts[i].ub, (uint32_t)i};
+    }
+    for (size_t j = 0; j < n; j++)
+        w->cum[j] = (j ? w->cum[j - 1] : 0) + w->ord[j].bound;
+    w->ne = 0;
+    roaring_init_iterator(filter, &it);
+    while (w->ne < n && (got = roaring_read_uint32_iterator(&it, buf, 256)) > 0)
+        for (uint32_t b = 0; b < got && w->ne < n; b++) {
+            uint32_t d = buf[b];
+            int on = 0, left = 0;
+            for (size_t j = w->ne; j < n; j++) {
+                uint32_t x = invidx_cur_seek(&ts[w->ord[j].idx].cur, d);
+                on |= x == d;
+                left |= x != INVIDX_END;
+            }
+            if (!left)
+                return;
+            if (on)
+                run_offer(r, d);
+        }
+}
+
 int bm25_topk_or(const bm25_clause_t *cl, size_t n, const roaring_bitmap_t *filter, size_t k,
                  int prune, bm25_hit_t *hits, size_t *n_hits, uint64_t *matched, int *matched_exact,
                  bm25_stats_t *st)
 {
+    size_t m = n ? n : 1;
+    run_t r = {.n = n, .theta = -INFINITY, .prune = prune && k > 0, .exact = 1, .st = st};
+    /* k = 0 is a count: every match must be seen (prune off) */
     *n_hits = 0;
-    *matched = 0;
-    *matched_exact = 1;
-    prune = prune && k > 0; /* k = 0 is a count: every match must be seen */
-    term_scorer_t *ts = cdn_malloc((n ? n : 1) * sizeof *ts);
-    float *cum = cdn_malloc((n ? n : 1) * 2 * sizeof *cum), *part;
-    topk_t top;
-    if (!ts || !cum || topk_init(&top, k)) {
-        cdn_free(ts);
-        cdn_free(cum);
+    r.ts = cdn_malloc(m * sizeof *r.ts);
+    r.part = cdn_malloc(m * 2 * sizeof *r.part);
+    r.w.ord = cdn_malloc(m * sizeof *r.w.ord);
+    if (!r.ts || !r.part || !r.w.ord || topk_init(&r.top, k)) {
+        cdn_free(r.ts);
+        cdn_free(r.part);
+        cdn_free(r.w.ord);
         return CDN_ERR_NOMEM;
     }
-    part = cum + (n ? n : 1);
-    for (size_t i = 0; i < n; i++)
-        ts_init(&ts[i], &cl[i], (uint32_t)i);
-    qsort(ts, n, sizeof *ts, cmp_ub);
-    for (size_t i = 0; i < n; i++)
-        cum[i] = (i ? cum[i - 1] : 0) + ts[i].ub;
+    r.w.cum = r.part + m;
+    uint64_t postings = 0;
+    for (size_t i = 0; i < n; i++) {
+        ts_init(&r.ts[i], &cl[i], (uint32_t)i);
+        postings += r.ts[i].cur.pl->n;
+    }
+    if (filter && roaring_bitmap_get_cardinality(filter) < postings)
+        run_filter(&r, filter);
+    else
+        run_windows(&r, filter);
+    top_out(&r.top, hits, n_hits);
+    topk_free(&r.top);
+    cdn_free(r.ts);
+    cdn_free(r.part);
+    cdn_free(r.w.ord);
+    *matched = r.matched;
+    *matched_exact = r.exact;
+    return CDN_OK;
+}
+
+int bm25_count_or(const bm25_clause_t *cl, size_t n, const roaring_bitmap_t *filter, uint64_t cap,
+                  uint64_t *count, int *exact)
+{
+    invidx_cursor_t *cur = cdn_malloc((n ? n : 1) * sizeof *cur);
     roaring_uint32_iterator_t it;
+    uint64_t c = 0;
+    *count = 0;
+    *exact = 1;
+    if (!cur)
+        return CDN_ERR_NOMEM;
+    for (size_t i = 0; i < n; i++)
+        cur[i] = (invidx_cursor_t){&cl[i].ix->pl[cl[i].tid], 0};
     if (filter)
         roaring_init_iterator(filter, &it);
-    size_t ne = 0;
-    float theta = -INFINITY;
     for (;;) {
         uint32_t d = INVIDX_END;
-        for (size_t i = ne; i < n; i++) {
-            uint32_t x = invidx_cur_doc(&ts[i].cur);
+        for (size_t i = 0; i < n; i++) {
+            uint32_t x = invidx_cur_doc(&cur[i]);
             d = x < d ? x : d;
         }
         if (d == INVIDX_END)
@@ -181,33 +377,23 @@ int bm25_topk_or(const bm25_clause_t *cl, size_t n, const roaring_bitmap_t *filt
             uint32_t a = bm25_filter_next(&it, d);
             if (a == INVIDX_END)
                 break;
-            if (a != d) { /* leapfrog: every essential cursor jumps to the next allowed doc */
-                for (size_t i = ne; i < n; i++)
-                    invidx_cur_seek(&ts[i].cur, a);
+            if (a != d) {
+                for (size_t i = 0; i < n; i++)
+                    invidx_cur_seek(&cur[i], a);
                 continue;
             }
         }
-        float s;
-        int full = prune && topk_full(&top);
-        if (!score_doc(ts, n, ne, cum, d, full, theta, part, &s, st)) {
-            *matched_exact = 0;
-            continue;
+        if (c == cap) {
+            *exact = 0;
+            break;
         }
-        (*matched)++;
-        st->scored++;
-        topk_push(&top, d, -s);
-        if (prune && topk_full(&top)) {
-            theta = -topk_worst(&top);
-            while (ne < n && cum[ne] <= theta)
-                ne++;
-            if (ne > 0)
-                *matched_exact = 0;
-        }
+        c++;
+        for (size_t i = 0; i < n; i++)
+            if (invidx_cur_doc(&cur[i]) == d)
+                cur[i].i++;
     }
-    top_out(&top, hits, n_hits);
-    topk_free(&top);
-    cdn_free(ts);
-    cdn_free(cum);
+    cdn_free(cur);
+    *count = c;
     return CDN_OK;
 }
 

@@ -41,9 +41,11 @@ int fstats_init(fstats_t *fs, const invidx_t *ix, const roaring_bitmap_t *over)
     if (!side)
         return CDN_ERR_NOMEM;
     int rc = to_array(ix, side, &fs->cnt, &fs->n_cnt, &sum);
-    roaring_bitmap_free(side);
-    if (rc)
+    if (rc) {
+        roaring_bitmap_free(side);
         return rc;
+    }
+    fs->side = side;
     if (fs->subtract)
         sum = ix->sum_dl - sum;
     fs->n_docs = n_in;
@@ -56,6 +58,9 @@ void fstats_free(fstats_t *fs)
 {
     cdn_free(fs->cnt);
     fs->cnt = NULL;
+    if (fs->side)
+        roaring_bitmap_free(fs->side);
+    fs->side = NULL;
 }
 
 /* First index >= lo of a[0..n) holding a value >= x (n if none): galloping, then binary. */
@@ -108,6 +113,8 @@ uint64_t fstats_df(const fstats_t *fs, uint32_t tid)
     const invidx_plist_t *pl = &fs->ix->pl[tid];
     if (!fs->cnt || pl->df == 0)
         return pl->df;
-    uint64_t n = count_common(pl->docs, pl->n, fs->cnt, fs->n_cnt);
+    /* a long list has its docs as a bitmap: an intersection of bitmaps, not a merge */
+    uint64_t n = pl->rb ? roaring_bitmap_and_cardinality(pl->rb, fs->side)
+                        : count_common(pl->docs, pl->n, fs->cnt, fs->n_cnt);
     return fs->subtract ? pl->df - n : n;
 }

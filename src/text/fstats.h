@@ -19,7 +19,8 @@ typedef struct fstats {
     double avgdl;    /* their average field length (1 when there are none) */
     uint32_t *cnt;   /* sorted docs counted against (owned); NULL = the field's own */
     uint64_t n_cnt;
-    int subtract; /* df = ix's df - |postings ∩ cnt| instead of |postings ∩ cnt| */
+    roaring_bitmap_t *side; /* the same docs as a bitmap (owned), for lists that have one */
+    int subtract;           /* df = ix's df - |postings ∩ cnt| instead of |postings ∩ cnt| */
 } fstats_t;
 
 /* Computes the statistics of ix over the documents of over (NULL = the whole field: its live

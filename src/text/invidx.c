@@ -26,8 +26,9 @@ static void plist_free(invidx_plist_t *p)
     cdn_free(p->tfs);
     cdn_free(p->poff);
     cdn_free(p->pos);
-    cdn_free(p->bmax_tf);
-    cdn_free(p->bmin_dl);
+    cdn_free(p->bimp);
+    if (p->rb)
+        roaring_bitmap_free(p->rb);
 }
 
 void invidx_destroy(invidx_t *ix)
@@ -146,18 +147,59 @@ static int grow_docs(invidx_t *ix, uint32_t doc)
     return CDN_OK;
 }
 
-/* Recomputes block maxima from posting `from` to the end. */
+void invidx_impact_add(invidx_impact_t *f, uint32_t tf, uint32_t dl)
+{
+    invidx_impact_t t[INVIDX_IMPACTS + 1];
+    size_t n = 0, at = 0;
+    for (size_t j = 0; j < INVIDX_IMPACTS && f[j].tf; j++) {
+        if (f[j].tf >= tf && f[j].dl <= dl)
+            return; /* already covered */
+        if (!(tf >= f[j].tf && dl <= f[j].dl))
+            t[n++] = f[j]; /* the entries the new one dominates go */
+    }
+    while (at < n && t[at].dl < dl)
+        at++;
+    memmove(t + at + 1, t + at, (n - at) * sizeof *t);
+    t[at] = (invidx_impact_t){tf, dl};
+    n++;
+    if (n > INVIDX_IMPACTS) { /* merge the neighbours closest in dl (their tf rise with dl) */
+        size_t m = 0;
+        for (size_t j = 1; j + 1 < n; j++)
+            if ((uint64_t)t[j + 1].dl * t[m].dl < (uint64_t)t[m + 1].dl * t[j].dl)
+                m = j;
+        t[m].tf = t[m + 1].tf;
+        memmove(t + m + 1, t + m + 2, (n - m - 2) * sizeof *t);
+        n--;
+    }
+    memcpy(f, t, n * sizeof *t);
+    for (size_t j = n; j < INVIDX_IMPACTS; j++)
+        f[j] = (invidx_impact_t){0, 0};
+}
+
+/* Rebuilds the list's bitmap from its docs (none below INVIDX_RB_MIN postings). */
+static void plist_rebitmap(invidx_plist_t *p)
+{
+    if (p->rb)
+        roaring_bitmap_free(p->rb);
+    p->rb = p->n >= INVIDX_RB_MIN ? roaring_bitmap_of_ptr(p->n, p->docs) : NULL;
+}
+
+/* Recomputes the block bounds from posting `from` to the end; when from is 0, also the list's
+ * bound (from every block) and its bitmap. */
 static void plist_reblock(invidx_plist_t *p, const uint32_t *dl, uint32_t from)
 {
+    if (!from) {
+        memset(p->limp, 0, sizeof p->limp);
+        plist_rebitmap(p);
+    }
     for (uint32_t b = from / INVIDX_BLOCK; b * INVIDX_BLOCK < p->n; b++) {
-        uint32_t mt = 0, md = UINT32_MAX;
+        invidx_impact_t *f = p->bimp + (size_t)b * INVIDX_IMPACTS;
         uint32_t end = (b + 1) * INVIDX_BLOCK < p->n ? (b + 1) * INVIDX_BLOCK : p->n;
-        for (uint32_t i = b * INVIDX_BLOCK; i < end; i++) {
-            mt = p->tfs[i] > mt ? p->tfs[i] : mt;
-            md = dl[p->docs[i]] < md ? dl[p->docs[i]] : md;
-        }
-        p->bmax_tf[b] = mt;
-        p->bmin_dl[b] = md;
+        memset(f, 0, INVIDX_IMPACTS * sizeof *f);
+        for (uint32_t i = b * INVIDX_BLOCK; i < end; i++)
+            invidx_impact_add(f, p->tfs[i], dl[p->docs[i]]);
+        for (size_t j = 0; !from && j < INVIDX_IMPACTS && f[j].tf; j++)
+            invidx_impact_add(p->limp, f[j].tf, f[j].dl);
     }
 }
 
@@ -179,12 +221,10 @@ static int plist_reserve(invidx_plist_t *p, uint32_t need)
     if (!(a = cdn_realloc(p->poff, cap * 4)))
         return CDN_ERR_NOMEM;
     p->poff = a;
-    if (!(a = cdn_realloc(p->bmax_tf, nb * 4)))
+    invidx_impact_t *f = cdn_realloc(p->bimp, nb * INVIDX_IMPACTS * sizeof *f);
+    if (!f)
         return CDN_ERR_NOMEM;
-    p->bmax_tf = a;
-    if (!(a = cdn_realloc(p->bmin_dl, nb * 4)))
-        return CDN_ERR_NOMEM;
-    p->bmin_dl = a;
+    p->bimp = f;
     p->cap = (uint32_t)cap;
     return CDN_OK;
 }
@@ -227,13 +267,15 @@ static int plist_add(invidx_plist_t *p, const uint32_t *dl, uint32_t doc, const 
     }
     p->n++;
     p->df++;
-    if (at == p->n - 1 && at % INVIDX_BLOCK) {
-        uint32_t b = at / INVIDX_BLOCK;
-        p->bmax_tf[b] = tf > p->bmax_tf[b] ? tf : p->bmax_tf[b];
-        p->bmin_dl[b] = dl[doc] < p->bmin_dl[b] ? dl[doc] : p->bmin_dl[b];
-    } else {
-        plist_reblock(p, dl, at);
-    }
+    if (at == p->n - 1 && at % INVIDX_BLOCK)
+        invidx_impact_add(p->bimp + (size_t)(at / INVIDX_BLOCK) * INVIDX_IMPACTS, tf, dl[doc]);
+    else
+        plist_reblock(p, dl, at ? at : 1); /* `at` 0 would rebuild the list's bound, not add */
+    invidx_impact_add(p->limp, tf, dl[doc]);
+    if (p->rb)
+        roaring_bitmap_add(p->rb, doc);
+    else if (p->n == INVIDX_RB_MIN)
+        plist_rebitmap(p);
     return CDN_OK;
 }
 

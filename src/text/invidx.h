@@ -12,17 +12,33 @@
 #include "text/analyzer.h"
 #include "text/textio.h"
 
-#define INVIDX_BLOCK 128 /* postings per block for block-max upper bounds */
+#define INVIDX_BLOCK 128   /* postings per block for block-max upper bounds */
+#define INVIDX_IMPACTS 4   /* (tf, dl) pairs kept per block and per list */
+#define INVIDX_RB_MIN 4096 /* postings from which a list keeps its docs as a bitmap too */
+
+/* A bound on BM25 scores of a set of postings whatever k1, b and avgdl are: every posting
+ * (tf, dl) of the set is dominated by one entry (tf' >= tf and dl' <= dl). The entries are the
+ * set's Pareto frontier, sorted by dl; where it has more than INVIDX_IMPACTS points neighbours
+ * are merged into one that dominates both (the larger tf, the smaller dl). Unused: tf 0. The
+ * largest score over the entries bounds every posting's, and stays close to the true maximum,
+ * where the pair (largest tf, smallest dl) of different postings is far above it. */
+typedef struct invidx_impact {
+    uint32_t tf, dl;
+} invidx_impact_t;
 
 /* The postings of one term, sorted by doc id. Deleted documents' postings stay until the list
  * is compacted (when a quarter of it is dead); readers skip them through the live set. */
 typedef struct invidx_plist {
     uint32_t *docs;
     uint32_t *tfs;
-    uint32_t *poff;    /* byte offset of posting i's positions in pos */
-    uint8_t *pos;      /* per posting: tf varints, gaps between positions */
-    uint32_t *bmax_tf; /* per block: largest tf */
-    uint32_t *bmin_dl; /* per block: smallest field length */
+    uint32_t *poff;                       /* byte offset of posting i's positions in pos */
+    uint8_t *pos;                         /* per posting: tf varints, gaps between positions */
+    invidx_impact_t *bimp;                /* per block INVIDX_IMPACTS entries: the block's bound */
+    invidx_impact_t limp[INVIDX_IMPACTS]; /* the whole list's bound */
+    /* The docs of a list of at least INVIDX_RB_MIN postings (dead ones included) as a bitmap,
+     * so that counting them in a document set is a bitmap intersection (fstats); NULL below
+     * that, or when it could not be allocated (counting then merges the arrays). */
+    roaring_bitmap_t *rb;
     uint32_t n, cap;
     uint32_t df; /* live postings */
     size_t pos_len, pos_cap;
@@ -85,6 +101,9 @@ static inline uint32_t invidx_cur_doc(const invidx_cursor_t *c)
 {
     return c->i < c->pl->n ? c->pl->docs[c->i] : INVIDX_END;
 }
+/* Adds posting (tf, dl) to the bound f (INVIDX_IMPACTS entries). */
+void invidx_impact_add(invidx_impact_t *f, uint32_t tf, uint32_t dl);
+
 /* Moves c to the first posting with doc >= target (galloping); returns its doc or INVIDX_END.*/
 uint32_t invidx_cur_seek(invidx_cursor_t *c, uint32_t target);
 /* Decodes the positions of the current posting into out (capacity >= its tf). */

@@ -266,7 +266,7 @@ int textidx_search(const textidx_t *ti, const textq_t *q, const textidx_search_o
     if (over &&
         roaring_bitmap_and_cardinality(over, ti->live) == roaring_bitmap_get_cardinality(ti->live))
         over = NULL;
-    int rc = textq_exec(ti, q, base, over, opts->k, opts->exhaustive, res, err);
+    int rc = textq_exec(ti, q, base, over, opts, res, err);
     if (own)
         roaring_bitmap_free(own);
     if (rc) {

@@ -65,6 +65,10 @@ typedef struct textidx_search_opts {
      * set, so that documents it cannot read change no score; NULL = every live document (the
      * collection-wide statistics Elasticsearch uses). Metadata filters do not narrow it. */
     const roaring_bitmap_t *stats_over;
+    /* Matches to count at least: a pruned search leaves total a lower bound, so it counts on
+     * until total is exact or at least count_min (Elasticsearch's track_total_hits). 0: the
+     * count is whatever the ranking saw. */
+    uint64_t count_min;
 } textidx_search_opts_t;
 
 typedef struct textidx_result {
@@ -135,10 +139,10 @@ static inline const textidx_tfield_t *textidx_text_field(const textidx_t *ti, co
 }
 
 /* Internal (textq_eval.c): evaluates q restricted to base (NULL = all live docs, used only when
- * no dead postings exist) into top-k hits, scoring with the statistics of stats_over (live
- * docs only; NULL = every live doc). */
+ * no dead postings exist) into top-k hits as opts says (its allowed and stats_over are replaced
+ * by base and stats_over: the statistics of stats_over, live docs only; NULL = every live doc).*/
 int textq_exec(const textidx_t *ti, const textq_t *q, const roaring_bitmap_t *base,
-               const roaring_bitmap_t *stats_over, size_t k, int exhaustive, textidx_result_t *res,
-               cdn_err_t *err);
+               const roaring_bitmap_t *stats_over, const textidx_search_opts_t *opts,
+               textidx_result_t *res, cdn_err_t *err);
 
 #endif

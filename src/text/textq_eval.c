@@ -701,8 +701,8 @@ static const textq_t *bool_single_scorer(const textq_t *q)
     return NULL;
 }
 
-static int exec_fast(ectx_t *x, const textq_t *q, const roaring_bitmap_t *base, size_t k,
-                     int exhaustive, textidx_result_t *res, int *done)
+static int exec_fast(ectx_t *x, const textq_t *q, const roaring_bitmap_t *base,
+                     const textidx_search_opts_t *o, textidx_result_t *res, int *done)
 {
     const textq_t *scorer = bool_single_scorer(q);
     float boost = scorer ? q->boost : 1.0f;
@@ -717,10 +717,12 @@ static int exec_fast(ectx_t *x, const textq_t *q, const roaring_bitmap_t *base, 
     if (scorer && (q->filter.n || q->must_not.n) && (rc = bool_filter(x, q, base, &f)))
         goto out;
     int exact;
-    rc = bm25_topk_or(cl.c, cl.n, f ? f : base, k, !exhaustive, res->hits, &res->n, &res->total,
-                      &exact, &x->st);
+    rc = bm25_topk_or(cl.c, cl.n, f ? f : base, o->k, !o->exhaustive, res->hits, &res->n,
+                      &res->total, &exact, &x->st);
+    if (!rc && !exact && res->total < o->count_min)
+        rc = bm25_count_or(cl.c, cl.n, f ? f : base, o->count_min, &res->total, &exact);
     res->total_exact = exact;
-    res->plan = exhaustive ? "bm25-exhaustive" : "bm25-maxscore";
+    res->plan = o->exhaustive ? "bm25-exhaustive" : "bm25-maxscore";
 out:
     if (f)
         roaring_bitmap_free(f);
@@ -729,16 +731,17 @@ out:
 }
 
 int textq_exec(const textidx_t *ti, const textq_t *q, const roaring_bitmap_t *base,
-               const roaring_bitmap_t *stats_over, size_t k, int exhaustive, textidx_result_t *res,
-               cdn_err_t *err)
+               const roaring_bitmap_t *stats_over, const textidx_search_opts_t *o,
+               textidx_result_t *res, cdn_err_t *err)
 {
+    size_t k = o->k;
     ectx_t x = {ti, {0, 0}, err, stats_over, NULL, NULL};
     res->hits = cdn_calloc(k ? k : 1, sizeof *res->hits);
     x.fs = cdn_calloc(ti->ntf ? ti->ntf : 1, sizeof *x.fs);
     x.fs_ready = cdn_calloc(ti->ntf ? ti->ntf : 1, 1);
     int done = 1, rc = CDN_ERR_NOMEM;
     if (res->hits && x.fs && x.fs_ready)
-        rc = exec_fast(&x, q, base, k, exhaustive, res, &done);
+        rc = exec_fast(&x, q, base, o, res, &done);
     if (!rc && !done) {
         bm25_docset_t s = {0};
         rc = eval_scored(&x, q, base, &s);

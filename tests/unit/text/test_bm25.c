@@ -136,7 +136,7 @@ static void check_query(const textidx_t *ti, const corpus_t *c, const int *q, in
     size_t nref = reference(c, q, nq, allowed, ti->cfg.k1, ti->cfg.b, ref);
     textq_t *tq;
     textidx_result_t res;
-    textidx_search_opts_t opts = {allowed, k, exhaustive, NULL};
+    textidx_search_opts_t opts = {allowed, k, exhaustive, NULL, 0};
     assert_int_equal(textq_match("body", qs, &tq), 0);
     assert_int_equal(textidx_search(ti, tq, &opts, &res, NULL), 0);
     size_t want = nref < k ? nref : k;
@@ -254,7 +254,7 @@ static size_t hits_for(const textidx_t *ti, const char *text, const roaring_bitm
 {
     textq_t *q;
     textidx_result_t res;
-    textidx_search_opts_t o = {allowed, 10, 0, NULL};
+    textidx_search_opts_t o = {allowed, 10, 0, NULL, 0};
     assert_int_equal(textq_match("body", text, &q), 0);
     assert_int_equal(textidx_search(ti, q, &o, &res, NULL), 0);
     size_t n = res.n;
@@ -315,7 +315,7 @@ static void test_k_zero_counts_every_readable_match(void **state)
     roaring_bitmap_add_range(al, 0, 10);
     textq_t *q;
     textidx_result_t res;
-    textidx_search_opts_t o = {al, 0, 0, NULL};
+    textidx_search_opts_t o = {al, 0, 0, NULL, 0};
     assert_int_equal(textq_match("body", "apple green", &q), 0);
     assert_int_equal(textidx_search(ti, q, &o, &res, NULL), 0);
     assert_int_equal(res.n, 0);
@@ -324,6 +324,91 @@ static void test_k_zero_counts_every_readable_match(void **state)
     textidx_result_free(&res);
     textq_free(q);
     roaring_bitmap_free(al);
+    textidx_free(ti);
+}
+
+/* Every (tf, dl) added to an impact bound stays dominated by one of its entries, which stay
+ * a frontier: sorted by dl with tf rising, none dominating another. */
+static void test_impact_bound_dominates_every_posting(void **state)
+{
+    (void)state;
+    rng_state = 0x9a3ull;
+    for (int trial = 0; trial < 200; trial++) {
+        invidx_impact_t f[INVIDX_IMPACTS] = {{0, 0}};
+        uint32_t tf[300], dl[300];
+        int n = 1 + (int)rnd(300);
+        for (int i = 0; i < n; i++) {
+            tf[i] = 1 + rnd(trial % 2 ? 4 : 40);
+            dl[i] = tf[i] + rnd(200);
+            invidx_impact_add(f, tf[i], dl[i]);
+            for (int j = 0; j <= i; j++) {
+                int covered = 0;
+                for (int e = 0; e < INVIDX_IMPACTS && f[e].tf; e++)
+                    covered |= f[e].tf >= tf[j] && f[e].dl <= dl[j];
+                assert_true(covered);
+            }
+        }
+        for (int e = 1; e < INVIDX_IMPACTS && f[e].tf; e++)
+            assert_true(f[e].dl > f[e - 1].dl && f[e].tf > f[e - 1].tf);
+    }
+}
+
+/* A large corpus (lists of many blocks, so pruning skips whole windows) and long queries: the
+ * pruned top-k equals the exhaustive one to the bit, and a count asked to reach count_min is
+ * exact or at least count_min. */
+static void test_pruned_windows_equal_exhaustive_on_long_lists(void **state)
+{
+    (void)state;
+    enum { NDOCS = 20000, NW = 400 };
+    textidx_t *ti = new_index(1.2f, 0.75f);
+    char buf[64 * 8], qs[40 * 8];
+    rng_state = 0x51ull;
+    for (uint32_t d = 0; d < NDOCS; d++) {
+        size_t o = 0;
+        int len = 1 + (int)rnd(60);
+        for (int i = 0; i < len; i++) { /* Zipf-like: word w with weight about 1 / (w + 1) */
+            uint32_t w = (uint32_t)(exp((double)rnd(10000) / 10000.0 * log((double)NW)) - 1);
+            o += (size_t)snprintf(buf + o, sizeof buf - o, "%sw%u", i ? " " : "", w);
+        }
+        textidx_value_t v = {"body", buf, o, 0};
+        assert_int_equal(textidx_add_doc(ti, d, &v, 1, NULL), 0);
+    }
+    for (uint32_t d = 0; d < NDOCS; d += 37)
+        assert_int_equal(textidx_delete_doc(ti, d), 0);
+    static const uint32_t per_mille[] = {1000, 300, 20};
+    uint64_t read_pruned = 0, read_all = 0;
+    for (int r = 0; r < 60; r++) {
+        int nq = r % 3 == 0 ? 17 + (int)rnd(20) : 1 + (int)rnd(5);
+        size_t o = 0, k = 1 + rnd(30);
+        for (int j = 0; j < nq; j++)
+            o += (size_t)snprintf(qs + o, sizeof qs - o, "%sw%u", j ? " " : "",
+                                  r % 2 ? rnd(20) : rnd(NW));
+        roaring_bitmap_t *a = random_allowed(NDOCS, per_mille[r % 3]);
+        textq_t *tq;
+        textidx_result_t rp, rx;
+        uint64_t count_min = r % 4 ? 100 + rnd(3000) : 0;
+        textidx_search_opts_t op = {a, k, 0, a, count_min}, ox = {a, k, 1, a, 0};
+        assert_int_equal(textq_match("body", qs, &tq), 0);
+        assert_int_equal(textidx_search(ti, tq, &op, &rp, NULL), 0);
+        assert_int_equal(textidx_search(ti, tq, &ox, &rx, NULL), 0);
+        assert_true(rx.total_exact);
+        assert_int_equal(rp.n, rx.n);
+        for (size_t i = 0; i < rp.n; i++) {
+            assert_int_equal(rp.hits[i].id, rx.hits[i].id);
+            assert_true(rp.hits[i].score == rx.hits[i].score);
+        }
+        read_pruned += rp.stats.postings;
+        read_all += rx.stats.postings;
+        if (rp.total_exact)
+            assert_int_equal(rp.total, rx.total);
+        else
+            assert_true(rp.total >= count_min && rp.total <= rx.total);
+        textidx_result_free(&rp);
+        textidx_result_free(&rx);
+        textq_free(tq);
+        roaring_bitmap_free(a);
+    }
+    assert_true(read_pruned * 2 < read_all); /* the windows did skip postings */
     textidx_free(ti);
 }
 
@@ -341,7 +426,7 @@ static void conc_run(const textidx_t *ti, int i, uint32_t *out)
 {
     textq_t *q;
     textidx_result_t r;
-    textidx_search_opts_t o = {NULL, 5, 0, NULL};
+    textidx_search_opts_t o = {NULL, 5, 0, NULL, 0};
     memset(out, 0xff, 5 * sizeof *out);
     if (textq_match("body", conc_q[i], &q) || textidx_search(ti, q, &o, &r, NULL))
         return;
@@ -398,6 +483,8 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_topk_equals_exhaustive_reference_on_random_corpora),
+        cmocka_unit_test(test_impact_bound_dominates_every_posting),
+        cmocka_unit_test(test_pruned_windows_equal_exhaustive_on_long_lists),
         cmocka_unit_test(test_deletes_and_updates_are_visible_to_the_next_query),
         cmocka_unit_test(test_deleted_doc_disappears_and_its_id_cannot_be_added_twice),
         cmocka_unit_test(test_totals_count_only_readable_docs),

@@ -79,15 +79,20 @@ static void same_results(const textidx_t *x, const textidx_t *y)
     roaring_bitmap_t *allowed = roaring_bitmap_create();
     for (uint32_t d = 0; d < 400; d += 2)
         roaring_bitmap_add(allowed, d);
+    /* Pruned totals are lower bounds that depend on where blocks fall (a saved index drops its
+     * dead postings): equal totals are asked of the exhaustive pass. */
     for (int i = 0; i < 4; i++)
-        for (int a = 0; a < 2; a++) {
-            textidx_search_opts_t o = {a ? allowed : NULL, 15, 0, NULL};
+        for (int a = 0; a < 4; a++) {
+            textidx_search_opts_t o = {a & 1 ? allowed : NULL, 15, a >> 1, NULL, 0};
             textidx_result_t rx, ry;
             assert_int_equal(textidx_search(x, qs[i], &o, &rx, NULL), 0);
             assert_int_equal(textidx_search(y, qs[i], &o, &ry, NULL), 0);
             assert_true(rx.n > 0);
             assert_int_equal(rx.n, ry.n);
-            assert_int_equal(rx.total, ry.total);
+            if (a >> 1) {
+                assert_true(rx.total_exact && ry.total_exact);
+                assert_int_equal(rx.total, ry.total);
+            }
             for (size_t h = 0; h < rx.n; h++) {
                 assert_int_equal(rx.hits[h].id, ry.hits[h].id);
                 assert_true(rx.hits[h].score == ry.hits[h].score);
@@ -117,7 +122,7 @@ static void test_save_load_round_trip_gives_identical_results(void **state)
     assert_int_equal(textidx_delete_doc(back, 1), 0);
     textq_t *q;
     textidx_result_t r;
-    textidx_search_opts_t o = {NULL, 5, 0, NULL};
+    textidx_search_opts_t o = {NULL, 5, 0, NULL, 0};
     assert_int_equal(textq_match("body", "omega", &q), 0);
     assert_int_equal(textidx_search(back, q, &o, &r, NULL), 0);
     assert_int_equal(r.n, 1);
@@ -221,7 +226,7 @@ static void test_decoder_survives_altered_payload_with_valid_checksum(void **sta
             textq_t *qs[4];
             queries(qs);
             for (int i = 0; i < 4; i++) {
-                textidx_search_opts_t o = {NULL, 10, 0, NULL};
+                textidx_search_opts_t o = {NULL, 10, 0, NULL, 0};
                 textidx_result_t r;
                 if (textidx_search(back, qs[i], &o, &r, NULL) == CDN_OK)
                     textidx_result_free(&r);

@@ -147,7 +147,7 @@ static void test_scifact_bm25_ndcg_at_10_reaches_published_quality(void **state)
     for (uint32_t q = 0; q < d.nq; q++) {
         textq_t *tq;
         textidx_result_t r;
-        textidx_search_opts_t o = {NULL, 10, 0, NULL};
+        textidx_search_opts_t o = {NULL, 10, 0, NULL, 0};
         assert_int_equal(textq_match("body", d.q_text[q], &tq), 0);
         assert_int_equal(textidx_search(ti, tq, &o, &r, NULL), 0);
         double v = ndcg10(&d, q, &r);

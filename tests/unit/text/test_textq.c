@@ -66,7 +66,7 @@ static const char *run(const textidx_t *ti, textq_t *q, const roaring_bitmap_t *
 {
     static char out[256];
     textidx_result_t res;
-    textidx_search_opts_t o = {allowed, 20, 0, NULL};
+    textidx_search_opts_t o = {allowed, 20, 0, NULL, 0};
     assert_int_equal(textidx_search(ti, q, &o, &res, NULL), 0);
     size_t n = 0;
     out[0] = 0;
@@ -82,7 +82,7 @@ static const char *run_set(const textidx_t *ti, textq_t *q, const roaring_bitmap
 {
     static char out[256];
     textidx_result_t res;
-    textidx_search_opts_t o = {allowed, 20, 0, NULL};
+    textidx_search_opts_t o = {allowed, 20, 0, NULL, 0};
     assert_int_equal(textidx_search(ti, q, &o, &res, NULL), 0);
     int present[NDOCS] = {0};
     for (size_t i = 0; i < res.n; i++)
@@ -185,7 +185,7 @@ static void test_multi_match_most_fields_sums_and_best_fields_takes_max(void **s
     assert_string_equal(run(ti, q, NULL), "13");
     /* scores: most_fields(title^3 + body) > best_fields(max of the two) for the same doc */
     textidx_result_t a, b;
-    textidx_search_opts_t o = {NULL, 5, 0, NULL};
+    textidx_search_opts_t o = {NULL, 5, 0, NULL, 0};
     textq_t *qa, *qb;
     assert_int_equal(textq_multi_match("fox", f, boost, 2, TEXTQ_MM_MOST_FIELDS, &qa), 0);
     assert_int_equal(textq_multi_match("fox", f, boost, 2, TEXTQ_MM_BEST_FIELDS, &qb), 0);
@@ -252,7 +252,7 @@ static void test_bad_range_value_is_an_error_naming_the_field(void **state)
     const textidx_t *ti = *state;
     textq_t *q = range("price", "cheap", NULL);
     textidx_result_t res;
-    textidx_search_opts_t o = {NULL, 5, 0, NULL};
+    textidx_search_opts_t o = {NULL, 5, 0, NULL, 0};
     cdn_err_t err;
     assert_int_equal(textidx_search(ti, q, &o, &res, &err), CDN_ERR_INVALID);
     assert_non_null(strstr(err.msg, "range.price.gte"));
@@ -366,7 +366,7 @@ static void test_filter_dates_take_the_forms_conditions_take(void **state)
     assert_string_equal(run_set(ti, term("date", "2024-01-05t00:00:00z"), NULL), "10");
     assert_int_equal(textq_range("date", "2023-02-29", 1, NULL, 1, &q), 0);
     textidx_result_t res;
-    textidx_search_opts_t o = {NULL, 20, 0, NULL};
+    textidx_search_opts_t o = {NULL, 20, 0, NULL, 0};
     assert_int_equal(textidx_search(ti, q, &o, &res, NULL), CDN_ERR_INVALID);
     textq_free(q);
 }

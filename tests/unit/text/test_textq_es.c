@@ -175,7 +175,7 @@ static void test_parsed_query_runs_like_the_built_one(void **state)
     textq_t *q = ok("{\"bool\": {\"must\": {\"match\": {\"body\": \"fox\"}}, "
                     "\"filter\": {\"term\": {\"tag\": \"a\"}}}}");
     textidx_result_t r;
-    textidx_search_opts_t o = {NULL, 10, 0, NULL};
+    textidx_search_opts_t o = {NULL, 10, 0, NULL, 0};
     assert_int_equal(textidx_search(ti, q, &o, &r, NULL), 0);
     assert_int_equal(r.n, 2); /* docs 0 ("foxes" stems to fox) and 3 */
     assert_true((r.hits[0].id == 0 && r.hits[1].id == 3) ||

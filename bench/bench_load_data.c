@@ -134,6 +134,15 @@ static char *words(uint64_t *s, int n)
     return out;
 }
 
+void load_doc_words(uint64_t seed, size_t i, char **title, char **text)
+{
+    uint64_t s = mix(seed ^ 0x7e47ull, i);
+    int nt = TITLE_WORDS_MIN + (int)(bench_rng_next(&s) % (TITLE_WORDS_MAX - TITLE_WORDS_MIN + 1));
+    int nx = TEXT_WORDS_MIN + (int)(bench_rng_next(&s) % (TEXT_WORDS_MAX - TEXT_WORDS_MIN + 1));
+    *title = words(&s, nt);
+    *text = words(&s, nx);
+}
+
 int load_batch_make(const load_docs_t *d, size_t b, load_batch_t *out)
 {
     size_t first = b * d->batch, n = first < d->n ? d->n - first : 0;
@@ -158,15 +167,10 @@ int load_batch_make(const load_docs_t *d, size_t b, load_batch_t *out)
     bench_gen_rows_of(&g, out->vectors, n, NULL);
     for (size_t k = 0; k < n; k++) {
         size_t i = first + k;
-        uint64_t s = mix(d->seed ^ 0x7e47ull, i);
         char meta[(LOAD_SUBJECTS + 1) * 20 + 32];
         size_t m = 0, at;
         snprintf(out->ids[k], sizeof out->ids[k], "%c%zu", d->prefix, i);
-        int nt =
-            TITLE_WORDS_MIN + (int)(bench_rng_next(&s) % (TITLE_WORDS_MAX - TITLE_WORDS_MIN + 1));
-        int nx = TEXT_WORDS_MIN + (int)(bench_rng_next(&s) % (TEXT_WORDS_MAX - TEXT_WORDS_MIN + 1));
-        out->title[k] = words(&s, nt);
-        out->text[k] = words(&s, nx);
+        load_doc_words(d->seed, i, &out->title[k], &out->text[k]);
         for (int j = 0; j < LOAD_SUBJECTS; j++)
             if (d->mask[i] >> j & 1)
                 snprintf(out->groups[k][m++], sizeof out->groups[k][0], LOAD_PREFIX "g%02d", j);
@@ -263,11 +267,19 @@ void load_batch_chunks(const load_batch_t *bt, uint32_t dim, cordon_chunk *chunk
     }
 }
 
-void load_query_words(uint64_t seed, size_t i, char *out, size_t cap)
+void load_query_terms(uint64_t seed, size_t i, int n, char *out, size_t cap)
 {
     uint64_t s = mix(seed ^ 0x9e7ull, i);
-    char a[16], b[16];
-    word((unsigned)(bench_rng_next(&s) % QUERY_RANKS), a, sizeof a);
-    word((unsigned)(bench_rng_next(&s) % QUERY_RANKS), b, sizeof b);
-    snprintf(out, cap, "%s %s", a, b);
+    size_t at = 0;
+    char w[16];
+    out[0] = '\0';
+    for (int k = 0; k < n && at + 16 < cap; k++) {
+        word((unsigned)(bench_rng_next(&s) % QUERY_RANKS), w, sizeof w);
+        at += (size_t)snprintf(out + at, cap - at, "%s%s", k ? " " : "", w);
+    }
+}
+
+void load_query_words(uint64_t seed, size_t i, char *out, size_t cap)
+{
+    load_query_terms(seed, i, 2, out, cap);
 }

@@ -78,8 +78,14 @@ int load_batch_ndjson(const load_docs_t *d, const load_batch_t *bt, cdn_buf_t *o
 void load_batch_chunks(const load_batch_t *bt, uint32_t dim, cordon_chunk *chunks,
                        cordon_field *fields);
 
-/* Query i's words ("w1 w2") for match and hybrid searches. */
+/* Document i's title and text of a set drawn with seed (malloc'd, NULL when out of memory;
+ * the caller frees both). */
+void load_doc_words(uint64_t seed, size_t i, char **title, char **text);
+
+/* Query i's words ("w1 w2") for match and hybrid searches; load_query_terms draws n words
+ * (the first two are load_query_words'). */
 void load_query_words(uint64_t seed, size_t i, char *out, size_t cap);
+void load_query_terms(uint64_t seed, size_t i, int n, char *out, size_t cap);
 
 /* Appends a float of a unit vector (|v| <= 1) with 6 decimals: the NDJSON's and the query
  * bodies' number format. */

@@ -15,6 +15,7 @@
 #include "base/clock.h"
 #include "base/mem.h"
 #include "bench_text_data.h"
+#include "bench_util.h"
 #include "cordon.h"
 #include "text/textidx.h"
 
@@ -26,7 +27,7 @@
 
 typedef struct row {
     char corpus[64], engine[16], mode[16], config[64];
-    double readable, ndcg, recall, p50, p95;
+    double readable, ndcg, recall, p50, p95, p99;
     size_t nq;
 } row_t;
 
@@ -36,10 +37,13 @@ typedef struct run {
     row_t *rows;
     size_t nrows, cap;
     int reps;
+    size_t k;         /* hits a BM25 query asks for (TOPK for judged corpora) */
     double *lat;      /* per query, ms (min over reps) */
     uint32_t *ranked; /* per query TOPK ids (ranking of the current engine) */
     float *scores;
     size_t *nranked;
+    double build_s[2], build_mb[2]; /* index build: cordon's textidx, FTS5 (seconds, MB) */
+    int no_fts5;                    /* --no-fts5: the engine's rows only (profiling) */
 } run_t;
 
 static int cmp_double(const void *a, const void *b)
@@ -77,6 +81,7 @@ static void add_row(run_t *r, const char *engine, const char *mode, const char *
     w->recall = nq ? sr / (double)nq : 0;
     w->p50 = l[r->d->nq / 2];
     w->p95 = l[(size_t)((double)r->d->nq * 0.95)];
+    w->p99 = l[(size_t)((double)r->d->nq * 0.99)];
     w->nq = nq;
     cdn_free(l);
 }
@@ -115,7 +120,7 @@ static int run_cordon(run_t *r, textidx_t *ti, float k1, float b, const roaring_
             uint64_t t0 = cdn_clock_ns();
             textq_t *tq;
             textidx_result_t res;
-            textidx_search_opts_t o = {allowed, TOPK, exhaustive, global ? NULL : allowed};
+            textidx_search_opts_t o = {allowed, r->k, exhaustive, global ? NULL : allowed, 0};
             cdn_err_t err;
             if (textq_match("body", r->d->q_text[q], &tq) ||
                 textidx_search(ti, tq, &o, &res, &err)) {
@@ -201,10 +206,12 @@ static int run_fts(run_t *r, sqlite3 *db, const roaring_bitmap_t *allowed)
         sqlite3_exec(db, "COMMIT;", NULL, NULL, NULL);
     }
     /* materialised: otherwise SQLite probes the match once per allowed row (100x slower) */
-    const char *sql = allowed ? "WITH m AS MATERIALIZED (SELECT rowid AS id, bm25(d) AS s FROM d "
-                                "WHERE d MATCH ?1) SELECT m.id FROM m JOIN allow USING (id) "
-                                "ORDER BY m.s LIMIT 100"
-                              : "SELECT rowid FROM d WHERE d MATCH ?1 ORDER BY bm25(d) LIMIT 100";
+    char sql[256];
+    snprintf(sql, sizeof sql, "%s LIMIT %zu",
+             allowed ? "WITH m AS MATERIALIZED (SELECT rowid AS id, bm25(d) AS s FROM d "
+                       "WHERE d MATCH ?1) SELECT m.id FROM m JOIN allow USING (id) ORDER BY m.s"
+                     : "SELECT rowid FROM d WHERE d MATCH ?1 ORDER BY bm25(d)",
+             r->k);
     if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
         return -1;
     char qs[8192];
@@ -215,7 +222,7 @@ static int run_fts(run_t *r, sqlite3 *db, const roaring_bitmap_t *allowed)
             fts_query(r->d->q_text[q], qs, sizeof qs);
             sqlite3_bind_text(st, 1, qs, -1, SQLITE_STATIC);
             size_t n = 0;
-            while (sqlite3_step(st) == SQLITE_ROW && n < TOPK)
+            while (sqlite3_step(st) == SQLITE_ROW && n < r->k)
                 r->ranked[q * TOPK + n++] = (uint32_t)sqlite3_column_int64(st, 0);
             sqlite3_reset(st);
             double ms = (double)(cdn_clock_ns() - t0) / 1e6;
@@ -368,33 +375,40 @@ static void print_rows(const run_t *r, int json)
         json_t *rows = json_array();
         for (size_t i = 0; i < r->nrows; i++) {
             const row_t *w = &r->rows[i];
-            json_array_append_new(rows, json_pack("{s:s,s:s,s:s,s:s,s:f,s:f,s:f,s:f,s:f,s:i}",
-                                                  "corpus", w->corpus, "engine", w->engine, "mode",
-                                                  w->mode, "config", w->config, "readable",
-                                                  w->readable, "ndcg_at_10", w->ndcg,
-                                                  "recall_at_100", w->recall, "p50_ms", w->p50,
-                                                  "p95_ms", w->p95, "queries", (int)w->nq));
+            json_array_append_new(
+                rows,
+                json_pack("{s:s,s:s,s:s,s:s,s:f,s:f,s:f,s:f,s:f,s:f,s:i}", "corpus", w->corpus,
+                          "engine", w->engine, "mode", w->mode, "config", w->config, "readable",
+                          w->readable, "ndcg_at_10", w->ndcg, "recall_at_100", w->recall, "p50_ms",
+                          w->p50, "p95_ms", w->p95, "p99_ms", w->p99, "queries", (int)w->nq));
         }
-        json_t *o = json_pack("{s:s,s:o}", "bench", "text", "rows", rows);
+        json_t *o = json_pack("{s:s,s:o,s:{s:f,s:f,s:f,s:f}}", "bench", "text", "rows", rows,
+                              "build", "cordon_s", r->build_s[0], "cordon_mb", r->build_mb[0],
+                              "fts5_s", r->build_s[1], "fts5_mb", r->build_mb[1]);
         char *s = json_dumps(o, JSON_INDENT(1));
         printf("%s\n", s);
         free(s);
         json_decref(o);
         return;
     }
-    printf("%-10s %-7s %-7s %-46s %8s %8s %9s %8s %8s\n", "corpus", "engine", "mode", "config",
-           "readable", "ndcg@10", "recall@100", "p50_ms", "p95_ms");
+    printf("%-10s %-7s %-7s %-46s %8s %8s %9s %8s %8s %8s\n", "corpus", "engine", "mode", "config",
+           "readable", "ndcg@10", "recall@100", "p50_ms", "p95_ms", "p99_ms");
     for (size_t i = 0; i < r->nrows; i++) {
         const row_t *w = &r->rows[i];
-        printf("%-10s %-7s %-7s %-46s %8.2f %8.4f %9.4f %8.4f %8.4f\n", w->corpus, w->engine,
-               w->mode, w->config, w->readable, w->ndcg, w->recall, w->p50, w->p95);
+        printf("%-10s %-7s %-7s %-46s %8.2f %8.4f %9.4f %8.4f %8.4f %8.4f\n", w->corpus, w->engine,
+               w->mode, w->config, w->readable, w->ndcg, w->recall, w->p50, w->p95, w->p99);
     }
+    printf("index build (last corpus): cordon %.1f s, %.0f MB resident; fts5 %.1f s, %.0f MB\n",
+           r->build_s[0], r->build_mb[0], r->build_s[1], r->build_mb[1]);
 }
 
 static void usage(FILE *f)
 {
     fprintf(f, "usage: cordon bench text --corpus DIR [--corpus DIR2] [--format json]\n"
                "       [--reps N (default 3)] [--quick] [--analyzer A] [--analyzers A,B,...]\n"
+               "       cordon bench text --generated N [--queries Q (300)] [--k K (10)] ...\n"
+               "  --generated: N generated documents (Zipf words), Q queries of 2-4 words, no\n"
+               "  judgements (quality columns are 0), no analyzer variants. --no-fts5: no peer.\n"
                "  --analyzer: main rows (default " DEFAULT_ANALYZER "); --analyzers: variant rows\n"
                "  at 100%% readable (default " DEFAULT_VARIANTS ")\n"
                "  DIR in BEIR layout: corpus.jsonl, queries.jsonl, qrels/test.tsv, optional\n"
@@ -431,13 +445,20 @@ static int bench_corpus(run_t *r, int quick, const char *analyzer, const char *v
     char cfg[128];
     for (int i = 0; i < 3; i++)
         lay[i] = layout(r->d->ndocs, fracs[i], 42 + (uint64_t)i);
+    double rss0 = bench_rss_mb();
+    uint64_t t0 = cdn_clock_ns();
     textidx_t *ti = build_index(r->d, analyzer);
+    r->build_s[0] = (double)(cdn_clock_ns() - t0) / 1e9;
+    r->build_mb[0] = bench_rss_mb() - rss0;
     char c09[96], c12[96], c09g[96];
     snprintf(c09, sizeof c09, "%s k1=0.9 b=0.4", analyzer);
     snprintf(c09g, sizeof c09g, "%s k1=0.9 b=0.4 global stats", analyzer);
     snprintf(c12, sizeof c12, "%s k1=1.2 b=0.75", analyzer);
-    sqlite3 *db = fts_build(r->d);
-    int rc = ti && db ? 0 : -1;
+    t0 = cdn_clock_ns();
+    sqlite3 *db = r->no_fts5 ? NULL : fts_build(r->d);
+    r->build_s[1] = (double)(cdn_clock_ns() - t0) / 1e9;
+    r->build_mb[1] = (double)sqlite3_memory_used() / 1048576.0;
+    int rc = ti && (db || r->no_fts5) ? 0 : -1;
     for (int i = 0; i < 3 && !rc; i++) {
         rc = run_cordon(r, ti, 0.9f, 0.4f, lay[i], 0, 0);
         add_row(r, "cordon", "bm25", c09, fracs[i], lay[i]);
@@ -446,7 +467,7 @@ static int bench_corpus(run_t *r, int quick, const char *analyzer, const char *v
         add_row(r, "cordon", "bm25", c09g, fracs[i], lay[i]);
         rc = rc ? rc : run_cordon(r, ti, 1.2f, 0.75f, lay[i], 0, 0);
         add_row(r, "cordon", "bm25", c12, fracs[i], lay[i]);
-        if (i == 0 || !quick) {
+        if (db && (i == 0 || !quick)) {
             rc = rc ? rc : run_fts(r, db, i ? lay[i] : NULL);
             add_row(r, "fts5", "bm25", "porter unicode61 (k1=1.2 b=0.75)", fracs[i], lay[i]);
         }
@@ -483,6 +504,8 @@ int bench_text_main(int argc, char **argv)
 {
     const char *dirs[8];
     int nd = 0, json = 0, quick = 0, reps = 3;
+    size_t generated = 0, nqueries = 300, k = 0;
+    run_t r = {0};
     const char *variants = DEFAULT_VARIANTS, *analyzer = DEFAULT_ANALYZER;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--corpus") && i + 1 < argc && nd < 8)
@@ -497,30 +520,42 @@ int bench_text_main(int argc, char **argv)
             variants = argv[++i];
         else if (!strcmp(argv[i], "--quick"))
             quick = 1;
+        else if (!strcmp(argv[i], "--no-fts5"))
+            r.no_fts5 = 1;
+        else if (!strcmp(argv[i], "--generated") && i + 1 < argc)
+            generated = strtoul(argv[++i], NULL, 10);
+        else if (!strcmp(argv[i], "--queries") && i + 1 < argc)
+            nqueries = strtoul(argv[++i], NULL, 10);
+        else if (!strcmp(argv[i], "--k") && i + 1 < argc)
+            k = strtoul(argv[++i], NULL, 10);
         else {
             usage(strcmp(argv[i], "--help") ? stderr : stdout);
             return strcmp(argv[i], "--help") ? 2 : 0;
         }
     }
-    if (!nd || reps < 1) {
+    if ((!nd && !generated) || (nd && generated) || reps < 1 || k > TOPK || !nqueries) {
         usage(stderr);
         return 2;
     }
-    run_t r = {0};
     r.reps = reps;
+    r.k = k ? k : generated ? 10 : TOPK;
     int rc = 0;
-    for (int c = 0; c < nd && !rc; c++) {
+    char gname[32];
+    snprintf(gname, sizeof gname, "gen%zu", generated);
+    for (int c = 0; c < (generated ? 1 : nd) && !rc; c++) {
         btd_t d;
-        if (btd_load(dirs[c], &d))
+        if (generated ? btd_generate(generated, nqueries, 42, &d) : btd_load(dirs[c], &d)) {
+            fprintf(stderr, "bench text: %s\n", generated ? "out of memory" : "cannot load");
             return 1;
-        const char *base = strrchr(dirs[c], '/');
+        }
+        const char *base = generated ? NULL : strrchr(dirs[c], '/');
         r.d = &d;
-        r.corpus = base && base[1] ? base + 1 : dirs[c];
+        r.corpus = generated ? gname : base && base[1] ? base + 1 : dirs[c];
         r.lat = cdn_calloc(d.nq + 1, sizeof *r.lat);
         r.ranked = cdn_calloc((d.nq + 1) * TOPK, sizeof *r.ranked);
         r.scores = cdn_calloc((d.nq + 1) * TOPK, sizeof *r.scores);
         r.nranked = cdn_calloc(d.nq + 1, sizeof *r.nranked);
-        rc = bench_corpus(&r, quick, analyzer, variants);
+        rc = bench_corpus(&r, quick, analyzer, generated ? "" : variants);
         cdn_free(r.lat);
         cdn_free(r.ranked);
         cdn_free(r.scores);

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "base/mem.h"
+#include "bench_load_data.h"
 
 typedef struct idmap {
     const char *id;
@@ -162,6 +163,36 @@ int btd_load(const char *dir, btd_t *d)
     cdn_free(dm);
     cdn_free(qm);
     return rc;
+}
+
+int btd_generate(size_t n, size_t nq, uint64_t seed, btd_t *d)
+{
+    char buf[24], q[96];
+    memset(d, 0, sizeof *d);
+    d->doc_id = cdn_calloc(n ? n : 1, sizeof *d->doc_id);
+    d->title = cdn_calloc(n ? n : 1, sizeof *d->title);
+    d->text = cdn_calloc(n ? n : 1, sizeof *d->text);
+    d->q_id = cdn_calloc(nq ? nq : 1, sizeof *d->q_id);
+    d->q_text = cdn_calloc(nq ? nq : 1, sizeof *d->q_text);
+    d->nqrels = cdn_calloc(nq ? nq : 1, sizeof *d->nqrels);
+    if (!d->doc_id || !d->title || !d->text || !d->q_id || !d->q_text || !d->nqrels)
+        return -1;
+    for (size_t i = 0; i < n; i++, d->ndocs++) {
+        snprintf(buf, sizeof buf, "%zu", i);
+        d->doc_id[i] = cdn_strdup(buf);
+        load_doc_words(seed, i, &d->title[i], &d->text[i]);
+        if (!d->doc_id[i] || !d->title[i] || !d->text[i])
+            return -1;
+    }
+    for (size_t i = 0; i < nq; i++, d->nq++) {
+        snprintf(buf, sizeof buf, "q%zu", i);
+        load_query_terms(seed, i, 2 + (int)(i % 3), q, sizeof q);
+        d->q_id[i] = cdn_strdup(buf);
+        d->q_text[i] = cdn_strdup(q);
+        if (!d->q_id[i] || !d->q_text[i])
+            return -1;
+    }
+    return 0;
 }
 
 void btd_free(btd_t *d)

@@ -23,6 +23,11 @@ typedef struct btd {
     int *dvec_ok, *qvec_ok;
 } btd_t;
 
+/* A generated corpus (labelled "generated"): n documents with the words of `cordon bench load`
+ * (a Zipf law over 1,024 made-up words, bench_load_data.h) and nq queries of 2, 3 and 4 of the
+ * commonest 256 words in turn; no judgements, no vectors. 0 or -1; free with btd_free. */
+int btd_generate(size_t n, size_t nq, uint64_t seed, btd_t *d);
+
 /* Loads dir; 0 or -1 with a message on stderr. Free with btd_free. */
 int btd_load(const char *dir, btd_t *d);
 void btd_free(btd_t *d);

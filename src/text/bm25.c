@@ -9,6 +9,9 @@
 #include "base/mem.h"
 #include "base/topk.h"
 
+/* Queries of up to this many terms score unfiltered windows a block at a time (window_batch). */
+#define BATCH_TERMS 8
+
 /* Upper bounds are inflated by this factor so that float rounding in a different summation
  * order can never make a bound smaller than a real score (which would lose exactness). */
 #define UB_SLACK 1.0001f
@@ -176,6 +179,13 @@ static int score_doc(term_scorer_t *ts, size_t n, const window_t *w, uint32_t d,
     return 1;
 }
 
+/* The candidates of a window (window_batch): docs ascending, their running sums (for pruning only)
+ * and n parts each, the score from every clause in clause order. */
+typedef struct cands {
+    uint32_t *doc;
+    float *sum, *part;
+} cands_t;
+
 /* The state of one top-k run. */
 typedef struct run {
     term_scorer_t *ts;
@@ -188,6 +198,9 @@ typedef struct run {
     uint64_t matched;
     int exact;
     bm25_stats_t *st;
+    /* window_batch's candidates (two sets: merges go from one to the other), up to
+     * INVIDX_BLOCK x n each; NULL when the query has more than BATCH_TERMS terms */
+    cands_t *cand;
 } run_t;
 
 /* Offers doc d to the heap (d is allowed and on an essential cursor, or any doc when nothing is
@@ -209,6 +222,102 @@ static void run_offer(run_t *r, uint32_t d)
         if (r->w.ne)
             r->exact = 0;
     }
+}
+
+/* Pushes doc d, fully scored as parts (clause order), and raises theta. */
+static void run_push(run_t *r, uint32_t d, const float *part)
+{
+    float s = 0;
+    for (size_t i = 0; i < r->n; i++)
+        s += part[i];
+    r->matched++;
+    r->st->scored++;
+    topk_push(&r->top, d, -s);
+    if (r->prune && topk_full(&r->top)) {
+        r->theta = -topk_worst(&r->top);
+        while (r->w.ne < r->n && r->w.cum[r->w.ne] <= r->theta)
+            r->w.ne++;
+        if (r->w.ne)
+            r->exact = 0;
+    }
+}
+
+static void cand_copy(const cands_t *from, size_t c, cands_t *to, size_t m, size_t n)
+{
+    to->doc[m] = from->doc[c];
+    to->sum[m] = from->sum[c];
+    memcpy(to->part + m * n, from->part + c * n, n * sizeof *to->part);
+}
+
+/* A window without a filter, a block at a time (queries of up to BATCH_TERMS terms): the
+ * essential terms' postings in it are scored in one pass each and merged into candidates; those
+ * the non-essential terms' bounds could lift above theta stay; then each non-essential term, from
+ * the largest bound down, is merged into the survivors (its postings in the window against
+ * theirs, instead of one search per candidate), and those that can no longer beat theta drop
+ * out. The rest are offered to the heap. Leaves the cursors it read inside or past the window. */
+static void window_batch(run_t *r, uint32_t hi)
+{
+    window_t *w = &r->w;
+    size_t n = r->n, ne = w->ne, nc = 0, merged = 0;
+    cands_t *a = &r->cand[0], *b = &r->cand[1], *t;
+    for (size_t j = ne; j < n; j++, t = a, a = b, b = t) {
+        term_scorer_t *e = &r->ts[w->ord[j].idx];
+        const invidx_plist_t *p = e->cur.pl;
+        uint32_t i = e->cur.i, start = i;
+        size_t c = 0, m = 0;
+        for (;; m++) {
+            uint32_t dc = c < nc ? a->doc[c] : INVIDX_END;
+            uint32_t dt = i < p->n && p->docs[i] <= hi ? p->docs[i] : INVIDX_END;
+            if (dc == INVIDX_END && dt == INVIDX_END)
+                break;
+            if (dc <= dt) {
+                cand_copy(a, c++, b, m, n);
+            } else {
+                b->doc[m] = dt;
+                b->sum[m] = 0;
+                memset(b->part + m * n, 0, n * sizeof *b->part);
+            }
+            if (dt <= dc) {
+                float x = ts_score(e, p->tfs[i], e->dl[dt]);
+                b->part[m * n + e->ord] = x;
+                b->sum[m] += x;
+                i++;
+            }
+        }
+        r->st->postings += i - start;
+        e->cur.i = i;
+        nc = m;
+    }
+    merged = nc;
+    for (size_t j = ne; j-- > 0 && nc;) { /* the non-essential terms, merged into the survivors */
+        term_scorer_t *e = &r->ts[w->ord[j].idx];
+        const invidx_plist_t *q = e->cur.pl;
+        uint32_t at = e->cur.i;
+        size_t keep = 0;
+        for (size_t c = 0; c < nc; c++) {
+            uint32_t d = a->doc[c];
+            float s = a->sum[c];
+            if (s + w->cum[j] <= r->theta)
+                continue;
+            while (at < q->n && q->docs[at] < d)
+                at++;
+            if (at < q->n && q->docs[at] == d) {
+                float x = ts_score(e, q->tfs[at], e->dl[d]);
+                a->part[c * n + e->ord] = x;
+                s += x;
+                r->st->postings++;
+            }
+            if (keep != c)
+                cand_copy(a, c, a, keep, n);
+            a->sum[keep++] = s;
+        }
+        e->cur.i = at;
+        nc = keep;
+    }
+    if (nc < merged)
+        r->exact = 0;
+    for (size_t c = 0; c < nc; c++)
+        run_push(r, a->doc[c], a->part + c * n);
 }
 
 /* Postings first: windows of doc ids, each cursor leapfrogging the filter (when there is one,
@@ -250,28 +359,31 @@ static void run_windows(run_t *r, const roaring_bitmap_t *filter)
             w->ne++;
         if (w->ne)
             r->exact = 0;
-        while (w->ne < n) { /* the window's candidates, from its essential cursors */
-            uint32_t d = INVIDX_END;
-            for (size_t j = w->ne; j < n; j++) {
-                uint32_t x = invidx_cur_doc(&ts[w->ord[j].idx].cur);
-                d = x < d ? x : d;
-            }
-            if (d > hi)
-                break;
-            if (filter) {
-                uint32_t a = bm25_filter_next(&it, d);
-                if (a == INVIDX_END) {
-                    done = 1;
+        if (!filter && n <= BATCH_TERMS)
+            window_batch(r, hi);
+        else
+            while (w->ne < n) { /* the window's candidates, from its essential cursors */
+                uint32_t d = INVIDX_END;
+                for (size_t j = w->ne; j < n; j++) {
+                    uint32_t x = invidx_cur_doc(&ts[w->ord[j].idx].cur);
+                    d = x < d ? x : d;
+                }
+                if (d > hi)
                     break;
+                if (filter) {
+                    uint32_t a = bm25_filter_next(&it, d);
+                    if (a == INVIDX_END) {
+                        done = 1;
+                        break;
+                    }
+                    if (a != d) {
+                        for (size_t j = w->ne; j < n; j++)
+                            invidx_cur_seek(&ts[w->ord[j].idx].cur, a);
+                        continue;
+                    }
                 }
-                if (a != d) {
-                    for (size_t j = w->ne; j < n; j++)
-                        invidx_cur_seek(&ts[w->ord[j].idx].cur, a);
-                    continue;
-                }
+                run_offer(r, d);
             }
-            run_offer(r, d);
-        }
         if (hi == INVIDX_END)
             break;
         for (size_t i = 0; i < n; i++) /* on past the window */
@@ -325,12 +437,21 @@ int bm25_topk_or(const bm25_clause_t *cl, size_t n, const roaring_bitmap_t *filt
     r.ts = cdn_malloc(m * sizeof *r.ts);
     r.part = cdn_malloc(m * 2 * sizeof *r.part);
     r.w.ord = cdn_malloc(m * sizeof *r.w.ord);
-    if (!r.ts || !r.part || !r.w.ord || topk_init(&r.top, k)) {
+    size_t cc = INVIDX_BLOCK * m; /* candidates a window can have: n blocks' postings */
+    cands_t cand[2];
+    void *cmem = m <= BATCH_TERMS ? cdn_malloc(2 * cc * (2 + m) * sizeof(float)) : NULL;
+    if (!r.ts || !r.part || !r.w.ord || (m <= BATCH_TERMS && !cmem) || topk_init(&r.top, k)) {
         cdn_free(r.ts);
         cdn_free(r.part);
         cdn_free(r.w.ord);
+        cdn_free(cmem);
         return CDN_ERR_NOMEM;
     }
+    for (int h = 0; cmem && h < 2; h++) {
+        float *base = (float *)cmem + (size_t)h * cc * (2 + m);
+        cand[h] = (cands_t){(uint32_t *)base, base + cc, base + 2 * cc};
+    }
+    r.cand = cmem ? cand : NULL;
     r.w.cum = r.part + m;
     uint64_t postings = 0;
     for (size_t i = 0; i < n; i++) {
@@ -346,6 +467,7 @@ int bm25_topk_or(const bm25_clause_t *cl, size_t n, const roaring_bitmap_t *filt
     cdn_free(r.ts);
     cdn_free(r.part);
     cdn_free(r.w.ord);
+    cdn_free(cmem);
     *matched = r.matched;
     *matched_exact = r.exact;
     return CDN_OK;

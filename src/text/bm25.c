@@ -9,8 +9,14 @@
 #include "base/mem.h"
 #include "base/topk.h"
 
-/* Queries of up to this many terms score unfiltered windows a block at a time (window_batch). */
+/* Queries of up to this many terms score windows a block at a time (window_batch). */
 #define BATCH_TERMS 8
+
+/* A filter drives the walk when the lists hold this many times its docs: looking each allowed
+ * doc up costs a search per essential list, a window costs a pass over its postings. */
+#ifndef FILTER_FIRST
+#define FILTER_FIRST 4
+#endif
 
 /* Upper bounds are inflated by this factor so that float rounding in a different summation
  * order can never make a bound smaller than a real score (which would lose exactness). */
@@ -249,13 +255,13 @@ static void cand_copy(const cands_t *from, size_t c, cands_t *to, size_t m, size
     memcpy(to->part + m * n, from->part + c * n, n * sizeof *to->part);
 }
 
-/* A window without a filter, a block at a time (queries of up to BATCH_TERMS terms): the
- * essential terms' postings in it are scored in one pass each and merged into candidates; those
- * the non-essential terms' bounds could lift above theta stay; then each non-essential term, from
- * the largest bound down, is merged into the survivors (its postings in the window against
+/* A window, a block at a time (queries of up to BATCH_TERMS terms): the essential terms'
+ * postings in it are scored in one pass each and merged into candidates; those the non-essential
+ * terms' bounds could lift above theta and the filter allows stay; then each non-essential term,
+ * from the largest bound down, is merged into the survivors (its postings in the window against
  * theirs, instead of one search per candidate), and those that can no longer beat theta drop
  * out. The rest are offered to the heap. Leaves the cursors it read inside or past the window. */
-static void window_batch(run_t *r, uint32_t hi)
+static void window_batch(run_t *r, uint32_t hi, const roaring_bitmap_t *filter)
 {
     window_t *w = &r->w;
     size_t n = r->n, ne = w->ne, nc = 0, merged = 0;
@@ -289,6 +295,22 @@ static void window_batch(run_t *r, uint32_t hi)
         nc = m;
     }
     merged = nc;
+    if (filter) { /* the allowed candidates that the other terms could lift above theta */
+        size_t keep = 0;
+        float lift = ne ? w->cum[ne - 1] : 0;
+        for (size_t c = 0; c < nc; c++) {
+            if (a->sum[c] + lift <= r->theta)
+                continue; /* pruned: the count becomes a lower bound below */
+            if (!roaring_bitmap_contains(filter, a->doc[c])) {
+                merged--; /* not a match at all: the count stays exact */
+                continue;
+            }
+            if (keep != c)
+                cand_copy(a, c, a, keep, n);
+            keep++;
+        }
+        nc = keep;
+    }
     for (size_t j = ne; j-- > 0 && nc;) { /* the non-essential terms, merged into the survivors */
         term_scorer_t *e = &r->ts[w->ord[j].idx];
         const invidx_plist_t *q = e->cur.pl;
@@ -359,8 +381,8 @@ static void run_windows(run_t *r, const roaring_bitmap_t *filter)
             w->ne++;
         if (w->ne)
             r->exact = 0;
-        if (!filter && n <= BATCH_TERMS)
-            window_batch(r, hi);
+        if (n <= BATCH_TERMS)
+            window_batch(r, hi, filter);
         else
             while (w->ne < n) { /* the window's candidates, from its essential cursors */
                 uint32_t d = INVIDX_END;
@@ -458,7 +480,7 @@ int bm25_topk_or(const bm25_clause_t *cl, size_t n, const roaring_bitmap_t *filt
         ts_init(&r.ts[i], &cl[i], (uint32_t)i);
         postings += r.ts[i].cur.pl->n;
     }
-    if (filter && roaring_bitmap_get_cardinality(filter) < postings)
+    if (filter && roaring_bitmap_get_cardinality(filter) * FILTER_FIRST < postings)
         run_filter(&r, filter);
     else
         run_windows(&r, filter);

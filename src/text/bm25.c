@@ -495,15 +495,50 @@ int bm25_topk_or(const bm25_clause_t *cl, size_t n, const roaring_bitmap_t *filt
     return CDN_OK;
 }
 
+/* bm25_count_or when a list has a bitmap. The union holds at least the largest list: when one
+ * list (in the filter) reaches cap, that is the answer; else the union of the bitmaps and of
+ * the shorter lists' docs, counted in the filter, exactly. Either costs a few container
+ * operations where a walk would step through every matching doc up to the cap. Dead postings
+ * need no care: without a filter there are none, and a filter holds live docs only. */
+static int count_by_bitmaps(const bm25_clause_t *cl, size_t n, const roaring_bitmap_t *filter,
+                            uint64_t cap, uint64_t *count, int *exact)
+{
+    for (size_t i = 0; i < n; i++) {
+        const invidx_plist_t *p = &cl[i].ix->pl[cl[i].tid];
+        uint64_t in = !p->rb ? 0 : filter ? roaring_bitmap_and_cardinality(p->rb, filter) : p->df;
+        if (in >= cap) {
+            *count = cap;
+            *exact = 0;
+            return CDN_OK;
+        }
+    }
+    roaring_bitmap_t *u = roaring_bitmap_create();
+    if (!u)
+        return CDN_ERR_NOMEM;
+    for (size_t i = 0; i < n; i++) {
+        const invidx_plist_t *p = &cl[i].ix->pl[cl[i].tid];
+        if (p->rb)
+            roaring_bitmap_or_inplace(u, p->rb);
+        else
+            roaring_bitmap_add_many(u, p->n, p->docs);
+    }
+    *count = filter ? roaring_bitmap_and_cardinality(u, filter) : roaring_bitmap_get_cardinality(u);
+    roaring_bitmap_free(u);
+    return CDN_OK;
+}
+
 int bm25_count_or(const bm25_clause_t *cl, size_t n, const roaring_bitmap_t *filter, uint64_t cap,
                   uint64_t *count, int *exact)
 {
-    invidx_cursor_t *cur = cdn_malloc((n ? n : 1) * sizeof *cur);
+    invidx_cursor_t *cur;
     roaring_uint32_iterator_t it;
     uint64_t c = 0;
     *count = 0;
     *exact = 1;
-    if (!cur)
+    for (size_t i = 0; i < n; i++)
+        if (cl[i].ix->pl[cl[i].tid].rb)
+            return count_by_bitmaps(cl, n, filter, cap, count, exact);
+    if (!(cur = cdn_malloc((n ? n : 1) * sizeof *cur)))
         return CDN_ERR_NOMEM;
     for (size_t i = 0; i < n; i++)
         cur[i] = (invidx_cursor_t){&cl[i].ix->pl[cl[i].tid], 0};

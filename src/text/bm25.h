@@ -58,8 +58,10 @@ int bm25_topk_or(const bm25_clause_t *cl, size_t n, const roaring_bitmap_t *filt
                  int prune, bm25_hit_t *hits, size_t *n_hits, uint64_t *matched, int *matched_exact,
                  bm25_stats_t *st);
 
-/* Counts the docs matching at least one clause (in filter when not NULL), stopping at cap:
- * *count is exact (*exact 1) or cap (*exact 0, there may be more). Returns 0 or NOMEM. */
+/* Counts the docs matching at least one clause (in filter when not NULL; without one the
+ * lists must have no dead postings), stopping at cap: *count is exact (*exact 1) or cap
+ * (*exact 0, there may be more). Lists with bitmaps are counted exactly whatever cap is.
+ * Returns 0 or NOMEM. */
 int bm25_count_or(const bm25_clause_t *cl, size_t n, const roaring_bitmap_t *filter, uint64_t cap,
                   uint64_t *count, int *exact);
 

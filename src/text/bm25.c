@@ -209,27 +209,6 @@ typedef struct run {
     cands_t *cand;
 } run_t;
 
-/* Offers doc d to the heap (d is allowed and on an essential cursor, or any doc when nothing is
- * non-essential). */
-static void run_offer(run_t *r, uint32_t d)
-{
-    float sc;
-    if (!score_doc(r->ts, r->n, &r->w, d, r->theta, r->part, &sc, r->st)) {
-        r->exact = 0;
-        return;
-    }
-    r->matched++;
-    r->st->scored++;
-    topk_push(&r->top, d, -sc);
-    if (r->prune && topk_full(&r->top)) {
-        r->theta = -topk_worst(&r->top);
-        while (r->w.ne < r->n && r->w.cum[r->w.ne] <= r->theta)
-            r->w.ne++;
-        if (r->w.ne)
-            r->exact = 0;
-    }
-}
-
 /* Pushes doc d, fully scored as parts (clause order), and raises theta. */
 static void run_push(run_t *r, uint32_t d, const float *part)
 {
@@ -246,6 +225,17 @@ static void run_push(run_t *r, uint32_t d, const float *part)
         if (r->w.ne)
             r->exact = 0;
     }
+}
+
+/* Offers doc d to the heap (d is allowed and on an essential cursor, or any doc when nothing is
+ * non-essential): scored through the cursors, pushed unless it cannot enter. */
+static void run_offer(run_t *r, uint32_t d)
+{
+    float sc;
+    if (!score_doc(r->ts, r->n, &r->w, d, r->theta, r->part, &sc, r->st))
+        r->exact = 0;
+    else
+        run_push(r, d, r->part);
 }
 
 static void cand_copy(const cands_t *from, size_t c, cands_t *to, size_t m, size_t n)

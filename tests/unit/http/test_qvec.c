@@ -18,7 +18,8 @@
 static http_ctx_t g_ctx;
 static http_req_t g_req;
 
-/* es_body_search of text: the tree (or NULL), *qv, and the error body in err (when NULL). */
+/* es_body_search of text when qv is not NULL (filling *qv), else es_body: the tree (or NULL),
+ * and the error body in err (when not NULL). */
 static json_t *parse(const char *text, es_qvec_t *qv, char *err, size_t cap)
 {
     http_resp_t resp = {0};
@@ -27,7 +28,7 @@ static json_t *parse(const char *text, es_qvec_t *qv, char *err, size_t cap)
     g_req.body = body;
     g_req.body_len = strlen(body);
     cdn_buf_init(&resp.body, 1 << 20);
-    json_t *j = es_body_search(&g_ctx, &g_req, &resp, qv);
+    json_t *j = qv ? es_body_search(&g_ctx, &g_req, &resp, qv) : es_body(&g_ctx, &g_req, &resp, 0);
     if (err)
         snprintf(err, cap, "%d %s", resp.status, resp.body.data ? resp.body.data : "");
     cdn_buf_free(&resp.body);
@@ -37,16 +38,7 @@ static json_t *parse(const char *text, es_qvec_t *qv, char *err, size_t cap)
 /* es_body of text: the tree or the error body, as for parse. */
 static json_t *parse_plain(const char *text, char *err, size_t cap)
 {
-    http_resp_t resp = {0};
-    static char body[1 << 16];
-    snprintf(body, sizeof body, "%s", text);
-    g_req.body = body;
-    g_req.body_len = strlen(body);
-    cdn_buf_init(&resp.body, 1 << 20);
-    json_t *j = es_body(&g_ctx, &g_req, &resp, 0);
-    snprintf(err, cap, "%d %s", resp.status, resp.body.data ? resp.body.data : "");
-    cdn_buf_free(&resp.body);
-    return j;
+    return parse(text, NULL, err, cap);
 }
 
 /* Every number es_qvec_float takes is the (float) of the double jansson gives: strtod's for

@@ -66,6 +66,19 @@ typedef struct cordon_options {
      * tells a subject something about chunks it cannot read, so leave it 0 (the default:
      * candidates counts readable chunks only) wherever subjects see results. */
     int report_work;
+    /* The retrieval audit (docs/internals/audit.md): 1 records every search, get and
+     * is-authorized decision in the data directory's audit log (who was shown which chunk);
+     * 0 (the default for the library; the server turns it on) records nothing, while
+     * cordon_audit_query still reads what an earlier recording left. */
+    int audit;
+    /* 1: a call returns only once its record is durable (fsync; concurrent calls share one).
+     * 0: records reach the disk within audit_flush_ms, so a crash can lose that last
+     * interval's records (cordon_audit_info says which applies). */
+    int audit_sync;
+    uint32_t audit_flush_ms;     /* 0 = 200 */
+    uint64_t audit_retain_s;     /* records older than this are removed; 0 = kept */
+    uint64_t audit_retain_bytes; /* the oldest records go while the log holds more; 0 = none */
+    int audit_queries;           /* 1: records carry the query text beside its hash */
 } cordon_options;
 
 /* Opens (creating it and its parent-less directory if needed, unless opts->must_exist) the data
@@ -281,7 +294,14 @@ typedef struct cordon_subject {
      * action ("search" for searches, "read" for cordon_get) on "collection:<name>"; otherwise
      * the collection reads as missing (CORDON_ERR_NOT_FOUND). */
     const char *subject_id;
+    /* For the audit only: who acts for the subject (a key with run-as, a service), and the
+     * caller's name for this request (Elasticsearch's X-Opaque-Id), at most
+     * CORDON_REQUEST_ID_MAX bytes each; NULL = none. */
+    const char *caller;
+    const char *request_id;
 } cordon_subject;
+
+#define CORDON_REQUEST_ID_MAX 256
 
 /* A chunk as a subject reads it. */
 typedef struct cordon_record {
@@ -365,6 +385,9 @@ typedef struct cordon_query {
      * (cordon_result.total_capped), as Elasticsearch's track_total_hits (10,000 by default)
      * does: counting every match of a common term costs a pass over its postings. */
     uint64_t total_max;
+    /* What the audit calls this search ("context" for prompt-context assembly); NULL =
+     * "search". At most 16 bytes of [a-z_]. */
+    const char *audit_kind;
 } cordon_query;
 
 typedef struct cordon_hit {
@@ -391,7 +414,8 @@ typedef struct cordon_result {
      * or for hybrid the text matches together with the hits the vector side added to the best
      * from + k. 0 without count_total. */
     uint64_t total;
-    int total_capped; /* total is the query's total_max; the true count may be larger */
+    int total_capped;   /* total is the query's total_max; the true count may be larger */
+    uint64_t audit_seq; /* the audit record of this search; 0 when the audit is off */
 } cordon_result;
 
 /* Searches collection as subject. Returns only chunks the subject may read. Free *out with
@@ -432,6 +456,11 @@ typedef struct cordon_authz_request {
     const char *resource_json; /* NULL or a JSON object: operands "resource.*" */
     const char *scope_type;    /* both NULL for no scope */
     const char *scope_id;
+    /* For the audit: as cordon_subject's; no_audit 1 leaves the decision unrecorded (a
+     * check a server makes to gate a request that is itself recorded). */
+    const char *caller;
+    const char *request_id;
+    int no_audit;
 } cordon_authz_request;
 
 /* Sizes of a decision's text fields, NUL included: each is the permission model's own limit,
@@ -485,6 +514,49 @@ typedef struct cordon_explanation {
  * names the chunk's ACL principals). CORDON_ERR_NOT_FOUND if the chunk does not exist. */
 int cordon_explain(cordon_t *db, const char *collection, const char *subject_id, const char *id,
                    cordon_explanation *out, cordon_error *err);
+
+/* ---- The retrieval audit (cordon_options.audit; docs/internals/audit.md). ---- */
+
+/* Which records to read; zero fields do not filter. Times are microseconds since 1970 (UTC),
+ * [since_us, until_us). */
+typedef struct cordon_audit_filter {
+    const char *subject;    /* records of this subject */
+    const char *collection; /* of this collection */
+    const char *chunk_id;   /* with collection: the records that returned this chunk */
+    const char *request_id;
+    const char *kind; /* "search", "context", "get", "authorize" */
+    uint64_t since_us, until_us;
+    uint64_t after_seq; /* records after this sequence number: pass the last one to page */
+    size_t limit;       /* 0 = CORDON_AUDIT_LIMIT_MAX */
+} cordon_audit_filter;
+
+#define CORDON_AUDIT_LIMIT_MAX 10000
+
+/* Called with each record as one JSON object ({"seq", "time", "time_us", "kind", "subject",
+ * ..., "hits": [{"id", "rank", "score"}]}, docs/internals/audit.md), oldest first; valid
+ * during the call. Return 0 to go on, anything else stops the read and is returned. */
+typedef int (*cordon_audit_fn)(void *ctx, uint64_t seq, const char *json, size_t len);
+
+/* Reads the records that match f (every event recorded before the call is seen). *more (may
+ * be NULL) is the last sequence number delivered when the limit cut the read short (pass it
+ * as after_seq for the next page), else 0. No log yet: no records. */
+int cordon_audit_query(cordon_t *db, const cordon_audit_filter *f, cordon_audit_fn fn, void *ctx,
+                       uint64_t *more, cordon_error *err);
+
+/* Turns recording of one collection's events off (on 0) or back on, durably; needs the audit
+ * on. */
+int cordon_audit_collection(cordon_t *db, const char *collection, int on, cordon_error *err);
+
+typedef struct cordon_audit_info {
+    int recording;     /* the audit is on */
+    int durable;       /* 1: each call waits for its record (audit_sync) */
+    uint32_t flush_ms; /* otherwise records wait at most this long */
+    uint64_t records;  /* in the log */
+    uint64_t bytes;    /* the records' size, as retention counts it */
+    uint64_t next_seq;
+} cordon_audit_info;
+
+int cordon_audit_info_get(cordon_t *db, cordon_audit_info *out, cordon_error *err);
 
 /* Frees memory the API handed out as a plain array (cordon_collection_list) or string. */
 void cordon_free(void *p);

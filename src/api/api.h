@@ -5,10 +5,12 @@
 
 #include "base/err.h"
 #include "cordon.h"
+#include "query/audit.h"
 #include "query/engine.h"
 
 struct cordon {
     engine_t *e;
+    audit_t *audit; /* the retrieval audit (always open: it also reads an older log) */
 };
 
 /* Copies an internal error into the caller's record (if any) and returns rc. */
@@ -20,5 +22,21 @@ int api_check_subject(const cordon_subject *s, cdn_err_t *e);
 /* Fills r's fields, metadata and ACL from a stored record obj ({"fields","metadata","allowed",
  * "denied"}); r's id, vector and revision are the caller's. */
 int api_fill_record(json_t *obj, cordon_record *r);
+
+/* ---- The audit (api/audit.c). ---- */
+
+/* Opens db->audit over dir/audit as opts says (NULL: not recording). */
+int api_audit_open(cordon_t *db, const char *dir, const cordon_options *opts, cdn_err_t *e);
+/* A caller and request id fit for a record (length, UTF-8): CDN_OK, INVALID or LIMIT. */
+int api_audit_check(const char *caller, const char *request_id, cdn_err_t *e);
+/* Record a finished search (o: its page of k hits from a collection of dim; sets
+ * o->audit_seq), a get of id, and n decisions; each returns CDN_OK when the audit does not
+ * record these. A failure means the event must not be answered. */
+int api_audit_search(cordon_t *db, const char *coll, const cordon_subject *s, const cordon_query *q,
+                     size_t k, uint32_t dim, cordon_result *o, cdn_err_t *e);
+int api_audit_get(cordon_t *db, const char *coll, const cordon_subject *s, const char *id,
+                  int found, uint64_t revision, cdn_err_t *e);
+int api_audit_decisions(cordon_t *db, const cordon_authz_request *req, const char *const *resources,
+                        size_t n, const cordon_decision *d, cdn_err_t *e);
 
 #endif

@@ -145,7 +145,8 @@ static int decide(cordon_t *db, const cordon_authz_request *req, const char *con
     authz_decision_t one, *d = &one;
     json_t *ctx = NULL, *res = NULL;
     int rc;
-    if ((rc = parse_obj(req->context_json, "context", &ctx, e)) != 0 ||
+    if ((rc = api_audit_check(req->caller, req->request_id, e)) != 0 ||
+        (rc = parse_obj(req->context_json, "context", &ctx, e)) != 0 ||
         (rc = parse_obj(req->resource_json, "resource attributes", &res, e)) != 0)
         goto done;
     if (resources && !(d = cdn_calloc(n ? n : 1, sizeof *d))) {
@@ -163,6 +164,8 @@ static int decide(cordon_t *db, const cordon_authz_request *req, const char *con
     for (size_t i = 0; rc == CDN_OK && i < (resources ? n : 1); i++)
         if ((rc = decision_out(&d[i], &out[i], e)) == CDN_OK)
             out[i].revision = rev;
+    if (rc == CDN_OK) /* a decision the audit cannot record is not given */
+        rc = api_audit_decisions(db, req, resources, resources ? n : 1, out, e);
 done:
     if (d != &one)
         cdn_free(d);

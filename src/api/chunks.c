@@ -289,7 +289,13 @@ int cordon_search(cordon_t *db, const char *coll, const cordon_subject *subject,
     o->candidates = db->e->report_work ? r.work : r.candidates;
     o->total = r.total;
     o->total_capped = r.total_capped;
+    uint32_t dim = r.dim;
     search_result_free(&r);
+    /* A search the audit cannot record is not answered. */
+    if ((rc = api_audit_search(db, coll, subject, q, k, dim, o, &e)) != 0) {
+        cordon_result_free(o);
+        return api_ret(rc, &e, err);
+    }
     *out = o;
     return api_ret(CDN_OK, &e, err);
 }

@@ -37,7 +37,7 @@ int api_check_subject(const cordon_subject *s, cdn_err_t *e)
         return cdn_err_set(e, CDN_ERR_INVALID, "a subject is required: say who is asking");
     if (!s->subject_id && s->n_principals && !s->principals)
         return cdn_err_set(e, CDN_ERR_INVALID, "subject principals is NULL");
-    return CDN_OK;
+    return api_audit_check(s->caller, s->request_id, e);
 }
 
 #define NEED(cond, msg)                                                                            \
@@ -64,6 +64,11 @@ int cordon_open(const char *dir, const cordon_options *opts, cordon_t **out, cor
         cdn_free(db);
         return api_ret(rc, &e, err);
     }
+    if ((rc = api_audit_open(db, dir, opts, &e)) != 0) {
+        engine_close(db->e);
+        cdn_free(db);
+        return api_ret(rc, &e, err);
+    }
     db->e->plan_exact_floats = opts ? opts->plan_exact_floats : 0;
     db->e->report_work = opts ? opts->report_work != 0 : 0;
     *out = db;
@@ -74,6 +79,7 @@ void cordon_close(cordon_t *db)
 {
     if (!db)
         return;
+    audit_close(db->audit); /* writes what is queued */
     engine_close(db->e);
     cdn_free(db);
 }

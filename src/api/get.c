@@ -52,6 +52,18 @@ int cordon_get(cordon_t *db, const char *coll, const cordon_subject *subject, co
     if ((rc = record_new(id, &r, &e)) != 0)
         return api_ret(rc, &e, err);
     rc = search_get(db->e, coll, &who, id, &obj, &r->vector, &r->dim, &r->revision, &e);
+    if (rc == CDN_OK || rc == CDN_ERR_NOT_FOUND) {
+        /* Recorded found or not: a probe for a hidden chunk is worth an audit line too. A get
+         * the audit cannot record is not answered. */
+        cdn_err_t ae = {0, ""};
+        uint64_t rev = rc == CDN_OK ? r->revision : cordon_revision(db);
+        int arc = api_audit_get(db, coll, subject, id, rc == CDN_OK, rev, &ae);
+        if (arc) {
+            json_decref(obj);
+            cordon_record_free(r);
+            return api_ret(arc, &ae, err);
+        }
+    }
     return api_ret(record_finish(rc, obj, r, out, &e), &e, err);
 }
 

@@ -12,13 +12,15 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 
+_Static_assert(STORE_NTABLES <= STORE_TABLES_MAX, "the data's tables must fit a store");
 static const char *const table_names[STORE_NTABLES] = {
     "meta", "collections", "chunks", "rows", "acls", "principals", "principal_ids", "model_log",
 };
 
 struct store {
     MDB_env *env;
-    MDB_dbi dbi[STORE_NTABLES];
+    MDB_dbi dbi[STORE_TABLES_MAX];
+    int ntables;
 };
 
 struct store_txn {
@@ -49,14 +51,23 @@ static int lmdb_err(cdn_err_t *err, int rc, const char *what)
 
 int store_open(const char *dir, uint64_t map_size, store_t **out, cdn_err_t *err)
 {
-    store_t *s = cdn_calloc(1, sizeof *s);
+    return store_open_tables(dir, map_size, table_names, STORE_NTABLES, out, err);
+}
+
+int store_open_tables(const char *dir, uint64_t map_size, const char *const *names, int ntables,
+                      store_t **out, cdn_err_t *err)
+{
+    store_t *s;
     MDB_txn *txn = NULL;
     int rc;
-    if (!s)
+    if (ntables < 1 || ntables > STORE_TABLES_MAX)
+        return cdn_err_set(err, CDN_ERR_INTERNAL, "a store has 1 to %d tables", STORE_TABLES_MAX);
+    if (!(s = cdn_calloc(1, sizeof *s)))
         return cdn_err_set(err, CDN_ERR_NOMEM, "out of memory opening the store");
+    s->ntables = ntables;
     if ((rc = mdb_env_create(&s->env)) != 0)
         goto fail;
-    mdb_env_set_maxdbs(s->env, STORE_NTABLES + 2);
+    mdb_env_set_maxdbs(s->env, (MDB_dbi)ntables + 2);
     mdb_env_set_maxreaders(s->env, 512);
     if ((rc = mdb_env_set_mapsize(s->env, map_size ? map_size : (64ull << 30))) != 0)
         goto fail;
@@ -65,8 +76,8 @@ int store_open(const char *dir, uint64_t map_size, store_t **out, cdn_err_t *err
         goto fail;
     if ((rc = mdb_txn_begin(s->env, NULL, 0, &txn)) != 0)
         goto fail;
-    for (int i = 0; i < STORE_NTABLES; i++)
-        if ((rc = mdb_dbi_open(txn, table_names[i], MDB_CREATE, &s->dbi[i])) != 0)
+    for (int i = 0; i < ntables; i++)
+        if ((rc = mdb_dbi_open(txn, names[i], MDB_CREATE, &s->dbi[i])) != 0)
             goto fail;
     if ((rc = mdb_txn_commit(txn)) != 0) {
         txn = NULL;
@@ -94,7 +105,7 @@ static uintptr_t map_address(store_t *s)
     uintptr_t p = 0;
     if (mdb_txn_begin(s->env, NULL, MDB_RDONLY, &txn))
         return 0;
-    for (int i = 0; i < STORE_NTABLES && !p; i++) {
+    for (int i = 0; i < s->ntables && !p; i++) {
         if (mdb_cursor_open(txn, s->dbi[i], &cur))
             continue;
         if (!mdb_cursor_get(cur, &k, &v, MDB_FIRST))
@@ -210,14 +221,20 @@ int store_del(store_txn_t *t, store_table_t tb, const void *key, size_t klen)
 int store_scan_prefix(store_txn_t *t, store_table_t tb, const void *prefix, size_t plen,
                       store_iter_fn fn, void *ctx)
 {
+    return store_scan_from(t, tb, prefix, plen, prefix, plen, fn, ctx);
+}
+
+int store_scan_from(store_txn_t *t, store_table_t tb, const void *prefix, size_t plen,
+                    const void *start, size_t slen, store_iter_fn fn, void *ctx)
+{
     MDB_cursor *c;
-    MDB_val k = {plen, (void *)prefix}, v;
+    MDB_val k = {slen, (void *)start}, v;
     int rc = mdb_cursor_open(t->txn, t->s->dbi[tb], &c), ret = CDN_OK;
     if (rc)
         return CDN_ERR_IO;
-    rc = mdb_cursor_get(c, &k, &v, plen ? MDB_SET_RANGE : MDB_FIRST);
+    rc = mdb_cursor_get(c, &k, &v, slen ? MDB_SET_RANGE : MDB_FIRST);
     while (rc == 0) {
-        if (k.mv_size < plen || memcmp(k.mv_data, prefix, plen) != 0)
+        if (k.mv_size < plen || (plen && memcmp(k.mv_data, prefix, plen) != 0))
             break;
         if ((ret = fn(ctx, k.mv_data, k.mv_size, v.mv_data, v.mv_size)) != 0)
             break;
@@ -227,6 +244,27 @@ int store_scan_prefix(store_txn_t *t, store_table_t tb, const void *prefix, size
     if (ret)
         return ret;
     return (rc == 0 || rc == MDB_NOTFOUND) ? CDN_OK : CDN_ERR_IO;
+}
+
+int store_last(store_txn_t *t, store_table_t tb, const void **key, size_t *klen, const void **val,
+               size_t *vlen)
+{
+    MDB_cursor *c;
+    MDB_val k, v;
+    int rc = mdb_cursor_open(t->txn, t->s->dbi[tb], &c);
+    if (rc)
+        return CDN_ERR_IO;
+    rc = mdb_cursor_get(c, &k, &v, MDB_LAST);
+    mdb_cursor_close(c);
+    if (rc == MDB_NOTFOUND)
+        return CDN_ERR_NOT_FOUND;
+    if (rc)
+        return CDN_ERR_IO;
+    *key = k.mv_data;
+    *klen = k.mv_size;
+    *val = v.mv_data;
+    *vlen = v.mv_size;
+    return CDN_OK;
 }
 
 int store_del_prefix(store_txn_t *t, store_table_t tb, const void *prefix, size_t plen)

@@ -32,6 +32,12 @@ typedef enum store_table {
 int store_open(const char *dir, uint64_t map_size, store_t **out, cdn_err_t *err);
 /* 1 when dir holds a database store_open would open rather than create, else 0. */
 int store_exists(const char *dir);
+/* Opens another environment in dir with its own ntables tables (at most STORE_TABLES_MAX),
+ * named by names; its tables are numbered 0..ntables-1 and passed to the functions below as
+ * store_table_t values. Returns as store_open. */
+#define STORE_TABLES_MAX 8
+int store_open_tables(const char *dir, uint64_t map_size, const char *const *names, int ntables,
+                      store_t **out, cdn_err_t *err);
 void store_close(store_t *s);
 
 /* Unmaps from this process the pages of the database file that reads have brought in; they stay
@@ -65,6 +71,14 @@ int store_del(store_txn_t *t, store_table_t tb, const void *key, size_t klen);
 typedef int (*store_iter_fn)(void *ctx, const void *key, size_t klen, const void *val, size_t vlen);
 int store_scan_prefix(store_txn_t *t, store_table_t tb, const void *prefix, size_t plen,
                       store_iter_fn fn, void *ctx);
+/* As store_scan_prefix, starting at the first key at or after start (which should itself
+ * start with prefix). */
+int store_scan_from(store_txn_t *t, store_table_t tb, const void *prefix, size_t plen,
+                    const void *start, size_t slen, store_iter_fn fn, void *ctx);
+/* The table's last record: 0 with key and val pointing into the map, CDN_ERR_NOT_FOUND when
+ * the table is empty, or CDN_ERR_IO. */
+int store_last(store_txn_t *t, store_table_t tb, const void **key, size_t *klen, const void **val,
+               size_t *vlen);
 /* Deletes every record whose key starts with prefix. */
 int store_del_prefix(store_txn_t *t, store_table_t tb, const void *prefix, size_t plen);
 

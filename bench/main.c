@@ -1,5 +1,6 @@
 /* main.c: cordon-bench, the benchmark program (`cordon bench NAME ...` runs it), dispatching to
  * one benchmark per name. Relies on each bench/bench_NAME.h exporting bench_NAME_main. */
+#include "bench_audit.h"
 #include "bench_authz.h"
 #include "bench_hnsw.h"
 #include "bench_load.h"
@@ -19,6 +20,7 @@ static const struct bench_entry {
     int (*main)(int argc, char **argv);
     const char *what;
 } benches[] = {
+    {"audit", bench_audit_main, "search latency with the retrieval audit on and off"},
     {"authz", bench_authz_main, "is-authorized and view latency vs Casbin"},
     {"hnsw", bench_hnsw_main, "HNSW build, memory, save/load, recall and latency under filters"},
     {"text", bench_text_main, "BM25 / kNN / hybrid quality and latency on BEIR corpora, vs FTS5"},

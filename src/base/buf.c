@@ -65,18 +65,24 @@ int cdn_buf_json_str(cdn_buf_t *b, const char *s)
 {
     size_t start = b->len;
     int rc = cdn_buf_append(b, "\"", 1);
-    for (; rc == 0 && *s; s++) {
-        unsigned char c = (unsigned char)*s;
+    while (rc == 0 && *s) {
+        size_t run = 0; /* bytes that need no escape go in one append */
+        while (s[run] && s[run] != '"' && s[run] != '\\' && (unsigned char)s[run] >= 0x20)
+            run++;
+        if (run) {
+            rc = cdn_buf_append(b, s, run);
+            s += run;
+            continue;
+        }
+        unsigned char c = (unsigned char)*s++;
         char esc[8];
         if (c == '"' || c == '\\') {
             esc[0] = '\\';
             esc[1] = (char)c;
             rc = cdn_buf_append(b, esc, 2);
-        } else if (c < 0x20) {
+        } else {
             snprintf(esc, sizeof esc, "\\u%04x", c);
             rc = cdn_buf_append(b, esc, 6);
-        } else {
-            rc = cdn_buf_append(b, s, 1);
         }
     }
     if (rc == 0)

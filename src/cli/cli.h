@@ -28,6 +28,7 @@ int cli_embedder_start(int *pid, unsigned *port);
 /* Stops it (SIGTERM) and waits for it. */
 void cli_embedder_stop(int pid);
 int cli_embedder(int argc, char **argv);
+int cli_audit(int argc, char **argv);
 
 /* Splits "a,b,c" into a NULL-terminated array of strings (one allocation; cdn_free it). */
 char **cli_split(const char *csv, size_t *n);
@@ -36,6 +37,8 @@ int cli_parse_size(const char *opt, const char *s, size_t *out);
 /* Opens a data directory, printing the error on failure. must_exist: for commands that only
  * read, which must not create a directory (a mistyped path says so instead). */
 int cli_open(const char *dir, int must_exist, cordon_t **db);
+/* The same with every option given (the server's audit settings). */
+int cli_open_with(const char *dir, const cordon_options *o, cordon_t **db);
 /* Prints s to stdout as a JSON string literal. */
 void cli_print_json_str(const char *s);
 /* Prints "cordon CMD: message" for err to stderr and returns 1. */

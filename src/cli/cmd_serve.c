@@ -65,7 +65,9 @@ int cli_serve(int argc, char **argv)
     sigaddset(&set, SIGINT);
     pthread_sigmask(SIG_BLOCK, &set, NULL);
     signal(SIGPIPE, SIG_IGN);
-    if (cli_open(dir, 0, &db) != 0)
+    cordon_options db_opts;
+    http_config_db_options(&cfg, &db_opts);
+    if (cli_open_with(dir, &db_opts, &db) != 0)
         return 1;
     if (http_server_start(db, dir, &cfg, stdout, &srv, &err) != 0) {
         fprintf(stderr, "cordon serve: %s\n", err.msg);

@@ -50,6 +50,12 @@ int cli_parse_size(const char *opt, const char *s, size_t *out)
 int cli_open(const char *dir, int must_exist, cordon_t **db)
 {
     cordon_options opts = {.must_exist = must_exist};
+    return cli_open_with(dir, &opts, db);
+}
+
+int cli_open_with(const char *dir, const cordon_options *o, cordon_t **db)
+{
+    cordon_options opts = *o;
     cordon_error err;
     if (!dir) {
         fprintf(stderr, "cordon: --data DIR is required (the data directory)\n");

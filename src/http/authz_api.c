@@ -36,7 +36,8 @@ static int put_str(cdn_buf_t *b, const char *s)
 
 /* Appends one check's answer ("data") to out, written directly rather than built as a tree:
  * a batch answers up to a thousand of them. subject may be "" (then SUBJECT_NOT_FOUND). */
-static int check_one(http_ctx_t *ctx, const char *subject, json_t *c, cdn_buf_t *out)
+static int check_one(http_ctx_t *ctx, const http_req_t *req, const char *subject, json_t *c,
+                     cdn_buf_t *out)
 {
     json_t *perm = json_object_get(c, "permission"), *context = json_object_get(c, "context");
     json_t *scope = json_object_get(c, "scope");
@@ -46,6 +47,8 @@ static int check_one(http_ctx_t *ctx, const char *subject, json_t *c, cdn_buf_t 
     char *ctx_json = NULL, *res_json = NULL;
     const char *why = NULL;
     q.subject = subject;
+    q.caller = req->caller.label[0] ? req->caller.label : NULL;
+    q.request_id = req->opaque_id && *req->opaque_id ? req->opaque_id : NULL;
     q.resource = json_string_value(json_object_get(perm, "resource"));
     q.action = json_string_value(json_object_get(perm, "action"));
     if (json_is_object(scope)) {
@@ -166,7 +169,7 @@ void v1_is_authorized(http_ctx_t *ctx, http_req_t *req, http_resp_t *resp)
         cdn_buf_t out;
         cdn_buf_init(&out, resp->body.max);
         int w = cdn_buf_puts(&out, "{\"success\":true,\"data\":");
-        w = w ? w : check_one(ctx, subject, body, &out);
+        w = w ? w : check_one(ctx, req, subject, body, &out);
         w = w ? w : cdn_buf_puts(&out, "}");
         reply_buf(resp, &out, w);
     }
@@ -193,7 +196,7 @@ void v1_is_authorized_batch(http_ctx_t *ctx, http_req_t *req, http_resp_t *resp)
         json_array_foreach(checks, i, c)
         {
             w = w ? w : i ? cdn_buf_puts(&out, ",") : 0;
-            w = w ? w : check_one(ctx, subject, c, &out);
+            w = w ? w : check_one(ctx, req, subject, c, &out);
         }
         w = w ? w
               : cdn_buf_printf(&out, "],\"revision\":%llu}}",

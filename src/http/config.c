@@ -2,6 +2,7 @@
  * means the same in `key = value` lines and in JSON. Relies on base/buf.h, jansson, fnmatch and
  * inet_pton. */
 #include "http/config.h"
+#include "cordon.h"
 #include "base/buf.h"
 #include "base/err.h"
 
@@ -64,6 +65,17 @@ static const key_spec_t k_keys[] = {
      "the path of the PEM private key file of tls_cert_file, up to 4095 bytes"},
     {"acl_field", K_FIELD, AT(acl_field), 0, 0, FIELD_ACCEPTED},
     {"denied_field", K_FIELD, AT(denied_field), 0, 0, FIELD_ACCEPTED},
+    {"audit", K_UNSIGNED, AT(audit), 0, 1, "1 (record who was shown what) or 0"},
+    {"audit_sync", K_UNSIGNED, AT(audit_sync), 0, 1,
+     "0 (records reach the disk within audit_flush_ms) or 1 (each answer waits for its "
+     "record)"},
+    {"audit_flush_ms", K_UNSIGNED, AT(audit_flush_ms), 1, 60000, "1 to 60000 milliseconds"},
+    {"audit_retain_days", K_UNSIGNED, AT(audit_retain_days), 0, 36500,
+     "0 (keep every record) to 36500 days"},
+    {"audit_max_bytes", K_BYTES, AT(audit_max_bytes), 0, 1024 * GB,
+     BYTES_ACCEPTED("0 (no bound) to 1024gb")},
+    {"audit_queries", K_UNSIGNED, AT(audit_queries), 0, 1,
+     "0 (records carry a hash of the query) or 1 (the query text too)"},
 };
 #define N_KEYS (sizeof k_keys / sizeof k_keys[0])
 #define RULE_PREFIX "index."
@@ -84,6 +96,19 @@ void http_config_defaults(http_config_t *c)
     snprintf(c->access_log, sizeof c->access_log, "stderr");
     snprintf(c->acl_field, sizeof c->acl_field, "allowed_groups");
     snprintf(c->denied_field, sizeof c->denied_field, "denied_groups");
+    c->audit = 1;
+    c->audit_flush_ms = 200;
+}
+
+void http_config_db_options(const http_config_t *c, cordon_options *o)
+{
+    memset(o, 0, sizeof *o);
+    o->audit = c->audit != 0;
+    o->audit_sync = c->audit_sync != 0;
+    o->audit_flush_ms = c->audit_flush_ms;
+    o->audit_retain_s = (uint64_t)c->audit_retain_days * 86400u;
+    o->audit_retain_bytes = c->audit_max_bytes;
+    o->audit_queries = c->audit_queries != 0;
 }
 
 /* ---- Values ---- */

@@ -39,7 +39,18 @@ typedef struct http_config {
     http_index_rule_t rules[HTTP_CONFIG_RULES_MAX]; /* in file order; the first match wins */
     size_t n_rules;
     char bootstrap_key[200]; /* "" or ID:SECRET; only from CORDON_BOOTSTRAP_KEY */
+    /* The retrieval audit (cordon_options' audit fields; docs/internals/audit.md). */
+    unsigned audit;             /* 1 (default): record searches, gets and decisions */
+    unsigned audit_sync;        /* 1: each answer waits for its record to be durable */
+    unsigned audit_flush_ms;    /* 200 */
+    unsigned audit_retain_days; /* 0 (default): keep every record */
+    size_t audit_max_bytes;     /* 0 (default): no size bound */
+    unsigned audit_queries;     /* 1: records carry the query text */
 } http_config_t;
+
+struct cordon_options;
+/* The options to open the data directory with: the audit's settings of c. */
+void http_config_db_options(const http_config_t *c, struct cordon_options *o);
 
 /* Fills c with the defaults above. */
 void http_config_defaults(http_config_t *c);
@@ -49,7 +60,8 @@ void http_config_defaults(http_config_t *c);
  * http_config_defaults first). Keys: listen, threads, max_body_bytes and max_header_bytes
  * (bytes, or with the suffixes b, kb, mb, gb as Elasticsearch's: "100mb"), max_bulk_items,
  * json_depth_max, write_queue, request_timeout_s, idle_timeout_s, max_result_window,
- * access_log, acl_field, denied_field, and per-pattern rules `index.<pattern>.acl_field` /
+ * access_log, acl_field, denied_field, audit, audit_sync, audit_flush_ms, audit_retain_days,
+ * audit_max_bytes, audit_queries, and per-pattern rules `index.<pattern>.acl_field` /
  * `index.<pattern>.denied_field` (JSON: "indices": {"<pattern>": {"acl_field": ..}} as well).
  * A rule's field left unset takes the file's acl_field or denied_field.
  * Returns 0; CDN_ERR_IO when the file cannot be read; CDN_ERR_INVALID for an unknown key, a

@@ -59,6 +59,11 @@ int es_too_deep(const char *text, size_t len, unsigned max);
 /* Security: the caller's subject for searches and reads as a cordon_subject (model mode). 0,
  * or fills resp (403: a key without a subject and no run-as) and returns -1. */
 int es_subject(const http_req_t *req, http_resp_t *resp, cordon_subject *out);
+/* Sets out's caller (the key) and request id (X-Opaque-Id), which the audit records. */
+void es_subject_labels(const http_req_t *req, cordon_subject *out);
+/* Says in a header of resp that its search was recorded as seq, and how durably
+ * ("X-Cordon-Audit: seq=12; durable=0; flush_ms=200"); nothing when seq is 0. */
+void es_audit_header(const http_ctx_t *ctx, uint64_t seq, http_resp_t *resp);
 /* 1 when the caller may do action ("search", "read", "write", "manage") on index: admins
  * write and manage everywhere; everyone else as the permission model says. */
 int es_allowed(http_ctx_t *ctx, const http_req_t *req, const char *index, const char *action);

@@ -446,6 +446,7 @@ void es_search(http_ctx_t *ctx, http_req_t *req, http_resp_t *resp)
                  json_pack("{s:i, s:b, s:{s:i, s:i, s:i, s:i}, s:o}", "took",
                            (int)http_took_ms(req), "timed_out", 0, "_shards", "total", 1,
                            "successful", 1, "skipped", 0, "failed", 0, "hits", h));
+        es_audit_header(ctx, res->audit_seq, resp);
     }
     cordon_result_free(res);
     plan_free(&p);

@@ -159,6 +159,7 @@ json_t *es_body(const http_ctx_t *ctx, const http_req_t *req, http_resp_t *resp,
 int es_subject(const http_req_t *req, http_resp_t *resp, cordon_subject *out)
 {
     memset(out, 0, sizeof *out);
+    es_subject_labels(req, out);
     if (!req->caller.subject[0] && req->caller.n_principals) {
         /* Asserted principals: the engine takes them on asserted-principal collections only,
          * and answers any other as missing. */
@@ -177,6 +178,22 @@ int es_subject(const http_req_t *req, http_resp_t *resp, cordon_subject *out)
     return 0;
 }
 
+void es_subject_labels(const http_req_t *req, cordon_subject *out)
+{
+    out->caller = req->caller.label[0] ? req->caller.label : NULL;
+    out->request_id = req->opaque_id && *req->opaque_id ? req->opaque_id : NULL;
+}
+
+void es_audit_header(const http_ctx_t *ctx, uint64_t seq, http_resp_t *resp)
+{
+    if (!seq || resp->n_extra >= 2)
+        return;
+    snprintf(resp->extra_name[resp->n_extra], sizeof resp->extra_name[0], "X-Cordon-Audit");
+    snprintf(resp->extra_value[resp->n_extra++], sizeof resp->extra_value[0],
+             "seq=%llu; durable=%d; flush_ms=%u", (unsigned long long)seq, ctx->audit.durable,
+             ctx->audit.flush_ms);
+}
+
 int es_allowed(http_ctx_t *ctx, const http_req_t *req, const char *index, const char *action)
 {
     char resource[CORDON_RESOURCE_MAX];
@@ -191,6 +208,7 @@ int es_allowed(http_ctx_t *ctx, const http_req_t *req, const char *index, const 
     q.subject = req->caller.subject;
     q.resource = resource;
     q.action = action;
+    q.no_audit = 1; /* a gate of this request, not an answer: the request records itself */
     return cordon_is_authorized(ctx->db, &q, &d, NULL) == CORDON_OK && d.authorized;
 }
 

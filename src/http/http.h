@@ -33,6 +33,7 @@ typedef struct http_caller {
     /* The subject searches run as: the key's own, or the run-as header's. "" for none. */
     char subject[CORDON_ROLE_MAX + 8];
     int run_as; /* subject came from es-security-runas-user */
+    char label[KEYS_ID_MAX + 8]; /* "key:<id>": who asked, as the audit records it */
     /* A key bound to asserted principals (no subject): them, for asserted-principal indexes. */
     const char *principals[KEYS_PRINCIPALS_MAX];
     size_t n_principals;
@@ -49,6 +50,7 @@ typedef struct http_req {
     char argbuf[4096]; /* the decoded arguments */
     size_t argused;
     const char *authorization, *run_as, *content_type; /* request headers, or NULL */
+    const char *opaque_id; /* X-Opaque-Id: the client's name for the request (audit) */
     char *body;                                        /* NUL-terminated */
     size_t body_len;
     http_caller_t caller;
@@ -78,6 +80,7 @@ typedef struct http_ctx {
     int log_fd;                         /* access log, -1 = off */
     pthread_mutex_t mapping_lock;       /* serialises changes to indexes' mappings */
     struct es_attrs_cache *attrs_cache; /* parsed index attrs (es_mapping.c); NULL = none */
+    cordon_audit_info audit;            /* how the audit records, read at start */
 } http_ctx_t;
 
 typedef struct es_attrs_cache es_attrs_cache_t;

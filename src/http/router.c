@@ -50,6 +50,8 @@ static const route_t routes[] = {
     {"GET", "/v1/grants", v1_grant_list, 0, 0},
     {"DELETE", "/v1/grants/{id}", v1_grant_delete, 1, 0},
     {"POST", "/v1/explain", v1_explain, 0, 0},
+    {"GET", "/v1/audit", v1_audit_get, 0, 0},
+    {"PUT", "/v1/audit/collections/{c}", v1_audit_collection, 1, 0},
     {"GET", "/v1/model", v1_model_get, 0, 0},
     {"PUT", "/v1/model", v1_model_put, 1, 0},
     {"POST", "/api/auth/is-authorized", v1_is_authorized, 0, 0},
@@ -160,6 +162,7 @@ static int authenticate(http_ctx_t *ctx, http_req_t *req, http_resp_t *resp)
         return -1;
     }
     snprintf(c->subject, sizeof c->subject, "%s", c->key.subject);
+    snprintf(c->label, sizeof c->label, "key:%s", c->key.id);
     for (size_t i = 0; i < c->key.n_principals && i < KEYS_PRINCIPALS_MAX; i++)
         c->principals[c->n_principals++] = c->key.principals[i];
     if (req->run_as && *req->run_as) {

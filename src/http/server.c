@@ -187,6 +187,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     req->authorization = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Authorization");
     req->run_as = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "es-security-runas-user");
     req->content_type = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Content-Type");
+    req->opaque_id = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "X-Opaque-Id");
     MHD_get_connection_values(c, MHD_GET_ARGUMENT_KIND, collect_arg, req);
     if (cdn_buf_append(&st->body, "", 0) != 0 && !st->too_big) /* NUL-terminate */
         st->too_big = 1;
@@ -320,6 +321,7 @@ int http_server_start(cordon_t *db, const char *data_dir, const http_config_t *c
     if (!srv)
         return cdn_err_set(err, CDN_ERR_NOMEM, "out of memory");
     srv->ctx.db = db;
+    (void)cordon_audit_info_get(db, &srv->ctx.audit, NULL); /* zeros when it cannot be read */
     srv->ctx.cfg = *cfg;
     srv->ctx.log_fd = -1;
     pthread_mutex_init(&srv->ctx.mapping_lock, NULL);

@@ -63,6 +63,7 @@ int v1_subject(const http_req_t *req, json_t *body, http_resp_t *resp, cordon_su
     }
     memcpy(buf, named, strlen(named) + 1);
     memset(s, 0, sizeof *s);
+    es_subject_labels(req, s);
     s->subject_id = buf;
     return 0;
 }
@@ -323,12 +324,18 @@ void v1_retrieve(http_ctx_t *ctx, http_req_t *req, http_resp_t *resp)
                               h->record ? v1_hit_fields(&ix, h->record, r.fields) : json_object()));
             }
             metrics_search(ctx->metrics, res->plan, res->readable, 0);
-            es_reply(resp, 200,
-                     json_pack("{s:o, s:b, s:s, s:I, s:I, s:I, s:f}", "hits", hits, "complete",
-                               res->complete, "plan", res->plan, "readable",
-                               (json_int_t)res->readable, "candidates", (json_int_t)res->candidates,
-                               "revision", (json_int_t)res->revision, "took_ms",
-                               (double)(cdn_clock_ns() - req->t0_ns) / 1e6));
+            json_t *j = json_pack("{s:o, s:b, s:s, s:I, s:I, s:I, s:f}", "hits", hits, "complete",
+                                  res->complete, "plan", res->plan, "readable",
+                                  (json_int_t)res->readable, "candidates",
+                                  (json_int_t)res->candidates, "revision",
+                                  (json_int_t)res->revision, "took_ms",
+                                  (double)(cdn_clock_ns() - req->t0_ns) / 1e6);
+            json_t *audit = v1_audit_meta(ctx, res->audit_seq);
+            if (j && audit)
+                json_object_set_new(j, "audit", audit);
+            else
+                json_decref(audit);
+            es_reply(resp, 200, j);
         }
     }
     es_index_release(&ix);
@@ -456,6 +463,7 @@ int v1_may_manage_model(http_ctx_t *ctx, const http_req_t *req)
     q.subject = req->caller.subject;
     q.resource = V1_MODEL_RESOURCE;
     q.action = "manage";
+    q.no_audit = 1; /* a gate of this request, not an answer */
     return cordon_is_authorized(ctx->db, &q, &d, NULL) == CORDON_OK && d.authorized;
 }
 

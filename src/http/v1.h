@@ -77,6 +77,12 @@ extern const unsigned char v1_openapi_json[];
 extern const size_t v1_openapi_json_len;
 void v1_openapi(http_ctx_t *ctx, http_req_t *req, http_resp_t *resp);
 
+/* v1_audit.c: the audit's records and settings (administrators), and the "audit" object of
+ * a response whose search was recorded as seq (NULL when it was not). */
+void v1_audit_get(http_ctx_t *ctx, http_req_t *req, http_resp_t *resp);
+void v1_audit_collection(http_ctx_t *ctx, http_req_t *req, http_resp_t *resp);
+json_t *v1_audit_meta(const http_ctx_t *ctx, uint64_t seq);
+
 /* authz_api.c */
 void v1_is_authorized(http_ctx_t *ctx, http_req_t *req, http_resp_t *resp);
 void v1_is_authorized_batch(http_ctx_t *ctx, http_req_t *req, http_resp_t *resp);

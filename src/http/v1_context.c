@@ -234,6 +234,7 @@ void v1_context(http_ctx_t *ctx, http_req_t *req, http_resp_t *resp)
         goto out;
     if (!r.q.k)
         r.q.k = 20;
+    r.q.audit_kind = "context";
     if ((rc = cordon_search(ctx->db, ix.name, &s, &r.q, &res, &err)) != 0) {
         if (rc == CORDON_ERR_NOT_FOUND)
             es_error_index(resp, ix.name);
@@ -333,13 +334,18 @@ void v1_context(http_ctx_t *ctx, http_req_t *req, http_resp_t *resp)
                                               (double)res->hits[i].score));
     json_t *context =
         !strcmp(format, "json") ? json_incref(as_json) : json_string(out.data ? out.data : "");
-    es_reply(resp, 200,
-             json_pack("{s:o, s:o, s:I, s:I, s:b, s:o, s:b, s:s, s:I, s:I, s:f}", "context",
-                       context, "passages", passages, "tokens", (json_int_t)used, "budget_tokens",
-                       (json_int_t)budget, "truncated", truncated_any, "hits", hits, "complete",
-                       res->complete, "plan", res->plan, "readable", (json_int_t)res->readable,
-                       "revision", (json_int_t)res->revision, "took_ms",
-                       (double)(cdn_clock_ns() - req->t0_ns) / 1e6));
+    json_t *reply = json_pack(
+        "{s:o, s:o, s:I, s:I, s:b, s:o, s:b, s:s, s:I, s:I, s:f}", "context", context, "passages",
+        passages, "tokens", (json_int_t)used, "budget_tokens", (json_int_t)budget, "truncated",
+        truncated_any, "hits", hits, "complete", res->complete, "plan", res->plan, "readable",
+        (json_int_t)res->readable, "revision", (json_int_t)res->revision, "took_ms",
+        (double)(cdn_clock_ns() - req->t0_ns) / 1e6);
+    json_t *audit = v1_audit_meta(ctx, res->audit_seq);
+    if (reply && audit)
+        json_object_set_new(reply, "audit", audit);
+    else
+        json_decref(audit);
+    es_reply(resp, 200, reply);
     json_decref(as_json);
     cdn_buf_free(&out);
 out:

@@ -487,6 +487,7 @@ typedef struct query {
     const audit_filter_t *f;
     size_t limit, n;
     uint64_t last;
+    int full; /* one more record matched than the limit takes */
     audit_out_fn fn;
     void *ctx;
     cdn_buf_t out;
@@ -538,8 +539,10 @@ static int on_rec(void *ctx, uint64_t seq, uint64_t time_us, const char *json, s
     json_decref(j);
     if (!ok)
         return 0;
-    if (q->n == q->limit)
-        return 1; /* one more matched: there is more to page through */
+    if (q->n == q->limit) {
+        q->full = 1; /* there is more to page through */
+        return 1;
+    }
     gmtime_r(&secs, &tm);
     strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%S", &tm);
     q->out.len = 0;
@@ -556,7 +559,7 @@ static int on_rec(void *ctx, uint64_t seq, uint64_t time_us, const char *json, s
 int audit_query(audit_t *a, const audit_filter_t *f, audit_out_fn fn, void *ctx, uint64_t *more,
                 cdn_err_t *err)
 {
-    query_t q = {f, f->limit ? f->limit : AUDIT_QUERY_LIMIT_MAX, 0, 0, fn, ctx, {0}};
+    query_t q = {f, f->limit ? f->limit : AUDIT_QUERY_LIMIT_MAX, 0, 0, 0, fn, ctx, {0}};
     uint64_t key = 0, from = f->after_seq + 1;
     int rc;
     if (more)
@@ -589,7 +592,7 @@ int audit_query(audit_t *a, const audit_filter_t *f, audit_out_fn fn, void *ctx,
     cdn_buf_init(&q.out, AUDIT_RECORD_MAX + 128);
     rc = auditlog_scan(a->log, key, from, f->until_us, on_rec, &q, err);
     cdn_buf_free(&q.out);
-    if (rc == 1) {
+    if (q.full) {
         if (more)
             *more = q.last;
         return CDN_OK;

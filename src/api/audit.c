@@ -24,27 +24,6 @@ int api_audit_open(cordon_t *db, const char *dir, const cordon_options *opts, cd
     return audit_open(path, &o, &db->audit, e);
 }
 
-/* caller and request_id: short UTF-8 without controls, as they land in JSON records. */
-static int check_label(const char *what, const char *s, cdn_err_t *e)
-{
-    size_t at;
-    if (!s)
-        return CDN_OK;
-    size_t n = strlen(s);
-    if (n > CORDON_REQUEST_ID_MAX)
-        return cdn_err_set(e, CDN_ERR_LIMIT, "%s is %zu bytes; the limit is %d", what, n,
-                           CORDON_REQUEST_ID_MAX);
-    if (!cdn_utf8_valid(s, n, &at) || cdn_utf8_has_control(s, n, &at))
-        return cdn_err_set(e, CDN_ERR_INVALID, "%s must be UTF-8 without control characters", what);
-    return CDN_OK;
-}
-
-int api_audit_check(const char *caller, const char *request_id, cdn_err_t *e)
-{
-    int rc = check_label("caller", caller, e);
-    return rc ? rc : check_label("request_id", request_id, e);
-}
-
 static int valid_text(const char *s)
 {
     size_t at;

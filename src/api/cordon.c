@@ -21,25 +21,6 @@ _Static_assert((int)CORDON_META_KEYWORD == (int)TEXTIDX_KEYWORD &&
 _Static_assert(CORDON_BATCH_MAX == WRITE_BATCH_MAX, "batch limits must match");
 _Static_assert(CORDON_META_FIELDS_MAX == COLL_META_FIELDS_MAX, "metadata field limits must match");
 
-int api_ret(int rc, const cdn_err_t *in, cordon_error *err)
-{
-    if (err) {
-        const char *m = rc && in->msg[0] ? in->msg : rc ? cdn_strerror(rc) : "";
-        err->code = rc;
-        memcpy(err->message, m, strlen(m) + 1);
-    }
-    return rc;
-}
-
-int api_check_subject(const cordon_subject *s, cdn_err_t *e)
-{
-    if (!s)
-        return cdn_err_set(e, CDN_ERR_INVALID, "a subject is required: say who is asking");
-    if (!s->subject_id && s->n_principals && !s->principals)
-        return cdn_err_set(e, CDN_ERR_INVALID, "subject principals is NULL");
-    return api_audit_check(s->caller, s->request_id, e);
-}
-
 #define NEED(cond, msg)                                                                            \
     do {                                                                                           \
         if (!(cond))                                                                               \

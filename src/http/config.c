@@ -2,9 +2,9 @@
  * means the same in `key = value` lines and in JSON. Relies on base/buf.h, jansson, fnmatch and
  * inet_pton. */
 #include "http/config.h"
-#include "cordon.h"
 #include "base/buf.h"
 #include "base/err.h"
+#include "cordon.h"
 
 #include <arpa/inet.h>
 #include <ctype.h>

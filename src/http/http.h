@@ -32,7 +32,7 @@ typedef struct http_caller {
     keys_info_t key;
     /* The subject searches run as: the key's own, or the run-as header's. "" for none. */
     char subject[CORDON_ROLE_MAX + 8];
-    int run_as; /* subject came from es-security-runas-user */
+    int run_as;                  /* subject came from es-security-runas-user */
     char label[KEYS_ID_MAX + 8]; /* "key:<id>": who asked, as the audit records it */
     /* A key bound to asserted principals (no subject): them, for asserted-principal indexes. */
     const char *principals[KEYS_PRINCIPALS_MAX];
@@ -51,7 +51,7 @@ typedef struct http_req {
     size_t argused;
     const char *authorization, *run_as, *content_type; /* request headers, or NULL */
     const char *opaque_id; /* X-Opaque-Id: the client's name for the request (audit) */
-    char *body;                                        /* NUL-terminated */
+    char *body;            /* NUL-terminated */
     size_t body_len;
     http_caller_t caller;
     uint64_t t0_ns;    /* when the request arrived (cdn_clock_ns), for "took" */

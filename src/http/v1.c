@@ -324,12 +324,11 @@ void v1_retrieve(http_ctx_t *ctx, http_req_t *req, http_resp_t *resp)
                               h->record ? v1_hit_fields(&ix, h->record, r.fields) : json_object()));
             }
             metrics_search(ctx->metrics, res->plan, res->readable, 0);
-            json_t *j = json_pack("{s:o, s:b, s:s, s:I, s:I, s:I, s:f}", "hits", hits, "complete",
-                                  res->complete, "plan", res->plan, "readable",
-                                  (json_int_t)res->readable, "candidates",
-                                  (json_int_t)res->candidates, "revision",
-                                  (json_int_t)res->revision, "took_ms",
-                                  (double)(cdn_clock_ns() - req->t0_ns) / 1e6);
+            json_t *j = json_pack(
+                "{s:o, s:b, s:s, s:I, s:I, s:I, s:f}", "hits", hits, "complete", res->complete,
+                "plan", res->plan, "readable", (json_int_t)res->readable, "candidates",
+                (json_int_t)res->candidates, "revision", (json_int_t)res->revision, "took_ms",
+                (double)(cdn_clock_ns() - req->t0_ns) / 1e6);
             json_t *audit = v1_audit_meta(ctx, res->audit_seq);
             if (j && audit)
                 json_object_set_new(j, "audit", audit);

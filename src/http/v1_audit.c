@@ -131,9 +131,9 @@ void v1_audit_get(http_ctx_t *ctx, http_req_t *req, http_resp_t *resp)
         es_error_cordon(resp, rc, &err, NULL);
         return;
     }
-    if (!p.ndjson && (more ? cdn_buf_printf(&p.out, "],\"next_after\":%llu}",
-                                            (unsigned long long)more)
-                           : cdn_buf_puts(&p.out, "],\"next_after\":null}"))) {
+    if (!p.ndjson &&
+        (more ? cdn_buf_printf(&p.out, "],\"next_after\":%llu}", (unsigned long long)more)
+              : cdn_buf_puts(&p.out, "],\"next_after\":null}"))) {
         cdn_buf_free(&p.out);
         es_error(resp, 500, "exception", "out of memory");
         return;

@@ -7,7 +7,11 @@ its own (the test's copy of every membership and ACL, and its own principal eval
 judges every answer: a /v1 answer against the state at the revision it reports, an
 Elasticsearch answer against the states between the last write acknowledged before it was sent
 and the first acknowledged after it came back. Any chunk shown that no such state lets the
-subject read is a leak; a count no such state gives is a leak too. A failure names its seed:
+subject read is a leak; a count no such state gives is a leak too. Every request carries its
+own X-Opaque-Id, and the retrieval audit is replayed at the end: each answer's record holds
+exactly the chunks it showed, and every chunk any record says was shown was readable by its
+subject at the record's revision (which pins the Elasticsearch answers to one state, where the
+answers themselves leave a range). A failure names its seed:
 CORDON_HUNT_SEEDS=7 reruns it, CORDON_HUNT_SECONDS makes each seed's run longer."""
 import json
 import os
@@ -198,7 +202,8 @@ class Hunt:
 
     def read_once(self, rng):
         user = rng.choice(USERS)
-        runas = {"es-security-runas-user": user}
+        rid = "r%016x" % rng.getrandbits(64)
+        runas = {"es-security-runas-user": user, "X-Opaque-Id": rid}
         q = [rng.uniform(-1, 1) for _ in range(DIM)]
         word = rng.choice(WORDS)
         kind = rng.choice(["retrieve", "context", "search", "knn", "count", "mget", "get"])
@@ -211,7 +216,7 @@ class Hunt:
             if rng.random() < 0.3:
                 body["filter"] = {"exists": {"field": "text"}}
             path = f"/v1/collections/hunt/{kind}"
-            code, _, b = self.s.request("POST", path, body)
+            code, _, b = self.s.request("POST", path, body, headers={"X-Opaque-Id": rid})
             payload = [h["id"] for h in b.get("hits", [])] if code == 200 else b
             rev = b.get("revision") if code == 200 else None
         elif kind in ("search", "knn"):
@@ -247,7 +252,7 @@ class Hunt:
             self.errors.append(f"seed {self.seed}: {kind} as {user} answered {code}: {payload}")
             return
         with self.lock:
-            self.answers.append((kind, user, sent, received, rev, payload))
+            self.answers.append((kind, user, sent, received, rev, payload, rid))
 
     def reader(self, stop, n):
         rng = random.Random(self.seed * 104729 + n)
@@ -277,7 +282,7 @@ class Hunt:
 
     def judge(self):
         leaks = []
-        for kind, user, sent, received, rev, payload in self.answers:
+        for kind, user, sent, received, rev, payload, _ in self.answers:
             if rev is not None:
                 st = self.state_at(rev)
                 assert st is not None, (kind, rev)
@@ -296,6 +301,36 @@ class Hunt:
                     leaks.append(f"{kind} as {user} showed {d}, readable in none of "
                                  f"{len(states)} states")
         return leaks
+
+    def replay_audit(self):
+        """Problems the audit's records show: an answer whose record does not hold what it
+        showed, or a recorded chunk its subject could not read at the record's revision."""
+        records, after = [], 0
+        while True:
+            code, _, b = self.s.request(
+                "GET", f"/v1/audit?collection=hunt&limit=10000&after={after}")
+            assert code == 200, b
+            records += b["records"]
+            if b["next_after"] is None:
+                break
+            after = b["next_after"]
+        problems, by_request = [], {}
+        for r in records:
+            by_request.setdefault(r.get("request_id"), []).append(r)
+            st = self.state_at(r["revision"])
+            bad = [h["id"] for h in r["hits"] if st is None or not st.readable(r["subject"], h["id"])]
+            if bad:
+                problems.append(f"record {r['seq']} ({r['kind']} as {r['subject']} at revision "
+                                f"{r['revision']}) shows {bad}")
+        for kind, user, _, _, _, payload, rid in self.answers:
+            if kind == "count":
+                continue
+            recs = by_request.get(rid, [])
+            shown = sorted(h["id"] for r in recs for h in r["hits"])
+            if not recs or shown != sorted(payload) or any(r["subject"] != user for r in recs):
+                problems.append(f"{kind} {rid} as {user} showed {sorted(payload)}; its records "
+                                f"hold {shown}")
+        return problems, len(records)
 
 
 @pytest.mark.parametrize("seed", SEEDS)
@@ -319,6 +354,11 @@ def test_leak_hunt_over_http(tmp_path, seed):
         print(f"leak hunt seed {seed}: {hunt.ops} writes, {len(hunt.answers)} reads "
               f"({', '.join(sorted(kinds))}), {len(leaks)} leaks")
         assert not leaks, f"seed {seed} (CORDON_HUNT_SEEDS={seed} reruns it): {leaks[:10]}"
+        problems, n_records = hunt.replay_audit()
+        print(f"leak hunt seed {seed}: the audit replayed: {n_records} records, "
+              f"{len(problems)} problems")
+        assert not problems, f"seed {seed}: {problems[:10]}"
+        assert n_records >= len(hunt.answers) // 2
         assert hunt.ops >= 10 and len(hunt.answers) >= 50, (hunt.ops, len(hunt.answers))
         assert len(kinds) == 7, kinds  # every read route was exercised
     finally:

@@ -11,13 +11,17 @@
  * all of the readable chunks, a search by a user without the role refused (a stale permission
  * otherwise), a get that found a chunk only when it is readable. CORDON_HUNT_OPS (default
  * 10,000) sets the operations of each seed, CORDON_HUNT_SEEDS (default "1,2") the seeds; a
- * failure names its seed. Relies on cmocka, pthreads, the public API and api_testutil.h. */
+ * failure names its seed. The hunt runs with the retrieval audit on, and at the end replays
+ * the log: one record per answered search and get, and every hit a record says was shown
+ * readable by its subject in the oracle's state at the record's revision.
+ * Relies on cmocka, pthreads, jansson (the records), the public API and api_testutil.h. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <jansson.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -59,7 +63,8 @@ typedef struct hunt {
     world_t ring[RING]; /* ring[i % RING]: the i-th state */
     atomic_long n_states;
     atomic_long done, reads, writes, hits, leaks, stale, wrong, unjudged;
-    world_t now; /* the writer's */
+    atomic_long answered; /* searches and gets answered (OK, or a get's NOT_FOUND) */
+    world_t now;          /* the writer's */
     char fail[512];
 } hunt_t;
 
@@ -360,6 +365,7 @@ static void judge_search(hunt_t *h, int u, const cordon_query *q, int rc, cordon
         atomic_fetch_add(&h->wrong, 1);
         return;
     }
+    atomic_fetch_add(&h->answered, 1);
     if (!world_at(h, r->revision, &w)) {
         atomic_fetch_add(&h->unjudged, 1);
         return;
@@ -407,6 +413,8 @@ static void read_once(reader_t *rd)
         int c = (int)(tu_rand(&rd->s) % NC);
         snprintf(id, sizeof id, "c%02d", c);
         int rc = cordon_get(h->db, "hunt", &who, id, &rec, NULL);
+        if (rc == CORDON_OK || rc == CORDON_ERR_NOT_FOUND)
+            atomic_fetch_add(&h->answered, 1);
         if (rc == CORDON_OK && world_at(h, rec->revision, &w)) {
             atomic_fetch_add(&h->hits, 1);
             if (!readable(&w, u, c) || lacks_role(&w, u))
@@ -457,6 +465,67 @@ static void *reader_main(void *arg)
     return NULL;
 }
 
+/* ---- The audit's replay. ---- */
+
+typedef struct replay {
+    hunt_t *h;
+    long records, hits, leaks, unjudged;
+} replay_t;
+
+static int replay_one(void *ctx, uint64_t seq, const char *json, size_t len)
+{
+    replay_t *rp = ctx;
+    json_t *j = json_loadb(json, len, 0, NULL), *hit;
+    const char *subject = json_string_value(json_object_get(j, "subject"));
+    world_t w;
+    size_t i;
+    rp->records++;
+    if (!subject || subject[0] != 'u') {
+        snprintf(rp->h->fail, sizeof rp->h->fail, "audit record %llu names no hunt subject",
+                 (unsigned long long)seq);
+        json_decref(j);
+        return 1;
+    }
+    int u = atoi(subject + 1);
+    if (!world_at(rp->h, (uint64_t)json_integer_value(json_object_get(j, "revision")), &w)) {
+        rp->unjudged++;
+        json_decref(j);
+        return 0;
+    }
+    json_array_foreach(json_object_get(j, "hits"), i, hit)
+    {
+        int c = chunk_of(json_string_value(json_object_get(hit, "id")));
+        rp->hits++;
+        if (c < 0 || c >= NC || !readable(&w, u, c) || lacks_role(&w, u))
+            rp->leaks++;
+    }
+    json_decref(j);
+    return 0;
+}
+
+/* Reads the whole log a page at a time and judges every record. */
+static void replay_audit(hunt_t *h)
+{
+    replay_t rp = {h, 0, 0, 0, 0};
+    cordon_audit_filter f = {.collection = "hunt"};
+    uint64_t more = 0;
+    cordon_error err;
+    do {
+        f.after_seq = more;
+        if (cordon_audit_query(h->db, &f, replay_one, &rp, &more, &err) != 0 && !h->fail[0])
+            snprintf(h->fail, sizeof h->fail, "audit query: %s", err.message);
+    } while (more && !h->fail[0]);
+    printf("leak hunt seed %llu: the audit replayed: %ld records, %ld hits, %ld unreadable when "
+           "shown, %ld unjudged\n",
+           (unsigned long long)h->seed, rp.records, rp.hits, rp.leaks, rp.unjudged);
+    if (!h->fail[0] && rp.records != atomic_load(&h->answered))
+        snprintf(h->fail, sizeof h->fail, "the audit holds %ld records for %ld answers", rp.records,
+                 (long)atomic_load(&h->answered));
+    if (!h->fail[0] && rp.leaks)
+        snprintf(h->fail, sizeof h->fail, "the audit shows %ld hits unreadable when shown",
+                 rp.leaks);
+}
+
 /* ---- The run. ---- */
 
 static void setup(hunt_t *h, uint64_t *s)
@@ -501,7 +570,9 @@ static void hunt_one(uint64_t seed, long ops)
     h.seed = seed;
     h.ops = ops;
     pthread_mutex_init(&h.lock, NULL);
-    api_db_open(dir, sizeof dir, &h.db);
+    cordon_options audited = {.audit = 1};
+    assert_non_null(tu_tmpdir(dir, sizeof dir));
+    assert_int_equal(cordon_open(dir, &audited, &h.db, NULL), 0);
     uint64_t s = seed * 104729 + 7;
     setup(&h, &s);
     pthread_create(&w, NULL, writer_main, &h);
@@ -516,6 +587,8 @@ static void hunt_one(uint64_t seed, long ops)
            "%ld wrong, %ld unjudged\n",
            (unsigned long long)seed, (long)h.writes, (long)h.reads, (long)h.hits, (long)h.leaks,
            (long)h.stale, (long)h.wrong, (long)h.unjudged);
+    if (!h.fail[0])
+        replay_audit(&h);
     if (h.fail[0])
         fail_msg("%s", h.fail);
     if (h.leaks || h.stale || h.wrong)

@@ -461,6 +461,11 @@ typedef struct cordon_authz_request {
     const char *caller;
     const char *request_id;
     int no_audit;
+    /* As of (docs/internals/asof.md): decide by the model as it stood after as_of_revision,
+     * or at the moment as_of_us (microseconds since 1970) when the revision is 0; both 0 =
+     * now. A decision as of the past is not cached and not recorded by the audit. */
+    uint64_t as_of_revision;
+    uint64_t as_of_us;
 } cordon_authz_request;
 
 /* Sizes of a decision's text fields, NUL included: each is the permission model's own limit,
@@ -557,6 +562,56 @@ typedef struct cordon_audit_info {
 } cordon_audit_info;
 
 int cordon_audit_info_get(cordon_t *db, cordon_audit_info *out, cordon_error *err);
+
+/* ---- As of: permissions in the past (docs/internals/asof.md). ---- */
+
+/* A question about one chunk (or every chunk, cordon_asof_readable) as things stood after
+ * revision, or when revision is 0 at the moment time_us (microseconds since 1970, the time a
+ * write was committed: transaction time). The history starts when the data directory started
+ * keeping it (older ones: at their first open by a version that keeps it). */
+typedef struct cordon_asof_request {
+    const char *collection;        /* as it exists now */
+    const cordon_subject *subject; /* a subject of the model, or asserted principals */
+    const char *chunk_id;
+    const char *action; /* the permission asked on the collection: NULL = "read" (a get);
+                           "search" for a search's hits */
+    uint64_t revision;
+    uint64_t time_us;
+} cordon_asof_request;
+
+typedef struct cordon_asof_answer {
+    int readable;
+    /* READABLE, DENIED (a denied principal of the view), NO_MATCHING_PRINCIPAL, NO_ACL,
+     * CHUNK_NOT_FOUND (it did not exist then), NO_PERMISSION (no action on the collection
+     * then), SUBJECT_NOT_FOUND */
+    char reason[CORDON_REASON_MAX];
+    char principal[CORDON_PRINCIPAL_MAX]; /* the principal that decided, or "" */
+    uint64_t revision;                    /* the revision answered about */
+} cordon_asof_answer;
+
+/* Could the subject read the chunk then? CORDON_ERR_NOT_FOUND for a collection that does not
+ * exist now or a moment before the history; CORDON_ERR_INVALID for a revision or time not
+ * reached yet. An administrator's question: the answer names ACL principals. */
+int cordon_asof_check(cordon_t *db, const cordon_asof_request *q, cordon_asof_answer *out,
+                      cordon_error *err);
+
+/* What could the subject read then: calls fn with each chunk id (in no particular order) until
+ * fn returns non-zero; *n counts them, *revision (may be NULL) is the revision answered. */
+typedef int (*cordon_asof_id_fn)(void *ctx, const char *id);
+int cordon_asof_readable(cordon_t *db, const cordon_asof_request *q, cordon_asof_id_fn fn,
+                         void *ctx, size_t *n, uint64_t *revision, cordon_error *err);
+
+/* The audit of cordon's own enforcement: replays the audit records f selects (searches,
+ * contexts, gets) against the permission history, asking of every recorded hit whether its
+ * subject could read it at the record's revision. Counts records, hits, and hits that were
+ * not readable when shown (which must be 0); fn (may be NULL) is called with each of those
+ * as (record seq, chunk id). */
+typedef struct cordon_audit_replay {
+    uint64_t records, hits, unreadable, unjudged; /* unjudged: before the history */
+} cordon_audit_replay;
+typedef int (*cordon_audit_bad_fn)(void *ctx, uint64_t seq, const char *chunk_id);
+int cordon_audit_verify(cordon_t *db, const cordon_audit_filter *f, cordon_audit_bad_fn fn,
+                        void *ctx, cordon_audit_replay *out, cordon_error *err);
 
 /* Frees memory the API handed out as a plain array (cordon_collection_list) or string. */
 void cordon_free(void *p);

@@ -5,12 +5,14 @@
 
 #include "base/err.h"
 #include "cordon.h"
+#include "query/asof.h"
 #include "query/audit.h"
 #include "query/engine.h"
 
 struct cordon {
     engine_t *e;
     audit_t *audit; /* the retrieval audit (always open: it also reads an older log) */
+    asof_t *asof;   /* as-of questions and their cache of past models */
 };
 
 /* Copies an internal error into the caller's record (if any) and returns rc. */
@@ -22,6 +24,12 @@ int api_check_subject(const cordon_subject *s, cdn_err_t *e);
 /* Fills r's fields, metadata and ACL from a stored record obj ({"fields","metadata","allowed",
  * "denied"}); r's id, vector and revision are the caller's. */
 int api_fill_record(json_t *obj, cordon_record *r);
+
+/* Decides n requests (resources NULL: req's one) by the model after the revision the as-of
+ * fields name (*rev receives it): api/asof.c, for cordon_is_authorized. */
+int api_asof_decide(cordon_t *db, const authz_request_t *req, const char *const *resources,
+                    size_t n, authz_decision_t *out, uint64_t *rev, cdn_err_t *e,
+                    uint64_t as_of_revision, uint64_t as_of_us);
 
 /* ---- The audit (api/audit.c). ---- */
 

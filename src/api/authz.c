@@ -160,11 +160,14 @@ static int decide(cordon_t *db, const cordon_authz_request *req, const char *con
      * before it moves the revision, so the decision reflects at least this revision, the one
      * number a model write acknowledged (a consistency token, as a search's). */
     uint64_t rev = cordon_revision(db);
-    rc = engine_is_authorized(db->e, &r, resources, resources ? n : 1, d, e);
+    int past = req->as_of_revision || req->as_of_us;
+    rc = past ? api_asof_decide(db, &r, resources, resources ? n : 1, d, &rev, e,
+                                req->as_of_revision, req->as_of_us)
+              : engine_is_authorized(db->e, &r, resources, resources ? n : 1, d, e);
     for (size_t i = 0; rc == CDN_OK && i < (resources ? n : 1); i++)
         if ((rc = decision_out(&d[i], &out[i], e)) == CDN_OK)
             out[i].revision = rev;
-    if (rc == CDN_OK) /* a decision the audit cannot record is not given */
+    if (rc == CDN_OK && !past) /* a decision the audit cannot record is not given */
         rc = api_audit_decisions(db, req, resources, resources ? n : 1, out, e);
 done:
     if (d != &one)

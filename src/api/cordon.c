@@ -45,7 +45,9 @@ int cordon_open(const char *dir, const cordon_options *opts, cordon_t **out, cor
         cdn_free(db);
         return api_ret(rc, &e, err);
     }
-    if ((rc = api_audit_open(db, dir, opts, &e)) != 0) {
+    if ((rc = api_audit_open(db, dir, opts, &e)) != 0 ||
+        (rc = asof_open(db->e, &db->asof, &e)) != 0) {
+        audit_close(db->audit);
         engine_close(db->e);
         cdn_free(db);
         return api_ret(rc, &e, err);
@@ -61,6 +63,7 @@ void cordon_close(cordon_t *db)
     if (!db)
         return;
     audit_close(db->audit); /* writes what is queued */
+    asof_close(db->asof);
     engine_close(db->e);
     cdn_free(db);
 }

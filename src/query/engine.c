@@ -3,6 +3,7 @@
 #include "query/engine.h"
 #include "base/fileio.h"
 #include "base/mem.h"
+#include "store/history.h"
 
 #include <errno.h>
 #ifdef __GLIBC__
@@ -101,6 +102,79 @@ done:
     return rc;
 }
 
+/* ---- The start of the permission history (store/history.h). ---- */
+
+struct backfill {
+    store_txn_t *t;
+    uint32_t coll;
+    uint64_t rev;
+};
+
+static int backfill_row(void *ctx, const void *key, size_t klen, const void *val, size_t vlen)
+{
+    struct backfill *b = ctx;
+    const void *acl;
+    size_t alen;
+    char id[COLL_ID_MAX + 1];
+    if (klen != 8 || vlen > COLL_ID_MAX)
+        return CDN_ERR_CORRUPT;
+    memcpy(id, val, vlen);
+    id[vlen] = 0;
+    if (store_get(b->t, STORE_ACLS, key, 8, &acl, &alen) != CDN_OK || alen % 4)
+        return CDN_ERR_CORRUPT;
+    uint32_t *packed = cdn_malloc(alen ? alen : 4);
+    if (!packed)
+        return CDN_ERR_NOMEM;
+    memcpy(packed, acl, alen);
+    int rc = history_acl_put(b->t, b->coll, id, b->rev, packed, alen / 4);
+    cdn_free(packed);
+    return rc;
+}
+
+/* A data directory written before it kept a history starts one now: every live chunk's ACL
+ * and the whole model as of the current revision, once. Earlier states are not known. */
+static int history_begin(engine_t *e, cdn_err_t *err)
+{
+    store_txn_t *t;
+    uint64_t start, rev = atomic_load(&e->revision);
+    int set, rc = store_txn_begin(e->store, 1, &t, err);
+    char *whole = NULL;
+    if (rc)
+        return rc;
+    if ((rc = history_start_get(t, &start, &set)) != 0 || set) {
+        store_txn_abort(t);
+        return rc ? cdn_err_set(err, rc, "the permission history does not read") : CDN_OK;
+    }
+    for (size_t i = 0; rev && rc == CDN_OK && i < e->ncolls; i++) {
+        unsigned char prefix[4];
+        struct backfill b = {t, e->colls[i]->cfg.id, rev};
+        store_be32(prefix, b.coll);
+        rc = store_scan_prefix(t, STORE_ROWS, prefix, 4, backfill_row, &b);
+    }
+    if (rc == CDN_OK && rev && (rc = authz_export(e->model, &whole, err)) == CDN_OK &&
+        (rc = history_snap_put(t, rev, whole)) == CDN_OK) {
+        /* and as the model record of rev, which as-of reads look up first */
+        size_t n = strlen(whole);
+        char *rec = cdn_malloc(n + 1);
+        if (!rec)
+            rc = CDN_ERR_NOMEM;
+        if (rec) {
+            rec[0] = 'I';
+            memcpy(rec + 1, whole, n);
+            rc = history_model_put(t, rev, rec, n + 1);
+            cdn_free(rec);
+        }
+    }
+    cdn_free(whole);
+    if (rc == CDN_OK)
+        rc = history_start_set(t, rev);
+    if (rc) {
+        store_txn_abort(t);
+        return cdn_err_set(err, rc, "cannot start the permission history: %s", cdn_strerror(rc));
+    }
+    return store_txn_commit(t, err);
+}
+
 /* Creates the data directory (CDN_DIR_MODE: its files hold protected text), or warns on
  * stderr when an existing one lets other local users in: the files inside are CDN_FILE_MODE
  * when the engine made them, but a directory copied or made by hand may hold others. */
@@ -145,7 +219,8 @@ int engine_open(const char *dir, uint64_t map_size, int must_exist, engine_t **o
         engine_close(e);
         return rc;
     }
-    if ((rc = store_open(dir, map_size, &e->store, err)) != 0 || (rc = load_all(e, err)) != 0) {
+    if ((rc = store_open(dir, map_size, &e->store, err)) != 0 || (rc = load_all(e, err)) != 0 ||
+        (rc = history_begin(e, err)) != 0) {
         engine_close(e);
         return rc;
     }
@@ -336,6 +411,7 @@ int engine_coll_drop(engine_t *e, const char *name, cdn_err_t *err)
         (rc = store_del_prefix(t, STORE_CHUNKS, prefix, 4)) != 0 ||
         (rc = store_del_prefix(t, STORE_ROWS, prefix, 4)) != 0 ||
         (rc = store_del_prefix(t, STORE_ACLS, prefix, 4)) != 0 ||
+        (rc = history_acl_drop(t, c->cfg.id)) != 0 ||
         (rc = drop_meta_key(t, "next", c->cfg.id)) != 0 ||
         (rc = drop_meta_key(t, "attr", c->cfg.id)) != 0) {
         store_txn_abort(t);

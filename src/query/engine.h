@@ -32,6 +32,9 @@ typedef struct engine {
     /* The log's size since its last whole-model record, and that record's size: a log that
      * outgrows the model is folded into one record (engine_model.c). Under write_lock. */
     uint64_t log_bytes, snapshot_bytes;
+    /* Model writes since the history's last checkpoint of the whole model (engine_model.c).
+     * Under write_lock. */
+    uint32_t hist_since_snap;
     atomic_int model_broken;    /* memory got ahead of a failed commit: fail closed */
     uint64_t plan_exact_floats; /* planner threshold (0 = PLAN_EXACT_FLOATS) */
     int report_work;            /* results' candidates count work (cordon_options) */
@@ -71,6 +74,9 @@ int engine_view_ids(engine_t *e, const char *const *names, size_t n, uint32_t **
 
 /* ---- The permission model (query/engine_model.c). ---- */
 
+/* Applies one model log record to m: kind 'O' (an op), 'B' (a JSON array applied as one) or
+ * 'I' (a whole model), text its JSON. For replays of the log and of the history. */
+int engine_model_record_apply(authz_model_t *m, char kind, const char *text, cdn_err_t *err);
 /* Replays the model log inside read transaction t (at open). */
 int engine_model_load(engine_t *e, store_txn_t *t, cdn_err_t *err);
 /* Applies one model operation (authz op JSON) and persists it; *rev is the new revision. */

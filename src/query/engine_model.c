@@ -3,6 +3,7 @@
  * Relies on authz/ for the model and store/ for STORE_MODEL_LOG (revision -> kind + JSON). */
 #include "base/mem.h"
 #include "query/engine.h"
+#include "store/history.h"
 
 #include <jansson.h>
 #include <stdio.h>
@@ -27,6 +28,13 @@ static int batch_text(authz_model_t *m, const char *text, cdn_err_t *err)
     return rc;
 }
 
+int engine_model_record_apply(authz_model_t *m, char kind, const char *text, cdn_err_t *err)
+{
+    return kind == LOG_IMPORT  ? authz_import(m, text, err)
+           : kind == LOG_BATCH ? batch_text(m, text, err)
+                               : authz_apply(m, text, err);
+}
+
 struct replay_ctx {
     engine_t *e;
     cdn_err_t *err;
@@ -44,9 +52,7 @@ static int replay_one(void *ctx, const void *key, size_t klen, const void *val, 
         return cdn_err_set(r->err, CDN_ERR_NOMEM, "out of memory replaying the model");
     char kind = ((const char *)val)[0];
     int import = kind == LOG_IMPORT;
-    rc = import              ? authz_import(r->e->model, text, r->err)
-         : kind == LOG_BATCH ? batch_text(r->e->model, text, r->err)
-                             : authz_apply(r->e->model, text, r->err);
+    rc = engine_model_record_apply(r->e->model, kind, text, r->err);
     if (import) {
         r->e->snapshot_bytes = vlen;
         r->e->log_bytes = 0;
@@ -72,6 +78,10 @@ int engine_model_load(engine_t *e, store_txn_t *t, cdn_err_t *err)
  * this, and twice that record's size: a log of edits (memberships toggled all day) grows
  * without bound otherwise, the model does not. */
 #define LOG_FOLD_MIN_BYTES (1u << 20)
+
+/* Model writes between the history's checkpoints of the whole model: an as-of read replays at
+ * most this many records after the checkpoint before its revision. */
+#define HIST_SNAP_EVERY 256
 
 /* Persists one log record at revision r (published already, with the change in memory); on
  * failure the model in memory is ahead of the store, so it is marked broken (checks fail
@@ -101,6 +111,17 @@ static int persist(engine_t *e, char kind, const char *json, uint64_t r, cdn_err
         rc = store_del_prefix(t, STORE_MODEL_LOG, "", 0); /* the import replaces all before */
     if (rc == CDN_OK)
         rc = store_put(t, STORE_MODEL_LOG, key, 8, val, n + 1);
+    if (rc == CDN_OK) /* the history keeps every record, folded or not */
+        rc = history_model_put(t, r, val, n + 1);
+    int snap = kind == LOG_IMPORT || e->hist_since_snap + 1 >= HIST_SNAP_EVERY;
+    if (rc == CDN_OK && snap) {
+        char *whole = NULL;
+        if (kind == LOG_IMPORT)
+            rc = history_snap_put(t, r, json);
+        else if ((rc = authz_export(e->model, &whole, err)) == CDN_OK)
+            rc = history_snap_put(t, r, whole);
+        cdn_free(whole);
+    }
     if (rc == CDN_OK)
         rc = store_revision_set(t, r);
     if (rc == CDN_OK) {
@@ -116,6 +137,8 @@ static int persist(engine_t *e, char kind, const char *json, uint64_t r, cdn_err
     } else if (rc == CDN_OK) {
         e->log_bytes += n + 1;
     }
+    if (rc == CDN_OK)
+        e->hist_since_snap = snap ? 0 : e->hist_since_snap + 1;
     if (rc) {
         atomic_store(&e->model_broken, 1);
         return cdn_err_set(err, rc,
@@ -140,9 +163,7 @@ static int model_write(engine_t *e, char kind, const char *json, uint64_t *rev, 
     pthread_mutex_lock(&e->write_lock);
     uint64_t r = atomic_load(&e->revision) + 1;
     pthread_rwlock_wrlock(&e->model_gate);
-    rc = kind == LOG_IMPORT  ? authz_import(e->model, json, err)
-         : kind == LOG_BATCH ? batch_text(e->model, json, err)
-                             : authz_apply(e->model, json, err);
+    rc = engine_model_record_apply(e->model, kind, json, err);
     pthread_rwlock_unlock(&e->model_gate);
     CDN_ASSERT(rc != CDN_OK || atomic_load(&e->revision) == r);
     if (rc == CDN_OK && (rc = persist(e, kind, json, r, err)) == CDN_OK)

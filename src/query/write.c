@@ -8,6 +8,7 @@
 #include "base/utf8.h"
 #include "query/chunkrec.h"
 #include "query/write_int.h"
+#include "store/history.h"
 
 #include <jansson.h>
 #include <math.h>
@@ -237,7 +238,6 @@ static int put_one(engine_t *e, coll_t *c, store_txn_t *t, prep_t *p)
         store_del(t, STORE_ROWS, rk, 8);
         store_del(t, STORE_ACLS, rk, 8);
     }
-    (void)e;
     if ((rc = chunkrec_encode(p->row, p->in->field_names, p->in->field_values, p->in->n_fields,
                               p->in->metadata_json, (const char *const *)p->names[0], p->nnames[0],
                               (const char *const *)p->names[1], p->nnames[1], &rec, &reclen)) != 0)
@@ -249,6 +249,9 @@ static int put_one(engine_t *e, coll_t *c, store_txn_t *t, prep_t *p)
         rc = store_put(t, STORE_ROWS, rk, 8, p->in->id, strlen(p->in->id));
     if (rc == CDN_OK)
         rc = store_put(t, STORE_ACLS, rk, 8, p->packed, acl_packed_len(p->packed) * 4);
+    if (rc == CDN_OK) /* the revision write_commit will give this write (under write_lock) */
+        rc = history_acl_put(t, c->cfg.id, p->in->id, atomic_load(&e->revision) + 1, p->packed,
+                             acl_packed_len(p->packed));
     return rc;
 }
 

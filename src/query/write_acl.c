@@ -3,6 +3,7 @@
 #include "base/mem.h"
 #include "query/chunkrec.h"
 #include "query/write_int.h"
+#include "store/history.h"
 
 #include <jansson.h>
 #include <string.h>
@@ -28,8 +29,9 @@ static int delete_locked(engine_t *e, coll_t *c, const char *const *ids, size_t 
         coll_row_key(c->cfg.id, rows[*nrows], rk);
         (*nrows)++;
         if ((rc = store_del(t, STORE_CHUNKS, key, klen)) == CDN_OK &&
-            (rc = store_del(t, STORE_ROWS, rk, 8)) == CDN_OK)
-            rc = store_del(t, STORE_ACLS, rk, 8);
+            (rc = store_del(t, STORE_ROWS, rk, 8)) == CDN_OK &&
+            (rc = store_del(t, STORE_ACLS, rk, 8)) == CDN_OK)
+            rc = history_acl_put(t, c->cfg.id, ids[i], atomic_load(&e->revision) + 1, NULL, 0);
     }
     if (rc) {
         store_txn_abort(t);
@@ -89,7 +91,7 @@ int write_delete(engine_t *e, const char *name, const char *const *ids, size_t n
 }
 
 /* Rewrites one chunk's record and ACL row inside t. */
-static int set_one(coll_t *c, store_txn_t *t, prep_t *p, cdn_err_t *err)
+static int set_one(coll_t *c, store_txn_t *t, prep_t *p, uint64_t rev, cdn_err_t *err)
 {
     unsigned char key[COLL_KEY_MAX], rk[8];
     size_t klen = coll_chunk_key(c->cfg.id, p->in->id, key, sizeof key), vlen, reclen;
@@ -122,6 +124,8 @@ static int set_one(coll_t *c, store_txn_t *t, prep_t *p, cdn_err_t *err)
     cdn_free(rec);
     if (rc == CDN_OK)
         rc = store_put(t, STORE_ACLS, rk, 8, p->packed, acl_packed_len(p->packed) * 4);
+    if (rc == CDN_OK)
+        rc = history_acl_put(t, c->cfg.id, p->in->id, rev, p->packed, acl_packed_len(p->packed));
     return rc ? cdn_err_set(err, rc, "cannot store the ACL: %s", cdn_strerror(rc)) : CDN_OK;
 }
 
@@ -145,7 +149,7 @@ static int set_acl_locked(engine_t *e, coll_t *c, const write_acl_t *ch, size_t 
     pthread_rwlock_unlock(&e->meta_lock);
     if (rc == CDN_OK && (rc = store_txn_begin(e->store, 1, &t, err)) == CDN_OK) {
         for (size_t i = 0; i < n && rc == CDN_OK; i++)
-            rc = set_one(c, t, &p[i], err);
+            rc = set_one(c, t, &p[i], atomic_load(&e->revision) + 1, err);
         if (rc == CDN_OK && (rc = write_persist_principals(e, t)) != 0)
             cdn_err_set(err, rc, "cannot store principals");
         rc = rc ? (store_txn_abort(t), rc) : write_commit(e, t, rev, err);

@@ -11,16 +11,19 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <time.h>
 
 _Static_assert(STORE_NTABLES <= STORE_TABLES_MAX, "the data's tables must fit a store");
 static const char *const table_names[STORE_NTABLES] = {
-    "meta", "collections", "chunks", "rows", "acls", "principals", "principal_ids", "model_log",
+    "meta",          "collections", "chunks",    "rows",     "acls",       "principals",
+    "principal_ids", "model_log",   "hist_time", "hist_acl", "hist_model", "hist_snap",
 };
 
 struct store {
     MDB_env *env;
     MDB_dbi dbi[STORE_TABLES_MAX];
     int ntables;
+    _Atomic uint64_t last_commit_us; /* the last time store_revision_set recorded */
 };
 
 struct store_txn {
@@ -51,7 +54,16 @@ static int lmdb_err(cdn_err_t *err, int rc, const char *what)
 
 int store_open(const char *dir, uint64_t map_size, store_t **out, cdn_err_t *err)
 {
-    return store_open_tables(dir, map_size, table_names, STORE_NTABLES, out, err);
+    int rc = store_open_tables(dir, map_size, table_names, STORE_NTABLES, out, err);
+    store_txn_t *t;
+    const void *k, *v;
+    size_t kl, vl;
+    if (rc == CDN_OK && store_txn_begin(*out, 0, &t, NULL) == CDN_OK) {
+        if (store_last(t, STORE_HIST_TIME, &k, &kl, &v, &vl) == CDN_OK && kl == 16)
+            atomic_store(&(*out)->last_commit_us, store_rd64(k));
+        store_txn_abort(t);
+    }
+    return rc;
 }
 
 int store_open_tables(const char *dir, uint64_t map_size, const char *const *names, int ntables,
@@ -267,6 +279,32 @@ int store_last(store_txn_t *t, store_table_t tb, const void **key, size_t *klen,
     return CDN_OK;
 }
 
+int store_scan_back(store_txn_t *t, store_table_t tb, const void *prefix, size_t plen,
+                    const void *start, size_t slen, store_iter_fn fn, void *ctx)
+{
+    MDB_cursor *c;
+    MDB_val k = {slen, (void *)start}, v;
+    int rc = mdb_cursor_open(t->txn, t->s->dbi[tb], &c), ret = CDN_OK;
+    if (rc)
+        return CDN_ERR_IO;
+    rc = mdb_cursor_get(c, &k, &v, MDB_SET_RANGE);
+    if (rc == MDB_NOTFOUND) /* every key is before start */
+        rc = mdb_cursor_get(c, &k, &v, MDB_LAST);
+    else if (rc == 0 && (k.mv_size != slen || memcmp(k.mv_data, start, slen) != 0))
+        rc = mdb_cursor_get(c, &k, &v, MDB_PREV); /* past start: the one before */
+    while (rc == 0) {
+        if (k.mv_size < plen || (plen && memcmp(k.mv_data, prefix, plen) != 0))
+            break;
+        if ((ret = fn(ctx, k.mv_data, k.mv_size, v.mv_data, v.mv_size)) != 0)
+            break;
+        rc = mdb_cursor_get(c, &k, &v, MDB_PREV);
+    }
+    mdb_cursor_close(c);
+    if (ret)
+        return ret;
+    return (rc == 0 || rc == MDB_NOTFOUND) ? CDN_OK : CDN_ERR_IO;
+}
+
 int store_del_prefix(store_txn_t *t, store_table_t tb, const void *prefix, size_t plen)
 {
     MDB_cursor *c;
@@ -305,9 +343,22 @@ int store_revision_get(store_txn_t *t, uint64_t *rev)
 
 int store_revision_set(store_txn_t *t, uint64_t rev)
 {
-    unsigned char b[8];
+    unsigned char b[8], tk[16];
+    struct timespec ts;
     store_be64(b, rev);
-    return store_put(t, STORE_META, "revision", 8, b, 8);
+    int rc = store_put(t, STORE_META, "revision", 8, b, 8);
+    if (rc || t->s->ntables != STORE_NTABLES)
+        return rc;
+    /* Commit times only move forward along revisions, so a time maps to one revision. */
+    clock_gettime(CLOCK_REALTIME, &ts);
+    uint64_t now = (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+    uint64_t last = atomic_load(&t->s->last_commit_us);
+    if (now <= last)
+        now = last + 1;
+    atomic_store(&t->s->last_commit_us, now);
+    store_be64(tk, now);
+    store_be64(tk + 8, rev);
+    return store_put(t, STORE_HIST_TIME, tk, 16, "", 0);
 }
 
 int store_exists(const char *dir)

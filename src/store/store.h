@@ -23,6 +23,11 @@ typedef enum store_table {
     STORE_PRINCIPALS,    /* principal name -> u32 id */
     STORE_PRINCIPAL_IDS, /* u32 id (BE) -> principal name */
     STORE_MODEL_LOG,     /* revision (u64 BE) -> permission-model operation (JSON) */
+    /* The history as-of questions read (store/history.h): */
+    STORE_HIST_TIME,  /* commit time (u64 BE µs) + revision (u64 BE) -> nothing */
+    STORE_HIST_ACL,   /* coll + xxh64(external id) + revision -> id, NUL, packed ACL or nothing */
+    STORE_HIST_MODEL, /* revision -> every model log record, never folded */
+    STORE_HIST_SNAP,  /* revision -> the whole model after it (a checkpoint for replay) */
     STORE_NTABLES
 } store_table_t;
 
@@ -35,7 +40,7 @@ int store_exists(const char *dir);
 /* Opens another environment in dir with its own ntables tables (at most STORE_TABLES_MAX),
  * named by names; its tables are numbered 0..ntables-1 and passed to the functions below as
  * store_table_t values. Returns as store_open. */
-#define STORE_TABLES_MAX 8
+#define STORE_TABLES_MAX 16
 int store_open_tables(const char *dir, uint64_t map_size, const char *const *names, int ntables,
                       store_t **out, cdn_err_t *err);
 void store_close(store_t *s);
@@ -79,10 +84,15 @@ int store_scan_from(store_txn_t *t, store_table_t tb, const void *prefix, size_t
  * the table is empty, or CDN_ERR_IO. */
 int store_last(store_txn_t *t, store_table_t tb, const void **key, size_t *klen, const void **val,
                size_t *vlen);
+/* As store_scan_prefix, backwards: from the last key at or before start (which should start
+ * with prefix) down to the first key with prefix. */
+int store_scan_back(store_txn_t *t, store_table_t tb, const void *prefix, size_t plen,
+                    const void *start, size_t slen, store_iter_fn fn, void *ctx);
 /* Deletes every record whose key starts with prefix. */
 int store_del_prefix(store_txn_t *t, store_table_t tb, const void *prefix, size_t plen);
 
-/* The revision counter in STORE_META (0 in a new store). */
+/* The revision counter in STORE_META (0 in a new store). Setting it also records when the
+ * revision was committed (STORE_HIST_TIME: the wall clock, never before the last one). */
 int store_revision_get(store_txn_t *t, uint64_t *rev);
 int store_revision_set(store_txn_t *t, uint64_t rev);
 

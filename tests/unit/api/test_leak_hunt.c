@@ -13,7 +13,9 @@
  * 10,000) sets the operations of each seed, CORDON_HUNT_SEEDS (default "1,2") the seeds; a
  * failure names its seed. The hunt runs with the retrieval audit on, and at the end replays
  * the log: one record per answered search and get, and every hit a record says was shown
- * readable by its subject in the oracle's state at the record's revision.
+ * readable by its subject in the oracle's state at the record's revision; the engine's own
+ * replay (cordon_audit_verify, from its permission history) must find the same; and random
+ * as-of questions (a user, a chunk, a past revision) must get the oracle's answer.
  * Relies on cmocka, pthreads, jansson (the records), the public API and api_testutil.h. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -526,6 +528,51 @@ static void replay_audit(hunt_t *h)
                  rp.leaks);
 }
 
+/* The engine's history against the oracle's: random past questions, and the audit's replay. */
+static void asof_agreement(hunt_t *h)
+{
+    uint64_t s = h->seed * 7919 + 3;
+    long n = atomic_load(&h->n_states), lo = n > RING ? n - RING : 0, disagree = 0;
+    enum { QUESTIONS = 3000 };
+    for (int k = 0; k < QUESTIONS && !h->fail[0]; k++) {
+        const world_t *w = &h->ring[(lo + (long)(tu_rand(&s) % (uint64_t)(n - lo))) % RING];
+        int u = (int)(tu_rand(&s) % NU), c = (int)(tu_rand(&s) % NC);
+        char name[8], id[8];
+        snprintf(name, sizeof name, "u%d", u);
+        snprintf(id, sizeof id, "c%02d", c);
+        cordon_subject who = {.subject_id = name};
+        cordon_asof_request q = {.collection = "hunt",
+                                 .subject = &who,
+                                 .chunk_id = id,
+                                 .action = "search",
+                                 .revision = w->rev};
+        cordon_asof_answer a;
+        cordon_error err;
+        if (cordon_asof_check(h->db, &q, &a, &err) != 0) {
+            snprintf(h->fail, sizeof h->fail, "as-of at revision %llu: %s",
+                     (unsigned long long)w->rev, err.message);
+            break;
+        }
+        disagree += a.readable != (readable(w, u, c) && !lacks_role(w, u));
+    }
+    cordon_audit_filter all = {.collection = "hunt"};
+    cordon_audit_replay rp;
+    cordon_error err;
+    if (!h->fail[0] && cordon_audit_verify(h->db, &all, NULL, NULL, &rp, &err) != 0)
+        snprintf(h->fail, sizeof h->fail, "audit verify: %s", err.message);
+    printf("leak hunt seed %llu: %d as-of questions, %ld against the oracle; the engine's replay "
+           "of the audit: %llu records, %llu hits, %llu unreadable when shown\n",
+           (unsigned long long)h->seed, QUESTIONS, disagree, (unsigned long long)rp.records,
+           (unsigned long long)rp.hits, (unsigned long long)rp.unreadable);
+    if (!h->fail[0] && disagree)
+        snprintf(h->fail, sizeof h->fail, "%ld as-of answers disagree with the oracle", disagree);
+    if (!h->fail[0] && (rp.unreadable || rp.unjudged))
+        snprintf(h->fail, sizeof h->fail,
+                 "the engine's replay of the audit: %llu unreadable, "
+                 "%llu unjudged",
+                 (unsigned long long)rp.unreadable, (unsigned long long)rp.unjudged);
+}
+
 /* ---- The run. ---- */
 
 static void setup(hunt_t *h, uint64_t *s)
@@ -589,6 +636,8 @@ static void hunt_one(uint64_t seed, long ops)
            (long)h.stale, (long)h.wrong, (long)h.unjudged);
     if (!h.fail[0])
         replay_audit(&h);
+    if (!h.fail[0])
+        asof_agreement(&h);
     if (h.fail[0])
         fail_msg("%s", h.fail);
     if (h.leaks || h.stale || h.wrong)

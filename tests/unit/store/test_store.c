@@ -141,8 +141,9 @@ static void test_failed_store_write_or_commit_changes_nothing(void **state)
     assert_non_null(tu_tmpdir(dir, sizeof dir));
     assert_int_equal(store_open(dir, 0, &s, NULL), 0);
     assert_int_equal(write_batch(s, 0, 10, 1), 0);
-    /* 10 puts, 1 delete, 1 revision put, 1 commit: fail each in turn */
-    for (long n = 0; n < 13; n++) {
+    /* 10 puts, 1 delete, 2 revision puts (the counter and its commit time), 1 commit: fail
+     * each in turn */
+    for (long n = 0; n < 14; n++) {
         store_fail_after(n);
         assert_int_equal(write_batch(s, 10, 10, 2), CDN_ERR_IO);
         store_fail_after(-1);
@@ -153,7 +154,7 @@ static void test_failed_store_write_or_commit_changes_nothing(void **state)
         assert_int_equal(revision_of(s), 1);
         assert_true(has(s, 0) && !has(s, 10));
     }
-    store_fail_after(13); /* past the batch: it commits, and the hook is left pending */
+    store_fail_after(14); /* past the batch: it commits, and the hook is left pending */
     assert_int_equal(write_batch(s, 10, 10, 2), 0);
     store_fail_after(-1);
     assert_int_equal(revision_of(s), 2);

@@ -1,0 +1,422 @@
+/* asof.c: as-of questions behind asof.h: the revision of a moment, the model of a revision
+ * (rebuilt from the history and kept in a small cache), a chunk's ACL then, and the decision.
+ * Relies on query/engine (collections, the principal table, the model log's record kinds) and
+ * store/history. */
+#include "query/asof.h"
+#include "acl/acl.h"
+#include "base/mem.h"
+#include "store/history.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+
+typedef struct entry {
+    uint64_t mrev; /* the model record it is the state after */
+    authz_model_t *m;
+    int refs, valid;
+    uint64_t used;
+} entry_t;
+
+struct asof {
+    engine_t *e;
+    pthread_mutex_t lock;
+    entry_t ent[ASOF_CACHE];
+    uint64_t tick;
+};
+
+/* A model borrowed from the cache (ent set) or built for one question (ent NULL). */
+typedef struct model_ref {
+    authz_model_t *m;
+    entry_t *ent;
+} model_ref_t;
+
+int asof_open(engine_t *e, asof_t **out, cdn_err_t *err)
+{
+    asof_t *a = cdn_calloc(1, sizeof *a);
+    if (!a)
+        return cdn_err_set(err, CDN_ERR_NOMEM, "out of memory");
+    a->e = e;
+    pthread_mutex_init(&a->lock, NULL);
+    *out = a;
+    return CDN_OK;
+}
+
+void asof_close(asof_t *a)
+{
+    if (!a)
+        return;
+    for (int i = 0; i < ASOF_CACHE; i++)
+        if (a->ent[i].valid)
+            authz_model_free(a->ent[i].m);
+    pthread_mutex_destroy(&a->lock);
+    cdn_free(a);
+}
+
+const char *asof_reason_name(asof_reason_t r)
+{
+    static const char *const names[] = {
+        "READABLE",        "DENIED",        "NO_MATCHING_PRINCIPAL", "NO_ACL",
+        "CHUNK_NOT_FOUND", "NO_PERMISSION", "SUBJECT_NOT_FOUND"};
+    return (unsigned)r < sizeof names / sizeof *names ? names[r] : "UNKNOWN";
+}
+
+/* ---- Revisions. ---- */
+
+int asof_revision(asof_t *a, uint64_t rev, uint64_t time_us, uint64_t *out, cdn_err_t *err)
+{
+    store_txn_t *t;
+    uint64_t start;
+    int set, rc = store_txn_begin(a->e->store, 0, &t, err);
+    if (rc)
+        return rc;
+    if ((rc = history_start_get(t, &start, &set)) == CDN_OK && !rev) {
+        rc = history_rev_at(t, time_us, &rev);
+        if (rc == CDN_ERR_NOT_FOUND)
+            rc = cdn_err_set(err, CDN_ERR_NOT_FOUND,
+                             "nothing was written yet at that moment: no state to ask about");
+    }
+    store_txn_abort(t);
+    if (rc)
+        return err && err->code ? rc : cdn_err_set(err, rc, "the history does not read");
+    if (rev > atomic_load(&a->e->revision))
+        return cdn_err_set(err, CDN_ERR_INVALID, "revision %llu is not reached yet (now %llu)",
+                           (unsigned long long)rev,
+                           (unsigned long long)atomic_load(&a->e->revision));
+    if (rev < start)
+        return cdn_err_set(err, CDN_ERR_NOT_FOUND,
+                           "the permission history starts at revision %llu: revision %llu is "
+                           "before it",
+                           (unsigned long long)start, (unsigned long long)rev);
+    *out = rev;
+    return CDN_OK;
+}
+
+/* ---- The model of a revision. ---- */
+
+static int apply_record(void *ctx, const void *key, size_t klen, const void *val, size_t vlen)
+{
+    void **c = ctx; /* {model, err} */
+    char *text;
+    (void)key;
+    (void)klen;
+    if (vlen < 2)
+        return CDN_ERR_CORRUPT;
+    if (!(text = cdn_strndup((const char *)val + 1, vlen - 1)))
+        return CDN_ERR_NOMEM;
+    int rc = engine_model_record_apply(c[0], ((const char *)val)[0], text, c[1]);
+    cdn_free(text);
+    return rc ? CDN_ERR_CORRUPT : CDN_OK;
+}
+
+/* The model after model record mrev: its last checkpoint, then the records after it. */
+static int rebuild(store_txn_t *t, uint64_t mrev, authz_model_t **out, cdn_err_t *err)
+{
+    authz_model_t *m;
+    uint64_t srev = 0;
+    const char *json;
+    size_t n;
+    int rc = authz_model_new(&m, err);
+    if (rc)
+        return rc;
+    if (mrev && history_snap_at(t, mrev, &srev, &json, &n) == CDN_OK) {
+        char *doc = cdn_strndup(json, n);
+        rc = doc ? authz_import(m, doc, err) : CDN_ERR_NOMEM;
+        cdn_free(doc);
+    }
+    cdn_err_t inner = {0, ""};
+    void *ctx[2] = {m, &inner};
+    if (rc == CDN_OK && mrev > srev)
+        rc = history_model_scan(t, srev, mrev, apply_record, ctx);
+    if (rc) {
+        authz_model_free(m);
+        return cdn_err_set(err, rc == CDN_ERR_NOMEM ? rc : CDN_ERR_CORRUPT,
+                           "the permission history does not replay to revision %llu: %s",
+                           (unsigned long long)mrev, inner.msg[0] ? inner.msg : cdn_strerror(rc));
+    }
+    *out = m;
+    return CDN_OK;
+}
+
+static int model_at(asof_t *a, store_txn_t *t, uint64_t rev, model_ref_t *ref, cdn_err_t *err)
+{
+    uint64_t mrev;
+    int rc = history_model_last(t, rev, &mrev);
+    if (rc && rc != CDN_ERR_NOT_FOUND)
+        return cdn_err_set(err, rc, "the permission history does not read");
+    pthread_mutex_lock(&a->lock);
+    for (int i = 0; i < ASOF_CACHE; i++) {
+        entry_t *x = &a->ent[i];
+        if (x->valid && x->mrev == mrev) {
+            x->refs++;
+            x->used = ++a->tick;
+            *ref = (model_ref_t){x->m, x};
+            pthread_mutex_unlock(&a->lock);
+            return CDN_OK;
+        }
+    }
+    pthread_mutex_unlock(&a->lock);
+    authz_model_t *m;
+    if ((rc = rebuild(t, mrev, &m, err)) != 0)
+        return rc;
+    pthread_mutex_lock(&a->lock);
+    entry_t *slot = NULL;
+    for (int i = 0; i < ASOF_CACHE; i++) {
+        entry_t *x = &a->ent[i];
+        if (!x->refs && (!slot || !x->valid || (slot->valid && x->used < slot->used)))
+            slot = x;
+    }
+    if (slot) {
+        if (slot->valid)
+            authz_model_free(slot->m);
+        *slot = (entry_t){mrev, m, 1, 1, ++a->tick};
+    }
+    *ref = (model_ref_t){m, slot};
+    pthread_mutex_unlock(&a->lock);
+    return CDN_OK;
+}
+
+static void model_release(asof_t *a, model_ref_t *ref)
+{
+    if (!ref->ent) {
+        authz_model_free(ref->m);
+        return;
+    }
+    pthread_mutex_lock(&a->lock);
+    ref->ent->refs--;
+    pthread_mutex_unlock(&a->lock);
+}
+
+int asof_is_authorized(asof_t *a, const authz_request_t *req, uint64_t rev, authz_decision_t *out,
+                       cdn_err_t *err)
+{
+    store_txn_t *t;
+    model_ref_t ref;
+    int rc = store_txn_begin(a->e->store, 0, &t, err);
+    if (rc)
+        return rc;
+    rc = model_at(a, t, rev, &ref, err);
+    store_txn_abort(t);
+    if (rc)
+        return rc;
+    authz_request_t r = *req;
+    r.cache = AUTHZ_CACHE_BYPASS; /* a past model's decisions are not worth keeping */
+    rc = authz_is_authorized(ref.m, &r, out, err);
+    model_release(a, &ref);
+    return rc;
+}
+
+/* ---- A chunk's ACL then, and the decision. ---- */
+
+/* The names of a packed ACL (n words at p, unaligned) in names[0] (allowed) and names[1]
+ * (denied), pointing into the principal table (names are never removed from it). */
+static int acl_names(engine_t *e, const void *p, size_t n, const char ***names, size_t *nn)
+{
+    uint32_t *w = cdn_malloc((n ? n : 1) * sizeof *w);
+    int rc = CDN_OK;
+    if (!w)
+        return CDN_ERR_NOMEM;
+    memcpy(w, p, n * 4);
+    if (n < 2 || acl_packed_len(w) != n) {
+        cdn_free(w);
+        return CDN_ERR_CORRUPT;
+    }
+    nn[0] = w[0];
+    nn[1] = w[1];
+    names[0] = cdn_calloc(w[0] + 1, sizeof **names);
+    names[1] = cdn_calloc(w[1] + 1, sizeof **names);
+    if (!names[0] || !names[1])
+        rc = CDN_ERR_NOMEM;
+    pthread_rwlock_rdlock(&e->meta_lock);
+    for (size_t i = 0; rc == CDN_OK && i < nn[0] + nn[1]; i++) {
+        const char *name = acl_intern_name(&e->principals, w[2 + i]);
+        if (!name)
+            rc = CDN_ERR_CORRUPT;
+        else if (i < nn[0])
+            names[0][i] = name;
+        else
+            names[1][i - nn[0]] = name;
+    }
+    pthread_rwlock_unlock(&e->meta_lock);
+    cdn_free(w);
+    return rc;
+}
+
+/* The ACL decided against asserted principals: the same rule as a live search's. */
+static void judge_asserted(const engine_asker_t *who, const char **names[2], const size_t nn[2],
+                           asof_answer_t *out)
+{
+    char canon[ACL_PRINCIPAL_MAX + 8];
+    out->reason = nn[0] ? ASOF_NO_MATCH : ASOF_NO_ACL;
+    for (int side = 1; side >= 0; side--) /* denies first: they override */
+        for (size_t i = 0; i < who->n; i++) {
+            cdn_err_t ignored;
+            if (acl_principal_canon(who->principals[i], canon, sizeof canon, &ignored))
+                continue;
+            for (size_t j = 0; j < nn[side]; j++)
+                if (!strcmp(canon, names[side][j])) {
+                    out->readable = side == 0;
+                    out->reason = side ? ASOF_DENIED : ASOF_READABLE;
+                    snprintf(out->principal, sizeof out->principal, "%.*s",
+                             (int)sizeof out->principal - 1, canon);
+                    return;
+                }
+        }
+}
+
+static asof_reason_t from_explain(authz_explain_kind_t k)
+{
+    switch (k) {
+    case AUTHZ_EXPLAIN_ALLOWED: return ASOF_READABLE;
+    case AUTHZ_EXPLAIN_DENIED: return ASOF_DENIED;
+    case AUTHZ_EXPLAIN_NO_MATCH: return ASOF_NO_MATCH;
+    case AUTHZ_EXPLAIN_NO_ACL: return ASOF_NO_ACL;
+    default: return ASOF_SUBJECT_NOT_FOUND;
+    }
+}
+
+/* Decides one ACL (packed, n words) for who under model m (NULL for asserted principals). */
+static int decide(engine_t *e, authz_model_t *m, const engine_asker_t *who, int permitted,
+                  const void *packed, size_t n, asof_answer_t *out, cdn_err_t *err)
+{
+    const char **names[2] = {NULL, NULL};
+    size_t nn[2];
+    authz_explanation_t x;
+    int rc = acl_names(e, packed, n, names, nn);
+    memset(out, 0, sizeof *out);
+    if (rc == CDN_OK && !m) {
+        judge_asserted(who, names, nn, out);
+    } else if (rc == CDN_OK && (rc = authz_explain(m, who->subject_id, names[0], nn[0], names[1],
+                                                   nn[1], &x, err)) == CDN_OK) {
+        out->readable = x.readable && permitted;
+        out->reason = x.readable && !permitted ? ASOF_NO_PERMISSION : from_explain(x.kind);
+        snprintf(out->principal, sizeof out->principal, "%s", x.principal);
+    }
+    cdn_free(names[0]);
+    cdn_free(names[1]);
+    if (rc == CDN_ERR_CORRUPT)
+        return cdn_err_set(err, rc, "a chunk's ACL in the history does not decode");
+    return rc && !(err && err->code) ? cdn_err_set(err, rc, "%s", cdn_strerror(rc)) : rc;
+}
+
+/* What one question needs: the collection, a read of the history, the model then and whether
+ * the subject held the action. */
+typedef struct question {
+    coll_t *c;
+    store_txn_t *t;
+    model_ref_t ref;
+    int has_model, permitted;
+} question_t;
+
+static void question_end(asof_t *a, question_t *q)
+{
+    if (q->has_model)
+        model_release(a, &q->ref);
+    store_txn_abort(q->t);
+    if (q->c)
+        coll_unref(q->c);
+}
+
+static int question_begin(asof_t *a, const char *coll, const engine_asker_t *who,
+                          const char *action, uint64_t rev, question_t *q, cdn_err_t *err)
+{
+    int rc;
+    memset(q, 0, sizeof *q);
+    if ((rc = engine_coll_get(a->e, coll, &q->c, err)) != 0)
+        return rc;
+    if (!who->subject_id && !q->c->cfg.asserted) {
+        question_end(a, q);
+        return cdn_err_set(err, CDN_ERR_INVALID,
+                           "collection \"%s\" takes subjects of the permission model only: name "
+                           "a subject",
+                           coll);
+    }
+    if ((rc = store_txn_begin(a->e->store, 0, &q->t, err)) != 0) {
+        coll_unref(q->c);
+        q->c = NULL;
+        return rc;
+    }
+    q->permitted = 1;
+    if (who->subject_id) {
+        char resource[COLL_NAME_MAX + 16];
+        authz_decision_t d;
+        authz_request_t req = {0};
+        if ((rc = model_at(a, q->t, rev, &q->ref, err)) != 0) {
+            question_end(a, q);
+            return rc;
+        }
+        q->has_model = 1;
+        snprintf(resource, sizeof resource, "collection:%s", coll);
+        req.subject = who->subject_id;
+        req.resource = resource;
+        req.action = action;
+        req.cache = AUTHZ_CACHE_BYPASS;
+        if ((rc = authz_is_authorized(q->ref.m, &req, &d, err)) != 0) {
+            question_end(a, q);
+            return rc;
+        }
+        q->permitted = d.authorized;
+    }
+    return CDN_OK;
+}
+
+int asof_check(asof_t *a, const char *coll, const engine_asker_t *who, const char *action,
+               const char *id, uint64_t rev, asof_answer_t *out, cdn_err_t *err)
+{
+    question_t q;
+    const void *packed;
+    size_t n;
+    int rc = question_begin(a, coll, who, action, rev, &q, err);
+    if (rc)
+        return rc;
+    rc = history_acl_at(q.t, q.c->cfg.id, id, rev, &packed, &n);
+    if (rc == CDN_ERR_NOT_FOUND || (rc == CDN_OK && !packed)) {
+        memset(out, 0, sizeof *out);
+        out->reason = ASOF_NO_CHUNK;
+        rc = CDN_OK;
+    } else if (rc == CDN_OK) {
+        rc = decide(a->e, q.has_model ? q.ref.m : NULL, who, q.permitted, packed, n, out, err);
+    } else {
+        rc = cdn_err_set(err, rc, "the permission history does not read");
+    }
+    question_end(a, &q);
+    return rc;
+}
+
+typedef struct lister {
+    asof_t *a;
+    question_t *q;
+    const engine_asker_t *who;
+    asof_id_fn fn;
+    void *ctx;
+    size_t n;
+    cdn_err_t *err;
+} lister_t;
+
+static int list_one(void *ctx, const char *id, const void *packed, size_t n)
+{
+    lister_t *l = ctx;
+    asof_answer_t ans;
+    int rc = decide(l->a->e, l->q->has_model ? l->q->ref.m : NULL, l->who, l->q->permitted, packed,
+                    n, &ans, l->err);
+    if (rc || !ans.readable)
+        return rc;
+    l->n++;
+    return l->fn(l->ctx, id);
+}
+
+int asof_readable(asof_t *a, const char *coll, const engine_asker_t *who, const char *action,
+                  uint64_t rev, asof_id_fn fn, void *ctx, size_t *n, cdn_err_t *err)
+{
+    question_t q;
+    int rc = question_begin(a, coll, who, action, rev, &q, err);
+    *n = 0;
+    if (rc)
+        return rc;
+    lister_t l = {a, &q, who, fn, ctx, 0, err};
+    if (q.permitted)
+        rc = history_acls_at(q.t, q.c->cfg.id, rev, list_one, &l);
+    question_end(a, &q);
+    *n = l.n;
+    return rc;
+}

@@ -1,0 +1,67 @@
+/* asof.h: questions about the past: whether a subject could read a chunk, or do an action,
+ * after a given revision or at a given moment (transaction time), from the permission history
+ * the writes keep (store/history.h). Live searches never come here: the live state stays the
+ * fast path, and the history is read only by these questions.
+ * Relies on query/engine and store/history. The model of a past revision is rebuilt from the
+ * history's last checkpoint before it and the records after (at most HIST_SNAP_EVERY), and
+ * the last few rebuilt are kept for the next questions. Safe from many threads.
+ * docs/internals/asof.md. */
+#ifndef CDN_ASOF_H
+#define CDN_ASOF_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "authz/authz.h"
+#include "base/err.h"
+#include "query/engine.h"
+
+typedef struct asof asof_t;
+
+#define ASOF_CACHE 8 /* rebuilt models kept */
+
+int asof_open(engine_t *e, asof_t **out, cdn_err_t *err);
+void asof_close(asof_t *a);
+
+/* The revision a question is about: rev itself (0: the one current at time_us, microseconds
+ * since 1970). CDN_ERR_NOT_FOUND when the history does not reach back that far (it starts
+ * when the data directory started keeping it), CDN_ERR_INVALID for a revision or a time not
+ * yet reached. */
+int asof_revision(asof_t *a, uint64_t rev, uint64_t time_us, uint64_t *out, cdn_err_t *err);
+
+typedef enum asof_reason {
+    ASOF_READABLE = 0,     /* principal is in the view and allowed */
+    ASOF_DENIED,           /* principal is in the view and denied (deny overrides) */
+    ASOF_NO_MATCH,         /* no allowed principal is in the view */
+    ASOF_NO_ACL,           /* the chunk allowed nobody */
+    ASOF_NO_CHUNK,         /* the chunk did not exist then */
+    ASOF_NO_PERMISSION,    /* the subject did not hold the action on the collection then */
+    ASOF_SUBJECT_NOT_FOUND /* no such subject in the model then */
+} asof_reason_t;
+
+typedef struct asof_answer {
+    int readable;
+    asof_reason_t reason;
+    char principal[AUTHZ_PRINCIPAL_MAX]; /* the view principal that decided, or "" */
+} asof_answer_t;
+
+/* Could who read chunk id of collection coll (by name, as it exists now) after revision rev,
+ * with action ("read" for a get, "search" for a search's hits) on "collection:<coll>" for a
+ * subject of the model? Asserted principals are judged by the ACL alone. */
+int asof_check(asof_t *a, const char *coll, const engine_asker_t *who, const char *action,
+               const char *id, uint64_t rev, asof_answer_t *out, cdn_err_t *err);
+
+/* Calls fn with each chunk id of coll that who could read after rev (in no particular order)
+ * until fn returns non-zero; *n counts them. */
+typedef int (*asof_id_fn)(void *ctx, const char *id);
+int asof_readable(asof_t *a, const char *coll, const engine_asker_t *who, const char *action,
+                  uint64_t rev, asof_id_fn fn, void *ctx, size_t *n, cdn_err_t *err);
+
+/* is-authorized as the model stood after rev (req as authz_is_authorized takes it). */
+int asof_is_authorized(asof_t *a, const authz_request_t *req, uint64_t rev, authz_decision_t *out,
+                       cdn_err_t *err);
+
+/* Human-readable name of a reason ("READABLE", "DENIED", ...). */
+const char *asof_reason_name(asof_reason_t r);
+
+#endif

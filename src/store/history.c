@@ -1,0 +1,289 @@
+/* history.c: the history tables behind history.h.
+ * Relies on store/store. Keys: STORE_HIST_TIME is commit time (u64 BE µs) then revision, so
+ * "the revision at time T" is one backward seek; STORE_HIST_ACL is the collection (u32 BE), a
+ * 64-bit hash of the chunk id and the revision, so a chunk's versions sit together in order
+ * whatever its id's length (LMDB keys stop at 511 bytes), and "the ACL after revision R" is one
+ * backward seek (the value names the id, which settles a hash shared by two ids). */
+#include "store/history.h"
+#include "base/mem.h"
+
+#include <string.h>
+#include <xxhash.h>
+
+#define ACL_KEY 20 /* coll 4, hash 8, revision 8 */
+
+static void acl_key(unsigned char *k, uint32_t coll, const char *id, uint64_t rev)
+{
+    store_be32(k, coll);
+    store_be64(k + 4, XXH64(id, strlen(id), 0x68697374u));
+    store_be64(k + 12, rev);
+}
+
+/* ---- Revisions and times. ---- */
+
+static int take_rev(void *ctx, const void *key, size_t klen, const void *val, size_t vlen)
+{
+    (void)val;
+    (void)vlen;
+    if (klen != 16)
+        return CDN_ERR_CORRUPT;
+    *(uint64_t *)ctx = store_rd64((const unsigned char *)key + 8);
+    return 1;
+}
+
+int history_rev_at(store_txn_t *t, uint64_t time_us, uint64_t *rev)
+{
+    unsigned char k[16];
+    uint64_t r = 0;
+    store_be64(k, time_us);
+    store_be64(k + 8, UINT64_MAX);
+    int rc = store_scan_back(t, STORE_HIST_TIME, NULL, 0, k, 16, take_rev, &r);
+    if (rc != 1)
+        return rc ? rc : CDN_ERR_NOT_FOUND;
+    *rev = r;
+    return CDN_OK;
+}
+
+/* ---- ACLs. ---- */
+
+int history_acl_put(store_txn_t *t, uint32_t coll, const char *id, uint64_t rev,
+                    const uint32_t *packed, size_t n)
+{
+    unsigned char k[ACL_KEY];
+    size_t idlen = strlen(id), vl = idlen + 1 + (packed ? n * 4 : 0);
+    char *v = cdn_malloc(vl);
+    if (!v)
+        return CDN_ERR_NOMEM;
+    memcpy(v, id, idlen + 1);
+    if (packed)
+        memcpy(v + idlen + 1, packed, n * 4);
+    acl_key(k, coll, id, rev);
+    int rc = store_put(t, STORE_HIST_ACL, k, ACL_KEY, v, vl);
+    cdn_free(v);
+    return rc;
+}
+
+typedef struct acl_find {
+    const char *id;
+    size_t idlen;
+    const void *packed;
+    size_t n;
+    int found, deleted;
+} acl_find_t;
+
+static int acl_match(void *ctx, const void *key, size_t klen, const void *val, size_t vlen)
+{
+    acl_find_t *f = ctx;
+    (void)key;
+    if (klen != ACL_KEY || vlen < f->idlen + 1)
+        return klen != ACL_KEY ? CDN_ERR_CORRUPT : 0;
+    if (memcmp(val, f->id, f->idlen + 1) != 0)
+        return 0; /* another id with the same hash */
+    size_t rest = vlen - f->idlen - 1;
+    if (rest % 4)
+        return CDN_ERR_CORRUPT;
+    f->found = 1;
+    f->deleted = rest == 0;
+    f->packed = (const char *)val + f->idlen + 1;
+    f->n = rest / 4;
+    return 1;
+}
+
+int history_acl_at(store_txn_t *t, uint32_t coll, const char *id, uint64_t rev, const void **packed,
+                   size_t *n)
+{
+    unsigned char k[ACL_KEY];
+    acl_find_t f = {id, strlen(id), NULL, 0, 0, 0};
+    acl_key(k, coll, id, rev);
+    int rc = store_scan_back(t, STORE_HIST_ACL, k, 12, k, ACL_KEY, acl_match, &f);
+    if (rc < 0)
+        return rc;
+    if (!f.found)
+        return CDN_ERR_NOT_FOUND;
+    *packed = f.deleted ? NULL : f.packed;
+    *n = f.deleted ? 0 : f.n;
+    return CDN_OK;
+}
+
+typedef struct acls_at {
+    uint64_t rev;
+    history_acl_fn fn;
+    void *ctx;
+    /* the newest version at or before rev of the chunk being read: versions of one hash
+     * arrive in revision order, ids of one hash interleaved */
+    unsigned char group[12];
+    int in_group;
+    const char *ids[8];
+    const void *vals[8];
+    size_t lens[8], nids;
+} acls_at_t;
+
+/* Hands out the group of one hash: each id's newest version at or before rev, if live. */
+static int flush_group(acls_at_t *a)
+{
+    int rc = 0;
+    for (size_t i = 0; i < a->nids && !rc; i++) {
+        size_t idlen = strlen(a->ids[i]), rest = a->lens[i] - idlen - 1;
+        if (rest)
+            rc = a->fn(a->ctx, a->ids[i], (const char *)a->vals[i] + idlen + 1, rest / 4);
+    }
+    a->nids = 0;
+    return rc;
+}
+
+static int acls_one(void *ctx, const void *key, size_t klen, const void *val, size_t vlen)
+{
+    acls_at_t *a = ctx;
+    int rc;
+    if (klen != ACL_KEY || !memchr(val, 0, vlen))
+        return CDN_ERR_CORRUPT;
+    if (!a->in_group || memcmp(a->group, key, 12) != 0) {
+        if ((rc = flush_group(a)) != 0)
+            return rc;
+        memcpy(a->group, key, 12);
+        a->in_group = 1;
+    }
+    if (store_rd64((const unsigned char *)key + 12) > a->rev)
+        return 0;
+    size_t i = 0;
+    while (i < a->nids && strcmp(a->ids[i], val))
+        i++;
+    if (i == a->nids) {
+        if (a->nids == 8)
+            return CDN_ERR_LIMIT; /* nine ids sharing one 64-bit hash */
+        a->nids++;
+    }
+    a->ids[i] = val;
+    a->vals[i] = val;
+    a->lens[i] = vlen;
+    return 0;
+}
+
+int history_acls_at(store_txn_t *t, uint32_t coll, uint64_t rev, history_acl_fn fn, void *ctx)
+{
+    unsigned char p[4];
+    acls_at_t a;
+    memset(&a, 0, sizeof a);
+    a.rev = rev;
+    a.fn = fn;
+    a.ctx = ctx;
+    store_be32(p, coll);
+    int rc = store_scan_prefix(t, STORE_HIST_ACL, p, 4, acls_one, &a);
+    return rc ? rc : flush_group(&a);
+}
+
+int history_acl_drop(store_txn_t *t, uint32_t coll)
+{
+    unsigned char p[4];
+    store_be32(p, coll);
+    return store_del_prefix(t, STORE_HIST_ACL, p, 4);
+}
+
+/* ---- The model. ---- */
+
+int history_model_put(store_txn_t *t, uint64_t rev, const void *rec, size_t n)
+{
+    unsigned char k[8];
+    store_be64(k, rev);
+    return store_put(t, STORE_HIST_MODEL, k, 8, rec, n);
+}
+
+int history_snap_put(store_txn_t *t, uint64_t rev, const char *json)
+{
+    unsigned char k[8];
+    store_be64(k, rev);
+    return store_put(t, STORE_HIST_SNAP, k, 8, json, strlen(json));
+}
+
+typedef struct last8 {
+    uint64_t key;
+    const void *val;
+    size_t vlen;
+} last8_t;
+
+static int take8(void *ctx, const void *key, size_t klen, const void *val, size_t vlen)
+{
+    last8_t *l = ctx;
+    if (klen != 8)
+        return CDN_ERR_CORRUPT;
+    l->key = store_rd64(key);
+    l->val = val;
+    l->vlen = vlen;
+    return 1;
+}
+
+int history_model_last(store_txn_t *t, uint64_t rev, uint64_t *mrev)
+{
+    unsigned char k[8];
+    last8_t l = {0, NULL, 0};
+    store_be64(k, rev);
+    int rc = store_scan_back(t, STORE_HIST_MODEL, NULL, 0, k, 8, take8, &l);
+    *mrev = 0;
+    if (rc != 1)
+        return rc ? rc : CDN_ERR_NOT_FOUND;
+    *mrev = l.key;
+    return CDN_OK;
+}
+
+int history_snap_at(store_txn_t *t, uint64_t rev, uint64_t *srev, const char **json, size_t *n)
+{
+    unsigned char k[8];
+    last8_t l = {0, NULL, 0};
+    store_be64(k, rev);
+    int rc = store_scan_back(t, STORE_HIST_SNAP, NULL, 0, k, 8, take8, &l);
+    if (rc != 1)
+        return rc ? rc : CDN_ERR_NOT_FOUND;
+    *srev = l.key;
+    *json = l.val;
+    *n = l.vlen;
+    return CDN_OK;
+}
+
+typedef struct upto {
+    uint64_t upto;
+    store_iter_fn fn;
+    void *ctx;
+} upto_t;
+
+static int until(void *ctx, const void *key, size_t klen, const void *val, size_t vlen)
+{
+    upto_t *u = ctx;
+    if (klen != 8)
+        return CDN_ERR_CORRUPT;
+    if (store_rd64(key) > u->upto)
+        return 1;
+    return u->fn(u->ctx, key, klen, val, vlen);
+}
+
+int history_model_scan(store_txn_t *t, uint64_t after, uint64_t upto, store_iter_fn fn, void *ctx)
+{
+    unsigned char k[8];
+    upto_t u = {upto, fn, ctx};
+    store_be64(k, after + 1);
+    int rc = store_scan_from(t, STORE_HIST_MODEL, NULL, 0, k, 8, until, &u);
+    return rc == 1 ? CDN_OK : rc;
+}
+
+int history_start_get(store_txn_t *t, uint64_t *rev, int *set)
+{
+    const void *v;
+    size_t n;
+    int rc = store_get(t, STORE_META, "hist_start", 10, &v, &n);
+    *set = rc == CDN_OK;
+    *rev = 0;
+    if (rc == CDN_ERR_NOT_FOUND)
+        return CDN_OK;
+    if (rc)
+        return rc;
+    if (n != 8)
+        return CDN_ERR_CORRUPT;
+    *rev = store_rd64(v);
+    return CDN_OK;
+}
+
+int history_start_set(store_txn_t *t, uint64_t rev)
+{
+    unsigned char b[8];
+    store_be64(b, rev);
+    return store_put(t, STORE_META, "hist_start", 10, b, 8);
+}

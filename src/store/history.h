@@ -1,0 +1,52 @@
+/* history.h: the history of permissions that as-of questions read: when each revision was
+ * committed, every version of every chunk's ACL, every permission-model record (never folded)
+ * and checkpoints of the whole model. Written inside the writes' own transactions, so the
+ * history is exactly as durable as the data; read by query/asof.
+ * Relies on store/store and xxhash. Values handed out point into the map (valid until the
+ * transaction ends). */
+#ifndef CDN_HISTORY_H
+#define CDN_HISTORY_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "store/store.h"
+
+/* The revision current at time_us (the last committed at or before it): 0 with *rev set, or
+ * CDN_ERR_NOT_FOUND when no revision was committed by then. */
+int history_rev_at(store_txn_t *t, uint64_t time_us, uint64_t *rev);
+
+/* Records chunk id's ACL as of revision rev: packed (acl/acl.h's layout, n u32 words), or
+ * packed NULL for "deleted". */
+int history_acl_put(store_txn_t *t, uint32_t coll, const char *id, uint64_t rev,
+                    const uint32_t *packed, size_t n);
+/* The chunk's ACL as it stood after revision rev: 0 with *packed (n words, not aligned: read
+ * with memcpy) or *packed NULL when it was deleted then; CDN_ERR_NOT_FOUND when it did not
+ * exist yet. */
+int history_acl_at(store_txn_t *t, uint32_t coll, const char *id, uint64_t rev, const void **packed,
+                   size_t *n);
+/* Calls fn(ctx, id, packed, n) for each chunk of coll that existed after revision rev, with
+ * its ACL then (chunk ids in no particular order). */
+typedef int (*history_acl_fn)(void *ctx, const char *id, const void *packed, size_t n);
+int history_acls_at(store_txn_t *t, uint32_t coll, uint64_t rev, history_acl_fn fn, void *ctx);
+/* Removes a collection's ACL history (it was dropped). */
+int history_acl_drop(store_txn_t *t, uint32_t coll);
+
+/* Copies model log record rec (kind byte + JSON, n bytes) of revision rev, and a checkpoint:
+ * the whole model's JSON after rev. */
+int history_model_put(store_txn_t *t, uint64_t rev, const void *rec, size_t n);
+int history_snap_put(store_txn_t *t, uint64_t rev, const char *json);
+/* The last model record at or before rev: *mrev (0 and CDN_ERR_NOT_FOUND when none). */
+int history_model_last(store_txn_t *t, uint64_t rev, uint64_t *mrev);
+/* The last checkpoint at or before rev: 0 with *srev and the JSON (n bytes), or
+ * CDN_ERR_NOT_FOUND. */
+int history_snap_at(store_txn_t *t, uint64_t rev, uint64_t *srev, const char **json, size_t *n);
+/* Calls fn for each model record with a revision in (after, upto], in order. */
+int history_model_scan(store_txn_t *t, uint64_t after, uint64_t upto, store_iter_fn fn, void *ctx);
+
+/* The first revision the history holds (META "hist_start"): earlier states cannot be asked
+ * about. */
+int history_start_get(store_txn_t *t, uint64_t *rev, int *set);
+int history_start_set(store_txn_t *t, uint64_t rev);
+
+#endif

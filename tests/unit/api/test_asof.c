@@ -1,0 +1,356 @@
+/* test_asof.c: questions about the past through the public API. A chunk's readability after
+ * each revision of a story (a member leaves a group, an ACL changes, a deny lands, the chunk
+ * is deleted, the role is revoked), by revision and by time; is-authorized as of a revision;
+ * the chunks a subject could read then; the same answers after a reopen; asserted principals;
+ * a data directory that starts its history late answers from then on only; a model rebuilt
+ * past a checkpoint (hundreds of model writes); and the audit's replay against the history.
+ * Relies on cmocka, the public API and store.h (to make a directory without a history). */
+/* cmocka.h needs these four first. */
+// clang-format off
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+// clang-format on
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "api_testutil.h"
+#include "store/store.h"
+
+typedef struct fx {
+    char dir[64];
+    cordon_t *db;
+    uint64_t rev[8]; /* the story's revisions */
+    uint64_t t[8];   /* a moment just after each */
+} fx_t;
+
+static uint64_t now_us(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+}
+
+static uint64_t op(cordon_t *db, const char *json)
+{
+    cordon_error err;
+    uint64_t rev = 0;
+    if (cordon_model_apply(db, json, &rev, &err))
+        fail_msg("op %s failed: %s", json, err.message);
+    return rev;
+}
+
+static void put(cordon_t *db, const char *id, const char *allow, const char *deny, uint64_t *rev)
+{
+    cordon_chunk c = {.id = id, .allowed = &allow, .n_allowed = 1};
+    if (deny) {
+        c.denied = &deny;
+        c.n_denied = 1;
+    }
+    cordon_error err;
+    if (cordon_put(db, "docs", &c, 1, rev, &err))
+        fail_msg("put: %s", err.message);
+}
+
+/* The story: 0 alice in eng, c1 for eng; 1 alice leaves eng; 2 c1 for user:alice; 3 c1 denies
+ * user:alice; 4 c1 deleted; 5 the reader role revoked from staff. */
+static int setup(void **state)
+{
+    fx_t *f = calloc(1, sizeof *f);
+    const char *tf[] = {"body"};
+    cordon_collection_spec spec = {.name = "docs", .text_fields = tf, .n_text_fields = 1};
+    api_db_open(f->dir, sizeof f->dir, &f->db);
+    assert_int_equal(cordon_collection_create(f->db, &spec, NULL), 0);
+    op(f->db, "{\"op\":\"put_subject\",\"id\":\"alice\",\"kind\":\"user\"}");
+    op(f->db, "{\"op\":\"put_group\",\"id\":\"eng\"}");
+    op(f->db, "{\"op\":\"put_group\",\"id\":\"staff\"}");
+    op(f->db, "{\"op\":\"add_member\",\"group\":\"eng\",\"member\":\"alice\"}");
+    op(f->db, "{\"op\":\"add_member\",\"group\":\"staff\",\"member\":\"alice\"}");
+    op(f->db, "{\"op\":\"put_role\",\"id\":\"reader\",\"permissions\":["
+              "{\"resource\":\"collection:docs\",\"action\":\"search\"},"
+              "{\"resource\":\"collection:docs\",\"action\":\"read\"}]}");
+    op(f->db, "{\"op\":\"grant\",\"to\":\"staff\",\"to_kind\":\"group\",\"role\":\"reader\"}");
+    put(f->db, "c1", "group:eng", NULL, &f->rev[0]);
+    put(f->db, "c2", "group:staff", NULL, NULL);
+    f->rev[0] = cordon_revision(f->db);
+    usleep(2000);
+    f->t[0] = now_us();
+    usleep(2000);
+    f->rev[1] = op(f->db, "{\"op\":\"remove_member\",\"group\":\"eng\",\"member\":\"alice\"}");
+    f->t[1] = now_us();
+    usleep(2000);
+    put(f->db, "c1", "user:alice", NULL, &f->rev[2]);
+    f->t[2] = now_us();
+    usleep(2000);
+    put(f->db, "c1", "user:alice", "group:staff", &f->rev[3]);
+    f->t[3] = now_us();
+    usleep(2000);
+    const char *id = "c1";
+    assert_int_equal(cordon_delete(f->db, "docs", &id, 1, NULL, &f->rev[4], NULL), 0);
+    f->t[4] = now_us();
+    usleep(2000);
+    f->rev[5] = op(f->db, "{\"op\":\"revoke\",\"to\":\"staff\",\"to_kind\":\"group\","
+                          "\"role\":\"reader\"}");
+    f->t[5] = now_us();
+    *state = f;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    fx_t *f = *state;
+    api_db_close(f->dir, f->db);
+    free(f);
+    return 0;
+}
+
+static cordon_asof_answer ask(cordon_t *db, const char *id, uint64_t rev, uint64_t t)
+{
+    cordon_subject alice = {.subject_id = "alice"};
+    cordon_asof_request q = {
+        .collection = "docs", .subject = &alice, .chunk_id = id, .revision = rev, .time_us = t};
+    cordon_asof_answer a;
+    cordon_error err;
+    if (cordon_asof_check(db, &q, &a, &err))
+        fail_msg("as-of check: %s", err.message);
+    return a;
+}
+
+static void check_story(cordon_t *db, const fx_t *f)
+{
+    static const struct {
+        int readable;
+        const char *reason;
+    } want[6] = {{1, "READABLE"}, {0, "NO_MATCHING_PRINCIPAL"}, {1, "READABLE"},
+                 {0, "DENIED"},   {0, "CHUNK_NOT_FOUND"},       {0, "CHUNK_NOT_FOUND"}};
+    for (int i = 0; i < 6; i++) {
+        for (int by_time = 0; by_time < 2; by_time++) {
+            cordon_asof_answer a =
+                by_time ? ask(db, "c1", 0, f->t[i]) : ask(db, "c1", f->rev[i], 0);
+            assert_int_equal(a.readable, want[i].readable);
+            assert_string_equal(a.reason, want[i].reason);
+            assert_int_equal(a.revision, f->rev[i]); /* the time names the revision */
+        }
+    }
+    cordon_asof_answer a = ask(db, "c1", f->rev[0], 0);
+    assert_string_equal(a.principal, "group:eng");
+    a = ask(db, "c1", f->rev[3], 0);
+    assert_string_equal(a.principal, "group:staff");
+    /* c2 stays for staff; readable until the role is revoked */
+    assert_true(ask(db, "c2", f->rev[4], 0).readable);
+    a = ask(db, "c2", f->rev[5], 0);
+    assert_false(a.readable);
+    assert_string_equal(a.reason, "NO_PERMISSION");
+    assert_false(ask(db, "never", f->rev[5], 0).readable);
+}
+
+static void test_a_story_by_revision_and_time(void **state)
+{
+    fx_t *f = *state;
+    check_story(f->db, f);
+    api_db_reopen(f->dir, &f->db);
+    check_story(f->db, f); /* the history is on disk */
+}
+
+static void test_bad_questions(void **state)
+{
+    fx_t *f = *state;
+    cordon_subject alice = {.subject_id = "alice"};
+    cordon_asof_request q = {.collection = "docs", .subject = &alice, .chunk_id = "c1"};
+    cordon_asof_answer a;
+    cordon_error err;
+    assert_int_equal(cordon_asof_check(f->db, &q, &a, &err), CORDON_ERR_INVALID); /* no when */
+    q.revision = cordon_revision(f->db) + 5;
+    assert_int_equal(cordon_asof_check(f->db, &q, &a, &err), CORDON_ERR_INVALID); /* future */
+    q.revision = 0;
+    q.time_us = 1000; /* 1970: nothing written yet */
+    assert_int_equal(cordon_asof_check(f->db, &q, &a, &err), CORDON_ERR_NOT_FOUND);
+    q.time_us = 0;
+    q.revision = 1;
+    q.collection = "nope";
+    assert_int_equal(cordon_asof_check(f->db, &q, &a, &err), CORDON_ERR_NOT_FOUND);
+}
+
+static void test_is_authorized_as_of(void **state)
+{
+    fx_t *f = *state;
+    cordon_authz_request q = {.subject = "alice", .resource = "collection:docs", .action = "read"};
+    cordon_decision d;
+    assert_int_equal(cordon_is_authorized(f->db, &q, &d, NULL), 0);
+    assert_false(d.authorized); /* revoked now */
+    q.as_of_revision = f->rev[4];
+    assert_int_equal(cordon_is_authorized(f->db, &q, &d, NULL), 0);
+    assert_true(d.authorized);
+    assert_int_equal(d.revision, f->rev[4]);
+    assert_string_equal(d.granted_to, "group:staff");
+    q.as_of_revision = 0;
+    q.as_of_us = f->t[5];
+    assert_int_equal(cordon_is_authorized(f->db, &q, &d, NULL), 0);
+    assert_false(d.authorized);
+    const char *res[2] = {"collection:docs", "collection:other"};
+    cordon_decision two[2];
+    q.as_of_us = f->t[0];
+    assert_int_equal(cordon_is_authorized_batch(f->db, &q, res, 2, two, NULL), 0);
+    assert_true(two[0].authorized);
+    assert_false(two[1].authorized);
+}
+
+typedef struct ids {
+    char v[8][16];
+    size_t n;
+} ids_t;
+
+static int keep_id(void *ctx, const char *id)
+{
+    ids_t *x = ctx;
+    assert_true(x->n < 8);
+    snprintf(x->v[x->n++], sizeof x->v[0], "%s", id);
+    return 0;
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+    return strcmp(a, b);
+}
+
+static void test_what_could_alice_read(void **state)
+{
+    fx_t *f = *state;
+    cordon_subject alice = {.subject_id = "alice"};
+    static const char *const want[6] = {"c1,c2", "c2", "c1,c2", "c2", "c2", ""};
+    for (int i = 0; i < 6; i++) {
+        cordon_asof_request q = {.collection = "docs", .subject = &alice, .revision = f->rev[i]};
+        ids_t got = {0};
+        size_t n;
+        uint64_t rev;
+        assert_int_equal(cordon_asof_readable(f->db, &q, keep_id, &got, &n, &rev, NULL), 0);
+        assert_int_equal(n, got.n);
+        assert_int_equal(rev, f->rev[i]);
+        qsort(got.v, got.n, sizeof got.v[0], cmp_str);
+        char joined[64] = "";
+        for (size_t j = 0; j < got.n; j++)
+            snprintf(joined + strlen(joined), sizeof joined - strlen(joined), "%s%s", j ? "," : "",
+                     got.v[j]);
+        assert_string_equal(joined, want[i]);
+    }
+}
+
+static void test_asserted_principals(void **state)
+{
+    (void)state;
+    char dir[64];
+    cordon_t *db;
+    uint64_t r1, r2;
+    api_db_open(dir, sizeof dir, &db);
+    api_docs_create(db, 0, CORDON_METRIC_COSINE);
+    const char *eng = "group:eng", *ops = "group:ops";
+    cordon_chunk c = {.id = "x", .allowed = &eng, .n_allowed = 1};
+    assert_int_equal(cordon_put(db, "docs", &c, 1, &r1, NULL), 0);
+    c.allowed = &ops;
+    assert_int_equal(cordon_put(db, "docs", &c, 1, &r2, NULL), 0);
+    const char *mine[] = {"eng"}; /* a bare name is a group */
+    cordon_subject s = {.principals = mine, .n_principals = 1};
+    cordon_asof_request q = {.collection = "docs", .subject = &s, .chunk_id = "x", .revision = r1};
+    cordon_asof_answer a;
+    assert_int_equal(cordon_asof_check(db, &q, &a, NULL), 0);
+    assert_true(a.readable);
+    assert_string_equal(a.principal, "group:eng");
+    q.revision = r2;
+    assert_int_equal(cordon_asof_check(db, &q, &a, NULL), 0);
+    assert_false(a.readable);
+    api_db_close(dir, db);
+}
+
+/* A directory whose history starts late: what an older version left (no history tables). */
+static void test_history_starts_at_first_open(void **state)
+{
+    (void)state;
+    char dir[64];
+    cordon_t *db;
+    uint64_t r1;
+    api_db_open(dir, sizeof dir, &db);
+    api_docs_create(db, 0, CORDON_METRIC_COSINE);
+    const char *eng = "group:eng";
+    cordon_chunk c = {.id = "x", .allowed = &eng, .n_allowed = 1};
+    assert_int_equal(cordon_put(db, "docs", &c, 1, &r1, NULL), 0);
+    cordon_close(db);
+    store_t *st;
+    store_txn_t *t;
+    cdn_err_t e;
+    assert_int_equal(store_open(dir, 0, &st, &e), 0);
+    assert_int_equal(store_txn_begin(st, 1, &t, &e), 0);
+    assert_int_equal(store_del(t, STORE_META, "hist_start", 10), 0);
+    for (int tb = STORE_HIST_TIME; tb <= STORE_HIST_SNAP; tb++)
+        assert_int_equal(store_del_prefix(t, (store_table_t)tb, "", 0), 0);
+    assert_int_equal(store_txn_commit(t, &e), 0);
+    store_close(st);
+    assert_int_equal(cordon_open(dir, NULL, &db, NULL), 0);
+    const char *mine[] = {"group:eng"};
+    cordon_subject s = {.principals = mine, .n_principals = 1};
+    cordon_asof_request q = {.collection = "docs", .subject = &s, .chunk_id = "x", .revision = r1};
+    cordon_asof_answer a;
+    assert_int_equal(cordon_asof_check(db, &q, &a, NULL), 0);
+    assert_true(a.readable); /* the backfill holds the chunks as they are at the start */
+    q.revision = r1 - 1;
+    cordon_error err;
+    assert_int_equal(cordon_asof_check(db, &q, &a, &err), CORDON_ERR_NOT_FOUND);
+    assert_non_null(strstr(err.message, "history starts"));
+    api_db_close(dir, db);
+}
+
+/* Hundreds of model writes: answers past several checkpoints, each rebuilt from the last
+ * one before it and the records after. */
+static void test_many_model_writes(void **state)
+{
+    fx_t *f = *state;
+    enum { N = 700 };
+    uint64_t *revs = calloc(N, sizeof *revs), s = 99;
+    op(f->db, "{\"op\":\"grant\",\"to\":\"staff\",\"to_kind\":\"group\",\"role\":\"reader\"}");
+    put(f->db, "c9", "group:eng", NULL, NULL);
+    for (int i = 0; i < N; i++) { /* alice joins eng at even steps, leaves at odd ones */
+        char json[160];
+        snprintf(json, sizeof json, "{\"op\":\"%s\",\"group\":\"eng\",\"member\":\"alice\"}",
+                 i % 2 ? "remove_member" : "add_member");
+        revs[i] = op(f->db, json);
+    }
+    cordon_subject alice = {.subject_id = "alice"};
+    for (int k = 0; k < 300; k++) {
+        int i = k < 2 ? (k ? N - 1 : 0) : (int)(tu_rand(&s) % N);
+        cordon_asof_request q = {.collection = "docs",
+                                 .subject = &alice,
+                                 .chunk_id = "c9",
+                                 .action = "search",
+                                 .revision = revs[i]};
+        cordon_asof_answer a;
+        assert_int_equal(cordon_asof_check(f->db, &q, &a, NULL), 0);
+        assert_int_equal(a.readable, i % 2 == 0);
+        assert_string_equal(a.reason, i % 2 ? "NO_MATCHING_PRINCIPAL" : "READABLE");
+    }
+    api_db_reopen(f->dir, &f->db);
+    cordon_asof_request q = {
+        .collection = "docs", .subject = &alice, .chunk_id = "c9", .revision = revs[N / 2]};
+    cordon_asof_answer a;
+    assert_int_equal(cordon_asof_check(f->db, &q, &a, NULL), 0);
+    assert_true(a.readable); /* N / 2 = 350 is even */
+    free(revs);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_a_story_by_revision_and_time, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_bad_questions, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_is_authorized_as_of, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_what_could_alice_read, setup, teardown),
+        cmocka_unit_test(test_asserted_principals),
+        cmocka_unit_test(test_history_starts_at_first_open),
+        cmocka_unit_test_setup_teardown(test_many_model_writes, setup, teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

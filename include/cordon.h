@@ -596,7 +596,8 @@ int cordon_asof_check(cordon_t *db, const cordon_asof_request *q, cordon_asof_an
                       cordon_error *err);
 
 /* What could the subject read then: calls fn with each chunk id (in no particular order) until
- * fn returns non-zero; *n counts them, *revision (may be NULL) is the revision answered. */
+ * fn returns non-zero (then returned); *n counts the ids fn was given, *revision (may be NULL)
+ * is the revision answered. */
 typedef int (*cordon_asof_id_fn)(void *ctx, const char *id);
 int cordon_asof_readable(cordon_t *db, const cordon_asof_request *q, cordon_asof_id_fn fn,
                          void *ctx, size_t *n, uint64_t *revision, cordon_error *err);

@@ -66,13 +66,14 @@ int cordon_asof_readable(cordon_t *db, const cordon_asof_request *q, cordon_asof
                                    "cordon_asof_readable needs a question "
                                    "and a callback"),
                        &e, err);
-    if ((rc = request(db, q, 0, &who, &rev, &e)) == CDN_OK)
+    int asked = (rc = request(db, q, 0, &who, &rev, &e)) == CDN_OK;
+    if (asked)
         rc = asof_readable(db->asof, q->collection, &who, q->action ? q->action : "read", rev, fn,
                            ctx, &count, &e);
     if (n)
         *n = count;
     if (revision)
-        *revision = rc == CDN_OK ? rev : 0;
+        *revision = asked ? rev : 0;
     return api_ret(rc, &e, err);
 }
 

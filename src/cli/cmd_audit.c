@@ -9,7 +9,7 @@
 #include <string.h>
 
 static const char usage[] =
-    "usage: cordon audit --data DIR [--subject ID] [--collection NAME [--chunk ID]]\n"
+    "usage: cordon audit [verify] --data DIR [--subject ID] [--collection NAME [--chunk ID]]\n"
     "                    [--request ID] [--kind KIND] [--since T] [--until T] [--limit N]\n\n"
     "Prints the audit's records as JSON lines, oldest first: every search, get, context\n"
     "assembly and is-authorized decision a server recorded, with the chunks each returned.\n"
@@ -20,7 +20,19 @@ static const char usage[] =
     "  --request ID        of this request id (the client's X-Opaque-Id)\n"
     "  --kind KIND         search, context, get or authorize\n"
     "  --since T, --until T  recorded in [T1, T2): ISO-8601 (2026-12-01T10:00:00Z) or epoch ms\n"
-    "  --limit N           print at most N records (default: all)\n";
+    "  --limit N           print at most N records (default: all)\n\n"
+    "cordon audit verify replays the records the filters select against the permission\n"
+    "history: was every chunk a record shows readable by its subject at the record's revision?\n"
+    "It prints the counts and each hit that was not, and exits 1 if there is one.\n";
+
+static int print_bad(void *ctx, uint64_t seq, const char *chunk_id)
+{
+    (void)ctx;
+    printf("unreadable when shown: record %llu, chunk ", (unsigned long long)seq);
+    cli_print_json_str(chunk_id);
+    putchar('\n');
+    return 0;
+}
 
 static int print_line(void *ctx, uint64_t seq, const char *json, size_t len)
 {
@@ -63,7 +75,11 @@ int cli_audit(int argc, char **argv)
     const char *dir = NULL;
     cordon_audit_filter f = {0};
     size_t limit = 0;
-    int c;
+    int c, verify = argc > 1 && !strcmp(argv[1], "verify");
+    if (verify) { /* the verb goes; options follow */
+        argv++;
+        argc--;
+    }
     optind = 1;
     while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
         int bad = 0;
@@ -94,6 +110,21 @@ int cli_audit(int argc, char **argv)
     cordon_t *db;
     if (cli_open(dir, 1, &db) != 0)
         return 1;
+    if (verify) {
+        cordon_audit_replay r;
+        cordon_error verr;
+        int vrc = cordon_audit_verify(db, &f, print_bad, NULL, &r, &verr);
+        cordon_close(db);
+        if (vrc) {
+            fprintf(stderr, "cordon audit verify: %s\n", verr.message);
+            return 1;
+        }
+        printf("%llu records, %llu hits replayed: %llu unreadable when shown, %llu before the "
+               "history\n",
+               (unsigned long long)r.records, (unsigned long long)r.hits,
+               (unsigned long long)r.unreadable, (unsigned long long)r.unjudged);
+        return r.unreadable ? 1 : 0;
+    }
     size_t left = limit ? limit : SIZE_MAX;
     uint64_t more = 0;
     cordon_error err;

@@ -22,6 +22,7 @@ static const struct command {
     {"drop", cli_drop, "drop a collection and its chunks"},
     {"delete", cli_delete, "delete chunks by id"},
     {"set-acl", cli_set_acl, "replace the ACL of chunks"},
+    {"asof", cli_asof, "could a subject read a chunk at a past moment, and what it could read"},
     {"audit", cli_audit, "who was shown which chunk: the retrieval audit's records"},
     {"keys", cli_keys, "create, list or revoke the API keys of cordon serve"},
     {"embedder", cli_embedder, "run the local embedding server (OpenAI-compatible, 512-d)"},

@@ -51,6 +51,8 @@ static int check_one(http_ctx_t *ctx, const http_req_t *req, const char *subject
     q.request_id = req->opaque_id && *req->opaque_id ? req->opaque_id : NULL;
     q.resource = json_string_value(json_object_get(perm, "resource"));
     q.action = json_string_value(json_object_get(perm, "action"));
+    const char *when_bad = NULL; /* "as_of" or "revision": the decision as the model stood */
+    v1_asof_when(c, &q.as_of_revision, &q.as_of_us, &when_bad);
     if (json_is_object(scope)) {
         q.scope_type = json_string_value(json_object_get(scope, "type"));
         q.scope_id = json_string_value(json_object_get(scope, "id"));
@@ -59,7 +61,9 @@ static int check_one(http_ctx_t *ctx, const http_req_t *req, const char *subject
             q.scope_id = json_string_value(json_object_get(scope, "tenant"));
         }
     }
-    if (context && !json_is_object(context))
+    if (when_bad)
+        why = when_bad;
+    else if (context && !json_is_object(context))
         why = "context must be an object";
     else if (scope && !json_is_object(scope))
         why = "scope must be an object";

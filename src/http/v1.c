@@ -480,6 +480,11 @@ void v1_explain(http_ctx_t *ctx, http_req_t *req, http_resp_t *resp)
     }
     if (!(body = es_body(ctx, req, resp, 1)))
         return;
+    if (json_object_get(body, "as_of") || json_object_get(body, "revision")) {
+        v1_asof_explain(ctx, body, resp); /* the reason as it stood then */
+        json_decref(body);
+        return;
+    }
     const char *subject = json_string_value(json_object_get(body, "subject"));
     const char *coll = json_string_value(json_object_get(body, "collection"));
     const char *id = json_string_value(json_object_get(body, "id"));

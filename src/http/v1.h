@@ -83,6 +83,14 @@ void v1_audit_get(http_ctx_t *ctx, http_req_t *req, http_resp_t *resp);
 void v1_audit_collection(http_ctx_t *ctx, http_req_t *req, http_resp_t *resp);
 json_t *v1_audit_meta(const http_ctx_t *ctx, uint64_t seq);
 
+/* v1_asof.c: questions about the past (admin or manage on the model). v1_asof_when reads a
+ * body's "revision" or "as_of" (ISO-8601 or epoch ms): 0, or -1 with *why. */
+void v1_asof_check(http_ctx_t *ctx, http_req_t *req, http_resp_t *resp);
+void v1_asof_readable(http_ctx_t *ctx, http_req_t *req, http_resp_t *resp);
+void v1_asof_explain(http_ctx_t *ctx, json_t *body, http_resp_t *resp);
+int v1_asof_when(json_t *body, uint64_t *rev, uint64_t *time_us, const char **why);
+void v1_audit_verify(http_ctx_t *ctx, http_req_t *req, http_resp_t *resp);
+
 /* authz_api.c */
 void v1_is_authorized(http_ctx_t *ctx, http_req_t *req, http_resp_t *resp);
 void v1_is_authorized_batch(http_ctx_t *ctx, http_req_t *req, http_resp_t *resp);

@@ -179,3 +179,53 @@ void v1_audit_collection(http_ctx_t *ctx, http_req_t *req, http_resp_t *resp)
     }
     es_reply(resp, 200, json_pack("{s:s, s:b}", "collection", req->seg[3], "record", on));
 }
+
+typedef struct bad {
+    json_t *list;
+    size_t n;
+} bad_t;
+
+#define VERIFY_PROBLEMS_MAX 100 /* unreadable hits listed in a verify answer */
+
+static int add_bad(void *ctx, uint64_t seq, const char *chunk_id)
+{
+    bad_t *b = ctx;
+    if (b->n++ < VERIFY_PROBLEMS_MAX)
+        json_array_append_new(b->list,
+                              json_pack("{s:I, s:s}", "seq", (json_int_t)seq, "chunk", chunk_id));
+    return 0;
+}
+
+void v1_audit_verify(http_ctx_t *ctx, http_req_t *req, http_resp_t *resp)
+{
+    cordon_audit_filter f = {0};
+    cordon_audit_replay r;
+    cordon_error err = {0};
+    bad_t b = {NULL, 0};
+    if (admin_only(req, resp))
+        return;
+    f.subject = http_arg(req, "subject");
+    f.collection = http_arg(req, "collection");
+    f.chunk_id = http_arg(req, "chunk");
+    f.request_id = http_arg(req, "request_id");
+    f.kind = http_arg(req, "kind");
+    if (time_arg(req, "since", &f.since_us, resp) || time_arg(req, "until", &f.until_us, resp) ||
+        num_arg(req, "after", UINT64_MAX, &f.after_seq, resp))
+        return;
+    if (f.chunk_id && !f.collection) {
+        es_error(resp, 400, "illegal_argument_exception",
+                 "[chunk] is named within its collection: give [collection] too");
+        return;
+    }
+    b.list = json_array();
+    int rc = cordon_audit_verify(ctx->db, &f, add_bad, &b, &r, &err);
+    if (rc) {
+        json_decref(b.list);
+        es_error_cordon(resp, rc, &err, NULL);
+        return;
+    }
+    es_reply(resp, 200,
+             json_pack("{s:I, s:I, s:I, s:I, s:o}", "records", (json_int_t)r.records, "hits",
+                       (json_int_t)r.hits, "unreadable", (json_int_t)r.unreadable, "unjudged",
+                       (json_int_t)r.unjudged, "problems", b.list));
+}

@@ -135,3 +135,25 @@ def test_search_as_principals_on_a_subject_only_collection_says_why(cordon, data
                "design", check=1)
     assert 'no such collection "docs"' in p.stderr        # what the engine says to anyone
     assert "takes only subjects of the permission model" in p.stderr   # the operator's hint
+
+
+def test_asof_answers_by_revision_and_time(cordon, data, tmp_path):
+    load(cordon, data, write_lines(tmp_path, CHUNKS))
+    p = cordon("set-acl", "--data", data, "--collection", "docs", "--allow", "group:eng", "a",
+               check=0)
+    after = int(p.stdout.split("revision ")[1])
+    before = after - 1
+    base = ["asof", "--data", data, "--collection", "docs"]
+    p = cordon(*base, "--as", "group:hr", "--revision", str(before), "--chunk", "a", check=0)
+    assert p.stdout == f"readable after revision {before}: READABLE group:hr\n"
+    p = cordon(*base, "--as", "group:hr", "--revision", str(after), "--chunk", "a", check=0)
+    assert p.stdout.startswith("not readable") and "NO_MATCHING_PRINCIPAL" in p.stdout
+    p = cordon(*base, "--as", "eng,user:mallory", "--revision", str(after), check=0)
+    assert sorted(p.stdout.split()) == ["a", "b"]
+    p = cordon(*base, "--as", "group:all,user:mallory", "--revision", str(after), "--chunk", "c",
+               check=0)
+    assert "DENIED user:mallory" in p.stdout
+    p = cordon(*base, "--as", "group:hr", "--at", "1990-01-01", "--chunk", "a", check=1)
+    assert "nothing was written yet" in p.stderr
+    p = cordon(*base, "--as", "group:hr", "--chunk", "a", check=2)  # no revision or time
+    assert "--revision" in p.stderr

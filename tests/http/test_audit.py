@@ -4,9 +4,12 @@ subject, returned chunk, request id (X-Opaque-Id), kind and time, pages, and is 
 administrators only; a collection's recording turns off; records survive a restart; the
 audit can be turned off in the server's config."""
 import json
+import os
+import subprocess
 import urllib.parse
 
 from test_v1 import load, READERS, readable
+from wire import ROOT
 
 
 def audit(server, key=None, status=200, **args):
@@ -148,8 +151,18 @@ def test_collection_recording_off_and_restart(tmp_path):
         assert len(b["records"]) == 1  # the record outlived the restart; the off setting too
         hdrs, _ = search(s, bob, {"query": {"match": {"text": "alpha"}}})
         assert "X-Cordon-Audit" not in hdrs
+        shown = b["records"][0]
     finally:
         assert s.stop() == 0, s.stderr
+    # the command line reads the same records, and replays them against the history
+    binary = os.environ.get("CORDON_BIN", os.path.join(ROOT, "build/release/cordon"))
+    p = subprocess.run([binary, "audit", "--data", str(tmp_path / "data"), "--subject", "bob"],
+                       capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0, p.stderr
+    assert [json.loads(x) for x in p.stdout.splitlines()] == [shown]
+    p = subprocess.run([binary, "audit", "verify", "--data", str(tmp_path / "data")],
+                       capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0 and "0 unreadable when shown" in p.stdout, (p.stdout, p.stderr)
 
 
 def test_audit_off_in_config(tmp_path):

@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #define SHARES 3
@@ -24,7 +25,7 @@ static const char *const share_principal[SHARES] = {"all", "p10", "p1"};
 static const double share_frac[SHARES] = {1.0, 0.1, 0.01};
 
 typedef struct opts {
-    size_t size, queries;
+    size_t size, queries, changes;
     int passes, json;
 } opts_t;
 
@@ -40,7 +41,10 @@ static void usage(FILE *f)
           "1000000) as subjects reading 100%, 10% and 1%, with the retrieval audit recording\n"
           "and not, in the same run: Q queries (default 300), P passes per side (default 3),\n"
           "each query's best. Rows: audit (off, on, on-sync), readable, p50_ms, p99_ms,\n"
-          "bytes_per_record (the log's size per record), and the p50 ratio to off.\n",
+          "bytes_per_record (the log's size per record), and the p50 ratio to off.\n"
+          "Then --changes C (default 20000; docs/benchmarks.md runs 100000) random permission\n"
+          "changes (memberships and ACLs, one revision each) and as-of checks at random past\n"
+          "revisions: a row with op asof_check, p50_us, p95_us, bytes_per_change.\n",
           f);
 }
 
@@ -205,9 +209,136 @@ static int measure(const char *dir, const btd_t *d, const opts_t *o, int sync, i
     return rc ? -1 : 0;
 }
 
+/* ---- As of: questions about random past moments after many changes. ---- */
+
+#define AS_USERS 200
+#define AS_GROUPS 40
+#define AS_CHUNKS 5000
+
+typedef struct asof_row {
+    double p50, p95, bytes_per_change;
+    size_t changes;
+} asof_row_t;
+
+static int model_op(cordon_t *db, const char *json)
+{
+    cordon_error err = {0};
+    if (cordon_model_apply(db, json, NULL, &err)) {
+        fprintf(stderr, "bench audit: %s: %s\n", json, err.message);
+        return -1;
+    }
+    return 0;
+}
+
+static uint64_t dir_bytes(const char *dir)
+{
+    char p[4200];
+    struct stat st;
+    snprintf(p, sizeof p, "%s/data.mdb", dir);
+    return stat(p, &st) == 0 ? (uint64_t)st.st_blocks * 512u : 0;
+}
+
+/* A model of AS_USERS users in AS_GROUPS groups (one role lets every group read the
+ * collection), AS_CHUNKS chunks each for a few groups; then o->changes random changes, half
+ * memberships moved and half chunk ACLs replaced, each its own revision; then as-of checks of
+ * random (user, chunk, past revision) triples. */
+static int bench_asof(const opts_t *o, asof_row_t *row)
+{
+    const char *tmp = getenv("TMPDIR");
+    char dir[4096], json[256];
+    cordon_t *db;
+    cordon_error err = {0};
+    uint64_t s = 11;
+    snprintf(dir, sizeof dir, "%s/cordon-bench-asof-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+    if (!mkdtemp(dir) || cordon_open(dir, NULL, &db, &err))
+        return -1;
+    cordon_collection_spec spec = {.name = "hist"};
+    int rc = cordon_collection_create(db, &spec, &err) ? -1 : 0;
+    rc = rc ? rc
+            : model_op(db, "{\"op\":\"put_role\",\"id\":\"reader\",\"permissions\":["
+                           "{\"resource\":\"collection:hist\",\"action\":\"read\"}]}");
+    for (int g = 0; g < AS_GROUPS && !rc; g++) {
+        snprintf(json, sizeof json, "{\"op\":\"put_group\",\"id\":\"g%d\"}", g);
+        rc = model_op(db, json);
+        snprintf(json, sizeof json,
+                 "{\"op\":\"grant\",\"to\":\"g%d\",\"to_kind\":\"group\",\"role\":\"reader\"}", g);
+        rc = rc ? rc : model_op(db, json);
+    }
+    for (int u = 0; u < AS_USERS && !rc; u++) {
+        snprintf(json, sizeof json, "{\"op\":\"put_subject\",\"id\":\"u%d\"}", u);
+        rc = model_op(db, json);
+        snprintf(json, sizeof json, "{\"op\":\"add_member\",\"group\":\"g%d\",\"member\":\"u%d\"}",
+                 (int)(bench_rng_next(&s) % AS_GROUPS), u);
+        rc = rc ? rc : model_op(db, json);
+    }
+    char names[AS_GROUPS][16];
+    for (int g = 0; g < AS_GROUPS; g++)
+        snprintf(names[g], sizeof names[g], "group:g%d", g);
+    enum { BATCH = 1000 };
+    cordon_chunk ch[BATCH];
+    char ids[BATCH][16];
+    const char *allow[BATCH][2];
+    for (int at = 0; at < AS_CHUNKS && !rc; at += BATCH) {
+        for (int j = 0; j < BATCH; j++) {
+            snprintf(ids[j], sizeof ids[j], "c%d", at + j);
+            allow[j][0] = names[bench_rng_next(&s) % AS_GROUPS];
+            allow[j][1] = names[bench_rng_next(&s) % AS_GROUPS];
+            ch[j] = (cordon_chunk){.id = ids[j], .allowed = allow[j], .n_allowed = 2};
+        }
+        rc = cordon_put(db, "hist", ch, BATCH, NULL, &err) ? -1 : 0;
+    }
+    uint64_t first = cordon_revision(db), bytes0 = dir_bytes(dir);
+    for (size_t k = 0; k < o->changes && !rc; k++) {
+        int u = (int)(bench_rng_next(&s) % AS_USERS), g = (int)(bench_rng_next(&s) % AS_GROUPS);
+        if (k % 2) {
+            snprintf(json, sizeof json, "{\"op\":\"%s\",\"group\":\"g%d\",\"member\":\"u%d\"}",
+                     bench_rng_next(&s) % 2 ? "add_member" : "remove_member", g, u);
+            cordon_error e2 = {0};
+            (void)cordon_model_apply(db, json, NULL, &e2); /* removing a non-member is refused */
+        } else {
+            char id[16];
+            const char *a[1] = {names[g]};
+            snprintf(id, sizeof id, "c%d", (int)(bench_rng_next(&s) % AS_CHUNKS));
+            cordon_acl_change c = {.id = id, .allowed = a, .n_allowed = 1};
+            rc = cordon_set_acl(db, "hist", &c, 1, NULL, &err) ? -1 : 0;
+        }
+    }
+    uint64_t last = cordon_revision(db);
+    row->changes = (size_t)(last - first);
+    row->bytes_per_change =
+        row->changes ? (double)(dir_bytes(dir) - bytes0) / (double)row->changes : 0;
+    enum { QUESTIONS = 2000 };
+    double *us = cdn_malloc(QUESTIONS * sizeof *us);
+    for (int k = 0; k < QUESTIONS && !rc; k++) {
+        char user[16], id[16];
+        snprintf(user, sizeof user, "u%d", (int)(bench_rng_next(&s) % AS_USERS));
+        snprintf(id, sizeof id, "c%d", (int)(bench_rng_next(&s) % AS_CHUNKS));
+        cordon_subject subj = {.subject_id = user};
+        cordon_asof_request q = {.collection = "hist",
+                                 .subject = &subj,
+                                 .chunk_id = id,
+                                 .revision = first + bench_rng_next(&s) % (last - first + 1)};
+        cordon_asof_answer a;
+        uint64_t t0 = cdn_clock_ns();
+        if (cordon_asof_check(db, &q, &a, &err)) {
+            fprintf(stderr, "bench audit: as-of: %s\n", err.message);
+            rc = -1;
+        }
+        us[k] = (double)(cdn_clock_ns() - t0) / 1e3;
+    }
+    if (!rc) {
+        row->p50 = pct(us, QUESTIONS, 0.5);
+        row->p95 = pct(us, QUESTIONS, 0.95);
+    }
+    cdn_free(us);
+    cordon_close(db);
+    remove_tree(dir);
+    return rc;
+}
+
 int bench_audit_main(int argc, char **argv)
 {
-    opts_t o = {100000, 300, 3, 0};
+    opts_t o = {100000, 300, 20000, 3, 0};
     for (int i = 1; i < argc; i++) {
         size_t v;
         if (!strcmp(argv[i], "--size") && i + 1 < argc) {
@@ -215,6 +346,9 @@ int bench_audit_main(int argc, char **argv)
                 return 2;
         } else if (!strcmp(argv[i], "--queries") && i + 1 < argc) {
             if (bench_parse_size("audit", "--queries", argv[++i], 1, 100000, &o.queries))
+                return 2;
+        } else if (!strcmp(argv[i], "--changes") && i + 1 < argc) {
+            if (bench_parse_size("audit", "--changes", argv[++i], 0, 10000000, &o.changes))
                 return 2;
         } else if (!strcmp(argv[i], "--passes") && i + 1 < argc) {
             if (bench_parse_size("audit", "--passes", argv[++i], 1, 100, &v))
@@ -241,7 +375,8 @@ int bench_audit_main(int argc, char **argv)
              measure(dir, &d, &o, 1, 0, rows, &n);
     remove_tree(dir);
     btd_free(&d);
-    if (rc)
+    asof_row_t ar = {0};
+    if (rc || (o.changes && bench_asof(&o, &ar)))
         return 1;
     if (o.json)
         printf("{\"size\": %zu, \"queries\": %zu, \"rows\": [", o.size, o.queries);
@@ -259,6 +394,14 @@ int bench_audit_main(int argc, char **argv)
             printf("%-8s %8.0f%% %9.4f %9.4f %9.3f %16.0f\n", r->audit, r->readable * 100, r->p50,
                    r->p99, r->ratio, r->bytes_per_record);
     }
+    if (o.changes && o.json)
+        printf(", {\"op\": \"asof_check\", \"changes\": %zu, \"p50_us\": %.1f, \"p95_us\": %.1f, "
+               "\"bytes_per_change\": %.0f}",
+               ar.changes, ar.p50, ar.p95, ar.bytes_per_change);
+    else if (o.changes)
+        printf("\nas-of check at a random past revision, after %zu changes (half memberships, half "
+               "ACLs): p50 %.1f us, p95 %.1f us; the history and data grew %.0f bytes a change\n",
+               ar.changes, ar.p50, ar.p95, ar.bytes_per_change);
     if (o.json)
         printf("]}\n");
     return 0;

@@ -602,6 +602,23 @@ typedef int (*cordon_asof_id_fn)(void *ctx, const char *id);
 int cordon_asof_readable(cordon_t *db, const cordon_asof_request *q, cordon_asof_id_fn fn,
                          void *ctx, size_t *n, uint64_t *revision, cordon_error *err);
 
+/* Who could read one chunk at some moment of a range: calls fn with each subject of the model
+ * that could (holding action, NULL = "read", on the collection), once, with the first
+ * revision of the range at which it could, until fn returns non-zero; *n counts them. The
+ * range runs from from_revision (0: the one current at from_us; both 0: the history's start)
+ * to to_revision (0: the one at to_us; both 0: now). At most 4096 model changes and writes of
+ * the chunk's ACL may fall in the range (CORDON_ERR_LIMIT: ask about a shorter one). */
+typedef struct cordon_asof_range {
+    const char *collection;
+    const char *chunk_id;
+    const char *action;
+    uint64_t from_revision, from_us;
+    uint64_t to_revision, to_us;
+} cordon_asof_range;
+typedef int (*cordon_asof_reader_fn)(void *ctx, const char *subject_id, uint64_t first_revision);
+int cordon_asof_readers(cordon_t *db, const cordon_asof_range *r, cordon_asof_reader_fn fn,
+                        void *ctx, size_t *n, cordon_error *err);
+
 /* The audit of cordon's own enforcement: replays the audit records f selects (searches,
  * contexts, gets) against the permission history, asking of every recorded hit whether its
  * subject could read it at the record's revision. Counts records, hits, and hits that were

@@ -77,6 +77,34 @@ int cordon_asof_readable(cordon_t *db, const cordon_asof_request *q, cordon_asof
     return api_ret(rc, &e, err);
 }
 
+int cordon_asof_readers(cordon_t *db, const cordon_asof_range *r, cordon_asof_reader_fn fn,
+                        void *ctx, size_t *n, cordon_error *err)
+{
+    cdn_err_t e = {0, ""};
+    uint64_t from = 0, to = 0;
+    size_t count = 0;
+    int rc = CDN_OK;
+    if (!db || !r || !r->collection || !r->chunk_id || !fn)
+        return api_ret(
+            cdn_err_set(&e, CDN_ERR_INVALID,
+                        "cordon_asof_readers needs a collection, a chunk and a callback"),
+            &e, err);
+    if (r->from_revision || r->from_us)
+        rc = asof_revision(db->asof, r->from_revision, r->from_us, &from, &e);
+    else
+        rc = asof_start(db->asof, &from, &e);
+    if (rc == CDN_OK && (r->to_revision || r->to_us))
+        rc = asof_revision(db->asof, r->to_revision, r->to_us, &to, &e);
+    else if (rc == CDN_OK)
+        to = cordon_revision(db);
+    if (rc == CDN_OK)
+        rc = asof_readers(db->asof, r->collection, r->chunk_id, r->action ? r->action : "read",
+                          from, to, fn, ctx, &count, &e);
+    if (n)
+        *n = count;
+    return api_ret(rc, &e, err);
+}
+
 int api_asof_decide(cordon_t *db, const authz_request_t *req, const char *const *resources,
                     size_t n, authz_decision_t *out, uint64_t *rev, cdn_err_t *e,
                     uint64_t as_of_revision, uint64_t as_of_us)

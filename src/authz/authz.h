@@ -110,6 +110,13 @@ typedef struct authz_explanation {
 int authz_model_new(authz_model_t **out, cdn_err_t *err);
 /* Frees the model; views handed out earlier stay valid until released. NULL is a no-op. */
 void authz_model_free(authz_model_t *m);
+/* A new model holding a deep copy of src's state (no caches, no change counter), read under
+ * src's read lock. Returns 0, CDN_ERR_NOMEM or CDN_ERR_INTERNAL (src is broken). */
+int authz_model_clone(authz_model_t *src, authz_model_t **out, cdn_err_t *err);
+/* Calls fn with each subject id until it returns non-zero (then returned), under the model's
+ * read lock: fn must not call back into m. */
+typedef int (*authz_subject_fn)(void *ctx, const char *id);
+int authz_subjects(authz_model_t *m, authz_subject_fn fn, void *ctx);
 /* The revision: bumped once by every successful authz_apply / authz_import. */
 uint64_t authz_model_revision(authz_model_t *m);
 /* Makes every successful authz_apply / authz_import also add 1 to *counter while it installs

@@ -341,6 +341,17 @@ void az_model_swap(authz_model_t *m, az_state_t *st)
     m->broken = false;
 }
 
+int authz_subjects(authz_model_t *m, authz_subject_fn fn, void *ctx)
+{
+    int rc = 0;
+    pthread_rwlock_rdlock(&m->lock);
+    for (uint32_t i = 0; m->st && i < m->st->nsubjects && !rc; i++)
+        if (m->st->subjects[i].id)
+            rc = fn(ctx, m->st->subjects[i].id);
+    pthread_rwlock_unlock(&m->lock);
+    return rc;
+}
+
 void authz_model_free(authz_model_t *m)
 {
     if (!m)

@@ -54,6 +54,7 @@ static const route_t routes[] = {
     {"GET", "/v1/audit/verify", v1_audit_verify, 0, 0},
     {"POST", "/v1/asof/check", v1_asof_check, 0, 0},
     {"POST", "/v1/asof/readable", v1_asof_readable, 0, 0},
+    {"POST", "/v1/asof/readers", v1_asof_readers, 0, 0},
     {"PUT", "/v1/audit/collections/{c}", v1_audit_collection, 1, 0},
     {"GET", "/v1/model", v1_model_get, 0, 0},
     {"PUT", "/v1/model", v1_model_put, 1, 0},

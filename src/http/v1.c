@@ -1,7 +1,7 @@
 /* v1.c: the cordon API's retrieval and chunk-permission routes: retrieve with the engine's
- * strategies and completeness, consistency tokens (min_revision), bulk ACL changes, explain and
- * a subject's view. Errors share the Elasticsearch shape of the rest of the server.
- * Relies on http/v1.h, http/es and the public API. */
+ * strategies and completeness, consistency tokens (min_revision), bulk ACL changes and a
+ * subject's view (explain is v1_asof.c's). Errors share the Elasticsearch shape of the rest of the
+ * server. Relies on http/v1.h, http/es and the public API. */
 #include "http/v1.h"
 #include "base/clock.h"
 #include "base/mem.h"
@@ -464,40 +464,6 @@ int v1_may_manage_model(http_ctx_t *ctx, const http_req_t *req)
     q.action = "manage";
     q.no_audit = 1; /* a gate of this request, not an answer */
     return cordon_is_authorized(ctx->db, &q, &d, NULL) == CORDON_OK && d.authorized;
-}
-
-void v1_explain(http_ctx_t *ctx, http_req_t *req, http_resp_t *resp)
-{
-    cordon_explanation x;
-    cordon_error err = {0};
-    json_t *body;
-    int rc;
-    if (!v1_may_manage_model(ctx, req)) {
-        es_error(resp, 403, "security_exception",
-                 "explain names a chunk's ACL: it needs an admin key or [manage] on [%s]",
-                 V1_MODEL_RESOURCE);
-        return;
-    }
-    if (!(body = es_body(ctx, req, resp, 1)))
-        return;
-    if (json_object_get(body, "as_of") || json_object_get(body, "revision")) {
-        v1_asof_explain(ctx, body, resp); /* the reason as it stood then */
-        json_decref(body);
-        return;
-    }
-    const char *subject = json_string_value(json_object_get(body, "subject"));
-    const char *coll = json_string_value(json_object_get(body, "collection"));
-    const char *id = json_string_value(json_object_get(body, "id"));
-    if (!subject || !coll || !id)
-        es_error(resp, 400, "illegal_argument_exception",
-                 "explain needs [subject], [collection] and [id] (strings)");
-    else if ((rc = cordon_explain(ctx->db, coll, subject, id, &x, &err)) != 0)
-        es_error_cordon(resp, rc, &err, NULL);
-    else
-        es_reply(resp, 200,
-                 json_pack("{s:b, s:s, s:s, s:I}", "readable", x.readable, "principal", x.principal,
-                           "message", x.message, "revision", (json_int_t)x.revision));
-    json_decref(body);
 }
 
 void v1_view(http_ctx_t *ctx, http_req_t *req, http_resp_t *resp)

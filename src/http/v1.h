@@ -1,7 +1,7 @@
-/* v1.h: the cordon API's routes under /v1 (v1.c: retrieval, ACLs, explain, views; v1_model.c:
- * the permission model; v1_openapi.c: the API's description) and /api/auth (authz_api.c:
- * is-authorized), and what they share (docs/api/).
- * Relies on http/http.h and http/es.h. */
+/* v1.h: the cordon API's routes under /v1 (v1.c: retrieval, ACLs, views; v1_asof.c: explain, now
+ * and as of; v1_model.c: the permission model; v1_openapi.c: the API's description) and /api/auth
+ * (authz_api.c: is-authorized), and what they share (docs/api/). Relies on http/http.h and
+ * http/es.h. */
 #ifndef CDN_HTTP_V1_H
 #define CDN_HTTP_V1_H
 
@@ -51,7 +51,6 @@ json_t *v1_hit_fields(const es_index_t *ix, const cordon_record *r, json_t *fiel
 /* v1.c */
 void v1_retrieve(http_ctx_t *ctx, http_req_t *req, http_resp_t *resp);
 void v1_acl_put(http_ctx_t *ctx, http_req_t *req, http_resp_t *resp);
-void v1_explain(http_ctx_t *ctx, http_req_t *req, http_resp_t *resp);
 void v1_view(http_ctx_t *ctx, http_req_t *req, http_resp_t *resp);
 
 /* v1_context.c */
@@ -85,9 +84,10 @@ json_t *v1_audit_meta(const http_ctx_t *ctx, uint64_t seq);
 
 /* v1_asof.c: questions about the past (admin or manage on the model). v1_asof_when reads a
  * body's "revision" or "as_of" (ISO-8601 or epoch ms): 0, or -1 with *why. */
+void v1_explain(http_ctx_t *ctx, http_req_t *req, http_resp_t *resp);
 void v1_asof_check(http_ctx_t *ctx, http_req_t *req, http_resp_t *resp);
 void v1_asof_readable(http_ctx_t *ctx, http_req_t *req, http_resp_t *resp);
-void v1_asof_explain(http_ctx_t *ctx, json_t *body, http_resp_t *resp);
+void v1_asof_readers(http_ctx_t *ctx, http_req_t *req, http_resp_t *resp);
 int v1_asof_when(json_t *body, uint64_t *rev, uint64_t *time_us, const char **why);
 void v1_audit_verify(http_ctx_t *ctx, http_req_t *req, http_resp_t *resp);
 

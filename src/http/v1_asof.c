@@ -1,6 +1,8 @@
-/* v1_asof.c: questions about the past over HTTP: POST /v1/asof/check (could a subject read a
- * chunk then), POST /v1/asof/readable (what could it read then), `as_of` and `revision` on
- * /v1/explain and /api/auth/is-authorized, and GET /v1/audit/verify (the audit's records
+/* v1_asof.c: why a subject may or may not read a chunk, now or in the past, over HTTP:
+ * POST /v1/explain (with `revision` or `as_of`: as it stood then), POST /v1/asof/check
+ * (could a subject read a chunk then), POST /v1/asof/readable (what could it read then),
+ * POST /v1/asof/readers (who could read a chunk over a range), `as_of` and `revision` on
+ * /api/auth/is-authorized, and GET /v1/audit/verify (the audit's records
  * replayed against the permission history). Administrators, or subjects holding manage on
  * the model: the answers name ACL principals. Relies on http/v1.h and cordon_asof_*;
  * docs/api/asof.md. */
@@ -154,9 +156,38 @@ void v1_asof_check(http_ctx_t *ctx, http_req_t *req, http_resp_t *resp)
     json_decref(body);
 }
 
-void v1_asof_explain(http_ctx_t *ctx, json_t *body, http_resp_t *resp)
+void v1_explain(http_ctx_t *ctx, http_req_t *req, http_resp_t *resp)
 {
-    check(ctx, body, "id", resp);
+    cordon_explanation x;
+    cordon_error err = {0};
+    json_t *body;
+    int rc;
+    if (!v1_may_manage_model(ctx, req)) {
+        es_error(resp, 403, "security_exception",
+                 "explain names a chunk's ACL: it needs an admin key or [manage] on [%s]",
+                 V1_MODEL_RESOURCE);
+        return;
+    }
+    if (!(body = es_body(ctx, req, resp, 1)))
+        return;
+    if (json_object_get(body, "as_of") || json_object_get(body, "revision")) {
+        check(ctx, body, "id", resp); /* the reason as it stood then */
+        json_decref(body);
+        return;
+    }
+    const char *subject = json_string_value(json_object_get(body, "subject"));
+    const char *coll = json_string_value(json_object_get(body, "collection"));
+    const char *id = json_string_value(json_object_get(body, "id"));
+    if (!subject || !coll || !id)
+        es_error(resp, 400, "illegal_argument_exception",
+                 "explain needs [subject], [collection] and [id] (strings)");
+    else if ((rc = cordon_explain(ctx->db, coll, subject, id, &x, &err)) != 0)
+        es_error_cordon(resp, rc, &err, NULL);
+    else
+        es_reply(resp, 200,
+                 json_pack("{s:b, s:s, s:s, s:I}", "readable", x.readable, "principal", x.principal,
+                           "message", x.message, "revision", (json_int_t)x.revision));
+    json_decref(body);
 }
 
 typedef struct ids {
@@ -176,6 +207,68 @@ static int add_id(void *ctx, const char *id)
     rc = rc ? rc : cdn_buf_json_str(&x->out, id);
     x->n++;
     return rc;
+}
+
+typedef struct readers {
+    json_t *list;
+} readers_t;
+
+static int add_reader(void *ctx, const char *subject, uint64_t first)
+{
+    readers_t *r = ctx;
+    return json_array_append_new(r->list, json_pack("{s:s, s:I}", "subject", subject,
+                                                    "first_revision", (json_int_t)first))
+               ? CDN_ERR_NOMEM
+               : 0;
+}
+
+/* One end of a range: {"revision": N} or {"as_of": T}; absent is open. */
+static int range_end(json_t *body, const char *key, uint64_t *rev, uint64_t *us, http_resp_t *resp)
+{
+    json_t *end = json_object_get(body, key);
+    const char *why = NULL;
+    *rev = *us = 0;
+    if (!end)
+        return 0;
+    if (!json_is_object(end))
+        why = "must be {\"revision\": N} or {\"as_of\": TIME}";
+    else if (v1_asof_when(end, rev, us, &why) == 0 && !*rev && !*us)
+        why = "must be {\"revision\": N} or {\"as_of\": TIME}";
+    if (why) {
+        es_error(resp, 400, "illegal_argument_exception", "[%s] %s", key, why);
+        return -1;
+    }
+    return 0;
+}
+
+void v1_asof_readers(http_ctx_t *ctx, http_req_t *req, http_resp_t *resp)
+{
+    cordon_asof_range r = {0};
+    cordon_error err = {0};
+    readers_t rd = {NULL};
+    json_t *body;
+    size_t n;
+    if (!may_ask(ctx, req, resp) || !(body = es_body(ctx, req, resp, 1)))
+        return;
+    r.collection = json_string_value(json_object_get(body, "collection"));
+    r.chunk_id = json_string_value(json_object_get(body, "chunk"));
+    r.action = json_string_value(json_object_get(body, "action"));
+    if (!r.collection || !r.chunk_id) {
+        es_error(resp, 400, "illegal_argument_exception",
+                 "[collection] and [chunk] (strings) are required");
+    } else if (range_end(body, "from", &r.from_revision, &r.from_us, resp) == 0 &&
+               range_end(body, "to", &r.to_revision, &r.to_us, resp) == 0) {
+        rd.list = json_array();
+        int rc = cordon_asof_readers(ctx->db, &r, add_reader, &rd, &n, &err);
+        if (rc) {
+            asof_error(resp, rc, &err);
+            json_decref(rd.list);
+        } else {
+            es_reply(resp, 200,
+                     json_pack("{s:o, s:I}", "readers", rd.list, "count", (json_int_t)n));
+        }
+    }
+    json_decref(body);
 }
 
 #define READABLE_LIMIT_MAX 1000000

@@ -5,6 +5,7 @@
 #include "query/asof.h"
 #include "acl/acl.h"
 #include "base/mem.h"
+#include "base/strmap.h"
 #include "store/history.h"
 
 #include <pthread.h>
@@ -92,6 +93,17 @@ int asof_revision(asof_t *a, uint64_t rev, uint64_t time_us, uint64_t *out, cdn_
     return CDN_OK;
 }
 
+int asof_start(asof_t *a, uint64_t *rev, cdn_err_t *err)
+{
+    store_txn_t *t;
+    int set, rc = store_txn_begin(a->e->store, 0, &t, err);
+    if (rc)
+        return rc;
+    rc = history_start_get(t, rev, &set);
+    store_txn_abort(t);
+    return rc ? cdn_err_set(err, rc, "the history does not read") : CDN_OK;
+}
+
 /* ---- The model of a revision. ---- */
 
 static int apply_record(void *ctx, const void *key, size_t klen, const void *val, size_t vlen)
@@ -109,38 +121,87 @@ static int apply_record(void *ctx, const void *key, size_t klen, const void *val
     return rc ? CDN_ERR_CORRUPT : CDN_OK;
 }
 
-/* The model after model record mrev: its last checkpoint, then the records after it. */
-static int rebuild(store_txn_t *t, uint64_t mrev, authz_model_t **out, cdn_err_t *err)
+/* Replays the records in (from, mrev] into m. */
+static int replay_into(store_txn_t *t, authz_model_t *m, uint64_t from, uint64_t mrev,
+                       cdn_err_t *err)
 {
-    authz_model_t *m;
-    uint64_t srev = 0;
-    const char *json;
-    size_t n;
-    int rc = authz_model_new(&m, err);
-    if (rc)
-        return rc;
-    if (mrev && history_snap_at(t, mrev, &srev, &json, &n) == CDN_OK) {
-        char *doc = cdn_strndup(json, n);
-        rc = doc ? authz_import(m, doc, err) : CDN_ERR_NOMEM;
-        cdn_free(doc);
-    }
     cdn_err_t inner = {0, ""};
     void *ctx[2] = {m, &inner};
-    if (rc == CDN_OK && mrev > srev)
-        rc = history_model_scan(t, srev, mrev, apply_record, ctx);
-    if (rc) {
-        authz_model_free(m);
+    int rc = mrev > from ? history_model_scan(t, from, mrev, apply_record, ctx) : CDN_OK;
+    if (rc)
         return cdn_err_set(err, rc == CDN_ERR_NOMEM ? rc : CDN_ERR_CORRUPT,
                            "the permission history does not replay to revision %llu: %s",
                            (unsigned long long)mrev, inner.msg[0] ? inner.msg : cdn_strerror(rc));
+    return CDN_OK;
+}
+
+/* The model after the checkpoint at or before mrev (*srev: its revision; 0 and an empty model
+ * when there is none). */
+static int load_checkpoint(store_txn_t *t, uint64_t mrev, uint64_t *srev, authz_model_t **out,
+                           cdn_err_t *err)
+{
+    authz_model_t *m;
+    const char *json;
+    size_t n;
+    int rc = authz_model_new(&m, err);
+    *srev = 0;
+    if (rc)
+        return rc;
+    if (mrev && history_snap_at(t, mrev, srev, &json, &n) == CDN_OK) {
+        char *doc = cdn_strndup(json, n);
+        rc = doc ? authz_import(m, doc, err) : cdn_err_set(err, CDN_ERR_NOMEM, "out of memory");
+        cdn_free(doc);
+    }
+    if (rc) {
+        authz_model_free(m);
+        return rc;
     }
     *out = m;
     return CDN_OK;
 }
 
+/* Puts m (the model after mrev) in the cache with one reference for the caller, in the least
+ * recently used free slot; when every slot is in use the caller owns it alone. */
+static void cache_put(asof_t *a, uint64_t mrev, authz_model_t *m, model_ref_t *ref)
+{
+    entry_t *slot = NULL;
+    pthread_mutex_lock(&a->lock);
+    for (int i = 0; i < ASOF_CACHE; i++) {
+        entry_t *x = &a->ent[i];
+        if (x->valid && x->mrev == mrev && !slot) { /* another thread built it meanwhile */
+            x->refs++;
+            x->used = ++a->tick;
+            *ref = (model_ref_t){x->m, x};
+            pthread_mutex_unlock(&a->lock);
+            authz_model_free(m);
+            return;
+        }
+    }
+    for (int i = 0; i < ASOF_CACHE; i++) {
+        entry_t *x = &a->ent[i];
+        if (!x->refs && (!slot || !x->valid || (slot->valid && x->used < slot->used)))
+            slot = x;
+    }
+    if (slot) {
+        if (slot->valid)
+            authz_model_free(slot->m);
+        *slot = (entry_t){mrev, m, 1, 1, ++a->tick};
+    }
+    *ref = (model_ref_t){m, slot};
+    pthread_mutex_unlock(&a->lock);
+}
+
+static void model_release(asof_t *a, model_ref_t *ref);
+
+/* The model after model record mrev: a copy of the nearest cached model before it, or of the
+ * last checkpoint (kept in the cache too), moved on by the records in between. */
 static int model_at(asof_t *a, store_txn_t *t, uint64_t rev, model_ref_t *ref, cdn_err_t *err)
 {
-    uint64_t mrev;
+    uint64_t mrev, srev;
+    const char *json;
+    size_t n;
+    model_ref_t base = {NULL, NULL};
+    uint64_t base_rev = 0;
     int rc = history_model_last(t, rev, &mrev);
     if (rc && rc != CDN_ERR_NOT_FOUND)
         return cdn_err_set(err, rc, "the permission history does not read");
@@ -154,25 +215,37 @@ static int model_at(asof_t *a, store_txn_t *t, uint64_t rev, model_ref_t *ref, c
             pthread_mutex_unlock(&a->lock);
             return CDN_OK;
         }
+        if (x->valid && x->mrev < mrev && (!base.ent || x->mrev > base_rev)) {
+            base = (model_ref_t){x->m, x};
+            base_rev = x->mrev;
+        }
     }
+    if (base.ent)
+        base.ent->refs++;
     pthread_mutex_unlock(&a->lock);
+    if (!mrev || history_snap_at(t, mrev, &srev, &json, &n) != CDN_OK)
+        srev = 0;
+    if (!base.ent || base_rev < srev) { /* the checkpoint is nearer: start from it */
+        authz_model_t *cp;
+        if (base.ent)
+            model_release(a, &base);
+        if ((rc = load_checkpoint(t, mrev, &srev, &cp, err)) != 0)
+            return rc;
+        if (srev == mrev) {
+            cache_put(a, mrev, cp, ref);
+            return CDN_OK;
+        }
+        cache_put(a, srev, cp, &base);
+        base_rev = srev;
+    }
     authz_model_t *m;
-    if ((rc = rebuild(t, mrev, &m, err)) != 0)
+    rc = authz_model_clone(base.m, &m, err);
+    model_release(a, &base);
+    if (rc == CDN_OK && (rc = replay_into(t, m, base_rev, mrev, err)) != 0)
+        authz_model_free(m);
+    if (rc)
         return rc;
-    pthread_mutex_lock(&a->lock);
-    entry_t *slot = NULL;
-    for (int i = 0; i < ASOF_CACHE; i++) {
-        entry_t *x = &a->ent[i];
-        if (!x->refs && (!slot || !x->valid || (slot->valid && x->used < slot->used)))
-            slot = x;
-    }
-    if (slot) {
-        if (slot->valid)
-            authz_model_free(slot->m);
-        *slot = (entry_t){mrev, m, 1, 1, ++a->tick};
-    }
-    *ref = (model_ref_t){m, slot};
-    pthread_mutex_unlock(&a->lock);
+    cache_put(a, mrev, m, ref);
     return CDN_OK;
 }
 
@@ -418,5 +491,161 @@ int asof_readable(asof_t *a, const char *coll, const engine_asker_t *who, const 
         rc = history_acls_at(q.t, q.c->cfg.id, rev, list_one, &l);
     question_end(a, &q);
     *n = l.n;
+    return rc;
+}
+
+/* ---- Who could read a chunk over a range of revisions. ---- */
+
+typedef struct points {
+    uint64_t *v;
+    size_t n, cap;
+} points_t;
+
+static int add_point(void *ctx, uint64_t rev)
+{
+    points_t *p = ctx;
+    if (p->n == p->cap) {
+        if (p->cap >= ASOF_RANGE_POINTS_MAX)
+            return CDN_ERR_LIMIT;
+        size_t cap = p->cap ? p->cap * 2 : 64;
+        uint64_t *v = cdn_realloc(p->v, cap * sizeof *v);
+        if (!v)
+            return CDN_ERR_NOMEM;
+        p->v = v;
+        p->cap = cap;
+    }
+    p->v[p->n++] = rev;
+    return 0;
+}
+
+static int add_model_point(void *ctx, const void *key, size_t klen, const void *val, size_t vlen)
+{
+    (void)klen;
+    (void)val;
+    (void)vlen;
+    return add_point(ctx, store_rd64(key));
+}
+
+static int cmp_rev(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+typedef struct names {
+    char **v;
+    size_t n, cap;
+} names_t;
+
+static int add_name(void *ctx, const char *id)
+{
+    names_t *s = ctx;
+    if (s->n == s->cap) {
+        size_t cap = s->cap ? s->cap * 2 : 64;
+        char **v = cdn_realloc(s->v, cap * sizeof *v);
+        if (!v)
+            return CDN_ERR_NOMEM;
+        s->v = v;
+        s->cap = cap;
+    }
+    return (s->v[s->n] = cdn_strdup(id)) ? (s->n++, 0) : CDN_ERR_NOMEM;
+}
+
+static void names_free(names_t *s)
+{
+    for (size_t i = 0; i < s->n; i++)
+        cdn_free(s->v[i]);
+    cdn_free(s->v);
+}
+
+/* At one revision p: every subject of the model then who could read the chunk (ACL packed, n
+ * words), not yet in found, goes to fn. */
+static int readers_at(asof_t *a, store_txn_t *t, const char *coll, const char *action, uint64_t p,
+                      const void *packed, size_t n, cdn_strmap_t *found, asof_reader_fn fn,
+                      void *ctx, cdn_err_t *err)
+{
+    model_ref_t ref;
+    names_t subjects = {0};
+    char resource[COLL_NAME_MAX + 16];
+    int rc = model_at(a, t, p, &ref, err);
+    if (rc)
+        return rc;
+    snprintf(resource, sizeof resource, "collection:%s", coll);
+    rc = authz_subjects(ref.m, add_name, &subjects);
+    for (size_t i = 0; rc == CDN_OK && i < subjects.n; i++) {
+        uint32_t seen;
+        const char *s = subjects.v[i];
+        if (cdn_strmap_get(found, s, strlen(s), &seen) == CDN_OK)
+            continue;
+        authz_request_t req = {0};
+        authz_decision_t d;
+        asof_answer_t ans;
+        engine_asker_t who = {s, NULL, 0};
+        req.subject = s;
+        req.resource = resource;
+        req.action = action;
+        req.cache = AUTHZ_CACHE_BYPASS;
+        if ((rc = authz_is_authorized(ref.m, &req, &d, err)) != 0 || !d.authorized)
+            continue;
+        if ((rc = decide(a->e, ref.m, &who, 1, packed, n, &ans, err)) != 0 || !ans.readable)
+            continue;
+        if ((rc = cdn_strmap_put(found, s, strlen(s), 1)) == CDN_OK)
+            rc = fn(ctx, s, p);
+    }
+    names_free(&subjects);
+    model_release(a, &ref);
+    return rc;
+}
+
+int asof_readers(asof_t *a, const char *coll, const char *id, const char *action, uint64_t r1,
+                 uint64_t r2, asof_reader_fn fn, void *ctx, size_t *n, cdn_err_t *err)
+{
+    coll_t *c;
+    store_txn_t *t;
+    points_t pts = {0};
+    cdn_strmap_t found;
+    int rc;
+    *n = 0;
+    if (r2 < r1)
+        return cdn_err_set(err, CDN_ERR_INVALID, "the range ends before it starts");
+    if ((rc = engine_coll_get(a->e, coll, &c, err)) != 0)
+        return rc;
+    uint32_t cid = c->cfg.id;
+    coll_unref(c);
+    if ((rc = store_txn_begin(a->e->store, 0, &t, err)) != 0)
+        return rc;
+    /* The states in [r1, r2] that may differ for this chunk: r1's, and each later model
+     * change or write of the chunk's ACL. */
+    rc = add_point(&pts, r1);
+    if (rc == CDN_OK)
+        rc = history_model_scan(t, r1, r2, add_model_point, &pts);
+    if (rc == CDN_OK)
+        rc = history_acl_versions(t, cid, id, r1, r2, add_point, &pts);
+    if (rc == CDN_ERR_LIMIT)
+        rc = cdn_err_set(err, rc,
+                         "more than %d changes in the range touch this chunk or the model: ask "
+                         "about a shorter one",
+                         ASOF_RANGE_POINTS_MAX);
+    cdn_strmap_init(&found);
+    if (rc == CDN_OK)
+        qsort(pts.v, pts.n, sizeof *pts.v, cmp_rev);
+    for (size_t i = 0; rc == CDN_OK && i < pts.n; i++) {
+        const void *packed;
+        size_t words;
+        if (i && pts.v[i] == pts.v[i - 1])
+            continue;
+        int arc = history_acl_at(t, cid, id, pts.v[i], &packed, &words);
+        if (arc == CDN_ERR_NOT_FOUND || (arc == CDN_OK && !packed))
+            continue; /* the chunk did not exist then */
+        if (arc) {
+            rc = cdn_err_set(err, arc, "the permission history does not read");
+            break;
+        }
+        rc = readers_at(a, t, coll, action, pts.v[i], packed, words, &found, fn, ctx, err);
+    }
+    *n = found.len;
+    cdn_strmap_free(&found);
+    cdn_free(pts.v);
+    store_txn_abort(t);
     return rc;
 }

@@ -18,7 +18,7 @@
 
 typedef struct asof asof_t;
 
-#define ASOF_CACHE 8 /* rebuilt models kept */
+#define ASOF_CACHE 16 /* models kept: rebuilt ones and checkpoints */
 
 int asof_open(engine_t *e, asof_t **out, cdn_err_t *err);
 void asof_close(asof_t *a);
@@ -28,6 +28,9 @@ void asof_close(asof_t *a);
  * when the data directory started keeping it), CDN_ERR_INVALID for a revision or a time not
  * yet reached. */
 int asof_revision(asof_t *a, uint64_t rev, uint64_t time_us, uint64_t *out, cdn_err_t *err);
+
+/* The first revision the history holds. */
+int asof_start(asof_t *a, uint64_t *rev, cdn_err_t *err);
 
 typedef enum asof_reason {
     ASOF_READABLE = 0,     /* principal is in the view and allowed */
@@ -56,6 +59,16 @@ int asof_check(asof_t *a, const char *coll, const engine_asker_t *who, const cha
 typedef int (*asof_id_fn)(void *ctx, const char *id);
 int asof_readable(asof_t *a, const char *coll, const engine_asker_t *who, const char *action,
                   uint64_t rev, asof_id_fn fn, void *ctx, size_t *n, cdn_err_t *err);
+
+/* Who could read chunk id at some revision in [r1, r2]: calls fn with each subject of the
+ * model and the first revision of the range at which it could (with action on the
+ * collection), once each. The states asked are r1's and those after each model change and
+ * each write of the chunk's ACL in the range: at most ASOF_RANGE_POINTS_MAX, else
+ * CDN_ERR_LIMIT. *n counts the subjects. */
+#define ASOF_RANGE_POINTS_MAX 4096
+typedef int (*asof_reader_fn)(void *ctx, const char *subject, uint64_t first_rev);
+int asof_readers(asof_t *a, const char *coll, const char *id, const char *action, uint64_t r1,
+                 uint64_t r2, asof_reader_fn fn, void *ctx, size_t *n, cdn_err_t *err);
 
 /* is-authorized as the model stood after rev (req as authz_is_authorized takes it). */
 int asof_is_authorized(asof_t *a, const authz_request_t *req, uint64_t rev, authz_decision_t *out,

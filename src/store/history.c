@@ -105,6 +105,37 @@ int history_acl_at(store_txn_t *t, uint32_t coll, const char *id, uint64_t rev, 
     return CDN_OK;
 }
 
+typedef struct versions {
+    const char *id;
+    size_t idlen;
+    uint64_t upto;
+    history_rev_fn fn;
+    void *ctx;
+} versions_t;
+
+static int version_one(void *ctx, const void *key, size_t klen, const void *val, size_t vlen)
+{
+    versions_t *v = ctx;
+    if (klen != ACL_KEY)
+        return CDN_ERR_CORRUPT;
+    uint64_t rev = store_rd64((const unsigned char *)key + 12);
+    if (rev > v->upto)
+        return 1;
+    if (vlen < v->idlen + 1 || memcmp(val, v->id, v->idlen + 1) != 0)
+        return 0; /* another id of the same hash */
+    return v->fn(v->ctx, rev);
+}
+
+int history_acl_versions(store_txn_t *t, uint32_t coll, const char *id, uint64_t after,
+                         uint64_t upto, history_rev_fn fn, void *ctx)
+{
+    unsigned char k[ACL_KEY];
+    versions_t v = {id, strlen(id), upto, fn, ctx};
+    acl_key(k, coll, id, after + 1);
+    int rc = store_scan_from(t, STORE_HIST_ACL, k, 12, k, ACL_KEY, version_one, &v);
+    return rc == 1 ? CDN_OK : rc;
+}
+
 typedef struct acls_at {
     uint64_t rev;
     history_acl_fn fn;

@@ -25,6 +25,11 @@ int history_acl_put(store_txn_t *t, uint32_t coll, const char *id, uint64_t rev,
  * exist yet. */
 int history_acl_at(store_txn_t *t, uint32_t coll, const char *id, uint64_t rev, const void **packed,
                    size_t *n);
+/* Calls fn(ctx, rev) for each revision in (after, upto] at which chunk id's ACL was written
+ * (a delete included), in order. */
+typedef int (*history_rev_fn)(void *ctx, uint64_t rev);
+int history_acl_versions(store_txn_t *t, uint32_t coll, const char *id, uint64_t after,
+                         uint64_t upto, history_rev_fn fn, void *ctx);
 /* Calls fn(ctx, id, packed, n) for each chunk of coll that existed after revision rev, with
  * its ACL then (chunk ids in no particular order). */
 typedef int (*history_acl_fn)(void *ctx, const char *id, const void *packed, size_t n);

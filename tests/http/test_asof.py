@@ -48,6 +48,19 @@ def test_who_could_read_what_then(server):
                               {"collection": "kb", "subject": "alice", "revision": r0,
                                "limit": 3})
     assert st == 200 and b["count"] == 3 and b["truncated"] is True
+    # who could read one of them over the range, and over its second half only
+    some = next(iter(before))
+    st, _, b = server.request("POST", "/v1/asof/readers", {"collection": "kb", "chunk": some})
+    assert st == 200, b
+    could = {r["subject"] for r in b["readers"]}
+    assert "alice" in could and b["count"] == len(could)
+    assert could == {w for w in READERS if docs[some]["groups"] & READERS[w]}
+    st, _, b = server.request("POST", "/v1/asof/readers",
+                              {"collection": "kb", "chunk": some, "from": {"revision": r1}})
+    assert st == 200 and "alice" not in {r["subject"] for r in b["readers"]}
+    st, _, b = server.request("POST", "/v1/asof/readers",
+                              {"collection": "kb", "chunk": some, "from": 5})
+    assert st == 400
     # explain and is-authorized, as they stood
     some = next(iter(before))
     st, _, x = server.request("POST", "/v1/explain", {"subject": "alice", "collection": "kb",

@@ -241,6 +241,61 @@ static void test_what_could_alice_read(void **state)
     }
 }
 
+typedef struct readers {
+    char who[8][16];
+    uint64_t first[8];
+    size_t n;
+} readers_t;
+
+static int keep_reader(void *ctx, const char *subject, uint64_t first)
+{
+    readers_t *r = ctx;
+    assert_true(r->n < 8);
+    snprintf(r->who[r->n], sizeof r->who[0], "%s", subject);
+    r->first[r->n++] = first;
+    return 0;
+}
+
+static void test_who_could_read_over_a_range(void **state)
+{
+    fx_t *f = *state;
+    op(f->db, "{\"op\":\"put_subject\",\"id\":\"bob\",\"kind\":\"user\"}");
+    op(f->db, "{\"op\":\"add_member\",\"group\":\"staff\",\"member\":\"bob\"}");
+    readers_t r = {0};
+    size_t n;
+    /* c1 over the whole story: alice (at its start); bob was created after c1 was gone */
+    cordon_asof_range all = {.collection = "docs", .chunk_id = "c1"};
+    assert_int_equal(cordon_asof_readers(f->db, &all, keep_reader, &r, &n, NULL), 0);
+    assert_int_equal(n, 1);
+    assert_string_equal(r.who[0], "alice");
+    assert_true(r.first[0] <= f->rev[0]);
+    /* between alice leaving eng and c1 being opened to her: nobody */
+    memset(&r, 0, sizeof r);
+    cordon_asof_range gap = {.collection = "docs",
+                             .chunk_id = "c1",
+                             .from_revision = f->rev[1],
+                             .to_revision = f->rev[2] - 1};
+    assert_int_equal(cordon_asof_readers(f->db, &gap, keep_reader, &r, &n, NULL), 0);
+    assert_int_equal(n, 0);
+    /* from then to the end of the story: alice again, first at rev[2] */
+    cordon_asof_range then = {
+        .collection = "docs", .chunk_id = "c1", .from_revision = f->rev[1], .to_us = f->t[5]};
+    assert_int_equal(cordon_asof_readers(f->db, &then, keep_reader, &r, &n, NULL), 0);
+    assert_int_equal(n, 1);
+    assert_int_equal(r.first[0], f->rev[2]);
+    /* c2 (for staff) from rev[4]: alice, until the role went at rev[5]; bob joined staff
+     * only after, when staff could read nothing */
+    memset(&r, 0, sizeof r);
+    cordon_asof_range c2 = {.collection = "docs", .chunk_id = "c2", .from_revision = f->rev[4]};
+    assert_int_equal(cordon_asof_readers(f->db, &c2, keep_reader, &r, &n, NULL), 0);
+    assert_int_equal(n, 1);
+    assert_string_equal(r.who[0], "alice"); /* at rev[4], before the role went */
+    cordon_asof_range bad = {
+        .collection = "docs", .chunk_id = "c2", .from_revision = 9, .to_revision = 3};
+    assert_int_equal(cordon_asof_readers(f->db, &bad, keep_reader, &r, &n, NULL),
+                     CORDON_ERR_INVALID);
+}
+
 static void test_asserted_principals(void **state)
 {
     (void)state;
@@ -348,6 +403,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_bad_questions, setup, teardown),
         cmocka_unit_test_setup_teardown(test_is_authorized_as_of, setup, teardown),
         cmocka_unit_test_setup_teardown(test_what_could_alice_read, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_who_could_read_over_a_range, setup, teardown),
         cmocka_unit_test(test_asserted_principals),
         cmocka_unit_test(test_history_starts_at_first_open),
         cmocka_unit_test_setup_teardown(test_many_model_writes, setup, teardown),

@@ -270,7 +270,9 @@ int cli_demo(int argc, char **argv)
         default: fputs(usage, stderr); return 2;
         }
     }
-    if (cli_open(dir, 0, &d.db) == 0 && setup(&d, corpus) == 0 && questions(&d, nq) == 0 &&
+    /* Served, it records who was shown what, as cordon serve does by default. */
+    cordon_options o = {.audit = serve};
+    if (cli_open_with(dir, &o, &d.db) == 0 && setup(&d, corpus) == 0 && questions(&d, nq) == 0 &&
         (serve || revocation(&d) == 0))
         rc = 0;
     if (rc == 0 && serve) {

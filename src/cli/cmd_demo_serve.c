@@ -173,8 +173,12 @@ int demo_serve(cordon_t *db, const char *dir, const char *listen, const char *qu
            "  curl -s -XPOST http://%s/_cordon/model -H \"Authorization: $KEY\" \\\n"
            "       -H 'Content-Type: application/json' \\\n"
            "       -d '{\"op\": \"remove_member\", \"group\": \"hr\", \"member\": \"bob\"}'\n\n"
+           "  Who was shown what (every search is recorded), and whether those answers were\n"
+           "  readable by their subjects when given, from the permission history:\n"
+           "  curl -s 'http://%s/v1/audit?subject=bob&limit=3' -H \"Authorization: $KEY\"\n"
+           "  curl -s http://%s/v1/audit/verify -H \"Authorization: $KEY\"\n\n"
            "Serving until Ctrl-C.\n",
-           cfg.listen);
+           cfg.listen, cfg.listen, cfg.listen);
     fflush(stdout);
     sigwait(&set, &sig);
     printf("\ncordon demo: stopping the server\n");

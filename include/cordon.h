@@ -619,6 +619,14 @@ typedef int (*cordon_asof_reader_fn)(void *ctx, const char *subject_id, uint64_t
 int cordon_asof_readers(cordon_t *db, const cordon_asof_range *r, cordon_asof_reader_fn fn,
                         void *ctx, size_t *n, cordon_error *err);
 
+/* Retention of the permission history: forgets what only the states before a moment need,
+ * keeping every state from it on answerable (as-of questions about earlier moments then get
+ * CORDON_ERR_NOT_FOUND). The moment is before_revision, or when it is 0 the revision current
+ * at before_us. *start (may be NULL) receives the revision the history now starts at,
+ * *removed (may be NULL) the rows deleted. */
+int cordon_history_prune(cordon_t *db, uint64_t before_revision, uint64_t before_us,
+                         uint64_t *start, uint64_t *removed, cordon_error *err);
+
 /* The audit of cordon's own enforcement: replays the audit records f selects (searches,
  * contexts, gets) against the permission history, asking of every recorded hit whether its
  * subject could read it at the record's revision. Counts records, hits, and hits that were

@@ -105,6 +105,26 @@ int cordon_asof_readers(cordon_t *db, const cordon_asof_range *r, cordon_asof_re
     return api_ret(rc, &e, err);
 }
 
+int cordon_history_prune(cordon_t *db, uint64_t before_revision, uint64_t before_us,
+                         uint64_t *start, uint64_t *removed, cordon_error *err)
+{
+    cdn_err_t e = {0, ""};
+    uint64_t horizon, gone = 0;
+    int rc;
+    if (!db || (!before_revision && !before_us))
+        return api_ret(cdn_err_set(&e, CDN_ERR_INVALID,
+                                   "say from when the history is kept: a revision, or a time in "
+                                   "microseconds since 1970"),
+                       &e, err);
+    if ((rc = asof_revision(db->asof, before_revision, before_us, &horizon, &e)) == CDN_OK)
+        rc = asof_prune(db->asof, horizon, &gone, &e);
+    if (rc == CDN_OK && start)
+        *start = horizon;
+    if (removed)
+        *removed = gone;
+    return api_ret(rc, &e, err);
+}
+
 int api_asof_decide(cordon_t *db, const authz_request_t *req, const char *const *resources,
                     size_t n, authz_decision_t *out, uint64_t *rev, cdn_err_t *e,
                     uint64_t as_of_revision, uint64_t as_of_us)

@@ -30,6 +30,7 @@ void cli_embedder_stop(int pid);
 int cli_embedder(int argc, char **argv);
 int cli_audit(int argc, char **argv);
 int cli_asof(int argc, char **argv);
+int cli_history(int argc, char **argv);
 
 /* Splits "a,b,c" into a NULL-terminated array of strings (one allocation; cdn_free it). */
 char **cli_split(const char *csv, size_t *n);

@@ -1,5 +1,6 @@
 /* cmd_asof.c: `cordon asof`: could a subject read a chunk at a past revision or moment, or
- * which chunks could it read then, from the permission history. Relies on the public API
+ * which chunks could it read then, from the permission history; `cordon history prune`: its
+ * retention. Relies on the public API
  * (cordon_asof_check, cordon_asof_readable) and base/date for --at. Only reads. */
 #include "base/date.h"
 #include "base/mem.h"
@@ -105,5 +106,73 @@ int cli_asof(int argc, char **argv)
         fprintf(stderr, "cordon asof: %s\n", err.message);
         return 1;
     }
+    return 0;
+}
+
+static const char history_usage[] =
+    "usage: cordon history prune --data DIR (--before T | --before-revision R)\n\n"
+    "Forgets the permission history that only the states before a moment need: every state\n"
+    "from revision R (or the one current at time T, ISO-8601 or epoch milliseconds) on stays\n"
+    "answerable by cordon asof, and earlier ones are gone. Prints where the history starts\n"
+    "now and how many rows went.\n";
+
+int cli_history(int argc, char **argv)
+{
+    static const struct option opts[] = {
+        {"data", required_argument, 0, 'd'},
+        {"before", required_argument, 0, 't'},
+        {"before-revision", required_argument, 0, 'r'},
+        {"help", no_argument, 0, 'h'},
+        {0, 0, 0, 0},
+    };
+    const char *dir = NULL;
+    size_t rev = 0;
+    double ms = -1;
+    int c;
+    if (argc < 2 || strcmp(argv[1], "prune")) {
+        fputs(history_usage, argc > 1 && !strcmp(argv[1], "--help") ? stdout : stderr);
+        return argc > 1 && !strcmp(argv[1], "--help") ? 0 : 2;
+    }
+    argv++;
+    argc--;
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+        switch (c) {
+        case 'd': dir = optarg; break;
+        case 'r':
+            if (cli_parse_size("--before-revision", optarg, &rev))
+                return 2;
+            break;
+        case 't':
+            if (cdn_date_parse(optarg, strlen(optarg), CDN_DATE_EPOCH_MS_TEXT, &ms) != 0 ||
+                ms < 0) {
+                fprintf(stderr,
+                        "cordon history: --before takes an ISO-8601 time or epoch "
+                        "milliseconds; got \"%s\"\n",
+                        optarg);
+                return 2;
+            }
+            break;
+        default: fputs(history_usage, c == 'h' ? stdout : stderr); return c == 'h' ? 0 : 2;
+        }
+    }
+    if (!rev == (ms < 0)) {
+        fputs("cordon history prune: give one of --before and --before-revision\n", stderr);
+        return 2;
+    }
+    cordon_t *db;
+    if (cli_open(dir, 1, &db) != 0)
+        return 1;
+    cordon_error err;
+    uint64_t start = 0, removed = 0;
+    int rc = cordon_history_prune(db, rev, ms >= 0 ? (uint64_t)(ms * 1000.0) : 0, &start, &removed,
+                                  &err);
+    cordon_close(db);
+    if (rc) {
+        fprintf(stderr, "cordon history prune: %s\n", err.message);
+        return 1;
+    }
+    printf("the permission history starts at revision %llu now; %llu rows removed\n",
+           (unsigned long long)start, (unsigned long long)removed);
     return 0;
 }

@@ -23,6 +23,7 @@ static const struct command {
     {"delete", cli_delete, "delete chunks by id"},
     {"set-acl", cli_set_acl, "replace the ACL of chunks"},
     {"asof", cli_asof, "could a subject read a chunk at a past moment, and what it could read"},
+    {"history", cli_history, "prune the permission history before a moment"},
     {"audit", cli_audit, "who was shown which chunk: the retrieval audit's records"},
     {"keys", cli_keys, "create, list or revoke the API keys of cordon serve"},
     {"embedder", cli_embedder, "run the local embedding server (OpenAI-compatible, 512-d)"},

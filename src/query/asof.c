@@ -73,7 +73,12 @@ int asof_revision(asof_t *a, uint64_t rev, uint64_t time_us, uint64_t *out, cdn_
         return rc;
     if ((rc = history_start_get(t, &start, &set)) == CDN_OK && !rev) {
         rc = history_rev_at(t, time_us, &rev);
-        if (rc == CDN_ERR_NOT_FOUND)
+        if (rc == CDN_ERR_NOT_FOUND && start)
+            rc = cdn_err_set(err, CDN_ERR_NOT_FOUND,
+                             "the permission history starts at revision %llu: that moment is "
+                             "before it",
+                             (unsigned long long)start);
+        else if (rc == CDN_ERR_NOT_FOUND)
             rc = cdn_err_set(err, CDN_ERR_NOT_FOUND,
                              "nothing was written yet at that moment: no state to ask about");
     }
@@ -648,4 +653,49 @@ int asof_readers(asof_t *a, const char *coll, const char *id, const char *action
     cdn_free(pts.v);
     store_txn_abort(t);
     return rc;
+}
+
+/* ---- Retention. ---- */
+
+int asof_prune(asof_t *a, uint64_t horizon, uint64_t *removed, cdn_err_t *err)
+{
+    store_txn_t *t;
+    uint64_t mrev = 0, srev = 0;
+    const char *json;
+    size_t n;
+    char *whole = NULL;
+    int rc = store_txn_begin(a->e->store, 0, &t, err);
+    *removed = 0;
+    if (rc)
+        return rc;
+    /* The state at the horizon starts from a checkpoint at its last model record: made now
+     * from the history when there is none there. */
+    rc = history_model_last(t, horizon, &mrev);
+    if (rc == CDN_OK && (history_snap_at(t, mrev, &srev, &json, &n) != CDN_OK || srev != mrev)) {
+        model_ref_t ref;
+        if ((rc = model_at(a, t, horizon, &ref, err)) == CDN_OK) {
+            rc = authz_export(ref.m, &whole, err);
+            model_release(a, &ref);
+        }
+    } else if (rc == CDN_ERR_NOT_FOUND) {
+        rc = CDN_OK; /* no model record before it: the model was empty, and nothing goes */
+        mrev = 0;
+    }
+    store_txn_abort(t);
+    if (rc)
+        return rc;
+    if ((rc = store_txn_begin(a->e->store, 1, &t, err)) != 0) {
+        cdn_free(whole);
+        return rc;
+    }
+    if (whole)
+        rc = history_snap_put(t, mrev, whole);
+    cdn_free(whole);
+    if (rc == CDN_OK)
+        rc = history_prune(t, horizon, mrev, removed);
+    if (rc) {
+        store_txn_abort(t);
+        return cdn_err_set(err, rc, "cannot prune the permission history: %s", cdn_strerror(rc));
+    }
+    return store_txn_commit(t, err);
 }

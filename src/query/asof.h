@@ -74,6 +74,10 @@ int asof_readers(asof_t *a, const char *coll, const char *id, const char *action
 int asof_is_authorized(asof_t *a, const authz_request_t *req, uint64_t rev, authz_decision_t *out,
                        cdn_err_t *err);
 
+/* Forgets the history before revision horizon (store/history.h's history_prune), writing the
+ * checkpoint the horizon's state needs first. *removed counts the rows deleted. */
+int asof_prune(asof_t *a, uint64_t horizon, uint64_t *removed, cdn_err_t *err);
+
 /* Human-readable name of a reason ("READABLE", "DENIED", ...). */
 const char *asof_reason_name(asof_reason_t r);
 

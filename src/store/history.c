@@ -10,7 +10,8 @@
 #include <string.h>
 #include <xxhash.h>
 
-#define ACL_KEY 20 /* coll 4, hash 8, revision 8 */
+#define ACL_KEY 20     /* coll 4, hash 8, revision 8 */
+#define HIST_ID_MAX 511 /* the longest chunk id a version may name (LMDB's key limit) */
 
 static void acl_key(unsigned char *k, uint32_t coll, const char *id, uint64_t rev)
 {
@@ -317,4 +318,155 @@ int history_start_set(store_txn_t *t, uint64_t rev)
     unsigned char b[8];
     store_be64(b, rev);
     return store_put(t, STORE_META, "hist_start", 10, b, 8);
+}
+
+/* ---- Retention. ---- */
+
+typedef struct keys {
+    unsigned char (*k)[24]; /* keys to delete, up to 20 bytes each, length in the last byte */
+    size_t n, cap;
+} keys_t;
+
+static int keys_add(keys_t *ks, const void *key, size_t klen)
+{
+    if (klen > 20)
+        return CDN_ERR_CORRUPT;
+    if (ks->n == ks->cap) {
+        size_t cap = ks->cap ? ks->cap * 2 : 1024;
+        void *v = cdn_realloc(ks->k, cap * sizeof *ks->k);
+        if (!v)
+            return CDN_ERR_NOMEM;
+        ks->k = v;
+        ks->cap = cap;
+    }
+    memcpy(ks->k[ks->n], key, klen);
+    ks->k[ks->n][23] = (unsigned char)klen;
+    ks->n++;
+    return 0;
+}
+
+static int keys_delete(store_txn_t *t, store_table_t tb, const keys_t *ks)
+{
+    for (size_t i = 0; i < ks->n; i++) {
+        int rc = store_del(t, tb, ks->k[i], ks->k[i][23]);
+        if (rc && rc != CDN_ERR_NOT_FOUND)
+            return rc;
+    }
+    return CDN_OK;
+}
+
+/* The versions of one hash group seen so far, per id: the newest at or before the horizon
+ * is kept and every one older goes. */
+typedef struct acl_prune {
+    uint64_t horizon;
+    keys_t *del;
+    unsigned char group[12];
+    int in_group;
+    char ids[8][HIST_ID_MAX + 1];
+    unsigned char keep[8][ACL_KEY]; /* the newest version <= horizon of each id, so far */
+    int has_keep[8];
+    size_t nids;
+} acl_prune_t;
+
+static int acl_prune_one(void *ctx, const void *key, size_t klen, const void *val, size_t vlen)
+{
+    acl_prune_t *p = ctx;
+    const char *id = val;
+    size_t idlen = vlen ? strnlen(id, vlen) : 0;
+    if (klen != ACL_KEY || idlen == vlen || idlen > HIST_ID_MAX)
+        return CDN_ERR_CORRUPT;
+    if (!p->in_group || memcmp(p->group, key, 12) != 0) {
+        memcpy(p->group, key, 12);
+        p->in_group = 1;
+        p->nids = 0;
+    }
+    if (store_rd64((const unsigned char *)key + 12) > p->horizon)
+        return 0; /* newer than the horizon: kept */
+    size_t i = 0;
+    while (i < p->nids && strcmp(p->ids[i], id))
+        i++;
+    if (i == p->nids) {
+        if (p->nids == 8)
+            return CDN_ERR_LIMIT;
+        memcpy(p->ids[i], id, idlen + 1);
+        p->has_keep[i] = 0;
+        p->nids++;
+    }
+    /* a newer version at or before the horizon: the one kept so far goes */
+    if (p->has_keep[i]) {
+        int rc = keys_add(p->del, p->keep[i], ACL_KEY);
+        if (rc)
+            return rc;
+    }
+    memcpy(p->keep[i], key, ACL_KEY);
+    p->has_keep[i] = 1;
+    return 0;
+}
+
+static int collect_before(void *ctx, const void *key, size_t klen, const void *val, size_t vlen)
+{
+    void **c = ctx; /* {keys, bound key, bound length} */
+    (void)val;
+    (void)vlen;
+    size_t bl = *(size_t *)c[2];
+    if (memcmp(key, c[1], klen < bl ? klen : bl) >= 0)
+        return 1;
+    return keys_add(c[0], key, klen);
+}
+
+static int collect_time(void *ctx, const void *key, size_t klen, const void *val, size_t vlen)
+{
+    void **c = ctx; /* {keys, &horizon} */
+    (void)val;
+    (void)vlen;
+    if (klen != 16)
+        return CDN_ERR_CORRUPT;
+    if (store_rd64((const unsigned char *)key + 8) >= *(uint64_t *)c[1])
+        return 1;
+    return keys_add(c[0], key, klen);
+}
+
+int history_prune(store_txn_t *t, uint64_t horizon, uint64_t checkpoint, uint64_t *removed)
+{
+    keys_t del = {NULL, 0, 0};
+    acl_prune_t *ap = cdn_calloc(1, sizeof *ap);
+    int rc = ap ? CDN_OK : CDN_ERR_NOMEM;
+    *removed = 0;
+    if (rc == CDN_OK) {
+        ap->horizon = horizon;
+        ap->del = &del;
+        rc = store_scan_prefix(t, STORE_HIST_ACL, NULL, 0, acl_prune_one, ap);
+    }
+    cdn_free(ap);
+    if (rc == CDN_OK)
+        rc = keys_delete(t, STORE_HIST_ACL, &del);
+    *removed += del.n;
+    /* model records and checkpoints before the checkpoint the horizon's state starts from */
+    unsigned char bound[16];
+    size_t bl = 8;
+    store_be64(bound, checkpoint);
+    for (int tb = 0; rc == CDN_OK && tb < 2; tb++) {
+        void *c[3] = {&del, bound, &bl};
+        del.n = 0;
+        store_table_t table = tb ? STORE_HIST_SNAP : STORE_HIST_MODEL;
+        if ((rc = store_scan_prefix(t, table, NULL, 0, collect_before, c)) == 1)
+            rc = CDN_OK;
+        if (rc == CDN_OK)
+            rc = keys_delete(t, table, &del);
+        *removed += del.n;
+    }
+    /* commit times of the revisions before the horizon */
+    if (rc == CDN_OK) {
+        void *c[2] = {&del, &horizon};
+        del.n = 0;
+        if ((rc = store_scan_prefix(t, STORE_HIST_TIME, NULL, 0, collect_time, c)) == 1)
+            rc = CDN_OK;
+        if (rc == CDN_OK)
+            rc = keys_delete(t, STORE_HIST_TIME, &del);
+        *removed += del.n;
+    }
+    if (rc == CDN_OK)
+        rc = history_start_set(t, horizon);
+    cdn_free(del.k);
+    return rc;
 }

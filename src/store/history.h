@@ -49,6 +49,13 @@ int history_snap_at(store_txn_t *t, uint64_t rev, uint64_t *srev, const char **j
 /* Calls fn for each model record with a revision in (after, upto], in order. */
 int history_model_scan(store_txn_t *t, uint64_t after, uint64_t upto, store_iter_fn fn, void *ctx);
 
+/* Retention: forgets what only states before revision horizon need. Each chunk keeps its
+ * newest ACL version at or before the horizon and every later one; model records and
+ * checkpoints before checkpoint (a checkpoint at or before the horizon, which the caller has
+ * written if there was none) go, and commit times of revisions before the horizon; the
+ * history then starts at the horizon. *removed counts the rows deleted. */
+int history_prune(store_txn_t *t, uint64_t horizon, uint64_t checkpoint, uint64_t *removed);
+
 /* The first revision the history holds (META "hist_start"): earlier states cannot be asked
  * about. */
 int history_start_get(store_txn_t *t, uint64_t *rev, int *set);

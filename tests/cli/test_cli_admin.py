@@ -157,3 +157,20 @@ def test_asof_answers_by_revision_and_time(cordon, data, tmp_path):
     assert "nothing was written yet" in p.stderr
     p = cordon(*base, "--as", "group:hr", "--chunk", "a", check=2)  # no revision or time
     assert "--revision" in p.stderr
+
+
+def test_history_prune_keeps_later_states(cordon, data, tmp_path):
+    load(cordon, data, write_lines(tmp_path, CHUNKS))
+    revs = []
+    for group in ("group:eng", "group:ops", "group:eng"):
+        p = cordon("set-acl", "--data", data, "--collection", "docs", "--allow", group, "a",
+                   check=0)
+        revs.append(int(p.stdout.split("revision ")[1]))
+    p = cordon("history", "prune", "--data", data, "--before-revision", str(revs[1]), check=0)
+    assert f"starts at revision {revs[1]}" in p.stdout
+    base = ["asof", "--data", data, "--collection", "docs", "--as", "group:ops", "--chunk", "a"]
+    assert cordon(*base, "--revision", str(revs[1]), check=0).stdout.startswith("readable")
+    assert cordon(*base, "--revision", str(revs[2]), check=0).stdout.startswith("not readable")
+    p = cordon(*base, "--revision", str(revs[0]), check=1)
+    assert "history starts" in p.stderr
+    assert cordon("history", "prune", "--data", data, check=2).returncode == 2

@@ -396,6 +396,70 @@ static void test_many_model_writes(void **state)
     free(revs);
 }
 
+/* Retention: states from the horizon on answer as before, earlier ones are gone. */
+static void test_prune_keeps_what_comes_after(void **state)
+{
+    fx_t *f = *state;
+    enum { N = 600 };
+    uint64_t *revs = calloc(N, sizeof *revs), s = 7, start, removed;
+    cordon_error err;
+    op(f->db, "{\"op\":\"grant\",\"to\":\"staff\",\"to_kind\":\"group\",\"role\":\"reader\"}");
+    put(f->db, "c9", "group:eng", NULL, NULL);
+    for (int i = 0; i < N; i++) {
+        char json[160];
+        snprintf(json, sizeof json, "{\"op\":\"%s\",\"group\":\"eng\",\"member\":\"alice\"}",
+                 i % 2 ? "remove_member" : "add_member");
+        revs[i] = op(f->db, json);
+        if (i % 50 == 7) /* and the chunk's ACL changes now and then, back and forth */
+            put(f->db, "c9", i % 100 == 7 ? "group:staff" : "group:eng", NULL, NULL);
+    }
+    /* every answer before the pruning, to compare with */
+    cordon_subject alice = {.subject_id = "alice"};
+    int *before = calloc(N, sizeof *before);
+    for (int i = 0; i < N; i++) {
+        cordon_asof_request q = {
+            .collection = "docs", .subject = &alice, .chunk_id = "c9", .revision = revs[i]};
+        cordon_asof_answer a;
+        assert_int_equal(cordon_asof_check(f->db, &q, &a, NULL), 0);
+        before[i] = a.readable;
+    }
+    assert_int_equal(cordon_history_prune(f->db, 0, 0, NULL, NULL, &err), CORDON_ERR_INVALID);
+    assert_int_equal(cordon_history_prune(f->db, revs[333], 0, &start, &removed, &err), 0);
+    assert_int_equal(start, revs[333]);
+    assert_true(removed > 300); /* model records, ACL versions, commit times */
+    for (int pass = 0; pass < 2; pass++) {
+        for (int k = 0; k < 200; k++) {
+            int i = k < 2 ? (k ? N - 1 : 333) : 333 + (int)(tu_rand(&s) % (N - 333));
+            cordon_asof_request q = {
+                .collection = "docs", .subject = &alice, .chunk_id = "c9", .revision = revs[i]};
+            cordon_asof_answer a;
+            assert_int_equal(cordon_asof_check(f->db, &q, &a, NULL), 0);
+            assert_int_equal(a.readable, before[i]);
+        }
+        cordon_asof_request early = {
+            .collection = "docs", .subject = &alice, .chunk_id = "c9", .revision = revs[332]};
+        cordon_asof_answer a;
+        assert_int_equal(cordon_asof_check(f->db, &early, &a, &err), CORDON_ERR_NOT_FOUND);
+        assert_non_null(strstr(err.message, "history starts"));
+        early.revision = 0;
+        early.time_us = f->t[0];
+        assert_int_equal(cordon_asof_check(f->db, &early, &a, &err), CORDON_ERR_NOT_FOUND);
+        api_db_reopen(f->dir, &f->db); /* and after a restart, from the pruned tables */
+    }
+    /* pruning again, later, and the readable list at the horizon */
+    assert_int_equal(cordon_history_prune(f->db, revs[500], 0, &start, &removed, NULL), 0);
+    cordon_asof_request q = {.collection = "docs", .subject = &alice, .revision = revs[500]};
+    size_t n;
+    ids_t got = {0};
+    assert_int_equal(cordon_asof_readable(f->db, &q, keep_id, &got, &n, NULL, NULL), 0);
+    int c9 = 0;
+    for (size_t j = 0; j < got.n; j++)
+        c9 |= !strcmp(got.v[j], "c9");
+    assert_int_equal(c9, before[500]);
+    free(before);
+    free(revs);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -404,6 +468,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_is_authorized_as_of, setup, teardown),
         cmocka_unit_test_setup_teardown(test_what_could_alice_read, setup, teardown),
         cmocka_unit_test_setup_teardown(test_who_could_read_over_a_range, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_prune_keeps_what_comes_after, setup, teardown),
         cmocka_unit_test(test_asserted_principals),
         cmocka_unit_test(test_history_starts_at_first_open),
         cmocka_unit_test_setup_teardown(test_many_model_writes, setup, teardown),

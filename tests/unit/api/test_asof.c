@@ -3,7 +3,8 @@
  * is deleted, the role is revoked), by revision and by time; is-authorized as of a revision;
  * the chunks a subject could read then; the same answers after a reopen; asserted principals;
  * a data directory that starts its history late answers from then on only; a model rebuilt
- * past a checkpoint (hundreds of model writes); and the audit's replay against the history.
+ * past a checkpoint (hundreds of model writes); retention; who could read over a range; and
+ * questions from several threads while the model changes.
  * Relies on cmocka, the public API and store.h (to make a directory without a history). */
 /* cmocka.h needs these four first. */
 // clang-format off
@@ -14,6 +15,7 @@
 #include <cmocka.h>
 // clang-format on
 
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -396,6 +398,63 @@ static void test_many_model_writes(void **state)
     free(revs);
 }
 
+typedef struct asker {
+    cordon_t *db;
+    const uint64_t *revs;
+    int n, wrong, failed;
+    uint64_t seed;
+} asker_t;
+
+static void *ask_many(void *arg)
+{
+    asker_t *k = arg;
+    cordon_subject alice = {.subject_id = "alice"};
+    for (int j = 0; j < 150; j++) {
+        int i = (int)(tu_rand(&k->seed) % (uint64_t)k->n);
+        cordon_asof_request q = {
+            .collection = "docs", .subject = &alice, .chunk_id = "c9", .revision = k->revs[i]};
+        cordon_asof_answer a;
+        if (cordon_asof_check(k->db, &q, &a, NULL))
+            k->failed++;
+        else
+            k->wrong += a.readable != (i % 2 == 0);
+    }
+    return NULL;
+}
+
+/* Questions from several threads at once, while the model keeps changing: the shared cache
+ * of past models hands each the right one. */
+static void test_concurrent_questions(void **state)
+{
+    fx_t *f = *state;
+    enum { N = 600, T = 4 };
+    uint64_t *revs = calloc(N, sizeof *revs);
+    op(f->db, "{\"op\":\"grant\",\"to\":\"staff\",\"to_kind\":\"group\",\"role\":\"reader\"}");
+    put(f->db, "c9", "group:eng", NULL, NULL);
+    op(f->db, "{\"op\":\"put_subject\",\"id\":\"zed\",\"kind\":\"user\"}");
+    for (int i = 0; i < N; i++) {
+        char json[160];
+        snprintf(json, sizeof json, "{\"op\":\"%s\",\"group\":\"eng\",\"member\":\"alice\"}",
+                 i % 2 ? "remove_member" : "add_member");
+        revs[i] = op(f->db, json);
+    }
+    pthread_t th[T];
+    asker_t k[T];
+    for (int t = 0; t < T; t++) {
+        k[t] = (asker_t){f->db, revs, N, 0, 0, (uint64_t)t + 1};
+        assert_int_equal(pthread_create(&th[t], NULL, ask_many, &k[t]), 0);
+    }
+    for (int i = 0; i < 100; i++) /* the world moves on meanwhile */
+        op(f->db, i % 2 ? "{\"op\":\"remove_member\",\"group\":\"eng\",\"member\":\"zed\"}"
+                        : "{\"op\":\"add_member\",\"group\":\"eng\",\"member\":\"zed\"}");
+    for (int t = 0; t < T; t++) {
+        pthread_join(th[t], NULL);
+        assert_int_equal(k[t].failed, 0);
+        assert_int_equal(k[t].wrong, 0);
+    }
+    free(revs);
+}
+
 /* Retention: states from the horizon on answer as before, earlier ones are gone. */
 static void test_prune_keeps_what_comes_after(void **state)
 {
@@ -469,6 +528,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_what_could_alice_read, setup, teardown),
         cmocka_unit_test_setup_teardown(test_who_could_read_over_a_range, setup, teardown),
         cmocka_unit_test_setup_teardown(test_prune_keeps_what_comes_after, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_concurrent_questions, setup, teardown),
         cmocka_unit_test(test_asserted_principals),
         cmocka_unit_test(test_history_starts_at_first_open),
         cmocka_unit_test_setup_teardown(test_many_model_writes, setup, teardown),

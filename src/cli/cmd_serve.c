@@ -8,6 +8,7 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 static const char serve_usage[] =
     "usage: cordon serve --data DIR [--listen HOST:PORT] [--config FILE]\n\n"
@@ -19,6 +20,25 @@ static const char serve_usage[] =
     "On first start of a data directory without keys it creates an admin key and prints it\n"
     "once (or takes CORDON_BOOTSTRAP_KEY=ID:SECRET). SIGTERM or SIGINT: stops accepting,\n"
     "finishes the requests in flight, closes the data directory and exits 0.\n";
+
+static void prune_history(cordon_t *db, unsigned days)
+{
+    struct timespec now;
+    cordon_error err;
+    uint64_t start, removed;
+    clock_gettime(CLOCK_REALTIME, &now);
+    uint64_t us = (uint64_t)now.tv_sec * 1000000u, keep = (uint64_t)days * 86400u * 1000000u;
+    if (us <= keep)
+        return;
+    int rc = cordon_history_prune(db, 0, us - keep, &start, &removed, &err);
+    if (rc == CORDON_OK && removed)
+        fprintf(stderr,
+                "cordon: the permission history starts at revision %llu now (%llu rows "
+                "older than %u days removed)\n",
+                (unsigned long long)start, (unsigned long long)removed, days);
+    else if (rc && rc != CORDON_ERR_NOT_FOUND) /* NOT_FOUND: nothing that old yet */
+        fprintf(stderr, "cordon: the permission history could not be pruned: %s\n", err.message);
+}
 
 int cli_serve(int argc, char **argv)
 {
@@ -77,7 +97,18 @@ int cli_serve(int argc, char **argv)
     printf("cordon: serving %s on %s (port %u)%s; Ctrl-C stops\n", dir, cfg.listen,
            http_server_port(srv), cfg.tls_cert_file[0] ? " over HTTPS" : "");
     fflush(stdout);
-    sigwait(&set, &sig);
+    /* Waits for a signal; meanwhile, with history_retain_days, forgets the permission history
+     * older than that, now and every hour. */
+    for (;;) {
+        if (cfg.history_retain_days) {
+            prune_history(db, cfg.history_retain_days);
+            struct timespec hour = {3600, 0};
+            if ((sig = sigtimedwait(&set, NULL, &hour)) > 0)
+                break;
+        } else if (sigwait(&set, &sig) == 0) {
+            break;
+        }
+    }
     fprintf(stderr, "cordon: %s: finishing requests in flight, then closing %s\n",
             sig == SIGINT ? "interrupted" : "terminated", dir);
     http_server_stop(srv);

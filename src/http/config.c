@@ -76,6 +76,8 @@ static const key_spec_t k_keys[] = {
      BYTES_ACCEPTED("0 (no bound) to 1024gb")},
     {"audit_queries", K_UNSIGNED, AT(audit_queries), 0, 1,
      "0 (records carry a hash of the query) or 1 (the query text too)"},
+    {"history_retain_days", K_UNSIGNED, AT(history_retain_days), 0, 36500,
+     "0 (keep the whole permission history) to 36500 days"},
 };
 #define N_KEYS (sizeof k_keys / sizeof k_keys[0])
 #define RULE_PREFIX "index."

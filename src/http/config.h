@@ -46,6 +46,9 @@ typedef struct http_config {
     unsigned audit_retain_days; /* 0 (default): keep every record */
     size_t audit_max_bytes;     /* 0 (default): no size bound */
     unsigned audit_queries;     /* 1: records carry the query text */
+    /* The permission history (docs/internals/asof.md): states older than this are forgotten
+     * at start and every hour; 0 (default): kept. */
+    unsigned history_retain_days;
 } http_config_t;
 
 struct cordon_options;
@@ -61,7 +64,7 @@ void http_config_defaults(http_config_t *c);
  * (bytes, or with the suffixes b, kb, mb, gb as Elasticsearch's: "100mb"), max_bulk_items,
  * json_depth_max, write_queue, request_timeout_s, idle_timeout_s, max_result_window,
  * access_log, acl_field, denied_field, audit, audit_sync, audit_flush_ms, audit_retain_days,
- * audit_max_bytes, audit_queries, and per-pattern rules `index.<pattern>.acl_field` /
+ * audit_max_bytes, audit_queries, history_retain_days, and per-pattern rules `index.<pattern>.acl_field` /
  * `index.<pattern>.denied_field` (JSON: "indices": {"<pattern>": {"acl_field": ..}} as well).
  * A rule's field left unset takes the file's acl_field or denied_field.
  * Returns 0; CDN_ERR_IO when the file cannot be read; CDN_ERR_INVALID for an unknown key, a

@@ -3,9 +3,12 @@ and by time, /v1/explain and /api/auth/is-authorized with `revision` or `as_of`,
 /v1/audit/verify, which replays the audit's records against the permission history. Every
 answer is checked against the test's own record of who could read what at each revision."""
 import datetime
+import os
+import subprocess
 import time
 
 from test_v1 import load, READERS, readable
+from wire import ROOT
 
 
 def revision(server):
@@ -122,3 +125,23 @@ def test_bad_questions_and_who_may_ask(server):
                               {"subject": "alice", "revision": "x", "permission": {
                                   "resource": "collection:kb", "action": "search"}})
     assert st == 200 and b["data"]["reason"] == "INVALID_REQUEST"
+
+
+def test_a_server_that_prunes_its_history_still_answers(tmp_path):
+    from wire import Server
+    conf = tmp_path / "cordon.conf"
+    conf.write_text("history_retain_days = 30\n")
+    s = Server(str(tmp_path / "data"), extra_args=("--config", str(conf)))
+    try:
+        docs = load(s)
+        r = revision(s)
+        st, _, b = s.request("POST", "/v1/asof/readable",
+                             {"collection": "kb", "subject": "alice", "revision": r})
+        assert st == 200 and set(b["ids"]) == readable(docs, "alice")
+    finally:
+        assert s.stop() == 0, s.stderr  # SIGTERM ends the hourly wait at once
+    conf.write_text("history_retain_days = 99999\n")
+    binary = os.environ.get("CORDON_BIN", os.path.join(ROOT, "build/release/cordon"))
+    p = subprocess.run([binary, "serve", "--data", str(tmp_path / "data"), "--config", str(conf)],
+                       capture_output=True, text=True, timeout=60)
+    assert p.returncode == 2 and "history_retain_days" in p.stderr

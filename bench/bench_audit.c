@@ -271,12 +271,12 @@ static int bench_asof(const opts_t *o, asof_row_t *row)
                  (int)(bench_rng_next(&s) % AS_GROUPS), u);
         rc = rc ? rc : model_op(db, json);
     }
-    char names[AS_GROUPS][16];
+    char names[AS_GROUPS][24];
     for (int g = 0; g < AS_GROUPS; g++)
         snprintf(names[g], sizeof names[g], "group:g%d", g);
     enum { BATCH = 1000 };
     cordon_chunk ch[BATCH];
-    char ids[BATCH][16];
+    char ids[BATCH][24];
     const char *allow[BATCH][2];
     for (int at = 0; at < AS_CHUNKS && !rc; at += BATCH) {
         for (int j = 0; j < BATCH; j++) {
@@ -296,7 +296,7 @@ static int bench_asof(const opts_t *o, asof_row_t *row)
             cordon_error e2 = {0};
             (void)cordon_model_apply(db, json, NULL, &e2); /* removing a non-member is refused */
         } else {
-            char id[16];
+            char id[24];
             const char *a[1] = {names[g]};
             snprintf(id, sizeof id, "c%d", (int)(bench_rng_next(&s) % AS_CHUNKS));
             cordon_acl_change c = {.id = id, .allowed = a, .n_allowed = 1};
@@ -310,7 +310,7 @@ static int bench_asof(const opts_t *o, asof_row_t *row)
     enum { QUESTIONS = 2000 };
     double *us = cdn_malloc(QUESTIONS * sizeof *us);
     for (int k = 0; k < QUESTIONS && !rc; k++) {
-        char user[16], id[16];
+        char user[24], id[24];
         snprintf(user, sizeof user, "u%d", (int)(bench_rng_next(&s) % AS_USERS));
         snprintf(id, sizeof id, "c%d", (int)(bench_rng_next(&s) % AS_CHUNKS));
         cordon_subject subj = {.subject_id = user};

@@ -67,3 +67,21 @@ def test_bench_load_refuses_bad_options(cordon):
     assert cordon("bench", "load", "--mode", "fuzzy").returncode == 2
     assert cordon("bench", "load", "--key", "a:b").returncode == 2
     assert "--users" in cordon("bench", "load", "--help", check=0).stdout
+
+
+def test_bench_audit_runs_and_prints_its_rows(cordon):
+    p = cordon("bench", "audit", "--size", "2000", "--queries", "20", "--passes", "1",
+               "--changes", "300", "--format", "json")
+    assert p.returncode == 0, (p.stdout, p.stderr)
+    doc = json.loads(p.stdout)
+    rows = doc["rows"]
+    sides = {(r["audit"], r["readable"]) for r in rows if "audit" in r}
+    assert sides == {(a, s) for a in ("off", "on", "on-sync") for s in (1, 0.1, 0.01)}
+    for r in rows:
+        if "audit" in r:
+            assert r["p50_ms"] > 0 and r["p99_ms"] >= r["p50_ms"]
+            assert (r["bytes_per_record"] > 0) == (r["audit"] != "off")
+    asof = [r for r in rows if r.get("op") == "asof_check"]
+    assert len(asof) == 1 and asof[0]["changes"] > 100
+    assert asof[0]["p95_us"] >= asof[0]["p50_us"] > 0
+    assert cordon("bench", "audit", "--size", "10").returncode == 2

@@ -64,11 +64,11 @@ void http_config_defaults(http_config_t *c);
  * (bytes, or with the suffixes b, kb, mb, gb as Elasticsearch's: "100mb"), max_bulk_items,
  * json_depth_max, write_queue, request_timeout_s, idle_timeout_s, max_result_window,
  * access_log, acl_field, denied_field, audit, audit_sync, audit_flush_ms, audit_retain_days,
- * audit_max_bytes, audit_queries, history_retain_days, and per-pattern rules `index.<pattern>.acl_field` /
- * `index.<pattern>.denied_field` (JSON: "indices": {"<pattern>": {"acl_field": ..}} as well).
- * A rule's field left unset takes the file's acl_field or denied_field.
- * Returns 0; CDN_ERR_IO when the file cannot be read; CDN_ERR_INVALID for an unknown key, a
- * key given twice, a bad value or malformed JSON, with "FILE:LINE: ..." naming the key and
+ * audit_max_bytes, audit_queries, history_retain_days, and per-pattern rules
+ * `index.<pattern>.acl_field` / `index.<pattern>.denied_field` (JSON: "indices": {"<pattern>":
+ * {"acl_field": ..}} as well). A rule's field left unset takes the file's acl_field or
+ * denied_field. Returns 0; CDN_ERR_IO when the file cannot be read; CDN_ERR_INVALID for an unknown
+ * key, a key given twice, a bad value or malformed JSON, with "FILE:LINE: ..." naming the key and
  * what is accepted; CDN_ERR_LIMIT for a file over HTTP_CONFIG_FILE_MAX or more than
  * HTTP_CONFIG_RULES_MAX patterns. On failure c may hold some of the file's values. */
 int http_config_load(http_config_t *c, const char *path, cdn_err_t *err);

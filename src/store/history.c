@@ -10,7 +10,7 @@
 #include <string.h>
 #include <xxhash.h>
 
-#define ACL_KEY 20     /* coll 4, hash 8, revision 8 */
+#define ACL_KEY 20      /* coll 4, hash 8, revision 8 */
 #define HIST_ID_MAX 511 /* the longest chunk id a version may name (LMDB's key limit) */
 
 static void acl_key(unsigned char *k, uint32_t coll, const char *id, uint64_t rev)

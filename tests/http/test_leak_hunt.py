@@ -11,7 +11,8 @@ subject read is a leak; a count no such state gives is a leak too. Every request
 own X-Opaque-Id, and the retrieval audit is replayed at the end: each answer's record holds
 exactly the chunks it showed, and every chunk any record says was shown was readable by its
 subject at the record's revision (which pins the Elasticsearch answers to one state, where the
-answers themselves leave a range). A failure names its seed:
+answers themselves leave a range); the engine's own replay of the log against its permission
+history (/v1/audit/verify) must find the same. A failure names its seed:
 CORDON_HUNT_SEEDS=7 reruns it, CORDON_HUNT_SECONDS makes each seed's run longer."""
 import json
 import os
@@ -358,6 +359,10 @@ def test_leak_hunt_over_http(tmp_path, seed):
         print(f"leak hunt seed {seed}: the audit replayed: {n_records} records, "
               f"{len(problems)} problems")
         assert not problems, f"seed {seed}: {problems[:10]}"
+        # and the engine's own replay of its audit against its permission history
+        code, _, v = server.request("GET", "/v1/audit/verify?collection=hunt")
+        assert code == 200 and v["records"] == n_records, v
+        assert v["unreadable"] == 0 and v["unjudged"] == 0, v["problems"][:10]
         assert n_records >= len(hunt.answers) // 2
         assert hunt.ops >= 10 and len(hunt.answers) >= 50, (hunt.ops, len(hunt.answers))
         assert len(kinds) == 7, kinds  # every read route was exercised

@@ -32,6 +32,23 @@ static const char *op_name(op_t op)
     return n[op];
 }
 
+/* The status and type of an item whose put failed after its document passed the checks. */
+static int put_status(int rc)
+{
+    return rc == CORDON_ERR_NOMEM       ? 503
+           : rc == CORDON_ERR_NOT_FOUND ? 404
+           : rc == CORDON_ERR_INVALID   ? 400
+                                        : 500; /* the disk or the database is full or failing */
+}
+
+static const char *put_type(int rc)
+{
+    return rc == CORDON_ERR_NOMEM       ? "circuit_breaking_exception"
+           : rc == CORDON_ERR_NOT_FOUND ? "index_not_found_exception"
+           : rc == CORDON_ERR_INVALID   ? "mapper_parsing_exception"
+                                        : "exception";
+}
+
 static void item_error(item_t *it, int status, const char *type, const char *reason)
 {
     json_decref(it->result);
@@ -266,11 +283,8 @@ static void flush(http_ctx_t *ctx, http_req_t *req, item_t *items, size_t from, 
             item_t *it = &items[from + which[j]];
             if (rc == CORDON_OK)
                 item_ok(it, had[which[j]] ? 200 : 201, had[which[j]] ? "updated" : "created", rev);
-            else
-                item_error(it, rc == CORDON_ERR_NOMEM ? 503 : 400,
-                           rc == CORDON_ERR_NOMEM ? "circuit_breaking_exception"
-                                                  : "mapper_parsing_exception",
-                           err.message);
+            else /* every document passed its checks: the store refused (full, failing) */
+                item_error(it, put_status(rc), put_type(rc), err.message);
         }
     }
 done:

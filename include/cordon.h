@@ -316,6 +316,7 @@ typedef struct cordon_record {
     char **denied;
     size_t n_denied;
     uint64_t revision;
+    uint64_t audit_seq; /* cordon_get: the audit record of this read; 0 when not recorded */
 } cordon_record;
 
 /* Reads one chunk as subject. CORDON_ERR_NOT_FOUND when it does not exist or the subject may
@@ -486,6 +487,7 @@ typedef struct cordon_decision {
     char role[CORDON_ROLE_MAX];            /* the role that carried it, "" for a direct grant */
     char granted_to[CORDON_PRINCIPAL_MAX]; /* "user:alice", "group:eng", ... */
     uint64_t revision;
+    uint64_t audit_seq; /* the audit record of the decision (one for a batch); 0 = none */
 } cordon_decision;
 
 /* Decides whether subject may do action on resource. Returns CORDON_OK whenever a decision was

@@ -43,8 +43,8 @@ int api_audit_check(const char *caller, const char *request_id, cdn_err_t *e);
 int api_audit_search(cordon_t *db, const char *coll, const cordon_subject *s, const cordon_query *q,
                      size_t k, uint32_t dim, cordon_result *o, cdn_err_t *e);
 int api_audit_get(cordon_t *db, const char *coll, const cordon_subject *s, const char *id,
-                  int found, uint64_t revision, cdn_err_t *e);
+                  int found, uint64_t revision, uint64_t *seq, cdn_err_t *e);
 int api_audit_decisions(cordon_t *db, const cordon_authz_request *req, const char *const *resources,
-                        size_t n, const cordon_decision *d, cdn_err_t *e);
+                        size_t n, cordon_decision *d, cdn_err_t *e);
 
 #endif

@@ -108,7 +108,7 @@ int api_audit_search(cordon_t *db, const char *coll, const cordon_subject *s, co
 }
 
 int api_audit_get(cordon_t *db, const char *coll, const cordon_subject *s, const char *id,
-                  int found, uint64_t revision, cdn_err_t *e)
+                  int found, uint64_t revision, uint64_t *seq, cdn_err_t *e)
 {
     audit_event_t ev = {0};
     audit_hit_t hit = {id, 0};
@@ -123,11 +123,11 @@ int api_audit_get(cordon_t *db, const char *coll, const cordon_subject *s, const
     ev.hits = found ? &hit : NULL;
     ev.n_hits = found ? 1 : 0;
     ev.first_rank = 1;
-    return audit_record(db->audit, &ev, NULL, e);
+    return audit_record(db->audit, &ev, seq, e);
 }
 
 int api_audit_decisions(cordon_t *db, const cordon_authz_request *req, const char *const *resources,
-                        size_t n, const cordon_decision *d, cdn_err_t *e)
+                        size_t n, cordon_decision *d, cdn_err_t *e)
 {
     audit_event_t ev = {0};
     int one_ok, *ok = &one_ok;
@@ -154,7 +154,10 @@ int api_audit_decisions(cordon_t *db, const cordon_authz_request *req, const cha
     ev.authorized = ok;
     ev.reasons = reasons;
     ev.n_decisions = n;
-    rc = audit_record(db->audit, &ev, NULL, e);
+    uint64_t seq = 0;
+    rc = audit_record(db->audit, &ev, &seq, e);
+    for (size_t i = 0; rc == CDN_OK && i < n; i++)
+        d[i].audit_seq = seq;
     if (n > 1) {
         cdn_free(ok);
         cdn_free(reasons);

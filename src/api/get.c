@@ -57,7 +57,9 @@ int cordon_get(cordon_t *db, const char *coll, const cordon_subject *subject, co
          * the audit cannot record is not answered. */
         cdn_err_t ae = {0, ""};
         uint64_t rev = rc == CDN_OK ? r->revision : cordon_revision(db);
-        int arc = api_audit_get(db, coll, subject, id, rc == CDN_OK, rev, &ae);
+        uint64_t seq = 0;
+        int arc = api_audit_get(db, coll, subject, id, rc == CDN_OK, rev, &seq, &ae);
+        r->audit_seq = seq;
         if (arc) {
             json_decref(obj);
             cordon_record_free(r);

@@ -37,7 +37,7 @@ static int put_str(cdn_buf_t *b, const char *s)
 /* Appends one check's answer ("data") to out, written directly rather than built as a tree:
  * a batch answers up to a thousand of them. subject may be "" (then SUBJECT_NOT_FOUND). */
 static int check_one(http_ctx_t *ctx, const http_req_t *req, const char *subject, json_t *c,
-                     cdn_buf_t *out)
+                     cdn_buf_t *out, uint64_t *seq)
 {
     json_t *perm = json_object_get(c, "permission"), *context = json_object_get(c, "context");
     json_t *scope = json_object_get(c, "scope");
@@ -80,6 +80,7 @@ static int check_one(http_ctx_t *ctx, const http_req_t *req, const char *subject
     int rc = why || (context && !ctx_json) ? CORDON_ERR_INVALID
                                            : cordon_is_authorized(ctx->db, &q, &d, &err);
     int w;
+    *seq = rc == CORDON_OK ? d.audit_seq : 0;
     if (rc == CORDON_OK) {
         w = cdn_buf_printf(out, "{\"authorized\":%s,\"reason\":", d.authorized ? "true" : "false");
         w = w ? w : put_str(out, d.reason);
@@ -171,11 +172,13 @@ void v1_is_authorized(http_ctx_t *ctx, http_req_t *req, http_resp_t *resp)
         return;
     if (who(req, body, resp, subject, sizeof subject) == 0) {
         cdn_buf_t out;
+        uint64_t seq = 0;
         cdn_buf_init(&out, resp->body.max);
         int w = cdn_buf_puts(&out, "{\"success\":true,\"data\":");
-        w = w ? w : check_one(ctx, req, subject, body, &out);
+        w = w ? w : check_one(ctx, req, subject, body, &out, &seq);
         w = w ? w : cdn_buf_puts(&out, "}");
         reply_buf(resp, &out, w);
+        es_audit_header(ctx, seq, resp);
     }
     json_decref(body);
 }
@@ -195,17 +198,19 @@ void v1_is_authorized_batch(http_ctx_t *ctx, http_req_t *req, http_resp_t *resp)
         fail(resp, 400, "INVALID_REQUEST", msg);
     } else if (who(req, body, resp, subject, sizeof subject) == 0) {
         cdn_buf_t out;
+        uint64_t seq = 0; /* each check is its own record: the header names the last */
         cdn_buf_init(&out, resp->body.max);
         int w = cdn_buf_puts(&out, "{\"success\":true,\"data\":{\"results\":[");
         json_array_foreach(checks, i, c)
         {
             w = w ? w : i ? cdn_buf_puts(&out, ",") : 0;
-            w = w ? w : check_one(ctx, req, subject, c, &out);
+            w = w ? w : check_one(ctx, req, subject, c, &out, &seq);
         }
         w = w ? w
               : cdn_buf_printf(&out, "],\"revision\":%llu}}",
                                (unsigned long long)cordon_revision(ctx->db));
         reply_buf(resp, &out, w);
+        es_audit_header(ctx, seq, resp);
     }
     json_decref(body);
 }

@@ -210,6 +210,7 @@ void es_doc_get(http_ctx_t *ctx, http_req_t *req, http_resp_t *resp)
     if (rc == CORDON_OK) {
         json_t *spec = es_source_arg(req);
         es_reply(resp, 200, doc_body(&ix, r, spec));
+        es_audit_header(ctx, r->audit_seq, resp);
         json_decref(spec);
     } else if (rc == CORDON_ERR_NOT_FOUND || rc == CORDON_ERR_INVALID) {
         es_reply(resp, 404, missing_doc(ix.name, req->seg[2])); /* hidden equals missing */

@@ -62,7 +62,8 @@ def test_gets_retrievals_contexts_and_decisions(server):
     mine = next(d for d in docs if docs[d]["groups"] & READERS["alice"])
     alice = server.key_for("alice")[2]
     h = {"X-Opaque-Id": "mixed"}
-    assert server.request("GET", f"/kb/_doc/{mine}", key=alice, headers=h)[0] == 200
+    st, hdrs, _ = server.request("GET", f"/kb/_doc/{mine}", key=alice, headers=h)
+    assert st == 200 and "seq=" in hdrs["X-Cordon-Audit"]
     assert server.request("GET", f"/kb/_doc/{hidden}", key=alice, headers=h)[0] == 404
     st, _, r = server.request("POST", "/v1/collections/kb/retrieve",
                               {"query": {"text": "beta"}, "k": 3}, key=alice, headers=h)
@@ -70,10 +71,11 @@ def test_gets_retrievals_contexts_and_decisions(server):
     st, _, c = server.request("POST", "/v1/collections/kb/context",
                               {"query": {"text": "gamma"}, "k": 3}, key=alice, headers=h)
     assert st == 200 and c["audit"]["seq"] == r["audit"]["seq"] + 1
-    st, _, d = server.request("POST", "/api/auth/is-authorized",
-                              {"permission": {"resource": "collection:kb", "action": "search"}},
-                              key=alice, headers=h)
+    st, dh, d = server.request("POST", "/api/auth/is-authorized",
+                               {"permission": {"resource": "collection:kb", "action": "search"}},
+                               key=alice, headers=h)
     d = d["data"]
+    assert "durable=0" in dh["X-Cordon-Audit"]
     assert st == 200 and d["authorized"] is True
     _, b = audit(server, request_id="mixed")
     kinds = [x["kind"] for x in b["records"]]

@@ -214,14 +214,18 @@ static void test_get_and_decisions_are_recorded(void **state)
     cordon_subject bob = {.subject_id = "bob", .request_id = "g"};
     cordon_record *rec;
     assert_int_equal(cordon_get(f->db, "docs", &bob, "d01", &rec, NULL), 0);
+    uint64_t get_seq = rec->audit_seq;
+    assert_true(get_seq > 0);
     cordon_record_free(rec);
     assert_int_equal(cordon_get(f->db, "docs", &bob, "d02", &rec, NULL), CORDON_ERR_NOT_FOUND);
     cordon_authz_request q = {
         .subject = "bob", .resource = "collection:docs", .action = "read", .request_id = "g"};
     cordon_decision d;
     assert_int_equal(cordon_is_authorized(f->db, &q, &d, NULL), 0);
-    q.no_audit = 1; /* a server's own gate: not recorded */
+    assert_int_equal(d.audit_seq, get_seq + 2); /* after the two gets */
+    q.no_audit = 1;                             /* a server's own gate: not recorded */
     assert_int_equal(cordon_is_authorized(f->db, &q, &d, NULL), 0);
+    assert_int_equal(d.audit_seq, 0);
     cordon_audit_filter by_req = {.request_id = "g"};
     json_t *recs = query(f->db, &by_req, NULL);
     assert_int_equal(json_array_size(recs), 3);

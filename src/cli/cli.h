@@ -36,6 +36,9 @@ int cli_history(int argc, char **argv);
 char **cli_split(const char *csv, size_t *n);
 /* Parses a float in full ("1e-3"), an unsigned size ("10"); 0 or -1 with a message printed. */
 int cli_parse_size(const char *opt, const char *s, size_t *out);
+/* Parses an ISO-8601 time or epoch milliseconds for option opt of `cordon cmd` into
+ * microseconds since 1970; 0 or -1 with a message printed. */
+int cli_parse_time(const char *cmd, const char *opt, const char *v, uint64_t *us);
 /* Opens a data directory, printing the error on failure. must_exist: for commands that only
  * read, which must not create a directory (a mistyped path says so instead). */
 int cli_open(const char *dir, int must_exist, cordon_t **db);

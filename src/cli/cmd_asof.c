@@ -2,7 +2,6 @@
  * which chunks could it read then, from the permission history; `cordon history prune`: its
  * retention. Relies on the public API
  * (cordon_asof_check, cordon_asof_readable) and base/date for --at. Only reads. */
-#include "base/date.h"
 #include "base/mem.h"
 #include "cli/cli.h"
 
@@ -41,8 +40,8 @@ int cli_asof(int argc, char **argv)
     cordon_subject s = {0};
     cordon_asof_request q = {0};
     size_t rev = 0;
-    double ms = -1;
-    int c;
+    uint64_t at_us = 0;
+    int c, has_at = 0;
     optind = 1;
     while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
         switch (c) {
@@ -57,19 +56,14 @@ int cli_asof(int argc, char **argv)
                 return 2;
             break;
         case 't':
-            if (cdn_date_parse(optarg, strlen(optarg), CDN_DATE_EPOCH_MS_TEXT, &ms) != 0 ||
-                ms < 0) {
-                fprintf(stderr,
-                        "cordon asof: --at takes an ISO-8601 time or epoch "
-                        "milliseconds; got \"%s\"\n",
-                        optarg);
+            if (cli_parse_time("asof", "--at", optarg, &at_us))
                 return 2;
-            }
+            has_at = 1;
             break;
         default: fputs(usage, c == 'h' ? stdout : stderr); return c == 'h' ? 0 : 2;
         }
     }
-    if (!q.collection || (!s.subject_id == !as) || (!rev == (ms < 0))) {
+    if (!q.collection || (!s.subject_id == !as) || (!rev == !has_at)) {
         fputs("cordon asof: give --collection, one of --subject and --as, and one of --revision "
               "and --at\n",
               stderr);
@@ -81,7 +75,7 @@ int cli_asof(int argc, char **argv)
     s.principals = (const char *const *)prins;
     q.subject = &s;
     q.revision = rev;
-    q.time_us = ms >= 0 ? (uint64_t)(ms * 1000.0) : 0;
+    q.time_us = at_us;
     cordon_t *db;
     if (cli_open(dir, 1, &db) != 0) {
         cdn_free(prins);
@@ -127,8 +121,8 @@ int cli_history(int argc, char **argv)
     };
     const char *dir = NULL;
     size_t rev = 0;
-    double ms = -1;
-    int c;
+    uint64_t at_us = 0;
+    int c, has_at = 0;
     if (argc < 2 || strcmp(argv[1], "prune")) {
         fputs(history_usage, argc > 1 && !strcmp(argv[1], "--help") ? stdout : stderr);
         return argc > 1 && !strcmp(argv[1], "--help") ? 0 : 2;
@@ -144,19 +138,14 @@ int cli_history(int argc, char **argv)
                 return 2;
             break;
         case 't':
-            if (cdn_date_parse(optarg, strlen(optarg), CDN_DATE_EPOCH_MS_TEXT, &ms) != 0 ||
-                ms < 0) {
-                fprintf(stderr,
-                        "cordon history: --before takes an ISO-8601 time or epoch "
-                        "milliseconds; got \"%s\"\n",
-                        optarg);
+            if (cli_parse_time("history prune", "--before", optarg, &at_us))
                 return 2;
-            }
+            has_at = 1;
             break;
         default: fputs(history_usage, c == 'h' ? stdout : stderr); return c == 'h' ? 0 : 2;
         }
     }
-    if (!rev == (ms < 0)) {
+    if (!rev == !has_at) {
         fputs("cordon history prune: give one of --before and --before-revision\n", stderr);
         return 2;
     }
@@ -165,8 +154,7 @@ int cli_history(int argc, char **argv)
         return 1;
     cordon_error err;
     uint64_t start = 0, removed = 0;
-    int rc = cordon_history_prune(db, rev, ms >= 0 ? (uint64_t)(ms * 1000.0) : 0, &start, &removed,
-                                  &err);
+    int rc = cordon_history_prune(db, rev, at_us, &start, &removed, &err);
     cordon_close(db);
     if (rc) {
         fprintf(stderr, "cordon history prune: %s\n", err.message);

@@ -1,7 +1,6 @@
 /* cmd_audit.c: `cordon audit`: the records of the retrieval audit (who was shown which chunk),
  * printed as JSON lines, oldest first. Relies on the public API (cordon_audit_query) and
  * base/date for --since and --until. Only reads: it works while a server records. */
-#include "base/date.h"
 #include "cli/cli.h"
 
 #include <getopt.h>
@@ -43,20 +42,6 @@ static int print_line(void *ctx, uint64_t seq, const char *json, size_t len)
     return --*left ? 0 : 1;
 }
 
-static int parse_time(const char *opt, const char *v, uint64_t *us)
-{
-    double ms;
-    if (cdn_date_parse(v, strlen(v), CDN_DATE_EPOCH_MS_TEXT, &ms) != 0 || ms < 0) {
-        fprintf(stderr,
-                "cordon audit: %s takes an ISO-8601 time (2026-12-01T10:00:00Z) or epoch "
-                "milliseconds; got \"%s\"\n",
-                opt, v);
-        return -1;
-    }
-    *us = (uint64_t)(ms * 1000.0);
-    return 0;
-}
-
 int cli_audit(int argc, char **argv)
 {
     static const struct option opts[] = {
@@ -90,8 +75,8 @@ int cli_audit(int argc, char **argv)
         case 'i': f.chunk_id = optarg; break;
         case 'r': f.request_id = optarg; break;
         case 'k': f.kind = optarg; break;
-        case 'S': bad = parse_time("--since", optarg, &f.since_us); break;
-        case 'U': bad = parse_time("--until", optarg, &f.until_us); break;
+        case 'S': bad = cli_parse_time("audit", "--since", optarg, &f.since_us); break;
+        case 'U': bad = cli_parse_time("audit", "--until", optarg, &f.until_us); break;
         case 'n': bad = cli_parse_size("--limit", optarg, &limit); break;
         default: fputs(usage, c == 'h' ? stdout : stderr); return c == 'h' ? 0 : 2;
         }

@@ -1,6 +1,7 @@
 /* common.c: helpers shared by the subcommands: lists, numbers, opening, errors.
  * Relies on the public API. */
 #include "base/buf.h"
+#include "base/date.h"
 #include "base/mem.h"
 #include "cli/cli.h"
 
@@ -44,6 +45,20 @@ int cli_parse_size(const char *opt, const char *s, size_t *out)
         return -1;
     }
     *out = (size_t)v;
+    return 0;
+}
+
+int cli_parse_time(const char *cmd, const char *opt, const char *v, uint64_t *us)
+{
+    double ms;
+    if (cdn_date_parse(v, strlen(v), CDN_DATE_EPOCH_MS_TEXT, &ms) != 0 || ms < 0) {
+        fprintf(stderr,
+                "cordon %s: %s takes an ISO-8601 time (2026-12-01T10:00:00Z) or epoch "
+                "milliseconds; got \"%s\"\n",
+                cmd, opt, v);
+        return -1;
+    }
+    *us = (uint64_t)(ms * 1000.0);
     return 0;
 }
 

@@ -69,6 +69,25 @@ static int num_arg(const http_req_t *req, const char *name, uint64_t max, uint64
     return 0;
 }
 
+/* The filters both routes take: 0, or -1 with resp filled. */
+static int read_filter(const http_req_t *req, cordon_audit_filter *f, http_resp_t *resp)
+{
+    f->subject = http_arg(req, "subject");
+    f->collection = http_arg(req, "collection");
+    f->chunk_id = http_arg(req, "chunk");
+    f->request_id = http_arg(req, "request_id");
+    f->kind = http_arg(req, "kind");
+    if (time_arg(req, "since", &f->since_us, resp) || time_arg(req, "until", &f->until_us, resp) ||
+        num_arg(req, "after", UINT64_MAX, &f->after_seq, resp))
+        return -1;
+    if (f->chunk_id && !f->collection) {
+        es_error(resp, 400, "illegal_argument_exception",
+                 "[chunk] is named within its collection: give [collection] too");
+        return -1;
+    }
+    return 0;
+}
+
 typedef struct page {
     cdn_buf_t out;
     int ndjson;
@@ -101,20 +120,8 @@ void v1_audit_get(http_ctx_t *ctx, http_req_t *req, http_resp_t *resp)
         es_error(resp, 400, "illegal_argument_exception", "[format] must be json or ndjson");
         return;
     }
-    f.subject = http_arg(req, "subject");
-    f.collection = http_arg(req, "collection");
-    f.chunk_id = http_arg(req, "chunk");
-    f.request_id = http_arg(req, "request_id");
-    f.kind = http_arg(req, "kind");
-    if (time_arg(req, "since", &f.since_us, resp) || time_arg(req, "until", &f.until_us, resp) ||
-        num_arg(req, "after", UINT64_MAX, &f.after_seq, resp) ||
-        num_arg(req, "limit", CORDON_AUDIT_LIMIT_MAX, &limit, resp))
+    if (read_filter(req, &f, resp) || num_arg(req, "limit", CORDON_AUDIT_LIMIT_MAX, &limit, resp))
         return;
-    if (f.chunk_id && !f.collection) {
-        es_error(resp, 400, "illegal_argument_exception",
-                 "[chunk] is named within its collection: give [collection] too");
-        return;
-    }
     f.limit = limit ? (size_t)limit : PAGE_DEFAULT;
     /* A page holds at most CORDON_AUDIT_LIMIT_MAX records of at most a few MB each. */
     cdn_buf_init(&p.out, (size_t)1 << 30);
@@ -204,19 +211,8 @@ void v1_audit_verify(http_ctx_t *ctx, http_req_t *req, http_resp_t *resp)
     bad_t b = {NULL, 0};
     if (admin_only(req, resp))
         return;
-    f.subject = http_arg(req, "subject");
-    f.collection = http_arg(req, "collection");
-    f.chunk_id = http_arg(req, "chunk");
-    f.request_id = http_arg(req, "request_id");
-    f.kind = http_arg(req, "kind");
-    if (time_arg(req, "since", &f.since_us, resp) || time_arg(req, "until", &f.until_us, resp) ||
-        num_arg(req, "after", UINT64_MAX, &f.after_seq, resp))
+    if (read_filter(req, &f, resp))
         return;
-    if (f.chunk_id && !f.collection) {
-        es_error(resp, 400, "illegal_argument_exception",
-                 "[chunk] is named within its collection: give [collection] too");
-        return;
-    }
     b.list = json_array();
     int rc = cordon_audit_verify(ctx->db, &f, add_bad, &b, &r, &err);
     if (rc) {

@@ -113,36 +113,51 @@ static int copy_entities(az_state_t *d, const az_state_t *s)
     return CDN_OK;
 }
 
-int authz_model_clone(authz_model_t *src, authz_model_t **out, cdn_err_t *err)
+int az_state_clone(const az_state_t *s, az_state_t **out)
 {
-    authz_model_t *m;
-    int rc = authz_model_new(&m, err);
-    if (rc)
-        return rc;
-    az_state_t *d = m->st;
-    pthread_rwlock_rdlock(&src->lock);
-    const az_state_t *s = src->st;
-    if (src->broken) {
-        pthread_rwlock_unlock(&src->lock);
-        authz_model_free(m);
-        return cdn_err_set(err, CDN_ERR_INTERNAL, "authz: the model to copy is broken");
-    }
+    az_state_t *d = az_state_new();
+    if (!d)
+        return CDN_ERR_NOMEM;
     d->subjects = s->nsubjects ? cdn_calloc(s->nsubjects, sizeof *d->subjects) : NULL;
     d->groups = s->ngroups ? cdn_calloc(s->ngroups, sizeof *d->groups) : NULL;
     d->roles = s->nroles ? cdn_calloc(s->nroles, sizeof *d->roles) : NULL;
     d->capsubjects = s->nsubjects;
     d->capgroups = s->ngroups;
     d->caproles = s->nroles;
-    rc = (s->nsubjects && !d->subjects) || (s->ngroups && !d->groups) || (s->nroles && !d->roles)
-             ? CDN_ERR_NOMEM
-             : copy_entities(d, s);
+    int rc =
+        (s->nsubjects && !d->subjects) || (s->ngroups && !d->groups) || (s->nroles && !d->roles)
+            ? CDN_ERR_NOMEM
+            : copy_entities(d, s);
+    if (rc) {
+        az_state_free(d); /* frees what was copied */
+        return rc;
+    }
+    *out = d;
+    return CDN_OK;
+}
+
+int authz_model_clone(authz_model_t *src, authz_model_t **out, cdn_err_t *err)
+{
+    authz_model_t *m;
+    az_state_t *d = NULL;
+    int rc = authz_model_new(&m, err);
+    if (rc)
+        return rc;
+    pthread_rwlock_rdlock(&src->lock);
+    rc = src->broken ? CDN_ERR_INTERNAL : az_state_clone(src->st, &d);
     uint64_t rev = atomic_load(&src->revision);
     pthread_rwlock_unlock(&src->lock);
-    if (rc == CDN_OK && d->nsubjects && !(m->views = cdn_calloc(d->nsubjects, sizeof *m->views)))
-        rc = CDN_ERR_NOMEM;
+    if (rc == CDN_OK) {
+        az_state_free(m->st);
+        m->st = d;
+        if (d->nsubjects && !(m->views = cdn_calloc(d->nsubjects, sizeof *m->views)))
+            rc = CDN_ERR_NOMEM;
+    }
     if (rc) {
-        authz_model_free(m); /* frees what was copied */
-        return cdn_err_set(err, CDN_ERR_NOMEM, "authz: out of memory copying the model");
+        authz_model_free(m);
+        return rc == CDN_ERR_INTERNAL
+                   ? cdn_err_set(err, rc, "authz: the model to copy is broken")
+                   : cdn_err_set(err, CDN_ERR_NOMEM, "authz: out of memory copying the model");
     }
     m->nviews = d->nsubjects;
     atomic_store(&m->revision, rev);

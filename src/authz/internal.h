@@ -141,6 +141,8 @@ struct authz_model {
 /* model.c */
 az_state_t *az_state_new(void);
 void az_state_free(az_state_t *st);
+/* A deep copy of s (the caller holds the model's lock): 0 or CDN_ERR_NOMEM (clone.c). */
+int az_state_clone(const az_state_t *s, az_state_t **out);
 void az_perm_clear(az_perm_t *p);
 void az_grant_free(az_grant_t *g);
 bool az_subject_get(const az_state_t *st, const char *id, uint32_t *idx);

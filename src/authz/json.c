@@ -342,18 +342,22 @@ int authz_import(authz_model_t *m, const char *doc_json, cdn_err_t *err)
 
 int authz_apply_batch(authz_model_t *m, const json_t *ops, cdn_err_t *err)
 {
-    char *doc = NULL;
     az_state_t *st = NULL;
     size_t i;
     const json_t *op;
     if (!m || !json_is_array(ops))
         return cdn_err_set(err, CDN_ERR_INVALID, "authz_apply_batch: give an array of operations");
-    /* The model as it is, as a private state: the operations run there, in order, and the
-     * state replaces the model's only when every one of them succeeded. */
-    int rc = authz_export(m, &doc, err);
-    if (rc == CDN_OK)
-        rc = state_from_doc(doc, &st, err);
-    cdn_free(doc);
+    /* The model as it is, as a private state (a copy: an export and import cost a whole
+     * model's JSON): the operations run there, in order, and the state replaces the model's
+     * only when every one of them succeeded. */
+    pthread_rwlock_rdlock(&m->lock);
+    int rc = m->broken ? CDN_ERR_INTERNAL : az_state_clone(m->st, &st);
+    pthread_rwlock_unlock(&m->lock);
+    if (rc)
+        cdn_err_set(err, rc,
+                    rc == CDN_ERR_INTERNAL
+                        ? "authz_apply_batch: the model is broken; import or reopen it"
+                        : "authz_apply_batch: out of memory copying the model");
     json_array_foreach(ops, i, op)
     {
         if (rc)

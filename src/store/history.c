@@ -298,19 +298,7 @@ int history_model_scan(store_txn_t *t, uint64_t after, uint64_t upto, store_iter
 
 int history_start_get(store_txn_t *t, uint64_t *rev, int *set)
 {
-    const void *v;
-    size_t n;
-    int rc = store_get(t, STORE_META, "hist_start", 10, &v, &n);
-    *set = rc == CDN_OK;
-    *rev = 0;
-    if (rc == CDN_ERR_NOT_FOUND)
-        return CDN_OK;
-    if (rc)
-        return rc;
-    if (n != 8)
-        return CDN_ERR_CORRUPT;
-    *rev = store_rd64(v);
-    return CDN_OK;
+    return store_meta_u64(t, "hist_start", rev, set);
 }
 
 int history_start_set(store_txn_t *t, uint64_t rev)

@@ -324,21 +324,27 @@ int store_del_prefix(store_txn_t *t, store_table_t tb, const void *prefix, size_
     return (rc == 0 || rc == MDB_NOTFOUND) ? CDN_OK : CDN_ERR_IO;
 }
 
-int store_revision_get(store_txn_t *t, uint64_t *rev)
+int store_meta_u64(store_txn_t *t, const char *key, uint64_t *val, int *set)
 {
     const void *v;
     size_t n;
-    int rc = store_get(t, STORE_META, "revision", 8, &v, &n);
-    if (rc == CDN_ERR_NOT_FOUND) {
-        *rev = 0;
+    int rc = store_get(t, STORE_META, key, strlen(key), &v, &n);
+    *val = 0;
+    if (set)
+        *set = rc == CDN_OK;
+    if (rc == CDN_ERR_NOT_FOUND)
         return CDN_OK;
-    }
     if (rc)
         return rc;
     if (n != 8)
         return CDN_ERR_CORRUPT;
-    *rev = store_rd64(v);
+    *val = store_rd64(v);
     return CDN_OK;
+}
+
+int store_revision_get(store_txn_t *t, uint64_t *rev)
+{
+    return store_meta_u64(t, "revision", rev, NULL);
 }
 
 int store_revision_set(store_txn_t *t, uint64_t rev)

@@ -91,6 +91,10 @@ int store_scan_back(store_txn_t *t, store_table_t tb, const void *prefix, size_t
 /* Deletes every record whose key starts with prefix. */
 int store_del_prefix(store_txn_t *t, store_table_t tb, const void *prefix, size_t plen);
 
+/* A u64 (8 bytes BE) under key in STORE_META: 0 with *val, and *set (may be NULL) 1 when it
+ * is there; *val 0 and *set 0 when it is not; CDN_ERR_CORRUPT for another length. */
+int store_meta_u64(store_txn_t *t, const char *key, uint64_t *val, int *set);
+
 /* The revision counter in STORE_META (0 in a new store). Setting it also records when the
  * revision was committed (STORE_HIST_TIME: the wall clock, never before the last one). */
 int store_revision_get(store_txn_t *t, uint64_t *rev);

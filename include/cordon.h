@@ -570,7 +570,10 @@ int cordon_audit_info_get(cordon_t *db, cordon_audit_info *out, cordon_error *er
 /* A question about one chunk (or every chunk, cordon_asof_readable) as things stood after
  * revision, or when revision is 0 at the moment time_us (microseconds since 1970, the time a
  * write was committed: transaction time). The history starts when the data directory started
- * keeping it (older ones: at their first open by a version that keeps it). */
+ * keeping it (older ones: at their first open by a version that keeps it). Grants with a
+ * validity window ("valid" in the model's grant op) are judged at time_us when it is given
+ * (valid time: a revision and a moment may be asked together), else at the moment the
+ * revision was committed. */
 typedef struct cordon_asof_request {
     const char *collection;        /* as it exists now */
     const cordon_subject *subject; /* a subject of the model, or asserted principals */

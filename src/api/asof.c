@@ -47,7 +47,7 @@ int cordon_asof_check(cordon_t *db, const cordon_asof_request *q, cordon_asof_an
                        err);
     if ((rc = request(db, q, 1, &who, &rev, &e)) != 0 ||
         (rc = asof_check(db->asof, q->collection, &who, q->action ? q->action : "read", q->chunk_id,
-                         rev, &a, &e)) != 0)
+                         rev, q->time_us, &a, &e)) != 0)
         return api_ret(rc, &e, err);
     answer_out(&a, rev, out);
     return api_ret(CDN_OK, &e, err);
@@ -68,8 +68,8 @@ int cordon_asof_readable(cordon_t *db, const cordon_asof_request *q, cordon_asof
                        &e, err);
     int asked = (rc = request(db, q, 0, &who, &rev, &e)) == CDN_OK;
     if (asked)
-        rc = asof_readable(db->asof, q->collection, &who, q->action ? q->action : "read", rev, fn,
-                           ctx, &count, &e);
+        rc = asof_readable(db->asof, q->collection, &who, q->action ? q->action : "read", rev,
+                           q->time_us, fn, ctx, &count, &e);
     if (n)
         *n = count;
     if (revision)
@@ -134,7 +134,7 @@ int api_asof_decide(cordon_t *db, const authz_request_t *req, const char *const 
         authz_request_t r = *req;
         if (resources)
             r.resource = resources[i];
-        rc = asof_is_authorized(db->asof, &r, *rev, &out[i], e);
+        rc = asof_is_authorized(db->asof, &r, *rev, as_of_us, &out[i], e);
     }
     return rc;
 }
@@ -176,6 +176,7 @@ static int replay_record(void *ctx, uint64_t seq, const char *json, size_t len)
         json_array_foreach(list, i, p) prins[np++] = json_string_value(p);
     engine_asker_t who = {subject, prins, np};
     uint64_t rev = (uint64_t)json_integer_value(json_object_get(j, "revision"));
+    uint64_t at = (uint64_t)json_integer_value(json_object_get(j, "time_us"));
     const char *action = strcmp(kind, "get") ? "search" : "read";
     json_array_foreach(json_object_get(j, "hits"), i, hit)
     {
@@ -183,8 +184,8 @@ static int replay_record(void *ctx, uint64_t seq, const char *json, size_t len)
         asof_answer_t a;
         cdn_err_t qe = {0, ""};
         r->out->hits++;
-        int q =
-            id ? asof_check(r->db->asof, coll, &who, action, id, rev, &a, &qe) : CDN_ERR_CORRUPT;
+        int q = id ? asof_check(r->db->asof, coll, &who, action, id, rev, at, &a, &qe)
+                   : CDN_ERR_CORRUPT;
         if (q == CDN_ERR_NOT_FOUND) { /* the collection is gone, or before the history */
             r->out->unjudged++;
             continue;

@@ -204,4 +204,49 @@ int authz_explain(authz_model_t *m, const char *subject_id, const char *const *c
                   size_t n_allowed, const char *const *chunk_denied, size_t n_denied,
                   authz_explanation_t *out, cdn_err_t *err);
 
+/* ---- the history's fragments and slices (track.c, slice.c) ---- */
+
+/* A fragment is the part of the model a decision about one subject reads from one entity:
+ * a subject's kind, attributes, direct groups and grants; a group's direct parents and grants;
+ * a role's permissions (compact JSON, docs/internals/authz.md). */
+#define AUTHZ_ENT_SUBJECT 's'
+#define AUTHZ_ENT_GROUP 'g'
+#define AUTHZ_ENT_ROLE 'r'
+
+/* Grants may carry a validity window ("valid": {"from", "until"}): they hold only inside it,
+ * for decisions and views alike, judged at the current time, or at the moment set here (a
+ * private model rebuilt for a past question; 0 goes back to the clock). Not for a shared
+ * model: set it before any read. */
+void authz_model_set_time(authz_model_t *m, int64_t at_us);
+/* True when some grant of the model has a validity window (its decisions depend on time). */
+bool authz_model_has_windows(authz_model_t *m);
+
+/* Makes every later change record the entities it touches (or stops it), for authz_changes.
+ * Call before the model is shared between threads. */
+void authz_model_track(authz_model_t *m, bool on);
+/* Calls fn with each entity touched since the last call (all: every live entity instead),
+ * once each, with its fragment now, or fragment NULL when it does not exist (deleted); then
+ * forgets them. fn must not call back into m. Callers serialise it with their changes.
+ * Returns 0, fn's non-zero, CDN_ERR_NOMEM or CDN_ERR_INTERNAL (broken model). */
+typedef int (*authz_change_fn)(void *ctx, char kind, const char *id, const char *fragment);
+int authz_changes(authz_model_t *m, bool all, authz_change_fn fn, void *ctx, cdn_err_t *err);
+
+/* A slice: the model of one subject built from fragments, asked for one at a time.
+ * authz_slice_need gives the next entity it needs (1, *kind and *id valid until the next
+ * give) or 0 when it has them all; authz_slice_give hands that entity's fragment (NULL: it
+ * did not exist). authz_slice_model then builds a model holding the subject, the groups above
+ * it, their grants and the roles those name: its decisions, views and explanations for that
+ * subject are the whole model's. Errors: CDN_ERR_NOMEM, CDN_ERR_CORRUPT (a fragment that does
+ * not parse, or fragments that contradict each other), CDN_ERR_LIMIT (more than 4,096
+ * entities). */
+typedef struct authz_slice authz_slice_t;
+int authz_slice_new(const char *subject_id, authz_slice_t **out, cdn_err_t *err);
+int authz_slice_need(authz_slice_t *s, char *kind, const char **id);
+int authz_slice_give(authz_slice_t *s, const char *fragment, size_t n, cdn_err_t *err);
+/* Same, with the fragment already parsed (borrowed: the slice takes its own reference and only
+ * reads it, so one parsed fragment may serve many slices, on many threads). */
+int authz_slice_give_json(authz_slice_t *s, json_t *frag, cdn_err_t *err);
+int authz_slice_model(authz_slice_t *s, authz_model_t **out, cdn_err_t *err);
+void authz_slice_free(authz_slice_t *s);
+
 #endif

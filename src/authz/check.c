@@ -28,6 +28,7 @@ typedef struct creq {
     const char *resource;
     size_t res_len, type_len;
     char action[AUTHZ_ACTION_MAX];
+    int64_t now; /* the moment grants' validity windows are judged at */
 } creq_t;
 
 typedef struct match {
@@ -126,7 +127,7 @@ static bool scan_grants(const az_state_t *st, const az_grants_t *gs, const creq_
 {
     for (uint32_t i = 0; i < gs->n; i++) {
         const az_grant_t *g = gs->v[i];
-        if (!grant_in_scope(g, c->r))
+        if (!grant_in_scope(g, c->r) || !az_grant_active(g, c->now))
             continue;
         const az_perm_t *ps = g->role >= 0 ? st->roles[g->role].perms : g->perm;
         uint32_t n = g->role >= 0 ? st->roles[g->role].nperms : 1;
@@ -355,6 +356,7 @@ static void decide_locked(authz_model_t *m, const authz_request_t *req, authz_de
     creq_t c;
     if (!request_valid(req, &c, out, rev, err))
         return;
+    c.now = az_model_now(m);
     uint32_t s;
     if (!req->subject || !az_subject_find(st, req->subject, &s)) {
         decision_reset(out, AUTHZ_SUBJECT_NOT_FOUND, rev);
@@ -366,14 +368,17 @@ static void decide_locked(authz_model_t *m, const authz_request_t *req, authz_de
     authz_reason_t reason;
     XXH128_hash_t key = {0, 0};
     bool hit = false;
-    if (req->cache != AUTHZ_CACHE_BYPASS) {
+    /* A slice has no cache; a model with validity windows decides by the time as well, which
+     * the cache's key does not hold. */
+    bool cached = req->cache != AUTHZ_CACHE_BYPASS && m->dcache && !st->windows;
+    if (cached) {
         key = request_key(&c);
         if (req->cache == AUTHZ_CACHE_USE)
             hit = cache_get(m, key, rev, &reason, &mt);
     }
     if (!hit) {
         reason = evaluate(st, s, &c, &mt);
-        if (req->cache != AUTHZ_CACHE_BYPASS)
+        if (cached)
             cache_put(m, key, rev, reason, &mt);
     }
     decision_reset(out, reason, rev);
@@ -493,6 +498,7 @@ int authz_list_actions(authz_model_t *m, const authz_request_t *req, char ***act
     creq_t c;
     if (!request_valid(&r, &c, &d, 0, err))
         return CDN_ERR_INVALID;
+    c.now = az_model_now(m);
     int rc = read_lock(m, err);
     if (rc)
         return rc;

@@ -59,6 +59,9 @@ static int grants_copy(az_grants_t *d, const az_grants_t *s)
         if (!c)
             return CDN_ERR_NOMEM;
         d->v[d->n++] = c;
+        c->windowed = g->windowed;
+        c->from_us = g->from_us;
+        c->until_us = g->until_us;
         c->to_kind = g->to_kind;
         c->to = g->to;
         c->role = g->role;
@@ -132,6 +135,7 @@ int az_state_clone(const az_state_t *s, az_state_t **out)
         az_state_free(d); /* frees what was copied */
         return rc;
     }
+    d->windows = s->windows;
     *out = d;
     return CDN_OK;
 }

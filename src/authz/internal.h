@@ -69,6 +69,9 @@ typedef struct az_perm {
 } az_perm_t;
 
 typedef struct az_grant {
+    bool windowed;    /* holds only from from_us (inclusive) until until_us (exclusive) */
+    int64_t from_us;  /* INT64_MIN when the window has no start */
+    int64_t until_us; /* INT64_MAX when it has no end */
     uint8_t to_kind;
     uint32_t to;
     int64_t role;     /* role index, or -1 for an inline permission */
@@ -114,6 +117,7 @@ typedef struct az_state {
     az_role_t *roles;
     uint32_t nroles, caproles;
     az_map_t subject_map, group_map, role_map;
+    bool windows; /* some grant has a validity window: decisions depend on the time */
 } az_state_t;
 
 /* One decision-cache slot, written by readers under a per-slot sequence lock. */
@@ -126,6 +130,12 @@ typedef struct az_dslot {
 
 #define AZ_DCACHE_SLOTS 16384
 
+/* Names of entities, each its kind letter (AUTHZ_ENT_*) then its id, owned. */
+typedef struct az_names {
+    char **v;
+    uint32_t n, cap;
+} az_names_t;
+
 struct authz_model {
     pthread_rwlock_t lock;
     az_state_t *st;
@@ -135,10 +145,15 @@ struct authz_model {
     _Atomic(authz_view_t *) *views; /* per subject index, current revision only */
     uint32_t nviews;
     _Atomic uint32_t views_cached;
-    az_dslot_t *dcache;
+    az_dslot_t *dcache; /* NULL for a slice: decisions are not cached */
+    int64_t at_us;      /* authz_model_set_time: the moment windows are judged at, 0 = now */
+    bool track;         /* authz_model_track: record what each change touches */
+    az_names_t touched; /* since the last authz_changes; written by writers only */
 };
 
 /* model.c */
+/* A new empty model, with or without the decision cache: 0 or CDN_ERR_NOMEM. */
+int az_model_alloc(bool decision_cache, authz_model_t **out);
 az_state_t *az_state_new(void);
 void az_state_free(az_state_t *st);
 /* A deep copy of s (the caller holds the model's lock): 0 or CDN_ERR_NOMEM (clone.c). */
@@ -159,6 +174,28 @@ void az_model_views_drop(authz_model_t *m);
 /* Installs a new state (import) under the write lock; frees the old one. */
 void az_model_swap(authz_model_t *m, az_state_t *st);
 
+/* ops.c: a new entity called id at *idx, zeroed but for its id (its name in the map):
+ * 0 or CDN_ERR_NOMEM, and then nothing changed. */
+int az_subject_add(az_state_t *st, const char *id, uint32_t *idx);
+int az_group_add(az_state_t *st, const char *id, uint32_t *idx);
+int az_role_add(az_state_t *st, const char *id, uint32_t *idx);
+/* Reads a grant's "valid" object ({"from"?: date, "until"?: date}, base/date.h's forms) into
+ * g: 0 or CDN_ERR_INVALID naming `what`. NULL or JSON null: no window. */
+int az_window_parse(const json_t *valid, az_grant_t *g, const char *what, cdn_err_t *err);
+/* True when g holds at moment now_us (always, for a grant without a window). */
+static inline bool az_grant_active(const az_grant_t *g, int64_t now_us)
+{
+    return !g->windowed || (now_us >= g->from_us && now_us < g->until_us);
+}
+/* The moment a decision on m judges windows at: its set time, or now (0 when the state has no
+ * window, so that no clock is read). */
+int64_t az_model_now(const authz_model_t *m);
+/* Writes us as RFC 3339 UTC ("2026-12-01T10:00:00Z", with .ffffff when it has a fraction) to
+ * out (at least 40 bytes). */
+void az_time_text(int64_t us, char *out, size_t cap);
+/* Appends g (owned by gs from then on): 0 or CDN_ERR_NOMEM (g still the caller's). */
+int az_grants_push(az_grants_t *gs, az_grant_t *g);
+
 /* ops.c: the op vocabulary, applied to a state. `st` may be a private state (import). */
 int az_state_apply(az_state_t *st, const json_t *op, cdn_err_t *err);
 /* Validates and builds a permission from {"resource","action","condition"?}; `field` names
@@ -166,6 +203,22 @@ int az_state_apply(az_state_t *st, const json_t *op, cdn_err_t *err);
 int az_perm_build(const json_t *src, const char *field, az_perm_t *out, cdn_err_t *err);
 /* Checks an id: 1..AUTHZ_NAME_MAX-1 bytes, no ':' nor control characters nor spaces. */
 int az_name_check(const char *s, const char *field, cdn_err_t *err);
+
+/* encode.c: encoders shared by export (json.c) and the fragments (track.c). */
+json_t *az_perm_json(const az_perm_t *p);
+int az_grants_json(const az_state_t *st, const az_grants_t *gs, const char *to, const char *to_kind,
+                   json_t *arr);
+
+/* model.c: lists of entity names. 0 or CDN_ERR_NOMEM each. */
+int az_names_add(az_names_t *t, char kind, const char *id);
+void az_names_free(az_names_t *t);
+int az_names_move(az_names_t *dst, az_names_t *src); /* appends src's and frees it */
+
+/* track.c: the entities a change touches. 0 or CDN_ERR_NOMEM each. */
+/* The entities op may change in st (before it is applied): those it names, the direct members
+ * of a group it deletes, the holders of a role it deletes. */
+int az_touch_op(az_names_t *t, const az_state_t *st, const json_t *op);
+int az_touch_all(az_names_t *t, const az_state_t *st); /* every live entity of st */
 
 /* graph.c: membership structure kept flattened. */
 int az_graph_add_member(az_state_t *st, uint32_t group, uint32_t member, int member_is_group,

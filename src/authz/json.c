@@ -42,35 +42,6 @@ static ord_t *sorted(const void *base, uint32_t n, size_t stride, uint32_t *coun
     return o;
 }
 
-static json_t *perm_json(const az_perm_t *p)
-{
-    json_t *o = json_pack("{s:s, s:s}", "resource", p->resource, "action", p->action);
-    if (o && p->cond_src && json_object_set(o, "condition", p->cond_src)) {
-        json_decref(o);
-        return NULL;
-    }
-    return o;
-}
-
-static int grants_json(const az_state_t *st, const az_grants_t *gs, const char *to,
-                       const char *to_kind, json_t *arr)
-{
-    for (uint32_t i = 0; i < gs->n; i++) {
-        const az_grant_t *g = gs->v[i];
-        json_t *o = json_pack("{s:s, s:s}", "to", to, "to_kind", to_kind);
-        if (!o)
-            return CDN_ERR_NOMEM;
-        int bad = g->role >= 0 ? json_object_set_new(o, "role", json_string(st->roles[g->role].id))
-                               : json_object_set_new(o, "permission", perm_json(g->perm));
-        if (!bad && g->scope_type)
-            bad = json_object_set_new(
-                o, "scope", json_pack("{s:s, s:s}", "type", g->scope_type, "id", g->scope_id));
-        if (bad || json_array_append_new(arr, o))
-            return CDN_ERR_NOMEM;
-    }
-    return CDN_OK;
-}
-
 static int members_json(const az_state_t *st, const az_group_t *g, json_t *arr)
 {
     /* ids are indexes: sort members by name for a stable document */
@@ -126,16 +97,16 @@ static int export_state(const az_state_t *st, json_t *doc)
         if (json_array_append_new(roles, json_pack("{s:s, s:o}", "id", r->id, "permissions", ps)))
             goto out;
         for (uint32_t k = 0; k < r->nperms; k++)
-            if (json_array_append_new(ps, perm_json(&r->perms[k])))
+            if (json_array_append_new(ps, az_perm_json(&r->perms[k])))
                 goto out;
     }
     for (uint32_t i = 0; i < ns; i++) {
         const az_subject_t *s = &st->subjects[os[i].idx];
-        if (grants_json(st, &s->grants, s->id, "subject", grants))
+        if (az_grants_json(st, &s->grants, s->id, "subject", grants))
             goto out;
     }
     for (uint32_t i = 0; i < ng; i++)
-        if (grants_json(st, &st->groups[og[i].idx].grants, og[i].id, "group", grants))
+        if (az_grants_json(st, &st->groups[og[i].idx].grants, og[i].id, "group", grants))
             goto out;
     rc = CDN_OK;
 out:
@@ -309,10 +280,26 @@ static int state_from_doc(const char *doc_json, az_state_t **out, cdn_err_t *err
     return CDN_OK;
 }
 
-/* Installs st (a private state) as the model's, in one revision. */
-static void install(authz_model_t *m, az_state_t *st)
+/* Installs st (a private state) as the model's, in one revision. A tracked model records
+ * what changed: the entities `touched` names (a batch's), or with whole every entity of the
+ * state before and after (an import). Returns 0, or CDN_ERR_NOMEM and nothing changes. */
+static int install(authz_model_t *m, az_state_t *st, az_names_t *touched, bool whole)
 {
     pthread_rwlock_wrlock(&m->lock);
+    if (m->track) {
+        az_names_t t = {0};
+        int rc = whole ? az_touch_all(&t, m->st) : az_names_move(&t, touched);
+        if (rc == CDN_OK && whole)
+            rc = az_touch_all(&t, st);
+        if (rc == CDN_OK)
+            rc = az_names_move(&m->touched, &t);
+        az_names_free(&t);
+        if (rc) {
+            pthread_rwlock_unlock(&m->lock);
+            az_state_free(st);
+            return rc;
+        }
+    }
     az_model_swap(m, st);
     /* the per-subject view table must cover the new subjects */
     cdn_free(m->views);
@@ -326,6 +313,7 @@ static void install(authz_model_t *m, az_state_t *st)
     if (m->changes)
         atomic_fetch_add(m->changes, 1);
     pthread_rwlock_unlock(&m->lock);
+    return CDN_OK;
 }
 
 int authz_import(authz_model_t *m, const char *doc_json, cdn_err_t *err)
@@ -336,13 +324,15 @@ int authz_import(authz_model_t *m, const char *doc_json, cdn_err_t *err)
     int rc = state_from_doc(doc_json, &st, err);
     if (rc)
         return rc;
-    install(m, st);
+    if (install(m, st, NULL, true))
+        return cdn_err_set(err, CDN_ERR_NOMEM, "import: out of memory recording the change");
     return CDN_OK;
 }
 
 int authz_apply_batch(authz_model_t *m, const json_t *ops, cdn_err_t *err)
 {
     az_state_t *st = NULL;
+    az_names_t touched = {0};
     size_t i;
     const json_t *op;
     if (!m || !json_is_array(ops))
@@ -363,14 +353,21 @@ int authz_apply_batch(authz_model_t *m, const json_t *ops, cdn_err_t *err)
         if (rc)
             break;
         cdn_err_t e = {0, ""};
-        if ((rc = az_state_apply(st, op, &e)) != 0)
+        if (m->track && az_touch_op(&touched, st, op))
+            rc = cdn_err_set(&e, CDN_ERR_NOMEM, "out of memory recording the change");
+        else
+            rc = az_state_apply(st, op, &e);
+        if (rc)
             cdn_err_set(err, rc, "ops[%zu]: %s (none of the %zu operations was applied)", i, e.msg,
                         json_array_size(ops));
     }
     if (rc) {
+        az_names_free(&touched);
         az_state_free(st);
         return rc;
     }
-    install(m, st);
-    return CDN_OK;
+    rc = install(m, st, &touched, false);
+    az_names_free(&touched);
+    return rc ? cdn_err_set(err, rc, "authz_apply_batch: out of memory recording the change")
+              : CDN_OK;
 }

@@ -5,6 +5,7 @@
 #include <ctype.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <xxhash.h>
 
 #include "base/mem.h"
@@ -286,32 +287,116 @@ bool az_perm_matches_resource(const az_perm_t *p, const char *res, size_t res_le
     }
 }
 
+/* ---- names of entities (what a change touched, track.c) ---- */
+
+int az_names_add(az_names_t *t, char kind, const char *id)
+{
+    size_t n = strlen(id);
+    if (t->n == t->cap) {
+        size_t cap = t->cap;
+        void *p = t->v;
+        if (cdn_grow(&p, &cap, (size_t)t->n + 1, sizeof *t->v))
+            return CDN_ERR_NOMEM;
+        t->v = p;
+        t->cap = (uint32_t)cap;
+    }
+    char *s = cdn_malloc(n + 2);
+    if (!s)
+        return CDN_ERR_NOMEM;
+    s[0] = kind;
+    memcpy(s + 1, id, n + 1);
+    t->v[t->n++] = s;
+    return CDN_OK;
+}
+
+void az_names_free(az_names_t *t)
+{
+    for (uint32_t i = 0; i < t->n; i++)
+        cdn_free(t->v[i]);
+    cdn_free(t->v);
+    memset(t, 0, sizeof *t);
+}
+
+int az_names_move(az_names_t *dst, az_names_t *src)
+{
+    for (uint32_t i = 0; i < src->n; i++) {
+        int rc = az_names_add(dst, src->v[i][0], src->v[i] + 1);
+        if (rc)
+            return rc;
+    }
+    az_names_free(src);
+    return CDN_OK;
+}
+
+/* ---- time, for grants with a validity window ---- */
+
+int64_t az_model_now(const authz_model_t *m)
+{
+    struct timespec ts;
+    if (m->at_us)
+        return m->at_us;
+    if (!m->st || !m->st->windows)
+        return 0;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+void az_time_text(int64_t us, char *out, size_t cap)
+{
+    time_t sec = (time_t)(us >= 0 ? us / 1000000 : (us - 999999) / 1000000);
+    long frac = (long)(us - (int64_t)sec * 1000000);
+    struct tm tm;
+    gmtime_r(&sec, &tm);
+    size_t n = strftime(out, cap, "%Y-%m-%dT%H:%M:%S", &tm);
+    snprintf(out + n, cap - n, frac ? ".%06ldZ" : "Z", frac);
+}
+
+void authz_model_set_time(authz_model_t *m, int64_t at_us)
+{
+    m->at_us = at_us;
+}
+
+bool authz_model_has_windows(authz_model_t *m)
+{
+    pthread_rwlock_rdlock(&m->lock);
+    bool w = m->st && m->st->windows;
+    pthread_rwlock_unlock(&m->lock);
+    return w;
+}
+
 /* ---- the model handle ---- */
 
-int authz_model_new(authz_model_t **out, cdn_err_t *err)
+int az_model_alloc(bool decision_cache, authz_model_t **out)
 {
     *out = NULL;
     authz_model_t *m = cdn_calloc(1, sizeof(*m));
     if (!m)
-        return cdn_err_set(err, CDN_ERR_NOMEM, "authz: out of memory creating the model");
+        return CDN_ERR_NOMEM;
     m->st = az_state_new();
-    m->dcache = cdn_calloc(AZ_DCACHE_SLOTS, sizeof(az_dslot_t));
+    m->dcache = decision_cache ? cdn_calloc(AZ_DCACHE_SLOTS, sizeof(az_dslot_t)) : NULL;
     pthread_rwlockattr_t attr;
     pthread_rwlockattr_init(&attr);
     /* Writers must not starve behind a stream of checks: revocation is meant to land now. */
     pthread_rwlockattr_setkind_np(&attr, PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
     int rc = pthread_rwlock_init(&m->lock, &attr);
     pthread_rwlockattr_destroy(&attr);
-    if (!m->st || !m->dcache || rc) {
+    if (!m->st || (decision_cache && !m->dcache) || rc) {
         az_state_free(m->st);
         cdn_free(m->dcache);
         if (!rc)
             pthread_rwlock_destroy(&m->lock);
         cdn_free(m);
-        return cdn_err_set(err, CDN_ERR_NOMEM, "authz: out of memory creating the model");
+        return CDN_ERR_NOMEM;
     }
     *out = m;
     return CDN_OK;
+}
+
+int authz_model_new(authz_model_t **out, cdn_err_t *err)
+{
+    return az_model_alloc(true, out)
+               ? cdn_err_set(err, CDN_ERR_NOMEM, "authz: out of memory creating the model")
+               : CDN_OK;
 }
 
 /* Here, not in model_view.c, because the model's view cache holds the references it drops. */
@@ -359,6 +444,7 @@ void authz_model_free(authz_model_t *m)
     az_model_views_drop(m);
     cdn_free(m->views);
     az_state_free(m->st);
+    az_names_free(&m->touched);
     cdn_free(m->dcache);
     pthread_rwlock_destroy(&m->lock);
     cdn_free(m);

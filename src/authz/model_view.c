@@ -16,11 +16,11 @@ static int cmp_str(const void *a, const void *b)
 }
 
 static int roles_from(const az_state_t *st, const az_grants_t *gs, const char *stype,
-                      const char *sid, az_ids_t *roles)
+                      const char *sid, int64_t now, az_ids_t *roles)
 {
     for (uint32_t i = 0; i < gs->n; i++) {
         const az_grant_t *g = gs->v[i];
-        if (g->role < 0)
+        if (g->role < 0 || !az_grant_active(g, now))
             continue;
         if (g->scope_type && (!stype || strcmp(g->scope_type, stype) || strcmp(g->scope_id, sid)))
             continue;
@@ -33,13 +33,13 @@ static int roles_from(const az_state_t *st, const az_grants_t *gs, const char *s
 
 /* One allocation: the view, then the pointer array, then the strings. */
 static int view_compile(const az_state_t *st, uint32_t s, const char *stype, const char *sid,
-                        uint64_t rev, authz_view_t **out)
+                        uint64_t rev, int64_t now, authz_view_t **out)
 {
     const az_subject_t *sub = &st->subjects[s];
     az_ids_t roles = {0};
-    int rc = roles_from(st, &sub->grants, stype, sid, &roles);
+    int rc = roles_from(st, &sub->grants, stype, sid, now, &roles);
     for (uint32_t i = 0; i < sub->all.n && !rc; i++)
-        rc = roles_from(st, &st->groups[sub->all.v[i]].grants, stype, sid, &roles);
+        rc = roles_from(st, &st->groups[sub->all.v[i]].grants, stype, sid, now, &roles);
     if (rc) {
         az_ids_free(&roles);
         return CDN_ERR_NOMEM;
@@ -108,15 +108,17 @@ int az_view_get_locked(authz_model_t *m, const char *subject_id, const char *sty
     if (!az_subject_find(m->st, subject_id, &s))
         return cdn_err_set(err, CDN_ERR_NOT_FOUND, "subject '%.64s' is not in the model",
                            subject_id);
-    if (!stype && s < m->nviews && (*out = atomic_load(&m->views[s]))) {
+    /* With validity windows a view depends on the time too: it is compiled each time. */
+    bool cache = !stype && s < m->nviews && !m->st->windows;
+    if (cache && (*out = atomic_load(&m->views[s]))) {
         /* Only current views sit in the table (writers empty it), and none is freed while we
          * hold the read lock, so taking a reference here is safe. */
         atomic_fetch_add(&(*out)->refs_, 1);
         return CDN_OK;
     }
-    if (view_compile(m->st, s, stype, sid, atomic_load(&m->revision), out))
+    if (view_compile(m->st, s, stype, sid, atomic_load(&m->revision), az_model_now(m), out))
         return cdn_err_set(err, CDN_ERR_NOMEM, "authz_view: out of memory");
-    if (!stype && s < m->nviews) {
+    if (cache) {
         authz_view_t *expected = NULL;
         atomic_fetch_add(&(*out)->refs_, 1); /* the table's reference */
         if (atomic_compare_exchange_strong(&m->views[s], &expected, *out))

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/date.h"
 #include "base/mem.h"
 
 typedef struct op_ctx {
@@ -138,24 +139,52 @@ static int op_put_subject(az_state_t *st, op_ctx_t *c, cdn_err_t *err)
         st->subjects[idx].kind = k;
         return CDN_OK;
     }
-    char *copy = cdn_strdup(id);
-    /* Reserve the map slot first so that nothing can fail after the subject exists. */
-    if (!copy || az_map_put(&st->subject_map, copy, st->nsubjects))
-        goto nomem;
-    az_subject_t *s =
-        slot_add((void **)&st->subjects, &st->nsubjects, &st->capsubjects, sizeof(*s));
-    if (!s) {
-        az_map_del(&st->subject_map, copy);
-        goto nomem;
+    if (az_subject_add(st, id, &idx)) {
+        json_decref(attrs);
+        return cdn_err_set(err, CDN_ERR_NOMEM, "put_subject: out of memory");
     }
-    s->id = copy;
-    s->kind = k;
-    s->attrs = attrs;
+    st->subjects[idx].kind = k;
+    st->subjects[idx].attrs = attrs;
     return CDN_OK;
-nomem:
-    cdn_free(copy);
-    json_decref(attrs);
-    return cdn_err_set(err, CDN_ERR_NOMEM, "put_subject: out of memory");
+}
+
+/* Appends a new entity called id to a table and its name map; the map slot is reserved first,
+ * so that nothing can fail after the entity exists. */
+static int entity_add(void **arr, uint32_t *n, uint32_t *cap, size_t size, az_map_t *map,
+                      const char *id, uint32_t *idx)
+{
+    char *copy = cdn_strdup(id);
+    if (!copy || az_map_put(map, copy, *n)) {
+        cdn_free(copy);
+        return CDN_ERR_NOMEM;
+    }
+    char **slot = slot_add(arr, n, cap, size);
+    if (!slot) {
+        az_map_del(map, copy);
+        cdn_free(copy);
+        return CDN_ERR_NOMEM;
+    }
+    *slot = copy; /* every entity starts with its id */
+    *idx = *n - 1;
+    return CDN_OK;
+}
+
+int az_subject_add(az_state_t *st, const char *id, uint32_t *idx)
+{
+    return entity_add((void **)&st->subjects, &st->nsubjects, &st->capsubjects,
+                      sizeof(az_subject_t), &st->subject_map, id, idx);
+}
+
+int az_group_add(az_state_t *st, const char *id, uint32_t *idx)
+{
+    return entity_add((void **)&st->groups, &st->ngroups, &st->capgroups, sizeof(az_group_t),
+                      &st->group_map, id, idx);
+}
+
+int az_role_add(az_state_t *st, const char *id, uint32_t *idx)
+{
+    return entity_add((void **)&st->roles, &st->nroles, &st->caproles, sizeof(az_role_t),
+                      &st->role_map, id, idx);
 }
 
 static void grants_clear(az_grants_t *gs)
@@ -197,18 +226,8 @@ static int op_put_group(az_state_t *st, op_ctx_t *c, cdn_err_t *err)
         return rc;
     if (az_group_get(st, id, &idx))
         return CDN_OK;
-    char *copy = cdn_strdup(id);
-    if (!copy || az_map_put(&st->group_map, copy, st->ngroups)) {
-        cdn_free(copy);
+    if (az_group_add(st, id, &idx))
         return cdn_err_set(err, CDN_ERR_NOMEM, "put_group: out of memory");
-    }
-    az_group_t *g = slot_add((void **)&st->groups, &st->ngroups, &st->capgroups, sizeof(*g));
-    if (!g) {
-        az_map_del(&st->group_map, copy);
-        cdn_free(copy);
-        return cdn_err_set(err, CDN_ERR_NOMEM, "put_group: out of memory");
-    }
-    g->id = copy;
     return CDN_OK;
 }
 
@@ -386,20 +405,14 @@ static int op_put_role(az_state_t *st, op_ctx_t *c, cdn_err_t *err)
     }
     uint32_t idx;
     az_role_t *r = NULL;
-    char *copy = NULL;
     if (!az_role_get(st, id, &idx)) {
-        copy = cdn_strdup(id);
-        if (!copy || az_map_put(&st->role_map, copy, st->nroles) ||
-            !(r = slot_add((void **)&st->roles, &st->nroles, &st->caproles, sizeof(*r)))) {
-            if (copy)
-                az_map_del(&st->role_map, copy);
-            cdn_free(copy);
+        if (az_role_add(st, id, &idx)) {
             for (size_t k = 0; k < n; k++)
                 az_perm_clear(&perms[k]);
             cdn_free(perms);
             return cdn_err_set(err, CDN_ERR_NOMEM, "put_role: out of memory");
         }
-        r->id = copy;
+        r = &st->roles[idx];
     } else {
         r = &st->roles[idx];
         for (uint32_t k = 0; k < r->nperms; k++)
@@ -454,7 +467,8 @@ static int op_delete_role(az_state_t *st, op_ctx_t *c, cdn_err_t *err)
 static int grant_parse(az_state_t *st, op_ctx_t *c, az_grant_t **out, az_grants_t **owner,
                        cdn_err_t *err)
 {
-    static const char *const f[] = {"op", "to", "to_kind", "role", "permission", "scope", NULL};
+    static const char *const f[] = {"op",         "to",    "to_kind", "role",
+                                    "permission", "scope", "valid",   NULL};
     const char *to, *role;
     int is_group, rc;
     uint32_t to_idx, role_idx = 0;
@@ -502,6 +516,8 @@ static int grant_parse(az_state_t *st, op_ctx_t *c, az_grant_t **out, az_grants_
     }
     if (!rc && stype && (!(g->scope_type = cdn_strdup(stype)) || !(g->scope_id = cdn_strdup(sid))))
         rc = cdn_err_set(err, CDN_ERR_NOMEM, "%s: out of memory", c->name);
+    if (!rc)
+        rc = az_window_parse(json_object_get(c->op, "valid"), g, c->name, err);
     if (rc) {
         az_grant_free(g);
         return rc;
@@ -519,7 +535,8 @@ static bool opt_eq(const char *a, const char *b)
 static bool grant_eq(const az_grant_t *a, const az_grant_t *b)
 {
     if (a->role != b->role || !opt_eq(a->scope_type, b->scope_type) ||
-        !opt_eq(a->scope_id, b->scope_id))
+        !opt_eq(a->scope_id, b->scope_id) || a->windowed != b->windowed ||
+        (a->windowed && (a->from_us != b->from_us || a->until_us != b->until_us)))
         return false;
     if (a->role >= 0)
         return true;
@@ -553,12 +570,61 @@ static int op_grant(az_state_t *st, op_ctx_t *c, bool revoke, cdn_err_t *err)
         az_grant_free(g); /* granting twice is a no-op */
         return CDN_OK;
     }
-    size_t cap = gs->cap;
-    void *p = gs->v;
-    if (cdn_grow(&p, &cap, (size_t)gs->n + 1, sizeof(*gs->v))) {
+    if (az_grants_push(gs, g)) {
         az_grant_free(g);
         return cdn_err_set(err, CDN_ERR_NOMEM, "grant: out of memory");
     }
+    st->windows |= g->windowed;
+    return CDN_OK;
+}
+
+static int window_end(const json_t *valid, const char *key, const char *what, int64_t *us,
+                      cdn_err_t *err)
+{
+    const json_t *v = json_object_get(valid, key);
+    double ms;
+    if (!v || json_is_null(v))
+        return CDN_OK;
+    if (!json_is_string(v) ||
+        cdn_date_parse(json_string_value(v), json_string_length(v), 0, &ms) != CDN_OK)
+        return cdn_err_set(err, CDN_ERR_INVALID,
+                           "%s: valid.%s must be a date such as \"2026-12-01T09:00:00Z\"", what,
+                           key);
+    *us = (int64_t)(ms * 1000.0);
+    return CDN_OK;
+}
+
+int az_window_parse(const json_t *valid, az_grant_t *g, const char *what, cdn_err_t *err)
+{
+    static const char *const f[] = {"from", "until", NULL};
+    int rc;
+    g->windowed = false;
+    g->from_us = INT64_MIN;
+    g->until_us = INT64_MAX;
+    if (!valid || json_is_null(valid))
+        return CDN_OK;
+    if (!json_is_object(valid))
+        return cdn_err_set(err, CDN_ERR_INVALID,
+                           "%s: valid must be {\"from\": date, \"until\": date} (either may "
+                           "be left out)",
+                           what);
+    if ((rc = only_fields(valid, "valid", f, err)) ||
+        (rc = window_end(valid, "from", what, &g->from_us, err)) ||
+        (rc = window_end(valid, "until", what, &g->until_us, err)))
+        return rc;
+    if (g->from_us >= g->until_us)
+        return cdn_err_set(err, CDN_ERR_INVALID, "%s: valid.until must come after valid.from",
+                           what);
+    g->windowed = g->from_us != INT64_MIN || g->until_us != INT64_MAX;
+    return CDN_OK;
+}
+
+int az_grants_push(az_grants_t *gs, az_grant_t *g)
+{
+    size_t cap = gs->cap;
+    void *p = gs->v;
+    if (cdn_grow(&p, &cap, (size_t)gs->n + 1, sizeof(*gs->v)))
+        return CDN_ERR_NOMEM;
     gs->v = p;
     gs->cap = (uint32_t)cap;
     gs->v[gs->n++] = g;
@@ -635,6 +701,8 @@ int authz_apply_json(authz_model_t *m, const json_t *op, cdn_err_t *err)
         rc = cdn_err_set(err, CDN_ERR_INTERNAL,
                          "the authorization model is broken after an out-of-memory error; "
                          "import or reopen it");
+    else if (m->track && az_touch_op(&m->touched, m->st, op))
+        rc = cdn_err_set(err, CDN_ERR_NOMEM, "out of memory recording the change");
     else
         rc = state_apply(m->st, op, &mutated, err);
     if (rc && mutated) {

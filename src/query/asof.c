@@ -11,6 +11,7 @@
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
+#include <xxhash.h>
 
 typedef struct entry {
     uint64_t mrev; /* the model record it is the state after */
@@ -19,11 +20,25 @@ typedef struct entry {
     uint64_t used;
 } entry_t;
 
+/* A parsed fragment version (kind, id, the revision that wrote it): versions never change, so
+ * one parse serves every question that reads it (a group's or a role's fragment changes far
+ * less often than its members'). Direct mapped; a collision replaces. */
+typedef struct frag_slot {
+    uint64_t vrev;
+    char kind;
+    char *id;
+    json_t *frag;
+} frag_slot_t;
+
+#define FRAG_CACHE 4096
+
 struct asof {
     engine_t *e;
     pthread_mutex_t lock;
     entry_t ent[ASOF_CACHE];
     uint64_t tick;
+    pthread_mutex_t frag_lock;
+    frag_slot_t frags[FRAG_CACHE];
 };
 
 /* A model borrowed from the cache (ent set) or built for one question (ent NULL). */
@@ -39,6 +54,7 @@ int asof_open(engine_t *e, asof_t **out, cdn_err_t *err)
         return cdn_err_set(err, CDN_ERR_NOMEM, "out of memory");
     a->e = e;
     pthread_mutex_init(&a->lock, NULL);
+    pthread_mutex_init(&a->frag_lock, NULL);
     *out = a;
     return CDN_OK;
 }
@@ -50,6 +66,11 @@ void asof_close(asof_t *a)
     for (int i = 0; i < ASOF_CACHE; i++)
         if (a->ent[i].valid)
             authz_model_free(a->ent[i].m);
+    for (int i = 0; i < FRAG_CACHE; i++) {
+        cdn_free(a->frags[i].id);
+        json_decref(a->frags[i].frag);
+    }
+    pthread_mutex_destroy(&a->frag_lock);
     pthread_mutex_destroy(&a->lock);
     cdn_free(a);
 }
@@ -265,15 +286,94 @@ static void model_release(asof_t *a, model_ref_t *ref)
     pthread_mutex_unlock(&a->lock);
 }
 
-int asof_is_authorized(asof_t *a, const authz_request_t *req, uint64_t rev, authz_decision_t *out,
-                       cdn_err_t *err)
+/* The parsed fragment of the version (kind, id, vrev) whose text is given: from the cache, or
+ * parsed and kept. *out is a new reference. */
+static int frag_parsed(asof_t *a, char kind, const char *id, uint64_t vrev, const char *text,
+                       size_t n, json_t **out, cdn_err_t *err)
+{
+    frag_slot_t *x = &a->frags[(XXH64(id, strlen(id), (uint64_t)kind) ^ vrev) % FRAG_CACHE];
+    json_error_t je;
+    pthread_mutex_lock(&a->frag_lock);
+    if (x->frag && x->vrev == vrev && x->kind == kind && !strcmp(x->id, id)) {
+        *out = json_incref(x->frag);
+        pthread_mutex_unlock(&a->frag_lock);
+        return CDN_OK;
+    }
+    pthread_mutex_unlock(&a->frag_lock);
+    json_t *frag = json_loadb(text, n, 0, &je);
+    char *copy = cdn_strdup(id);
+    if (!frag || !copy) {
+        json_decref(frag);
+        cdn_free(copy);
+        return frag ? cdn_err_set(err, CDN_ERR_NOMEM, "out of memory")
+                    : cdn_err_set(err, CDN_ERR_CORRUPT,
+                                  "the permission history holds a fragment that does not parse: %s",
+                                  je.text);
+    }
+    pthread_mutex_lock(&a->frag_lock);
+    cdn_free(x->id);
+    json_decref(x->frag);
+    *x = (frag_slot_t){vrev, kind, copy, json_incref(frag)};
+    pthread_mutex_unlock(&a->frag_lock);
+    *out = frag;
+    return CDN_OK;
+}
+
+/* The model a question about one subject needs: a slice (authz.h) of the model's fragments
+ * as they stood after rev, a handful of reads; before the fragments start, the whole model
+ * then (model_at). */
+static int subject_model(asof_t *a, store_txn_t *t, const char *subject, uint64_t rev,
+                         uint64_t at_us, model_ref_t *ref, cdn_err_t *err)
+{
+    uint64_t start;
+    int set, rc = history_ent_start_get(t, &start, &set);
+    authz_slice_t *s;
+    char kind;
+    const char *id;
+    if (rc)
+        return cdn_err_set(err, rc, "the permission history does not read");
+    if (!set || rev < start)
+        return model_at(a, t, rev, ref, err);
+    if ((rc = authz_slice_new(subject, &s, err)) != 0)
+        return rc;
+    while (rc == CDN_OK && authz_slice_need(s, &kind, &id)) {
+        const char *text;
+        size_t n;
+        uint64_t vrev;
+        json_t *frag = NULL;
+        if ((rc = history_ent_at(t, kind, id, rev, &text, &n, &vrev)) != 0)
+            rc = cdn_err_set(err, rc, "the permission history does not read");
+        else if (text && (rc = frag_parsed(a, kind, id, vrev, text, n, &frag, err)) != 0)
+            break;
+        else
+            rc = authz_slice_give_json(s, frag, err);
+        json_decref(frag);
+    }
+    *ref = (model_ref_t){NULL, NULL};
+    if (rc == CDN_OK)
+        rc = authz_slice_model(s, &ref->m, err);
+    authz_slice_free(s);
+    /* Validity windows are judged at the moment asked, or the revision's own. */
+    if (rc == CDN_OK && authz_model_has_windows(ref->m)) {
+        if (!at_us && (rc = history_time_of(t, rev, &at_us)) != 0) {
+            authz_model_free(ref->m);
+            return cdn_err_set(err, rc, "the permission history does not read");
+        }
+        authz_model_set_time(ref->m, (int64_t)at_us);
+    }
+    return rc;
+}
+
+int asof_is_authorized(asof_t *a, const authz_request_t *req, uint64_t rev, uint64_t at_us,
+                       authz_decision_t *out, cdn_err_t *err)
 {
     store_txn_t *t;
     model_ref_t ref;
     int rc = store_txn_begin(a->e->store, 0, &t, err);
     if (rc)
         return rc;
-    rc = model_at(a, t, rev, &ref, err);
+    rc = req->subject ? subject_model(a, t, req->subject, rev, at_us, &ref, err)
+                      : model_at(a, t, rev, &ref, err);
     store_txn_abort(t);
     if (rc)
         return rc;
@@ -396,7 +496,8 @@ static void question_end(asof_t *a, question_t *q)
 }
 
 static int question_begin(asof_t *a, const char *coll, const engine_asker_t *who,
-                          const char *action, uint64_t rev, question_t *q, cdn_err_t *err)
+                          const char *action, uint64_t rev, uint64_t at_us, question_t *q,
+                          cdn_err_t *err)
 {
     int rc;
     memset(q, 0, sizeof *q);
@@ -419,7 +520,7 @@ static int question_begin(asof_t *a, const char *coll, const engine_asker_t *who
         char resource[COLL_NAME_MAX + 16];
         authz_decision_t d;
         authz_request_t req = {0};
-        if ((rc = model_at(a, q->t, rev, &q->ref, err)) != 0) {
+        if ((rc = subject_model(a, q->t, who->subject_id, rev, at_us, &q->ref, err)) != 0) {
             question_end(a, q);
             return rc;
         }
@@ -439,12 +540,12 @@ static int question_begin(asof_t *a, const char *coll, const engine_asker_t *who
 }
 
 int asof_check(asof_t *a, const char *coll, const engine_asker_t *who, const char *action,
-               const char *id, uint64_t rev, asof_answer_t *out, cdn_err_t *err)
+               const char *id, uint64_t rev, uint64_t at_us, asof_answer_t *out, cdn_err_t *err)
 {
     question_t q;
     const void *packed;
     size_t n;
-    int rc = question_begin(a, coll, who, action, rev, &q, err);
+    int rc = question_begin(a, coll, who, action, rev, at_us, &q, err);
     if (rc)
         return rc;
     rc = history_acl_at(q.t, q.c->cfg.id, id, rev, &packed, &n);
@@ -484,10 +585,10 @@ static int list_one(void *ctx, const char *id, const void *packed, size_t n)
 }
 
 int asof_readable(asof_t *a, const char *coll, const engine_asker_t *who, const char *action,
-                  uint64_t rev, asof_id_fn fn, void *ctx, size_t *n, cdn_err_t *err)
+                  uint64_t rev, uint64_t at_us, asof_id_fn fn, void *ctx, size_t *n, cdn_err_t *err)
 {
     question_t q;
-    int rc = question_begin(a, coll, who, action, rev, &q, err);
+    int rc = question_begin(a, coll, who, action, rev, at_us, &q, err);
     *n = 0;
     if (rc)
         return rc;

@@ -32,6 +32,9 @@ int asof_revision(asof_t *a, uint64_t rev, uint64_t time_us, uint64_t *out, cdn_
 /* The first revision the history holds. */
 int asof_start(asof_t *a, uint64_t *rev, cdn_err_t *err);
 
+/* Grants with a validity window (authz.h) are judged at moment at_us of the questions below
+ * (valid time), or, when it is 0, at the moment revision rev was committed. */
+
 typedef enum asof_reason {
     ASOF_READABLE = 0,     /* principal is in the view and allowed */
     ASOF_DENIED,           /* principal is in the view and denied (deny overrides) */
@@ -52,13 +55,14 @@ typedef struct asof_answer {
  * with action ("read" for a get, "search" for a search's hits) on "collection:<coll>" for a
  * subject of the model? Asserted principals are judged by the ACL alone. */
 int asof_check(asof_t *a, const char *coll, const engine_asker_t *who, const char *action,
-               const char *id, uint64_t rev, asof_answer_t *out, cdn_err_t *err);
+               const char *id, uint64_t rev, uint64_t at_us, asof_answer_t *out, cdn_err_t *err);
 
 /* Calls fn with each chunk id of coll that who could read after rev (in no particular order)
  * until fn returns non-zero; *n counts them. */
 typedef int (*asof_id_fn)(void *ctx, const char *id);
 int asof_readable(asof_t *a, const char *coll, const engine_asker_t *who, const char *action,
-                  uint64_t rev, asof_id_fn fn, void *ctx, size_t *n, cdn_err_t *err);
+                  uint64_t rev, uint64_t at_us, asof_id_fn fn, void *ctx, size_t *n,
+                  cdn_err_t *err);
 
 /* Who could read chunk id at some revision in [r1, r2]: calls fn with each subject of the
  * model and the first revision of the range at which it could (with action on the
@@ -71,8 +75,8 @@ int asof_readers(asof_t *a, const char *coll, const char *id, const char *action
                  uint64_t r2, asof_reader_fn fn, void *ctx, size_t *n, cdn_err_t *err);
 
 /* is-authorized as the model stood after rev (req as authz_is_authorized takes it). */
-int asof_is_authorized(asof_t *a, const authz_request_t *req, uint64_t rev, authz_decision_t *out,
-                       cdn_err_t *err);
+int asof_is_authorized(asof_t *a, const authz_request_t *req, uint64_t rev, uint64_t at_us,
+                       authz_decision_t *out, cdn_err_t *err);
 
 /* Forgets the history before revision horizon (store/history.h's history_prune), writing the
  * checkpoint the horizon's state needs first. *removed counts the rows deleted. */

@@ -175,6 +175,32 @@ static int history_begin(engine_t *e, cdn_err_t *err)
     return store_txn_commit(t, err);
 }
 
+/* The model's fragments start at the history's start, or, in a directory whose history was
+ * kept without them, now: every entity's fragment as of the current revision, once. From then
+ * on each model change records those it touched (engine_model.c). */
+static int fragments_begin(engine_t *e, cdn_err_t *err)
+{
+    store_txn_t *t;
+    uint64_t start, rev = atomic_load(&e->revision);
+    int set, rc = store_txn_begin(e->store, 1, &t, err);
+    if (rc)
+        return rc;
+    authz_model_track(e->model, true);
+    if ((rc = history_ent_start_get(t, &start, &set)) != 0 || set) {
+        store_txn_abort(t);
+        return rc ? cdn_err_set(err, rc, "the permission history does not read") : CDN_OK;
+    }
+    if ((rc = engine_fragments_put(e, t, true, rev, err)) == CDN_OK)
+        rc = history_ent_start_set(t, rev);
+    if (rc) {
+        store_txn_abort(t);
+        return err && err->code
+                   ? rc
+                   : cdn_err_set(err, rc, "cannot start the model's history: %s", cdn_strerror(rc));
+    }
+    return store_txn_commit(t, err);
+}
+
 /* Creates the data directory (CDN_DIR_MODE: its files hold protected text), or warns on
  * stderr when an existing one lets other local users in: the files inside are CDN_FILE_MODE
  * when the engine made them, but a directory copied or made by hand may hold others. */
@@ -220,7 +246,7 @@ int engine_open(const char *dir, uint64_t map_size, int must_exist, engine_t **o
         return rc;
     }
     if ((rc = store_open(dir, map_size, &e->store, err)) != 0 || (rc = load_all(e, err)) != 0 ||
-        (rc = history_begin(e, err)) != 0) {
+        (rc = history_begin(e, err)) != 0 || (rc = fragments_begin(e, err)) != 0) {
         engine_close(e);
         return rc;
     }

@@ -77,6 +77,9 @@ int engine_view_ids(engine_t *e, const char *const *names, size_t n, uint32_t **
 /* Applies one model log record to m: kind 'O' (an op), 'B' (a JSON array applied as one) or
  * 'I' (a whole model), text its JSON. For replays of the log and of the history. */
 int engine_model_record_apply(authz_model_t *m, char kind, const char *text, cdn_err_t *err);
+/* Writes, in write transaction t, the fragments (authz_changes) of the entities the model's
+ * changes touched since the last call, or of every entity with all, as versions of rev. */
+int engine_fragments_put(engine_t *e, store_txn_t *t, bool all, uint64_t rev, cdn_err_t *err);
 /* Replays the model log inside read transaction t (at open). */
 int engine_model_load(engine_t *e, store_txn_t *t, cdn_err_t *err);
 /* Applies one model operation (authz op JSON) and persists it; *rev is the new revision. */

@@ -83,6 +83,23 @@ int engine_model_load(engine_t *e, store_txn_t *t, cdn_err_t *err)
  * most this many records after the checkpoint before its revision. */
 #define HIST_SNAP_EVERY 256
 
+struct frag_put {
+    store_txn_t *t;
+    uint64_t rev;
+};
+
+static int put_fragment(void *ctx, char kind, const char *id, const char *frag)
+{
+    struct frag_put *f = ctx;
+    return history_ent_put(f->t, kind, id, f->rev, frag);
+}
+
+int engine_fragments_put(engine_t *e, store_txn_t *t, bool all, uint64_t rev, cdn_err_t *err)
+{
+    struct frag_put f = {t, rev};
+    return authz_changes(e->model, all, put_fragment, &f, err);
+}
+
 /* Persists one log record at revision r (published already, with the change in memory); on
  * failure the model in memory is ahead of the store, so it is marked broken (checks fail
  * closed) until the directory is reopened. An op whose record would make the log outgrow the
@@ -113,6 +130,8 @@ static int persist(engine_t *e, char kind, const char *json, uint64_t r, cdn_err
         rc = store_put(t, STORE_MODEL_LOG, key, 8, val, n + 1);
     if (rc == CDN_OK) /* the history keeps every record, folded or not */
         rc = history_model_put(t, r, val, n + 1);
+    if (rc == CDN_OK) /* and the fragments the change touched, as they are now */
+        rc = engine_fragments_put(e, t, false, r, err);
     int snap = kind == LOG_IMPORT || e->hist_since_snap + 1 >= HIST_SNAP_EVERY;
     if (rc == CDN_OK && snap) {
         char *whole = NULL;

@@ -45,6 +45,25 @@ int history_rev_at(store_txn_t *t, uint64_t time_us, uint64_t *rev)
     return CDN_OK;
 }
 
+int history_time_of(store_txn_t *t, uint64_t rev, uint64_t *time_us)
+{
+    /* Times and revisions grow together: the first moment at which rev (or a later one) is
+     * current is rev's commit time. */
+    uint64_t lo = 0, hi = UINT64_MAX / 2;
+    while (lo < hi) {
+        uint64_t mid = lo + (hi - lo) / 2, r = 0;
+        int rc = history_rev_at(t, mid, &r);
+        if (rc && rc != CDN_ERR_NOT_FOUND)
+            return rc;
+        if (rc == CDN_OK && r >= rev)
+            hi = mid;
+        else
+            lo = mid + 1;
+    }
+    *time_us = lo;
+    return CDN_OK;
+}
+
 /* ---- ACLs. ---- */
 
 int history_acl_put(store_txn_t *t, uint32_t coll, const char *id, uint64_t rev,
@@ -67,8 +86,10 @@ int history_acl_put(store_txn_t *t, uint32_t coll, const char *id, uint64_t rev,
 typedef struct acl_find {
     const char *id;
     size_t idlen;
+    size_t unit; /* the value's length is a multiple of it: 4 for a packed ACL */
     const void *packed;
     size_t n;
+    uint64_t rev; /* the version's */
     int found, deleted;
 } acl_find_t;
 
@@ -81,29 +102,80 @@ static int acl_match(void *ctx, const void *key, size_t klen, const void *val, s
     if (memcmp(val, f->id, f->idlen + 1) != 0)
         return 0; /* another id with the same hash */
     size_t rest = vlen - f->idlen - 1;
-    if (rest % 4)
+    if (rest % f->unit)
         return CDN_ERR_CORRUPT;
     f->found = 1;
+    f->rev = store_rd64((const unsigned char *)key + 12);
     f->deleted = rest == 0;
     f->packed = (const char *)val + f->idlen + 1;
-    f->n = rest / 4;
+    f->n = rest / f->unit;
     return 1;
+}
+
+/* The version of id under space (a collection, or an entity kind) current after rev. */
+static int version_at(store_txn_t *t, uint32_t space, const char *id, uint64_t rev, acl_find_t *f)
+{
+    unsigned char k[ACL_KEY];
+    acl_key(k, space, id, rev);
+    int rc = store_scan_back(t, STORE_HIST_ACL, k, 12, k, ACL_KEY, acl_match, f);
+    return rc < 0 ? rc : CDN_OK;
 }
 
 int history_acl_at(store_txn_t *t, uint32_t coll, const char *id, uint64_t rev, const void **packed,
                    size_t *n)
 {
-    unsigned char k[ACL_KEY];
-    acl_find_t f = {id, strlen(id), NULL, 0, 0, 0};
-    acl_key(k, coll, id, rev);
-    int rc = store_scan_back(t, STORE_HIST_ACL, k, 12, k, ACL_KEY, acl_match, &f);
-    if (rc < 0)
+    acl_find_t f = {id, strlen(id), 4, NULL, 0, 0, 0, 0};
+    int rc = version_at(t, coll, id, rev, &f);
+    if (rc)
         return rc;
     if (!f.found)
         return CDN_ERR_NOT_FOUND;
     *packed = f.deleted ? NULL : f.packed;
     *n = f.deleted ? 0 : f.n;
     return CDN_OK;
+}
+
+/* ---- The model's fragments: versions of entities, beside the chunks' under spaces of
+ * their own (the collection ids stop short of them), so retention treats both alike. ---- */
+
+#define ENT_SPACE(kind) (0xFFFFFF00u | (unsigned char)(kind))
+
+int history_ent_put(store_txn_t *t, char kind, const char *id, uint64_t rev, const char *frag)
+{
+    unsigned char k[ACL_KEY];
+    size_t idlen = strlen(id), fl = frag ? strlen(frag) : 0, vl = idlen + 1 + fl;
+    char *v = cdn_malloc(vl);
+    if (!v)
+        return CDN_ERR_NOMEM;
+    memcpy(v, id, idlen + 1);
+    memcpy(v + idlen + 1, frag ? frag : "", fl);
+    acl_key(k, ENT_SPACE(kind), id, rev);
+    int rc = store_put(t, STORE_HIST_ACL, k, ACL_KEY, v, vl);
+    cdn_free(v);
+    return rc;
+}
+
+int history_ent_at(store_txn_t *t, char kind, const char *id, uint64_t rev, const char **frag,
+                   size_t *n, uint64_t *vrev)
+{
+    acl_find_t f = {id, strlen(id), 1, NULL, 0, 0, 0, 0};
+    int rc = version_at(t, ENT_SPACE(kind), id, rev, &f);
+    *frag = rc || !f.found || f.deleted ? NULL : f.packed;
+    *n = *frag ? f.n : 0;
+    *vrev = f.found ? f.rev : 0;
+    return rc;
+}
+
+int history_ent_start_get(store_txn_t *t, uint64_t *rev, int *set)
+{
+    return store_meta_u64(t, "hist_ent", rev, set);
+}
+
+int history_ent_start_set(store_txn_t *t, uint64_t rev)
+{
+    unsigned char b[8];
+    store_be64(b, rev);
+    return store_put(t, STORE_META, "hist_ent", 8, b, 8);
 }
 
 typedef struct versions {

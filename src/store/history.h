@@ -16,6 +16,10 @@
  * CDN_ERR_NOT_FOUND when no revision was committed by then. */
 int history_rev_at(store_txn_t *t, uint64_t time_us, uint64_t *rev);
 
+/* The moment revision rev was committed (the first time at which it, or a later one, is
+ * current): a bisection over the commit times, about 60 seeks. */
+int history_time_of(store_txn_t *t, uint64_t rev, uint64_t *time_us);
+
 /* Records chunk id's ACL as of revision rev: packed (acl/acl.h's layout, n u32 words), or
  * packed NULL for "deleted". */
 int history_acl_put(store_txn_t *t, uint32_t coll, const char *id, uint64_t rev,
@@ -36,6 +40,21 @@ typedef int (*history_acl_fn)(void *ctx, const char *id, const void *packed, siz
 int history_acls_at(store_txn_t *t, uint32_t coll, uint64_t rev, history_acl_fn fn, void *ctx);
 /* Removes a collection's ACL history (it was dropped). */
 int history_acl_drop(store_txn_t *t, uint32_t coll);
+
+/* The permission model's fragments (authz.h: one entity's part of a decision about a
+ * subject), one version per revision that changed it: frag NULL for "deleted". kind is
+ * AUTHZ_ENT_*'s letter. */
+int history_ent_put(store_txn_t *t, char kind, const char *id, uint64_t rev, const char *frag);
+/* The fragment of kind/id as it stood after rev: 0 with *frag (n bytes, not NUL-terminated)
+ * or *frag NULL when it did not exist then; *vrev is the revision that wrote that version (0
+ * when none did: the fragment is the same at every such rev). */
+int history_ent_at(store_txn_t *t, char kind, const char *id, uint64_t rev, const char **frag,
+                   size_t *n, uint64_t *vrev);
+/* The first revision the fragments hold (META "hist_ent"): set once, when the history of
+ * fragments starts (at the history's start, or when a directory kept without them is first
+ * opened by a version that keeps them). */
+int history_ent_start_get(store_txn_t *t, uint64_t *rev, int *set);
+int history_ent_start_set(store_txn_t *t, uint64_t rev);
 
 /* Copies model log record rec (kind byte + JSON, n bytes) of revision rev, and a checkpoint:
  * the whole model's JSON after rev. */

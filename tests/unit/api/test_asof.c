@@ -398,6 +398,102 @@ static void test_many_model_writes(void **state)
     free(revs);
 }
 
+/* A directory whose history was kept without the model's fragments: they start at its next
+ * open, questions before then rebuild the whole model of their revision, questions after
+ * read the fragments, and both answer as the model stood. */
+static void test_fragments_start_at_first_open(void **state)
+{
+    fx_t *f = *state;
+    enum { N = 300 };
+    uint64_t revs[2 * N], s = 5;
+    op(f->db, "{\"op\":\"grant\",\"to\":\"staff\",\"to_kind\":\"group\",\"role\":\"reader\"}");
+    put(f->db, "c9", "group:eng", NULL, NULL);
+    for (int i = 0; i < N; i++) { /* alice joins eng at even steps, leaves at odd ones */
+        char json[160];
+        snprintf(json, sizeof json, "{\"op\":\"%s\",\"group\":\"eng\",\"member\":\"alice\"}",
+                 i % 2 ? "remove_member" : "add_member");
+        revs[i] = op(f->db, json);
+    }
+    cordon_close(f->db);
+    store_t *st;
+    store_txn_t *t;
+    cdn_err_t e;
+    const unsigned char ent[3] = {0xff, 0xff, 0xff}; /* the fragments' spaces (history.c) */
+    assert_int_equal(store_open(f->dir, 0, &st, &e), 0);
+    assert_int_equal(store_txn_begin(st, 1, &t, &e), 0);
+    assert_int_equal(store_del(t, STORE_META, "hist_ent", 8), 0);
+    assert_int_equal(store_del_prefix(t, STORE_HIST_ACL, ent, 3), 0);
+    assert_int_equal(store_txn_commit(t, &e), 0);
+    store_close(st);
+    assert_int_equal(cordon_open(f->dir, NULL, &f->db, NULL), 0);
+    for (int i = N; i < 2 * N; i++) {
+        char json[160];
+        snprintf(json, sizeof json, "{\"op\":\"%s\",\"group\":\"eng\",\"member\":\"alice\"}",
+                 i % 2 ? "remove_member" : "add_member");
+        revs[i] = op(f->db, json);
+    }
+    cordon_subject alice = {.subject_id = "alice"};
+    for (int k = 0; k < 400; k++) {
+        int i = k < 4 ? (int[]){0, N - 1, N, 2 * N - 1}[k] : (int)(tu_rand(&s) % (2 * N));
+        cordon_asof_request q = {.collection = "docs",
+                                 .subject = &alice,
+                                 .chunk_id = "c9",
+                                 .action = "search",
+                                 .revision = revs[i]};
+        cordon_asof_answer a;
+        assert_int_equal(cordon_asof_check(f->db, &q, &a, NULL), 0);
+        assert_int_equal(a.readable, i % 2 == 0);
+    }
+}
+
+/* A grant with a validity window: bob holds the reader role until a moment a second from
+ * now. Live reads see it inside the window and not after; as-of questions judge the window
+ * at the moment asked (valid time), whatever the state's revision. */
+static void test_validity_window(void **state)
+{
+    fx_t *f = *state;
+    char json[256], until[40];
+    uint64_t end = now_us() + 1000000;
+    time_t sec = (time_t)(end / 1000000);
+    struct tm tm;
+    gmtime_r(&sec, &tm);
+    strftime(until, sizeof until, "%Y-%m-%dT%H:%M:%S", &tm);
+    snprintf(until + strlen(until), sizeof until - strlen(until), ".%06uZ",
+             (unsigned)(end % 1000000));
+    op(f->db, "{\"op\":\"put_subject\",\"id\":\"bob\"}");
+    snprintf(json, sizeof json,
+             "{\"op\":\"grant\",\"to\":\"bob\",\"role\":\"reader\",\"valid\":{\"until\":\"%s\"}}",
+             until);
+    uint64_t granted = op(f->db, json);
+    uint64_t t_in = now_us();
+    put(f->db, "w1", "user:bob", NULL, NULL);
+    cordon_subject bob = {.subject_id = "bob"};
+    cordon_record *rec = NULL;
+    assert_int_equal(cordon_get(f->db, "docs", &bob, "w1", &rec, NULL), 0);
+    cordon_record_free(rec);
+    while (now_us() < end + 20000)
+        usleep(20000);
+    cordon_error err;
+    assert_int_equal(cordon_get(f->db, "docs", &bob, "w1", &rec, &err), CORDON_ERR_NOT_FOUND);
+    uint64_t t_out = now_us();
+    /* the same state (no write since), asked at two moments */
+    cordon_asof_request q = {.collection = "docs", .subject = &bob, .chunk_id = "w1"};
+    cordon_asof_answer a;
+    q.time_us = t_out;
+    assert_int_equal(cordon_asof_check(f->db, &q, &a, NULL), 0);
+    assert_false(a.readable);
+    assert_string_equal(a.reason, "NO_PERMISSION");
+    q.time_us = 0;
+    q.revision = cordon_revision(f->db); /* committed inside the window */
+    assert_int_equal(cordon_asof_check(f->db, &q, &a, NULL), 0);
+    assert_true(a.readable);
+    /* and the grant's own revision, asked at a moment inside the window, before w1 existed */
+    q.revision = granted;
+    assert_int_equal(cordon_asof_check(f->db, &q, &a, NULL), 0);
+    assert_string_equal(a.reason, "CHUNK_NOT_FOUND");
+    (void)t_in;
+}
+
 typedef struct asker {
     cordon_t *db;
     const uint64_t *revs;
@@ -532,6 +628,8 @@ int main(void)
         cmocka_unit_test(test_asserted_principals),
         cmocka_unit_test(test_history_starts_at_first_open),
         cmocka_unit_test_setup_teardown(test_many_model_writes, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_fragments_start_at_first_open, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_validity_window, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

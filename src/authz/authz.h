@@ -243,8 +243,9 @@ typedef struct authz_slice authz_slice_t;
 int authz_slice_new(const char *subject_id, authz_slice_t **out, cdn_err_t *err);
 int authz_slice_need(authz_slice_t *s, char *kind, const char **id);
 int authz_slice_give(authz_slice_t *s, const char *fragment, size_t n, cdn_err_t *err);
-/* Same, with the fragment already parsed (borrowed: the slice takes its own reference and only
- * reads it, so one parsed fragment may serve many slices, on many threads). */
+/* Same, with the fragment already parsed, borrowed: it must stay valid until the slice is
+ * freed. The slice only reads it and the model built keeps nothing of it, so one parsed
+ * fragment may serve many slices on many threads. */
 int authz_slice_give_json(authz_slice_t *s, json_t *frag, cdn_err_t *err);
 int authz_slice_model(authz_slice_t *s, authz_model_t **out, cdn_err_t *err);
 void authz_slice_free(authz_slice_t *s);

@@ -17,6 +17,7 @@ typedef struct slice_ent {
     char kind;
     char *id;
     json_t *frag; /* NULL: it did not exist then */
+    bool owned;   /* parsed here (authz_slice_give), else borrowed */
 } slice_ent_t;
 
 struct authz_slice {
@@ -75,6 +76,7 @@ static int slice_want(authz_slice_t *s, char kind, const char *id)
         return CDN_ERR_NOMEM;
     s->v[s->n].kind = kind;
     s->v[s->n].frag = NULL;
+    s->v[s->n].owned = false;
     s->n++;
     s->seen[j] = s->n;
     return CDN_OK;
@@ -97,7 +99,8 @@ void authz_slice_free(authz_slice_t *s)
         return;
     for (uint32_t i = 0; i < s->n; i++) {
         cdn_free(s->v[i].id);
-        json_decref(s->v[i].frag);
+        if (s->v[i].owned)
+            json_decref(s->v[i].frag);
     }
     cdn_free(s->v);
     cdn_free(s->seen);
@@ -148,7 +151,8 @@ int authz_slice_give_json(authz_slice_t *s, json_t *frag, cdn_err_t *err)
     if (frag && !json_is_object(frag))
         return cdn_err_set(err, CDN_ERR_CORRUPT, "authz: the fragment of '%s' is not an object",
                            s->v[at].id);
-    s->v[at].frag = json_incref(frag);
+    s->v[at].frag = frag;
+    s->v[at].owned = false;
     s->next++;
     if (frag && s->v[at].kind != AUTHZ_ENT_ROLE)
         rc = want_refs(s, frag);
@@ -167,8 +171,12 @@ int authz_slice_give(authz_slice_t *s, const char *fragment, size_t n, cdn_err_t
     json_t *frag = NULL;
     if (fragment && !(frag = json_loadb(fragment, n, 0, &je)))
         return cdn_err_set(err, CDN_ERR_CORRUPT, "authz: a fragment is not JSON: %s", je.text);
+    uint32_t at = s->next;
     int rc = authz_slice_give_json(s, frag, err);
-    json_decref(frag);
+    if (at < s->next)
+        s->v[at].owned = true; /* freed with the slice */
+    else
+        json_decref(frag);
     return rc;
 }
 
@@ -252,7 +260,9 @@ static int build(const authz_slice_t *s, az_state_t *st, cdn_err_t *err)
             if ((rc = az_subject_add(st, e->id, &idx)) != 0)
                 return rc;
             st->subjects[idx].kind = strcmp(kind, "service") ? AZ_KIND_USER : AZ_KIND_SERVICE;
-            st->subjects[idx].attrs = json_incref(attrs); /* read only, shared */
+            /* a copy: the fragment may be shared with other threads' slices */
+            if (!(st->subjects[idx].attrs = json_deep_copy(attrs)))
+                return CDN_ERR_NOMEM;
         } else if (e->kind == AUTHZ_ENT_GROUP) {
             rc = az_group_add(st, e->id, &idx);
         } else if ((rc = az_role_add(st, e->id, &idx)) == CDN_OK) {

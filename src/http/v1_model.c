@@ -3,6 +3,7 @@
  * route becomes model operations (docs/internals/authz.md); every write answers the revision
  * that made it visible. Needs an admin key or manage on V1_MODEL_RESOURCE.
  * Relies on http/v1.h, OpenSSL's SHA-256 for grant ids, and the public API. */
+#include "base/date.h"
 #include "base/mem.h"
 #include "http/es.h"
 #include "http/v1.h"
@@ -300,6 +301,18 @@ static int same_opt(json_t *a, json_t *b)
     return (!a && !b) || (a && b && json_equal(a, b));
 }
 
+/* 1 when the end key of two validity windows is the same moment (absent in both counts). */
+static int same_end(json_t *a, json_t *b, const char *key)
+{
+    json_t *x = json_object_get(a, key), *y = json_object_get(b, key);
+    double mx, my;
+    if (!x || !y)
+        return !x && !y;
+    return json_is_string(x) && json_is_string(y) &&
+           !cdn_date_parse(json_string_value(x), json_string_length(x), 0, &mx) &&
+           !cdn_date_parse(json_string_value(y), json_string_length(y), 0, &my) && mx == my;
+}
+
 /* 1 when exported grant e is the grant body asked for (actions compare without case, as the
  * model stores them lowercase). */
 static int same_grant(json_t *e, json_t *b)
@@ -309,7 +322,9 @@ static int same_grant(json_t *e, json_t *b)
     if (strcmp(jstr(json_object_get(e, "to")), jstr(json_object_get(b, "to"))) ||
         strcmp(jstr(json_object_get(e, "to_kind")), bk ? bk : "subject") ||
         !same_opt(json_object_get(e, "role"), json_object_get(b, "role")) ||
-        !same_opt(json_object_get(e, "scope"), json_object_get(b, "scope")))
+        !same_opt(json_object_get(e, "scope"), json_object_get(b, "scope")) ||
+        !same_end(json_object_get(e, "valid"), json_object_get(b, "valid"), "from") ||
+        !same_end(json_object_get(e, "valid"), json_object_get(b, "valid"), "until"))
         return 0;
     if (!ep && !bp)
         return 1;

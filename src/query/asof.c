@@ -28,7 +28,14 @@ typedef struct frag_slot {
     char kind;
     char *id;
     json_t *frag;
+    int pins; /* questions reading it now: it is not replaced meanwhile */
 } frag_slot_t;
+
+/* What one question borrowed from the cache (slot + 1) or parsed for itself (frag). */
+typedef struct frag_use {
+    int slot;
+    json_t *frag;
+} frag_use_t;
 
 #define FRAG_CACHE 4096
 
@@ -286,37 +293,53 @@ static void model_release(asof_t *a, model_ref_t *ref)
     pthread_mutex_unlock(&a->lock);
 }
 
-/* The parsed fragment of the version (kind, id, vrev) whose text is given: from the cache, or
- * parsed and kept. *out is a new reference. */
+/* The parsed fragment of the version (kind, id, vrev) whose text is given, pinned in the cache
+ * or parsed for this question alone (*use says which; frag_unuse gives it back). The cache's
+ * fragments are only ever freed under its lock: the questions reading one share it. */
 static int frag_parsed(asof_t *a, char kind, const char *id, uint64_t vrev, const char *text,
-                       size_t n, json_t **out, cdn_err_t *err)
+                       size_t n, frag_use_t *use, cdn_err_t *err)
 {
-    frag_slot_t *x = &a->frags[(XXH64(id, strlen(id), (uint64_t)kind) ^ vrev) % FRAG_CACHE];
+    int at = (int)((XXH64(id, strlen(id), (uint64_t)kind) ^ vrev) % FRAG_CACHE);
+    frag_slot_t *x = &a->frags[at];
     json_error_t je;
     pthread_mutex_lock(&a->frag_lock);
     if (x->frag && x->vrev == vrev && x->kind == kind && !strcmp(x->id, id)) {
-        *out = json_incref(x->frag);
+        x->pins++;
+        *use = (frag_use_t){at + 1, x->frag};
         pthread_mutex_unlock(&a->frag_lock);
         return CDN_OK;
     }
     pthread_mutex_unlock(&a->frag_lock);
     json_t *frag = json_loadb(text, n, 0, &je);
+    if (!frag)
+        return cdn_err_set(err, CDN_ERR_CORRUPT,
+                           "the permission history holds a fragment that does not parse: %s",
+                           je.text);
     char *copy = cdn_strdup(id);
-    if (!frag || !copy) {
-        json_decref(frag);
-        cdn_free(copy);
-        return frag ? cdn_err_set(err, CDN_ERR_NOMEM, "out of memory")
-                    : cdn_err_set(err, CDN_ERR_CORRUPT,
-                                  "the permission history holds a fragment that does not parse: %s",
-                                  je.text);
-    }
+    *use = (frag_use_t){0, frag};
     pthread_mutex_lock(&a->frag_lock);
-    cdn_free(x->id);
-    json_decref(x->frag);
-    *x = (frag_slot_t){vrev, kind, copy, json_incref(frag)};
+    if (copy && !x->pins) { /* kept, pinned for this question */
+        cdn_free(x->id);
+        json_decref(x->frag);
+        *x = (frag_slot_t){vrev, kind, copy, frag, 1};
+        *use = (frag_use_t){at + 1, frag};
+        copy = NULL;
+    }
     pthread_mutex_unlock(&a->frag_lock);
-    *out = frag;
+    cdn_free(copy);
     return CDN_OK;
+}
+
+static void frag_unuse(asof_t *a, const frag_use_t *u, size_t n)
+{
+    pthread_mutex_lock(&a->frag_lock);
+    for (size_t i = 0; i < n; i++)
+        if (u[i].slot)
+            a->frags[u[i].slot - 1].pins--;
+    pthread_mutex_unlock(&a->frag_lock);
+    for (size_t i = 0; i < n; i++)
+        if (!u[i].slot)
+            json_decref(u[i].frag); /* this question's own */
 }
 
 /* The model a question about one subject needs: a slice (authz.h) of the model's fragments
@@ -336,23 +359,37 @@ static int subject_model(asof_t *a, store_txn_t *t, const char *subject, uint64_
         return model_at(a, t, rev, ref, err);
     if ((rc = authz_slice_new(subject, &s, err)) != 0)
         return rc;
+    frag_use_t *uses = NULL;
+    size_t nuses = 0, capuses = 0;
     while (rc == CDN_OK && authz_slice_need(s, &kind, &id)) {
         const char *text;
         size_t n;
         uint64_t vrev;
-        json_t *frag = NULL;
-        if ((rc = history_ent_at(t, kind, id, rev, &text, &n, &vrev)) != 0)
+        frag_use_t u = {0, NULL};
+        if ((rc = history_ent_at(t, kind, id, rev, &text, &n, &vrev)) != 0) {
             rc = cdn_err_set(err, rc, "the permission history does not read");
-        else if (text && (rc = frag_parsed(a, kind, id, vrev, text, n, &frag, err)) != 0)
             break;
-        else
-            rc = authz_slice_give_json(s, frag, err);
-        json_decref(frag);
+        }
+        if (text && nuses == capuses) {
+            void *p = uses;
+            if (cdn_grow(&p, &capuses, nuses + 1, sizeof *uses)) {
+                rc = cdn_err_set(err, CDN_ERR_NOMEM, "out of memory");
+                break;
+            }
+            uses = p;
+        }
+        if (text && (rc = frag_parsed(a, kind, id, vrev, text, n, &u, err)) != 0)
+            break;
+        if (text)
+            uses[nuses++] = u;
+        rc = authz_slice_give_json(s, u.frag, err);
     }
     *ref = (model_ref_t){NULL, NULL};
     if (rc == CDN_OK)
         rc = authz_slice_model(s, &ref->m, err);
     authz_slice_free(s);
+    frag_unuse(a, uses, nuses);
+    cdn_free(uses);
     /* Validity windows are judged at the moment asked, or the revision's own. */
     if (rc == CDN_OK && authz_model_has_windows(ref->m)) {
         if (!at_us && (rc = history_time_of(t, rev, &at_us)) != 0) {

@@ -145,3 +145,36 @@ def test_a_server_that_prunes_its_history_still_answers(tmp_path):
     p = subprocess.run([binary, "serve", "--data", str(tmp_path / "data"), "--config", str(conf)],
                        capture_output=True, text=True, timeout=60)
     assert p.returncode == 2 and "history_retain_days" in p.stderr
+
+
+def test_validity_window_over_http(server):
+    """A grant's validity window: granted, listed and revoked by id like any grant; a window that
+    ended gives nothing, one that started gives the role, a malformed one is refused."""
+    load(server, n=20)
+    st, _, b = server.request("PUT", "/v1/subjects/erin", {})
+    assert st == 200, b
+    st, _, b = server.request("PUT", "/v1/roles/reader", {"permissions": [
+        {"resource": "collection:kb", "action": "search"}]})
+    assert st == 200, b
+    st, _, ended = server.request("POST", "/v1/grants", {
+        "to": "erin", "role": "reader", "valid": {"from": "2001-01-01", "until": "2002-01-01"}})
+    assert st == 200 and ended["id"].startswith("g"), ended
+    st, _, v = server.request("GET", "/v1/subjects/erin/view")
+    assert "role:reader" not in v["principals"]
+    st, _, started = server.request("POST", "/v1/grants", {
+        "to": "erin", "role": "reader", "valid": {"from": "2001-01-01T00:00:00Z"}})
+    assert st == 200 and started["id"] != ended["id"], started
+    st, _, v = server.request("GET", "/v1/subjects/erin/view")
+    assert "role:reader" in v["principals"]
+    st, _, lst = server.request("GET", "/v1/grants")
+    windows = [x.get("valid") for x in lst["grants"] if x["id"] in (ended["id"], started["id"])]
+    assert {"from": "2001-01-01T00:00:00Z", "until": "2002-01-01T00:00:00Z"} in windows
+    st, _, b = server.request("DELETE", "/v1/grants/" + started["id"])
+    assert st == 200, b
+    st, _, v = server.request("GET", "/v1/subjects/erin/view")
+    assert "role:reader" not in v["principals"]
+    rev = revision(server)
+    st, _, b = server.request("POST", "/v1/grants", {
+        "to": "erin", "role": "reader", "valid": {"from": "2002-01-01", "until": "2001-01-01"}})
+    assert st == 400 and "valid.until" in b["error"]["reason"], b
+    assert revision(server) == rev

@@ -244,31 +244,56 @@ static int grant_build(az_state_t *st, const json_t *src, int to_group, uint32_t
 
 /* The entities first, then the edges between those that existed, then the grants: the state
  * the op code would have built from the same parts, without parsing ops. */
+static json_int_t group_order(const slice_ent_t *e)
+{
+    return e->kind == AUTHZ_ENT_GROUP && e->frag
+               ? json_integer_value(json_object_get(e->frag, "order"))
+               : 0;
+}
+
+static int cmp_order(const void *a, const void *b)
+{
+    const slice_ent_t *x = *(const slice_ent_t *const *)a, *y = *(const slice_ent_t *const *)b;
+    json_int_t ox = group_order(x), oy = group_order(y);
+    return ox < oy ? -1 : ox > oy ? 1 : (x > y) - (x < y);
+}
+
 static int build(const authz_slice_t *s, az_state_t *st, cdn_err_t *err)
 {
     int rc = CDN_OK;
     uint32_t idx;
+    /* Groups are created in the whole model's order (their fragments' "order"), so a subject's
+     * groups are scanned as the whole model scans them. */
+    const slice_ent_t **by = cdn_malloc((s->n ? s->n : 1) * sizeof *by);
+    if (!by)
+        return CDN_ERR_NOMEM;
+    for (uint32_t i = 0; i < s->n; i++)
+        by[i] = &s->v[i];
+    qsort(by, s->n, sizeof *by, cmp_order);
     for (uint32_t i = 0; i < s->n && !rc; i++) {
-        const slice_ent_t *e = &s->v[i];
+        const slice_ent_t *e = by[i];
         if (!e->frag)
             continue;
         if (e->kind == AUTHZ_ENT_SUBJECT) {
             const char *kind = json_string_value(json_object_get(e->frag, "kind"));
             json_t *attrs = json_object_get(e->frag, "attributes");
             if (!kind || !json_is_object(attrs))
-                return CDN_ERR_CORRUPT;
-            if ((rc = az_subject_add(st, e->id, &idx)) != 0)
-                return rc;
-            st->subjects[idx].kind = strcmp(kind, "service") ? AZ_KIND_USER : AZ_KIND_SERVICE;
-            /* a copy: the fragment may be shared with other threads' slices */
-            if (!(st->subjects[idx].attrs = json_deep_copy(attrs)))
-                return CDN_ERR_NOMEM;
+                rc = CDN_ERR_CORRUPT;
+            else if ((rc = az_subject_add(st, e->id, &idx)) != 0)
+                break;
+            else {
+                st->subjects[idx].kind = strcmp(kind, "service") ? AZ_KIND_USER : AZ_KIND_SERVICE;
+                /* a copy: the fragment may be shared with other threads' slices */
+                if (!(st->subjects[idx].attrs = json_deep_copy(attrs)))
+                    rc = CDN_ERR_NOMEM;
+            }
         } else if (e->kind == AUTHZ_ENT_GROUP) {
             rc = az_group_add(st, e->id, &idx);
         } else if ((rc = az_role_add(st, e->id, &idx)) == CDN_OK) {
             rc = role_build(&st->roles[idx], json_object_get(e->frag, "permissions"), err);
         }
     }
+    cdn_free(by);
     for (uint32_t i = 0; i < s->n && !rc; i++) {
         const slice_ent_t *e = &s->v[i];
         size_t k;

@@ -128,7 +128,10 @@ static int fragment(const az_state_t *st, char kind, const char *id, char **out)
     } else if (kind == AUTHZ_ENT_GROUP && az_group_get(st, id, &idx)) {
         const az_group_t *g = &st->groups[idx];
         json_t *grants = json_array();
-        o = json_pack("{s:o, s:o}", "parents", ids_json(st, &g->parents, 1), "grants", grants);
+        /* its place among the groups: decisions scan a subject's groups in that order, so a
+         * slice must hold them in it to report the same matching grant */
+        o = json_pack("{s:I, s:o, s:o}", "order", (json_int_t)idx, "parents",
+                      ids_json(st, &g->parents, 1), "grants", grants);
         if (o)
             rc = az_grants_json(st, &g->grants, g->id, "group", grants);
     } else if (kind == AUTHZ_ENT_ROLE && az_role_get(st, id, &idx)) {

@@ -46,6 +46,8 @@ struct asof {
     uint64_t tick;
     pthread_mutex_t frag_lock;
     frag_slot_t frags[FRAG_CACHE];
+    uint64_t frag_start; /* the fragments' first revision (set once, before this opens) */
+    int has_frags;
 };
 
 /* A model borrowed from the cache (ent set) or built for one question (ent NULL). */
@@ -60,6 +62,18 @@ int asof_open(engine_t *e, asof_t **out, cdn_err_t *err)
     if (!a)
         return cdn_err_set(err, CDN_ERR_NOMEM, "out of memory");
     a->e = e;
+    store_txn_t *t;
+    int rc = store_txn_begin(e->store, 0, &t, err);
+    if (rc) {
+        cdn_free(a);
+        return rc;
+    }
+    rc = history_ent_start_get(t, &a->frag_start, &a->has_frags);
+    store_txn_abort(t);
+    if (rc) {
+        cdn_free(a);
+        return cdn_err_set(err, rc, "the permission history does not read");
+    }
     pthread_mutex_init(&a->lock, NULL);
     pthread_mutex_init(&a->frag_lock, NULL);
     *out = a;
@@ -348,14 +362,11 @@ static void frag_unuse(asof_t *a, const frag_use_t *u, size_t n)
 static int subject_model(asof_t *a, store_txn_t *t, const char *subject, uint64_t rev,
                          uint64_t at_us, model_ref_t *ref, cdn_err_t *err)
 {
-    uint64_t start;
-    int set, rc = history_ent_start_get(t, &start, &set);
+    int rc;
     authz_slice_t *s;
     char kind;
     const char *id;
-    if (rc)
-        return cdn_err_set(err, rc, "the permission history does not read");
-    if (!set || rev < start)
+    if (!a->has_frags || rev < a->frag_start)
         return model_at(a, t, rev, ref, err);
     if ((rc = authz_slice_new(subject, &s, err)) != 0)
         return rc;

@@ -60,6 +60,18 @@ static void put(cordon_t *db, const char *id, const char *allow, const char *den
         fail_msg("put: %s", err.message);
 }
 
+/* Steps [from, to): alice joins eng at even steps and leaves at odd ones; revs[i] is step
+ * i's revision. */
+static void toggle_alice(cordon_t *db, uint64_t *revs, int from, int to)
+{
+    for (int i = from; i < to; i++) {
+        char json[160];
+        snprintf(json, sizeof json, "{\"op\":\"%s\",\"group\":\"eng\",\"member\":\"alice\"}",
+                 i % 2 ? "remove_member" : "add_member");
+        revs[i] = op(db, json);
+    }
+}
+
 /* The story: 0 alice in eng, c1 for eng; 1 alice leaves eng; 2 c1 for user:alice; 3 c1 denies
  * user:alice; 4 c1 deleted; 5 the reader role revoked from staff. */
 static int setup(void **state)
@@ -370,12 +382,7 @@ static void test_many_model_writes(void **state)
     uint64_t *revs = calloc(N, sizeof *revs), s = 99;
     op(f->db, "{\"op\":\"grant\",\"to\":\"staff\",\"to_kind\":\"group\",\"role\":\"reader\"}");
     put(f->db, "c9", "group:eng", NULL, NULL);
-    for (int i = 0; i < N; i++) { /* alice joins eng at even steps, leaves at odd ones */
-        char json[160];
-        snprintf(json, sizeof json, "{\"op\":\"%s\",\"group\":\"eng\",\"member\":\"alice\"}",
-                 i % 2 ? "remove_member" : "add_member");
-        revs[i] = op(f->db, json);
-    }
+    toggle_alice(f->db, revs, 0, N);
     cordon_subject alice = {.subject_id = "alice"};
     for (int k = 0; k < 300; k++) {
         int i = k < 2 ? (k ? N - 1 : 0) : (int)(tu_rand(&s) % N);
@@ -408,12 +415,7 @@ static void test_fragments_start_at_first_open(void **state)
     uint64_t revs[2 * N], s = 5;
     op(f->db, "{\"op\":\"grant\",\"to\":\"staff\",\"to_kind\":\"group\",\"role\":\"reader\"}");
     put(f->db, "c9", "group:eng", NULL, NULL);
-    for (int i = 0; i < N; i++) { /* alice joins eng at even steps, leaves at odd ones */
-        char json[160];
-        snprintf(json, sizeof json, "{\"op\":\"%s\",\"group\":\"eng\",\"member\":\"alice\"}",
-                 i % 2 ? "remove_member" : "add_member");
-        revs[i] = op(f->db, json);
-    }
+    toggle_alice(f->db, revs, 0, N);
     cordon_close(f->db);
     store_t *st;
     store_txn_t *t;
@@ -426,12 +428,7 @@ static void test_fragments_start_at_first_open(void **state)
     assert_int_equal(store_txn_commit(t, &e), 0);
     store_close(st);
     assert_int_equal(cordon_open(f->dir, NULL, &f->db, NULL), 0);
-    for (int i = N; i < 2 * N; i++) {
-        char json[160];
-        snprintf(json, sizeof json, "{\"op\":\"%s\",\"group\":\"eng\",\"member\":\"alice\"}",
-                 i % 2 ? "remove_member" : "add_member");
-        revs[i] = op(f->db, json);
-    }
+    toggle_alice(f->db, revs, N, 2 * N);
     cordon_subject alice = {.subject_id = "alice"};
     for (int k = 0; k < 400; k++) {
         int i = k < 4 ? (int[]){0, N - 1, N, 2 * N - 1}[k] : (int)(tu_rand(&s) % (2 * N));

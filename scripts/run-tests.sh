@@ -34,6 +34,12 @@ if [ "${1:-}" = "--pytest" ]; then
     else
         echo "[$mode] cli (pytest): FAILED, log follows"
         tail -n 60 "$log"
+        # A sanitizer's report sits inside a failed assertion's text, often far above the tail.
+        if grep -q -E "ERROR: (AddressSanitizer|LeakSanitizer|ThreadSanitizer)|runtime error:" "$log"; then
+            echo "[$mode] cli (pytest): the sanitizer's report:"
+            grep -E -m 3 -A 60 "ERROR: (AddressSanitizer|LeakSanitizer|ThreadSanitizer)|runtime error:" "$log" |
+                sed 's/\\n/\n/g' | head -n 200
+        fi
         echo "$mode/cli FAIL ${np:-0} $nf ${nk:-0}" >>"$results"
     fi
     exit $rc

@@ -322,12 +322,12 @@ void es_mget(http_ctx_t *ctx, http_req_t *req, http_resp_t *resp)
     }
     docs = json_object_get(body, "docs");
     ids = json_object_get(body, "ids");
-    out = json_array();
     if (!json_is_array(docs) && !(json_is_array(ids) && path_index)) {
         es_error(resp, 400, "action_request_validation_exception",
                  "Validation Failed: 1: no documents to get;");
         goto done;
     }
+    out = json_array();
     json_t *list = json_is_array(docs) ? docs : ids;
     json_array_foreach(list, i, x)
     {
@@ -341,7 +341,7 @@ void es_mget(http_ctx_t *ctx, http_req_t *req, http_resp_t *resp)
         if (!index || !id) {
             json_decref(out);
             es_error(resp, 400, "action_request_validation_exception",
-                     "Validation Failed: 1: index is missing for doc %zu;", i);
+                     "Validation Failed: 1: %s is missing for doc %zu;", index ? "id" : "index", i);
             goto done;
         }
         if (es_index_load(ctx, index, &ix) != 0 || !es_visible(ctx, req, index)) {

@@ -388,7 +388,7 @@ static int run(http_ctx_t *ctx, http_req_t *req, http_resp_t *resp, es_index_t *
     if (rc) {
         if (rc == CORDON_ERR_NOT_FOUND)
             es_error_index(resp, ix->name);
-        else if (rc == CORDON_ERR_INVALID || rc == CORDON_ERR_LIMIT)
+        else if (rc == CORDON_ERR_INVALID || rc == CORDON_ERR_LIMIT || rc == CORDON_ERR_UNSUPPORTED)
             es_error(resp, 400, p->has_query ? "parsing_exception" : "illegal_argument_exception",
                      "%s", err.message);
         else

@@ -73,6 +73,9 @@ void es_error_cordon(http_resp_t *resp, int rc, const cordon_error *err, const c
         es_error(resp, 400, invalid_type ? invalid_type : "illegal_argument_exception", "%s", msg);
         break;
     case CORDON_ERR_LIMIT: es_error(resp, 400, "illegal_argument_exception", "%s", msg); break;
+    case CORDON_ERR_UNSUPPORTED: /* asked for what cordon does not do: the request's fault */
+        es_error(resp, 400, invalid_type ? invalid_type : "illegal_argument_exception", "%s", msg);
+        break;
     case CORDON_ERR_NOT_FOUND:
         es_error(resp, 404, "resource_not_found_exception", "%s", msg);
         break;

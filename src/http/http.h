@@ -49,6 +49,7 @@ typedef struct http_req {
     size_t nargs;
     char argbuf[4096]; /* the decoded arguments */
     size_t argused;
+    int bad_utf8; /* an argument is not UTF-8 once decoded: answered 400 */
     const char *authorization, *run_as, *content_type; /* request headers, or NULL */
     const char *opaque_id; /* X-Opaque-Id: the client's name for the request (audit) */
     char *body;            /* NUL-terminated */
@@ -95,6 +96,26 @@ long http_took_ms(const http_req_t *req);
 /* 1 when the argument is present and not "false". */
 int http_arg_flag(const http_req_t *req, const char *name);
 
+/* The context apart from the listener (ctx.c): opens the data directory's keys (creating the
+ * first admin key of an empty one, printed to out once, or taking cfg->bootstrap_key), the
+ * metrics and the access log. db stays the caller's. On failure nothing is left open. */
+int http_ctx_open(http_ctx_t *ctx, cordon_t *db, const char *data_dir, const http_config_t *cfg,
+                  FILE *out, cdn_err_t *err);
+/* Closes what http_ctx_open opened; no request may be in flight. */
+void http_ctx_close(http_ctx_t *ctx);
+
+/* A request apart from the socket (request.c). Adds one query-string argument, percent-decoded
+ * into the request's buffer; -1 past HTTP_ARGS_MAX or the buffer. */
+int http_req_add_arg(http_req_t *req, const char *key, const char *value);
+/* Splits url (the path, still escaped) into percent-decoded segments; -1 when it is longer
+ * than HTTP_PATH_MAX or has more than HTTP_SEGS_MAX segments, -2 when a segment is not UTF-8
+ * once decoded. An argument that is not UTF-8 sets req->bad_utf8. */
+int http_req_set_path(http_req_t *req, const char *url);
+/* Answers a request whose headers, arguments and body are in: 413 when the body was too big,
+ * 400 for a path past the bounds or not UTF-8 (or arguments not UTF-8), else the route's answer
+ * (counted in ctx->in_flight). */
+void http_answer(http_ctx_t *ctx, http_req_t *req, const char *url, int too_big,
+                 http_resp_t *resp);
 /* Routes and dispatch (router.c): authenticates, routes, runs the handler, fills resp. */
 void http_dispatch(http_ctx_t *ctx, http_req_t *req, http_resp_t *resp);
 /* Route templates, for metrics labels: *n of them. */

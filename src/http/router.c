@@ -11,7 +11,8 @@
 
 typedef struct route {
     const char *method;
-    const char *tmpl; /* "/{index}/_doc/{id}": {x} matches one segment not starting '_' */
+    /* "/{index}/_doc/{id}": {id} matches one segment, any other {x} one not starting '_' */
+    const char *tmpl;
     http_handler_fn fn;
     int write; /* counts against the write queue */
     int open;  /* answered without a key */
@@ -124,7 +125,9 @@ static int match(const route_t *r, const http_req_t *req, int *path_ok)
         if (i >= req->nseg)
             return 0;
         if (t[0] == '{') {
-            if (req->seg[i][0] == '_' || !req->seg[i][0])
+            /* Index and collection names never start with '_' (that is how /_search and
+             * /{index} differ); a document's id may, as the ids _bulk generates do. */
+            if (!req->seg[i][0] || (req->seg[i][0] == '_' && strncmp(t, "{id}", 4)))
                 return 0;
         } else if (strlen(req->seg[i]) != n || strncmp(req->seg[i], t, n)) {
             return 0;

@@ -34,9 +34,9 @@ typedef struct conn_state {
     size_t bytes;
 } conn_state_t;
 
-/* libmicrohttpd leaves the URI and its arguments escaped (see on_unescape): a path segment
- * is decoded only after the path is split, so an id holding "%2F" stays one segment, and each
- * argument is decoded here into the request's own buffer. */
+/* libmicrohttpd leaves the URI and its arguments escaped: request.c decodes a path segment
+ * only after the path is split, so an id holding "%2F" stays one segment, and each argument into
+ * the request's own buffer. */
 static size_t on_unescape(void *cls, struct MHD_Connection *c, char *s)
 {
     (void)cls;
@@ -44,61 +44,12 @@ static size_t on_unescape(void *cls, struct MHD_Connection *c, char *s)
     return strlen(s);
 }
 
-static char *arg_copy(http_req_t *r, const char *s)
-{
-    size_t n = strlen(s) + 1;
-    if (n > sizeof r->argbuf - r->argused)
-        return NULL;
-    char *d = r->argbuf + r->argused;
-    memcpy(d, s, n);
-    MHD_http_unescape(d);
-    r->argused += strlen(d) + 1;
-    return d;
-}
-
 static enum MHD_Result collect_arg(void *cls, enum MHD_ValueKind kind, const char *key,
                                    const char *value)
 {
-    http_req_t *r = cls;
-    char *k, *v;
     (void)kind;
-    if (r->nargs == HTTP_ARGS_MAX || !(k = arg_copy(r, key)) ||
-        !(v = arg_copy(r, value ? value : "")))
-        return MHD_NO; /* past the bounds: the rest are ignored */
-    r->args[r->nargs].name = k;
-    r->args[r->nargs].value = v;
-    r->nargs++;
-    return MHD_YES;
-}
-
-/* Splits path into percent-decoded segments; -1 if it has too many. */
-static int split_path(http_req_t *r, const char *url)
-{
-    char *p;
-    snprintf(r->segbuf, sizeof r->segbuf, "%s", url);
-    snprintf(r->path, sizeof r->path, "%s", url);
-    MHD_http_unescape(r->path); /* for messages */
-    p = r->segbuf;
-    r->nseg = 0;
-    while (*p == '/')
-        p++;
-    while (*p) {
-        char *slash = strchr(p, '/');
-        if (slash)
-            *slash = '\0';
-        if (*p) {
-            if (r->nseg == HTTP_SEGS_MAX)
-                return -1;
-            MHD_http_unescape(p);
-            r->seg[r->nseg++] = p;
-        }
-        if (!slash)
-            break;
-        p = slash + 1;
-        while (*p == '/')
-            p++;
-    }
-    return 0;
+    /* past the bounds: the rest are ignored */
+    return http_req_add_arg(cls, key, value) == 0 ? MHD_YES : MHD_NO;
 }
 
 static void log_line(http_ctx_t *ctx, const http_req_t *req, int status, double ms, size_t bytes)
@@ -193,20 +144,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         st->too_big = 1;
     req->body = st->body.data ? st->body.data : (char *)"";
     req->body_len = st->body.len;
-    if (st->too_big)
-        es_error(&resp, 413, "content_too_long_exception",
-                 "the request body is larger than %zu bytes (max_body_bytes)",
-                 ctx->cfg.max_body_bytes);
-    else if (strlen(url) >= HTTP_PATH_MAX || split_path(req, url) != 0)
-        es_error(&resp, 400, "illegal_argument_exception",
-                 "the path is longer or has more segments than the server accepts");
-    else {
-        /* Counted while answered: a stop waits for these, not for requests still arriving
-         * (libmicrohttpd closes those). */
-        atomic_fetch_add(&ctx->in_flight, 1);
-        http_dispatch(ctx, req, &resp);
-        atomic_fetch_sub(&ctx->in_flight, 1);
-    }
+    http_answer(ctx, req, url, st->too_big, &resp);
     size_t bytes = resp.body.len;
     int status = resp.status;
     double secs = (double)(cdn_clock_ns() - st->t0) / 1e9;
@@ -236,39 +174,6 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **state,
     cdn_buf_free(&st->body);
     cdn_free(st);
     *state = NULL;
-}
-
-static int bootstrap(http_ctx_t *ctx, FILE *out, cdn_err_t *err)
-{
-    keys_spec_t spec = {.name = "bootstrap", .admin = 1, .run_as = 1};
-    keys_info_t info;
-    char secret[KEYS_SECRET_MAX];
-    const char *b = ctx->cfg.bootstrap_key;
-    if (b[0]) {
-        char id[KEYS_ID_MAX + 1];
-        const char *colon = strchr(b, ':');
-        if (!colon || colon == b || (size_t)(colon - b) > KEYS_ID_MAX - 1 || !colon[1])
-            return cdn_err_set(err, CDN_ERR_INVALID,
-                               "CORDON_BOOTSTRAP_KEY must be ID:SECRET (an id of at most %d "
-                               "characters and a secret)",
-                               KEYS_ID_MAX - 1);
-        memcpy(id, b, (size_t)(colon - b));
-        id[colon - b] = '\0';
-        return keys_add(ctx->keys, id, colon + 1, &spec, err);
-    }
-    if (keys_count(ctx->keys) > 0)
-        return CDN_OK;
-    int rc = keys_create(ctx->keys, &spec, &info, secret, err);
-    if (rc == CDN_OK && out) {
-        fprintf(
-            out,
-            "cordon: created the first admin key (shown once; keep it):\n"
-            "  id:     %s\n  secret: %s\n"
-            "  use:    curl -H \"Authorization: ApiKey $(printf %%s '%s:%s' | base64 -w0)\" ...\n",
-            info.id, secret, info.id, secret);
-        fflush(out);
-    }
-    return rc;
 }
 
 /* A PEM file into a NUL-terminated buffer (owned by the caller, cdn_free). */
@@ -316,16 +221,9 @@ int http_server_start(cordon_t *db, const char *data_dir, const http_config_t *c
     struct sockaddr *sa;
     char host[128];
     unsigned port = 0, threads;
-    size_t nroutes;
-    int rc;
+    int rc, opened = 0;
     if (!srv)
         return cdn_err_set(err, CDN_ERR_NOMEM, "out of memory");
-    srv->ctx.db = db;
-    (void)cordon_audit_info_get(db, &srv->ctx.audit, NULL); /* zeros when it cannot be read */
-    srv->ctx.cfg = *cfg;
-    srv->ctx.log_fd = -1;
-    pthread_mutex_init(&srv->ctx.mapping_lock, NULL);
-    snprintf(srv->ctx.data_dir, sizeof srv->ctx.data_dir, "%s", data_dir);
     if ((rc = http_config_listen_parts(cfg->listen, host, sizeof host, &port, err)) != 0)
         goto fail;
     memset(&a4, 0, sizeof a4);
@@ -345,29 +243,9 @@ int http_server_start(cordon_t *db, const char *data_dir, const http_config_t *c
                          cfg->listen);
         goto fail;
     }
-    if (es_attrs_cache_new(&srv->ctx.attrs_cache) != CORDON_OK) {
-        rc = cdn_err_set(err, CDN_ERR_NOMEM, "out of memory");
+    if ((rc = http_ctx_open(&srv->ctx, db, data_dir, cfg, out, err)) != 0)
         goto fail;
-    }
-    if ((rc = keys_open(data_dir, &srv->ctx.keys, err)) != 0 ||
-        (rc = bootstrap(&srv->ctx, out, err)) != 0)
-        goto fail;
-    const char *const *routes = http_route_names(&nroutes); /* sets nroutes */
-    if ((rc = metrics_create(routes, nroutes, &srv->ctx.metrics)) != 0) {
-        cdn_err_set(err, rc, "cannot set up the metrics: %s", cdn_strerror(rc));
-        goto fail;
-    }
-    if (!strcmp(cfg->access_log, "stderr"))
-        srv->ctx.log_fd = dup(2);
-    else if (strcmp(cfg->access_log, "off") && cfg->access_log[0]) {
-        FILE *f = fopen(cfg->access_log, "a");
-        if (!f) {
-            rc = cdn_err_set(err, CDN_ERR_IO, "cannot open the access log %s", cfg->access_log);
-            goto fail;
-        }
-        srv->ctx.log_fd = dup(fileno(f));
-        fclose(f);
-    }
+    opened = 1;
     /* threads 0 (the default): a thread per connection. A pool of threads pins each connection
      * to the thread that accepted it, and one thread accepts most of a burst, so with few
      * keep-alive clients one core served them all (measured: one worker at 95%, the other
@@ -416,12 +294,8 @@ int http_server_start(cordon_t *db, const char *data_dir, const http_config_t *c
 fail:
     cdn_free(tls_cert);
     cdn_free(tls_key);
-    es_attrs_cache_free(srv->ctx.attrs_cache);
-    keys_close(srv->ctx.keys);
-    metrics_free(srv->ctx.metrics);
-    if (srv->ctx.log_fd >= 0)
-        close(srv->ctx.log_fd);
-    pthread_mutex_destroy(&srv->ctx.mapping_lock);
+    if (opened)
+        http_ctx_close(&srv->ctx);
     cdn_free(srv);
     return rc;
 }
@@ -444,11 +318,6 @@ void http_server_stop(http_server_t *srv)
     MHD_stop_daemon(srv->d);
     if (s != MHD_INVALID_SOCKET)
         close(s);
-    keys_close(srv->ctx.keys);
-    metrics_free(srv->ctx.metrics);
-    es_attrs_cache_free(srv->ctx.attrs_cache);
-    if (srv->ctx.log_fd >= 0)
-        close(srv->ctx.log_fd);
-    pthread_mutex_destroy(&srv->ctx.mapping_lock);
+    http_ctx_close(&srv->ctx);
     cdn_free(srv);
 }

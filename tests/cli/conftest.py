@@ -1,5 +1,6 @@
 """Fixtures for the command-line tests: the cordon binary and a fresh data directory."""
 import os
+import sys
 import subprocess
 
 import pytest
@@ -14,6 +15,9 @@ def cordon():
     def run(*args, stdin=None, check=None):
         p = subprocess.run([binary, *args], input=stdin, capture_output=True, text=True,
                            cwd=ROOT, timeout=120)
+        if "Sanitizer" in p.stderr or "runtime error:" in p.stderr:
+            # shown whole under "Captured stderr" when the test fails (assertion text is cut)
+            sys.stderr.write(p.stderr)
         if check is not None:
             assert p.returncode == check, (p.returncode, p.stdout, p.stderr)
         return p

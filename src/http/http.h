@@ -114,8 +114,7 @@ int http_req_set_path(http_req_t *req, const char *url);
 /* Answers a request whose headers, arguments and body are in: 413 when the body was too big,
  * 400 for a path past the bounds or not UTF-8 (or arguments not UTF-8), else the route's answer
  * (counted in ctx->in_flight). */
-void http_answer(http_ctx_t *ctx, http_req_t *req, const char *url, int too_big,
-                 http_resp_t *resp);
+void http_answer(http_ctx_t *ctx, http_req_t *req, const char *url, int too_big, http_resp_t *resp);
 /* Routes and dispatch (router.c): authenticates, routes, runs the handler, fills resp. */
 void http_dispatch(http_ctx_t *ctx, http_req_t *req, http_resp_t *resp);
 /* Route templates, for metrics labels: *n of them. */

@@ -25,7 +25,7 @@ static const char *const share_principal[SHARES] = {"all", "p10", "p1"};
 static const double share_frac[SHARES] = {1.0, 0.1, 0.01};
 
 typedef struct opts {
-    size_t size, queries, changes;
+    size_t size, queries, changes, asof_questions;
     int passes, json;
 } opts_t;
 
@@ -36,7 +36,8 @@ typedef struct row {
 
 static void usage(FILE *f)
 {
-    fputs("usage: cordon bench audit [--size N] [--queries Q] [--passes P] [--format json]\n\n"
+    fputs("usage: cordon bench audit [--size N] [--queries Q] [--passes P] [--changes C]\n"
+          "                         [--asof-questions A] [--format json]\n\n"
           "BM25 searches over N generated documents (default 100000; docs/benchmarks.md runs\n"
           "1000000) as subjects reading 100%, 10% and 1%, with the retrieval audit recording\n"
           "and not, in the same run: Q queries (default 300), P passes per side (default 3),\n"
@@ -44,7 +45,8 @@ static void usage(FILE *f)
           "bytes_per_record (the log's size per record), and the p50 ratio to off.\n"
           "Then --changes C (default 20000; docs/benchmarks.md runs 100000) random permission\n"
           "changes (memberships and ACLs, one revision each) and as-of checks at random past\n"
-          "revisions: a row with op asof_check, p50_us, p95_us, bytes_per_change.\n",
+          "revisions (--asof-questions A of them, default 2000): a row with op asof_check,\n"
+          "p50_us, p95_us, bytes_per_change.\n",
           f);
 }
 
@@ -307,9 +309,9 @@ static int bench_asof(const opts_t *o, asof_row_t *row)
     row->changes = (size_t)(last - first);
     row->bytes_per_change =
         row->changes ? (double)(dir_bytes(dir) - bytes0) / (double)row->changes : 0;
-    enum { QUESTIONS = 2000 };
-    double *us = cdn_malloc(QUESTIONS * sizeof *us);
-    for (int k = 0; k < QUESTIONS && !rc; k++) {
+    size_t nq = o->asof_questions;
+    double *us = cdn_malloc(nq * sizeof *us);
+    for (size_t k = 0; us && k < nq && !rc; k++) {
         char user[24], id[24];
         snprintf(user, sizeof user, "u%d", (int)(bench_rng_next(&s) % AS_USERS));
         snprintf(id, sizeof id, "c%d", (int)(bench_rng_next(&s) % AS_CHUNKS));
@@ -327,8 +329,8 @@ static int bench_asof(const opts_t *o, asof_row_t *row)
         us[k] = (double)(cdn_clock_ns() - t0) / 1e3;
     }
     if (!rc) {
-        row->p50 = pct(us, QUESTIONS, 0.5);
-        row->p95 = pct(us, QUESTIONS, 0.95);
+        row->p50 = pct(us, nq, 0.5);
+        row->p95 = pct(us, nq, 0.95);
     }
     cdn_free(us);
     cordon_close(db);
@@ -338,7 +340,7 @@ static int bench_asof(const opts_t *o, asof_row_t *row)
 
 int bench_audit_main(int argc, char **argv)
 {
-    opts_t o = {100000, 300, 20000, 3, 0};
+    opts_t o = {100000, 300, 20000, 2000, 3, 0};
     for (int i = 1; i < argc; i++) {
         size_t v;
         if (!strcmp(argv[i], "--size") && i + 1 < argc) {
@@ -349,6 +351,10 @@ int bench_audit_main(int argc, char **argv)
                 return 2;
         } else if (!strcmp(argv[i], "--changes") && i + 1 < argc) {
             if (bench_parse_size("audit", "--changes", argv[++i], 0, 10000000, &o.changes))
+                return 2;
+        } else if (!strcmp(argv[i], "--asof-questions") && i + 1 < argc) {
+            if (bench_parse_size("audit", "--asof-questions", argv[++i], 1, 100000000,
+                                 &o.asof_questions))
                 return 2;
         } else if (!strcmp(argv[i], "--passes") && i + 1 < argc) {
             if (bench_parse_size("audit", "--passes", argv[++i], 1, 100, &v))

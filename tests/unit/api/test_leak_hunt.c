@@ -1,11 +1,14 @@
 /* test_leak_hunt.c: the leak hunt over the C API, a seeded property test. One writer changes
  * the world at random: users moved between groups, groups nested and un-nested (a group may
  * contain only groups after it: never a cycle), the role that lets a user search granted and
- * revoked, a whole-model import of the model's own export, chunks' ACLs changed (allowed
- * groups and users, denies, principals nobody holds, empty ACLs), chunks replaced, deleted and
- * put back. Reader threads meanwhile search as random users in every mode and strategy (vector
- * auto, exact, prefilter, postfilter; BM25; hybrid; filtered) and get chunks. An oracle written
- * apart from the engine (bit masks of memberships, nesting and ACLs, its own closure over
+ * revoked, a user's clearance raised and lowered (a conditional role granted to group g0 lets
+ * its members, however deep, search only while their clearance is high), the reader role
+ * granted and revoked in a scope (which searches must ignore: scoped grants serve
+ * is-authorized in that scope only), a whole-model import of the model's own export, chunks' ACLs
+ * changed (allowed groups and users, denies, principals nobody holds, empty ACLs), chunks replaced,
+ * deleted and put back. Reader threads meanwhile search as random users in every mode and strategy
+ * (vector auto, exact, prefilter, postfilter; BM25; hybrid; filtered) and get chunks. An oracle
+ * written apart from the engine (bit masks of memberships, nesting and ACLs, its own closure over
  * groups) keeps the state after every write, by revision, and judges each answer at the
  * revision it reports: every hit readable, the readable count right, an exact search's hits
  * all of the readable chunks, a search by a user without the role refused (a stale permission
@@ -53,6 +56,8 @@ typedef struct world {
     uint8_t member[NU]; /* bit g: the user is in group g */
     uint8_t nest[NG];   /* bit j: group i contains group j (j > i) */
     uint8_t reader;     /* bit u: the user holds the role that may search and read */
+    uint8_t cleared;    /* bit u: the user's clearance is high (g0's conditional role holds) */
+    uint8_t scoped;     /* bit u: the user holds the reader role in scope tenant:t1 only */
     uint8_t live[NC];
     uint16_t allowed[NC], denied[NC]; /* bits over the NPRIN principals */
 } world_t;
@@ -151,9 +156,12 @@ static int some_world(hunt_t *h, uint64_t lo, uint64_t hi, int (*pred)(const wor
     return found;
 }
 
+/* Whether the user may not search: neither the reader role granted to it unscoped, nor the
+ * conditional role of group g0 (held through any group inside g0) with its clearance high. */
 static int lacks_role(const world_t *w, int u)
 {
-    return !(w->reader & (1u << u));
+    int via_g0 = (principals_of(w, u) & 1u) && (w->cleared & (1u << u));
+    return !(w->reader & (1u << u)) && !via_g0;
 }
 
 static void record(hunt_t *h, uint64_t rev)
@@ -251,13 +259,13 @@ static int write_once(hunt_t *h, uint64_t *s)
     uint64_t rev;
     int u = (int)(tu_rand(s) % NU), g = (int)(tu_rand(s) % NG), c = (int)(tu_rand(s) % NC);
     world_t *w = &h->now;
-    if (r < 25) { /* move a user in or out of a group */
+    if (r < 22) { /* move a user in or out of a group */
         int in = w->member[u] & (1u << g);
         if (apply(h, "{\"op\":\"%s\",\"group\":\"g%d\",\"member\":\"u%d\"}",
                   in ? "remove_member" : "add_member", g, u))
             return -1;
         w->member[u] ^= (uint8_t)(1u << g);
-    } else if (r < 37) { /* nest or un-nest two groups */
+    } else if (r < 32) { /* nest or un-nest two groups */
         int i = (int)(tu_rand(s) % (NG - 1)), j = i + 1 + (int)(tu_rand(s) % (NG - 1 - i));
         int in = w->nest[i] & (1u << j);
         if (apply(h,
@@ -266,12 +274,27 @@ static int write_once(hunt_t *h, uint64_t *s)
                   in ? "remove_member" : "add_member", i, j))
             return -1;
         w->nest[i] ^= (uint8_t)(1u << j);
-    } else if (r < 45) { /* grant or revoke the role that may search */
+    } else if (r < 38) { /* grant or revoke the role that may search */
         int has = w->reader & (1u << u);
         if (apply(h, "{\"op\":\"%s\",\"to\":\"u%d\",\"role\":\"reader\"}", has ? "revoke" : "grant",
                   u))
             return -1;
         w->reader ^= (uint8_t)(1u << u);
+    } else if (r < 42) { /* raise or lower a user's clearance (its attributes, replaced) */
+        int high = !(w->cleared & (1u << u));
+        if (apply(h,
+                  "{\"op\":\"put_subject\",\"id\":\"u%d\",\"attributes\":{\"clearance\":\"%s\"}}",
+                  u, high ? "high" : "low"))
+            return -1;
+        w->cleared ^= (uint8_t)(1u << u);
+    } else if (r < 45) { /* grant or revoke the reader role in a scope: no search may follow */
+        int has = w->scoped & (1u << u);
+        if (apply(h,
+                  "{\"op\":\"%s\",\"to\":\"u%d\",\"role\":\"reader\",\"scope\":{\"type\":"
+                  "\"tenant\",\"id\":\"t1\"}}",
+                  has ? "revoke" : "grant", u))
+            return -1;
+        w->scoped ^= (uint8_t)(1u << u);
     } else if (r < 47) { /* import the model's own export: same state, a new revision */
         char *doc = NULL;
         if (cordon_model_export(h->db, &doc, NULL) || cordon_model_import(h->db, doc, &rev, NULL)) {
@@ -591,8 +614,18 @@ static void setup(hunt_t *h, uint64_t *s)
                               "{\"resource\":\"collection:hunt\",\"action\":\"search\"},"
                               "{\"resource\":\"collection:hunt\",\"action\":\"read\"}]}"),
                      0);
+    assert_int_equal(apply(h, "{\"op\":\"put_role\",\"id\":\"cleared\",\"permissions\":["
+                              "{\"resource\":\"collection:hunt\",\"action\":\"search\","
+                              "\"condition\":{\"StringEquals\":{\"subject.attributes.clearance\":"
+                              "\"high\"}}},"
+                              "{\"resource\":\"collection:hunt\",\"action\":\"read\","
+                              "\"condition\":{\"StringEquals\":{\"subject.attributes.clearance\":"
+                              "\"high\"}}}]}"),
+                     0);
     for (int g = 0; g < NG; g++)
         assert_int_equal(apply(h, "{\"op\":\"put_group\",\"id\":\"g%d\"}", g), 0);
+    assert_int_equal(
+        apply(h, "{\"op\":\"grant\",\"to\":\"g0\",\"to_kind\":\"group\",\"role\":\"cleared\"}"), 0);
     for (int u = 0; u < NU; u++) {
         assert_int_equal(apply(h, "{\"op\":\"put_subject\",\"id\":\"u%d\"}", u), 0);
         assert_int_equal(apply(h, "{\"op\":\"grant\",\"to\":\"u%d\",\"role\":\"reader\"}", u), 0);

@@ -1,5 +1,8 @@
 """The leak hunt over the wire: a seeded, randomized property test. One writer changes the
-permission model (moves users between groups, nests and un-nests groups), chunks' ACLs (through
+permission model (moves users between groups, nests and un-nests groups, grants and revokes a
+user's own search and read permissions, raises and lowers a user's clearance, which a
+conditional role granted to group g0 needs, grants and revokes permissions in a scope, which no
+search may honour), chunks' ACLs (through
 _bulk and through /v1/collections/{c}/acl), deletes and re-adds chunks, while reader threads
 search as many subjects at once through every read route (/v1 retrieve and context in every
 mode and strategy, _search with match, knn and filters, _count, _mget, GET _doc). An oracle of
@@ -7,7 +10,9 @@ its own (the test's copy of every membership and ACL, and its own principal eval
 judges every answer: a /v1 answer against the state at the revision it reports, an
 Elasticsearch answer against the states between the last write acknowledged before it was sent
 and the first acknowledged after it came back. Any chunk shown that no such state lets the
-subject read is a leak; a count no such state gives is a leak too. Every request carries its
+subject read is a leak; a count no such state gives is a leak too; an answer no such state
+permits is a stale permission, and a refusal (403, or the 404 of an index one may not search)
+where every such state permits is wrong. Every request carries its
 own X-Opaque-Id, and the retrieval audit is replayed at the end: each answer's record holds
 exactly the chunks it showed, and every chunk any record says was shown was readable by its
 subject at the record's revision (which pins the Elasticsearch answers to one state, where the
@@ -40,10 +45,14 @@ class State:
         self.user_groups = {u: set() for u in USERS}
         self.nest = set()  # (parent, child)
         self.docs = {}  # id -> (allowed, denied) as written (group names, user:x, ghosts)
+        self.direct = set(USERS)  # users granted search and read on the index themselves
+        self.cleared = set()  # users whose clearance is high (g0's conditional role holds)
+        self.scoped = set()  # users granted search in scope tenant:t1 only (never a search)
 
     def copy(self):
         s = State()
         s.user_groups = {u: set(g) for u, g in self.user_groups.items()}
+        s.direct, s.cleared, s.scoped = set(self.direct), set(self.cleared), set(self.scoped)
         s.nest = set(self.nest)
         s.docs = {d: (set(a), set(b)) for d, (a, b) in self.docs.items()}
         return s
@@ -57,6 +66,11 @@ class State:
                 held.add(g)
                 todo.extend(p for p, c in self.nest if c == g)
         return {"user:" + user} | {"group:" + g for g in held}
+
+    def may_search(self, user):
+        """Whether the user may search and read the index: its own grants, or the conditional
+        role of g0 (held through any group inside g0) with its clearance high."""
+        return user in self.direct or (user in self.cleared and "group:g0" in self.principals(user))
 
     def readable(self, user, doc):
         if doc not in self.docs:
@@ -86,6 +100,7 @@ class Hunt:
         self.state = State()
         self.log = []  # (time acknowledged, revision, state after)
         self.answers = []  # (kind, subject, sent, received, revision or None, payload)
+        self.refusals = []  # (kind, subject, sent, received): answered 403
         self.errors = []
         self.lock = threading.Lock()
         self.ops = 0
@@ -98,7 +113,12 @@ class Hunt:
         self.log.append((time.monotonic(), rev, self.state.copy()))
 
     def setup(self):
+        cond = {"StringEquals": {"subject.attributes.clearance": "high"}}
         ops = [{"op": "put_group", "id": g} for g in GROUPS]
+        ops += [{"op": "put_role", "id": "cleared", "permissions": [
+                    {"resource": "collection:hunt", "action": a, "condition": cond}
+                    for a in ("search", "read")]},
+                {"op": "grant", "to": "g0", "to_kind": "group", "role": "cleared"}]
         for u in USERS:
             ops += [{"op": "put_subject", "id": u},
                     {"op": "grant", "to": u, "permission": {"resource": "collection:hunt",
@@ -132,7 +152,19 @@ class Hunt:
     def write_once(self, rng):
         st = self.state
         r = rng.random()
-        if r < 0.3:  # move a user from one group to another
+        if r < 0.12:  # a user's own permissions, its clearance, or a scoped grant
+            u, what = rng.choice(USERS), rng.choice(["direct", "cleared", "scoped"])
+            has = u in getattr(st, what)
+            if what == "cleared":
+                self.s.model({"op": "put_subject", "id": u,
+                              "attributes": {"clearance": "low" if has else "high"}})
+            else:
+                scope = {"scope": {"type": "tenant", "id": "t1"}} if what == "scoped" else {}
+                self.s.model(*[{"op": "revoke" if has else "grant", "to": u, **scope,
+                                "permission": {"resource": "collection:hunt", "action": a}}
+                               for a in ("search", "read")])
+            getattr(st, what).symmetric_difference_update({u})
+        elif r < 0.3:  # move a user from one group to another
             u = rng.choice(USERS)
             if st.user_groups[u] and rng.random() < 0.5:
                 g = rng.choice(sorted(st.user_groups[u]))
@@ -247,8 +279,16 @@ class Hunt:
             if code not in (200, 404):
                 payload = b
             code = 200 if code in (200, 404) else code
+            if code == 200 and not payload:
+                kind = "get-missing"  # a hidden chunk, or no permission: the same answer
             rev = None
         received = time.monotonic()
+        hidden = code == 404 and isinstance(payload, dict) and \
+            payload.get("error", {}).get("type") == "index_not_found_exception"
+        if code == 403 or hidden:  # refused: an index one may not search reads as missing
+            with self.lock:
+                self.refusals.append((kind, user, sent, received))
+            return
         if code != 200:
             self.errors.append(f"seed {self.seed}: {kind} as {user} answered {code}: {payload}")
             return
@@ -283,15 +323,26 @@ class Hunt:
 
     def judge(self):
         leaks = []
+        for kind, user, sent, received in self.refusals:
+            if all(s.may_search(user) for s in self.states_between(sent, received)):
+                leaks.append(f"{kind} as {user} was refused though every state permitted it")
         for kind, user, sent, received, rev, payload, _ in self.answers:
+            if kind == "get-missing":
+                continue
             if rev is not None:
                 st = self.state_at(rev)
                 assert st is not None, (kind, rev)
+                if not st.may_search(user):
+                    leaks.append(f"stale: {kind} as {user} answered at revision {rev}")
                 bad = [d for d in payload if not st.readable(user, d)]
                 if bad:
                     leaks.append(f"{kind} as {user} at revision {rev} showed {bad}")
                 continue
-            states = self.states_between(sent, received)
+            # _mget answers every id, found or not: as one who may not read, all not found
+            states = [s for s in self.states_between(sent, received) if s.may_search(user)]
+            if not states and (kind != "mget" or payload):
+                leaks.append(f"stale: {kind} as {user} answered, permitted in no state")
+                continue
             if kind == "count":
                 counts = {sum(s.readable(user, d) for d in s.docs) for s in states}
                 if payload not in counts:
@@ -300,7 +351,7 @@ class Hunt:
             for d in payload:
                 if not any(s.readable(user, d) for s in states):
                     leaks.append(f"{kind} as {user} showed {d}, readable in none of "
-                                 f"{len(states)} states")
+                                 f"{len(states)} states that permit it")
         return leaks
 
     def replay_audit(self):
@@ -328,6 +379,8 @@ class Hunt:
                 continue
             recs = by_request.get(rid, [])
             shown = sorted(h["id"] for r in recs for h in r["hits"])
+            if kind in ("get-missing", "mget") and not payload and not recs:
+                continue  # refused for want of the permission: nothing was shown
             if not recs or shown != sorted(payload) or any(r["subject"] != user for r in recs):
                 problems.append(f"{kind} {rid} as {user} showed {sorted(payload)}; its records "
                                 f"hold {shown}")
@@ -351,9 +404,9 @@ def test_leak_hunt_over_http(tmp_path, seed):
             t.join(timeout=120)
         assert not hunt.errors, f"seed {seed}: {hunt.errors[:5]}"
         leaks = hunt.judge()
-        kinds = {k for k, *_ in hunt.answers}
+        kinds = {k.replace("-missing", "") for k, *_ in hunt.answers}
         print(f"leak hunt seed {seed}: {hunt.ops} writes, {len(hunt.answers)} reads "
-              f"({', '.join(sorted(kinds))}), {len(leaks)} leaks")
+              f"({', '.join(sorted(kinds))}), {len(hunt.refusals)} refused, {len(leaks)} leaks")
         assert not leaks, f"seed {seed} (CORDON_HUNT_SEEDS={seed} reruns it): {leaks[:10]}"
         problems, n_records = hunt.replay_audit()
         print(f"leak hunt seed {seed}: the audit replayed: {n_records} records, "

@@ -32,6 +32,15 @@ static int roles_from(const az_state_t *st, const az_grants_t *gs, const char *s
 }
 
 /* One allocation: the view, then the pointer array, then the strings. */
+/* Writes prefix and name as one string at w (room was counted); the byte after its NUL. */
+static char *put_name(char *w, const char *prefix, const char *name)
+{
+    size_t a = strlen(prefix), b = strlen(name);
+    memcpy(w, prefix, a);
+    memcpy(w + a, name, b + 1);
+    return w + a + b + 1;
+}
+
 static int view_compile(const az_state_t *st, uint32_t s, const char *stype, const char *sid,
                         uint64_t rev, int64_t now, authz_view_t **out)
 {
@@ -58,17 +67,17 @@ static int view_compile(const az_state_t *st, uint32_t s, const char *stype, con
         return CDN_ERR_NOMEM;
     }
     const char **ptrs = (const char **)(v + 1);
-    char *w = (char *)v + head, *end = w + bytes;
+    char *w = (char *)v + head;
     size_t k = 0;
     ptrs[k++] = w;
-    w += snprintf(w, (size_t)(end - w), "%s%s", self, sub->id) + 1;
+    w = put_name(w, self, sub->id);
     for (uint32_t i = 0; i < sub->all.n; i++) {
         ptrs[k++] = w;
-        w += snprintf(w, (size_t)(end - w), "group:%s", st->groups[sub->all.v[i]].id) + 1;
+        w = put_name(w, "group:", st->groups[sub->all.v[i]].id);
     }
     for (uint32_t i = 0; i < roles.n; i++) {
         ptrs[k++] = w;
-        w += snprintf(w, (size_t)(end - w), "role:%s", st->roles[roles.v[i]].id) + 1;
+        w = put_name(w, "role:", st->roles[roles.v[i]].id);
     }
     az_ids_free(&roles);
     qsort(ptrs, n, sizeof(char *), cmp_str);

@@ -244,18 +244,15 @@ static int grant_build(az_state_t *st, const json_t *src, int to_group, uint32_t
 
 /* The entities first, then the edges between those that existed, then the grants: the state
  * the op code would have built from the same parts, without parsing ops. */
-static json_int_t group_order(const slice_ent_t *e)
-{
-    return e->kind == AUTHZ_ENT_GROUP && e->frag
-               ? json_integer_value(json_object_get(e->frag, "order"))
-               : 0;
-}
+typedef struct ordered {
+    json_int_t order; /* a group's place in the whole model; 0 for the rest */
+    const slice_ent_t *e;
+} ordered_t;
 
 static int cmp_order(const void *a, const void *b)
 {
-    const slice_ent_t *x = *(const slice_ent_t *const *)a, *y = *(const slice_ent_t *const *)b;
-    json_int_t ox = group_order(x), oy = group_order(y);
-    return ox < oy ? -1 : ox > oy ? 1 : (x > y) - (x < y);
+    const ordered_t *x = a, *y = b;
+    return x->order < y->order ? -1 : x->order > y->order ? 1 : (x->e > y->e) - (x->e < y->e);
 }
 
 static int build(const authz_slice_t *s, az_state_t *st, cdn_err_t *err)
@@ -264,14 +261,19 @@ static int build(const authz_slice_t *s, az_state_t *st, cdn_err_t *err)
     uint32_t idx;
     /* Groups are created in the whole model's order (their fragments' "order"), so a subject's
      * groups are scanned as the whole model scans them. */
-    const slice_ent_t **by = cdn_malloc((s->n ? s->n : 1) * sizeof *by);
+    ordered_t *by = cdn_malloc((s->n ? s->n : 1) * sizeof *by);
     if (!by)
         return CDN_ERR_NOMEM;
-    for (uint32_t i = 0; i < s->n; i++)
-        by[i] = &s->v[i];
+    for (uint32_t i = 0; i < s->n; i++) {
+        const slice_ent_t *e = &s->v[i];
+        by[i].e = e;
+        by[i].order = e->kind == AUTHZ_ENT_GROUP && e->frag
+                          ? json_integer_value(json_object_get(e->frag, "order"))
+                          : 0;
+    }
     qsort(by, s->n, sizeof *by, cmp_order);
     for (uint32_t i = 0; i < s->n && !rc; i++) {
-        const slice_ent_t *e = by[i];
+        const slice_ent_t *e = by[i].e;
         if (!e->frag)
             continue;
         if (e->kind == AUTHZ_ENT_SUBJECT) {

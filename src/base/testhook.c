@@ -1,9 +1,13 @@
-/* testhook.c: the test hook's one slot (testhook.h).
- * Relies on C11 atomics; the argument is published before the function that reads it. */
+/* testhook.c: the test hook's one slot (testhook.h), and the kill hook of whole-program crash
+ * trials. Relies on C11 atomics (the argument is published before the function that reads
+ * it) and POSIX signals. */
 #include "base/testhook.h"
 
+#include <signal.h>
 #include <stdatomic.h>
 #include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
 
 static _Atomic(void *) hook_arg;
 static _Atomic(cdn_hook_fn) hook_fn;
@@ -20,4 +24,40 @@ void cdn_hook_run(cdn_hook_point_t point)
     cdn_hook_fn fn = atomic_load_explicit(&hook_fn, memory_order_acquire);
     if (fn)
         fn(point, atomic_load_explicit(&hook_arg, memory_order_relaxed));
+}
+
+static cdn_hook_point_t kill_point;
+static atomic_long kill_left;
+
+static void kill_hook(cdn_hook_point_t point, void *arg)
+{
+    (void)arg;
+    if (point == kill_point && atomic_fetch_sub(&kill_left, 1) == 1)
+        raise(SIGKILL);
+}
+
+int cdn_hook_kill_at(const char *spec)
+{
+    static const struct {
+        const char *name;
+        cdn_hook_point_t point;
+    } points[] = {{"vectors_unsynced", CDN_HOOK_VECTORS_UNSYNCED},
+                  {"committed", CDN_HOOK_COMMITTED},
+                  {"file_written", CDN_HOOK_FILE_WRITTEN}};
+    const char *colon = strchr(spec, ':');
+    char *end;
+    if (!colon)
+        return -1;
+    long n = strtol(colon + 1, &end, 10);
+    if (*end || n < 1 || end == colon + 1)
+        return -1;
+    for (size_t i = 0; i < sizeof points / sizeof *points; i++)
+        if (strlen(points[i].name) == (size_t)(colon - spec) &&
+            !strncmp(spec, points[i].name, (size_t)(colon - spec))) {
+            kill_point = points[i].point;
+            atomic_store(&kill_left, n);
+            cdn_hook_set(kill_hook, NULL);
+            return 0;
+        }
+    return -1;
 }

@@ -1,5 +1,6 @@
 /* cmd_serve.c: `cordon serve`: the Elasticsearch API (and the server's own routes) over HTTP
  * on one data directory, until SIGTERM or SIGINT. Relies on src/http's server and config. */
+#include "base/testhook.h"
 #include "cli/cli.h"
 #include "http/http.h"
 
@@ -7,6 +8,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -89,6 +91,17 @@ int cli_serve(int argc, char **argv)
     http_config_db_options(&cfg, &db_opts);
     if (cli_open_with(dir, &db_opts, &db) != 0)
         return 1;
+    /* Crash trials only (docs/reliability.md): SIGKILL at the n-th pass of a point inside the
+     * engine's writes, counted from here (the open's own writes are not). */
+    const char *crash_at = getenv("CORDON_CRASH_AT");
+    if (crash_at && *crash_at && cdn_hook_kill_at(crash_at) != 0) {
+        fprintf(stderr,
+                "cordon serve: CORDON_CRASH_AT takes POINT:N, POINT one of vectors_unsynced, "
+                "committed, file_written and N at least 1 (got '%s')\n",
+                crash_at);
+        cordon_close(db);
+        return 2;
+    }
     if (http_server_start(db, dir, &cfg, stdout, &srv, &err) != 0) {
         fprintf(stderr, "cordon serve: %s\n", err.msg);
         cordon_close(db);

@@ -83,3 +83,167 @@ def test_kill_during_bulk_and_model_writes(tmp_path):
         assert set(acked_subjects) <= have
     assert acked_batches and acked_subjects  # the kills did land among acknowledged writes
     assert s.stop() == 0, s.stderr
+
+
+POINT_TRIALS = int(os.environ.get("CORDON_CRASH_POINT_TRIALS", "2"))
+ALICE = {"es-security-runas-user": "alice"}  # in eng
+BOB = {"es-security-runas-user": "bob"}  # in hr
+
+
+def vec(i):
+    return [1.0, (i % 13) / 13.0, (i % 7) / 7.0, ((i * 7) % 11) / 11.0]
+
+
+def vbatch(start, n, group):
+    lines = []
+    for i in range(start, start + n):
+        lines += [{"index": {"_index": "v", "_id": "d%d" % i}},
+                  {"t": "tok%d all" % start, "b": start, "emb": vec(i), "allowed_groups": [group]}]
+    return ("\n".join(json.dumps(x) for x in lines) + "\n").encode()
+
+
+def server_writes(s, rng, acked, inflight):
+    """Writes through every route that writes chunks until the server dies: _bulk batches of
+    vectors and text, single documents, ACL changes of a whole earlier batch, deletes of part of
+    one. acked gets each acknowledged write, inflight the one being sent."""
+    n = len(acked)
+    while True:
+        r = rng.random()
+        start = 100000 + 1000 * n
+        try:
+            if r < 0.5 or not acked:
+                op = ("batch", start, 20, rng.choice(["eng", "hr"]))
+                op += (tuple("d%d" % i for i in range(start, start + 20)),)
+                inflight[:] = [op]
+                st, _, b = s.request("POST", "/_bulk", raw=vbatch(start, 20, op[3]), headers=NDJSON)
+                ok = st == 200 and not b["errors"]
+            elif r < 0.65:
+                op = ("doc", start, 1, rng.choice(["eng", "hr"]), ("d%d" % start,))
+                inflight[:] = [op]
+                st, _, b = s.request("PUT", "/v/_doc/d%d" % start, {
+                    "t": "tok%d all" % start, "b": start, "emb": vec(start),
+                    "allowed_groups": [op[3]]})
+                ok = st in (200, 201)
+            else:
+                live = sorted(d for d, g in doc_state(acked).items() if g)
+                if not live:
+                    continue
+                d = rng.choice(live)
+                start = int(d[1:]) // 1000 * 1000
+                if r < 0.85:  # every chunk of its batch to the group it is not in, in one write
+                    size = sum(1 for x in live if int(x[1:]) // 1000 * 1000 == start)
+                    group = "hr" if doc_state(acked)[d] == "eng" else "eng"
+                    op = ("acl", start, 0, group)
+                    changes = [{"id": x, "allowed": [group]} for x in live
+                               if int(x[1:]) // 1000 * 1000 == start]
+                    inflight[:] = [op + (tuple(c["id"] for c in changes),)]
+                    st, _, b = s.request("PUT", "/v1/collections/v/acl", {"changes": changes})
+                else:  # delete one chunk
+                    op = ("delete", start, 0, d)
+                    inflight[:] = [op + ((d,),)]
+                    st, _, b = s.request("DELETE", "/v/_doc/" + d)
+                ok = st == 200
+                op = inflight[0]
+        except OSError:
+            return  # the server is gone: inflight holds what was being sent
+        assert ok, (op, st, b)
+        acked.append(op)
+        inflight[:] = []
+        n += 1
+
+
+def doc_state(acked):
+    """Each chunk's group, or None once deleted: the state the acknowledged writes leave."""
+    state = {}
+    for kind, _, _, group, ids in acked:
+        for d in ids:
+            state[d] = None if kind == "delete" else group
+    return state
+
+
+def expected(acked):
+    """Per batch start: (readable by eng, readable by hr)."""
+    out = {}
+    for d, g in doc_state(acked).items():
+        e, h = out.get(int(d[1:]) // 1000 * 1000, (0, 0))
+        out[int(d[1:]) // 1000 * 1000] = (e + (g == "eng"), h + (g == "hr"))
+    return out
+
+
+def check_store(s, acked, inflight):
+    """Every acknowledged write is there after the restart, the one in flight whole or not at
+    all, and the indexes agree: a batch's token finds all of it as its group's reader and
+    none of it as the other's, and each chunk's own vector finds it."""
+    want, maybe = expected(acked), expected(acked + inflight)
+    for start in set(want) | set(maybe):
+        counts = []
+        for hdr in (ALICE, BOB):
+            st, _, r = s.request("POST", "/v/_count", {"query": {"match": {"t": "tok%d" % start}}},
+                                 headers=hdr)
+            assert st == 200, r
+            counts.append(r["count"])
+        assert tuple(counts) in {want.get(start, (0, 0)), maybe.get(start, (0, 0))}, (
+            start, counts, want.get(start), maybe.get(start))
+    state = doc_state(acked)
+    settled = {d for op in inflight for d in op[4]}
+    for d, g in sorted(state.items())[::7]:  # found by its own vector through the graph
+        if g and d not in settled:
+            st, _, r = s.request("POST", "/v/_search", {
+                "knn": {"field": "emb", "query_vector": vec(int(d[1:])), "k": 50,
+                        "num_candidates": 200}, "size": 50},
+                headers=ALICE if g == "eng" else BOB)
+            assert st == 200 and d in [h["_id"] for h in r["hits"]["hits"]], (d, r)
+
+
+def test_kill_at_points_inside_server_writes(tmp_path):
+    """cordon serve killed (CORDON_CRASH_AT) at the n-th pass of a point inside its writes: a
+    batch's vectors written and not synced, a write committed and memory not yet told, and (at
+    the orderly stop's checkpoint of the graph, codes and text index, or a key file) a file
+    written under its temporary name; then restarted: acknowledged writes all there, the one in
+    flight whole or absent, the indexes agreeing with the store."""
+    rng = random.Random(17)
+    kills = 0
+    for point in ("vectors_unsynced", "committed", "file_written"):
+        data = str(tmp_path / point)
+        s = Server(data)
+        people_model(s)
+        st, _, b = s.request("PUT", "/v", {"mappings": {"properties": {
+            "t": {"type": "text"}, "b": {"type": "long"},
+            "emb": {"type": "dense_vector", "dims": 4, "similarity": "cosine"}}}})
+        assert st == 200, b
+        assert s.stop() == 0, s.stderr
+        acked, inflight = [], []
+        for trial in range(POINT_TRIALS):
+            n = rng.randint(1, 2) if point == "file_written" else rng.randint(2, 40)
+            s = Server(data, env={"CORDON_CRASH_AT": "%s:%d" % (point, n)})
+            if point == "file_written":  # writes, then the stop's checkpoints die mid-way
+                for _ in range(3):
+                    start = 100000 + 1000 * len(acked)
+                    group = rng.choice(["eng", "hr"])
+                    st, _, b = s.request("POST", "/_bulk", raw=vbatch(start, 20, group),
+                                         headers=NDJSON)
+                    assert st == 200 and not b["errors"], b
+                    acked.append(("batch", start, 20, group,
+                                  tuple("d%d" % i for i in range(start, start + 20))))
+                s.proc.terminate()
+            else:
+                server_writes(s, rng, acked, inflight)
+            rc = s.proc.wait(timeout=60)
+            s.stderr = s.proc.stderr.read()
+            assert rc == -signal.SIGKILL, (point, n, rc, s.stderr[-2000:])
+            kills += 1
+            s = Server(data)
+            check_store(s, acked, inflight)
+            if inflight:  # settle it: what the restart shows becomes the truth
+                op = inflight[0]
+                start = op[1]
+                st, _, r = s.request("POST", "/v/_count",
+                                     {"query": {"match": {"t": "tok%d" % start}}}, headers=ALICE)
+                st, _, r2 = s.request("POST", "/v/_count",
+                                      {"query": {"match": {"t": "tok%d" % start}}}, headers=BOB)
+                if (r["count"], r2["count"]) == expected(acked + inflight).get(start, (0, 0)) \
+                        and expected(acked).get(start) != expected(acked + inflight).get(start):
+                    acked.append(op)
+                inflight.clear()
+            assert s.stop() == 0, s.stderr
+    assert kills == 3 * POINT_TRIALS

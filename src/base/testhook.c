@@ -36,6 +36,14 @@ static void kill_hook(cdn_hook_point_t point, void *arg)
         raise(SIGKILL);
 }
 
+void cdn_hook_kill_after(cdn_hook_point_t point, long n)
+{
+    cdn_hook_set(NULL, NULL);
+    kill_point = point;
+    atomic_store(&kill_left, n);
+    cdn_hook_set(kill_hook, NULL);
+}
+
 int cdn_hook_kill_at(const char *spec)
 {
     static const struct {
@@ -54,9 +62,7 @@ int cdn_hook_kill_at(const char *spec)
     for (size_t i = 0; i < sizeof points / sizeof *points; i++)
         if (strlen(points[i].name) == (size_t)(colon - spec) &&
             !strncmp(spec, points[i].name, (size_t)(colon - spec))) {
-            kill_point = points[i].point;
-            atomic_store(&kill_left, n);
-            cdn_hook_set(kill_hook, NULL);
+            cdn_hook_kill_after(points[i].point, n);
             return 0;
         }
     return -1;

@@ -32,10 +32,13 @@ void cdn_hook_set(cdn_hook_fn fn, void *arg);
 /* Runs the installed hook, if any: one relaxed load when none is. */
 void cdn_hook_run(cdn_hook_point_t point);
 
+/* Crash trials: installs a hook that kills the process with SIGKILL at the n-th pass (n >= 1)
+ * of point, on any thread. */
+void cdn_hook_kill_after(cdn_hook_point_t point, long n);
+
 /* Crash trials of a whole program (`cordon serve` reads CORDON_CRASH_AT): spec is
- * "<point>:<n>", point one of vectors_unsynced, committed, file_written; installs a hook that
- * kills the process with SIGKILL at the n-th pass (n >= 1) of that point, on any thread.
- * 0, or -1 for a spec that is not of that form (nothing installed). */
+ * "<point>:<n>", point one of vectors_unsynced, committed, file_written, for
+ * cdn_hook_kill_after. 0, or -1 for a spec that is not of that form (nothing installed). */
 int cdn_hook_kill_at(const char *spec);
 
 #endif

@@ -37,16 +37,6 @@ typedef struct ack {
     uint32_t kind, batch, tag;
 } ack_t;
 
-static cdn_hook_point_t kill_point;
-static long kill_at, passes;
-
-static void kill_hook(cdn_hook_point_t point, void *arg)
-{
-    (void)arg;
-    if (point == kill_point && ++passes == kill_at)
-        kill(getpid(), SIGKILL);
-}
-
 static void chunk_vec(uint32_t b, int i, float *v)
 {
     uint64_t s = (uint64_t)b * 1000003u + (uint64_t)i * 7919u + 17u;
@@ -118,11 +108,12 @@ static void send_ack(int fd, uint32_t kind, uint32_t b, uint32_t tag)
         _exit(5);
 }
 
-/* The child: writes until the hook kills it (or MAX_BATCH batches, then exits 0). */
-static void child_main(const char *dir, int fd)
+/* The child: writes until the hook kills it at the target-th pass of point (or MAX_BATCH
+ * batches, then exits 0). */
+static void child_main(const char *dir, int fd, cdn_hook_point_t point, long target)
 {
     cordon_t *db;
-    cdn_hook_set(kill_hook, NULL);
+    cdn_hook_kill_after(point, target);
     if (cordon_open(dir, NULL, &db, NULL))
         _exit(3);
     for (uint32_t b = 0; b < MAX_BATCH; b++) {
@@ -338,9 +329,7 @@ static int trial(cdn_hook_point_t point, long target)
     assert_true(pid >= 0);
     if (pid == 0) {
         close(fds[0]);
-        kill_point = point;
-        kill_at = target;
-        child_main(dir, fds[1]);
+        child_main(dir, fds[1], point, target);
     }
     close(fds[1]);
     static ack_t acks[MAX_BATCH * 3];

@@ -40,25 +40,9 @@ static struct {
     char dir[256];
     cordon_t *db;
     http_ctx_t ctx;
-    char admin_auth[128], alice_auth[256];
+    char admin_auth[KEYS_HEADER_MAX], alice_auth[256];
     int ready;
 } w;
-
-static void b64(const char *in, char *out)
-{
-    static const char t[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    size_t n = strlen(in), o = 0;
-    for (size_t i = 0; i < n; i += 3) {
-        unsigned v = (unsigned)(unsigned char)in[i] << 16 |
-                     (i + 1 < n ? (unsigned)(unsigned char)in[i + 1] << 8 : 0) |
-                     (i + 2 < n ? (unsigned char)in[i + 2] : 0);
-        out[o++] = t[v >> 18 & 63];
-        out[o++] = t[v >> 12 & 63];
-        out[o++] = i + 1 < n ? t[v >> 6 & 63] : '=';
-        out[o++] = i + 2 < n ? t[v & 63] : '=';
-    }
-    out[o] = '\0';
-}
 
 /* One request through http_answer. body is copied (the handlers may write into it). The
  * response is the caller's (cdn_buf_free). */
@@ -156,10 +140,8 @@ static void world_open(void)
         abort();
     }
     w.ready = 1;
-    char raw[64];
-    snprintf(raw, sizeof raw, "%s:%s", ADMIN_ID, ADMIN_SECRET);
-    snprintf(w.admin_auth, sizeof w.admin_auth, "ApiKey ");
-    b64(raw, w.admin_auth + 7);
+    if (keys_header_value(ADMIN_ID, ADMIN_SECRET, w.admin_auth) != CDN_OK)
+        abort();
     json_decref(setup("PUT", "/f",
                       "{\"mappings\":{\"properties\":{\"title\":{\"type\":\"text\"},"
                       "\"n\":{\"type\":\"long\"},\"tag\":{\"type\":\"keyword\"},"

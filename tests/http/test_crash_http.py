@@ -5,10 +5,11 @@ import json
 import os
 import random
 import signal
+import subprocess
 import threading
 import time
 
-from wire import Server, people_model
+from wire import ROOT, Server, people_model
 
 TRIALS = int(os.environ.get("CORDON_CRASH_TRIALS", "3"))
 NDJSON = {"Content-Type": "application/x-ndjson"}
@@ -247,3 +248,15 @@ def test_kill_at_points_inside_server_writes(tmp_path):
                 inflight.clear()
             assert s.stop() == 0, s.stderr
     assert kills == 3 * POINT_TRIALS
+
+
+def test_bad_crash_at_is_refused(tmp_path):
+    """A CORDON_CRASH_AT that is not POINT:N stops the server at start with a message naming
+    the variable and what it takes, and exit status 2."""
+    binary = os.environ.get("CORDON_BIN", os.path.join(ROOT, "build/release/cordon"))
+    for bad in ("committed", "committed:0", "committed:x", "nowhere:3", "file_written:2junk"):
+        p = subprocess.run([binary, "serve", "--data", str(tmp_path / "d"), "--listen",
+                            "127.0.0.1:0"], capture_output=True, text=True, timeout=60,
+                           env={**os.environ, "CORDON_CRASH_AT": bad, "CORDON_ACCESS_LOG": "off"})
+        assert p.returncode == 2, (bad, p.returncode, p.stderr)
+        assert "CORDON_CRASH_AT takes POINT:N" in p.stderr and bad in p.stderr, p.stderr

@@ -150,6 +150,32 @@ int az_graph_add_member(az_state_t *st, uint32_t group, uint32_t member, int mem
     return CDN_OK;
 }
 
+int az_graph_link(az_state_t *st, uint32_t group, uint32_t member, int member_is_group)
+{
+    if (member_is_group)
+        return az_ids_add(&st->groups[member].parents, group) ||
+                       az_ids_add(&st->groups[group].children, member)
+                   ? CDN_ERR_NOMEM
+                   : CDN_OK;
+    return az_ids_add(&st->subjects[member].groups, group) ||
+                   az_ids_add(&st->groups[group].subjects, member)
+               ? CDN_ERR_NOMEM
+               : CDN_OK;
+}
+
+int az_graph_flatten(az_state_t *st)
+{
+    int rc = CDN_OK;
+    for (uint32_t g = 0; g < st->ngroups && !rc; g++)
+        if (st->groups[g].id && (rc = group_recompute_anc(st, g)) == CDN_OK &&
+            az_ids_has(&st->groups[g].anc, g))
+            rc = CDN_ERR_CORRUPT; /* a group above itself: the edges were not a model's */
+    for (uint32_t s = 0; s < st->nsubjects && !rc; s++)
+        if (st->subjects[s].id)
+            rc = subject_recompute_all(st, s);
+    return rc;
+}
+
 int az_graph_remove_member(az_state_t *st, uint32_t group, uint32_t member, int member_is_group)
 {
     if (!member_is_group) {

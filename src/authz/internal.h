@@ -226,6 +226,11 @@ int az_graph_add_member(az_state_t *st, uint32_t group, uint32_t member, int mem
 int az_graph_remove_member(az_state_t *st, uint32_t group, uint32_t member, int member_is_group);
 int az_graph_delete_group(az_state_t *st, uint32_t group);
 void az_graph_delete_subject(az_state_t *st, uint32_t subject);
+/* For a state built in one go (a slice): az_graph_link records a direct edge without
+ * flattening anything, and az_graph_flatten then computes every group's ancestors and every
+ * subject's groups once (CDN_ERR_CORRUPT when the edges make a cycle, CDN_ERR_NOMEM). */
+int az_graph_link(az_state_t *st, uint32_t group, uint32_t member, int member_is_group);
+int az_graph_flatten(az_state_t *st);
 
 /* Case-insensitive copy to lowercase; false when it does not fit. */
 bool az_lower(const char *in, char *out, size_t cap);

@@ -310,7 +310,7 @@ static int build(const authz_slice_t *s, az_state_t *st, cdn_err_t *err)
         {
             /* a group gone then was gone from its members' fragments too */
             if (!rc && json_is_string(x) && az_group_get(st, json_string_value(x), &g))
-                rc = az_graph_add_member(st, g, me, !sub, err);
+                rc = az_graph_link(st, g, me, !sub);
         }
         json_array_foreach(json_object_get(e->frag, "grants"), k, x)
         {
@@ -318,7 +318,7 @@ static int build(const authz_slice_t *s, az_state_t *st, cdn_err_t *err)
                 rc = grant_build(st, x, !sub, me, err);
         }
     }
-    return rc;
+    return rc ? rc : az_graph_flatten(st);
 }
 
 int authz_slice_model(authz_slice_t *s, authz_model_t **out, cdn_err_t *err)

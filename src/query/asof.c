@@ -39,6 +39,22 @@ typedef struct frag_use {
 
 #define FRAG_CACHE 4096
 
+/* Every version of one group's or role's fragment up to a revision, so that a question reads
+ * which version stood after its revision here instead of seeking it in the store: groups and
+ * roles change far less often than the subjects below them, so most of a question's reads
+ * become this and a hit in the fragment cache. Direct mapped; a collision replaces. */
+typedef struct ver_slot {
+    char kind;
+    char *id;
+    uint64_t upto;  /* the store's revision when read: every version at or before it is here */
+    uint64_t *revs; /* oldest first; VER_GONE set: the entity's deletion */
+    uint32_t n;
+} ver_slot_t;
+
+#define VER_CACHE 1024
+#define VER_MAX 256 /* an entity written more often than this is sought each time */
+#define VER_GONE (1ull << 63)
+
 struct asof {
     engine_t *e;
     pthread_mutex_t lock;
@@ -48,6 +64,8 @@ struct asof {
     frag_slot_t frags[FRAG_CACHE];
     uint64_t frag_start; /* the fragments' first revision (set once, before this opens) */
     int has_frags;
+    pthread_mutex_t ver_lock;
+    ver_slot_t vers[VER_CACHE];
 };
 
 /* A model borrowed from the cache (ent set) or built for one question (ent NULL). */
@@ -76,6 +94,7 @@ int asof_open(engine_t *e, asof_t **out, cdn_err_t *err)
     }
     pthread_mutex_init(&a->lock, NULL);
     pthread_mutex_init(&a->frag_lock, NULL);
+    pthread_mutex_init(&a->ver_lock, NULL);
     *out = a;
     return CDN_OK;
 }
@@ -91,6 +110,11 @@ void asof_close(asof_t *a)
         cdn_free(a->frags[i].id);
         json_decref(a->frags[i].frag);
     }
+    for (int i = 0; i < VER_CACHE; i++) {
+        cdn_free(a->vers[i].id);
+        cdn_free(a->vers[i].revs);
+    }
+    pthread_mutex_destroy(&a->ver_lock);
     pthread_mutex_destroy(&a->frag_lock);
     pthread_mutex_destroy(&a->lock);
     cdn_free(a);
@@ -109,11 +133,14 @@ const char *asof_reason_name(asof_reason_t r)
 int asof_revision(asof_t *a, uint64_t rev, uint64_t time_us, uint64_t *out, cdn_err_t *err)
 {
     store_txn_t *t;
-    uint64_t start;
+    uint64_t start, now = 0;
     int set, rc = store_txn_begin(a->e->store, 0, &t, err);
     if (rc)
         return rc;
-    if ((rc = history_start_get(t, &start, &set)) == CDN_OK && !rev) {
+    /* The store's revision, not the engine's: a model change moves the engine's before its
+     * history is committed, and a question must not name a state the store does not hold. */
+    if ((rc = store_revision_get(t, &now)) == CDN_OK &&
+        (rc = history_start_get(t, &start, &set)) == CDN_OK && !rev) {
         rc = history_rev_at(t, time_us, &rev);
         if (rc == CDN_ERR_NOT_FOUND && start)
             rc = cdn_err_set(err, CDN_ERR_NOT_FOUND,
@@ -127,10 +154,9 @@ int asof_revision(asof_t *a, uint64_t rev, uint64_t time_us, uint64_t *out, cdn_
     store_txn_abort(t);
     if (rc)
         return err && err->code ? rc : cdn_err_set(err, rc, "the history does not read");
-    if (rev > atomic_load(&a->e->revision))
+    if (rev > now)
         return cdn_err_set(err, CDN_ERR_INVALID, "revision %llu is not reached yet (now %llu)",
-                           (unsigned long long)rev,
-                           (unsigned long long)atomic_load(&a->e->revision));
+                           (unsigned long long)rev, (unsigned long long)now);
     if (rev < start)
         return cdn_err_set(err, CDN_ERR_NOT_FOUND,
                            "the permission history starts at revision %llu: revision %llu is "
@@ -307,40 +333,63 @@ static void model_release(asof_t *a, model_ref_t *ref)
     pthread_mutex_unlock(&a->lock);
 }
 
+static int frag_at(char kind, const char *id, uint64_t vrev)
+{
+    return (int)((XXH64(id, strlen(id), (uint64_t)kind) ^ vrev) % FRAG_CACHE);
+}
+
+/* 1 and *use pinned when the cache holds version (kind, id, vrev) parsed. */
+static int frag_cached(asof_t *a, char kind, const char *id, uint64_t vrev, frag_use_t *use)
+{
+    int at = frag_at(kind, id, vrev);
+    frag_slot_t *x = &a->frags[at];
+    pthread_mutex_lock(&a->frag_lock);
+    int hit = x->frag && x->vrev == vrev && x->kind == kind && !strcmp(x->id, id);
+    if (hit) {
+        x->pins++;
+        *use = (frag_use_t){at + 1, x->frag};
+    }
+    pthread_mutex_unlock(&a->frag_lock);
+    return hit;
+}
+
 /* The parsed fragment of the version (kind, id, vrev) whose text is given, pinned in the cache
- * or parsed for this question alone (*use says which; frag_unuse gives it back). The cache's
- * fragments are only ever freed under its lock: the questions reading one share it. */
+ * or parsed for this question alone (*use says which; frag_unuse gives it back). A cached
+ * fragment is freed only when no question pins it. Subjects' fragments are not cached: each
+ * membership change writes a new version of one, so a question rarely meets the version an
+ * earlier one parsed, and keeping them would only evict the groups' and roles' (which change
+ * far less often), whose cold frees cost more than the parse saved. */
 static int frag_parsed(asof_t *a, char kind, const char *id, uint64_t vrev, const char *text,
                        size_t n, frag_use_t *use, cdn_err_t *err)
 {
-    int at = (int)((XXH64(id, strlen(id), (uint64_t)kind) ^ vrev) % FRAG_CACHE);
+    int cached = kind != AUTHZ_ENT_SUBJECT;
+    int at = frag_at(kind, id, vrev);
     frag_slot_t *x = &a->frags[at];
     json_error_t je;
-    pthread_mutex_lock(&a->frag_lock);
-    if (x->frag && x->vrev == vrev && x->kind == kind && !strcmp(x->id, id)) {
-        x->pins++;
-        *use = (frag_use_t){at + 1, x->frag};
-        pthread_mutex_unlock(&a->frag_lock);
+    if (cached && frag_cached(a, kind, id, vrev, use))
         return CDN_OK;
-    }
-    pthread_mutex_unlock(&a->frag_lock);
     json_t *frag = json_loadb(text, n, 0, &je);
     if (!frag)
         return cdn_err_set(err, CDN_ERR_CORRUPT,
                            "the permission history holds a fragment that does not parse: %s",
                            je.text);
-    char *copy = cdn_strdup(id);
     *use = (frag_use_t){0, frag};
+    if (!cached)
+        return CDN_OK;
+    char *copy = cdn_strdup(id), *old_id = NULL;
+    json_t *old = NULL;
     pthread_mutex_lock(&a->frag_lock);
     if (copy && !x->pins) { /* kept, pinned for this question */
-        cdn_free(x->id);
-        json_decref(x->frag);
+        old_id = x->id;
+        old = x->frag;
         *x = (frag_slot_t){vrev, kind, copy, frag, 1};
         *use = (frag_use_t){at + 1, frag};
         copy = NULL;
     }
     pthread_mutex_unlock(&a->frag_lock);
     cdn_free(copy);
+    cdn_free(old_id); /* unpinned, out of the cache: no other question holds it */
+    json_decref(old);
     return CDN_OK;
 }
 
@@ -354,6 +403,81 @@ static void frag_unuse(asof_t *a, const frag_use_t *u, size_t n)
     for (size_t i = 0; i < n; i++)
         if (!u[i].slot)
             json_decref(u[i].frag); /* this question's own */
+}
+
+/* ---- Which version of a group or a role stood after a revision. ---- */
+
+static ver_slot_t *ver_slot(asof_t *a, char kind, const char *id)
+{
+    return &a->vers[XXH64(id, strlen(id), (uint64_t)kind) % VER_CACHE];
+}
+
+/* 1 when the kept list of kind/id reaches rev: *vrev the version current after it (0: none
+ * yet), *gone whether that version was the deletion. */
+static int ver_lookup(asof_t *a, char kind, const char *id, uint64_t rev, uint64_t *vrev, int *gone)
+{
+    ver_slot_t *x = ver_slot(a, kind, id);
+    int known = 0;
+    pthread_mutex_lock(&a->ver_lock);
+    if (x->id && x->kind == kind && x->upto >= rev && !strcmp(x->id, id)) {
+        uint32_t lo = 0, hi = x->n; /* the first version after rev */
+        while (lo < hi) {
+            uint32_t mid = lo + (hi - lo) / 2;
+            if ((x->revs[mid] & ~VER_GONE) <= rev)
+                lo = mid + 1;
+            else
+                hi = mid;
+        }
+        *vrev = lo ? x->revs[lo - 1] & ~VER_GONE : 0;
+        *gone = lo && (x->revs[lo - 1] & VER_GONE);
+        known = 1;
+    }
+    pthread_mutex_unlock(&a->ver_lock);
+    return known;
+}
+
+typedef struct ver_list {
+    uint64_t *v;
+    size_t n, cap;
+} ver_list_t;
+
+static int ver_add(void *ctx, uint64_t rev, int gone)
+{
+    ver_list_t *l = ctx;
+    if (l->n == VER_MAX)
+        return CDN_ERR_LIMIT;
+    void *p = l->v;
+    if (cdn_grow(&p, &l->cap, l->n + 1, sizeof *l->v))
+        return CDN_ERR_NOMEM;
+    l->v = p;
+    l->v[l->n++] = rev | (gone ? VER_GONE : 0);
+    return CDN_OK;
+}
+
+/* ver_lookup, reading the list of kind/id from t (at store revision snap) when the kept one
+ * does not reach rev. 0 when it cannot say (a question at a revision t does not hold yet, a
+ * list too long to keep, a read that failed): the caller seeks the version itself. */
+static int ver_known(asof_t *a, store_txn_t *t, uint64_t snap, char kind, const char *id,
+                     uint64_t rev, uint64_t *vrev, int *gone)
+{
+    if (ver_lookup(a, kind, id, rev, vrev, gone))
+        return 1;
+    if (rev > snap)
+        return 0;
+    ver_list_t l = {NULL, 0, 0};
+    char *copy = NULL;
+    if (history_ent_versions(t, kind, id, ver_add, &l) != CDN_OK || !(copy = cdn_strdup(id))) {
+        cdn_free(l.v);
+        return 0;
+    }
+    ver_slot_t *x = ver_slot(a, kind, id), old;
+    pthread_mutex_lock(&a->ver_lock);
+    old = *x;
+    *x = (ver_slot_t){kind, copy, snap, l.v, (uint32_t)l.n};
+    pthread_mutex_unlock(&a->ver_lock);
+    cdn_free(old.id);
+    cdn_free(old.revs);
+    return ver_lookup(a, kind, id, rev, vrev, gone);
 }
 
 /* The model a question about one subject needs: a slice (authz.h) of the model's fragments
@@ -372,16 +496,27 @@ static int subject_model(asof_t *a, store_txn_t *t, const char *subject, uint64_
         return rc;
     frag_use_t *uses = NULL;
     size_t nuses = 0, capuses = 0;
+    uint64_t snap = 0;
+    if (store_revision_get(t, &snap) != CDN_OK)
+        snap = 0; /* no version lists: every fragment is sought */
     while (rc == CDN_OK && authz_slice_need(s, &kind, &id)) {
-        const char *text;
+        const char *text = NULL;
         size_t n;
         uint64_t vrev;
+        int gone, hit = 0;
         frag_use_t u = {0, NULL};
-        if ((rc = history_ent_at(t, kind, id, rev, &text, &n, &vrev)) != 0) {
+        if (kind != AUTHZ_ENT_SUBJECT && ver_known(a, t, snap, kind, id, rev, &vrev, &gone)) {
+            if (!vrev || gone) { /* it did not exist then: nothing to read */
+                rc = authz_slice_give_json(s, NULL, err);
+                continue;
+            }
+            hit = frag_cached(a, kind, id, vrev, &u);
+        }
+        if (!hit && (rc = history_ent_at(t, kind, id, rev, &text, &n, &vrev)) != 0) {
             rc = cdn_err_set(err, rc, "the permission history does not read");
             break;
         }
-        if (text && nuses == capuses) {
+        if ((hit || text) && nuses == capuses) {
             void *p = uses;
             if (cdn_grow(&p, &capuses, nuses + 1, sizeof *uses)) {
                 rc = cdn_err_set(err, CDN_ERR_NOMEM, "out of memory");
@@ -391,7 +526,7 @@ static int subject_model(asof_t *a, store_txn_t *t, const char *subject, uint64_
         }
         if (text && (rc = frag_parsed(a, kind, id, vrev, text, n, &u, err)) != 0)
             break;
-        if (text)
+        if (hit || text)
             uses[nuses++] = u;
         rc = authz_slice_give_json(s, u.frag, err);
     }

@@ -184,6 +184,7 @@ typedef struct versions {
     uint64_t upto;
     history_rev_fn fn;
     void *ctx;
+    history_ver_fn vfn; /* instead of fn: told whether each version is a deletion */
 } versions_t;
 
 static int version_one(void *ctx, const void *key, size_t klen, const void *val, size_t vlen)
@@ -196,15 +197,24 @@ static int version_one(void *ctx, const void *key, size_t klen, const void *val,
         return 1;
     if (vlen < v->idlen + 1 || memcmp(val, v->id, v->idlen + 1) != 0)
         return 0; /* another id of the same hash */
-    return v->fn(v->ctx, rev);
+    return v->vfn ? v->vfn(v->ctx, rev, vlen == v->idlen + 1) : v->fn(v->ctx, rev);
 }
 
 int history_acl_versions(store_txn_t *t, uint32_t coll, const char *id, uint64_t after,
                          uint64_t upto, history_rev_fn fn, void *ctx)
 {
     unsigned char k[ACL_KEY];
-    versions_t v = {id, strlen(id), upto, fn, ctx};
+    versions_t v = {id, strlen(id), upto, fn, ctx, NULL};
     acl_key(k, coll, id, after + 1);
+    int rc = store_scan_from(t, STORE_HIST_ACL, k, 12, k, ACL_KEY, version_one, &v);
+    return rc == 1 ? CDN_OK : rc;
+}
+
+int history_ent_versions(store_txn_t *t, char kind, const char *id, history_ver_fn fn, void *ctx)
+{
+    unsigned char k[ACL_KEY];
+    versions_t v = {id, strlen(id), UINT64_MAX, NULL, ctx, fn};
+    acl_key(k, ENT_SPACE(kind), id, 0);
     int rc = store_scan_from(t, STORE_HIST_ACL, k, 12, k, ACL_KEY, version_one, &v);
     return rc == 1 ? CDN_OK : rc;
 }

@@ -53,6 +53,10 @@ int history_ent_at(store_txn_t *t, char kind, const char *id, uint64_t rev, cons
 /* The first revision the fragments hold (META "hist_ent"): set once, when the history of
  * fragments starts (at the history's start, or when a directory kept without them is first
  * opened by a version that keeps them). */
+/* Calls fn(ctx, rev, gone) for every version of entity kind/id, oldest first: the revision
+ * that wrote it, and whether it was the entity's deletion. */
+typedef int (*history_ver_fn)(void *ctx, uint64_t rev, int gone);
+int history_ent_versions(store_txn_t *t, char kind, const char *id, history_ver_fn fn, void *ctx);
 int history_ent_start_get(store_txn_t *t, uint64_t *rev, int *set);
 int history_ent_start_set(store_txn_t *t, uint64_t rev);
 

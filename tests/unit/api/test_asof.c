@@ -3,8 +3,9 @@
  * is deleted, the role is revoked), by revision and by time; is-authorized as of a revision;
  * the chunks a subject could read then; the same answers after a reopen; asserted principals;
  * a data directory that starts its history late answers from then on only; a model rebuilt
- * past a checkpoint (hundreds of model writes); retention; who could read over a range; and
- * questions from several threads while the model changes.
+ * past a checkpoint (hundreds of model writes); retention; who could read over a range;
+ * questions between changes of the groups above the subject; and questions from several
+ * threads while the model changes.
  * Relies on cmocka, the public API and store.h (to make a directory without a history). */
 /* cmocka.h needs these four first. */
 // clang-format off
@@ -548,6 +549,45 @@ static void test_concurrent_questions(void **state)
     free(revs);
 }
 
+/* Questions between changes of the groups above the subject (a grant to its group given and
+ * revoked, a parent group created with the grant, then deleted): each answer after a change
+ * reflects it, and every earlier state still answers as it did, whatever an earlier question
+ * kept of the groups' versions. */
+static void test_group_changes_between_questions(void **state)
+{
+    fx_t *f = *state;
+    enum { STEPS = 24 };
+    uint64_t revs[STEPS];
+    int want[STEPS];
+    for (int i = 0; i < STEPS; i++) {
+        switch (i % 4) {
+        case 0:
+            revs[i] = op(f->db, "{\"op\":\"grant\",\"to\":\"staff\",\"to_kind\":\"group\","
+                                "\"role\":\"reader\"}");
+            break;
+        case 1:
+            revs[i] = op(f->db, "{\"op\":\"revoke\",\"to\":\"staff\",\"to_kind\":\"group\","
+                                "\"role\":\"reader\"}");
+            break;
+        case 2:
+            op(f->db, "{\"op\":\"put_group\",\"id\":\"top\"}");
+            op(f->db, "{\"op\":\"add_member\",\"group\":\"top\",\"member\":\"staff\","
+                      "\"member_kind\":\"group\"}");
+            revs[i] = op(f->db, "{\"op\":\"grant\",\"to\":\"top\",\"to_kind\":\"group\","
+                                "\"role\":\"reader\"}");
+            break;
+        default: revs[i] = op(f->db, "{\"op\":\"delete_group\",\"id\":\"top\"}");
+        }
+        want[i] = i % 2 == 0;
+        for (int j = i; j >= 0; j--) {
+            cordon_asof_answer a = ask(f->db, "c2", revs[j], 0);
+            if (a.readable != want[j])
+                fail_msg("after step %d, the state of step %d answers %s", i, j, a.reason);
+            assert_string_equal(a.reason, want[j] ? "READABLE" : "NO_PERMISSION");
+        }
+    }
+}
+
 /* Retention: states from the horizon on answer as before, earlier ones are gone. */
 static void test_prune_keeps_what_comes_after(void **state)
 {
@@ -622,6 +662,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_who_could_read_over_a_range, setup, teardown),
         cmocka_unit_test_setup_teardown(test_prune_keeps_what_comes_after, setup, teardown),
         cmocka_unit_test_setup_teardown(test_concurrent_questions, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_group_changes_between_questions, setup, teardown),
         cmocka_unit_test(test_asserted_principals),
         cmocka_unit_test(test_history_starts_at_first_open),
         cmocka_unit_test_setup_teardown(test_many_model_writes, setup, teardown),

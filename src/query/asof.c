@@ -660,10 +660,63 @@ static int decide(engine_t *e, authz_model_t *m, const engine_asker_t *who, int 
     return rc && !(err && err->code) ? cdn_err_set(err, rc, "%s", cdn_strerror(rc)) : rc;
 }
 
-/* What one question needs: the collection, a read of the history, the model then and whether
- * the subject held the action. */
-typedef struct question {
+/* ---- Which collection a name stood for. ---- */
+
+typedef struct coll_ver {
+    uint64_t rev;
+    uint32_t id;
+    int asserted, live;
+} coll_ver_t;
+
+/* Every version of one collection name, oldest first. */
+typedef struct coll_hist {
+    coll_ver_t *v;
+    size_t n, cap;
+} coll_hist_t;
+
+static int coll_ver_add(void *ctx, uint64_t rev, uint32_t id, int asserted, int live)
+{
+    coll_hist_t *h = ctx;
+    void *p = h->v;
+    if (cdn_grow(&p, &h->cap, h->n + 1, sizeof *h->v))
+        return CDN_ERR_NOMEM;
+    h->v = p;
+    h->v[h->n++] = (coll_ver_t){rev, id, asserted, live};
+    return CDN_OK;
+}
+
+/* The versions of name from t, or, when it has none (a collection the names' history never
+ * saw), the live collection's as one version. CDN_ERR_NOT_FOUND when neither knows it. */
+static int coll_hist_read(asof_t *a, store_txn_t *t, const char *name, coll_hist_t *h,
+                          cdn_err_t *err)
+{
     coll_t *c;
+    memset(h, 0, sizeof *h);
+    int rc = history_coll_versions(t, name, coll_ver_add, h);
+    if (rc || h->n)
+        return rc ? cdn_err_set(err, rc, "the permission history does not read") : CDN_OK;
+    if ((rc = engine_coll_get(a->e, name, &c, err)) != 0)
+        return rc;
+    rc = coll_ver_add(h, 0, c->cfg.id, c->cfg.asserted, 1);
+    coll_unref(c);
+    return rc ? cdn_err_set(err, rc, "out of memory") : CDN_OK;
+}
+
+/* The collection the name stood for after rev: the version current then, or the first when
+ * none is that old (a collection keeps its id for life, and its chunks' history says they did
+ * not exist yet). live 0: dropped by then. */
+static coll_ver_t coll_hist_at(const coll_hist_t *h, uint64_t rev)
+{
+    size_t i = 0;
+    while (i + 1 < h->n && h->v[i + 1].rev <= rev)
+        i++;
+    return h->v[i];
+}
+
+/* What one question needs: the collection then, a read of the history, the model then and
+ * whether the subject held the action. */
+typedef struct question {
+    coll_ver_t c;
     store_txn_t *t;
     model_ref_t ref;
     int has_model, permitted;
@@ -674,8 +727,6 @@ static void question_end(asof_t *a, question_t *q)
     if (q->has_model)
         model_release(a, &q->ref);
     store_txn_abort(q->t);
-    if (q->c)
-        coll_unref(q->c);
 }
 
 static int question_begin(asof_t *a, const char *coll, const engine_asker_t *who,
@@ -683,19 +734,20 @@ static int question_begin(asof_t *a, const char *coll, const engine_asker_t *who
                           cdn_err_t *err)
 {
     int rc;
+    coll_hist_t h;
     memset(q, 0, sizeof *q);
-    if ((rc = engine_coll_get(a->e, coll, &q->c, err)) != 0)
+    if ((rc = store_txn_begin(a->e->store, 0, &q->t, err)) != 0)
         return rc;
-    if (!who->subject_id && !q->c->cfg.asserted) {
+    if ((rc = coll_hist_read(a, q->t, coll, &h, err)) == CDN_OK)
+        q->c = coll_hist_at(&h, rev);
+    cdn_free(h.v);
+    if (rc == CDN_OK && !who->subject_id && !q->c.asserted)
+        rc = cdn_err_set(err, CDN_ERR_INVALID,
+                         "collection \"%s\" takes subjects of the permission model only: name "
+                         "a subject",
+                         coll);
+    if (rc) {
         question_end(a, q);
-        return cdn_err_set(err, CDN_ERR_INVALID,
-                           "collection \"%s\" takes subjects of the permission model only: name "
-                           "a subject",
-                           coll);
-    }
-    if ((rc = store_txn_begin(a->e->store, 0, &q->t, err)) != 0) {
-        coll_unref(q->c);
-        q->c = NULL;
         return rc;
     }
     q->permitted = 1;
@@ -731,7 +783,7 @@ int asof_check(asof_t *a, const char *coll, const engine_asker_t *who, const cha
     int rc = question_begin(a, coll, who, action, rev, at_us, &q, err);
     if (rc)
         return rc;
-    rc = history_acl_at(q.t, q.c->cfg.id, id, rev, &packed, &n);
+    rc = q.c.live ? history_acl_at(q.t, q.c.id, id, rev, &packed, &n) : CDN_ERR_NOT_FOUND;
     if (rc == CDN_ERR_NOT_FOUND || (rc == CDN_OK && !packed)) {
         memset(out, 0, sizeof *out);
         out->reason = ASOF_NO_CHUNK;
@@ -776,8 +828,8 @@ int asof_readable(asof_t *a, const char *coll, const engine_asker_t *who, const 
     if (rc)
         return rc;
     lister_t l = {a, &q, who, fn, ctx, 0, err};
-    if (q.permitted)
-        rc = history_acls_at(q.t, q.c->cfg.id, rev, list_one, &l);
+    if (q.permitted && q.c.live)
+        rc = history_acls_at(q.t, q.c.id, rev, list_one, &l);
     question_end(a, &q);
     *n = l.n;
     return rc;
@@ -889,27 +941,32 @@ static int readers_at(asof_t *a, store_txn_t *t, const char *coll, const char *a
 int asof_readers(asof_t *a, const char *coll, const char *id, const char *action, uint64_t r1,
                  uint64_t r2, asof_reader_fn fn, void *ctx, size_t *n, cdn_err_t *err)
 {
-    coll_t *c;
     store_txn_t *t;
     points_t pts = {0};
     cdn_strmap_t found;
+    coll_hist_t h = {0};
     int rc;
     *n = 0;
     if (r2 < r1)
         return cdn_err_set(err, CDN_ERR_INVALID, "the range ends before it starts");
-    if ((rc = engine_coll_get(a->e, coll, &c, err)) != 0)
-        return rc;
-    uint32_t cid = c->cfg.id;
-    coll_unref(c);
     if ((rc = store_txn_begin(a->e->store, 0, &t, err)) != 0)
         return rc;
+    if ((rc = coll_hist_read(a, t, coll, &h, err)) != 0) {
+        store_txn_abort(t);
+        return rc;
+    }
     /* The states in [r1, r2] that may differ for this chunk: r1's, and each later model
-     * change or write of the chunk's ACL. */
+     * change, creation or drop of the collection, or write of the chunk's ACL in any
+     * collection the name stood for. */
     rc = add_point(&pts, r1);
     if (rc == CDN_OK)
         rc = history_model_scan(t, r1, r2, add_model_point, &pts);
-    if (rc == CDN_OK)
-        rc = history_acl_versions(t, cid, id, r1, r2, add_point, &pts);
+    for (size_t i = 0; rc == CDN_OK && i < h.n; i++) {
+        if (h.v[i].rev > r1 && h.v[i].rev <= r2)
+            rc = add_point(&pts, h.v[i].rev);
+        if (rc == CDN_OK && h.v[i].live)
+            rc = history_acl_versions(t, h.v[i].id, id, r1, r2, add_point, &pts);
+    }
     if (rc == CDN_ERR_LIMIT)
         rc = cdn_err_set(err, rc,
                          "more than %d changes in the range touch this chunk or the model: ask "
@@ -923,7 +980,9 @@ int asof_readers(asof_t *a, const char *coll, const char *id, const char *action
         size_t words;
         if (i && pts.v[i] == pts.v[i - 1])
             continue;
-        int arc = history_acl_at(t, cid, id, pts.v[i], &packed, &words);
+        coll_ver_t cv = coll_hist_at(&h, pts.v[i]);
+        int arc =
+            cv.live ? history_acl_at(t, cv.id, id, pts.v[i], &packed, &words) : CDN_ERR_NOT_FOUND;
         if (arc == CDN_ERR_NOT_FOUND || (arc == CDN_OK && !packed))
             continue; /* the chunk did not exist then */
         if (arc) {
@@ -935,6 +994,7 @@ int asof_readers(asof_t *a, const char *coll, const char *id, const char *action
     *n = found.len;
     cdn_strmap_free(&found);
     cdn_free(pts.v);
+    cdn_free(h.v);
     store_txn_abort(t);
     return rc;
 }

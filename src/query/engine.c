@@ -201,6 +201,33 @@ static int fragments_begin(engine_t *e, cdn_err_t *err)
     return store_txn_commit(t, err);
 }
 
+/* Collections' names enter the history at the first open by a version that keeps them: every
+ * live collection as of the current revision, once. From then on creating and dropping a
+ * collection records it (a question about a revision before a collection's first version
+ * reads that version's id: a collection keeps its id for life). */
+static int names_begin(engine_t *e, cdn_err_t *err)
+{
+    store_txn_t *t;
+    uint64_t rev = atomic_load(&e->revision);
+    int set, rc = store_txn_begin(e->store, 1, &t, err);
+    if (rc)
+        return rc;
+    if ((rc = history_coll_start_get(t, &set)) != 0 || set) {
+        store_txn_abort(t);
+        return rc ? cdn_err_set(err, rc, "the permission history does not read") : CDN_OK;
+    }
+    for (size_t i = 0; rc == CDN_OK && i < e->ncolls; i++)
+        rc = history_coll_put(t, e->colls[i]->cfg.name, rev, e->colls[i]->cfg.id,
+                              e->colls[i]->cfg.asserted);
+    if (rc == CDN_OK)
+        rc = history_coll_start_set(t, rev);
+    if (rc) {
+        store_txn_abort(t);
+        return cdn_err_set(err, rc, "cannot start the collections' history: %s", cdn_strerror(rc));
+    }
+    return store_txn_commit(t, err);
+}
+
 /* Creates the data directory (CDN_DIR_MODE: its files hold protected text), or warns on
  * stderr when an existing one lets other local users in: the files inside are CDN_FILE_MODE
  * when the engine made them, but a directory copied or made by hand may hold others. */
@@ -246,7 +273,8 @@ int engine_open(const char *dir, uint64_t map_size, int must_exist, engine_t **o
         return rc;
     }
     if ((rc = store_open(dir, map_size, &e->store, err)) != 0 || (rc = load_all(e, err)) != 0 ||
-        (rc = history_begin(e, err)) != 0 || (rc = fragments_begin(e, err)) != 0) {
+        (rc = history_begin(e, err)) != 0 || (rc = fragments_begin(e, err)) != 0 ||
+        (rc = names_begin(e, err)) != 0) {
         engine_close(e);
         return rc;
     }
@@ -374,9 +402,12 @@ int engine_coll_create(engine_t *e, const coll_config_t *cfg_in, cdn_err_t *err)
         (made = 1, rc = coll_create_state(e->dir, &cfg, &c, err)) != 0 ||
         (rc = store_txn_begin(e->store, 1, &t, err)) != 0)
         goto done;
+    /* commit_revision names the next revision, as the history does here (under write_lock) */
     if ((rc = store_put(t, STORE_COLLECTIONS, cfg.name, strlen(cfg.name), json, strlen(json))) !=
             0 ||
-        (rc = store_put(t, STORE_META, "next_coll", 9, idb, 4)) != 0) {
+        (rc = store_put(t, STORE_META, "next_coll", 9, idb, 4)) != 0 ||
+        (rc = history_coll_put(t, cfg.name, atomic_load(&e->revision) + 1, cfg.id, cfg.asserted)) !=
+            0) {
         store_txn_abort(t);
         cdn_err_set(err, rc, "cannot record the collection: %s", cdn_strerror(rc));
         goto done;
@@ -437,7 +468,8 @@ int engine_coll_drop(engine_t *e, const char *name, cdn_err_t *err)
         (rc = store_del_prefix(t, STORE_CHUNKS, prefix, 4)) != 0 ||
         (rc = store_del_prefix(t, STORE_ROWS, prefix, 4)) != 0 ||
         (rc = store_del_prefix(t, STORE_ACLS, prefix, 4)) != 0 ||
-        (rc = history_acl_drop(t, c->cfg.id)) != 0 ||
+        /* its chunks' history stays: questions about the revisions it lived read it */
+        (rc = history_coll_drop(t, name, atomic_load(&e->revision) + 1, c->cfg.id)) != 0 ||
         (rc = drop_meta_key(t, "next", c->cfg.id)) != 0 ||
         (rc = drop_meta_key(t, "attr", c->cfg.id)) != 0) {
         store_txn_abort(t);

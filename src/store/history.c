@@ -286,11 +286,81 @@ int history_acls_at(store_txn_t *t, uint32_t coll, uint64_t rev, history_acl_fn 
     return rc ? rc : flush_group(&a);
 }
 
-int history_acl_drop(store_txn_t *t, uint32_t coll)
+/* ---- Collections' names, under a space of their own beside the fragments'. A version's
+ * value is the name, NUL, the id (u32 BE) and the asserted flag; a drop's has the id of the
+ * collection it dropped and no flag. ---- */
+
+#define COLL_SPACE (0xFFFFFF00u | 'C')
+
+int history_coll_put(store_txn_t *t, const char *name, uint64_t rev, uint32_t id, int asserted)
 {
-    unsigned char p[4];
-    store_be32(p, coll);
-    return store_del_prefix(t, STORE_HIST_ACL, p, 4);
+    unsigned char k[ACL_KEY], v[HIST_ID_MAX + 6];
+    size_t nl = strlen(name);
+    if (nl > HIST_ID_MAX)
+        return CDN_ERR_INVALID;
+    memcpy(v, name, nl + 1);
+    store_be32(v + nl + 1, id);
+    v[nl + 5] = asserted ? 1 : 0;
+    acl_key(k, COLL_SPACE, name, rev);
+    return store_put(t, STORE_HIST_ACL, k, ACL_KEY, v, nl + 6);
+}
+
+int history_coll_drop(store_txn_t *t, const char *name, uint64_t rev, uint32_t id)
+{
+    unsigned char k[ACL_KEY], v[HIST_ID_MAX + 5];
+    size_t nl = strlen(name);
+    if (nl > HIST_ID_MAX)
+        return CDN_ERR_INVALID;
+    memcpy(v, name, nl + 1);
+    store_be32(v + nl + 1, id);
+    acl_key(k, COLL_SPACE, name, rev);
+    return store_put(t, STORE_HIST_ACL, k, ACL_KEY, v, nl + 5);
+}
+
+typedef struct coll_scan {
+    const char *name;
+    size_t nl;
+    history_coll_fn fn;
+    void *ctx;
+    int asserted; /* the last created's, for the drop after it */
+} coll_scan_t;
+
+static int coll_one(void *ctx, const void *key, size_t klen, const void *val, size_t vlen)
+{
+    coll_scan_t *c = ctx;
+    if (klen != ACL_KEY)
+        return CDN_ERR_CORRUPT;
+    if (vlen < c->nl + 1 || memcmp(val, c->name, c->nl + 1) != 0)
+        return 0; /* another name of the same hash */
+    const unsigned char *p = (const unsigned char *)val + c->nl + 1;
+    int live = vlen == c->nl + 6;
+    if (!live && vlen != c->nl + 5)
+        return CDN_ERR_CORRUPT;
+    if (live)
+        c->asserted = p[4];
+    return c->fn(c->ctx, store_rd64((const unsigned char *)key + 12), store_rd32(p), c->asserted,
+                 live);
+}
+
+int history_coll_versions(store_txn_t *t, const char *name, history_coll_fn fn, void *ctx)
+{
+    unsigned char k[ACL_KEY];
+    coll_scan_t c = {name, strlen(name), fn, ctx, 0};
+    acl_key(k, COLL_SPACE, name, 0);
+    return store_scan_from(t, STORE_HIST_ACL, k, 12, k, ACL_KEY, coll_one, &c);
+}
+
+int history_coll_start_get(store_txn_t *t, int *set)
+{
+    uint64_t rev;
+    return store_meta_u64(t, "hist_coll", &rev, set);
+}
+
+int history_coll_start_set(store_txn_t *t, uint64_t rev)
+{
+    unsigned char b[8];
+    store_be64(b, rev);
+    return store_put(t, STORE_META, "hist_coll", 9, b, 8);
 }
 
 /* ---- The model. ---- */
@@ -496,12 +566,47 @@ static int collect_time(void *ctx, const void *key, size_t klen, const void *val
     return keys_add(c[0], key, klen);
 }
 
+/* Collects the id (u32 BE, as the prefix of its chunks' versions) of every collection dropped
+ * at or before the horizon: no state from the horizon on can ask about its chunks. */
+static int dropped_one(void *ctx, const void *key, size_t klen, const void *val, size_t vlen)
+{
+    void **c = ctx; /* {keys, &horizon} */
+    size_t nl = vlen ? strnlen(val, vlen) : 0;
+    if (klen != ACL_KEY || nl == vlen)
+        return CDN_ERR_CORRUPT;
+    if (vlen != nl + 5 || store_rd64((const unsigned char *)key + 12) > *(uint64_t *)c[1])
+        return 0; /* a creation, or a drop after the horizon */
+    return keys_add(c[0], (const unsigned char *)val + nl + 1, 4);
+}
+
+static int count_one(void *ctx, const void *key, size_t klen, const void *val, size_t vlen)
+{
+    (void)key;
+    (void)klen;
+    (void)val;
+    (void)vlen;
+    ++*(size_t *)ctx;
+    return 0;
+}
+
 int history_prune(store_txn_t *t, uint64_t horizon, uint64_t checkpoint, uint64_t *removed)
 {
-    keys_t del = {NULL, 0, 0};
+    keys_t del = {NULL, 0, 0}, gone = {NULL, 0, 0};
     acl_prune_t *ap = cdn_calloc(1, sizeof *ap);
     int rc = ap ? CDN_OK : CDN_ERR_NOMEM;
+    unsigned char space[4];
+    void *dc[2] = {&gone, &horizon};
+    store_be32(space, COLL_SPACE);
     *removed = 0;
+    if (rc == CDN_OK) /* read before the pass below removes the older drops */
+        rc = store_scan_prefix(t, STORE_HIST_ACL, space, 4, dropped_one, dc);
+    for (size_t i = 0; rc == CDN_OK && i < gone.n; i++) {
+        size_t n = 0;
+        if ((rc = store_scan_prefix(t, STORE_HIST_ACL, gone.k[i], 4, count_one, &n)) == CDN_OK &&
+            (rc = store_del_prefix(t, STORE_HIST_ACL, gone.k[i], 4)) == CDN_OK)
+            *removed += n;
+    }
+    cdn_free(gone.k);
     if (rc == CDN_OK) {
         ap->horizon = horizon;
         ap->del = &del;

@@ -38,8 +38,21 @@ int history_acl_versions(store_txn_t *t, uint32_t coll, const char *id, uint64_t
  * its ACL then (chunk ids in no particular order). */
 typedef int (*history_acl_fn)(void *ctx, const char *id, const void *packed, size_t n);
 int history_acls_at(store_txn_t *t, uint32_t coll, uint64_t rev, history_acl_fn fn, void *ctx);
-/* Removes a collection's ACL history (it was dropped). */
-int history_acl_drop(store_txn_t *t, uint32_t coll);
+
+/* Collections' names: which collection (its id, fixed for its life) a name stood for at each
+ * revision, so that questions about a collection dropped since, or dropped and created again
+ * under the same name, read the chunks it held then. A drop keeps its chunks' history;
+ * retention removes it once the drop is before the horizon. */
+int history_coll_put(store_txn_t *t, const char *name, uint64_t rev, uint32_t id, int asserted);
+int history_coll_drop(store_txn_t *t, const char *name, uint64_t rev, uint32_t id);
+/* Calls fn(ctx, rev, id, asserted, live) for every version of name, oldest first (live 0: the
+ * drop of collection id; asserted is then that collection's). */
+typedef int (*history_coll_fn)(void *ctx, uint64_t rev, uint32_t id, int asserted, int live);
+int history_coll_versions(store_txn_t *t, const char *name, history_coll_fn fn, void *ctx);
+/* Whether the names' history was started (at the first open by a version that keeps it, with
+ * every live collection as of that revision). */
+int history_coll_start_get(store_txn_t *t, int *set);
+int history_coll_start_set(store_txn_t *t, uint64_t rev);
 
 /* The permission model's fragments (authz.h: one entity's part of a decision about a
  * subject), one version per revision that changed it: frag NULL for "deleted". kind is

@@ -4,8 +4,8 @@
  * the chunks a subject could read then; the same answers after a reopen; asserted principals;
  * a data directory that starts its history late answers from then on only; a model rebuilt
  * past a checkpoint (hundreds of model writes); retention; who could read over a range;
- * questions between changes of the groups above the subject; and questions from several
- * threads while the model changes.
+ * questions between changes of the groups above the subject; a collection dropped and
+ * created again; and questions from several threads while the model changes.
  * Relies on cmocka, the public API and store.h (to make a directory without a history). */
 /* cmocka.h needs these four first. */
 // clang-format off
@@ -588,6 +588,98 @@ static void test_group_changes_between_questions(void **state)
     }
 }
 
+static int count_key(void *ctx, const void *key, size_t klen, const void *val, size_t vlen)
+{
+    (void)key;
+    (void)klen;
+    (void)val;
+    (void)vlen;
+    ++*(size_t *)ctx;
+    return 0;
+}
+
+/* The versions of chunk ACLs the history holds for collection id (reopens f->db around it). */
+static size_t chunk_versions(fx_t *f, uint32_t id)
+{
+    store_t *st;
+    store_txn_t *t;
+    cdn_err_t e;
+    unsigned char prefix[4] = {(unsigned char)(id >> 24), (unsigned char)(id >> 16),
+                               (unsigned char)(id >> 8), (unsigned char)id};
+    size_t n = 0;
+    cordon_close(f->db);
+    assert_int_equal(store_open(f->dir, 0, &st, &e), 0);
+    assert_int_equal(store_txn_begin(st, 0, &t, &e), 0);
+    assert_int_equal(store_scan_prefix(t, STORE_HIST_ACL, prefix, 4, count_key, &n), 0);
+    store_txn_abort(t);
+    store_close(st);
+    assert_int_equal(cordon_open(f->dir, NULL, &f->db, NULL), 0);
+    return n;
+}
+
+static int count_id(void *ctx, const char *id)
+{
+    (void)id;
+    ++*(size_t *)ctx;
+    return 0;
+}
+
+/* A collection dropped and created again under its name: questions about the revisions the
+ * first one lived read its chunks, those between the drop and the new one find nothing, and
+ * those after read the new one's; the same after a reopen; retention past the drop removes
+ * the first one's chunks' history and leaves every later answer as it was. */
+static void test_dropped_collection_keeps_its_history(void **state)
+{
+    fx_t *f = *state;
+    const char *tf[] = {"body"};
+    cordon_collection_spec spec = {.name = "docs", .text_fields = tf, .n_text_fields = 1};
+    uint64_t r_put, r_drop, r_new, r_put2;
+    op(f->db, "{\"op\":\"grant\",\"to\":\"staff\",\"to_kind\":\"group\",\"role\":\"reader\"}");
+    put(f->db, "c7", "group:staff", NULL, &r_put);
+    assert_int_equal(cordon_collection_drop(f->db, "docs", NULL), 0);
+    r_drop = cordon_revision(f->db);
+    assert_int_equal(cordon_collection_create(f->db, &spec, NULL), 0);
+    r_new = cordon_revision(f->db);
+    put(f->db, "c7", "user:nobody", NULL, &r_put2);
+    for (int pass = 0; pass < 2; pass++) {
+        assert_string_equal(ask(f->db, "c7", r_put, 0).reason, "READABLE");
+        assert_string_equal(ask(f->db, "c2", r_put, 0).reason, "READABLE");
+        assert_string_equal(ask(f->db, "c7", r_drop, 0).reason, "CHUNK_NOT_FOUND");
+        assert_string_equal(ask(f->db, "c2", r_new, 0).reason, "CHUNK_NOT_FOUND");
+        assert_string_equal(ask(f->db, "c7", r_put2, 0).reason, "NO_MATCHING_PRINCIPAL");
+        assert_string_equal(ask(f->db, "c1", f->rev[0], 0).reason, "READABLE");
+        cordon_subject alice = {.subject_id = "alice"};
+        size_t n = 0, seen = 0;
+        cordon_asof_request q = {.collection = "docs", .subject = &alice, .revision = r_put};
+        assert_int_equal(cordon_asof_readable(f->db, &q, count_id, &seen, &n, NULL, NULL), 0);
+        assert_int_equal(n, 2); /* c2 and c7 of the first collection */
+        q.revision = r_drop;
+        assert_int_equal(cordon_asof_readable(f->db, &q, count_id, &seen, &n, NULL, NULL), 0);
+        assert_int_equal(n, 0);
+        /* over the whole range: alice read c7 in the first collection, never in the second */
+        readers_t r = {0};
+        cordon_asof_range all = {.collection = "docs", .chunk_id = "c7"};
+        assert_int_equal(cordon_asof_readers(f->db, &all, keep_reader, &r, &n, NULL), 0);
+        assert_int_equal(n, 1);
+        assert_string_equal(r.who[0], "alice");
+        assert_int_equal(r.first[0], r_put);
+        memset(&r, 0, sizeof r);
+        cordon_asof_range after = {.collection = "docs", .chunk_id = "c7", .from_revision = r_drop};
+        assert_int_equal(cordon_asof_readers(f->db, &after, keep_reader, &r, &n, NULL), 0);
+        assert_int_equal(n, 0);
+        api_db_reopen(f->dir, &f->db);
+    }
+    /* the first collection was the directory's first (id 0), the second is id 1 */
+    assert_true(chunk_versions(f, 0) > 0);
+    size_t second = chunk_versions(f, 1);
+    uint64_t start, removed;
+    assert_int_equal(cordon_history_prune(f->db, r_new, 0, &start, &removed, NULL), 0);
+    assert_int_equal(chunk_versions(f, 0), 0);
+    assert_int_equal(chunk_versions(f, 1), second);
+    assert_string_equal(ask(f->db, "c7", r_new, 0).reason, "CHUNK_NOT_FOUND");
+    assert_string_equal(ask(f->db, "c7", r_put2, 0).reason, "NO_MATCHING_PRINCIPAL");
+}
+
 /* Retention: states from the horizon on answer as before, earlier ones are gone. */
 static void test_prune_keeps_what_comes_after(void **state)
 {
@@ -663,6 +755,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_prune_keeps_what_comes_after, setup, teardown),
         cmocka_unit_test_setup_teardown(test_concurrent_questions, setup, teardown),
         cmocka_unit_test_setup_teardown(test_group_changes_between_questions, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_dropped_collection_keeps_its_history, setup, teardown),
         cmocka_unit_test(test_asserted_principals),
         cmocka_unit_test(test_history_starts_at_first_open),
         cmocka_unit_test_setup_teardown(test_many_model_writes, setup, teardown),

@@ -75,7 +75,8 @@ typedef struct coll {
     /* Writers hold it exclusively while they apply a committed write; searches share it. */
     pthread_rwlock_t lock;
     atomic_int refs;
-    atomic_int broken; /* in-memory state missed a committed write: fail closed */
+    atomic_int broken;  /* in-memory state missed a committed write: fail closed */
+    atomic_int dropped; /* set under lock (held exclusively) as the drop commits */
 } coll_t;
 
 /* Checks a collection name: 1..128 bytes of [a-z0-9_-], not starting with '_' or '-'. */

@@ -476,7 +476,13 @@ int engine_coll_drop(engine_t *e, const char *name, cdn_err_t *err)
         rc = cdn_err_set(err, rc, "cannot drop collection \"%s\"", name);
         goto done;
     }
-    if ((rc = commit_revision(e, t, err)) != 0)
+    /* A search holding c reads it whole before the drop commits, or sees it dropped after:
+     * never the registry's collection with its records gone from the store. */
+    pthread_rwlock_wrlock(&c->lock);
+    if ((rc = commit_revision(e, t, err)) == CDN_OK)
+        atomic_store(&c->dropped, 1);
+    pthread_rwlock_unlock(&c->lock);
+    if (rc)
         goto done;
     pthread_rwlock_wrlock(&e->meta_lock);
     memmove(e->colls + pos, e->colls + pos + 1, (e->ncolls - pos - 1) * sizeof(coll_t *));

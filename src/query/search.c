@@ -141,6 +141,8 @@ static int knn_locked(engine_t *e, coll_t *c, const engine_subject_t *who, const
      * subject cannot see too, the one part of a response hidden chunks change (query.md). */
     out->revision = atomic_load(&e->revision);
     out->dim = c->cfg.dim;
+    if (atomic_load(&c->dropped)) /* by a drop that committed since the lookup */
+        return cdn_err_set(err, CDN_ERR_NOT_FOUND, "no such collection \"%s\"", c->cfg.name);
     if (c->broken)
         return cdn_err_set(err, CDN_ERR_INTERNAL,
                            "collection \"%s\" missed a write in memory; "

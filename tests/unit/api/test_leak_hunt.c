@@ -6,20 +6,21 @@
  * granted and revoked in a scope (which searches must ignore: scoped grants serve
  * is-authorized in that scope only), a whole-model import of the model's own export, chunks' ACLs
  * changed (allowed groups and users, denies, principals nobody holds, empty ACLs), chunks replaced,
- * deleted and put back. Reader threads meanwhile search as random users in every mode and strategy
- * (vector auto, exact, prefilter, postfilter; BM25; hybrid; filtered) and get chunks. An oracle
- * written apart from the engine (bit masks of memberships, nesting and ACLs, its own closure over
- * groups) keeps the state after every write, by revision, and judges each answer at the
- * revision it reports: every hit readable, the readable count right, an exact search's hits
- * all of the readable chunks, a search by a user without the role refused (a stale permission
- * otherwise), a get that found a chunk only when it is readable. CORDON_HUNT_OPS (default
- * 10,000) sets the operations of each seed, CORDON_HUNT_SEEDS (default "1,2") the seeds; a
- * failure names its seed. The hunt runs with the retrieval audit on, and at the end replays
- * the log: one record per answered search and get, and every hit a record says was shown
- * readable by its subject in the oracle's state at the record's revision; the engine's own
- * replay (cordon_audit_verify, from its permission history) must find the same; and random
- * as-of questions (a user, a chunk, a past revision) must get the oracle's answer.
- * Relies on cmocka, pthreads, jansson (the records), the public API and api_testutil.h. */
+ * deleted and put back, and the collection dropped and created again empty under its name (the
+ * same chunk ids then name other chunks: as-of questions must tell the two apart). Reader threads
+ * meanwhile search as random users in every mode and strategy (vector auto, exact, prefilter,
+ * postfilter; BM25; hybrid; filtered) and get chunks. An oracle written apart from the engine (bit
+ * masks of memberships, nesting and ACLs, its own closure over groups) keeps the state after every
+ * write, by revision, and judges each answer at the revision it reports: every hit readable, the
+ * readable count right, an exact search's hits all of the readable chunks, a search by a user
+ * without the role refused (a stale permission otherwise), a get that found a chunk only when it is
+ * readable. CORDON_HUNT_OPS (default 10,000) sets the operations of each seed, CORDON_HUNT_SEEDS
+ * (default "1,2") the seeds; a failure names its seed. The hunt runs with the retrieval audit on,
+ * and at the end replays the log: one record per answered search and get, and every hit a record
+ * says was shown readable by its subject in the oracle's state at the record's revision; the
+ * engine's own replay (cordon_audit_verify, from its permission history) must find the same; and
+ * random as-of questions (a user, a chunk, a past revision) must get the oracle's answer. Relies on
+ * cmocka, pthreads, jansson (the records), the public API and api_testutil.h. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -58,6 +59,7 @@ typedef struct world {
     uint8_t reader;     /* bit u: the user holds the role that may search and read */
     uint8_t cleared;    /* bit u: the user's clearance is high (g0's conditional role holds) */
     uint8_t scoped;     /* bit u: the user holds the reader role in scope tenant:t1 only */
+    uint8_t gone;       /* the collection is dropped (and not yet created again) */
     uint8_t live[NC];
     uint16_t allowed[NC], denied[NC]; /* bits over the NPRIN principals */
 } world_t;
@@ -69,7 +71,7 @@ typedef struct hunt {
     pthread_mutex_t lock;
     world_t ring[RING]; /* ring[i % RING]: the i-th state */
     atomic_long n_states;
-    atomic_long done, reads, writes, hits, leaks, stale, wrong, unjudged;
+    atomic_long done, reads, writes, hits, leaks, stale, wrong, unjudged, drops;
     atomic_long answered; /* searches and gets answered (OK, or a get's NOT_FOUND) */
     world_t now;          /* the writer's */
     char fail[512];
@@ -164,6 +166,12 @@ static int lacks_role(const world_t *w, int u)
     return !(w->reader & (1u << u)) && !via_g0;
 }
 
+/* Whether a search by the user may be refused: it lacks the role, or there is no collection. */
+static int refusable(const world_t *w, int u)
+{
+    return lacks_role(w, u) || w->gone;
+}
+
 static void record(hunt_t *h, uint64_t rev)
 {
     h->now.rev = rev;
@@ -175,6 +183,25 @@ static void record(hunt_t *h, uint64_t rev)
 }
 
 /* ---- The writer. ---- */
+
+static int create_collection(hunt_t *h)
+{
+    const char *tf[] = {"body"};
+    const cordon_meta_field mf[] = {{"t", CORDON_META_KEYWORD}};
+    cordon_collection_spec spec = {.name = "hunt",
+                                   .dim = DIM,
+                                   .metric = CORDON_METRIC_COSINE,
+                                   .text_fields = tf,
+                                   .n_text_fields = 1,
+                                   .meta_fields = mf,
+                                   .n_meta_fields = 1};
+    cordon_error e;
+    if (cordon_collection_create(h->db, &spec, &e) == 0)
+        return 0;
+    snprintf(h->fail, sizeof h->fail, "seed %llu: creating the collection: %.200s",
+             (unsigned long long)h->seed, e.message);
+    return -1;
+}
 
 static int apply(hunt_t *h, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static int apply(hunt_t *h, const char *fmt, ...)
@@ -295,7 +322,7 @@ static int write_once(hunt_t *h, uint64_t *s)
                   has ? "revoke" : "grant", u))
             return -1;
         w->scoped ^= (uint8_t)(1u << u);
-    } else if (r < 47) { /* import the model's own export: same state, a new revision */
+    } else if (r < 46) { /* import the model's own export: same state, a new revision */
         char *doc = NULL;
         if (cordon_model_export(h->db, &doc, NULL) || cordon_model_import(h->db, doc, &rev, NULL)) {
             cordon_free(doc);
@@ -304,6 +331,21 @@ static int write_once(hunt_t *h, uint64_t *s)
             return -1;
         }
         cordon_free(doc);
+    } else if (r < 47) { /* drop the collection and create it again, empty */
+        if (cordon_collection_drop(h->db, "hunt", NULL)) {
+            snprintf(h->fail, sizeof h->fail, "seed %llu: the drop failed",
+                     (unsigned long long)h->seed);
+            return -1;
+        }
+        memset(w->live, 0, sizeof w->live);
+        w->gone = 1;
+        atomic_fetch_add(&h->drops, 1);
+        record(h, cordon_revision(h->db));
+        if (create_collection(h))
+            return -1;
+        w->gone = 0;
+        record(h, cordon_revision(h->db));
+        return 0;
     } else if (r < 70) { /* change the ACLs of up to three live chunks at once */
         cordon_acl_change ch[3];
         char an[3][NPRIN][16], dn[3][NPRIN][16];
@@ -382,7 +424,7 @@ static void judge_search(hunt_t *h, int u, const cordon_query *q, int rc, cordon
 {
     world_t w;
     if (rc == CORDON_ERR_NOT_FOUND) { /* refused: some state of its time lacked the role */
-        if (!some_world(h, before, after, lacks_role, u))
+        if (!some_world(h, before, after, refusable, u))
             atomic_fetch_add(&h->wrong, 1);
         return;
     }
@@ -600,16 +642,7 @@ static void asof_agreement(hunt_t *h)
 
 static void setup(hunt_t *h, uint64_t *s)
 {
-    const char *tf[] = {"body"};
-    const cordon_meta_field mf[] = {{"t", CORDON_META_KEYWORD}};
-    cordon_collection_spec spec = {.name = "hunt",
-                                   .dim = DIM,
-                                   .metric = CORDON_METRIC_COSINE,
-                                   .text_fields = tf,
-                                   .n_text_fields = 1,
-                                   .meta_fields = mf,
-                                   .n_meta_fields = 1};
-    assert_int_equal(cordon_collection_create(h->db, &spec, NULL), 0);
+    assert_int_equal(create_collection(h), 0);
     assert_int_equal(apply(h, "{\"op\":\"put_role\",\"id\":\"reader\",\"permissions\":["
                               "{\"resource\":\"collection:hunt\",\"action\":\"search\"},"
                               "{\"resource\":\"collection:hunt\",\"action\":\"read\"}]}"),
@@ -663,10 +696,10 @@ static void hunt_one(uint64_t seed, long ops)
     pthread_join(w, NULL);
     for (int i = 0; i < READERS; i++)
         pthread_join(rt[i], NULL);
-    printf("leak hunt seed %llu: %ld writes, %ld reads, %ld hits judged, %ld leaks, %ld stale, "
-           "%ld wrong, %ld unjudged\n",
-           (unsigned long long)seed, (long)h.writes, (long)h.reads, (long)h.hits, (long)h.leaks,
-           (long)h.stale, (long)h.wrong, (long)h.unjudged);
+    printf("leak hunt seed %llu: %ld writes (%ld drops of the collection), %ld reads, %ld hits "
+           "judged, %ld leaks, %ld stale, %ld wrong, %ld unjudged\n",
+           (unsigned long long)seed, (long)h.writes, (long)h.drops, (long)h.reads, (long)h.hits,
+           (long)h.leaks, (long)h.stale, (long)h.wrong, (long)h.unjudged);
     if (!h.fail[0])
         replay_audit(&h);
     if (!h.fail[0])

@@ -11,6 +11,7 @@
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 #include <time.h>
 #include <cmocka.h>
 
@@ -156,6 +157,43 @@ static void relabel_hook(cdn_hook_point_t point, void *arg)
         if (!r->rejoin_rev)
             fail_msg("the rejoin failed");
     }
+}
+
+/* The collection dropped between a search's lookup and its read of the collection: the search
+ * answers "no such collection", never an internal error for records the drop removed. */
+typedef struct dropper {
+    atomic_int armed;
+    cordon_t *db;
+} dropper_t;
+
+static void drop_hook(cdn_hook_point_t point, void *arg)
+{
+    dropper_t *d = arg;
+    int one = 1;
+    if (point == CDN_HOOK_SUBJECT_RESOLVED && atomic_compare_exchange_strong(&d->armed, &one, 0))
+        assert_int_equal(cordon_collection_drop(d->db, "docs", NULL), 0);
+}
+
+static void test_drop_during_a_search_is_no_such_collection(void **state)
+{
+    (void)state;
+    char dir[64];
+    dropper_t d = {1, NULL};
+    cordon_subject u = {.subject_id = "u"};
+    cordon_query q = {.vector = QV, .k = 10, .strategy = CORDON_STRATEGY_EXACT, .with_records = 1};
+    cordon_result *res = NULL;
+    cordon_error e;
+    d.db = open_states(dir, sizeof dir, 0);
+    cdn_hook_set(drop_hook, &d);
+    int rc = cordon_search(d.db, "docs", &u, &q, &res, &e);
+    cdn_hook_set(NULL, NULL);
+    assert_int_equal(atomic_load(&d.armed), 0); /* the drop ran inside the search */
+    if (rc != CORDON_ERR_NOT_FOUND)
+        fail_msg("a search across a drop: %d (%s)", rc, e.message);
+    assert_non_null(strstr(e.message, "no such collection"));
+    cordon_result_free(res);
+    cordon_close(d.db);
+    tu_rmrf(dir);
 }
 
 static void test_revision_names_the_state_of_an_answer_kept_after_a_model_write(void **state)
@@ -420,6 +458,7 @@ int main(void)
         cmocka_unit_test(test_deny_naming_a_new_principal_holds_for_a_request_already_running),
         cmocka_unit_test(test_only_model_writes_that_touch_the_subject_restart_a_request),
         cmocka_unit_test(test_revision_names_the_state_of_an_answer_kept_after_a_model_write),
+        cmocka_unit_test(test_drop_during_a_search_is_no_such_collection),
         cmocka_unit_test(test_writer_cycling_states_leaks_nothing_to_concurrent_readers),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

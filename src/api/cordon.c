@@ -143,12 +143,8 @@ int cordon_collection_create(cordon_t *db, const cordon_collection_spec *s, cord
     cfg.b = s->bm25_b;
     NEED(cfg.hnsw_efc <= 4096 && cfg.hnsw_ef <= 4096, "hnsw ef values must be at most 4096");
     int rc = attrs_check(s->attrs_json, &e);
-    if (rc == CDN_OK && (rc = engine_coll_create(db->e, &cfg, &e)) == CDN_OK && s->attrs_json &&
-        (rc = engine_coll_update(db->e, cfg.name, s->attrs_json, NULL, 0, NULL, NULL, 0, &e)) !=
-            0) {
-        cdn_err_t ignored;
-        engine_coll_drop(db->e, cfg.name, &ignored); /* all or nothing */
-    }
+    if (rc == CDN_OK)
+        rc = engine_coll_create(db->e, &cfg, s->attrs_json, &e);
     return api_ret(rc, &e, err);
 }
 

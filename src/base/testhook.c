@@ -51,7 +51,9 @@ int cdn_hook_kill_at(const char *spec)
         cdn_hook_point_t point;
     } points[] = {{"vectors_unsynced", CDN_HOOK_VECTORS_UNSYNCED},
                   {"committed", CDN_HOOK_COMMITTED},
-                  {"file_written", CDN_HOOK_FILE_WRITTEN}};
+                  {"file_written", CDN_HOOK_FILE_WRITTEN},
+                  {"model_applied", CDN_HOOK_MODEL_APPLIED},
+                  {"model_stored", CDN_HOOK_MODEL_STORED}};
     const char *colon = strchr(spec, ':');
     char *end;
     if (!colon)

@@ -367,8 +367,16 @@ static int commit_revision(engine_t *e, store_txn_t *t, cdn_err_t *err)
     return CDN_OK;
 }
 
-int engine_coll_create(engine_t *e, const coll_config_t *cfg_in, cdn_err_t *err)
+static void attrs_key(uint32_t id, unsigned char k[8])
 {
+    memcpy(k, "attr", 4);
+    store_be32(k + 4, id);
+}
+
+int engine_coll_create(engine_t *e, const coll_config_t *cfg_in, const char *attrs_json,
+                       cdn_err_t *err)
+{
+    unsigned char ak[8];
     coll_config_t cfg = *cfg_in;
     unsigned char idb[4];
     store_txn_t *t = NULL;
@@ -402,10 +410,13 @@ int engine_coll_create(engine_t *e, const coll_config_t *cfg_in, cdn_err_t *err)
         (made = 1, rc = coll_create_state(e->dir, &cfg, &c, err)) != 0 ||
         (rc = store_txn_begin(e->store, 1, &t, err)) != 0)
         goto done;
+    attrs_key(cfg.id, ak);
     /* commit_revision names the next revision, as the history does here (under write_lock) */
     if ((rc = store_put(t, STORE_COLLECTIONS, cfg.name, strlen(cfg.name), json, strlen(json))) !=
             0 ||
         (rc = store_put(t, STORE_META, "next_coll", 9, idb, 4)) != 0 ||
+        (attrs_json &&
+         (rc = store_put(t, STORE_META, ak, 8, attrs_json, strlen(attrs_json))) != 0) ||
         (rc = history_coll_put(t, cfg.name, atomic_load(&e->revision) + 1, cfg.id, cfg.asserted)) !=
             0) {
         store_txn_abort(t);
@@ -499,12 +510,6 @@ done:
     return rc;
 }
 
-static void attrs_key(uint32_t id, unsigned char k[8])
-{
-    memcpy(k, "attr", 4);
-    store_be32(k + 4, id);
-}
-
 int engine_coll_attrs(engine_t *e, const char *name, char **json, cdn_err_t *err)
 {
     unsigned char k[8];
@@ -517,8 +522,16 @@ int engine_coll_attrs(engine_t *e, const char *name, char **json, cdn_err_t *err
     if ((rc = engine_coll_get(e, name, &c, err)) != 0)
         return rc;
     attrs_key(c->cfg.id, k);
+    /* Under the collection's lock, which a drop holds across its commit: the attrs are read
+     * before the drop, or the collection is seen dropped (never its attrs read as none). */
+    pthread_rwlock_rdlock(&c->lock);
+    if (atomic_load(&c->dropped))
+        rc = cdn_err_set(err, CDN_ERR_NOT_FOUND, "no such collection \"%s\"", name);
+    else
+        rc = store_txn_begin(e->store, 0, &t, err);
+    pthread_rwlock_unlock(&c->lock);
     coll_unref(c);
-    if ((rc = store_txn_begin(e->store, 0, &t, err)) != 0)
+    if (rc)
         return rc;
     rc = store_get(t, STORE_META, k, 8, &v, &vlen);
     if (rc == CDN_ERR_NOT_FOUND) {

@@ -49,7 +49,10 @@ void engine_close(engine_t *e);
  * CDN_ERR_NOT_FOUND with a message naming it. */
 int engine_coll_get(engine_t *e, const char *name, coll_t **out, cdn_err_t *err);
 
-int engine_coll_create(engine_t *e, const coll_config_t *cfg, cdn_err_t *err);
+/* Creates a collection and, when attrs_json is not NULL, its attrs, in one commit: no reader
+ * and no restart sees the one without the other. */
+int engine_coll_create(engine_t *e, const coll_config_t *cfg, const char *attrs_json,
+                       cdn_err_t *err);
 int engine_coll_drop(engine_t *e, const char *name, cdn_err_t *err);
 
 /* Changes a collection after creation, in one durable write: attrs_json (a JSON object the

@@ -2,6 +2,7 @@
  * open, and turning a subject into the principals a search filters by.
  * Relies on authz/ for the model and store/ for STORE_MODEL_LOG (revision -> kind + JSON). */
 #include "base/mem.h"
+#include "base/testhook.h"
 #include "query/engine.h"
 #include "store/history.h"
 
@@ -185,8 +186,12 @@ static int model_write(engine_t *e, char kind, const char *json, uint64_t *rev, 
     rc = engine_model_record_apply(e->model, kind, json, err);
     pthread_rwlock_unlock(&e->model_gate);
     CDN_ASSERT(rc != CDN_OK || atomic_load(&e->revision) == r);
-    if (rc == CDN_OK && (rc = persist(e, kind, json, r, err)) == CDN_OK)
+    if (rc == CDN_OK)
+        cdn_hook_run(CDN_HOOK_MODEL_APPLIED);
+    if (rc == CDN_OK && (rc = persist(e, kind, json, r, err)) == CDN_OK) {
+        cdn_hook_run(CDN_HOOK_MODEL_STORED);
         *rev = r;
+    }
     pthread_mutex_unlock(&e->write_lock);
     return rc;
 }

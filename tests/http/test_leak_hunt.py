@@ -3,7 +3,9 @@ permission model (moves users between groups, nests and un-nests groups, grants 
 user's own search and read permissions, raises and lowers a user's clearance, which a
 conditional role granted to group g0 needs, grants and revokes permissions in a scope, which no
 search may honour), chunks' ACLs (through
-_bulk and through /v1/collections/{c}/acl), deletes and re-adds chunks, while reader threads
+_bulk and through /v1/collections/{c}/acl), deletes and re-adds chunks, drops the index and
+creates it again empty (the same ids then name other chunks, which the engine's replay of its
+audit must tell apart), while reader threads
 search as many subjects at once through every read route (/v1 retrieve and context in every
 mode and strategy, _search with match, knn and filters, _count, _mget, GET _doc). An oracle of
 its own (the test's copy of every membership and ACL, and its own principal evaluation) then
@@ -48,12 +50,14 @@ class State:
         self.direct = set(USERS)  # users granted search and read on the index themselves
         self.cleared = set()  # users whose clearance is high (g0's conditional role holds)
         self.scoped = set()  # users granted search in scope tenant:t1 only (never a search)
+        self.gone = False  # the index is dropped (and not yet created again)
 
     def copy(self):
         s = State()
         s.user_groups = {u: set(g) for u, g in self.user_groups.items()}
         s.direct, s.cleared, s.scoped = set(self.direct), set(self.cleared), set(self.scoped)
         s.nest = set(self.nest)
+        s.gone = self.gone
         s.docs = {d: (set(a), set(b)) for d, (a, b) in self.docs.items()}
         return s
 
@@ -70,6 +74,8 @@ class State:
     def may_search(self, user):
         """Whether the user may search and read the index: its own grants, or the conditional
         role of g0 (held through any group inside g0) with its clearance high."""
+        if self.gone:
+            return False  # no index to search: refused as missing
         return user in self.direct or (user in self.cleared and "group:g0" in self.principals(user))
 
     def readable(self, user, doc):
@@ -104,6 +110,7 @@ class Hunt:
         self.errors = []
         self.lock = threading.Lock()
         self.ops = 0
+        self.drops = 0
 
     def revision(self):
         return self.s.request("GET", "/_cordon/health", key="")[2]["revision"]
@@ -129,12 +136,7 @@ class Hunt:
                 ops.append({"op": "add_member", "group": g, "member": u})
                 self.state.user_groups[u].add(g)
         self.s.model(*ops)
-        st, _, b = self.s.request("PUT", "/hunt", {"mappings": {"properties": {
-            "text": {"type": "text"}, "allowed_groups": {"type": "keyword"},
-            "denied_groups": {"type": "keyword"},
-            "emb": {"type": "dense_vector", "dims": DIM, "similarity": "cosine"}}},
-            "settings": {"index.cordon.denied_field": "denied_groups"}})
-        assert st == 200, b
+        self.create_index()
         lines = []
         for i in range(DOCS):
             acl = random_acl(self.rng)
@@ -147,12 +149,29 @@ class Hunt:
         assert st == 200 and not b["errors"], b
         self.ack()
 
+    def create_index(self):
+        st, _, b = self.s.request("PUT", "/hunt", {"mappings": {"properties": {
+            "text": {"type": "text"}, "allowed_groups": {"type": "keyword"},
+            "denied_groups": {"type": "keyword"},
+            "emb": {"type": "dense_vector", "dims": DIM, "similarity": "cosine"}}},
+            "settings": {"index.cordon.denied_field": "denied_groups"}})
+        assert st == 200, b
+
     # ---- the writer ----
 
     def write_once(self, rng):
         st = self.state
         r = rng.random()
-        if r < 0.12:  # a user's own permissions, its clearance, or a scoped grant
+        if r < 0.01:  # drop the index and create it again, empty
+            code, _, b = self.s.request("DELETE", "/hunt")
+            assert code == 200, b
+            st.docs.clear()
+            st.gone = True
+            self.ack()
+            self.create_index()
+            st.gone = False
+            self.drops += 1
+        elif r < 0.12:  # a user's own permissions, its clearance, or a scoped grant
             u, what = rng.choice(USERS), rng.choice(["direct", "cleared", "scoped"])
             has = u in getattr(st, what)
             if what == "cleared":
@@ -195,6 +214,8 @@ class Hunt:
             st.docs[d] = acl
         elif r < 0.8:  # change the ACLs of chunks that exist through the cordon API
             live = sorted(st.docs)
+            if not live:  # just after a drop
+                return
             changes = []
             for d in rng.sample(live, min(len(live), rng.randint(1, 3))):
                 acl = random_acl(rng)
@@ -405,7 +426,8 @@ def test_leak_hunt_over_http(tmp_path, seed):
         assert not hunt.errors, f"seed {seed}: {hunt.errors[:5]}"
         leaks = hunt.judge()
         kinds = {k.replace("-missing", "") for k, *_ in hunt.answers}
-        print(f"leak hunt seed {seed}: {hunt.ops} writes, {len(hunt.answers)} reads "
+        print(f"leak hunt seed {seed}: {hunt.ops} writes ({hunt.drops} drops of the index), "
+              f"{len(hunt.answers)} reads "
               f"({', '.join(sorted(kinds))}), {len(hunt.refusals)} refused, {len(leaks)} leaks")
         assert not leaks, f"seed {seed} (CORDON_HUNT_SEEDS={seed} reruns it): {leaks[:10]}"
         problems, n_records = hunt.replay_audit()

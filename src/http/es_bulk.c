@@ -1,6 +1,7 @@
 /* es_bulk.c: the Elasticsearch _bulk route: NDJSON actions (index, create, update, delete),
- * consecutive index/create items of one index written as one cordon_put, every item answered
- * on its own (a bad item fails alone, as in Elasticsearch). Relies on http/es_handlers and the
+ * consecutive index/create items of one index written as one cordon_put and consecutive
+ * deletes of one index as one cordon_delete, every item answered on its own (a bad item fails
+ * alone, as in Elasticsearch). Relies on http/es_handlers and the
  * public API. */
 #include "base/mem.h"
 #include "base/strmap.h"
@@ -300,29 +301,90 @@ done:
     es_index_release(&ix);
 }
 
-/* Runs one update or delete item through the single-document handlers. */
+/* Deletes items [from, to) (deletes of one index, each id once) in one write. Each is answered
+ * "deleted" when it existed and "not_found" (404) when not, as a single delete is; which ids
+ * exist is read in one cordon_exists before, as index items learn "created" or "updated"
+ * (under a concurrent delete of the same id both may say "deleted"). */
+static void flush_deletes(http_ctx_t *ctx, http_req_t *req, item_t *items, size_t from, size_t to)
+{
+    es_index_t ix;
+    http_req_t sub = *req;
+    http_resp_t r = {0};
+    cordon_error err = {0};
+    size_t n = to - from, m = 0;
+    uint64_t rev = 0;
+    int failed = 0;
+    if (!n)
+        return;
+    cdn_buf_init(&r.body, 1 << 16);
+    sub.seg[0] = items[from].index;
+    sub.seg[1] = "_doc";
+    sub.seg[2] = items[from].id;
+    sub.nseg = 3;
+    sub.nargs = 0;
+    if (es_index_open(ctx, &sub, &r, &ix)) {
+        for (size_t i = from; i < to; i++)
+            item_from_resp(&items[i], &r);
+        cdn_buf_free(&r.body);
+        return;
+    }
+    const char **ids = cdn_calloc(n, sizeof *ids), **gone = cdn_calloc(n, sizeof *gone);
+    unsigned char *had = cdn_calloc(n, 1);
+    if (!es_allowed(ctx, req, ix.name, "write")) {
+        es_error(&r, 403, "security_exception",
+                 "action [indices:data/write/delete] is unauthorized for API key [%s] on index "
+                 "[%s]",
+                 req->caller.key.id, ix.name);
+        failed = 1;
+    } else if (!ids || !gone || !had) {
+        es_error(&r, 503, "circuit_breaking_exception", "out of memory");
+        failed = 1;
+    } else {
+        for (size_t i = 0; i < n; i++)
+            ids[i] = items[from + i].id;
+        int rc = cordon_exists(ctx->db, ix.name, ids, n, had, &err);
+        for (size_t i = 0; rc == CORDON_OK && i < n; i++)
+            if (had[i])
+                gone[m++] = ids[i];
+        if (rc == CORDON_OK && m)
+            rc = cordon_delete(ctx->db, ix.name, gone, m, NULL, &rev, &err);
+        else if (rc == CORDON_OK)
+            rev = cordon_revision(ctx->db);
+        if (rc) {
+            es_error_cordon(&r, rc, &err, NULL);
+            failed = 1;
+        }
+    }
+    for (size_t i = 0; i < n; i++) {
+        if (failed)
+            item_from_resp(&items[from + i], &r);
+        else
+            item_ok(&items[from + i], had[i] ? 200 : 404, had[i] ? "deleted" : "not_found", rev);
+    }
+    cdn_free(ids);
+    cdn_free(gone);
+    cdn_free(had);
+    cdn_buf_free(&r.body);
+    es_index_release(&ix);
+}
+
+/* Runs one update item through the single-document handler. */
 static void one(http_ctx_t *ctx, http_req_t *req, item_t *it)
 {
     http_req_t sub = *req;
     http_resp_t r = {0};
-    char *body = NULL;
+    char *body = json_dumps(it->source, JSON_COMPACT);
     cdn_buf_init(&r.body, 1 << 20);
     sub.seg[0] = it->index;
-    sub.seg[1] = it->op == OP_UPDATE ? "_update" : "_doc";
+    sub.seg[1] = "_update";
     sub.seg[2] = it->id;
     sub.nseg = 3;
     sub.nargs = 0;
-    if (it->op == OP_UPDATE) {
-        body = json_dumps(it->source, JSON_COMPACT);
-        sub.body = body ? body : "";
-        sub.body_len = body ? strlen(body) : 0;
-        es_doc_update(ctx, &sub, &r);
-    } else {
-        es_doc_delete(ctx, &sub, &r);
-    }
+    sub.body = body ? body : "";
+    sub.body_len = body ? strlen(body) : 0;
+    es_doc_update(ctx, &sub, &r);
     json_t *j = json_loads(r.body.data ? r.body.data : "{}", 0, NULL);
-    if (r.status < 300 ||
-        (it->op == OP_DELETE && r.status == 404 && !json_object_get(j, "error"))) {
+    if (r.status < 300) {
         json_object_set_new(j, "status", json_integer(r.status));
         json_decref(it->result);
         it->result = j;
@@ -458,17 +520,27 @@ void es_bulk(http_ctx_t *ctx, http_req_t *req, http_resp_t *resp)
     }
     {
         size_t start = 0;
+        int run_kind = 0; /* of items [start, i): 1 index/create, 2 delete */
         cdn_strmap_t ids;
         cdn_strmap_init(&ids);
         for (size_t i = 0; i <= n; i++) {
-            int batchable =
-                i < n && !items[i].result && (items[i].op == OP_INDEX || items[i].op == OP_CREATE);
-            int same = batchable && i > start && !strcmp(items[i].index, items[start].index);
+            /* runs of one kind: index/create (one put) or delete (one delete) */
+            int kind = i == n || items[i].result  ? 0
+                       : items[i].op == OP_DELETE ? 2
+                       : items[i].op != OP_UPDATE ? 1
+                                                  : 0;
+            int batchable = kind != 0;
+            int same = batchable && i > start && kind == run_kind &&
+                       !strcmp(items[i].index, items[start].index);
             uint32_t seen;
             if (same && cdn_strmap_get(&ids, items[i].id, strlen(items[i].id), &seen) == 0)
                 same = 0; /* the same id twice: the first must land before the second */
             if (!same) {
-                flush(ctx, req, items, start, i);
+                if (run_kind == 2)
+                    flush_deletes(ctx, req, items, start, i);
+                else
+                    flush(ctx, req, items, start, i);
+                run_kind = kind;
                 cdn_strmap_free(&ids);
                 cdn_strmap_init(&ids);
                 start = i;
@@ -487,7 +559,9 @@ void es_bulk(http_ctx_t *ctx, http_req_t *req, http_resp_t *resp)
     for (size_t i = 0; i < n; i++) {
         json_t *r = items[i].result;
         int st = (int)json_integer_value(json_object_get(r, "status"));
-        errors |= st >= 300 && !(items[i].op == OP_DELETE && st == 404);
+        /* a delete of an id that is not there answers 404 without an error */
+        errors |=
+            st >= 300 && !(items[i].op == OP_DELETE && st == 404 && !json_object_get(r, "error"));
         json_array_append_new(arr, json_pack("{s:O}", op_name(items[i].op), r ? r : json_null()));
     }
     es_reply(resp, 200,

@@ -101,3 +101,46 @@ def test_write_queue_full_is_429(tmp_path):
         assert all(r == "1" for r in retry)
     finally:
         assert s.stop() == 0
+
+
+def test_consecutive_deletes_are_one_write(server):
+    people_model(server)
+    st, _, b = server.request("PUT", "/d", {"mappings": {"properties": {"t": {"type": "text"}}}})
+    assert st == 200, b
+    raw = ndjson(*sum(([{"index": {"_index": "d", "_id": f"x{i}"}},
+                        {"t": f"doc {i}", "allowed_groups": ["eng"]}] for i in range(10)), []))
+    st, _, b = server.request("POST", "/_bulk?refresh=true", raw=raw, headers=NDJSON)
+    assert st == 200 and not b["errors"], b
+    # a key that may search but not write: every delete refused, nothing deleted
+    _, _, dave = server.key_for("dave")
+    st, _, b = server.request("POST", "/d/_bulk", key=dave, headers=NDJSON,
+                              raw=ndjson({"delete": {"_id": "x0"}}, {"delete": {"_id": "x1"}}))
+    assert st == 200 and b["errors"] is True
+    assert [i["delete"]["status"] for i in b["items"]] == [403, 403]
+    raw = ndjson({"delete": {"_index": "d", "_id": "x0"}},
+                 {"delete": {"_index": "d", "_id": "x1"}},
+                 {"delete": {"_index": "d", "_id": "missing"}},
+                 {"delete": {"_index": "d", "_id": "x2"}},
+                 {"index": {"_index": "d", "_id": "x3"}}, {"t": "again", "allowed_groups": ["eng"]},
+                 {"delete": {"_index": "d", "_id": "x3"}},
+                 {"delete": {"_index": "d", "_id": "x4"}},
+                 {"delete": {"_index": "d", "_id": "x4"}},  # the same id again: a write of its own
+                 {"delete": {"_index": "nope", "_id": "x5"}})
+    st, _, b = server.request("POST", "/_bulk", raw=raw, headers=NDJSON)
+    assert st == 200, b
+    got = [(list(i)[0], i[list(i)[0]]["status"], i[list(i)[0]].get("result")) for i in b["items"]]
+    assert got == [("delete", 200, "deleted"), ("delete", 200, "deleted"),
+                   ("delete", 404, "not_found"), ("delete", 200, "deleted"),
+                   ("index", 200, "updated"), ("delete", 200, "deleted"),
+                   ("delete", 200, "deleted"), ("delete", 404, "not_found"),
+                   ("delete", 404, None)], got
+    assert b["errors"] is True  # the missing index; a not_found delete is no error
+    assert b["items"][-1]["delete"]["error"]["type"] == "index_not_found_exception"
+    seq = [i[list(i)[0]].get("_seq_no") for i in b["items"]]
+    assert seq[0] == seq[1] == seq[2] == seq[3]  # the first four deletes: one write
+    assert seq[4] < seq[5] == seq[6] <= seq[7]  # a delete of nothing writes nothing
+    st, _, c = server.request("POST", "/d/_count", {}, headers=RUN_AS)
+    assert c["count"] == 5
+    for i in range(10):
+        st, _, d = server.request("GET", f"/d/_doc/x{i}", headers=RUN_AS)
+        assert d["found"] == (i >= 5), (i, d)

@@ -575,7 +575,8 @@ int cordon_audit_info_get(cordon_t *db, cordon_audit_info *out, cordon_error *er
  * (valid time: a revision and a moment may be asked together), else at the moment the
  * revision was committed. */
 typedef struct cordon_asof_request {
-    const char *collection;        /* as it exists now */
+    const char *collection;        /* by name: the collection it named then (one dropped since
+                                      included) */
     const cordon_subject *subject; /* a subject of the model, or asserted principals */
     const char *chunk_id;
     const char *action; /* the permission asked on the collection: NULL = "read" (a get);

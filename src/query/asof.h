@@ -51,9 +51,10 @@ typedef struct asof_answer {
     char principal[AUTHZ_PRINCIPAL_MAX]; /* the view principal that decided, or "" */
 } asof_answer_t;
 
-/* Could who read chunk id of collection coll (by name, as it exists now) after revision rev,
- * with action ("read" for a get, "search" for a search's hits) on "collection:<coll>" for a
- * subject of the model? Asserted principals are judged by the ACL alone. */
+/* Could who read chunk id of collection coll (by name: the collection the name stood for
+ * then, one dropped since included) after revision rev, with action ("read" for a get,
+ * "search" for a search's hits) on "collection:<coll>" for a subject of the model? Asserted
+ * principals are judged by the ACL alone. */
 int asof_check(asof_t *a, const char *coll, const engine_asker_t *who, const char *action,
                const char *id, uint64_t rev, uint64_t at_us, asof_answer_t *out, cdn_err_t *err);
 

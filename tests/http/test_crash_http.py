@@ -1,6 +1,7 @@
 """kill -9 of cordon serve in the middle of _bulk loads and model changes: after a restart every
 acknowledged document and model change is there and searchable, and a batch is there whole or
-not at all. CORDON_CRASH_TRIALS sets the number of trials (3 here)."""
+not at all. CORDON_CRASH_TRIALS sets the number of trials (3 here); CORDON_CRASH_POINT_TRIALS the trials at
+each chosen point inside the server's writes (chunk and model writes; 2 by default)."""
 import json
 import os
 import random
@@ -260,3 +261,56 @@ def test_bad_crash_at_is_refused(tmp_path):
                            env={**os.environ, "CORDON_CRASH_AT": bad, "CORDON_ACCESS_LOG": "off"})
         assert p.returncode == 2, (bad, p.returncode, p.stderr)
         assert "CORDON_CRASH_AT takes POINT:N" in p.stderr and bad in p.stderr, p.stderr
+
+
+def test_kill_at_points_inside_server_model_writes(tmp_path):
+    """cordon serve killed (CORDON_CRASH_AT) inside a permission-model change, once installed in
+    memory and nothing stored, once stored and not yet acknowledged; then restarted: every
+    acknowledged change there (a batch of two ops: a subject and its membership), the one in
+    flight whole or absent, and the history agreeing (is-authorized as of each acknowledged
+    revision finds the subject)."""
+    rng = random.Random(23)
+    kills = 0
+    for point in ("model_applied", "model_stored"):
+        data = str(tmp_path / point)
+        s = Server(data)
+        people_model(s)
+        assert s.stop() == 0, s.stderr
+        acked = []  # (subject, revision)
+        for trial in range(POINT_TRIALS):
+            n = rng.randint(1, 30)
+            s = Server(data, env={"CORDON_CRASH_AT": "%s:%d" % (point, n)})
+            while True:
+                sid = "m%d-%d" % (trial, len(acked))
+                tried = sid
+                try:
+                    st, _, b = s.request("POST", "/_cordon/model", {"ops": [
+                        {"op": "put_subject", "id": sid},
+                        {"op": "add_member", "group": "eng", "member": sid}]})
+                except OSError:
+                    break
+                if st != 200:
+                    break
+                acked.append((sid, b["revision"]))
+            rc = s.proc.wait(timeout=60)
+            s.stderr = s.proc.stderr.read()
+            assert rc == -signal.SIGKILL, (point, n, rc, s.stderr[-2000:])
+            kills += 1
+            s = Server(data)
+            st, _, m = s.request("GET", "/v1/model")
+            assert st == 200, m
+            subjects = {x["id"] for x in m["subjects"]}
+            eng = {x["id"] for g in m["groups"] if g["id"] == "eng" for x in g["members"]}
+            for sid, _ in acked:
+                assert sid in subjects and sid in eng, (point, sid)
+            assert (tried in subjects) == (tried in eng), (point, tried)  # whole or absent
+            for sid, rev in (a for a in acked if a[1] is not None):  # as of its own revision
+                st, _, d = s.request("POST", "/api/auth/is-authorized", {
+                    "subject": sid, "revision": rev,
+                    "permission": {"resource": "collection:c", "action": "search"}})
+                assert st == 200 and d["data"]["reason"] != "SUBJECT_NOT_FOUND", \
+                    (point, sid, rev, d)
+            assert s.stop() == 0, s.stderr
+            if tried in subjects:  # the change in flight landed: it is part of the truth now
+                acked.append((tried, None))
+    assert kills == 2 * POINT_TRIALS

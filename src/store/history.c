@@ -292,29 +292,28 @@ int history_acls_at(store_txn_t *t, uint32_t coll, uint64_t rev, history_acl_fn 
 
 #define COLL_SPACE (0xFFFFFF00u | 'C')
 
-int history_coll_put(store_txn_t *t, const char *name, uint64_t rev, uint32_t id, int asserted)
+/* One version of name: a creation (asserted 0 or 1, the flag stored) or a drop (-1, none). */
+static int coll_version(store_txn_t *t, const char *name, uint64_t rev, uint32_t id, int asserted)
 {
     unsigned char k[ACL_KEY], v[HIST_ID_MAX + 6];
-    size_t nl = strlen(name);
+    size_t nl = strlen(name), vl = nl + (asserted < 0 ? 5 : 6);
     if (nl > HIST_ID_MAX)
         return CDN_ERR_INVALID;
     memcpy(v, name, nl + 1);
     store_be32(v + nl + 1, id);
-    v[nl + 5] = asserted ? 1 : 0;
+    v[nl + 5] = asserted > 0;
     acl_key(k, COLL_SPACE, name, rev);
-    return store_put(t, STORE_HIST_ACL, k, ACL_KEY, v, nl + 6);
+    return store_put(t, STORE_HIST_ACL, k, ACL_KEY, v, vl);
+}
+
+int history_coll_put(store_txn_t *t, const char *name, uint64_t rev, uint32_t id, int asserted)
+{
+    return coll_version(t, name, rev, id, asserted != 0);
 }
 
 int history_coll_drop(store_txn_t *t, const char *name, uint64_t rev, uint32_t id)
 {
-    unsigned char k[ACL_KEY], v[HIST_ID_MAX + 5];
-    size_t nl = strlen(name);
-    if (nl > HIST_ID_MAX)
-        return CDN_ERR_INVALID;
-    memcpy(v, name, nl + 1);
-    store_be32(v + nl + 1, id);
-    acl_key(k, COLL_SPACE, name, rev);
-    return store_put(t, STORE_HIST_ACL, k, ACL_KEY, v, nl + 5);
+    return coll_version(t, name, rev, id, -1);
 }
 
 typedef struct coll_scan {

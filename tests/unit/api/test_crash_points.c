@@ -16,15 +16,13 @@
 #include <stdint.h>
 #include <cmocka.h>
 
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "api_testutil.h"
-#include "base/testhook.h"
+#include "crash_testutil.h"
 
 #define DIM 8
 #define PER 12       /* chunks a batch */
@@ -311,7 +309,6 @@ static void verify(const char *dir, const ack_t *acks, size_t n, cdn_hook_point_
 static int trial(cdn_hook_point_t point, long target)
 {
     char dir[64];
-    int fds[2];
     cordon_t *db;
     const char *tf[] = {"body"};
     cordon_collection_spec spec = {.asserted_principals = 1,
@@ -323,26 +320,10 @@ static int trial(cdn_hook_point_t point, long target)
     api_db_open(dir, sizeof dir, &db);
     assert_int_equal(cordon_collection_create(db, &spec, NULL), 0);
     cordon_close(db);
-    assert_int_equal(pipe(fds), 0);
-    fflush(NULL);
-    pid_t pid = fork();
-    assert_true(pid >= 0);
-    if (pid == 0) {
-        close(fds[0]);
-        child_main(dir, fds[1], point, target);
-    }
-    close(fds[1]);
     static ack_t acks[MAX_BATCH * 3];
-    size_t n = 0;
-    ack_t a;
-    while (read(fds[0], &a, sizeof a) == sizeof a && n < sizeof acks / sizeof *acks)
-        acks[n++] = a;
-    close(fds[0]);
-    int status;
-    assert_int_equal(waitpid(pid, &status, 0), pid);
-    int killed = WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL;
-    if (!killed && !(WIFEXITED(status) && WEXITSTATUS(status) == 0))
-        fail_msg("the writer failed (status %d) before point %d", status, point);
+    size_t n;
+    int killed = crash_child_run(dir, child_main, point, target, acks, sizeof *acks,
+                                 sizeof acks / sizeof *acks, &n);
     verify(dir, acks, n, point);
     tu_rmrf(dir);
     return killed;

@@ -1,17 +1,18 @@
 /* asof.c: as-of questions behind asof.h: the revision of a moment, the model of a revision
- * (rebuilt from the history and kept in a small cache), a chunk's ACL then, and the decision.
- * Relies on query/engine (collections, the principal table, the model log's record kinds) and
- * store/history. */
+ * (a slice of the subject's fragments, or a whole past model rebuilt from the history and
+ * kept in a small cache), a chunk's ACL then, and the decision.
+ * Relies on query/engine (collections, the principal table, the model log's record kinds),
+ * query/asof_cache (the fragments kept between questions) and store/history. */
 #include "query/asof.h"
 #include "acl/acl.h"
 #include "base/mem.h"
 #include "base/strmap.h"
+#include "query/asof_cache.h"
 #include "store/history.h"
 
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
-#include <xxhash.h>
 
 typedef struct entry {
     uint64_t mrev; /* the model record it is the state after */
@@ -20,52 +21,14 @@ typedef struct entry {
     uint64_t used;
 } entry_t;
 
-/* A parsed fragment version (kind, id, the revision that wrote it): versions never change, so
- * one parse serves every question that reads it (a group's or a role's fragment changes far
- * less often than its members'). Direct mapped; a collision replaces. */
-typedef struct frag_slot {
-    uint64_t vrev;
-    char kind;
-    char *id;
-    json_t *frag;
-    int pins; /* questions reading it now: it is not replaced meanwhile */
-} frag_slot_t;
-
-/* What one question borrowed from the cache (slot + 1) or parsed for itself (frag). */
-typedef struct frag_use {
-    int slot;
-    json_t *frag;
-} frag_use_t;
-
-#define FRAG_CACHE 4096
-
-/* Every version of one group's or role's fragment up to a revision, so that a question reads
- * which version stood after its revision here instead of seeking it in the store: groups and
- * roles change far less often than the subjects below them, so most of a question's reads
- * become this and a hit in the fragment cache. Direct mapped; a collision replaces. */
-typedef struct ver_slot {
-    char kind;
-    char *id;
-    uint64_t upto;  /* the store's revision when read: every version at or before it is here */
-    uint64_t *revs; /* oldest first; VER_GONE set: the entity's deletion */
-    uint32_t n;
-} ver_slot_t;
-
-#define VER_CACHE 1024
-#define VER_MAX 256 /* an entity written more often than this is sought each time */
-#define VER_GONE (1ull << 63)
-
 struct asof {
     engine_t *e;
     pthread_mutex_t lock;
     entry_t ent[ASOF_CACHE];
     uint64_t tick;
-    pthread_mutex_t frag_lock;
-    frag_slot_t frags[FRAG_CACHE];
+    asof_cache_t *cache; /* fragments and version lists kept between questions */
     uint64_t frag_start; /* the fragments' first revision (set once, before this opens) */
     int has_frags;
-    pthread_mutex_t ver_lock;
-    ver_slot_t vers[VER_CACHE];
 };
 
 /* A model borrowed from the cache (ent set) or built for one question (ent NULL). */
@@ -92,9 +55,11 @@ int asof_open(engine_t *e, asof_t **out, cdn_err_t *err)
         cdn_free(a);
         return cdn_err_set(err, rc, "the permission history does not read");
     }
+    if (asof_cache_new(&a->cache)) {
+        cdn_free(a);
+        return cdn_err_set(err, CDN_ERR_NOMEM, "out of memory");
+    }
     pthread_mutex_init(&a->lock, NULL);
-    pthread_mutex_init(&a->frag_lock, NULL);
-    pthread_mutex_init(&a->ver_lock, NULL);
     *out = a;
     return CDN_OK;
 }
@@ -106,16 +71,7 @@ void asof_close(asof_t *a)
     for (int i = 0; i < ASOF_CACHE; i++)
         if (a->ent[i].valid)
             authz_model_free(a->ent[i].m);
-    for (int i = 0; i < FRAG_CACHE; i++) {
-        cdn_free(a->frags[i].id);
-        json_decref(a->frags[i].frag);
-    }
-    for (int i = 0; i < VER_CACHE; i++) {
-        cdn_free(a->vers[i].id);
-        cdn_free(a->vers[i].revs);
-    }
-    pthread_mutex_destroy(&a->ver_lock);
-    pthread_mutex_destroy(&a->frag_lock);
+    asof_cache_free(a->cache);
     pthread_mutex_destroy(&a->lock);
     cdn_free(a);
 }
@@ -333,153 +289,6 @@ static void model_release(asof_t *a, model_ref_t *ref)
     pthread_mutex_unlock(&a->lock);
 }
 
-static int frag_at(char kind, const char *id, uint64_t vrev)
-{
-    return (int)((XXH64(id, strlen(id), (uint64_t)kind) ^ vrev) % FRAG_CACHE);
-}
-
-/* 1 and *use pinned when the cache holds version (kind, id, vrev) parsed. */
-static int frag_cached(asof_t *a, char kind, const char *id, uint64_t vrev, frag_use_t *use)
-{
-    int at = frag_at(kind, id, vrev);
-    frag_slot_t *x = &a->frags[at];
-    pthread_mutex_lock(&a->frag_lock);
-    int hit = x->frag && x->vrev == vrev && x->kind == kind && !strcmp(x->id, id);
-    if (hit) {
-        x->pins++;
-        *use = (frag_use_t){at + 1, x->frag};
-    }
-    pthread_mutex_unlock(&a->frag_lock);
-    return hit;
-}
-
-/* The parsed fragment of the version (kind, id, vrev) whose text is given, pinned in the cache
- * or parsed for this question alone (*use says which; frag_unuse gives it back). A cached
- * fragment is freed only when no question pins it. Subjects' fragments are not cached: each
- * membership change writes a new version of one, so a question rarely meets the version an
- * earlier one parsed, and keeping them would only evict the groups' and roles' (which change
- * far less often), whose cold frees cost more than the parse saved. */
-static int frag_parsed(asof_t *a, char kind, const char *id, uint64_t vrev, const char *text,
-                       size_t n, frag_use_t *use, cdn_err_t *err)
-{
-    int cached = kind != AUTHZ_ENT_SUBJECT;
-    int at = frag_at(kind, id, vrev);
-    frag_slot_t *x = &a->frags[at];
-    json_error_t je;
-    if (cached && frag_cached(a, kind, id, vrev, use))
-        return CDN_OK;
-    json_t *frag = json_loadb(text, n, 0, &je);
-    if (!frag)
-        return cdn_err_set(err, CDN_ERR_CORRUPT,
-                           "the permission history holds a fragment that does not parse: %s",
-                           je.text);
-    *use = (frag_use_t){0, frag};
-    if (!cached)
-        return CDN_OK;
-    char *copy = cdn_strdup(id), *old_id = NULL;
-    json_t *old = NULL;
-    pthread_mutex_lock(&a->frag_lock);
-    if (copy && !x->pins) { /* kept, pinned for this question */
-        old_id = x->id;
-        old = x->frag;
-        *x = (frag_slot_t){vrev, kind, copy, frag, 1};
-        *use = (frag_use_t){at + 1, frag};
-        copy = NULL;
-    }
-    pthread_mutex_unlock(&a->frag_lock);
-    cdn_free(copy);
-    cdn_free(old_id); /* unpinned, out of the cache: no other question holds it */
-    json_decref(old);
-    return CDN_OK;
-}
-
-static void frag_unuse(asof_t *a, const frag_use_t *u, size_t n)
-{
-    pthread_mutex_lock(&a->frag_lock);
-    for (size_t i = 0; i < n; i++)
-        if (u[i].slot)
-            a->frags[u[i].slot - 1].pins--;
-    pthread_mutex_unlock(&a->frag_lock);
-    for (size_t i = 0; i < n; i++)
-        if (!u[i].slot)
-            json_decref(u[i].frag); /* this question's own */
-}
-
-/* ---- Which version of a group or a role stood after a revision. ---- */
-
-static ver_slot_t *ver_slot(asof_t *a, char kind, const char *id)
-{
-    return &a->vers[XXH64(id, strlen(id), (uint64_t)kind) % VER_CACHE];
-}
-
-/* 1 when the kept list of kind/id reaches rev: *vrev the version current after it (0: none
- * yet), *gone whether that version was the deletion. */
-static int ver_lookup(asof_t *a, char kind, const char *id, uint64_t rev, uint64_t *vrev, int *gone)
-{
-    ver_slot_t *x = ver_slot(a, kind, id);
-    int known = 0;
-    pthread_mutex_lock(&a->ver_lock);
-    if (x->id && x->kind == kind && x->upto >= rev && !strcmp(x->id, id)) {
-        uint32_t lo = 0, hi = x->n; /* the first version after rev */
-        while (lo < hi) {
-            uint32_t mid = lo + (hi - lo) / 2;
-            if ((x->revs[mid] & ~VER_GONE) <= rev)
-                lo = mid + 1;
-            else
-                hi = mid;
-        }
-        *vrev = lo ? x->revs[lo - 1] & ~VER_GONE : 0;
-        *gone = lo && (x->revs[lo - 1] & VER_GONE);
-        known = 1;
-    }
-    pthread_mutex_unlock(&a->ver_lock);
-    return known;
-}
-
-typedef struct ver_list {
-    uint64_t *v;
-    size_t n, cap;
-} ver_list_t;
-
-static int ver_add(void *ctx, uint64_t rev, int gone)
-{
-    ver_list_t *l = ctx;
-    if (l->n == VER_MAX)
-        return CDN_ERR_LIMIT;
-    void *p = l->v;
-    if (cdn_grow(&p, &l->cap, l->n + 1, sizeof *l->v))
-        return CDN_ERR_NOMEM;
-    l->v = p;
-    l->v[l->n++] = rev | (gone ? VER_GONE : 0);
-    return CDN_OK;
-}
-
-/* ver_lookup, reading the list of kind/id from t (at store revision snap) when the kept one
- * does not reach rev. 0 when it cannot say (a question at a revision t does not hold yet, a
- * list too long to keep, a read that failed): the caller seeks the version itself. */
-static int ver_known(asof_t *a, store_txn_t *t, uint64_t snap, char kind, const char *id,
-                     uint64_t rev, uint64_t *vrev, int *gone)
-{
-    if (ver_lookup(a, kind, id, rev, vrev, gone))
-        return 1;
-    if (rev > snap)
-        return 0;
-    ver_list_t l = {NULL, 0, 0};
-    char *copy = NULL;
-    if (history_ent_versions(t, kind, id, ver_add, &l) != CDN_OK || !(copy = cdn_strdup(id))) {
-        cdn_free(l.v);
-        return 0;
-    }
-    ver_slot_t *x = ver_slot(a, kind, id), old;
-    pthread_mutex_lock(&a->ver_lock);
-    old = *x;
-    *x = (ver_slot_t){kind, copy, snap, l.v, (uint32_t)l.n};
-    pthread_mutex_unlock(&a->ver_lock);
-    cdn_free(old.id);
-    cdn_free(old.revs);
-    return ver_lookup(a, kind, id, rev, vrev, gone);
-}
-
 /* The model a question about one subject needs: a slice (authz.h) of the model's fragments
  * as they stood after rev, a handful of reads; before the fragments start, the whole model
  * then (model_at). */
@@ -494,7 +303,7 @@ static int subject_model(asof_t *a, store_txn_t *t, const char *subject, uint64_
         return model_at(a, t, rev, ref, err);
     if ((rc = authz_slice_new(subject, &s, err)) != 0)
         return rc;
-    frag_use_t *uses = NULL;
+    asof_frag_use_t *uses = NULL;
     size_t nuses = 0, capuses = 0;
     uint64_t snap = 0;
     if (store_revision_get(t, &snap) != CDN_OK)
@@ -504,13 +313,14 @@ static int subject_model(asof_t *a, store_txn_t *t, const char *subject, uint64_
         size_t n;
         uint64_t vrev;
         int gone, hit = 0;
-        frag_use_t u = {0, NULL};
-        if (kind != AUTHZ_ENT_SUBJECT && ver_known(a, t, snap, kind, id, rev, &vrev, &gone)) {
+        asof_frag_use_t u = {0, NULL};
+        if (kind != AUTHZ_ENT_SUBJECT &&
+            asof_cache_version(a->cache, t, snap, kind, id, rev, &vrev, &gone)) {
             if (!vrev || gone) { /* it did not exist then: nothing to read */
                 rc = authz_slice_give_json(s, NULL, err);
                 continue;
             }
-            hit = frag_cached(a, kind, id, vrev, &u);
+            hit = asof_cache_frag_get(a->cache, kind, id, vrev, &u);
         }
         if (!hit && (rc = history_ent_at(t, kind, id, rev, &text, &n, &vrev)) != 0) {
             rc = cdn_err_set(err, rc, "the permission history does not read");
@@ -524,7 +334,7 @@ static int subject_model(asof_t *a, store_txn_t *t, const char *subject, uint64_
             }
             uses = p;
         }
-        if (text && (rc = frag_parsed(a, kind, id, vrev, text, n, &u, err)) != 0)
+        if (text && (rc = asof_cache_frag_parse(a->cache, kind, id, vrev, text, n, &u, err)) != 0)
             break;
         if (hit || text)
             uses[nuses++] = u;
@@ -534,7 +344,7 @@ static int subject_model(asof_t *a, store_txn_t *t, const char *subject, uint64_
     if (rc == CDN_OK)
         rc = authz_slice_model(s, &ref->m, err);
     authz_slice_free(s);
-    frag_unuse(a, uses, nuses);
+    asof_cache_frag_release(a->cache, uses, nuses);
     cdn_free(uses);
     /* Validity windows are judged at the moment asked, or the revision's own. */
     if (rc == CDN_OK && authz_model_has_windows(ref->m)) {

@@ -1,7 +1,8 @@
 """Questions about the past over the wire: /v1/asof/check and /v1/asof/readable by revision
 and by time, /v1/explain and /api/auth/is-authorized with `revision` or `as_of`, and
-/v1/audit/verify, which replays the audit's records against the permission history. Every
-answer is checked against the test's own record of who could read what at each revision."""
+/v1/audit/verify, which replays the audit's records against the permission history, also across
+an index deleted and created again. Every answer is checked against the test's own record of
+who could read what at each revision."""
 import datetime
 import os
 import subprocess
@@ -99,6 +100,42 @@ def test_the_audit_replays_clean(server):
     assert v["records"] == answered and answered >= 25 and v["hits"] > 0
     assert v["unreadable"] == 0 and v["unjudged"] == 0 and v["problems"] == []
     assert docs
+
+
+def test_a_deleted_index_answers_for_the_revisions_it_lived(server):
+    """An index deleted and created again under its name: questions about the first one's
+    revisions read its chunks, those after read the new one's, and the audit's records of
+    searches in both replay clean."""
+    docs = load(server)
+    alice = server.key_for("alice")[2]
+    st, _, b = server.request("POST", "/kb/_search", {"query": {"match": {"text": "alpha"}}},
+                              key=alice)
+    assert st == 200 and b["hits"]["hits"], b
+    r0 = revision(server)
+    mine = sorted(readable(docs, "alice"))
+    assert mine
+    st, _, b = server.request("DELETE", "/kb")
+    assert st == 200, b
+    r1 = revision(server)
+    st, _, b = server.request("PUT", "/kb", {"mappings": {"properties": {"text": {"type": "text"}}}})
+    assert st == 200, b
+    line = {"text": "alpha", "allowed_groups": ["hr"]}  # the same id, another chunk: hr's
+    st, _, b = server.request("PUT", "/kb/_doc/" + mine[0], line)
+    assert st in (200, 201), b
+    r2 = revision(server)
+    st, _, b = server.request("POST", "/kb/_search", {"query": {"match": {"text": "alpha"}}},
+                              key=alice)
+    assert st == 200 and not b["hits"]["hits"], b  # alice is not in hr
+    for rev, want in ((r0, "READABLE"), (r1, "CHUNK_NOT_FOUND"), (r2, "NO_MATCHING_PRINCIPAL")):
+        st, _, a = server.request("POST", "/v1/asof/check", {
+            "collection": "kb", "subject": "alice", "chunk": mine[0], "revision": rev})
+        assert st == 200 and a["reason"] == want, (rev, a)
+    st, _, b = server.request("POST", "/v1/asof/readable",
+                              {"collection": "kb", "subject": "alice", "revision": r0})
+    assert st == 200 and sorted(b["ids"]) == mine, b
+    st, _, v = server.request("GET", "/v1/audit/verify?collection=kb")
+    assert st == 200 and v["records"] == 2 and v["hits"] > 0, v
+    assert v["unreadable"] == 0 and v["unjudged"] == 0, v["problems"][:5]
 
 
 def test_bad_questions_and_who_may_ask(server):

@@ -104,6 +104,7 @@ typedef enum cordon_metric {
 #define CORDON_ID_MAX 500         /* chunk ids: 1..500 bytes of UTF-8 without controls */
 #define CORDON_TEXT_FIELDS_MAX 16 /* text fields per collection */
 #define CORDON_DIM_MAX 4096       /* vector dimension */
+#define CORDON_CODES_MIN_DIM 128  /* smallest dimension given codes by default (int8_scan 0) */
 
 typedef struct cordon_collection_spec {
     const char *name;
@@ -131,8 +132,12 @@ typedef struct cordon_collection_spec {
      * trusted caller whose groups live in its own identity provider. 0 (the default): only
      * subjects of the permission model (cordon_subject.subject_id) may search. */
     int asserted_principals;
-    /* 1: keep 8-bit codes of the vectors (about dim + 8 bytes a row more memory) so that exact
-     * scans of large readable sets read a quarter of the bytes; results stay exact. */
+    /* 8-bit and 1-bit codes of the vectors (dim + 64 bytes a row at 384-d, kept in memory):
+     * exact scans read a quarter of the bytes and return the same results, graph traversals
+     * rank on the codes and re-score their best candidates in float, and the float rows stay
+     * in the vector file, read only for those re-scores. 0 (the default): codes when the
+     * dimension is at least CORDON_CODES_MIN_DIM, where they pay; 1: always; -1: never (float
+     * rows only, all of them paged in at open). */
     int int8_scan;
     /* BM25 statistics (document count, document frequencies, average field length). 0 (the
      * default): computed over the chunks the searching subject may read, so chunks it cannot
@@ -186,7 +191,7 @@ typedef struct cordon_collection_info {
     /* Settings, as created (cordon_collection_spec; defaults filled in). */
     char analyzer[40];
     int asserted_principals;
-    int int8_scan;
+    int int8_scan; /* 1: the collection keeps codes (the spec's 0 resolved at creation) */
     int bm25_global_stats;
     uint32_t hnsw_m;
     uint32_t hnsw_ef_construction;

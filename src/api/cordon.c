@@ -137,7 +137,9 @@ int cordon_collection_create(cordon_t *db, const cordon_collection_spec *s, cord
     NEED(s->bm25_k1 >= 0 && s->bm25_b >= 0 && s->bm25_b <= 1, "bm25_k1 must be >= 0 and bm25_b "
                                                               "between 0 and 1");
     cfg.asserted = s->asserted_principals != 0;
-    cfg.int8_scan = s->int8_scan != 0 && s->dim > 0;
+    NEED(s->int8_scan >= -1 && s->int8_scan <= 1, "int8_scan must be 0 (automatic), 1 or -1");
+    cfg.int8_scan =
+        s->dim > 0 && (s->int8_scan > 0 || (s->int8_scan == 0 && s->dim >= CORDON_CODES_MIN_DIM));
     cfg.bm25_global = s->bm25_global_stats != 0;
     cfg.k1 = s->bm25_k1;
     cfg.b = s->bm25_b;

@@ -28,8 +28,10 @@ static const char usage[] =
     "  --analyzer A            standard (default), english, english:snowball, whitespace, keyword\n"
     "  --asserted-principals   let searches present principals (cordon search --as) instead of\n"
     "                          only subjects of the permission model\n"
-    "  --int8-scan             keep 8-bit codes so exact scans of large readable sets run\n"
-    "                          faster (results stay exact; about dim + 8 bytes a row)\n"
+    "  --int8-scan             keep 8-bit and 1-bit codes of the vectors whatever the\n"
+    "                          dimension (the default from 128 dimensions up: exact scans\n"
+    "                          read a quarter of the bytes, the float rows stay on disk)\n"
+    "  --no-int8-scan          keep float rows only, all of them in memory\n"
     "  --bm25-global-stats     BM25 statistics over every chunk (Elasticsearch's scores; for\n"
     "                          single-tenant data) instead of each subject's readable chunks\n"
     "  --dim N                 vector dimension (default: the --vectors file's, else the\n"
@@ -169,6 +171,7 @@ int cli_load(int argc, char **argv)
                                          {"analyzer", 1, 0, 'A'},
                                          {"asserted-principals", 0, 0, 'P'},
                                          {"int8-scan", 0, 0, 'I'},
+                                         {"no-int8-scan", 0, 0, 'i'},
                                          {"bm25-global-stats", 0, 0, 'G'},
                                          {"keyword", 1, 0, 'K'},
                                          {"number", 1, 0, 'N'},
@@ -214,6 +217,7 @@ int cli_load(int argc, char **argv)
         case 'A': spec.analyzer = optarg; break;
         case 'P': spec.asserted_principals = 1; break;
         case 'I': spec.int8_scan = 1; break;
+        case 'i': spec.int8_scan = -1; break;
         case 'G': spec.bm25_global_stats = 1; break;
         case 'K':
         case 'N':

@@ -390,7 +390,11 @@ static int vector_spec(spec_build_t *b, cordon_collection_spec *s)
     if (json_integer_value(json_object_get(io, "ef_construction")) > 0)
         s->hnsw_ef_construction =
             (uint32_t)json_integer_value(json_object_get(io, "ef_construction"));
-    s->int8_scan = type && (strstr(type, "int8") || strstr(type, "int4") || strstr(type, "bbq"));
+    /* Quantized types ask for codes; "hnsw" and "flat" for float rows only; no type leaves the
+     * choice to cordon (codes from CORDON_CODES_MIN_DIM dimensions up), as Elasticsearch
+     * quantizes by default. */
+    if (type)
+        s->int8_scan = strstr(type, "int8") || strstr(type, "int4") || strstr(type, "bbq") ? 1 : -1;
     return 0;
 }
 

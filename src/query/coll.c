@@ -260,6 +260,16 @@ int coll_load(const char *dir, store_txn_t *t, const coll_config_t *cfg, coll_t 
     return CDN_OK;
 }
 
+void coll_map_rows(coll_t *c)
+{
+    if (!c->vf)
+        return;
+    if (coll_codes(c))
+        vecfile_release(c->vf, c->next_row);
+    else
+        vecfile_prefault(c->vf, c->next_row);
+}
+
 void coll_ref(coll_t *c)
 {
     atomic_fetch_add(&c->refs, 1);

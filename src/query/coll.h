@@ -126,6 +126,10 @@ static inline const quant_t *coll_codes(const coll_t *c)
 {
     return c->quant && quant_is_trained(c->quant) ? c->quant : NULL;
 }
+/* At the end of an open: collections that search on their codes leave their float rows in the
+ * file (vecfile_release: read only to re-score, they need not be resident), the others map
+ * every row now (vecfile_prefault), as their scans read them all. */
+void coll_map_rows(coll_t *c);
 /* Writes the graph checkpoint if it changed; called at close. When the collection holds
  * COLL_CALIB_MIN_ROWS live rows (and a quarter more than at the last measurement), also
  * measures recall at a ladder of ef values (hnsw_calibrate) and records the smallest reaching

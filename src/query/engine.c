@@ -280,7 +280,7 @@ int engine_open(const char *dir, uint64_t map_size, int must_exist, engine_t **o
     }
     /* The load's scans are done: hand their database pages back, and the heap pages the load
      * freed (grown arrays' old copies, the codes' and graph's read buffers), then map the
-     * vector rows searches will read (in that order, so the two are never resident at once). */
+     * float rows searches will read (in that order, so the two are never resident at once). */
     store_release_pages(e->store);
     /* From now on each model change moves the revision as it is installed (replay, above, ran
      * at the stored revision). */
@@ -289,8 +289,7 @@ int engine_open(const char *dir, uint64_t map_size, int must_exist, engine_t **o
     malloc_trim(0);
 #endif
     for (size_t i = 0; i < e->ncolls; i++)
-        if (e->colls[i]->vf)
-            vecfile_prefault(e->colls[i]->vf, e->colls[i]->next_row);
+        coll_map_rows(e->colls[i]);
     *out = e;
     return CDN_OK;
 }

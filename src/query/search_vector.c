@@ -10,12 +10,6 @@
 #include <stdio.h>
 #include <string.h>
 
-/* Below this many rows the float scan is as fast as the 8-bit one. `cordon bench quant` at 1M
- * x 384 (codes on huge pages): 1,037 rows 0.091 -> 0.049 ms, 2,028 rows (200k) 0.182 -> 0.068;
- * 181 rows 0.004 against 0.010 ms. Each subject's rows are usually cold in cache (every query
- * of `bench permissions` holds another team), where the scan reads a quarter of the bytes. */
-#define SEARCH_QUANT_MIN_ROWS 512
-
 /* Unfiltered traversal: fetch a pool, keep readable hits, widen while too few survive. */
 static int run_unfiltered(coll_t *c, const vec_view_t *v, const float *query,
                           const roaring_bitmap_t *allowed, size_t k, plan_t *p, topk_hit_t *hits,
@@ -48,9 +42,13 @@ static int run_exact(coll_t *c, const vec_view_t *v, const float *query,
                      const roaring_bitmap_t *allowed, size_t k, topk_hit_t *hits, size_t *nhits,
                      search_result_t *out)
 {
-    uint64_t scanned = 0, n = roaring_bitmap_get_cardinality(allowed);
+    uint64_t scanned = 0;
     int rc;
-    if (c->quant && quant_is_trained(c->quant) && n >= SEARCH_QUANT_MIN_ROWS) {
+    /* Whatever the number of rows: a collection with codes keeps its float rows in the file
+     * (coll_map_rows), and a float scan would read each allowed row from there. Warm, below
+     * about 500 rows the float scan is a few microseconds faster (`cordon bench quant` at 1M x
+     * 384: 181 rows 0.004 against 0.010 ms; 1,037 rows 0.091 against 0.049). */
+    if (coll_codes(c)) {
         quant_stats_t st = {0};
         rc = quant_exact_search(c->quant, v, c->cfg.metric, query, allowed, k, hits, nhits, &st);
         scanned = st.scanned;

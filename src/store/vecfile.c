@@ -145,11 +145,26 @@ size_t vecfile_stride(const vecfile_t *vf)
     return vf->stride;
 }
 
-void vecfile_prefault(vecfile_t *vf, uint32_t rows)
+/* Bytes of the mapping up to the end of row rows-1, in whole pages. */
+static size_t mapped_bytes(const vecfile_t *vf, uint32_t rows)
 {
     size_t page = (size_t)sysconf(_SC_PAGESIZE);
     size_t bytes = VECFILE_HEADER + (size_t)rows * vf->stride * sizeof(float);
-    bytes = (bytes + page - 1) / page * page;
+    return (bytes + page - 1) / page * page;
+}
+
+void vecfile_prefault(vecfile_t *vf, uint32_t rows)
+{
+    if (rows) /* older kernels: faults on demand */
+        (void)madvise(vf->map, mapped_bytes(vf, rows), MADV_POPULATE_READ);
+}
+
+void vecfile_release(vecfile_t *vf, uint32_t rows)
+{
+    /* Past the rows too: the whole reserved range, so that rows appended later are read
+     * without read-ahead as well. MADV_DONTNEED on a shared file mapping drops this process's
+     * page table entries only; the data stays in the file and the page cache. */
+    (void)madvise(vf->map, VECFILE_MAX_BYTES, MADV_RANDOM);
     if (rows)
-        (void)madvise(vf->map, bytes, MADV_POPULATE_READ); /* older kernels: faults on demand */
+        (void)madvise(vf->map, mapped_bytes(vf, rows), MADV_DONTNEED);
 }

@@ -37,5 +37,10 @@ size_t vecfile_stride(const vecfile_t *vf);
  * (1M x 384 after a reopen: the first 0.1%-readable queries 0.45 -> 1.1 ms without it). Best
  * effort: kernels without it leave the rows to fault in on demand. */
 void vecfile_prefault(vecfile_t *vf, uint32_t rows);
+/* The opposite, for rows read only now and then (collections that search on codes and read a
+ * float row only to re-score it): unmaps rows 0..rows-1 from this process (they stay in the
+ * page cache while the kernel has room) and asks for no read-ahead, so a row read later brings
+ * in its own pages, not its neighbours'. Best effort. */
+void vecfile_release(vecfile_t *vf, uint32_t rows);
 
 #endif

@@ -21,6 +21,18 @@ def test_create_infers_the_dimension_from_the_first_vector(cordon, data, tmp_pat
     assert [h["id"] for h in r["hits"]] == ["b"]
 
 
+def test_codes_by_default_from_128_dimensions_and_on_request(cordon, tmp_path):
+    for dim, flags, codes in ((128, (), True), (127, (), False), (128, ("--no-int8-scan",), False),
+                              (3, ("--int8-scan",), True)):
+        data = str(tmp_path / ("d%d%s" % (dim, "".join(flags))))
+        lines = [dict(c, vector=[float((i + j) % 5) + 0.5 for j in range(dim)])
+                 for i, c in enumerate(CHUNKS)]
+        create_plain(cordon, data, write_lines(tmp_path, lines), *flags)
+        info = json.loads(cordon("info", "--data", data, "--collection", "docs", "--json",
+                                 check=0).stdout)
+        assert info["dim"] == dim and info["int8_scan"] is codes, (dim, flags, info)
+
+
 META = [{"id": "m%d" % i, "title": "report %d" % i, "text": "quarterly numbers",
          "allowed": ["group:all"],
          "metadata": {"dept": "hr" if i % 2 else "it", "year": 2000 + i, "public": i % 3 == 0,

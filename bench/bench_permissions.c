@@ -30,7 +30,8 @@ typedef struct perm_run {
     perm_world_t w;
     cordon_t *db;
     char dir[256];
-    double load_s, reopen_s, rss_mb, engine_rss_open_mb, engine_rss_end_mb;
+    double load_s, reopen_s, rss_mb, engine_rss_open_mb, engine_rss_end_mb, file_open_mb;
+    perm_cold_t cold;
     int reused; /* the --data directory already held the corpus */
     size_t failures;
     double *lat;
@@ -42,7 +43,8 @@ static void usage(FILE *f)
         f,
         "usage: cordon bench permissions [--corpus DIR|fashion-mnist|generated] [--size N]\n"
         "           [--dim D] [--generator topics|isotropic] [--queries Q] [--seed S] [--m M]\n"
-        "           [--efc EF] [--ef EF] [--max-candidates N] [--exact-floats N] [--int8-scan]\n"
+        "           [--efc EF] [--ef EF] [--max-candidates N] [--exact-floats N]\n"
+        "           [--int8-scan|--no-int8-scan] [--cold] [--warmup]"
         "           [--data DIR] [--keep]"
         " [--strategy auto,prefilter,...] [--dump DIR] [--format table|json]\n"
         "           [--json-out FILE] [--selftest]\n"
@@ -60,6 +62,11 @@ static void usage(FILE *f)
         "  (default) is shaped like text embeddings, isotropic is a harder stress case.\n"
         "  --data DIR: the engine's directory (default: a temporary one, removed unless --keep);\n"
         "  a DIR that already holds the same corpus is reused without loading.\n"
+        "  --int8-scan / --no-int8-scan: codes always / never (default: from 128 dimensions).\n"
+        "  --cold: drop the data directory from the page cache before the reopen (as after a\n"
+        "  restart) and time the first searches, one row per share, apart.\n"
+        "  --warmup: run every row once before the measured pass (the steady state of a\n"
+        "  long-running process: float rows it re-scores already mapped).\n"
         "  --json-out FILE: also write the JSON object to FILE (with the table on stdout).\n"
         "  --dump DIR writes vectors, teams, subjects and ground truth for bench/peers/peers.py.\n"
         "  --selftest: generated 3000 x 16, 40 queries, low exact threshold; also fails if\n"
@@ -75,6 +82,12 @@ static int parse_flag(const char *a, perm_opts_t *o)
         o->keep = 1;
     else if (!strcmp(a, "--int8-scan"))
         o->int8_scan = 1;
+    else if (!strcmp(a, "--no-int8-scan"))
+        o->int8_scan = -1;
+    else if (!strcmp(a, "--cold"))
+        o->cold = 1;
+    else if (!strcmp(a, "--warmup"))
+        o->warmup = 1;
     else
         return 0;
     return 1;
@@ -310,12 +323,17 @@ static int load_engine(perm_run_t *r)
     if (rc == CORDON_OK) {
         cordon_close(r->db);
         r->db = NULL;
+        if (o->cold) {
+            perm_evict_dir(r->dir, &r->cold.cached_mb, &r->cold.left_mb);
+            r->cold.ran = 1;
+        }
         t0 = cdn_clock_ns();
         rc = cordon_open(r->dir, &opts, &r->db, &e);
         r->reopen_s = (double)(cdn_clock_ns() - t0) / 1e9;
     }
     r->rss_mb = bench_rss_mb();
     r->engine_rss_open_mb = engine_rss(r);
+    r->file_open_mb = bench_status_mb("RssFile");
     if (rc)
         fprintf(stderr, "cordon bench permissions: loading failed: %s (%s)\n",
                 e.message[0] ? e.message : "", cordon_strerror(rc));
@@ -477,6 +495,20 @@ static int run_all(perm_run_t *r, perm_row_t *rows, size_t *n)
     return rc;
 }
 
+/* The rows of a cold start (--cold), before anything else searches: auto, random layout, the
+ * whole collection readable first, then the shares from the smallest. */
+static int run_cold(perm_run_t *r)
+{
+    static const int order[PERM_SHARES] = {4, 0, 1, 2, 3};
+    int rc = CORDON_OK;
+    for (int i = 0; r->cold.ran && i < PERM_SHARES && rc == CORDON_OK; i++) {
+        perm_row_t *row = &r->cold.rows[i];
+        *row = (perm_row_t){.layout = PERM_RANDOM, .share = order[i], .strat = PERM_AUTO};
+        rc = run_row(r, row);
+    }
+    return rc;
+}
+
 static int prepare(perm_run_t *r)
 {
     cdn_err_t err = {0};
@@ -534,7 +566,9 @@ int bench_permissions_main(int argc, char **argv)
     }
     if (prepare(&r) == CDN_OK && load_engine(&r) == CORDON_OK &&
         (rows = cdn_calloc(PERM_LAYOUTS * PERM_SHARES * PERM_STRATS, sizeof *rows)) &&
-        (r.lat = cdn_calloc(r.w.c.nq, sizeof *r.lat)) && run_all(&r, rows, &n) == CORDON_OK &&
+        (r.lat = cdn_calloc(r.w.c.nq, sizeof *r.lat)) && run_cold(&r) == CORDON_OK &&
+        (!r.w.o.warmup || run_all(&r, rows, &n) == CORDON_OK) &&
+        run_all(&r, rows, &n) == CORDON_OK &&
         (r.w.o.selftest || perm_sweep_unfiltered(&r.w, r.db, PERM_ALL, sweep, &n_sweep) == 0)) {
         perm_report_t rep = {rows,
                              n,
@@ -544,7 +578,10 @@ int bench_permissions_main(int argc, char **argv)
                              r.reopen_s,
                              r.rss_mb,
                              r.engine_rss_open_mb,
-                             engine_rss(&r)};
+                             engine_rss(&r),
+                             r.file_open_mb,
+                             bench_status_mb("RssFile"),
+                             &r.cold};
         if (r.w.o.selftest)
             selftest_recall(&r, rows, n);
         perm_print(&r.w, &rep);

@@ -52,7 +52,9 @@ typedef struct perm_opts {
     size_t max_candidates;
     unsigned strat_mask; /* bit i: measure perm_strat_names[i] */
     int json, selftest, keep, progress;
-    int int8_scan;        /* create the collection with 8-bit codes for exact scans */
+    int int8_scan;        /* cordon_collection_spec.int8_scan: 0 automatic, 1 always, -1 never */
+    int cold;             /* drop the data directory from the page cache before the reopen */
+    int warmup;           /* run every row once untimed before the measured pass */
     bench_gen_kind_t gen; /* generator of --corpus generated */
 } perm_opts_t;
 
@@ -134,6 +136,18 @@ typedef struct perm_sweep {
 int perm_sweep_unfiltered(const perm_world_t *w, cordon_t *db, const char *all, perm_sweep_t *out,
                           size_t *n);
 
+/* perm_cold.c: drops every file under dir from the page cache (those the engine has mapped
+ * and touched stay); *before_mb and *after_mb are the cached bytes found before and left. */
+void perm_evict_dir(const char *dir, double *before_mb, double *after_mb);
+
+/* The first searches after a cold reopen: one row per share of the random layout, strategy
+ * auto, 100% first. */
+typedef struct perm_cold {
+    int ran;
+    double cached_mb, left_mb; /* the directory in the page cache before and after the drop */
+    perm_row_t rows[PERM_SHARES];
+} perm_cold_t;
+
 /* perm_out.c */
 int perm_dump(const perm_world_t *w, const char *dir, cdn_err_t *err);
 /* Results of one run, for printing. load_s < 0: the data directory was reused. */
@@ -143,8 +157,10 @@ typedef struct perm_report {
     const perm_sweep_t *sweep;
     size_t n_sweep;
     double load_s, reopen_s, rss_mb;
-    /* Resident memory without the benchmark's own arrays, after the reopen and at the end. */
-    double engine_rss_open_mb, engine_rss_end_mb;
+    /* Resident memory without the benchmark's own arrays, after the reopen and at the end,
+     * and how much of it is file pages (float rows mapped from the page cache). */
+    double engine_rss_open_mb, engine_rss_end_mb, file_open_mb, file_end_mb;
+    const perm_cold_t *cold;
 } perm_report_t;
 
 /* Prints the table (or JSON with --format json) to stdout, and JSON to o.json_out if set. */

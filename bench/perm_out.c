@@ -11,22 +11,8 @@
 const char *const perm_plan_names[PERM_PLANS] = {
     "exact", "hnsw-filtered", "hnsw-unfiltered", "hnsw+exact", "exact-far", "scan-1bit", "other"};
 
-static void print_table(const perm_world_t *w, const perm_report_t *rep)
+static void print_rows(const perm_row_t *rows, size_t n)
 {
-    const perm_row_t *rows = rep->rows;
-    size_t n = rep->n;
-    double load_s = rep->load_s, reopen_s = rep->reopen_s, rss_mb = rep->rss_mb;
-    printf("permissions benchmark: %s, %zu x %u (%s), %zu queries, k=%d\n", w->c.name, w->c.n,
-           w->c.dim, w->c.metric == CORDON_METRIC_L2 ? "l2" : "cosine", w->c.nq, PERM_K);
-    if (load_s < 0)
-        printf("reused the loaded data directory, reopen %.2f s, RSS %.0f MB\n", reopen_s, rss_mb);
-    else
-        printf("load %.1f s (cordon_put in batches of 10,000, HNSW built), reopen %.2f s, "
-               "RSS %.0f MB\n",
-               load_s, reopen_s, rss_mb);
-    printf("engine RSS (the benchmark's own corpus, truth and subjects left out): %.0f MB after "
-           "the reopen, %.0f MB after every query\n\n",
-           rep->engine_rss_open_mb, rep->engine_rss_end_mb);
     printf("%-10s %7s %-11s %7s %6s %8s %8s %8s %10s  %s\n", "layout", "share", "strategy",
            "recall", "leaks", "complete", "p50 ms", "p95 ms", "candidates", "plans");
     for (size_t i = 0; i < n; i++) {
@@ -43,6 +29,34 @@ static void print_table(const perm_world_t *w, const perm_report_t *rep)
                perm_strat_names[r->strat], r->recall, (unsigned long long)r->leaks,
                r->complete_rate, r->p50_ms, r->p95_ms, r->candidates, plans);
     }
+}
+
+static void print_table(const perm_world_t *w, const perm_report_t *rep)
+{
+    const perm_row_t *rows = rep->rows;
+    size_t n = rep->n;
+    double load_s = rep->load_s, reopen_s = rep->reopen_s, rss_mb = rep->rss_mb;
+    printf("permissions benchmark: %s, %zu x %u (%s), %zu queries, k=%d\n", w->c.name, w->c.n,
+           w->c.dim, w->c.metric == CORDON_METRIC_L2 ? "l2" : "cosine", w->c.nq, PERM_K);
+    if (load_s < 0)
+        printf("reused the loaded data directory, reopen %.2f s, RSS %.0f MB\n", reopen_s, rss_mb);
+    else
+        printf("load %.1f s (cordon_put in batches of 10,000, HNSW built), reopen %.2f s, "
+               "RSS %.0f MB\n",
+               load_s, reopen_s, rss_mb);
+    printf("engine RSS (the benchmark's own corpus, truth and subjects left out): %.0f MB after "
+           "the reopen, %.0f MB after every query; file pages mapped from the page cache %.0f "
+           "and %.0f MB of it\n",
+           rep->engine_rss_open_mb, rep->engine_rss_end_mb, rep->file_open_mb, rep->file_end_mb);
+    if (rep->cold->ran) {
+        printf("cold start: %.0f MB of the data directory dropped from the page cache (%.0f MB "
+               "left); the first searches after the reopen:\n",
+               rep->cold->cached_mb - rep->cold->left_mb, rep->cold->left_mb);
+        print_rows(rep->cold->rows, PERM_SHARES);
+        printf("then:\n");
+    }
+    printf("\n");
+    print_rows(rows, n);
     printf("\nunfiltered (all-seeing subject, plain HNSW traversal, ef swept):\n");
     printf("%6s %7s %9s %8s %8s\n", "ef", "recall", "qps", "p50 ms", "p95 ms");
     for (size_t i = 0; i < rep->n_sweep; i++)
@@ -50,21 +64,9 @@ static void print_table(const perm_world_t *w, const perm_report_t *rep)
                rep->sweep[i].qps, rep->sweep[i].p50_ms, rep->sweep[i].p95_ms);
 }
 
-static void print_json(FILE *f, const perm_world_t *w, const perm_report_t *rep)
+/* The rows as JSON objects, comma-separated. */
+static void json_rows(FILE *f, const perm_world_t *w, const perm_row_t *rows, size_t n)
 {
-    const perm_row_t *rows = rep->rows;
-    size_t n = rep->n;
-    double load_s = rep->load_s, reopen_s = rep->reopen_s, rss_mb = rep->rss_mb;
-    fprintf(f,
-            "{\"bench\":\"permissions\",\"corpus\":\"%s\",\"size\":%zu,\"dim\":%u,"
-            "\"metric\":\"%s\",\"queries\":%zu,\"k\":%d,\"seed\":%llu,\"m\":%u,\"efc\":%u,"
-            "\"ef\":%u,\"max_candidates\":%zu,\"exact_floats\":%llu,\"load_s\":%.3f,"
-            "\"reused\":%s,\"reopen_s\":%.3f,\"rss_mb\":%.1f,\"engine_rss_open_mb\":%.1f,"
-            "\"engine_rss_end_mb\":%.1f,\"rows\":[",
-            w->c.name, w->c.n, w->c.dim, w->c.metric == CORDON_METRIC_L2 ? "l2" : "cosine", w->c.nq,
-            PERM_K, (unsigned long long)w->o.seed, w->o.m, w->o.efc, w->o.ef, w->o.max_candidates,
-            (unsigned long long)w->o.exact_floats, load_s, load_s < 0 ? "true" : "false", reopen_s,
-            rss_mb, rep->engine_rss_open_mb, rep->engine_rss_end_mb);
     for (size_t i = 0; i < n; i++) {
         const perm_row_t *r = &rows[i];
         fprintf(f,
@@ -83,6 +85,31 @@ static void print_json(FILE *f, const perm_world_t *w, const perm_report_t *rep)
                 first = 0;
             }
         fprintf(f, "}}");
+    }
+}
+
+static void print_json(FILE *f, const perm_world_t *w, const perm_report_t *rep)
+{
+    const perm_row_t *rows = rep->rows;
+    size_t n = rep->n;
+    double load_s = rep->load_s, reopen_s = rep->reopen_s, rss_mb = rep->rss_mb;
+    fprintf(f,
+            "{\"bench\":\"permissions\",\"corpus\":\"%s\",\"size\":%zu,\"dim\":%u,"
+            "\"metric\":\"%s\",\"queries\":%zu,\"k\":%d,\"seed\":%llu,\"m\":%u,\"efc\":%u,"
+            "\"ef\":%u,\"max_candidates\":%zu,\"exact_floats\":%llu,\"load_s\":%.3f,"
+            "\"reused\":%s,\"reopen_s\":%.3f,\"rss_mb\":%.1f,\"engine_rss_open_mb\":%.1f,"
+            "\"engine_rss_end_mb\":%.1f,\"engine_file_open_mb\":%.1f,"
+            "\"engine_file_end_mb\":%.1f,\"rows\":[",
+            w->c.name, w->c.n, w->c.dim, w->c.metric == CORDON_METRIC_L2 ? "l2" : "cosine", w->c.nq,
+            PERM_K, (unsigned long long)w->o.seed, w->o.m, w->o.efc, w->o.ef, w->o.max_candidates,
+            (unsigned long long)w->o.exact_floats, load_s, load_s < 0 ? "true" : "false", reopen_s,
+            rss_mb, rep->engine_rss_open_mb, rep->engine_rss_end_mb, rep->file_open_mb,
+            rep->file_end_mb);
+    json_rows(f, w, rows, n);
+    if (rep->cold->ran) {
+        fprintf(f, "],\"cold_cache_dropped_mb\":%.1f,\"cold\":[",
+                rep->cold->cached_mb - rep->cold->left_mb);
+        json_rows(f, w, rep->cold->rows, PERM_SHARES);
     }
     fprintf(f, "],\"unfiltered\":[");
     for (size_t i = 0; i < rep->n_sweep; i++)

@@ -138,7 +138,7 @@ void coll_map_rows(coll_t *c);
  * ef_search to cordon (cfg.hnsw_ef 0); the distance serves the planner's far-set probe. */
 int coll_graph_save(const char *dir, coll_t *c, cdn_err_t *err);
 #define COLL_CALIB_MIN_ROWS 20000
-#define COLL_CALIB_TARGET 0.98
+#define COLL_CALIB_TARGET 0.99
 #define COLL_CALIB_QUERIES 64
 
 /* The search breadth a query without its own ef uses: the collection's, else the calibrated

@@ -110,7 +110,13 @@ $(BUILD)/tests/fuzz/%: tests/fuzz/%.c $(BUILD)/libcordon-http.a $(BUILD)/libcord
 	$(CC) $(CFLAGS) -o $@ $< $(BUILD)/libcordon-http.a $(BUILD)/libcordon.a $(HTTP_LDLIBS) \
 	  $(LDLIBS) $(LDFLAGS)
 
-unit: $(TEST_BIN) $(BUILD)/cordon $(BUILD)/cordon-bench
+# A FUSE file system whose syncs fail on demand, for the wire test of failing fsyncs.
+FAULTFS := $(BUILD)/tests/faultfs/faultfs
+$(FAULTFS): tests/faultfs/faultfs.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $$(pkg-config --cflags fuse3) -o $@ $< $$(pkg-config --libs fuse3) $(LDFLAGS)
+
+unit: $(TEST_BIN) $(BUILD)/cordon $(BUILD)/cordon-bench $(FAULTFS)
 
 # Runs every unit test binary of this MODE; prints one closing line with the counts.
 check-unit: unit

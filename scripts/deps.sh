@@ -7,7 +7,8 @@ set -euo pipefail
 pkgs=(build-essential pkg-config liblmdb-dev libroaring-dev libmicrohttpd-dev libstemmer-dev
       libxxhash-dev libjansson-dev libcmocka-dev libutf8proc-dev libsqlite3-dev
       python3 python3-pytest python3-requests clang libclang-rt-14-dev clang-format
-      libssl-dev libcurl4-openssl-dev python3-elasticsearch prometheus openssl)
+      libssl-dev libcurl4-openssl-dev python3-elasticsearch prometheus openssl
+      libfuse3-dev fuse3)
 # Node.js runs the Node client's tests: Debian's nodejs and npm only where no node is installed
 # (a machine may carry another build of node, which includes its own npm).
 command -v node >/dev/null 2>&1 && command -v npm >/dev/null 2>&1 || pkgs+=(nodejs npm)

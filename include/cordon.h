@@ -92,6 +92,11 @@ void cordon_close(cordon_t *db);
 
 /* The revision: a counter bumped by every acknowledged write. */
 uint64_t cordon_revision(cordon_t *db);
+/* Whether the handle can still serve: CORDON_OK, or CORDON_ERR_IO with a message naming what
+ * failed closed and needs cordon_close and cordon_open: the database after a failed sync of
+ * its meta page, the permission model after a failed commit, a collection after a write it
+ * could not apply in memory. Reads its state only; a few microseconds. */
+int cordon_check(cordon_t *db, cordon_error *err);
 
 /* ---- Collections. ---- */
 typedef enum cordon_metric {

@@ -73,6 +73,13 @@ uint64_t cordon_revision(cordon_t *db)
     return atomic_load(&db->e->revision);
 }
 
+int cordon_check(cordon_t *db, cordon_error *err)
+{
+    cdn_err_t e = {0, ""};
+    NEED(db, "cordon_check needs a handle");
+    return api_ret(engine_check(db->e, &e), &e, err);
+}
+
 /* attrs: NULL, or a JSON object of at most CORDON_ATTRS_MAX bytes. */
 static int attrs_check(const char *attrs, cdn_err_t *e)
 {

@@ -23,9 +23,16 @@ static int need_admin(const http_req_t *req, http_resp_t *resp, const char *acti
 void es_cordon_health(http_ctx_t *ctx, http_req_t *req, http_resp_t *resp)
 {
     (void)req;
-    es_reply(resp, atomic_load(&ctx->stopping) ? 503 : 200,
-             json_pack("{s:s, s:I}", "status", atomic_load(&ctx->stopping) ? "stopping" : "ok",
-                       "revision", (json_int_t)cordon_revision(ctx->db)));
+    cordon_error err = {0};
+    json_int_t rev = (json_int_t)cordon_revision(ctx->db);
+    if (atomic_load(&ctx->stopping))
+        es_reply(resp, 503, json_pack("{s:s, s:I}", "status", "stopping", "revision", rev));
+    else if (cordon_check(ctx->db, &err) != CORDON_OK)
+        es_reply(resp, 503,
+                 json_pack("{s:s, s:s, s:I}", "status", "failed", "reason", err.message, "revision",
+                           rev));
+    else
+        es_reply(resp, 200, json_pack("{s:s, s:I}", "status", "ok", "revision", rev));
 }
 
 void es_authenticate(http_ctx_t *ctx, http_req_t *req, http_resp_t *resp)

@@ -48,7 +48,8 @@ void es_cluster_health(http_ctx_t *ctx, http_req_t *req, http_resp_t *resp)
     es_reply(resp, 200,
              json_pack("{s:s, s:s, s:b, s:i, s:i, s:I, s:I, s:i, s:i, s:i, s:i, s:i, s:i, s:i, "
                        "s:f}",
-                       "cluster_name", "cordon", "status", "green", "timed_out", 0,
+                       "cluster_name", "cordon", "status",
+                       cordon_check(ctx->db, NULL) == CORDON_OK ? "green" : "red", "timed_out", 0,
                        "number_of_nodes", 1, "number_of_data_nodes", 1, "active_primary_shards",
                        (json_int_t)shown, "active_shards", (json_int_t)shown, "relocating_shards",
                        0, "initializing_shards", 0, "unassigned_shards", 0,

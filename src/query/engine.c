@@ -294,6 +294,24 @@ int engine_open(const char *dir, uint64_t map_size, int must_exist, engine_t **o
     return CDN_OK;
 }
 
+int engine_check(engine_t *e, cdn_err_t *err)
+{
+    int rc = store_check(e->store, err);
+    if (rc == CDN_OK && atomic_load(&e->model_broken))
+        rc = cdn_err_set(err, CDN_ERR_IO,
+                         "the permission model failed closed after a failed commit: reopen the "
+                         "data directory");
+    pthread_rwlock_rdlock(&e->meta_lock);
+    for (size_t i = 0; rc == CDN_OK && i < e->ncolls; i++)
+        if (atomic_load(&e->colls[i]->broken))
+            rc = cdn_err_set(err, CDN_ERR_IO,
+                             "collection \"%s\" failed closed after a write it could not apply "
+                             "in memory: reopen the data directory",
+                             e->colls[i]->cfg.name);
+    pthread_rwlock_unlock(&e->meta_lock);
+    return rc;
+}
+
 void engine_close(engine_t *e)
 {
     if (!e)

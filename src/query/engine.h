@@ -44,6 +44,10 @@ typedef struct engine {
  * without a database gives CDN_ERR_NOT_FOUND and nothing is created. Free with engine_close. */
 int engine_open(const char *dir, uint64_t map_size, int must_exist, engine_t **out, cdn_err_t *err);
 void engine_close(engine_t *e);
+/* CDN_OK while every part can serve; else CDN_ERR_IO naming the first part that fails closed
+ * until a reopen: the database (store_check), the permission model (a failed model commit), a
+ * collection (its indexes missed a committed write). */
+int engine_check(engine_t *e, cdn_err_t *err);
 
 /* Finds a collection by name and takes a reference (release with coll_unref).
  * CDN_ERR_NOT_FOUND with a message naming it. */

@@ -160,6 +160,21 @@ void store_close(store_t *s)
     cdn_free(s);
 }
 
+int store_check(store_t *s, cdn_err_t *err)
+{
+    MDB_txn *txn;
+    int rc = mdb_txn_begin(s->env, NULL, MDB_RDONLY, &txn);
+    if (rc == MDB_PANIC)
+        return cdn_err_set(err, CDN_ERR_IO,
+                           "the database refuses all use since a write or sync of its meta page "
+                           "failed (%s): reopen the data directory",
+                           mdb_strerror(rc));
+    if (rc)
+        return lmdb_err(err, rc, "cannot start a transaction");
+    mdb_txn_abort(txn);
+    return CDN_OK;
+}
+
 int store_txn_begin(store_t *s, int write, store_txn_t **out, cdn_err_t *err)
 {
     store_txn_t *t = cdn_malloc(sizeof *t);

@@ -44,6 +44,10 @@ int store_exists(const char *dir);
 int store_open_tables(const char *dir, uint64_t map_size, const char *const *names, int ntables,
                       store_t **out, cdn_err_t *err);
 void store_close(store_t *s);
+/* CDN_OK while the database can begin a transaction. CDN_ERR_IO once LMDB refuses all use of
+ * the environment, which it does after it failed to write or sync its meta page (a failed sync
+ * of the disk): only a reopen can tell what reached the disk. */
+int store_check(store_t *s, cdn_err_t *err);
 
 /* Unmaps from this process the pages of the database file that reads have brought in; they stay
  * in the kernel's page cache and come back on the next read at the cost of a minor fault.

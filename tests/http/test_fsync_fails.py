@@ -2,9 +2,11 @@
 a FUSE file system whose fsync and fdatasync return EIO on demand. For each point N, the syncs
 after the N-th from now fail (the vector file's, the database's, the audit's, whichever comes):
 every document of a batch is then refused with 500 and the I/O error, or acknowledged, never
-acknowledged without its syncs. The server is killed (SIGKILL), the syncs heal, and a restart
-finds every acknowledged document and each refused batch whole or absent, never in part; at the
-end the backing directory, opened without FUSE, holds the same. Needs root and /dev/fuse:
+acknowledged without its syncs. The syncs heal: the same process acknowledges the next batch,
+or, once the database's meta page failed to sync, refuses it and says on /_cordon/health (503
+"failed", and a red cluster health) that it needs a restart. Then it is killed (SIGKILL), and a
+restart finds every acknowledged document and each refused batch whole or absent, never in part;
+at the end the backing directory, opened without FUSE, holds the same. Needs root and /dev/fuse:
 without them the test is skipped, and says so."""
 import json
 import os
@@ -129,10 +131,15 @@ def test_failing_syncs_lose_nothing_acknowledged(tmp_path):
             items = bulk(server, ids, n)
             errors = [it["index"] for it in items if it["index"].get("error")]
             assert not errors or len(errors) == BATCH, errors
-            if errors:
+            st, _, health = server.request("GET", "/_cordon/health", key="")
+            cluster = server.request("GET", "/_cluster/health")[2]["status"]
+            if errors:  # the database failed closed: health says so, with the way out
                 refused.append(ids)
+                assert st == 503 and health["status"] == "failed", health
+                assert "reopen" in health["reason"] and cluster == "red", (health, cluster)
             else:
                 acked += ids
+                assert st == 200 and health["status"] == "ok" and cluster == "green", health
             server.proc.kill()
             server.proc.wait()
             server = None

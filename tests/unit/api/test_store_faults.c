@@ -165,7 +165,10 @@ static void test_failed_model_commit_fails_every_model_read_closed(void **state)
     assert_int_equal(cordon_view(f->db, "ann", &p, &n, NULL, &err), CORDON_ERR_INTERNAL);
     assert_int_equal(cordon_model_export(f->db, &doc, &err), CORDON_ERR_INTERNAL);
     assert_int_equal(cordon_explain(f->db, "docs", "ann", "a", &x, &err), CORDON_ERR_INTERNAL);
+    assert_int_equal(cordon_check(f->db, &err), CORDON_ERR_IO); /* and says so */
+    assert_non_null(strstr(err.message, "permission model"));
     api_db_reopen(f->dir, &f->db);
+    assert_int_equal(cordon_check(f->db, &err), CORDON_OK);
     assert_int_equal(cordon_model_export(f->db, &doc, NULL), 0);
     assert_non_null(strstr(doc, "\"ann\""));
     assert_null(strstr(doc, "\"ben\""));

@@ -344,6 +344,10 @@ static void render_gauges(const metrics_gauges_t *g, out_t *o)
     put_family(o, "cordon_process_resident_memory_bytes", "gauge",
                "Resident memory of the server process.");
     put_sample(o, "cordon_process_resident_memory_bytes", NULL, NULL, g->resident_bytes);
+    put_family(o, "cordon_process_resident_file_memory_bytes", "gauge",
+               "Of the resident memory, the pages of files mapped from the page cache (float "
+               "rows read to re-score, database pages), which the kernel may take back.");
+    put_sample(o, "cordon_process_resident_file_memory_bytes", NULL, NULL, g->resident_file_bytes);
     put_family(o, "cordon_http_requests_in_flight", "gauge",
                "HTTP requests being answered, this scrape included.");
     put_sample(o, "cordon_http_requests_in_flight", NULL, NULL, (uint64_t)g->in_flight);
@@ -371,15 +375,17 @@ int metrics_render(metrics_t *m, const metrics_gauges_t *g, cdn_buf_t *b)
     return o.rc;
 }
 
-uint64_t metrics_resident_bytes(void)
+uint64_t metrics_resident_bytes(uint64_t *file)
 {
-    unsigned long long size = 0, resident = 0;
+    unsigned long long size = 0, resident = 0, shared = 0;
     long page = sysconf(_SC_PAGESIZE);
     FILE *f = fopen("/proc/self/statm", "r");
-    int got = f ? fscanf(f, "%llu %llu", &size, &resident) : 0;
+    int got = f ? fscanf(f, "%llu %llu %llu", &size, &resident, &shared) : 0;
     if (f)
         fclose(f);
-    if (got != 2 || page <= 0)
+    if (file)
+        *file = got == 3 && page > 0 ? (uint64_t)shared * (uint64_t)page : 0;
+    if (got < 2 || page <= 0)
         return 0;
     return (uint64_t)resident * (uint64_t)page;
 }

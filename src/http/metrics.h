@@ -47,8 +47,9 @@ typedef struct metrics_collection {
 /* Values only the caller knows, read at scrape time. */
 typedef struct metrics_gauges {
     uint64_t revision;
-    uint64_t resident_bytes; /* metrics_resident_bytes(), usually */
-    size_t in_flight;        /* requests being answered, this scrape included */
+    uint64_t resident_bytes;      /* metrics_resident_bytes(), usually */
+    uint64_t resident_file_bytes; /* of which file-backed: metrics_resident_bytes(&file) */
+    size_t in_flight;             /* requests being answered, this scrape included */
     const metrics_collection_t *colls;
     size_t n_colls;
 } metrics_gauges_t;
@@ -61,7 +62,10 @@ typedef struct metrics_gauges {
 int metrics_render(metrics_t *m, const metrics_gauges_t *g, cdn_buf_t *out);
 #define METRICS_CONTENT_TYPE "text/plain; version=0.0.4; charset=utf-8"
 
-/* Resident memory of this process from /proc/self/statm (0 if unknown). */
-uint64_t metrics_resident_bytes(void);
+/* Resident memory of this process from /proc/self/statm (0 if unknown), and in *file (may be
+ * NULL) how much of it is shared pages: files mapped from the page cache (the float rows a
+ * collection with codes re-scored, the database's pages, the binary), which the kernel may
+ * take back under memory pressure. */
+uint64_t metrics_resident_bytes(uint64_t *file);
 
 #endif

@@ -206,8 +206,13 @@ static void metrics_route(http_ctx_t *ctx, http_req_t *req, http_resp_t *resp)
         cs[i] = (metrics_collection_t){list[i].name, list[i].chunks,
                                        list[i].vector_bytes + list[i].graph_bytes +
                                            list[i].codes_bytes + list[i].acl_bytes};
-    metrics_gauges_t g = {cordon_revision(ctx->db), metrics_resident_bytes(),
-                          (size_t)atomic_load(&ctx->in_flight), cs, cs ? n : 0};
+    uint64_t file = 0, resident = metrics_resident_bytes(&file);
+    metrics_gauges_t g = {cordon_revision(ctx->db),
+                          resident,
+                          file,
+                          (size_t)atomic_load(&ctx->in_flight),
+                          cs,
+                          cs ? n : 0};
     resp->body.len = 0;
     if (metrics_render(ctx->metrics, &g, &resp->body) != 0)
         es_error(resp, 500, "exception", "cannot render metrics");

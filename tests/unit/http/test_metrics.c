@@ -65,8 +65,12 @@ static void test_counts_after_known_calls_are_exact(void **state)
     metrics_search(m, "rrf(exact,bm25)", 30, 1);
     metrics_search(m, NULL, 1, 0);
     metrics_collection_t colls[] = {{"docs", 12, 3400}, {"logs", 0, 0}};
-    metrics_gauges_t g = {
-        .revision = 42, .resident_bytes = 1 << 20, .in_flight = 3, .colls = colls, .n_colls = 2};
+    metrics_gauges_t g = {.revision = 42,
+                          .resident_bytes = 1 << 20,
+                          .resident_file_bytes = 1 << 18,
+                          .in_flight = 3,
+                          .colls = colls,
+                          .n_colls = 2};
     const char *t = render(m, &g, &b);
 
     assert_true(
@@ -94,6 +98,7 @@ static void test_counts_after_known_calls_are_exact(void **state)
     assert_true(sample(t, "cordon_collection_bytes{collection=\"docs\"}") == 3400);
     assert_true(sample(t, "cordon_collection_chunks{collection=\"logs\"}") == 0);
     assert_true(sample(t, "cordon_process_resident_memory_bytes") == 1 << 20);
+    assert_true(sample(t, "cordon_process_resident_file_memory_bytes") == 1 << 18);
     assert_true(sample(t, "cordon_http_requests_in_flight") == 3);
     /* Every family is announced once, with its type. */
     assert_int_equal(lines_starting(t, "# TYPE cordon_http_requests_total counter\n"), 1);
@@ -101,8 +106,8 @@ static void test_counts_after_known_calls_are_exact(void **state)
                      1);
     assert_int_equal(lines_starting(t, "# TYPE cordon_search_readable_chunks histogram\n"), 1);
     assert_int_equal(lines_starting(t, "# TYPE cordon_collection_bytes gauge\n"), 1);
-    assert_int_equal(lines_starting(t, "# HELP "), 11);
-    assert_int_equal(lines_starting(t, "# TYPE "), 11);
+    assert_int_equal(lines_starting(t, "# HELP "), 12);
+    assert_int_equal(lines_starting(t, "# TYPE "), 12);
     cdn_buf_free(&b);
     metrics_free(m);
 }
@@ -321,9 +326,11 @@ static void test_render_past_the_buffer_maximum_leaves_it_unchanged(void **state
 static void test_resident_bytes_reads_statm(void **state)
 {
     (void)state;
-    uint64_t rss = metrics_resident_bytes();
+    uint64_t file = 0, rss = metrics_resident_bytes(&file);
     assert_true(rss > 100 * 1024);         /* a process with cmocka and libc mapped */
     assert_true(rss < (uint64_t)64 << 30); /* and not absurd */
+    assert_true(file > 0 && file <= rss);  /* the binary and libc are file pages */
+    assert_true(metrics_resident_bytes(NULL) > 0);
 }
 
 static const char *promtool_path(void)
@@ -363,7 +370,7 @@ static void test_rendered_output_passes_promtool_check_metrics(void **state)
     metrics_search(m, "bm25-maxscore", 12, 0);
     metrics_collection_t colls[] = {{"docs", 10, 2000}, {"a\"b\\c\nd", 1, 2}};
     metrics_gauges_t g = {.revision = 7,
-                          .resident_bytes = metrics_resident_bytes(),
+                          .resident_bytes = metrics_resident_bytes(NULL),
                           .in_flight = 1,
                           .colls = colls,
                           .n_colls = 2};

@@ -7,6 +7,7 @@
 #include "bench_util.h"
 #include "cordon.h"
 
+#include <math.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -20,6 +21,7 @@
 
 typedef struct opts {
     size_t size, readers;
+    size_t bulk_rate; /* chunks a second the bulk loader keeps to; 0: as fast as it can */
     uint32_t dim;
     double seconds;
     const char *dir;
@@ -182,7 +184,8 @@ static void *perm_writer(void *arg)
     return NULL;
 }
 
-/* Bulk loading: batches of 500 new chunks into the same collection. */
+/* Bulk loading: batches of 500 new chunks into the same collection, as fast as the engine
+ * takes them or, with --bulk-rate, at that steady rate (a batch, then a pause). */
 typedef struct bulk_batch {
     char ids[500][32], acl[500][24];
     const char *allowed[500];
@@ -203,7 +206,17 @@ static void *bulk_writer(void *arg)
         free(rows);
         return NULL;
     }
+    double start = now_ms();
     for (long at = 0; !atomic_load(&r->stop); at += n) {
+        if (r->o->bulk_rate) {
+            double due = start + (double)at * 1e3 / (double)r->o->bulk_rate, wait = due - now_ms();
+            if (wait > 0) {
+                struct timespec ts = {(time_t)(wait / 1e3), (long)(fmod(wait, 1e3) * 1e6)};
+                nanosleep(&ts, NULL);
+            }
+            if (atomic_load(&r->stop))
+                break;
+        }
         bench_gen_rows_of(&g, rows, (size_t)n, NULL);
         for (int i = 0; i < n; i++) {
             snprintf(b->ids[i], sizeof b->ids[i], "bulk%ld", at + i);
@@ -278,12 +291,13 @@ static int phase(cordon_t *db, const opts_t *o, const float *queries, const char
 static int usage(FILE *f, int rc)
 {
     fprintf(f, "usage: cordon bench writers [--size N] [--dim D] [--readers R] [--seconds S]\n"
-               "                            [--dir PATH]\n"
+               "                            [--dir PATH] [--bulk-rate N]\n"
                "  loads N generated chunks (64 subjects, each reading 1/64 of them), then runs R\n"
                "  readers (3/4 vector, 1/4 text searches as model subjects) for S seconds alone,\n"
                "  beside a writer of permission changes (another subject's membership out and\n"
                "  in, the ACL of a chunk the readers read), and beside a bulk loader (batches\n"
-               "  of 500); prints p50/p99 ms of each and their ratio to the readers alone.\n"
+               "  of 500, as fast as it can or at N chunks a second); prints p50/p99 ms of each\n"
+               "  and their ratio to the readers alone.\n"
                "  defaults: --size 100000 --dim 128 --readers 2 --seconds 5 --dir /tmp\n");
     return rc;
 }
@@ -313,6 +327,9 @@ int bench_writers_main(int argc, char **argv)
             if (bench_parse_u64("writers", a, val, 1, 3600, &v))
                 return 2;
             o.seconds = (double)v;
+        } else if (!strcmp(a, "--bulk-rate")) {
+            if (bench_parse_size("writers", a, val, 0, 10000000, &o.bulk_rate))
+                return 2;
         } else if (!strcmp(a, "--dir")) {
             o.dir = val;
         } else {
@@ -345,7 +362,8 @@ int bench_writers_main(int argc, char **argv)
         if (!rc)
             rc = phase(db, &o, queries, "permissions", perm_writer, b50, b99, &p50, &p99);
         if (!rc)
-            rc = phase(db, &o, queries, "bulk", bulk_writer, b50, b99, &p50, &p99);
+            rc = phase(db, &o, queries, o.bulk_rate ? "bulk (paced)" : "bulk", bulk_writer, b50,
+                       b99, &p50, &p99);
     }
     cordon_close(db);
     bench_gen_free(&g);

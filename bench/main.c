@@ -2,6 +2,7 @@
  * one benchmark per name. Relies on each bench/bench_NAME.h exporting bench_NAME_main. */
 #include "bench_audit.h"
 #include "bench_authz.h"
+#include "bench_churn.h"
 #include "bench_hnsw.h"
 #include "bench_load.h"
 #include "bench_permissions.h"
@@ -31,6 +32,8 @@ static const struct bench_entry {
     {"writers", bench_writers_main, "search p50/p99 beside permission and bulk writers"},
     {"load", bench_load_main, "concurrent users over HTTP (cordon serve): throughput, leaks"},
     {"soak", bench_soak_main, "mixed reads and writes for a set time: memory, sizes, latency"},
+    {"churn", bench_churn_main,
+     "replacing chunks over time: recall, latency, sizes vs a fresh build"},
     {NULL, NULL, NULL},
 };
 

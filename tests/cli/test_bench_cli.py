@@ -85,3 +85,26 @@ def test_bench_audit_runs_and_prints_its_rows(cordon):
     assert len(asof) == 1 and asof[0]["changes"] > 100
     assert asof[0]["p95_us"] >= asof[0]["p50_us"] > 0
     assert cordon("bench", "audit", "--size", "10").returncode == 2
+
+
+def test_bench_churn_reports_growth_per_checkpoint_and_a_fresh_baseline(cordon):
+    p = cordon("bench", "churn", "--size", "3000", "--dim", "16", "--queries", "20",
+               "--checkpoints", "2", "--format", "json")
+    assert p.returncode == 0, (p.stdout, p.stderr)
+    doc = json.loads(p.stdout)
+    churn = [r for r in doc["rows"] if r["phase"] == "churn"]
+    fresh = [r for r in doc["rows"] if r["phase"] == "fresh"]
+    assert len(churn) == 3 and len(fresh) == 1  # checkpoint 0 and two over the replacing
+    for r in doc["rows"]:
+        for key in ("replaced_share", "rows", "chunks", "recall_at_10", "p50_ms", "p99_ms",
+                    "rss_mb", "vector_mb", "graph_mb", "codes_mb", "disk_mb"):
+            assert key in r, (key, r)
+        assert 0 <= r["recall_at_10"] <= 1 and r["chunks"] == 3000, r
+        assert r["p99_ms"] >= r["p50_ms"] > 0 and r["disk_mb"] > 0, r
+    assert [r["replaced_share"] for r in churn] == [0, 0.15, 0.3]
+    assert churn[0]["rows"] == 3000
+    # every replace appends a row: 30% of 3,000 replaced leaves 3,900 rows, 900 of them dead
+    assert abs(churn[-1]["rows"] - 3000 * 1.3) <= 30, churn[-1]
+    assert churn[-1]["vector_mb"] > churn[0]["vector_mb"]
+    assert fresh[0]["rows"] == 3000 and fresh[0]["replaced_share"] == 0.3
+    assert doc["ratios"]["vector_bytes"] > 1.2

@@ -50,17 +50,11 @@ static void usage(FILE *f)
           f);
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
 static double pct(const double *v, size_t n, double p)
 {
     double *s = cdn_malloc(n * sizeof *s);
     memcpy(s, v, n * sizeof *s);
-    qsort(s, n, sizeof *s, cmp_double);
+    qsort(s, n, sizeof *s, bench_cmp_double);
     size_t i = (size_t)(p * (double)(n - 1) + 0.5);
     double r = s[i];
     cdn_free(s);

@@ -13,7 +13,6 @@
 #include "cordon.h"
 
 #include <errno.h>
-#include <ftw.h>
 #include <jansson.h>
 #include <math.h>
 #include <pthread.h>
@@ -252,12 +251,6 @@ static void plan_count(char names[CHURN_PLANS][32], size_t counts[CHURN_PLANS], 
     counts[i]++;
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
 /* Runs every query, one at a time, timing cordon_search only. A first pass, not measured, warms
  * the pages a reopen left cold, so that every point (and the fresh build) is a steady state. */
 static int run_queries(churn_run_t *r, churn_point_t *p)
@@ -287,7 +280,7 @@ static int run_queries(churn_run_t *r, churn_point_t *p)
         }
         cordon_result_free(res);
     }
-    qsort(r->lat, nq, sizeof *r->lat, cmp_double);
+    qsort(r->lat, nq, sizeof *r->lat, bench_cmp_double);
     p->recall = recall / (double)nq;
     p->p50_ms = r->lat[nq / 2];
     p->p99_ms = r->lat[(size_t)((double)(nq - 1) * 0.99 + 0.5)];
@@ -295,26 +288,6 @@ static int run_queries(churn_run_t *r, churn_point_t *p)
         len += (size_t)snprintf(p->plans + len, sizeof p->plans - len, "%s%s:%zu", i ? " " : "",
                                 names[i], counts[i]);
     return CORDON_OK;
-}
-
-/* nftw passes no pointer of the caller's: the sum of one walk lives here (one walk at a time). */
-static uint64_t disk_sum;
-
-static int disk_add(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
-{
-    (void)path;
-    (void)ftw;
-    if (flag == FTW_F)
-        disk_sum += (uint64_t)sb->st_size;
-    return 0;
-}
-
-static int rm_one(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
-{
-    (void)sb;
-    (void)flag;
-    (void)ftw;
-    return remove(path);
 }
 
 /* Resident memory without the benchmark's own arrays: what the engine keeps. Freed heap is
@@ -343,9 +316,7 @@ static int measure(churn_run_t *r, int fresh, churn_point_t *p)
     p->phase = fresh ? "fresh" : "churn";
     p->rss_mb = engine_rss(r);
     p->file_mb = bench_status_mb("RssFile"); /* of rss_mb: mapped files, the vector file's pages */
-    disk_sum = 0;
-    nftw(r->dir[fresh], disk_add, 16, FTW_PHYS);
-    p->disk_bytes = disk_sum;
+    p->disk_bytes = bench_dir_bytes(r->dir[fresh]);
     return CORDON_OK;
 }
 
@@ -621,7 +592,7 @@ int bench_churn_main(int argc, char **argv)
     run_free(&r);
     cdn_free(pts);
     if (!r.o.keep && !r.o.data)
-        nftw(r.root, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+        bench_rmtree(r.root);
     else if (!r.o.json)
         printf("data directories kept: %s and %s\n", r.dir[0], r.dir[1]);
     if (r.bad_hits)

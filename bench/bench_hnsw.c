@@ -58,15 +58,9 @@ typedef struct hb_run {
     int load_same;
 } hb_run_t;
 
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
 static double median(double *v, size_t n)
 {
-    qsort(v, n, sizeof(double), cmp_double);
+    qsort(v, n, sizeof(double), bench_cmp_double);
     return n ? v[n / 2] : 0;
 }
 

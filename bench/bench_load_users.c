@@ -5,6 +5,7 @@
  * bench_http, bench_load_data and jansson. */
 #include "base/mem.h"
 #include "bench_load_int.h"
+#include "bench_util.h"
 
 #include <math.h>
 #include <pthread.h>
@@ -46,17 +47,11 @@ int load_lat_merge(load_lat_t *dst, load_lat_t *src)
     return rc;
 }
 
-static int cmp_d(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
 double load_lat_quantile(load_lat_t *l, double q)
 {
     if (!l->n)
         return 0;
-    qsort(l->v, l->n, sizeof *l->v, cmp_d);
+    qsort(l->v, l->n, sizeof *l->v, bench_cmp_double);
     size_t i = (size_t)(q * (double)l->n);
     return l->v[i < l->n ? i : l->n - 1];
 }

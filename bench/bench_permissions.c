@@ -9,7 +9,6 @@
 #include "perm_int.h"
 
 #include <errno.h>
-#include <ftw.h>
 #include <math.h>
 #include <stdarg.h>
 #ifdef __GLIBC__
@@ -197,14 +196,6 @@ static int parse_opts(int argc, char **argv, perm_opts_t *o)
                            .strat_mask = (1u << PERM_STRATS) - 1};
     o->progress = !o->json && !o->selftest && isatty(2);
     return 0;
-}
-
-static int rm_one(const char *p, const struct stat *sb, int flag, struct FTW *ftw)
-{
-    (void)sb;
-    (void)flag;
-    (void)ftw;
-    return remove(p);
 }
 
 /* Writes one batch of chunks [from, to) with their seven-principal ACLs. */
@@ -414,12 +405,6 @@ static void score_hits(perm_run_t *r, perm_row_t *row, size_t q, const cordon_re
              perm_shares[row->share].frac);
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
 /* Runs every query of one (layout, share, strategy). */
 static int run_row(perm_run_t *r, perm_row_t *row)
 {
@@ -464,7 +449,7 @@ static int run_row(perm_run_t *r, perm_row_t *row)
         row->readable_sum += perm_truth_at(w, row->layout, row->share, q)->readable;
         cordon_result_free(res);
     }
-    qsort(r->lat, w->c.nq, sizeof *r->lat, cmp_double);
+    qsort(r->lat, w->c.nq, sizeof *r->lat, bench_cmp_double);
     row->recall = recall / (double)w->c.nq;
     row->complete_rate = complete / (double)w->c.nq;
     row->candidates = cand / (double)w->c.nq;
@@ -593,7 +578,7 @@ int bench_permissions_main(int argc, char **argv)
     }
     cordon_close(r.db);
     if (!r.w.o.keep && !r.w.o.data_dir)
-        nftw(r.dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+        bench_rmtree(r.dir);
     world_free(&r.w);
     cdn_free(rows);
     cdn_free(r.lat);

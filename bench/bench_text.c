@@ -46,12 +46,6 @@ typedef struct run {
     int no_fts5;                    /* --no-fts5: the engine's rows only (profiling) */
 } run_t;
 
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
 /* Closes a configuration: means over queries and latency percentiles into a new row. */
 static void add_row(run_t *r, const char *engine, const char *mode, const char *config,
                     double readable, const roaring_bitmap_t *allowed)
@@ -68,7 +62,7 @@ static void add_row(run_t *r, const char *engine, const char *mode, const char *
     }
     double *l = cdn_malloc(r->d->nq * sizeof *l);
     memcpy(l, r->lat, r->d->nq * sizeof *l);
-    qsort(l, r->d->nq, sizeof *l, cmp_double);
+    qsort(l, r->d->nq, sizeof *l, bench_cmp_double);
     cdn_grow((void **)&r->rows, &r->cap, r->nrows + 1, sizeof *r->rows);
     row_t *w = &r->rows[r->nrows++];
     memset(w, 0, sizeof *w);

@@ -3,12 +3,15 @@
 #include "bench_util.h"
 #include "vector/distance.h"
 
+#define _XOPEN_SOURCE 700
 #include <errno.h>
+#include <ftw.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 uint64_t bench_rng_next(uint64_t *s)
@@ -104,4 +107,42 @@ double bench_status_mb(const char *field)
 double bench_rss_mb(void)
 {
     return bench_status_mb("VmRSS");
+}
+
+int bench_cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* nftw passes no pointer of the caller's: the sum of one walk lives here (one walk at a time). */
+static uint64_t dir_sum;
+
+static int dir_add(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
+{
+    (void)path;
+    (void)ftw;
+    if (flag == FTW_F)
+        dir_sum += (uint64_t)sb->st_size;
+    return 0;
+}
+
+uint64_t bench_dir_bytes(const char *dir)
+{
+    dir_sum = 0;
+    nftw(dir, dir_add, 16, FTW_PHYS);
+    return dir_sum;
+}
+
+static int rm_one(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
+{
+    (void)sb;
+    (void)flag;
+    (void)ftw;
+    return remove(path);
+}
+
+void bench_rmtree(const char *dir)
+{
+    nftw(dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
 }

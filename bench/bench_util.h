@@ -21,6 +21,12 @@ void bench_gen_rows(float *out, size_t n, uint32_t dim, const float *centroids, 
 
 /* Resident memory of this process in MB (VmRSS), 0 when /proc cannot tell. */
 double bench_rss_mb(void);
+/* qsort order of doubles, ascending. */
+int bench_cmp_double(const void *a, const void *b);
+/* Bytes of the regular files under dir (their sizes, not their blocks); 0 if unreadable. */
+uint64_t bench_dir_bytes(const char *dir);
+/* Removes dir and everything under it; best effort. */
+void bench_rmtree(const char *dir);
 /* A field of /proc/self/status in MB ("RssAnon": the heap and stacks; "RssFile": mapped
  * files), 0 when /proc cannot tell. */
 double bench_status_mb(const char *field);

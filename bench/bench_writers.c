@@ -239,12 +239,6 @@ static void *bulk_writer(void *arg)
     return NULL;
 }
 
-static int cmp_d(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
 /* One phase: readers for o->seconds, beside writer (or none); prints one row. */
 static int phase(cordon_t *db, const opts_t *o, const float *queries, const char *name,
                  void *(*writer)(void *), double base_p50, double base_p99, double *p50,
@@ -277,7 +271,7 @@ static int phase(cordon_t *db, const opts_t *o, const float *queries, const char
         k += r.nlat[i];
         free(r.lat[i]);
     }
-    qsort(all, n, sizeof *all, cmp_d);
+    qsort(all, n, sizeof *all, bench_cmp_double);
     *p50 = n ? all[n / 2] : 0;
     *p99 = n ? all[(size_t)(n * 0.99)] : 0;
     printf("%-12s %10zu %10ld %9.3f %9.3f", name, n, (long)r.writes, *p50, *p99);

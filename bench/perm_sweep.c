@@ -3,6 +3,7 @@
  * Relies on include/cordon.h and the benchmark's own ground truth (perm_truth.c). */
 #include "base/clock.h"
 #include "base/mem.h"
+#include "bench_util.h"
 #include "perm_int.h"
 
 #include <stdlib.h>
@@ -10,12 +11,6 @@
 
 static const uint32_t sweep_ef[PERM_SWEEP_MAX] = {10, 16,  24,  32,  48,  64,
                                                   96, 128, 192, 256, 384, 512};
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
 
 /* Tie-aware recall@10 of hits against the 100%-readable truth of query q. */
 static double recall_one(const perm_world_t *w, size_t q, const cordon_result *res)
@@ -60,7 +55,7 @@ int perm_sweep_unfiltered(const perm_world_t *w, cordon_t *db, const char *all, 
                 recall += recall_one(w, q, res);
             cordon_result_free(res);
         }
-        qsort(lat, w->c.nq, sizeof *lat, cmp_double);
+        qsort(lat, w->c.nq, sizeof *lat, bench_cmp_double);
         out[*n] = (perm_sweep_t){sweep_ef[e], recall / (double)w->c.nq,
                                  total > 0 ? (double)w->c.nq / (total / 1e3) : 0, lat[w->c.nq / 2],
                                  lat[(size_t)((double)(w->c.nq - 1) * 0.95 + 0.5)]};

@@ -257,6 +257,14 @@ typedef struct cordon_chunk {
     size_t n_allowed;
     const char *const *denied; /* principals that may not, whatever else they hold */
     size_t n_denied;
+    /* The tenant that owns it, or NULL: only subjects of that tenant may read it, through a
+     * principal of its ACL (a wall, ANDed with the ACL; a chunk without a tenant is governed
+     * by its ACL alone). 1..127 bytes without spaces, control characters or ':'. */
+    const char *tenant;
+    /* Labels (e.g. "secret"; same rule for names, at most 32): a subject whom the model
+     * denies "label:NAME" (a deny permission, docs/internals/authz.md) never reads it. */
+    const char *const *labels;
+    size_t n_labels;
 } cordon_chunk;
 
 /* Inserts or replaces n chunks in one transaction: all or none. *revision (may be NULL)
@@ -283,9 +291,12 @@ typedef struct cordon_acl_change {
     size_t n_allowed;
     const char *const *denied;
     size_t n_denied;
+    const char *const *labels; /* replace the chunk's labels (none: it has none after) */
+    size_t n_labels;
 } cordon_acl_change;
 
-/* Replaces the ACL of existing chunks, all or none; CORDON_ERR_NOT_FOUND names the first id
+/* Replaces the ACL (allowed, denied, labels) of existing chunks, all or none; a chunk keeps
+ * its tenant (put it again to move it); CORDON_ERR_NOT_FOUND names the first id
  * that does not exist. Visible to the next request once this returns. */
 int cordon_set_acl(cordon_t *db, const char *collection, const cordon_acl_change *changes, size_t n,
                    uint64_t *revision, cordon_error *err);
@@ -325,6 +336,9 @@ typedef struct cordon_record {
     size_t n_allowed;
     char **denied;
     size_t n_denied;
+    char *tenant; /* NULL when it has none */
+    char **labels;
+    size_t n_labels;
     uint64_t revision;
     uint64_t audit_seq; /* cordon_get: the audit record of this read; 0 when not recorded */
 } cordon_record;

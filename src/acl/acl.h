@@ -6,6 +6,7 @@
 #define CDN_ACL_H
 
 #include <roaring/roaring.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -41,6 +42,43 @@ const char *acl_intern_name(const acl_intern_t *t, uint32_t id);
  * the canonical form ("eng" -> "group:eng") in a buffer of canon_size bytes (ACL_PRINCIPAL_MAX
  * + 8 is enough). Returns 0, CDN_ERR_INVALID (naming the principal) or CDN_ERR_LIMIT. */
 int acl_principal_canon(const char *name, char *canon, size_t canon_size, cdn_err_t *err);
+
+/* ---- Tenants and labels (tags.c). ---- */
+
+#define ACL_TAG_MAX 127   /* bytes of a tenant or label name */
+#define ACL_LABELS_MAX 32 /* labels one chunk may carry */
+/* Longest name a view may hold: "tenant:" + tenant + ":" + principal. */
+#define ACL_VIEW_NAME_MAX (ACL_PRINCIPAL_MAX + ACL_TAG_MAX + 16)
+
+/* The rule for tenant and label names: 1..ACL_TAG_MAX bytes of UTF-8 without spaces, control
+ * characters or ':'. `what` names the field in the message. 0, CDN_ERR_INVALID or
+ * CDN_ERR_LIMIT. */
+int acl_tag_check(const char *name, const char *what, cdn_err_t *err);
+/* Writes "tenant:<tenant>:<canon>" (canon alone when tenant is NULL) to out: the name a chunk
+ * of that tenant stores for the canonical principal or label. 0 or CDN_ERR_LIMIT. */
+int acl_qualify(const char *tenant, const char *canon, char *out, size_t cap);
+/* The canonical form of a name a view may hold: a principal (acl_principal_canon), a label
+ * denied to the subject ("label:L"), a tenant it belongs to ("tenant:T"), or either of the
+ * first two within one tenant ("tenant:T:role:r": a role granted in tenant T only). cap of
+ * ACL_VIEW_NAME_MAX is enough. 0, CDN_ERR_INVALID or CDN_ERR_LIMIT. */
+int acl_view_canon(const char *name, char *canon, size_t cap, cdn_err_t *err);
+/* Calls fn with every name the canonical view names hold, each tenant membership "tenant:T"
+ * adding "tenant:T:<name>" for each of its other unqualified names: what a chunk of T must
+ * name for the view to reach it. Stops at fn's first non-zero return, returned. */
+typedef int (*acl_name_fn)(void *ctx, const char *name);
+int acl_view_expand(const char *const *canon, size_t n, acl_name_fn fn, void *ctx);
+
+/* The expanded names of a view (acl_view_canon, then acl_view_expand), sorted, to test names
+ * against one at a time (explanations; a search interns them instead). */
+typedef struct acl_set {
+    char **v;
+    size_t n, cap;
+} acl_set_t;
+/* 0, CDN_ERR_INVALID / CDN_ERR_LIMIT (a malformed name) or CDN_ERR_NOMEM; free with
+ * acl_set_free (also after an error). */
+int acl_set_build(const char *const *names, size_t n, acl_set_t *out, cdn_err_t *err);
+bool acl_set_has(const acl_set_t *s, const char *name);
+void acl_set_free(acl_set_t *s);
 
 /* ---- Packed ACLs: [n_allowed, n_denied, allowed ids..., denied ids...] as uint32. ---- */
 

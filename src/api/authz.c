@@ -242,11 +242,22 @@ void cordon_strings_free(char **v, size_t n)
     cdn_free(v);
 }
 
-static size_t strings_of(json_t *arr, const char **out, size_t max)
+/* The names the ACL index holds for a record's list (prefix "label:" for its labels), each
+ * qualified by the record's tenant, into out[n...] in buf (ACL_VIEW_NAME_MAX bytes each). */
+static size_t stored_names(json_t *arr, const char *prefix, const char *tenant, char *buf,
+                           const char **out, size_t n, size_t max)
 {
-    size_t i, n = 0;
+    size_t i;
     json_t *x;
-    json_array_foreach(arr, i, x) if (n < max && json_is_string(x)) out[n++] = json_string_value(x);
+    char canon[ACL_VIEW_NAME_MAX];
+    json_array_foreach(arr, i, x)
+    {
+        if (n >= max || !json_is_string(x))
+            continue;
+        snprintf(canon, sizeof canon, "%s%s", prefix, json_string_value(x));
+        if (acl_qualify(tenant, canon, buf + n * ACL_VIEW_NAME_MAX, ACL_VIEW_NAME_MAX) == CDN_OK)
+            out[n] = buf + n * ACL_VIEW_NAME_MAX, n++;
+    }
     return n;
 }
 
@@ -254,7 +265,8 @@ int cordon_explain(cordon_t *db, const char *coll, const char *subject_id, const
                    cordon_explanation *out, cordon_error *err)
 {
     cdn_err_t e = {0, ""};
-    const char *allowed[ACL_MAX_PRINCIPALS], *denied[ACL_MAX_PRINCIPALS]; /* what an ACL holds */
+    const char **names = NULL;
+    char *buf = NULL;
     authz_explanation_t x;
     json_t *obj;
     int rc;
@@ -265,11 +277,26 @@ int cordon_explain(cordon_t *db, const char *coll, const char *subject_id, const
                        &e, err);
     if ((rc = search_record(db->e, coll, id, &obj, NULL, NULL, &e)) != 0)
         return api_ret(rc, &e, err);
-    size_t na = strings_of(json_object_get(obj, "allowed"), allowed, ACL_MAX_PRINCIPALS);
-    size_t nd = strings_of(json_object_get(obj, "denied"), denied, ACL_MAX_PRINCIPALS);
+    /* what an ACL holds: allowed, then denied and the labels, in one array */
+    if (!(names = cdn_malloc(ACL_MAX_PRINCIPALS * sizeof *names)) ||
+        !(buf = cdn_malloc((size_t)ACL_MAX_PRINCIPALS * ACL_VIEW_NAME_MAX))) {
+        cdn_free(names);
+        json_decref(obj);
+        return api_ret(cdn_err_set(&e, CDN_ERR_NOMEM, "out of memory"), &e, err);
+    }
+    const char *tenant = json_string_value(json_object_get(obj, "tenant"));
+    size_t na = stored_names(json_object_get(obj, "allowed"), "", tenant, buf, names, 0,
+                             ACL_MAX_PRINCIPALS);
+    size_t nd = stored_names(json_object_get(obj, "denied"), "", tenant, buf, names, na,
+                             ACL_MAX_PRINCIPALS);
+    nd = stored_names(json_object_get(obj, "labels"), "label:", tenant, buf, names, nd,
+                      ACL_MAX_PRINCIPALS) -
+         na;
     uint64_t rev = cordon_revision(db);
-    rc = engine_explain(db->e, subject_id, allowed, na, denied, nd, &x, &e);
+    rc = engine_explain(db->e, subject_id, names, na, names + na, nd, &x, &e);
     json_decref(obj);
+    cdn_free(names);
+    cdn_free(buf);
     if (rc == CDN_OK) {
         memset(out, 0, sizeof *out);
         out->readable = x.readable;

@@ -23,9 +23,9 @@ static int to_write(const cordon_chunk *c, size_t index, write_chunk_t *w, const
         return cdn_err_set(e, CDN_ERR_INVALID, "chunk %zu: bad field list (at most %d)", index,
                            CORDON_TEXT_FIELDS_MAX);
     }
-    *w = (write_chunk_t){c->id,       c->vector,        names,      values,
-                         c->n_fields, c->metadata_json, c->allowed, c->n_allowed,
-                         c->denied,   c->n_denied};
+    *w = (write_chunk_t){
+        c->id,        c->vector, names,       values,    c->n_fields, c->metadata_json, c->allowed,
+        c->n_allowed, c->denied, c->n_denied, c->tenant, c->labels,   c->n_labels};
     for (size_t f = 0; f < c->n_fields; f++) {
         names[f] = c->fields[f].name;
         values[f] = c->fields[f].value;
@@ -114,8 +114,9 @@ int cordon_set_acl(cordon_t *db, const char *coll, const cordon_acl_change *chan
     if (!(w = cdn_calloc(n ? n : 1, sizeof *w)))
         return api_ret(cdn_err_set(&e, CDN_ERR_NOMEM, "out of memory"), &e, err);
     for (size_t i = 0; i < n; i++)
-        w[i] = (write_acl_t){changes[i].id, changes[i].allowed, changes[i].n_allowed,
-                             changes[i].denied, changes[i].n_denied};
+        w[i] = (write_acl_t){changes[i].id,      changes[i].allowed,  changes[i].n_allowed,
+                             changes[i].denied,  changes[i].n_denied, changes[i].labels,
+                             changes[i].n_labels};
     rc = write_set_acl(db->e, coll, w, n, revision, &e);
     cdn_free(w);
     return api_ret(rc, &e, err);

@@ -32,8 +32,12 @@ int api_fill_record(json_t *obj, cordon_record *r)
     char *m;
     int rc;
     if ((rc = copy_strings(json_object_get(obj, "allowed"), &r->allowed, &r->n_allowed)) ||
-        (rc = copy_strings(json_object_get(obj, "denied"), &r->denied, &r->n_denied)))
+        (rc = copy_strings(json_object_get(obj, "denied"), &r->denied, &r->n_denied)) ||
+        (rc = copy_strings(json_object_get(obj, "labels"), &r->labels, &r->n_labels)))
         return rc;
+    const char *tenant = json_string_value(json_object_get(obj, "tenant"));
+    if (tenant && !(r->tenant = cdn_strdup(tenant)))
+        return CDN_ERR_NOMEM;
     if (!(r->fields = cdn_calloc(json_object_size(fields) + 1, sizeof *r->fields)))
         return CDN_ERR_NOMEM;
     json_object_foreach(fields, k, v)
@@ -70,6 +74,10 @@ void cordon_record_free(cordon_record *r)
     cdn_free(r->fields);
     cdn_free(r->allowed);
     cdn_free(r->denied);
+    for (size_t i = 0; i < r->n_labels; i++)
+        cdn_free(r->labels[i]);
+    cdn_free(r->labels);
+    cdn_free(r->tenant);
     cdn_free(r->metadata_json);
     cdn_free(r->vector);
     cdn_free(r->id);

@@ -22,6 +22,7 @@
 #define AUTHZ_RESOURCE_MAX 256  /* resource strings and patterns */
 #define AUTHZ_ACTION_MAX 64
 #define AUTHZ_COND_TEXT_MAX 1024 /* a condition as compact JSON */
+#define AUTHZ_TENANTS_MAX 64     /* tenants a subject belongs to */
 #define AUTHZ_REASON_NAME_MAX 48 /* authz_reason_name's longest string, NUL included, fits */
 
 typedef struct authz_model authz_model_t;
@@ -34,7 +35,8 @@ typedef enum authz_reason {
     AUTHZ_NO_MATCHING_PERMISSION_FOUND,
     AUTHZ_SUBJECT_NOT_FOUND,
     AUTHZ_INVALID_SCOPE,
-    AUTHZ_INVALID_REQUEST, /* resource not "type:id", or action empty/too long */
+    AUTHZ_INVALID_REQUEST,              /* resource not "type:id", or action empty/too long */
+    AUTHZ_PERMISSION_DENIED_EXPLICITLY, /* a deny matched: it overrides every allow */
     AUTHZ_REASON_COUNT
 } authz_reason_t;
 
@@ -92,7 +94,9 @@ typedef enum authz_explain_kind {
     AUTHZ_EXPLAIN_DENIED,      /* `principal` is in the view and denied (deny overrides) */
     AUTHZ_EXPLAIN_NO_MATCH,    /* no allowed principal is in the view */
     AUTHZ_EXPLAIN_NO_ACL,      /* the chunk allows nobody (fail closed) */
-    AUTHZ_EXPLAIN_SUBJECT_NOT_FOUND
+    AUTHZ_EXPLAIN_SUBJECT_NOT_FOUND,
+    AUTHZ_EXPLAIN_OTHER_TENANT, /* the chunk belongs to a tenant the subject is not in */
+    AUTHZ_EXPLAIN_LABEL_DENIED  /* it carries a label the model denies the subject */
 } authz_explain_kind_t;
 
 typedef struct authz_explanation {
@@ -196,9 +200,10 @@ void authz_view_release(authz_view_t *v);
 bool authz_view_has(const authz_view_t *v, const char *principal);
 
 /* Explains whether a chunk with these ACL lists is readable by the subject: denied principals
- * override allowed ones; an empty allowed list is readable by nobody. Names are checked and
- * made canonical first by acl_principal_canon, the write path's rule. Returns 0 (the answer
- * is in *out, including SUBJECT_NOT_FOUND), CDN_ERR_INVALID or CDN_ERR_LIMIT for a malformed
+ * override allowed ones; an empty allowed list is readable by nobody. The lists are the names
+ * the chunk's ACL index holds: a chunk of a tenant names "tenant:T:<principal>", its labels
+ * are denied "label:L" (likewise qualified); acl_view_canon checks them first. Returns 0 (the
+ * answer is in *out, including SUBJECT_NOT_FOUND), CDN_ERR_INVALID or CDN_ERR_LIMIT for a malformed
  * ACL name, CDN_ERR_NOMEM. */
 int authz_explain(authz_model_t *m, const char *subject_id, const char *const *chunk_allowed,
                   size_t n_allowed, const char *const *chunk_denied, size_t n_denied,

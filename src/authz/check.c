@@ -15,7 +15,8 @@ static const char *const reason_names[AUTHZ_REASON_COUNT] = {"PERMISSION_GRANTED
                                                              "NO_MATCHING_PERMISSION_FOUND",
                                                              "SUBJECT_NOT_FOUND",
                                                              "INVALID_SCOPE",
-                                                             "INVALID_REQUEST"};
+                                                             "INVALID_REQUEST",
+                                                             "PERMISSION_DENIED_EXPLICITLY"};
 
 const char *authz_reason_name(authz_reason_t r)
 {
@@ -168,6 +169,8 @@ typedef struct pass1 {
 static bool visit_pass1(const az_perm_t *p, const az_grant_t *g, void *arg)
 {
     pass1_t *a = arg;
+    if (p->deny)
+        return false;
     if (!p->cond) {
         a->uncond = (match_t){p, g};
         return true; /* an unconditional grant wins: stop */
@@ -186,7 +189,7 @@ typedef struct pass2 {
 static bool visit_pass2(const az_perm_t *p, const az_grant_t *g, void *arg)
 {
     pass2_t *a = arg;
-    if (p->cond && az_cond_eval(p->cond, a->env)) {
+    if (!p->deny && p->cond && az_cond_eval(p->cond, a->env)) {
         a->met = (match_t){p, g};
         return true;
     }
@@ -208,9 +211,28 @@ static void env_init(az_env_t *env, const az_state_t *st, uint32_t s, const creq
     env->scope_id = c->r->scope_id;
 }
 
+/* A deny applies when it holds no condition, or its condition holds or cannot be decided. */
+static bool visit_deny(const az_perm_t *p, const az_grant_t *g, void *arg)
+{
+    pass2_t *a = arg;
+    if (!p->deny || (p->cond && !az_cond_eval_deny(p->cond, a->env)))
+        return false;
+    a->met = (match_t){p, g};
+    return true;
+}
+
 /* Returns the reason and the match (perm NULL when none). */
 static authz_reason_t evaluate(const az_state_t *st, uint32_t s, const creq_t *c, match_t *mt)
 {
+    if (st->denies) { /* a deny overrides: look for one first */
+        az_env_t denv;
+        env_init(&denv, st, s, c);
+        pass2_t d = {&denv, {0}};
+        if (scan_subject(st, s, c, true, visit_deny, &d)) {
+            *mt = d.met;
+            return AUTHZ_PERMISSION_DENIED_EXPLICITLY;
+        }
+    }
     pass1_t p1;
     p1.uncond.perm = NULL;
     p1.nconds = 0;
@@ -463,7 +485,7 @@ static bool visit_actions(const az_perm_t *p, const az_grant_t *g, void *arg)
 {
     (void)g;
     actions_acc_t *a = arg;
-    if (p->cond && !az_cond_eval(p->cond, a->env))
+    if (p->deny || (p->cond && !az_cond_eval(p->cond, a->env)))
         return false;
     for (size_t i = 0; i < a->n; i++)
         if (!strcmp(a->v[i], p->action))
@@ -477,6 +499,24 @@ static bool visit_actions(const az_perm_t *p, const az_grant_t *g, void *arg)
     }
     a->v = q;
     a->v[a->n++] = dup;
+    return false;
+}
+
+/* Takes out of the list the actions a deny refuses (all of them for a deny of "*"). */
+static bool visit_denied_actions(const az_perm_t *p, const az_grant_t *g, void *arg)
+{
+    (void)g;
+    actions_acc_t *a = arg;
+    if (!p->deny || (p->cond && !az_cond_eval_deny(p->cond, a->env)))
+        return false;
+    for (size_t i = 0; i < a->n;) {
+        if (p->any_action || !strcmp(a->v[i], p->action)) {
+            cdn_free(a->v[i]);
+            a->v[i] = a->v[--a->n];
+        } else {
+            i++;
+        }
+    }
     return false;
 }
 
@@ -513,6 +553,8 @@ int authz_list_actions(authz_model_t *m, const authz_request_t *req, char ***act
     env_init(&env, m->st, s, &c);
     acc.env = &env;
     scan_subject(m->st, s, &c, false, visit_actions, &acc);
+    if (m->st->denies && !acc.nomem)
+        scan_subject(m->st, s, &c, false, visit_denied_actions, &acc);
     pthread_rwlock_unlock(&m->lock);
     if (acc.nomem) {
         authz_actions_free(acc.v, acc.n);

@@ -32,6 +32,7 @@ static int perm_copy(az_perm_t *d, const az_perm_t *s)
     d->res_len = s->res_len;
     d->res_kind = s->res_kind;
     d->any_action = s->any_action;
+    d->deny = s->deny;
     int rc = dup_str(&d->resource, s->resource);
     if (!rc)
         rc = dup_str(&d->action, s->action);
@@ -85,6 +86,7 @@ static int copy_entities(az_state_t *d, const az_state_t *s)
         if (dup_str(&y->id, x->id) || ids_copy(&y->groups, &x->groups) ||
             ids_copy(&y->all, &x->all) || grants_copy(&y->grants, &x->grants) ||
             (x->attrs && !(y->attrs = json_deep_copy(x->attrs))) ||
+            (x->tenants && !(y->tenants = json_deep_copy(x->tenants))) ||
             (y->id && az_map_put(&d->subject_map, y->id, i)))
             return CDN_ERR_NOMEM;
     }
@@ -136,6 +138,7 @@ int az_state_clone(const az_state_t *s, az_state_t **out)
         return rc;
     }
     d->windows = s->windows;
+    d->denies = s->denies;
     *out = d;
     return CDN_OK;
 }

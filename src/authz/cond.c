@@ -556,3 +556,37 @@ bool az_cond_eval(const az_cond_t *c, const az_env_t *env)
     default: return cmp_eval(c, env);
     }
 }
+
+/* Three-valued evaluation for denies: 0 false, 1 true, 2 unknown (a missing operand). */
+static int eval3(const az_cond_t *c, const az_env_t *env)
+{
+    int r, seen_unknown = 0;
+    switch (c->kind) {
+    case N_AND:
+        for (uint32_t i = 0; i < c->nkids; i++) {
+            if ((r = eval3(c->kids[i], env)) == 0)
+                return 0;
+            seen_unknown |= r == 2;
+        }
+        return seen_unknown ? 2 : 1;
+    case N_OR:
+        for (uint32_t i = 0; i < c->nkids; i++) {
+            if ((r = eval3(c->kids[i], env)) == 1)
+                return 1;
+            seen_unknown |= r == 2;
+        }
+        return seen_unknown ? 2 : 0;
+    case N_NOT: return (r = eval3(c->kids[0], env)) == 2 ? 2 : !r;
+    default: {
+        val_t a = resolve(&c->lhs, env), b = resolve(&c->rhs, env);
+        if (a.t == V_MISSING || b.t == V_MISSING)
+            return 2;
+        return cmp_eval(c, env);
+    }
+    }
+}
+
+bool az_cond_eval_deny(const az_cond_t *c, const az_env_t *env)
+{
+    return eval3(c, env) != 0;
+}

@@ -50,6 +50,10 @@ typedef struct az_env {
  * message naming the problem. Free with az_cond_free. */
 int az_cond_compile(const json_t *src, az_cond_t **out, cdn_err_t *err);
 bool az_cond_eval(const az_cond_t *c, const az_env_t *env);
+/* For a deny: true when the condition holds or cannot be decided (an operand is missing, in
+ * three-valued logic: And and Or of an unknown stay unknown unless another branch settles
+ * them, Not of it is unknown), so that a deny never lapses for want of an attribute. */
+bool az_cond_eval_deny(const az_cond_t *c, const az_env_t *env);
 void az_cond_free(az_cond_t *c);
 
 /* ---- the model ---- */
@@ -62,6 +66,7 @@ typedef struct az_perm {
     uint32_t res_len; /* for PREFIX: bytes before the trailing '*' */
     uint8_t res_kind;
     bool any_action;  /* action "*" */
+    bool deny;        /* "effect": "deny": a match refuses whatever else allows */
     char *action;     /* lowercase */
     az_cond_t *cond;  /* NULL: unconditional */
     json_t *cond_src; /* as given, for export */
@@ -89,6 +94,7 @@ typedef struct az_subject {
     char *id; /* NULL when deleted (index never reused until import) */
     uint8_t kind;
     json_t *attrs;
+    json_t *tenants; /* sorted array of unique tenant names, or NULL for none */
     az_ids_t groups; /* direct */
     az_ids_t all;    /* transitive, kept current by every membership op */
     az_grants_t grants;
@@ -118,6 +124,7 @@ typedef struct az_state {
     uint32_t nroles, caproles;
     az_map_t subject_map, group_map, role_map;
     bool windows; /* some grant has a validity window: decisions depend on the time */
+    bool denies;  /* some permission is a deny: a decision scans every grant */
 } az_state_t;
 
 /* One decision-cache slot, written by readers under a per-slot sequence lock. */

@@ -79,9 +79,11 @@ static int export_state(const az_state_t *st, json_t *doc)
         goto out;
     for (uint32_t i = 0; i < ns; i++) {
         const az_subject_t *s = &st->subjects[os[i].idx];
-        if (json_array_append_new(subs, json_pack("{s:s, s:s, s:O}", "id", s->id, "kind",
-                                                  s->kind == AZ_KIND_SERVICE ? "service" : "user",
-                                                  "attributes", s->attrs)))
+        json_t *o =
+            json_pack("{s:s, s:s, s:O}", "id", s->id, "kind",
+                      s->kind == AZ_KIND_SERVICE ? "service" : "user", "attributes", s->attrs);
+        if (!o || (s->tenants && json_object_set(o, "tenants", s->tenants)) ||
+            json_array_append_new(subs, o))
             goto out;
     }
     for (uint32_t i = 0; i < ng; i++) {

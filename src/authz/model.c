@@ -237,6 +237,7 @@ void az_state_free(az_state_t *st)
         cdn_free(s->id);
         if (s->attrs)
             json_decref(s->attrs);
+        json_decref(s->tenants);
         az_ids_free(&s->groups);
         az_ids_free(&s->all);
         grants_free(&s->grants);

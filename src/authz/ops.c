@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "acl/acl.h"
 #include "base/date.h"
 #include "base/mem.h"
 
@@ -113,10 +114,59 @@ static void *slot_add(void **arr, uint32_t *n, uint32_t *cap, size_t size)
     return slot;
 }
 
+static int cmp_cstr(const void *a, const void *b)
+{
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* Reads put_subject's "tenants" (absent or null: none) into a sorted array of unique names. */
+static int tenants_parse(const json_t *t, json_t **out, cdn_err_t *err)
+{
+    size_t i;
+    json_t *v;
+    *out = NULL;
+    if (!t || json_is_null(t))
+        return CDN_OK;
+    if (!json_is_array(t))
+        return cdn_err_set(err, CDN_ERR_INVALID,
+                           "put_subject: tenants must be an array of tenant names");
+    if (json_array_size(t) > AUTHZ_TENANTS_MAX)
+        return cdn_err_set(err, CDN_ERR_LIMIT, "put_subject: %zu tenants; the limit is %d",
+                           json_array_size(t), AUTHZ_TENANTS_MAX);
+    const char **names = cdn_malloc((json_array_size(t) + 1) * sizeof *names);
+    size_t n = 0;
+    int rc = names ? CDN_OK : cdn_err_set(err, CDN_ERR_NOMEM, "put_subject: out of memory");
+    json_array_foreach(t, i, v)
+    {
+        if (rc)
+            break;
+        if (!json_is_string(v))
+            rc = cdn_err_set(err, CDN_ERR_INVALID, "put_subject: tenants[%zu] is not a string", i);
+        else if ((rc = acl_tag_check(json_string_value(v), "put_subject: tenant", err)) == CDN_OK)
+            names[n++] = json_string_value(v);
+    }
+    if (!rc && n) {
+        qsort(names, n, sizeof *names, cmp_cstr);
+        if (!(*out = json_array()))
+            rc = cdn_err_set(err, CDN_ERR_NOMEM, "put_subject: out of memory");
+        for (size_t k = 0; k < n && !rc; k++)
+            if ((k == 0 || strcmp(names[k - 1], names[k])) &&
+                json_array_append_new(*out, json_string(names[k])))
+                rc = cdn_err_set(err, CDN_ERR_NOMEM, "put_subject: out of memory");
+    }
+    cdn_free(names);
+    if (rc) {
+        json_decref(*out);
+        *out = NULL;
+    }
+    return rc;
+}
+
 static int op_put_subject(az_state_t *st, op_ctx_t *c, cdn_err_t *err)
 {
-    static const char *const f[] = {"op", "id", "kind", "attributes", NULL};
+    static const char *const f[] = {"op", "id", "kind", "attributes", "tenants", NULL};
     const char *id, *kind;
+    json_t *tenants;
     int rc;
     if ((rc = only_fields(c->op, c->name, f, err)) ||
         (rc = str_field(c, "id", true, true, &id, err)) ||
@@ -128,23 +178,25 @@ static int op_put_subject(az_state_t *st, op_ctx_t *c, cdn_err_t *err)
     const json_t *a = json_object_get(c->op, "attributes");
     if (a && !json_is_object(a))
         return cdn_err_set(err, CDN_ERR_INVALID, "put_subject: attributes must be a JSON object");
+    if ((rc = tenants_parse(json_object_get(c->op, "tenants"), &tenants, err)))
+        return rc;
     json_t *attrs = a ? json_deep_copy(a) : json_object();
-    if (!attrs)
+    if (!attrs) {
+        json_decref(tenants);
         return cdn_err_set(err, CDN_ERR_NOMEM, "put_subject: out of memory");
+    }
     uint8_t k = kind && !strcmp(kind, "service") ? AZ_KIND_SERVICE : AZ_KIND_USER;
     uint32_t idx;
-    if (az_subject_get(st, id, &idx)) {
-        json_decref(st->subjects[idx].attrs);
-        st->subjects[idx].attrs = attrs;
-        st->subjects[idx].kind = k;
-        return CDN_OK;
-    }
-    if (az_subject_add(st, id, &idx)) {
+    if (!az_subject_get(st, id, &idx) && az_subject_add(st, id, &idx)) {
         json_decref(attrs);
+        json_decref(tenants);
         return cdn_err_set(err, CDN_ERR_NOMEM, "put_subject: out of memory");
     }
-    st->subjects[idx].kind = k;
+    json_decref(st->subjects[idx].attrs);
+    json_decref(st->subjects[idx].tenants);
     st->subjects[idx].attrs = attrs;
+    st->subjects[idx].tenants = tenants;
+    st->subjects[idx].kind = k;
     return CDN_OK;
 }
 
@@ -208,7 +260,8 @@ static int op_delete_subject(az_state_t *st, op_ctx_t *c, cdn_err_t *err)
     az_graph_delete_subject(st, idx);
     grants_clear(&s->grants);
     json_decref(s->attrs);
-    s->attrs = NULL;
+    json_decref(s->tenants);
+    s->attrs = s->tenants = NULL;
     az_map_del(&st->subject_map, s->id);
     cdn_free(s->id);
     s->id = NULL;
@@ -323,19 +376,50 @@ static int resource_check(const char *r, const char *field, az_perm_t *p, cdn_er
     return CDN_OK;
 }
 
+/* A deny that can reach a label ("label:NAME" resources) is applied to searches as well as to
+ * decisions, by leaving out the chunks that carry the label: it must then name one label
+ * exactly and hold without a condition, since a search has no request to test one against.
+ * "*" denies every collection too, so searches stop before labels matter. */
+static int label_deny_check(const char *res, const az_perm_t *p, const json_t *cond,
+                            const char *field, cdn_err_t *err)
+{
+    static const char lbl[] = "label:";
+    size_t n = p->res_kind == AZ_RES_PREFIX ? p->res_len : strlen(res), m = sizeof lbl - 1;
+    bool reaches =
+        p->res_kind == AZ_RES_PREFIX ? !strncmp(res, lbl, n < m ? n : m) : !strncmp(res, lbl, m);
+    if (!reaches || p->res_kind == AZ_RES_ANY)
+        return CDN_OK;
+    if (p->res_kind == AZ_RES_PREFIX)
+        return cdn_err_set(err, CDN_ERR_INVALID,
+                           "%s: a deny on labels names one label (\"label:NAME\"), not the "
+                           "pattern '%s'",
+                           field, res);
+    if (cond && !json_is_null(cond))
+        return cdn_err_set(err, CDN_ERR_INVALID,
+                           "%s: a deny on '%s' takes no condition: searches apply it, and a "
+                           "search has no request context to test one against",
+                           field, res);
+    return acl_tag_check(res + m, field, err);
+}
+
 int az_perm_build(const json_t *src, const char *field, az_perm_t *out, cdn_err_t *err)
 {
-    static const char *const f[] = {"resource", "action", "condition", NULL};
+    static const char *const f[] = {"resource", "action", "condition", "effect", NULL};
     memset(out, 0, sizeof(*out));
     if (!json_is_object(src))
         return cdn_err_set(err, CDN_ERR_INVALID,
                            "%s must be an object {\"resource\", \"action\", \"condition\"?}",
                            field);
     const json_t *res = json_object_get(src, "resource"), *act = json_object_get(src, "action");
-    const json_t *cond = json_object_get(src, "condition");
+    const json_t *cond = json_object_get(src, "condition"), *eff = json_object_get(src, "effect");
     int rc = only_fields(src, field, f, err);
     if (rc)
         return rc;
+    if (eff && !json_is_null(eff) &&
+        (!json_is_string(eff) ||
+         (strcmp(json_string_value(eff), "allow") && strcmp(json_string_value(eff), "deny"))))
+        return cdn_err_set(err, CDN_ERR_INVALID, "%s.effect must be \"allow\" or \"deny\"", field);
+    out->deny = json_is_string(eff) && !strcmp(json_string_value(eff), "deny");
     if (!json_is_string(res) || !json_is_string(act))
         return cdn_err_set(err, CDN_ERR_INVALID, "%s needs string fields resource and action",
                            field);
@@ -348,6 +432,8 @@ int az_perm_build(const json_t *src, const char *field, az_perm_t *out, cdn_err_
                            "%s.action '%s' must be 1..%d bytes without spaces", field, a,
                            AUTHZ_ACTION_MAX - 1);
     out->any_action = !strcmp(lower, "*");
+    if (out->deny && (rc = label_deny_check(json_string_value(res), out, cond, field, err)))
+        return rc;
     if (!(out->resource = cdn_strdup(json_string_value(res))) || !(out->action = cdn_strdup(lower)))
         goto nomem;
     if (cond && !json_is_null(cond)) {
@@ -403,6 +489,8 @@ static int op_put_role(az_state_t *st, op_ctx_t *c, cdn_err_t *err)
             return rc;
         }
     }
+    for (size_t i = 0; i < n; i++)
+        st->denies |= perms[i].deny;
     uint32_t idx;
     az_role_t *r = NULL;
     if (!az_role_get(st, id, &idx)) {
@@ -540,7 +628,7 @@ static bool grant_eq(const az_grant_t *a, const az_grant_t *b)
         return false;
     if (a->role >= 0)
         return true;
-    return !strcmp(a->perm->resource, b->perm->resource) &&
+    return a->perm->deny == b->perm->deny && !strcmp(a->perm->resource, b->perm->resource) &&
            !strcmp(a->perm->action, b->perm->action) &&
            opt_eq(a->perm->cond_text, b->perm->cond_text);
 }
@@ -575,6 +663,7 @@ static int op_grant(az_state_t *st, op_ctx_t *c, bool revoke, cdn_err_t *err)
         return cdn_err_set(err, CDN_ERR_NOMEM, "grant: out of memory");
     }
     st->windows |= g->windowed;
+    st->denies |= g->perm && g->perm->deny;
     return CDN_OK;
 }
 

@@ -181,7 +181,7 @@ int authz_slice_give(authz_slice_t *s, const char *fragment, size_t n, cdn_err_t
 }
 
 /* The entity's permissions, built as put_role builds them (conditions compiled). */
-static int role_build(az_role_t *r, const json_t *ps, cdn_err_t *err)
+static int role_build(az_state_t *st, az_role_t *r, const json_t *ps, cdn_err_t *err)
 {
     size_t n = json_array_size(ps);
     if (!json_is_array(ps))
@@ -193,6 +193,7 @@ static int role_build(az_role_t *r, const json_t *ps, cdn_err_t *err)
         if (rc)
             return rc;
         r->nperms = (uint32_t)k + 1;
+        st->denies |= r->perms[k].deny;
     }
     return CDN_OK;
 }
@@ -236,6 +237,7 @@ static int grant_build(az_state_t *st, const json_t *src, int to_group, uint32_t
     az_grants_t *gs = to_group ? &st->groups[to].grants : &st->subjects[to].grants;
     if (rc == CDN_OK && (rc = az_grants_push(gs, g)) == CDN_OK) {
         st->windows |= g->windowed;
+        st->denies |= g->perm && g->perm->deny;
         return CDN_OK;
     }
     az_grant_free(g);
@@ -286,13 +288,18 @@ static int build(const authz_slice_t *s, az_state_t *st, cdn_err_t *err)
             else {
                 st->subjects[idx].kind = strcmp(kind, "service") ? AZ_KIND_USER : AZ_KIND_SERVICE;
                 /* a copy: the fragment may be shared with other threads' slices */
+                json_t *ten = json_object_get(e->frag, "tenants");
                 if (!(st->subjects[idx].attrs = json_deep_copy(attrs)))
+                    rc = CDN_ERR_NOMEM;
+                else if (ten && !json_is_array(ten))
+                    rc = CDN_ERR_CORRUPT;
+                else if (ten && !(st->subjects[idx].tenants = json_deep_copy(ten)))
                     rc = CDN_ERR_NOMEM;
             }
         } else if (e->kind == AUTHZ_ENT_GROUP) {
             rc = az_group_add(st, e->id, &idx);
         } else if ((rc = az_role_add(st, e->id, &idx)) == CDN_OK) {
-            rc = role_build(&st->roles[idx], json_object_get(e->frag, "permissions"), err);
+            rc = role_build(st, &st->roles[idx], json_object_get(e->frag, "permissions"), err);
         }
     }
     cdn_free(by);

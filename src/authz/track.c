@@ -123,7 +123,9 @@ static int fragment(const az_state_t *st, char kind, const char *id, char **out)
         o = json_pack("{s:s, s:O, s:o, s:o}", "kind",
                       s->kind == AZ_KIND_SERVICE ? "service" : "user", "attributes", s->attrs,
                       "groups", ids_json(st, &s->groups, 1), "grants", grants);
-        if (o)
+        if (o && s->tenants && json_object_set(o, "tenants", s->tenants))
+            rc = CDN_ERR_NOMEM;
+        else if (o)
             rc = az_grants_json(st, &s->grants, s->id, "subject", grants);
     } else if (kind == AUTHZ_ENT_GROUP && az_group_get(st, id, &idx)) {
         const az_group_t *g = &st->groups[idx];

@@ -4,7 +4,8 @@
  *
  * A line is {"id" or "_id", text fields by name (top level or under "fields"), "vector" (or a
  * row of the fvecs file), "metadata" (object) and the collection's metadata fields by name at
- * the top level, "allowed" or the collection's ACL field, "denied"}. Any other key is an error:
+ * the top level, "allowed" or the collection's ACL field, "denied", "tenant", "labels"}. Any
+ * other key is an error:
  * a misspelt "denied" read as nothing would deny nothing. */
 #include "cli/loader.h"
 #include "base/err.h"
@@ -30,8 +31,9 @@ typedef struct line {
     float *vec; /* owned when inline */
     int vec_owned;
     char *meta; /* jansson-allocated */
-    const char **allowed, **denied;
-    size_t na, nd;
+    const char **allowed, **denied, **labels;
+    size_t na, nd, nl;
+    const char *tenant;
     size_t lineno; /* the file's line it came from */
 } line_t;
 
@@ -57,6 +59,7 @@ static void line_clear(line_t *l)
     free(l->meta);
     cdn_free(l->allowed);
     cdn_free(l->denied);
+    cdn_free(l->labels);
     memset(l, 0, sizeof *l);
 }
 
@@ -100,8 +103,8 @@ static int parse_vector(json_t *v, const cordon_collection_info *ci, line_t *l, 
 
 /* ---- Keys: what a line may hold, and a near miss for the ones it may not. ---- */
 
-static const char *const fixed_keys[] = {"id",     "_id",     "vector", "metadata",
-                                         "fields", "allowed", "denied"};
+static const char *const fixed_keys[] = {"id",      "_id",    "vector", "metadata", "fields",
+                                         "allowed", "denied", "tenant", "labels"};
 #define N_FIXED (sizeof fixed_keys / sizeof fixed_keys[0])
 
 static int is_text_field(const cordon_collection_info *ci, const char *k)
@@ -176,7 +179,7 @@ static void unknown_key(const cordon_collection_info *ci, const char *key, char 
         consider(key, ci->meta_fields[f].name, &best, &bestd);
     n = (size_t)snprintf(why, wn,
                          "unknown key \"%.60s\"%s%s%s; a line holds id (or _id), "
-                         "vector, metadata, fields, allowed (or %s), denied",
+                         "vector, metadata, fields, allowed (or %s), denied, tenant, labels",
                          key, best ? " (did you mean \"" : "", best ? best : "", best ? "\"?)" : "",
                          ci->acl_field);
     for (size_t f = 0; f < ci->n_text_fields && n < wn; f++)
@@ -317,12 +320,19 @@ static int parse_line(const char *text, size_t len, const cordon_collection_info
     }
     if ((rc = parse_meta(ci, l->obj, l, why, wn)) != 0)
         return rc;
+    v = json_object_get(l->obj, "tenant");
+    if (v && !json_is_string(v)) {
+        snprintf(why, wn, "\"tenant\" must be a string (the tenant that owns the chunk)");
+        return CDN_ERR_INVALID;
+    }
+    l->tenant = json_string_value(v);
     v = json_object_get(l->obj, "allowed");
     if (!v)
         v = json_object_get(l->obj, ci->acl_field);
     if (string_list(v, &l->allowed, &l->na) ||
-        string_list(json_object_get(l->obj, "denied"), &l->denied, &l->nd)) {
-        snprintf(why, wn, "\"allowed\" and \"denied\" must be arrays of principal strings");
+        string_list(json_object_get(l->obj, "denied"), &l->denied, &l->nd) ||
+        string_list(json_object_get(l->obj, "labels"), &l->labels, &l->nl)) {
+        snprintf(why, wn, "\"allowed\", \"denied\" and \"labels\" must be arrays of strings");
         return CDN_ERR_INVALID;
     }
     if (!v) {
@@ -342,7 +352,10 @@ static cordon_chunk to_chunk(line_t *l, const loader_opts_t *o)
                           .allowed = l->allowed ? l->allowed : o->allow,
                           .n_allowed = l->na,
                           .denied = l->denied,
-                          .n_denied = l->nd};
+                          .n_denied = l->nd,
+                          .tenant = l->tenant,
+                          .labels = l->labels,
+                          .n_labels = l->nl};
 }
 
 typedef struct pass {

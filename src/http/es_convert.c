@@ -438,8 +438,15 @@ int es_doc_from_source(const es_index_t *ix, json_t *source, es_dynamic_t *dyn, 
                   "the document's fields other than text and vector take more than 64 KiB%s%s", "",
                   "");
     json_decref(c.meta);
-    doc->chunk = (cordon_chunk){doc->id,      doc->vector, doc->fields, c.n_fields, doc->metadata,
-                                doc->allowed, na,          doc->denied, nd};
+    doc->chunk = (cordon_chunk){.id = doc->id,
+                                .vector = doc->vector,
+                                .fields = doc->fields,
+                                .n_fields = c.n_fields,
+                                .metadata_json = doc->metadata,
+                                .allowed = doc->allowed,
+                                .n_allowed = na,
+                                .denied = doc->denied,
+                                .n_denied = nd};
     return rc;
 }
 

@@ -410,23 +410,25 @@ void v1_acl_put(http_ctx_t *ctx, http_req_t *req, http_resp_t *resp)
     }
     json_array_foreach(changes, i, c)
     {
-        const char **a = NULL, **d = NULL;
-        size_t na = 0, nd = 0;
+        const char **a = NULL, **d = NULL, **l = NULL;
+        size_t na = 0, nd = 0, nl = 0;
         const char *k;
         json_t *v;
-        json_object_foreach(c, k,
-                            v) if (strcmp(k, "id") && strcmp(k, "allowed") && strcmp(k, "denied"))
+        json_object_foreach(c, k, v) if (strcmp(k, "id") && strcmp(k, "allowed") &&
+                                         strcmp(k, "denied") && strcmp(k, "labels"))
         {
             /* a misspelt "denied" would otherwise deny nothing */
             es_error(resp, 400, "parsing_exception",
-                     "unknown field [%s] in [changes][%zu]: give id, allowed and denied", k, i);
+                     "unknown field [%s] in [changes][%zu]: give id, allowed, denied and labels", k,
+                     i);
             goto out;
         }
         (void)v;
         ch[n].id = json_string_value(json_object_get(c, "id"));
         int bad = strings(json_object_get(c, "allowed"), &a, &na, "allowed", resp) ||
-                  strings(json_object_get(c, "denied"), &d, &nd, "denied", resp);
-        ch[n] = (cordon_acl_change){ch[n].id, a, na, d, nd};
+                  strings(json_object_get(c, "denied"), &d, &nd, "denied", resp) ||
+                  strings(json_object_get(c, "labels"), &l, &nl, "labels", resp);
+        ch[n] = (cordon_acl_change){ch[n].id, a, na, d, nd, l, nl};
         n++;
         if (bad)
             goto out;
@@ -445,6 +447,7 @@ out:
     for (size_t j = 0; ch && j < n; j++) {
         cdn_free((void *)ch[j].allowed);
         cdn_free((void *)ch[j].denied);
+        cdn_free((void *)ch[j].labels);
     }
     cdn_free(ch);
     json_decref(body);

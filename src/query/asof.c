@@ -414,33 +414,34 @@ static int acl_names(engine_t *e, const void *p, size_t n, const char ***names, 
 }
 
 /* The ACL decided against asserted principals: the same rule as a live search's. */
-static void judge_asserted(const engine_asker_t *who, const char **names[2], const size_t nn[2],
-                           asof_answer_t *out)
+static int judge_asserted(const engine_asker_t *who, const char **names[2], const size_t nn[2],
+                          asof_answer_t *out, cdn_err_t *err)
 {
-    char canon[ACL_PRINCIPAL_MAX + 8];
+    acl_set_t held; /* the asserted names as a search expands them */
+    int rc = acl_set_build(who->principals, who->n, &held, err);
     out->reason = nn[0] ? ASOF_NO_MATCH : ASOF_NO_ACL;
-    for (int side = 1; side >= 0; side--) /* denies first: they override */
-        for (size_t i = 0; i < who->n; i++) {
-            cdn_err_t ignored;
-            if (acl_principal_canon(who->principals[i], canon, sizeof canon, &ignored))
-                continue;
-            for (size_t j = 0; j < nn[side]; j++)
-                if (!strcmp(canon, names[side][j])) {
-                    out->readable = side == 0;
-                    out->reason = side ? ASOF_DENIED : ASOF_READABLE;
-                    snprintf(out->principal, sizeof out->principal, "%.*s",
-                             (int)sizeof out->principal - 1, canon);
-                    return;
-                }
-        }
+    for (int side = 1; side >= 0 && rc == CDN_OK; side--) /* denies first: they override */
+        for (size_t j = 0; j < nn[side]; j++)
+            if (acl_set_has(&held, names[side][j])) {
+                out->readable = side == 0;
+                out->reason = side ? ASOF_DENIED : ASOF_READABLE;
+                snprintf(out->principal, sizeof out->principal, "%.*s",
+                         (int)sizeof out->principal - 1, names[side][j]);
+                side = -1;
+                break;
+            }
+    acl_set_free(&held);
+    return rc;
 }
 
 static asof_reason_t from_explain(authz_explain_kind_t k)
 {
     switch (k) {
     case AUTHZ_EXPLAIN_ALLOWED: return ASOF_READABLE;
-    case AUTHZ_EXPLAIN_DENIED: return ASOF_DENIED;
-    case AUTHZ_EXPLAIN_NO_MATCH: return ASOF_NO_MATCH;
+    case AUTHZ_EXPLAIN_DENIED:
+    case AUTHZ_EXPLAIN_LABEL_DENIED: return ASOF_DENIED;
+    case AUTHZ_EXPLAIN_NO_MATCH:
+    case AUTHZ_EXPLAIN_OTHER_TENANT: return ASOF_NO_MATCH;
     case AUTHZ_EXPLAIN_NO_ACL: return ASOF_NO_ACL;
     default: return ASOF_SUBJECT_NOT_FOUND;
     }
@@ -456,7 +457,7 @@ static int decide(engine_t *e, authz_model_t *m, const engine_asker_t *who, int 
     int rc = acl_names(e, packed, n, names, nn);
     memset(out, 0, sizeof *out);
     if (rc == CDN_OK && !m) {
-        judge_asserted(who, names, nn, out);
+        rc = judge_asserted(who, names, nn, out, err);
     } else if (rc == CDN_OK && (rc = authz_explain(m, who->subject_id, names[0], nn[0], names[1],
                                                    nn[1], &x, err)) == CDN_OK) {
         out->readable = x.readable && permitted;

@@ -35,9 +35,21 @@ int chunkrec_reencode(uint32_t row, json_t *obj, char **rec, size_t *len)
     return *rec ? CDN_OK : CDN_ERR_NOMEM;
 }
 
+int chunkrec_set_access(json_t *obj, const chunkrec_access_t *acc)
+{
+    json_object_del(obj, "tenant");
+    json_object_del(obj, "labels");
+    if (json_object_set_new(obj, "allowed", string_array(acc->allowed, acc->na)) ||
+        json_object_set_new(obj, "denied", string_array(acc->denied, acc->nd)) ||
+        (acc->tenant && json_object_set_new(obj, "tenant", json_string(acc->tenant))) ||
+        (acc->nl && json_object_set_new(obj, "labels", string_array(acc->labels, acc->nl))))
+        return CDN_ERR_NOMEM;
+    return CDN_OK;
+}
+
 int chunkrec_encode(uint32_t row, const char *const *names, const char *const *values,
-                    size_t nfields, const char *metadata_json, const char *const *allowed,
-                    size_t na, const char *const *denied, size_t nd, char **rec, size_t *len)
+                    size_t nfields, const char *metadata_json, const chunkrec_access_t *acc,
+                    char **rec, size_t *len)
 {
     json_t *o = json_object(), *fields = json_object(), *meta;
     int rc = CDN_ERR_NOMEM;
@@ -48,8 +60,7 @@ int chunkrec_encode(uint32_t row, const char *const *names, const char *const *v
         if (json_object_set_new(fields, names[i], json_string(values[i])))
             goto done;
     if (json_object_set(o, "fields", fields) || json_object_set(o, "metadata", meta) ||
-        json_object_set_new(o, "allowed", string_array(allowed, na)) ||
-        json_object_set_new(o, "denied", string_array(denied, nd)))
+        chunkrec_set_access(o, acc))
         goto done;
     rc = chunkrec_reencode(row, o, rec, len);
 done:

@@ -704,36 +704,67 @@ static int cmp_u32(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
+struct view_ids {
+    const acl_intern_t *t;
+    uint32_t *out;
+    size_t k, cap;
+    int nomem;
+};
+
+static int view_id_add(void *ctx, const char *name)
+{
+    struct view_ids *v = ctx;
+    uint32_t id;
+    if (acl_intern_get(v->t, name, &id) != CDN_OK)
+        return 0; /* no chunk names it */
+    if (v->k == v->cap) {
+        void *q = v->out;
+        if (cdn_grow(&q, &v->cap, v->k + 1, sizeof *v->out))
+            return v->nomem = 1;
+        v->out = q;
+    }
+    v->out[v->k++] = id;
+    return 0;
+}
+
 int engine_view_ids(engine_t *e, const char *const *names, size_t n, uint32_t **ids, size_t *nids,
                     cdn_err_t *err)
 {
-    char canon[ACL_PRINCIPAL_MAX + 16];
-    uint32_t *out = cdn_malloc((n ? n : 1) * sizeof *out);
-    size_t k = 0, j = 0;
+    /* Names are made canonical first (a view's are already; asserted ones may be bare group
+     * names), then expanded: a tenant membership reaches its chunks' qualified names. */
+    char *buf = cdn_malloc((n ? n : 1) * ACL_VIEW_NAME_MAX);
+    const char **canon = cdn_malloc((n ? n : 1) * sizeof *canon);
+    struct view_ids v = {&e->principals, cdn_malloc((n ? n : 1) * sizeof(uint32_t)), 0, n ? n : 1,
+                         0};
+    size_t j = 0;
     int rc = CDN_OK;
-    if (!out)
-        return cdn_err_set(err, CDN_ERR_NOMEM, "out of memory");
-    pthread_rwlock_rdlock(&e->meta_lock);
+    if (!buf || !canon || !v.out)
+        rc = cdn_err_set(err, CDN_ERR_NOMEM, "out of memory");
     for (size_t i = 0; i < n && rc == CDN_OK; i++) {
-        uint32_t id;
-        if (!names[i]) {
+        canon[i] = buf + i * ACL_VIEW_NAME_MAX;
+        if (!names[i])
             rc = cdn_err_set(err, CDN_ERR_INVALID, "subject principal %zu is NULL", i);
-            break;
-        }
-        rc = acl_principal_canon(names[i], canon, sizeof canon, err);
-        if (rc == CDN_OK && acl_intern_get(&e->principals, canon, &id) == CDN_OK)
-            out[k++] = id;
+        else
+            rc = acl_view_canon(names[i], buf + i * ACL_VIEW_NAME_MAX, ACL_VIEW_NAME_MAX, err);
     }
-    pthread_rwlock_unlock(&e->meta_lock);
+    if (rc == CDN_OK) {
+        pthread_rwlock_rdlock(&e->meta_lock);
+        acl_view_expand(canon, n, view_id_add, &v);
+        pthread_rwlock_unlock(&e->meta_lock);
+        if (v.nomem)
+            rc = cdn_err_set(err, CDN_ERR_NOMEM, "out of memory");
+    }
+    cdn_free(buf);
+    cdn_free(canon);
     if (rc) {
-        cdn_free(out);
+        cdn_free(v.out);
         return rc;
     }
-    qsort(out, k, sizeof *out, cmp_u32);
-    for (size_t i = 0; i < k; i++)
-        if (j == 0 || out[j - 1] != out[i])
-            out[j++] = out[i];
-    *ids = out;
+    qsort(v.out, v.k, sizeof *v.out, cmp_u32);
+    for (size_t i = 0; i < v.k; i++)
+        if (j == 0 || v.out[j - 1] != v.out[i])
+            v.out[j++] = v.out[i];
+    *ids = v.out;
     *nids = j;
     return CDN_OK;
 }

@@ -60,18 +60,51 @@ static int prep_names(prep_t *p, int which, const char *const *names, size_t n, 
     return CDN_OK;
 }
 
+/* A tag (tenant or label) of chunk p: checked by acl_tag_check, copied into the arena. */
+static int prep_tag(prep_t *p, const char *name, const char *what, char **out, cdn_arena_t *a,
+                    cdn_err_t *err)
+{
+    char field[48];
+    cdn_err_t inner;
+    snprintf(field, sizeof field, "%s", what);
+    if (acl_tag_check(name, field, &inner))
+        return cdn_err_set(err, inner.code, "chunk \"%.100s\": %.200s", p->in->id, inner.msg);
+    if (!(*out = cdn_arena_strdup(a, name)))
+        return cdn_err_set(err, CDN_ERR_NOMEM, "out of memory");
+    return CDN_OK;
+}
+
+int write_prep_tenant(prep_t *p, const char *tenant, cdn_arena_t *a, cdn_err_t *err)
+{
+    char *t = NULL;
+    int rc = tenant ? prep_tag(p, tenant, "tenant", &t, a, err) : CDN_OK;
+    p->tenant = t;
+    return rc;
+}
+
 int write_prep_acl(prep_t *p, const char *const *allowed, size_t na, const char *const *denied,
-                   size_t nd, cdn_arena_t *a, cdn_err_t *err)
+                   size_t nd, const char *const *labels, size_t nl, cdn_arena_t *a, cdn_err_t *err)
 {
     int rc;
-    if (na > ACL_MAX_PRINCIPALS || nd > ACL_MAX_PRINCIPALS || na + nd > ACL_MAX_PRINCIPALS)
-        return cdn_err_set(err, CDN_ERR_LIMIT, "chunk \"%s\": %zu principals; the limit is %d",
-                           p->in->id, na + nd, ACL_MAX_PRINCIPALS);
-    if ((na && !allowed) || (nd && !denied))
+    if (na > ACL_MAX_PRINCIPALS || nd > ACL_MAX_PRINCIPALS || nl > ACL_MAX_PRINCIPALS ||
+        na + nd + nl > ACL_MAX_PRINCIPALS)
+        return cdn_err_set(err, CDN_ERR_LIMIT,
+                           "chunk \"%s\": %zu principals and labels; the limit is %d", p->in->id,
+                           na + nd + nl, ACL_MAX_PRINCIPALS);
+    if (nl > ACL_LABELS_MAX)
+        return cdn_err_set(err, CDN_ERR_LIMIT, "chunk \"%s\": %zu labels; the limit is %d",
+                           p->in->id, nl, ACL_LABELS_MAX);
+    if ((na && !allowed) || (nd && !denied) || (nl && !labels))
         return cdn_err_set(err, CDN_ERR_INVALID, "chunk \"%s\": principal list is NULL", p->in->id);
-    if ((rc = prep_names(p, 0, allowed, na, a, err)) != 0)
+    if ((rc = prep_names(p, 0, allowed, na, a, err)) != 0 ||
+        (rc = prep_names(p, 1, denied, nd, a, err)) != 0)
         return rc;
-    return prep_names(p, 1, denied, nd, a, err);
+    if (!(p->labels = cdn_arena_alloc(a, (nl + 1) * sizeof(char *))))
+        return cdn_err_set(err, CDN_ERR_NOMEM, "out of memory");
+    for (p->nlabels = 0; p->nlabels < nl; p->nlabels++)
+        if ((rc = prep_tag(p, labels[p->nlabels], "label", &p->labels[p->nlabels], a, err)))
+            return rc;
+    return CDN_OK;
 }
 
 static int prep_vector(prep_t *p, const coll_config_t *cfg, cdn_arena_t *a, cdn_err_t *err)
@@ -143,7 +176,10 @@ static int prepare(const coll_config_t *cfg, const write_chunk_t *c, size_t inde
     if ((rc = write_id_check(c->id, index, err)) != 0 || (rc = prep_vector(p, cfg, a, err)) != 0 ||
         (rc = prep_fields(c, cfg, err)) != 0)
         return rc;
-    return write_prep_acl(p, c->allowed, c->n_allowed, c->denied, c->n_denied, a, err);
+    if ((rc = write_prep_tenant(p, c->tenant, a, err)) != 0)
+        return rc;
+    return write_prep_acl(p, c->allowed, c->n_allowed, c->denied, c->n_denied, c->labels,
+                          c->n_labels, a, err);
 }
 
 int write_check(engine_t *e, const char *name, const write_chunk_t *chunk, cdn_err_t *err)
@@ -185,15 +221,24 @@ int write_pack_acl(engine_t *e, prep_t *p, cdn_arena_t *a)
 {
     uint32_t *ids[2];
     uint32_t n[2];
+    char q[ACL_VIEW_NAME_MAX], label[ACL_TAG_MAX + 8];
     for (int w = 0; w < 2; w++) {
-        if (!(ids[w] = cdn_arena_alloc(a, (p->nnames[w] + 1) * sizeof(uint32_t))))
+        size_t extra = w ? p->nlabels : 0;
+        if (!(ids[w] = cdn_arena_alloc(a, (p->nnames[w] + extra + 1) * sizeof(uint32_t))))
             return CDN_ERR_NOMEM;
-        for (size_t i = 0; i < p->nnames[w]; i++) {
+        for (size_t i = 0; i < p->nnames[w] + extra; i++) {
             int added;
-            if (acl_intern_add(&e->principals, p->names[w][i], &ids[w][i], &added))
+            const char *name = p->names[w][i];
+            if (i >= p->nnames[w]) { /* a label: denied to the views that hold it */
+                snprintf(label, sizeof label, "label:%s", p->labels[i - p->nnames[w]]);
+                name = label;
+            }
+            /* names and tags are bounded, so the qualified name always fits */
+            if (acl_qualify(p->tenant, name, q, sizeof q) ||
+                acl_intern_add(&e->principals, q, &ids[w][i], &added))
                 return CDN_ERR_NOMEM;
         }
-        n[w] = sort_unique(ids[w], (uint32_t)p->nnames[w]);
+        n[w] = sort_unique(ids[w], (uint32_t)(p->nnames[w] + extra));
     }
     if (!(p->packed = cdn_arena_alloc(a, (2 + n[0] + n[1]) * sizeof(uint32_t))))
         return CDN_ERR_NOMEM;
@@ -238,9 +283,9 @@ static int put_one(engine_t *e, coll_t *c, store_txn_t *t, prep_t *p)
         store_del(t, STORE_ROWS, rk, 8);
         store_del(t, STORE_ACLS, rk, 8);
     }
+    chunkrec_access_t acc = write_access(p);
     if ((rc = chunkrec_encode(p->row, p->in->field_names, p->in->field_values, p->in->n_fields,
-                              p->in->metadata_json, (const char *const *)p->names[0], p->nnames[0],
-                              (const char *const *)p->names[1], p->nnames[1], &rec, &reclen)) != 0)
+                              p->in->metadata_json, &acc, &rec, &reclen)) != 0)
         return rc;
     coll_row_key(c->cfg.id, p->row, rk);
     rc = store_put(t, STORE_CHUNKS, key, klen, rec, reclen);

@@ -25,6 +25,9 @@ typedef struct write_chunk {
     size_t n_allowed;
     const char *const *denied;
     size_t n_denied;
+    const char *tenant; /* NULL: none */
+    const char *const *labels;
+    size_t n_labels;
 } write_chunk_t;
 
 typedef struct write_acl {
@@ -33,6 +36,8 @@ typedef struct write_acl {
     size_t n_allowed;
     const char *const *denied;
     size_t n_denied;
+    const char *const *labels; /* replace the chunk's labels; its tenant stays */
+    size_t n_labels;
 } write_acl_t;
 
 /* Each returns 0 and the new revision, or an error (CDN_ERR_INVALID / LIMIT naming the chunk

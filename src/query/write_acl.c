@@ -96,7 +96,7 @@ static int set_one(coll_t *c, store_txn_t *t, prep_t *p, uint64_t rev, cdn_err_t
     unsigned char key[COLL_KEY_MAX], rk[8];
     size_t klen = coll_chunk_key(c->cfg.id, p->in->id, key, sizeof key), vlen, reclen;
     const void *v;
-    json_t *obj, *arr[2];
+    json_t *obj;
     char *rec;
     int rc;
     if (store_get(t, STORE_CHUNKS, key, klen, &v, &vlen) != CDN_OK)
@@ -104,18 +104,9 @@ static int set_one(coll_t *c, store_txn_t *t, prep_t *p, uint64_t rev, cdn_err_t
                            p->in->id, c->cfg.name);
     if ((rc = chunkrec_decode(v, vlen, &p->row, &obj)) != 0)
         return cdn_err_set(err, rc, "chunk \"%s\" is stored corrupt", p->in->id);
-    for (int w = 0; w < 2; w++) {
-        arr[w] = json_array();
-        for (size_t i = 0; arr[w] && i < p->nnames[w]; i++)
-            if (json_array_append_new(arr[w], json_string(p->names[w][i]))) {
-                json_decref(arr[w]);
-                arr[w] = NULL;
-            }
-    }
-    rc = (!arr[0] || !arr[1] || json_object_set_new(obj, "allowed", arr[0]) ||
-          json_object_set_new(obj, "denied", arr[1]))
-             ? CDN_ERR_NOMEM
-             : chunkrec_reencode(p->row, obj, &rec, &reclen);
+    chunkrec_access_t acc = write_access(p);
+    rc = chunkrec_set_access(obj, &acc) ? CDN_ERR_NOMEM
+                                        : chunkrec_reencode(p->row, obj, &rec, &reclen);
     json_decref(obj);
     if (rc)
         return cdn_err_set(err, rc, "out of memory");
@@ -129,6 +120,35 @@ static int set_one(coll_t *c, store_txn_t *t, prep_t *p, uint64_t rev, cdn_err_t
     return rc ? cdn_err_set(err, rc, "cannot store the ACL: %s", cdn_strerror(rc)) : CDN_OK;
 }
 
+/* Reads the tenant each chunk keeps (an ACL change does not move a chunk between tenants),
+ * under the engine's write lock, so no write can change it before set_one stores the ACL. */
+static int tenants_of(engine_t *e, coll_t *c, prep_t *p, size_t n, cdn_arena_t *a, cdn_err_t *err)
+{
+    store_txn_t *t = NULL;
+    int rc = store_txn_begin(e->store, 0, &t, err);
+    if (rc)
+        return rc;
+    for (size_t i = 0; i < n && rc == CDN_OK; i++) {
+        unsigned char key[COLL_KEY_MAX];
+        size_t klen = coll_chunk_key(c->cfg.id, p[i].in->id, key, sizeof key), vlen;
+        const void *v;
+        json_t *obj;
+        if (store_get(t, STORE_CHUNKS, key, klen, &v, &vlen) != CDN_OK)
+            rc = cdn_err_set(err, CDN_ERR_NOT_FOUND, "no chunk \"%s\" in collection \"%s\"",
+                             p[i].in->id, c->cfg.name);
+        else if ((rc = chunkrec_decode(v, vlen, &p[i].row, &obj)) != 0)
+            rc = cdn_err_set(err, rc, "chunk \"%s\" is stored corrupt", p[i].in->id);
+        else {
+            const char *tenant = json_string_value(json_object_get(obj, "tenant"));
+            if (tenant && !(p[i].tenant = cdn_arena_strdup(a, tenant)))
+                rc = cdn_err_set(err, CDN_ERR_NOMEM, "out of memory");
+            json_decref(obj);
+        }
+    }
+    store_txn_abort(t);
+    return rc;
+}
+
 static int set_acl_locked(engine_t *e, coll_t *c, const write_acl_t *ch, size_t n, prep_t *p,
                           write_chunk_t *ids, cdn_arena_t *a, uint64_t *rev, cdn_err_t *err)
 {
@@ -139,9 +159,9 @@ static int set_acl_locked(engine_t *e, coll_t *c, const write_acl_t *ch, size_t 
         p[i].in = &ids[i];
         if ((rc = write_id_check(ch[i].id, i, err)) == CDN_OK)
             rc = write_prep_acl(&p[i], ch[i].allowed, ch[i].n_allowed, ch[i].denied, ch[i].n_denied,
-                                a, err);
+                                ch[i].labels, ch[i].n_labels, a, err);
     }
-    if (rc)
+    if (rc || (rc = tenants_of(e, c, p, n, a, err)) != 0)
         return rc;
     pthread_rwlock_wrlock(&e->meta_lock);
     for (size_t i = 0; i < n && rc == CDN_OK; i++)

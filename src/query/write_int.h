@@ -4,6 +4,7 @@
 #define CDN_WRITE_INT_H
 
 #include "base/arena.h"
+#include "query/chunkrec.h"
 #include "query/write.h"
 
 typedef struct prep {
@@ -11,16 +12,33 @@ typedef struct prep {
     float *vec;              /* normalised copy for cosine, else the caller's */
     char **names[2];         /* canonical allowed [0] and denied [1], in the arena */
     size_t nnames[2];
+    const char *tenant; /* the chunk's tenant or NULL, in the arena */
+    char **labels;      /* its labels, in the arena */
+    size_t nlabels;
     uint32_t *packed; /* in the arena */
     uint32_t row, old_row;
     int had_old;
 } prep_t;
 
-/* Validates and canonicalises an ACL into p (names in the arena). */
+/* Validates and canonicalises an ACL and its labels into p (names in the arena). */
 int write_prep_acl(prep_t *p, const char *const *allowed, size_t na, const char *const *denied,
-                   size_t nd, cdn_arena_t *a, cdn_err_t *err);
-/* Interns p's principals and packs its ACL; caller holds meta_lock for writing. */
+                   size_t nd, const char *const *labels, size_t nl, cdn_arena_t *a, cdn_err_t *err);
+/* Validates a tenant name and keeps a copy in p (NULL: none). */
+int write_prep_tenant(prep_t *p, const char *tenant, cdn_arena_t *a, cdn_err_t *err);
+/* Interns p's principals, each qualified by p's tenant, its labels as denied "label:" names,
+ * and packs its ACL; caller holds meta_lock for writing. */
 int write_pack_acl(engine_t *e, prep_t *p, cdn_arena_t *a);
+/* p's access as its record keeps it. */
+static inline chunkrec_access_t write_access(const prep_t *p)
+{
+    return (chunkrec_access_t){(const char *const *)p->names[0],
+                               p->nnames[0],
+                               (const char *const *)p->names[1],
+                               p->nnames[1],
+                               p->tenant,
+                               (const char *const *)p->labels,
+                               p->nlabels};
+}
 /* Stores the principals interned but not yet stored. */
 int write_persist_principals(engine_t *e, store_txn_t *t);
 /* Records the next revision in t and commits it (t is gone either way); *rev is the new

@@ -364,7 +364,7 @@ static void test_acl_changes_and_deletes_apply_to_every_mode(void **state)
                     de[n][nd++] = form(&seed, p);
             }
             chunk_id(i, ids[n], sizeof ids[n]);
-            ch[n] = (cordon_acl_change){ids[n], al[n], na, de[n], nd};
+            ch[n] = (cordon_acl_change){ids[n], al[n], na, de[n], nd, NULL, 0};
             n++;
         }
         assert_int_equal(cordon_set_acl(f->db, "docs", ch, n, NULL, NULL), 0);

@@ -31,7 +31,7 @@ static void child(const char *dir, int fd)
         snprintf(q, sizeof q, "w%u", k);
         const char *pp[] = {p}, *qq[] = {q};
         for (int i = 0; i < NCH; i++)
-            ch[i] = (cordon_acl_change){ids[i], pp, 1, NULL, 0};
+            ch[i] = (cordon_acl_change){ids[i], pp, 1, NULL, 0, NULL, 0};
         if (cordon_set_acl(db, "acl", ch, NCH, NULL, NULL))
             _exit(4);
         uint32_t ack = 2 * k;

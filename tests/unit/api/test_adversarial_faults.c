@@ -205,7 +205,8 @@ static void test_set_acl_and_delete_under_allocation_failures(void **state)
         f->step = n;
         int g = f->r_group == 0 ? 2 : 0;
         const char *newp[] = {g ? "g2" : "group:g0", "user:fresh-principal"};
-        cordon_acl_change ch[2] = {{"r", newp, 2, G1, 1}, {"fill1", G1, 1, NULL, 0}};
+        cordon_acl_change ch[2] = {{"r", newp, 2, G1, 1, NULL, 0},
+                                   {"fill1", G1, 1, NULL, 0, NULL, 0}};
         cdn_mem_fail_after(n);
         int rc = cordon_set_acl(f->db, "docs", ch, 2, NULL, NULL);
         int used = disarm(n);

@@ -373,7 +373,8 @@ static void test_failed_batches_change_nothing(void **state)
     uint64_t rev = cordon_revision(f->db);
     /* A set_acl batch naming a missing chunk: the change to x must not happen either. */
     const char *newp[] = {"group:brand-new"};
-    cordon_acl_change ch[2] = {{"x", newp, 1, NULL, 0}, {"missing", G1, 1, NULL, 0}};
+    cordon_acl_change ch[2] = {{"x", newp, 1, NULL, 0, NULL, 0},
+                               {"missing", G1, 1, NULL, 0, NULL, 0}};
     assert_int_equal(cordon_set_acl(f->db, "docs", ch, 2, NULL, NULL), CORDON_ERR_NOT_FOUND);
     assert_int_equal(cordon_revision(f->db), rev);
     assert_true(can_get(f->db, "docs", G0, 1, "x"));
@@ -427,7 +428,7 @@ static void test_duplicate_ids_in_one_batch_keep_the_last(void **state)
         {.id = "x", .vector = v1, .fields = &fl, .n_fields = 1, .allowed = G0, .n_allowed = 1},
         {.id = "x", .vector = v2, .fields = &fl, .n_fields = 1, .allowed = G1, .n_allowed = 1}};
     const char *G2[] = {"group:g2"}, *G3[] = {"group:g3"};
-    cordon_acl_change ch[2] = {{"x", G2, 1, NULL, 0}, {"x", G3, 1, NULL, 0}};
+    cordon_acl_change ch[2] = {{"x", G2, 1, NULL, 0, NULL, 0}, {"x", G3, 1, NULL, 0, NULL, 0}};
     for (int pass = 0; pass < 2; pass++) {
         if (pass == 0) {
             assert_int_equal(cordon_put(f->db, "dup", c, 2, NULL, NULL), 0);
@@ -615,7 +616,7 @@ static void test_non_utf8_text_and_principals_are_refused_as_invalid(void **stat
     cordon_chunk d = {.id = "u2", .vector = v, .allowed = badp, .n_allowed = 1};
     rc = cordon_put(f->db, "docs", &d, 1, NULL, &err);
     assert_int_equal(put1(f->db, "docs", "u3", NULL, G0, 1, NULL), 0);
-    cordon_acl_change ch = {"u3", badp, 1, G1, 1};
+    cordon_acl_change ch = {"u3", badp, 1, G1, 1, NULL, 0};
     int rc2 = cordon_set_acl(f->db, "docs", &ch, 1, NULL, &err);
     if (rc2 == 0) {
         /* Accepted: the record must list what the index enforces. */

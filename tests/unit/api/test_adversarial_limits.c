@@ -135,7 +135,7 @@ static void test_batch_one_past_the_limit_is_refused(void **state)
     static float v[DIM] = {1, 0, 0, 0};
     for (size_t i = 0; i <= CORDON_BATCH_MAX; i++) {
         many[i] = (cordon_chunk){.id = "x", .vector = v, .allowed = G0, .n_allowed = 1};
-        ch[i] = (cordon_acl_change){"x", G0, 1, NULL, 0};
+        ch[i] = (cordon_acl_change){"x", G0, 1, NULL, 0, NULL, 0};
     }
     uint64_t rev = cordon_revision(f->db);
     assert_int_equal(cordon_put(f->db, "docs", many, CORDON_BATCH_MAX + 1, NULL, NULL),

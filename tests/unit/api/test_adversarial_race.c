@@ -139,7 +139,7 @@ static void *flip_writer(void *arg)
         uint64_t rev;
         int parity = k % 2;
         for (int i = 0; i < NFLIP; i++)
-            ch[i] = (cordon_acl_change){ids[i], i % 2 == parity ? A : B, 1, NULL, 0};
+            ch[i] = (cordon_acl_change){ids[i], i % 2 == parity ? A : B, 1, NULL, 0, NULL, 0};
         atomic_store(&s->acked2, (uint64_t)k); /* started */
         if (cordon_set_acl(s->db, "flip", ch, NFLIP, &rev, NULL)) {
             violation(s, "set_acl failed");
@@ -524,7 +524,8 @@ static void *ghost_writer(void *arg)
         snprintf(id, sizeof id, "p%d", k);
         snprintf(p, sizeof p, "group:p%d", k);
         const char *pp[] = {p};
-        cordon_acl_change ch[2] = {{"anchor", ghost, 1, NULL, 0}, {"missing", A, 1, NULL, 0}};
+        cordon_acl_change ch[2] = {{"anchor", ghost, 1, NULL, 0, NULL, 0},
+                                   {"missing", A, 1, NULL, 0, NULL, 0}};
         if (cordon_set_acl(s->db, "gh", ch, 2, NULL, NULL) != CORDON_ERR_NOT_FOUND)
             violation(s, "set_acl with a missing id did not fail");
         cordon_field fl = {"body", "common"};

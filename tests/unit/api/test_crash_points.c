@@ -82,7 +82,7 @@ static int acl_batch(cordon_t *db, uint32_t b, uint32_t tag)
     group_name(b, tag, grp, sizeof grp);
     for (int i = NDEL; i < PER; i++) { /* the chunks no delete touches */
         snprintf(ids[n], sizeof ids[n], "b%u-%d", b, i);
-        ch[n] = (cordon_acl_change){ids[n], allowed, 1, NULL, 0};
+        ch[n] = (cordon_acl_change){ids[n], allowed, 1, NULL, 0, NULL, 0};
         n++;
     }
     return cordon_set_acl(db, "crash", ch, n, NULL, NULL);

@@ -361,8 +361,13 @@ static int write_once(hunt_t *h, uint64_t *s)
             cs[n] = x;
             random_acl(s, &al[n], &de[n]);
             snprintf(ids[n], sizeof ids[n], "c%02d", x);
-            ch[n] = (cordon_acl_change){ids[n], ap[n], acl_names(al[n], an[n], ap[n]), dp[n],
-                                        acl_names(de[n], dn[n], dp[n])};
+            ch[n] = (cordon_acl_change){ids[n],
+                                        ap[n],
+                                        acl_names(al[n], an[n], ap[n]),
+                                        dp[n],
+                                        acl_names(de[n], dn[n], dp[n]),
+                                        NULL,
+                                        0};
             n++;
         }
         if (!n)

@@ -43,6 +43,7 @@ static const char *const cond_json[NCOND] = {
 
 typedef struct perm {
     int pat, act, cond;
+    bool deny;
 } perm_t;
 typedef struct grant {
     int to_group, to, role, scope;
@@ -123,11 +124,27 @@ static bool ref_cond(int c, const ref_t *r, int s, const req_t *q)
     }
 }
 
+/* A deny's condition applies when it is true or cannot be decided (a missing operand). */
+static bool ref_deny_cond(int c, const ref_t *r, int s, const req_t *q)
+{
+    bool hr = r->dept[s] == 0;
+    bool n_lt_or_missing = q->n < 5; /* n < 0 stands for missing */
+    bool ip_not_x_or_missing = q->ip != 1;
+    switch (c) {
+    case 1: return hr;
+    case 2: return n_lt_or_missing;
+    case 3: return ip_not_x_or_missing;
+    case 4: return hr && n_lt_or_missing;
+    case 5: return hr || ip_not_x_or_missing;
+    default: return true;
+    }
+}
+
 static authz_reason_t ref_decide(const ref_t *r, const req_t *q)
 {
     if (q->subject == NS)
         return AUTHZ_SUBJECT_NOT_FOUND;
-    bool uncond = false, met = false, found = false;
+    bool uncond = false, met = false, found = false, denied = false;
     for (int i = 0; i < r->ngrants; i++) {
         const grant_t *g = &r->grants[i];
         bool holds = g->to_group ? ref_subject_in(r, q->subject, g->to) : g->to == q->subject;
@@ -140,7 +157,9 @@ static authz_reason_t ref_decide(const ref_t *r, const req_t *q)
                 continue;
             if (!ref_pattern_matches(patterns[p->pat], resources[q->res]))
                 continue;
-            if (!p->cond)
+            if (p->deny)
+                denied = denied || ref_deny_cond(p->cond, r, q->subject, q);
+            else if (!p->cond)
                 uncond = true;
             else {
                 found = true;
@@ -148,10 +167,11 @@ static authz_reason_t ref_decide(const ref_t *r, const req_t *q)
             }
         }
     }
-    return uncond  ? AUTHZ_PERMISSION_GRANTED_NO_CONDITION
-           : met   ? AUTHZ_PERMISSION_GRANTED_CONDITION_MET
-           : found ? AUTHZ_PERMISSION_FOUND_CONDITION_NOT_MET
-                   : AUTHZ_NO_MATCHING_PERMISSION_FOUND;
+    return denied   ? AUTHZ_PERMISSION_DENIED_EXPLICITLY
+           : uncond ? AUTHZ_PERMISSION_GRANTED_NO_CONDITION
+           : met    ? AUTHZ_PERMISSION_GRANTED_CONDITION_MET
+           : found  ? AUTHZ_PERMISSION_FOUND_CONDITION_NOT_MET
+                    : AUTHZ_NO_MATCHING_PERMISSION_FOUND;
 }
 
 /* ---- driving authz with the same model ---- */
@@ -165,12 +185,13 @@ static void apply_ok(authz_model_t *m, const char *op)
 
 static void perm_text(const perm_t *p, char *out, size_t cap)
 {
+    const char *eff = p->deny ? ",\"effect\":\"deny\"" : "";
     if (p->cond)
-        snprintf(out, cap, "{\"resource\":\"%s\",\"action\":\"%s\",\"condition\":%s}",
-                 patterns[p->pat], actions[p->act], cond_json[p->cond]);
+        snprintf(out, cap, "{\"resource\":\"%s\",\"action\":\"%s\",\"condition\":%s%s}",
+                 patterns[p->pat], actions[p->act], cond_json[p->cond], eff);
     else
-        snprintf(out, cap, "{\"resource\":\"%s\",\"action\":\"%s\"}", patterns[p->pat],
-                 actions[p->act]);
+        snprintf(out, cap, "{\"resource\":\"%s\",\"action\":\"%s\"%s}", patterns[p->pat],
+                 actions[p->act], eff);
 }
 
 static void grant_text(const grant_t *g, const char *op, char *out, size_t cap)
@@ -194,7 +215,7 @@ static bool grant_same(const grant_t *a, const grant_t *b)
     return a->to_group == b->to_group && a->to == b->to && a->role == b->role &&
            a->scope == b->scope &&
            (a->role >= 0 || (a->perm.pat == b->perm.pat && a->perm.act == b->perm.act &&
-                             a->perm.cond == b->perm.cond));
+                             a->perm.cond == b->perm.cond && a->perm.deny == b->perm.deny));
 }
 
 static void random_perm(perm_t *p)
@@ -202,6 +223,7 @@ static void random_perm(perm_t *p)
     p->pat = (int)rnd(sizeof(patterns) / sizeof(patterns[0]));
     p->act = (int)rnd(4);
     p->cond = rnd(2) ? 0 : (int)rnd(NCOND);
+    p->deny = rnd(6) == 0;
 }
 
 /* (Re)defines role ro with fresh random permissions, in both models. */
@@ -293,8 +315,11 @@ static void mutate(authz_model_t *m, ref_t *r)
     } else if (kind <= 4 || !r->ngrants) {
         if (r->ngrants == MAXGRANTS)
             return;
-        grant_t g = {
-            (int)rnd(2), 0, rnd(2) ? (int)rnd(NR) : -1, rnd(3) ? 0 : 1 + (int)rnd(2), {0, 0, 0}};
+        grant_t g = {(int)rnd(2),
+                     0,
+                     rnd(2) ? (int)rnd(NR) : -1,
+                     rnd(3) ? 0 : 1 + (int)rnd(2),
+                     {0, 0, 0, false}};
         g.to = (int)rnd(g.to_group ? NG : NS);
         if (g.role < 0)
             random_perm(&g.perm);

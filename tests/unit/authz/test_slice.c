@@ -81,10 +81,14 @@ static const char *const conds[] = {
     "", ",\"condition\":{\"StringEquals\":{\"subject.attributes.dept\":\"hr\"}}",
     ",\"condition\":{\"NumericLessThan\":{\"context.n\":5}}"};
 
+/* A permission; one in four a deny, some of them of label x (valid only without a
+ * condition: the others must fail and leave no trace). */
 static void perm(char *out, size_t cap)
 {
-    snprintf(out, cap, "{\"resource\":\"%s\",\"action\":\"%s\"%s}", patterns[rnd(5)],
-             actions[rnd(3)], conds[rnd(3)]);
+    int deny = !rnd(4), label = deny && !rnd(2);
+    snprintf(out, cap, "{\"resource\":\"%s\",\"action\":\"%s\"%s%s}",
+             label ? "label:x" : patterns[rnd(5)], actions[rnd(3)], conds[rnd(3)],
+             deny ? ",\"effect\":\"deny\"" : "");
 }
 
 /* One random op as text (often valid, sometimes not: failures must leave no trace). */
@@ -94,9 +98,10 @@ static void random_op(char *out, size_t cap)
     int s = (int)rnd(NS), g = (int)rnd(NG), h = (int)rnd(NG), r = (int)rnd(NR);
     switch (rnd(12)) {
     case 0:
-        snprintf(out, cap,
-                 "{\"op\":\"put_subject\",\"id\":\"s%d\",\"attributes\":{\"dept\":\"%s\"}}", s,
-                 rnd(2) ? "hr" : "eng");
+        snprintf(
+            out, cap, "{\"op\":\"put_subject\",\"id\":\"s%d\",\"attributes\":{\"dept\":\"%s\"}%s}",
+            s, rnd(2) ? "hr" : "eng",
+            (const char *[]){"", ",\"tenants\":[\"t0\"]", ",\"tenants\":[\"t1\",\"t0\"]"}[rnd(3)]);
         break;
     case 1: snprintf(out, cap, "{\"op\":\"delete_subject\",\"id\":\"s%d\"}", s); break;
     case 2: snprintf(out, cap, "{\"op\":\"put_group\",\"id\":\"g%d\"}", g); break;
@@ -227,13 +232,21 @@ static int compare_all(authz_model_t *whole, const table_t *t)
                         checked++;
                     }
         same_views(whole, part, subject);
-        const char *allowed[] = {"group:g1", "role:r0", "user:s2"}, *denied[] = {"group:g3"};
-        authz_explanation_t xa, xb;
-        assert_int_equal(authz_explain(whole, subject, allowed, 3, denied, 1, &xa, NULL), 0);
-        assert_int_equal(authz_explain(part, subject, allowed, 3, denied, 1, &xb, NULL), 0);
-        assert_int_equal(xa.readable, xb.readable);
-        assert_int_equal(xa.kind, xb.kind);
-        assert_string_equal(xa.principal, xb.principal);
+        const char *allowed[] = {"group:g1", "role:r0", "user:s2", "tenant:t0:group:g1",
+                                 "tenant:t1:role:r0"},
+                   *denied[] = {"group:g3", "label:x", "tenant:t0:label:x"};
+        for (int acl = 0; acl < 3; acl++) { /* untenanted, tenant t0's, tenant t1's */
+            const char *const *al = acl == 0 ? allowed : acl == 1 ? allowed + 3 : allowed + 4;
+            size_t nal = acl == 0 ? 3 : 1;
+            const char *const *dl = acl == 1 ? denied + 2 : denied;
+            size_t ndl = acl == 0 ? 2 : acl == 1 ? 1 : 0;
+            authz_explanation_t xa, xb;
+            assert_int_equal(authz_explain(whole, subject, al, nal, dl, ndl, &xa, NULL), 0);
+            assert_int_equal(authz_explain(part, subject, al, nal, dl, ndl, &xb, NULL), 0);
+            assert_int_equal(xa.readable, xb.readable);
+            assert_int_equal(xa.kind, xb.kind);
+            assert_string_equal(xa.principal, xb.principal);
+        }
         authz_model_free(part);
     }
     authz_model_set_time(whole, 0);

@@ -305,9 +305,11 @@ int cordon_set_acl(cordon_t *db, const char *collection, const cordon_acl_change
 typedef struct cordon_subject {
     /* Asserted mode, for a trusted caller whose groups live elsewhere, on collections created
      * with asserted_principals: the principals the subject holds: "user:alice", "group:eng",
-     * "role:auditor" (a bare name is a group). A subject that holds no principal reads
-     * nothing. Ignored when subject_id is set. On a collection created without
-     * asserted_principals they get CORDON_ERR_NOT_FOUND, as if it did not exist. */
+     * "role:auditor" (a bare name is a group), "tenant:acme" for each tenant it belongs to (it
+     * reads no chunk of another tenant), "label:secret" for each label it may not read. A
+     * subject that holds no principal reads nothing. Ignored when subject_id is set. On a
+     * collection created without asserted_principals they get CORDON_ERR_NOT_FOUND, as if it did
+     * not exist. */
     const char *const *principals;
     size_t n_principals;
     /* Model mode: a subject of the permission model. Its view (itself, its groups

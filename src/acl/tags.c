@@ -74,7 +74,7 @@ int acl_view_canon(const char *name, char *canon, size_t cap, cdn_err_t *err)
         return rc;
     if (!colon)
         return acl_qualify(NULL, name, canon, cap) ? cdn_err_set(err, CDN_ERR_LIMIT, "too long")
-                                                    : CDN_OK;
+                                                   : CDN_OK;
     if ((rc = plain_canon(colon + 1, inner, sizeof inner, err)))
         return rc;
     if (acl_qualify(tenant, inner, canon, cap))

@@ -34,8 +34,10 @@ typedef struct http_config {
     /* TLS: PEM files of the certificate (chain) and its private key; both empty (the
      * default) serves plain HTTP, both set serves HTTPS only. */
     char tls_cert_file[4096], tls_key_file[4096];
-    char acl_field[129];                            /* default "allowed_groups" */
-    char denied_field[129];                         /* default "denied_groups" */
+    char acl_field[129];    /* default "allowed_groups" */
+    char denied_field[129]; /* default "denied_groups" */
+    char tenant_field[129]; /* the field holding a document's tenant; "" (default): none */
+    char labels_field[129]; /* the field holding its labels; "" (default): none */
     http_index_rule_t rules[HTTP_CONFIG_RULES_MAX]; /* in file order; the first match wins */
     size_t n_rules;
     char bootstrap_key[200]; /* "" or ID:SECRET; only from CORDON_BOOTSTRAP_KEY */

@@ -61,7 +61,9 @@ static json_t *dynamic_mapping(const es_index_t *ix, const char *path, const cha
     size_t i;
     if (!mt)
         return NULL;
-    if (!strcmp(path, ix->acl_field) || !strcmp(path, ix->denied_field))
+    if (!strcmp(path, ix->acl_field) || !strcmp(path, ix->denied_field) ||
+        (ix->tenant_field && !strcmp(path, ix->tenant_field)) ||
+        (ix->labels_field && !strcmp(path, ix->labels_field)))
         return json_pack("{s:s}", "type", "keyword");
     json_array_foreach(tpls, i, t)
     {
@@ -379,6 +381,7 @@ static int conv_walk(conv_t *c, json_t *obj, const char *prefix)
     return 0;
 }
 
+/* The strings of field (one, or an array of them) into *out, owned by the document. */
 static int take_acl(conv_t *c, const char *field, const char ***out, size_t *n)
 {
     json_t *v = es_path_get(c->meta, field), *x;
@@ -398,8 +401,8 @@ static int take_acl(conv_t *c, const char *field, const char ***out, size_t *n)
         x = json_is_array(v) ? json_array_get(v, i) : v;
         if (!json_is_string(x) || !json_string_length(x))
             return fail(c, "mapper_parsing_exception",
-                        "field [%s] holds the principals that may read the document: give "
-                        "strings such as \"eng\" or \"user:alice\"%s",
+                        "field [%s] holds the principals, tenant or labels of the document: "
+                        "give strings such as \"eng\" or \"user:alice\"%s",
                         field, "");
         char *s = cdn_strdup(json_string_value(x));
         if (!s)
@@ -414,7 +417,8 @@ int es_doc_from_source(const es_index_t *ix, json_t *source, es_dynamic_t *dyn, 
                        const char **type, char *why, size_t whysz)
 {
     conv_t c = {ix, dyn, doc, json_deep_copy(source), 0, type, why, whysz};
-    size_t na = 0, nd = 0;
+    size_t na = 0, nd = 0, nl = 0, nt = 0;
+    const char **tenant = NULL;
     int rc;
     if (!dyn->props && !(dyn->props = json_object()))
         rc = fail(&c, "exception", "out of memory%s%s", "", "");
@@ -431,6 +435,13 @@ int es_doc_from_source(const es_index_t *ix, json_t *source, es_dynamic_t *dyn, 
         rc = take_acl(&c, ix->acl_field, &doc->allowed, &na);
     if (rc == 0 && strcmp(ix->denied_field, ix->acl_field))
         rc = take_acl(&c, ix->denied_field, &doc->denied, &nd);
+    if (rc == 0 && ix->labels_field)
+        rc = take_acl(&c, ix->labels_field, &doc->labels, &nl);
+    if (rc == 0 && ix->tenant_field && (rc = take_acl(&c, ix->tenant_field, &tenant, &nt)) == 0 &&
+        nt > 1)
+        rc = fail(&c, "mapper_parsing_exception",
+                  "field [%s] holds the document's tenant: give one string, not a list%s",
+                  ix->tenant_field, "");
     if (rc == 0 && !(doc->metadata = json_dumps(c.meta, JSON_COMPACT)))
         rc = fail(&c, "exception", "out of memory%s%s", "", "");
     if (rc == 0 && strlen(doc->metadata) > CORDON_METADATA_MAX)
@@ -446,7 +457,11 @@ int es_doc_from_source(const es_index_t *ix, json_t *source, es_dynamic_t *dyn, 
                                 .allowed = doc->allowed,
                                 .n_allowed = na,
                                 .denied = doc->denied,
-                                .n_denied = nd};
+                                .n_denied = nd,
+                                .tenant = nt == 1 ? tenant[0] : NULL,
+                                .labels = doc->labels,
+                                .n_labels = nl};
+    cdn_free(tenant); /* the string stays: the document owns it */
     return rc;
 }
 
@@ -461,6 +476,7 @@ void es_doc_release(es_doc_t *d)
     cdn_free(d->acl_strings);
     cdn_free(d->allowed);
     cdn_free(d->denied);
+    cdn_free(d->labels);
     cdn_free(d->vector);
     free(d->metadata); /* from jansson */
     memset(d, 0, sizeof *d);

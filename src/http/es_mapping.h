@@ -18,6 +18,7 @@ typedef struct es_index {
     es_attrs_entry_t *shared; /* es_index_load_shared's hold on a cached tree, or NULL */
     json_t *mappings;         /* borrowed from attrs */
     const char *vector_field, *acl_field, *denied_field; /* borrowed; vector_field may be NULL */
+    const char *tenant_field, *labels_field; /* borrowed; NULL when the index has none */
     /* Settings index.cordon.embedding_url / embedding_model / embedding_timeout_ms: the
      * endpoint that embeds query text for this index (NULL: none; borrowed). */
     const char *embed_url, *embed_model;
@@ -70,7 +71,7 @@ typedef struct es_doc {
     cordon_field fields[CORDON_TEXT_FIELDS_MAX];
     char *field_values[CORDON_TEXT_FIELDS_MAX];
     char *metadata;
-    const char **allowed, **denied;
+    const char **allowed, **denied, **labels;
     char **acl_strings;
     size_t n_acl_strings;
 } es_doc_t;

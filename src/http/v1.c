@@ -280,7 +280,9 @@ json_t *v1_hit_fields(const es_index_t *ix, const cordon_record *r, json_t *fiel
             json_object_set_new(out, r->fields[i].name, json_string(r->fields[i].value));
     json_object_foreach(meta, k, v)
     {
-        int acl = !strcmp(k, ix->acl_field) || !strcmp(k, ix->denied_field);
+        int acl = !strcmp(k, ix->acl_field) || !strcmp(k, ix->denied_field) ||
+                  (ix->tenant_field && !strcmp(k, ix->tenant_field)) ||
+                  (ix->labels_field && !strcmp(k, ix->labels_field));
         if (k[0] != '_' && wanted(fields, k) && (!acl || fields) && !json_object_get(out, k))
             json_object_set(out, k, v);
     }

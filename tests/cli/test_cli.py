@@ -52,6 +52,25 @@ def test_subjects_see_only_what_they_may_read(cordon, data, tmp_path):
     assert r["hits"] == []                                 # a's words exist, a is hidden
 
 
+def test_tenants_and_labels_load_and_wall_off_readers(cordon, data, tmp_path):
+    lines = [dict(CHUNKS[1], id="acme-b", tenant="acme"),
+             dict(CHUNKS[1], id="acme-secret", tenant="acme", labels=["secret"]),
+             dict(CHUNKS[1], id="globex-b", tenant="globex"), CHUNKS[1]]
+    load(cordon, data, write_lines(tmp_path, lines))
+    ids = lambda r: sorted(h["id"] for h in r["hits"])
+    assert ids(search(cordon, data, "--as", "eng", "--vector", "0,1,0")) == ["b"]
+    assert ids(search(cordon, data, "--as", "eng,tenant:acme", "--vector", "0,1,0")) == [
+        "acme-b", "acme-secret", "b"]
+    assert ids(search(cordon, data, "--as", "eng,tenant:acme,label:secret", "--vector",
+                      "0,1,0")) == ["acme-b", "b"]
+    for bad, word in (({"tenant": ["acme"]}, "tenant"), ({"tenant": "a:b"}, "tenant"),
+                      ({"labels": ["a b"]}, "label")):
+        p = cordon("load", "--data", data, "--collection", "docs", "--quiet",
+                   write_lines(tmp_path, [dict(CHUNKS[1], id="x", **bad)], "bad.jsonl"),
+                   check=1)
+        assert word in p.stderr and "line 1" in p.stderr, p.stderr
+
+
 def test_malformed_line_loads_nothing_and_names_the_line(cordon, data, tmp_path):
     lines = CHUNKS[:2] + ['{"id": "broken", "vector": [1, 2'] + CHUNKS[2:]
     p = load(cordon, data, write_lines(tmp_path, lines), check=1)

@@ -80,15 +80,20 @@ static void test_view_names_are_canonical(void **state)
 static void test_a_tenant_reaches_only_its_own_qualified_names(void **state)
 {
     (void)state;
-    const char *view[] = {"group:eng", "label:secret", "role:reader", "tenant:acme",
-                          "tenant:acme:role:auditor", "user:alice"};
+    const char *view[] = {
+        "group:eng", "label:secret", "role:reader", "tenant:acme", "tenant:acme:role:auditor",
+        "user:alice"};
     acl_set_t s;
     cdn_err_t e;
     assert_int_equal(acl_set_build(view, 6, &s, &e), CDN_OK);
-    static const char *const reached[] = {
-        "group:eng",         "user:alice",          "tenant:acme:group:eng",
-        "tenant:acme:user:alice", "tenant:acme:role:reader", "tenant:acme:label:secret",
-        "tenant:acme:role:auditor", "label:secret"};
+    static const char *const reached[] = {"group:eng",
+                                          "user:alice",
+                                          "tenant:acme:group:eng",
+                                          "tenant:acme:user:alice",
+                                          "tenant:acme:role:reader",
+                                          "tenant:acme:label:secret",
+                                          "tenant:acme:role:auditor",
+                                          "label:secret"};
     static const char *const never[] = {"tenant:globex:group:eng", "role:auditor",
                                         "tenant:acme:tenant:acme", "tenant:acme:group:ops",
                                         "tenant:globex:label:secret"};

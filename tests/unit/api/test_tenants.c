@@ -158,8 +158,7 @@ static void test_get_and_counts_keep_the_wall(void **state)
     fx_t *f = *state;
     cordon_subject bob = {.subject_id = "bob"}, alice = {.subject_id = "alice"};
     cordon_record *rec;
-    assert_int_equal(cordon_get(f->db, "docs", &bob, "acme-eng", &rec, NULL),
-                     CORDON_ERR_NOT_FOUND);
+    assert_int_equal(cordon_get(f->db, "docs", &bob, "acme-eng", &rec, NULL), CORDON_ERR_NOT_FOUND);
     assert_int_equal(cordon_get(f->db, "docs", &alice, "acme-secret", &rec, NULL), 0);
     assert_non_null(rec->tenant);
     assert_string_equal(rec->tenant, "acme");
@@ -207,8 +206,8 @@ static void test_a_deny_on_the_collection_hides_it_and_is_reported(void **state)
     char hidden[32];
     snprintf(hidden, sizeof hidden, "error %d", CORDON_ERR_NOT_FOUND);
     assert_string_equal(as(f->db, "carol"), hidden); /* hidden: as if missing */
-    cordon_authz_request q = {.subject = "carol", .resource = "collection:docs",
-                              .action = "search"};
+    cordon_authz_request q = {
+        .subject = "carol", .resource = "collection:docs", .action = "search"};
     cordon_decision d;
     assert_int_equal(cordon_is_authorized(f->db, &q, &d, NULL), 0);
     assert_false(d.authorized);
@@ -231,8 +230,8 @@ static void test_set_acl_keeps_the_tenant_and_replaces_labels(void **state)
 {
     fx_t *f = *state;
     const char *eng[] = {"eng"}, *lbl[] = {"secret"};
-    cordon_acl_change ch = {.id = "acme-eng", .allowed = eng, .n_allowed = 1, .labels = lbl,
-                            .n_labels = 1};
+    cordon_acl_change ch = {
+        .id = "acme-eng", .allowed = eng, .n_allowed = 1, .labels = lbl, .n_labels = 1};
     assert_int_equal(cordon_set_acl(f->db, "docs", &ch, 1, NULL, NULL), 0);
     assert_string_equal(as(f->db, "bob"), "globex-eng,shared-eng,shared-secret"); /* still acme */
     assert_string_equal(as(f->db, "dave"), "shared-eng"); /* now labelled secret */
@@ -374,7 +373,8 @@ static void hunt_subject(cordon_t *db, hunt_t *h, int s)
     snprintf(buf + n, sizeof buf - n, "]}");
     op(db, buf);
     for (int g = 0; g < HUNT_GROUPS + 2; g++) { /* g4, g5: the groups that deny l0, l1 */
-        int want = g < HUNT_GROUPS ? (h->sub_groups[s] >> g & 1) : (h->sub_nolabel[s] >> (g - 4) & 1);
+        int want =
+            g < HUNT_GROUPS ? (h->sub_groups[s] >> g & 1) : (h->sub_nolabel[s] >> (g - 4) & 1);
         snprintf(buf, sizeof buf, "{\"op\":\"%s\",\"group\":\"g%d\",\"member\":\"s%d\"}",
                  want ? "add_member" : "remove_member", g, s);
         cordon_model_apply(db, buf, NULL, NULL); /* removing a non-member is NOT_FOUND: fine */
@@ -446,11 +446,10 @@ static void hunt_check(cordon_t *db, const hunt_t *h, uint64_t seed, int round)
             }
             if (r->readable != (uint64_t)want)
                 fail_msg("seed %llu round %d: s%d readable %llu, oracle %d",
-                         (unsigned long long)seed, round, s, (unsigned long long)r->readable,
-                         want);
+                         (unsigned long long)seed, round, s, (unsigned long long)r->readable, want);
             if (strat && r->n_hits != (size_t)want) /* the exact plan finds them all */
-                fail_msg("seed %llu round %d: s%d found %zu of %d", (unsigned long long)seed,
-                         round, s, r->n_hits, want);
+                fail_msg("seed %llu round %d: s%d found %zu of %d", (unsigned long long)seed, round,
+                         s, r->n_hits, want);
             cordon_result_free(r);
         }
         for (int c = 0; c < HUNT_CHUNKS; c += 7) {
@@ -461,8 +460,8 @@ static void hunt_check(cordon_t *db, const hunt_t *h, uint64_t seed, int round)
             if (rc == 0)
                 cordon_record_free(rec);
             if ((rc == 0) != oracle(h, s, c))
-                fail_msg("seed %llu round %d: s%d get c%d gave %d", (unsigned long long)seed,
-                         round, s, c, rc);
+                fail_msg("seed %llu round %d: s%d get c%d gave %d", (unsigned long long)seed, round,
+                         s, c, rc);
         }
     }
 }
@@ -478,8 +477,7 @@ static void test_leak_hunt_with_tenants_and_labels(void **state)
         snprintf(buf, sizeof buf, "{\"op\":\"put_group\",\"id\":\"g%d\"}", g);
         op(f->db, buf);
         snprintf(buf, sizeof buf,
-                 "{\"op\":\"grant\",\"to\":\"g%d\",\"to_kind\":\"group\",\"role\":\"reader\"}",
-                 g);
+                 "{\"op\":\"grant\",\"to\":\"g%d\",\"to_kind\":\"group\",\"role\":\"reader\"}", g);
         op(f->db, buf);
     }
     op(f->db, "{\"op\":\"put_role\",\"id\":\"no-l0\",\"permissions\":[{\"resource\":\"label:l0\","
@@ -488,9 +486,9 @@ static void test_leak_hunt_with_tenants_and_labels(void **state)
               "\"action\":\"*\",\"effect\":\"deny\"}]}");
     op(f->db, "{\"op\":\"grant\",\"to\":\"g4\",\"to_kind\":\"group\",\"role\":\"no-l0\"}");
     op(f->db, "{\"op\":\"grant\",\"to\":\"g5\",\"to_kind\":\"group\",\"role\":\"no-l1\"}");
-    cordon_delete(f->db, "docs", (const char *[]){"acme-eng", "globex-eng", "shared-eng",
-                                                  "acme-secret", "shared-secret", "acme-audit",
-                                                  "shared-audit", "acme-no-dave"},
+    cordon_delete(f->db, "docs",
+                  (const char *[]){"acme-eng", "globex-eng", "shared-eng", "acme-secret",
+                                   "shared-secret", "acme-audit", "shared-audit", "acme-no-dave"},
                   8, NULL, NULL, NULL);
     for (int s = 0; s < HUNT_SUBJECTS; s++) {
         h.sub_tenants[s] = rnd(&h, 1u << HUNT_TENANTS);
@@ -519,7 +517,9 @@ static void test_leak_hunt_with_tenants_and_labels(void **state)
                 h.ch_tenant[c] = (int)rnd(&h, HUNT_TENANTS + 1) - 1;
                 hunt_chunk(f->db, &h, c, 0);
                 break;
-            case 2: h.sub_tenants[s] = rnd(&h, 1u << HUNT_TENANTS); hunt_subject(f->db, &h, s);
+            case 2:
+                h.sub_tenants[s] = rnd(&h, 1u << HUNT_TENANTS);
+                hunt_subject(f->db, &h, s);
                 break;
             default:
                 h.sub_groups[s] = rnd(&h, 1u << HUNT_GROUPS) | 1u;
@@ -547,8 +547,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_everything_survives_reopen, setup, teardown),
         cmocka_unit_test_setup_teardown(test_explanations_name_the_tenant_and_the_label, setup,
                                         teardown),
-        cmocka_unit_test_setup_teardown(test_asserted_principals_name_tenants_too, setup,
-                                        teardown),
+        cmocka_unit_test_setup_teardown(test_asserted_principals_name_tenants_too, setup, teardown),
         cmocka_unit_test_setup_teardown(test_bad_tenants_labels_and_denies_change_nothing, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_leak_hunt_with_tenants_and_labels, setup, teardown),

@@ -78,6 +78,8 @@ static void test_defaults_are_the_documented_ones(void **state)
     assert_string_equal(c.access_log, "stderr");
     assert_string_equal(c.acl_field, "allowed_groups");
     assert_string_equal(c.denied_field, "denied_groups");
+    assert_string_equal(c.tenant_field, ""); /* documents have no tenant unless asked */
+    assert_string_equal(c.labels_field, "");
     assert_int_equal(c.n_rules, 0);
     assert_string_equal(c.bootstrap_key, "");
     assert_true(http_config_threads(&c) >= 1);
@@ -101,6 +103,8 @@ static void check_every_key(const http_config_t *c)
     assert_string_equal(c->access_log, "/var/log/cordon #1/access.log");
     assert_string_equal(c->acl_field, "acl.allow");
     assert_string_equal(c->denied_field, "acl.deny");
+    assert_string_equal(c->tenant_field, "org.tenant");
+    assert_string_equal(c->labels_field, "labels");
     assert_string_equal(c->tls_cert_file, "/etc/cordon/cert.pem");
     assert_string_equal(c->tls_key_file, "/etc/cordon/key.pem");
     assert_int_equal(c->n_rules, 2);
@@ -133,6 +137,8 @@ static void test_key_value_file_sets_every_key(void **state)
                        "access_log = \"/var/log/cordon #1/access.log\"  # quoted: keeps the #\n"
                        "acl_field = acl.allow\n"
                        "denied_field = acl.deny\n"
+                       "tenant_field = org.tenant\n"
+                       "labels_field = labels\n"
                        "tls_cert_file = /etc/cordon/cert.pem\n"
                        "tls_key_file = /etc/cordon/key.pem\n"
                        "index.langchain-*.acl_field = metadata.groups\n"
@@ -162,6 +168,8 @@ static void test_json_file_sets_every_key(void **state)
                        "  \"access_log\": \"/var/log/cordon #1/access.log\",\n"
                        "  \"acl_field\": \"acl.allow\",\n"
                        "  \"denied_field\": \"acl.deny\",\n"
+                       "  \"tenant_field\": \"org.tenant\",\n"
+                       "  \"labels_field\": \"labels\",\n"
                        "  \"tls_cert_file\": \"/etc/cordon/cert.pem\",\n"
                        "  \"tls_key_file\": \"/etc/cordon/key.pem\",\n"
                        "  \"indices\": {\n"

@@ -79,7 +79,7 @@ static void apply_ops(http_ctx_t *ctx, json_t *ops, http_resp_t *resp, json_t *e
 
 void v1_subject_put(http_ctx_t *ctx, http_req_t *req, http_resp_t *resp)
 {
-    static const char *const keys[] = {"attributes", "kind", NULL};
+    static const char *const keys[] = {"attributes", "kind", "tenants", NULL};
     json_t *body, *op;
     if (gate(ctx, req, resp) || !(body = es_body(ctx, req, resp, 0)))
         return;
@@ -92,6 +92,8 @@ void v1_subject_put(http_ctx_t *ctx, http_req_t *req, http_resp_t *resp)
         json_object_set(op, "attributes", json_object_get(body, "attributes"));
     if (json_object_get(body, "kind"))
         json_object_set(op, "kind", json_object_get(body, "kind"));
+    if (json_object_get(body, "tenants"))
+        json_object_set(op, "tenants", json_object_get(body, "tenants"));
     apply_ops(ctx, json_pack("[o]", op), resp, NULL);
     json_decref(body);
 }

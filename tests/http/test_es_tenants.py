@@ -117,7 +117,10 @@ def test_every_read_path_keeps_the_tenant_wall_and_the_labels(tserver):
 def test_model_changes_apply_to_the_next_request(tserver):
     load(tserver)
     h = as_(tserver, "bob")
-    tserver.model({"op": "put_subject", "id": "bob", "tenants": ["globex", "acme"]})
+    st, _, b = tserver.request("PUT", "/v1/subjects/bob", {"tenants": ["globex", "acme"]})
+    assert st == 200, b
+    st, _, b = tserver.request("GET", "/v1/subjects/bob/view")
+    assert st == 200 and {"tenant:acme", "tenant:globex", "group:eng"} <= set(b["principals"]), b
     st, _, b = tserver.request("POST", "/kb/_count", {}, headers=h)
     assert b["count"] == len(EXPECT["bob"]) + 2  # acme-eng and acme-secret
     tserver.model({"op": "grant", "to": "bob", "permission": {

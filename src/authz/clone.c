@@ -97,6 +97,7 @@ static int copy_entities(az_state_t *d, const az_state_t *s)
         if (dup_str(&y->id, x->id) || ids_copy(&y->parents, &x->parents) ||
             ids_copy(&y->children, &x->children) || ids_copy(&y->subjects, &x->subjects) ||
             ids_copy(&y->anc, &x->anc) || grants_copy(&y->grants, &x->grants) ||
+            (x->attrs && !(y->attrs = json_deep_copy(x->attrs))) ||
             (y->id && az_map_put(&d->group_map, y->id, i)))
             return CDN_ERR_NOMEM;
     }

@@ -102,6 +102,7 @@ typedef struct az_subject {
 
 typedef struct az_group {
     char *id;
+    json_t *attrs;     /* an object kept for callers (an identity provider's names), or NULL */
     az_ids_t parents;  /* groups this one is a direct member of */
     az_ids_t children; /* direct member groups */
     az_ids_t subjects; /* direct member subjects */

@@ -87,10 +87,10 @@ static int export_state(const az_state_t *st, json_t *doc)
             goto out;
     }
     for (uint32_t i = 0; i < ng; i++) {
-        json_t *mem = json_array();
-        if (json_array_append_new(groups,
-                                  json_pack("{s:s, s:o}", "id", og[i].id, "members", mem)) ||
-            members_json(st, &st->groups[og[i].idx], mem))
+        json_t *mem = json_array(), *attrs = st->groups[og[i].idx].attrs;
+        json_t *o = json_pack("{s:s, s:o}", "id", og[i].id, "members", mem);
+        if (!o || (attrs && json_object_set(o, "attributes", attrs)) ||
+            json_array_append_new(groups, o) || members_json(st, &st->groups[og[i].idx], mem))
             goto out;
     }
     for (uint32_t i = 0; i < nr; i++) {
@@ -176,17 +176,18 @@ static int import_groups(az_state_t *st, const json_t *groups, cdn_err_t *err)
             return cdn_err_set(err, CDN_ERR_INVALID, "import: groups[%zu] must be an object", i);
         json_object_foreach(g, key, val)
         {
-            if (strcmp(key, "id") && strcmp(key, "members"))
+            if (strcmp(key, "id") && strcmp(key, "members") && strcmp(key, "attributes"))
                 return cdn_err_set(err, CDN_ERR_INVALID,
-                                   "import: groups[%zu]: unknown field '%s'; a group has id and "
-                                   "members",
+                                   "import: groups[%zu]: unknown field '%s'; a group has id, "
+                                   "members and attributes",
                                    i, key);
         }
     }
     json_array_foreach(groups, i, g)
     {
         snprintf(where, sizeof(where), "groups[%zu]", i);
-        json_t *o = json_pack("{s:O?}", "id", json_object_get(g, "id"));
+        json_t *o = json_pack("{s:O?, s:O?}", "id", json_object_get(g, "id"), "attributes",
+                              json_object_get(g, "attributes"));
         int rc = o ? apply_as(st, "put_group", o, where, err) : CDN_ERR_NOMEM;
         json_decref(o);
         if (rc)

@@ -245,6 +245,7 @@ void az_state_free(az_state_t *st)
     for (uint32_t i = 0; i < st->ngroups; i++) {
         az_group_t *g = &st->groups[i];
         cdn_free(g->id);
+        json_decref(g->attrs);
         az_ids_free(&g->parents);
         az_ids_free(&g->children);
         az_ids_free(&g->subjects);

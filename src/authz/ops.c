@@ -270,17 +270,27 @@ static int op_delete_subject(az_state_t *st, op_ctx_t *c, cdn_err_t *err)
 
 static int op_put_group(az_state_t *st, op_ctx_t *c, cdn_err_t *err)
 {
-    static const char *const f[] = {"op", "id", NULL};
+    static const char *const f[] = {"op", "id", "attributes", NULL};
     const char *id;
     uint32_t idx;
     int rc;
     if ((rc = only_fields(c->op, c->name, f, err)) ||
         (rc = str_field(c, "id", true, true, &id, err)))
         return rc;
-    if (az_group_get(st, id, &idx))
-        return CDN_OK;
-    if (az_group_add(st, id, &idx))
+    const json_t *a = json_object_get(c->op, "attributes");
+    json_t *attrs = NULL;
+    if (a && !json_is_null(a) && !json_is_object(a))
+        return cdn_err_set(err, CDN_ERR_INVALID, "put_group: attributes must be a JSON object");
+    if (json_is_object(a) && json_object_size(a) && !(attrs = json_deep_copy(a)))
         return cdn_err_set(err, CDN_ERR_NOMEM, "put_group: out of memory");
+    if (!az_group_get(st, id, &idx) && az_group_add(st, id, &idx)) {
+        json_decref(attrs);
+        return cdn_err_set(err, CDN_ERR_NOMEM, "put_group: out of memory");
+    }
+    if (a) { /* given: replaces them ({} or null clears); absent: they stay */
+        json_decref(st->groups[idx].attrs);
+        st->groups[idx].attrs = attrs;
+    }
     return CDN_OK;
 }
 
@@ -301,7 +311,9 @@ static int op_delete_group(az_state_t *st, op_ctx_t *c, cdn_err_t *err)
     az_ids_free(&g->anc);
     az_map_del(&st->group_map, g->id);
     cdn_free(g->id);
+    json_decref(g->attrs);
     g->id = NULL;
+    g->attrs = NULL;
     return CDN_OK;
 }
 

@@ -4,6 +4,7 @@
 #include "base/mem.h"
 #include "http/es.h"
 #include "http/es_handlers.h"
+#include "http/scim.h"
 #include "http/v1.h"
 
 #include <stdio.h>
@@ -61,6 +62,21 @@ static const route_t routes[] = {
     {"PUT", "/v1/model", v1_model_put, 1, 0},
     {"POST", "/api/auth/is-authorized", v1_is_authorized, 0, 0},
     {"POST", "/api/auth/is-authorized/batch", v1_is_authorized_batch, 0, 0},
+    {"GET", "/scim/v2/ServiceProviderConfig", scim_service_provider_config, 0, 0},
+    {"GET", "/scim/v2/Schemas", scim_schemas, 0, 0},
+    {"GET", "/scim/v2/ResourceTypes", scim_resource_types, 0, 0},
+    {"GET", "/scim/v2/Users", scim_users_list, 0, 0},
+    {"POST", "/scim/v2/Users", scim_user_create, 1, 0},
+    {"GET", "/scim/v2/Users/{id}", scim_user_get, 0, 0},
+    {"PUT", "/scim/v2/Users/{id}", scim_user_replace, 1, 0},
+    {"PATCH", "/scim/v2/Users/{id}", scim_user_patch, 1, 0},
+    {"DELETE", "/scim/v2/Users/{id}", scim_user_delete, 1, 0},
+    {"GET", "/scim/v2/Groups", scim_groups_list, 0, 0},
+    {"POST", "/scim/v2/Groups", scim_group_create, 1, 0},
+    {"GET", "/scim/v2/Groups/{id}", scim_group_get, 0, 0},
+    {"PUT", "/scim/v2/Groups/{id}", scim_group_replace, 1, 0},
+    {"PATCH", "/scim/v2/Groups/{id}", scim_group_patch, 1, 0},
+    {"DELETE", "/scim/v2/Groups/{id}", scim_group_delete, 1, 0},
     {"GET", "/_cat/indices", es_cat_indices, 0, 0},
     {"GET", "/_cat/indices/{index}", es_cat_indices, 0, 0},
     {"POST", "/_bulk", es_bulk, 1, 0},

@@ -12,7 +12,7 @@ from wire import ROOT, people_model
 
 DOC = os.path.join(ROOT, "docs", "api", "openapi.json")
 ROUTER = os.path.join(ROOT, "src", "http", "router.c")
-ROUTE = re.compile(r'\{"(GET|HEAD|POST|PUT|DELETE)", "(/[^"]*)", (\w+), ([01]), ([01])\}')
+ROUTE = re.compile(r'\{"(GET|HEAD|POST|PUT|PATCH|DELETE)", "(/[^"]*)", (\w+), ([01]), ([01])\}')
 
 
 def routes():

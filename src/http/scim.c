@@ -46,8 +46,8 @@ int scim_gate(http_ctx_t *ctx, const http_req_t *req, http_resp_t *resp)
 json_t *scim_body(const http_req_t *req, http_resp_t *resp)
 {
     json_error_t je;
-    json_t *j = req->body_len ? json_loadb(req->body, req->body_len, JSON_REJECT_DUPLICATES, &je)
-                              : NULL;
+    json_t *j =
+        req->body_len ? json_loadb(req->body, req->body_len, JSON_REJECT_DUPLICATES, &je) : NULL;
     if (!req->body_len) {
         scim_error(resp, 400, "invalidSyntax", "the request needs a JSON body");
         return NULL;
@@ -107,6 +107,97 @@ json_t *scim_get_ci(json_t *o, const char *key)
     return NULL;
 }
 
+const char *scim_jstr(json_t *v)
+{
+    return json_is_string(v) ? json_string_value(v) : "";
+}
+
+json_t *scim_find(json_t *doc, const char *list, const char *id)
+{
+    size_t i;
+    json_t *x;
+    json_array_foreach(json_object_get(doc, list), i, x)
+    {
+        if (!strcmp(scim_jstr(json_object_get(x, "id")), id))
+            return x;
+    }
+    return NULL;
+}
+
+json_t *scim_attrs(json_t *entity)
+{
+    return json_object_get(json_object_get(entity, "attributes"), "scim");
+}
+
+const char *scim_attr_or_id(json_t *entity, const char *attr)
+{
+    json_t *v = scim_get_ci(scim_attrs(entity), attr);
+    return json_is_string(v) ? json_string_value(v) : scim_jstr(json_object_get(entity, "id"));
+}
+
+json_t *scim_meta(json_t *entity, const char *type, const char *id)
+{
+    json_t *meta = json_object_get(json_object_get(entity, "attributes"), "scim_meta");
+    char loc[600];
+    snprintf(loc, sizeof loc, SCIM_PREFIX "/%ss/%s", type, id);
+    return json_pack("{s:s, s:O?, s:O?, s:s}", "resourceType", type, "created",
+                     json_object_get(meta, "created"), "lastModified",
+                     json_object_get(meta, "lastModified"), "location", loc);
+}
+
+json_t *scim_stored(json_t *old, json_t *res, const char *const *drop)
+{
+    char now[32];
+    json_t *keep = json_deep_copy(res), *oldattrs = json_object_get(old, "attributes");
+    json_t *created = json_object_get(json_object_get(oldattrs, "scim_meta"), "created");
+    json_t *attrs = json_is_object(oldattrs) ? json_deep_copy(oldattrs) : json_object();
+    for (size_t i = 0; drop[i]; i++) {
+        json_t *v;
+        while ((v = scim_get_ci(keep, drop[i]))) {
+            const char *k;
+            json_t *x;
+            json_object_foreach(keep, k, x) if (x == v)
+            {
+                json_object_del(keep, k);
+                break;
+            }
+        }
+    }
+    scim_now(now, sizeof now);
+    json_object_set_new(attrs, "scim", keep);
+    json_object_set_new(attrs, "scim_meta",
+                        json_pack("{s:s, s:s}", "created",
+                                  json_is_string(created) ? json_string_value(created) : now,
+                                  "lastModified", now));
+    return attrs;
+}
+
+void scim_location(http_resp_t *resp, const char *endpoint, const char *id)
+{
+    if (resp->n_extra >= 2)
+        return;
+    snprintf(resp->extra_name[resp->n_extra], sizeof resp->extra_name[0], "Location");
+    snprintf(resp->extra_value[resp->n_extra], sizeof resp->extra_value[0],
+             SCIM_PREFIX "/%s/%.120s", endpoint, id);
+    resp->n_extra++;
+}
+
+void scim_delete(http_ctx_t *ctx, http_req_t *req, http_resp_t *resp, const char *list,
+                 const char *op)
+{
+    const char *id = req->seg[3];
+    json_t *doc;
+    if (scim_gate(ctx, req, resp) || !(doc = scim_model(ctx, resp)))
+        return;
+    if (!scim_find(doc, list, id))
+        scim_error(resp, 404, NULL, "no %s [%s]", strcmp(list, "groups") ? "user" : "group", id);
+    else if (scim_apply(ctx, json_pack("[{s:s, s:s}]", "op", op, "id", id), resp) == 0) {
+        resp->status = 204;
+        resp->body.len = 0;
+    }
+    json_decref(doc);
+}
+
 void scim_now(char *out, size_t cap)
 {
     struct timespec ts;
@@ -143,8 +234,9 @@ int scim_filter_read(const http_req_t *req, const char *const *allowed, scim_fil
     for (size_t i = 0; allowed[i]; i++)
         if (!strcasecmp(allowed[i], f->attr))
             return 0;
-    scim_error(resp, 400, "invalidFilter", "cannot filter on [%s]; the attributes are those of "
-                                           "`ATTRIBUTE eq \"VALUE\"` this resource lists in docs",
+    scim_error(resp, 400, "invalidFilter",
+               "cannot filter on [%s]; the attributes are those of "
+               "`ATTRIBUTE eq \"VALUE\"` this resource lists in docs",
                f->attr);
     return -1;
 bad:
@@ -180,19 +272,19 @@ void scim_list_reply(const http_req_t *req, json_t *resources, http_resp_t *resp
         json_array_append(page, json_array_get(resources, from + n));
     json_decref(resources);
     scim_reply(resp, 200,
-               json_pack("{s:[s], s:I, s:I, s:I, s:o}", "schemas", SCIM_LIST_SCHEMA,
-                         "totalResults", (json_int_t)total, "startIndex", (json_int_t)start,
-                         "itemsPerPage", (json_int_t)n, "Resources", page));
+               json_pack("{s:[s], s:I, s:I, s:I, s:o}", "schemas", SCIM_LIST_SCHEMA, "totalResults",
+                         (json_int_t)total, "startIndex", (json_int_t)start, "itemsPerPage",
+                         (json_int_t)n, "Resources", page));
 }
 
 /* ---- PATCH paths ---- */
 
 typedef struct ppath {
-    char attr[128];    /* the attribute, e.g. "emails" */
-    char sub[128];     /* after a '.', e.g. "value"; "" for none */
-    char fattr[64];    /* in a [x eq "v"] filter, x; "" for no filter */
-    char fvalue[512];  /* and v */
-    char urn[160];     /* an extension schema the attribute lives in; "" for the core */
+    char attr[128];   /* the attribute, e.g. "emails" */
+    char sub[128];    /* after a '.', e.g. "value"; "" for none */
+    char fattr[64];   /* in a [x eq "v"] filter, x; "" for no filter */
+    char fvalue[512]; /* and v */
+    char urn[160];    /* an extension schema the attribute lives in; "" for the core */
 } ppath_t;
 
 static int path_parse(const char *path, ppath_t *p)
@@ -329,6 +421,25 @@ static int patch_at(json_t *obj, int op, const ppath_t *p, json_t *value, http_r
         }
         return set_ci(cur, p->sub, json_incref(value));
     }
+    if (op == REMOVE && json_is_array(cur) && json_is_array(value)) {
+        /* {"op": "Remove", "path": "members", "value": [{"value": ID}]}, as Entra ID sends
+         * it: the values listed, not all of them */
+        size_t i;
+        json_t *v;
+        json_array_foreach(value, i, v)
+        {
+            json_t *want = json_is_object(v) ? scim_get_ci(v, "value") : v;
+            for (size_t k = 0; k < json_array_size(cur);) {
+                json_t *e = json_array_get(cur, k),
+                       *have = json_is_object(e) ? scim_get_ci(e, "value") : e;
+                if (json_equal(have, want))
+                    json_array_remove(cur, k);
+                else
+                    k++;
+            }
+        }
+        return 0;
+    }
     if (op == REMOVE) {
         del_ci(obj, p->attr);
         return 0;
@@ -414,6 +525,21 @@ int scim_patch_apply(json_t *res, const char *op, const char *path, json_t *valu
     return target ? patch_at(target, code, &p, value, resp) : 0;
 }
 
+int scim_patch_all(json_t *res, json_t *ops, http_resp_t *resp)
+{
+    size_t i;
+    json_t *o;
+    json_array_foreach(ops, i, o)
+    {
+        json_t *path = scim_get_ci(o, "path");
+        if (scim_patch_apply(res, json_string_value(scim_get_ci(o, "op")),
+                             json_is_string(path) ? json_string_value(path) : NULL,
+                             scim_get_ci(o, "value"), resp))
+            return -1;
+    }
+    return 0;
+}
+
 json_t *scim_patch_ops(json_t *body, http_resp_t *resp)
 {
     json_t *ops = scim_get_ci(body, "Operations"), *o;
@@ -453,8 +579,8 @@ void scim_service_provider_config(http_ctx_t *ctx, http_req_t *req, http_resp_t 
                   "schemas", "urn:ietf:params:scim:schemas:core:2.0:ServiceProviderConfig",
                   "documentationUri", "docs/api/scim.md", "patch", "supported", 1, "bulk",
                   "supported", 0, "filter", "supported", 1, "maxResults", SCIM_PAGE_MAX,
-                  "changePassword", "supported", 0, "sort", "supported", 0, "etag", "supported",
-                  0, "authenticationSchemes", "type", "oauthbearertoken", "name", "API key",
+                  "changePassword", "supported", 0, "sort", "supported", 0, "etag", "supported", 0,
+                  "authenticationSchemes", "type", "oauthbearertoken", "name", "API key",
                   "description",
                   "Authorization: Bearer with an admin key or one whose subject holds manage on "
                   "model:permissions",
@@ -467,25 +593,22 @@ static json_t *attr(const char *name, const char *type, int multi, int required,
     return json_pack("{s:s, s:s, s:b, s:b, s:b, s:s, s:s, s:s}", "name", name, "type", type,
                      "multiValued", multi, "required", required, "caseExact", 0, "mutability",
                      mutability, "returned", "default", "uniqueness",
-                     !strcmp(name, "userName") || !strcmp(name, "displayName") ? "server"
-                                                                               : "none");
+                     !strcmp(name, "userName") || !strcmp(name, "displayName") ? "server" : "none");
 }
 
 static json_t *user_schema(void)
 {
-    return json_pack("{s:s, s:s, s:s, s:[o, o, o, o, o, o, o, o], s:{s:s}}", "id",
-                     SCIM_USER_SCHEMA, "name", "User", "description",
-                     "A subject of the permission model (its id is the userName it was created "
-                     "with)",
-                     "attributes", attr("userName", "string", 0, 1, "readWrite"),
-                     attr("externalId", "string", 0, 0, "readWrite"),
-                     attr("name", "complex", 0, 0, "readWrite"),
-                     attr("displayName", "string", 0, 0, "readWrite"),
-                     attr("emails", "complex", 1, 0, "readWrite"),
-                     attr("active", "boolean", 0, 0, "readWrite"),
-                     attr("title", "string", 0, 0, "readWrite"),
-                     attr("groups", "complex", 1, 0, "readOnly"), "meta", "resourceType",
-                     "Schema");
+    return json_pack(
+        "{s:s, s:s, s:s, s:[o, o, o, o, o, o, o, o], s:{s:s}}", "id", SCIM_USER_SCHEMA, "name",
+        "User", "description",
+        "A subject of the permission model (its id is the userName it was created "
+        "with)",
+        "attributes", attr("userName", "string", 0, 1, "readWrite"),
+        attr("externalId", "string", 0, 0, "readWrite"), attr("name", "complex", 0, 0, "readWrite"),
+        attr("displayName", "string", 0, 0, "readWrite"),
+        attr("emails", "complex", 1, 0, "readWrite"), attr("active", "boolean", 0, 0, "readWrite"),
+        attr("title", "string", 0, 0, "readWrite"), attr("groups", "complex", 1, 0, "readOnly"),
+        "meta", "resourceType", "Schema");
 }
 
 static json_t *group_schema(void)
@@ -507,15 +630,14 @@ void scim_schemas(http_ctx_t *ctx, http_req_t *req, http_resp_t *resp)
 void scim_resource_types(http_ctx_t *ctx, http_req_t *req, http_resp_t *resp)
 {
     (void)ctx;
-    json_t *user = json_pack(
-        "{s:[s], s:s, s:s, s:s, s:s, s:[{s:s, s:b}], s:{s:s}}", "schemas",
-        "urn:ietf:params:scim:schemas:core:2.0:ResourceType", "id", "User", "name", "User",
-        "endpoint", "/Users", "schema", SCIM_USER_SCHEMA, "schemaExtensions", "schema",
-        SCIM_ENTERPRISE_SCHEMA, "required", 0, "meta", "resourceType", "ResourceType");
-    json_t *group =
-        json_pack("{s:[s], s:s, s:s, s:s, s:s, s:{s:s}}", "schemas",
-                  "urn:ietf:params:scim:schemas:core:2.0:ResourceType", "id", "Group", "name",
-                  "Group", "endpoint", "/Groups", "schema", SCIM_GROUP_SCHEMA, "meta",
-                  "resourceType", "ResourceType");
+    json_t *user = json_pack("{s:[s], s:s, s:s, s:s, s:s, s:[{s:s, s:b}], s:{s:s}}", "schemas",
+                             "urn:ietf:params:scim:schemas:core:2.0:ResourceType", "id", "User",
+                             "name", "User", "endpoint", "/Users", "schema", SCIM_USER_SCHEMA,
+                             "schemaExtensions", "schema", SCIM_ENTERPRISE_SCHEMA, "required", 0,
+                             "meta", "resourceType", "ResourceType");
+    json_t *group = json_pack("{s:[s], s:s, s:s, s:s, s:s, s:{s:s}}", "schemas",
+                              "urn:ietf:params:scim:schemas:core:2.0:ResourceType", "id", "Group",
+                              "name", "Group", "endpoint", "/Groups", "schema", SCIM_GROUP_SCHEMA,
+                              "meta", "resourceType", "ResourceType");
     scim_list_reply(req, json_pack("[o, o]", user, group), resp);
 }

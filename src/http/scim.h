@@ -17,7 +17,7 @@
 #define SCIM_PATCH_SCHEMA "urn:ietf:params:scim:api:messages:2.0:PatchOp"
 #define SCIM_ERROR_SCHEMA "urn:ietf:params:scim:api:messages:2.0:Error"
 #define SCIM_PREFIX "/scim/v2"
-#define SCIM_PAGE_MAX 1000     /* resources per list page (count) */
+#define SCIM_PAGE_MAX 1000      /* resources per list page (count) */
 #define SCIM_PATCH_OPS_MAX 1000 /* Operations per PATCH */
 
 /* ---- scim.c ---- */
@@ -36,6 +36,28 @@ json_t *scim_model(http_ctx_t *ctx, http_resp_t *resp);
 /* Applies the model operations ops (stolen) as one change; 0, or fills resp naming the
  * failure (then nothing changed). */
 int scim_apply(http_ctx_t *ctx, json_t *ops, http_resp_t *resp);
+/* A JSON string's value, "" for anything else. */
+const char *scim_jstr(json_t *v);
+/* The entity of the exported model's list ("subjects" or "groups") whose id is id, or NULL. */
+json_t *scim_find(json_t *doc, const char *list, const char *id);
+/* The SCIM attributes an entity keeps (its attributes' "scim"), or NULL. */
+json_t *scim_attrs(json_t *entity);
+/* The string attribute attr of the entity's SCIM attributes, else its id. */
+const char *scim_attr_or_id(json_t *entity, const char *attr);
+/* A resource's meta: resourceType type ("User", "Group"), created and lastModified as kept,
+ * location. */
+json_t *scim_meta(json_t *entity, const char *type, const char *id);
+/* The attributes to store for an entity whose SCIM attributes become res (borrowed) less the
+ * keys drop lists: old's attributes (old may be NULL) with "scim" and "scim_meta" replaced. */
+json_t *scim_stored(json_t *old, json_t *res, const char *const *drop);
+/* Adds the Location header of a resource just created ("Users" or "Groups"). */
+void scim_location(http_resp_t *resp, const char *endpoint, const char *id);
+/* Applies every operation of ops (from scim_patch_ops) to res; 0, or fills resp. */
+int scim_patch_all(json_t *res, json_t *ops, http_resp_t *resp);
+/* DELETE of the entity id of list: op ("delete_subject", "delete_group") and 204, or 404. */
+void scim_delete(http_ctx_t *ctx, http_req_t *req, http_resp_t *resp, const char *list,
+                 const char *op);
+
 /* The member of object o named key without regard to case, or NULL. */
 json_t *scim_get_ci(json_t *o, const char *key);
 /* The time now as RFC 3339 UTC, into out (at least 32 bytes). */

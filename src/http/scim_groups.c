@@ -4,43 +4,22 @@
  * under "scim". Members are subjects (users) or groups, by id; a PUT or PATCH that changes them
  * becomes the add_member and remove_member operations of the difference, all in one change.
  * Relies on http/scim.h and the public API. */
-#include "http/scim.h"
 #include "base/mem.h"
+#include "http/scim.h"
 
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
 
-static const char *jstr(json_t *v)
-{
-    return json_is_string(v) ? json_string_value(v) : "";
-}
-
-static json_t *find_in(json_t *doc, const char *list, const char *id)
-{
-    size_t i;
-    json_t *x;
-    json_array_foreach(json_object_get(doc, list), i, x) if (!strcmp(jstr(json_object_get(x, "id")),
-                                                                     id)) return x;
-    return NULL;
-}
-
-static json_t *scim_of(json_t *g)
-{
-    return json_object_get(json_object_get(g, "attributes"), "scim");
-}
-
 static const char *display_name(json_t *g)
 {
-    json_t *d = scim_get_ci(scim_of(g), "displayName");
-    return json_is_string(d) ? json_string_value(d) : jstr(json_object_get(g, "id"));
+    return scim_attr_or_id(g, "displayName");
 }
 
 static json_t *group_resource(json_t *g, int with_members)
 {
-    const char *id = jstr(json_object_get(g, "id"));
-    json_t *scim = scim_of(g), *meta = json_object_get(json_object_get(g, "attributes"),
-                                                       "scim_meta");
+    const char *id = scim_jstr(json_object_get(g, "id"));
+    json_t *scim = scim_attrs(g);
     json_t *r = json_is_object(scim) ? json_deep_copy(scim) : json_object(), *m;
     char loc[600];
     size_t i;
@@ -51,20 +30,15 @@ static json_t *group_resource(json_t *g, int with_members)
         json_t *members = json_array();
         json_array_foreach(json_object_get(g, "members"), i, m)
         {
-            int grp = !strcmp(jstr(json_object_get(m, "kind")), "group");
-            const char *mid = jstr(json_object_get(m, "id"));
+            int grp = !strcmp(scim_jstr(json_object_get(m, "kind")), "group");
+            const char *mid = scim_jstr(json_object_get(m, "id"));
             snprintf(loc, sizeof loc, SCIM_PREFIX "/%s/%s", grp ? "Groups" : "Users", mid);
             json_array_append_new(members, json_pack("{s:s, s:s, s:s}", "value", mid, "type",
                                                      grp ? "Group" : "User", "$ref", loc));
         }
         json_object_set_new(r, "members", members);
     }
-    snprintf(loc, sizeof loc, SCIM_PREFIX "/Groups/%s", id);
-    json_object_set_new(
-        r, "meta",
-        json_pack("{s:s, s:O?, s:O?, s:s}", "resourceType", "Group", "created",
-                  json_object_get(meta, "created"), "lastModified",
-                  json_object_get(meta, "lastModified"), "location", loc));
+    json_object_set_new(r, "meta", scim_meta(g, "Group", id));
     return r;
 }
 
@@ -94,13 +68,12 @@ static json_t *members_wanted(json_t *doc, json_t *members, http_resp_t *resp)
     }
     json_array_foreach(members, i, m)
     {
-        const char *v = jstr(scim_get_ci(m, "value"));
-        const char *kind = find_in(doc, "subjects", v) ? "subject"
-                           : find_in(doc, "groups", v) ? "group"
-                                                       : NULL;
+        const char *v = scim_jstr(scim_get_ci(m, "value"));
+        const char *kind = scim_find(doc, "subjects", v) ? "subject"
+                           : scim_find(doc, "groups", v) ? "group"
+                                                         : NULL;
         if (!kind) {
-            scim_error(resp, 400, "invalidValue", "members[%zu]: no user or group [%.200s]", i,
-                       v);
+            scim_error(resp, 400, "invalidValue", "members[%zu]: no user or group [%.200s]", i, v);
             json_decref(out);
             return NULL;
         }
@@ -122,34 +95,22 @@ static int has_member(json_t *list, json_t *m)
 static int group_write(http_ctx_t *ctx, const char *id, json_t *old, json_t *res, json_t *members,
                        http_resp_t *resp)
 {
-    static const char *const drop[] = {"schemas", "id", "meta", "members"};
-    char now[32];
+    static const char *const drop[] = {"schemas", "id", "meta", "members", NULL};
     json_t *d = scim_get_ci(res, "displayName"), *m;
     size_t i;
     if (!json_is_string(d) || !json_string_length(d)) {
         scim_error(resp, 400, "invalidValue", "displayName is required (a non-empty string)");
         return -1;
     }
-    json_t *keep = json_deep_copy(res);
-    for (size_t k = 0; k < sizeof drop / sizeof *drop; k++)
-        json_object_del(keep, drop[k]);
-    scim_now(now, sizeof now);
-    json_t *created = json_object_get(json_object_get(json_object_get(old, "attributes"),
-                                                      "scim_meta"),
-                                      "created");
-    json_t *ops = json_pack(
-        "[{s:s, s:s, s:{s:o, s:{s:s, s:s}}}]", "op", "put_group", "id", id, "attributes", "scim",
-        keep, "scim_meta", "created", json_is_string(created) ? json_string_value(created) : now,
-        "lastModified", now);
+    json_t *ops = json_pack("[{s:s, s:s, s:o}]", "op", "put_group", "id", id, "attributes",
+                            scim_stored(old, res, drop));
     json_t *cur = json_object_get(old, "members");
-    json_array_foreach(cur, i, m) if (members && !has_member(members, m))
-        json_array_append_new(ops, json_pack("{s:s, s:s, s:O, s:O}", "op", "remove_member", "group",
-                                             id, "member", json_object_get(m, "id"),
-                                             "member_kind", json_object_get(m, "kind")));
-    json_array_foreach(members, i, m) if (!has_member(cur, m))
-        json_array_append_new(ops, json_pack("{s:s, s:s, s:O, s:O}", "op", "add_member", "group",
-                                             id, "member", json_object_get(m, "id"),
-                                             "member_kind", json_object_get(m, "kind")));
+    json_array_foreach(cur, i, m) if (members && !has_member(members, m)) json_array_append_new(
+        ops, json_pack("{s:s, s:s, s:O, s:O}", "op", "remove_member", "group", id, "member",
+                       json_object_get(m, "id"), "member_kind", json_object_get(m, "kind")));
+    json_array_foreach(members, i, m) if (!has_member(cur, m)) json_array_append_new(
+        ops, json_pack("{s:s, s:s, s:O, s:O}", "op", "add_member", "group", id, "member",
+                       json_object_get(m, "id"), "member_kind", json_object_get(m, "kind")));
     return scim_apply(ctx, ops, resp);
 }
 
@@ -160,16 +121,12 @@ static void group_answer(http_ctx_t *ctx, const http_req_t *req, const char *id,
     const char *ex = http_arg(req, "excludedAttributes");
     if (!doc)
         return;
-    if (!(g = find_in(doc, "groups", id)))
+    if (!(g = scim_find(doc, "groups", id)))
         scim_error(resp, 404, NULL, "no group [%s]", id);
     else {
         scim_reply(resp, status, group_resource(g, !(ex && strcasestr(ex, "members"))));
-        if (status == 201 && resp->n_extra < 2) {
-            snprintf(resp->extra_name[resp->n_extra], sizeof resp->extra_name[0], "Location");
-            snprintf(resp->extra_value[resp->n_extra], sizeof resp->extra_value[0],
-                     SCIM_PREFIX "/Groups/%.120s", id);
-            resp->n_extra++;
-        }
+        if (status == 201)
+            scim_location(resp, "Groups", id);
     }
     json_decref(doc);
 }
@@ -189,8 +146,9 @@ void scim_groups_list(http_ctx_t *ctx, http_req_t *req, http_resp_t *resp)
     {
         if (f.present) {
             const char *v = !strcasecmp(f.attr, "displayName") ? display_name(g)
-                            : !strcasecmp(f.attr, "id")        ? jstr(json_object_get(g, "id"))
-                                                               : jstr(scim_get_ci(scim_of(g), f.attr));
+                            : !strcasecmp(f.attr, "id")
+                                ? scim_jstr(json_object_get(g, "id"))
+                                : scim_jstr(scim_get_ci(scim_attrs(g), f.attr));
             if (!strcasecmp(f.attr, "displayName") ? strcasecmp(v, f.value) : strcmp(v, f.value))
                 continue;
         }
@@ -214,12 +172,12 @@ void scim_group_create(http_ctx_t *ctx, http_req_t *req, http_resp_t *resp)
     size_t i;
     if (scim_gate(ctx, req, resp) || !(body = scim_body(req, resp)))
         return;
-    const char *name = jstr(scim_get_ci(body, "displayName"));
+    const char *name = scim_jstr(scim_get_ci(body, "displayName"));
     id_from_name(name, id, sizeof id);
     if (!*name || !*id)
         scim_error(resp, 400, "invalidValue", "displayName is required (a non-empty string)");
     else if ((doc = scim_model(ctx, resp))) {
-        int taken = find_in(doc, "groups", id) != NULL;
+        int taken = scim_find(doc, "groups", id) != NULL;
         json_array_foreach(json_object_get(doc, "groups"), i, g) taken |=
             !strcasecmp(display_name(g), name);
         if (taken)
@@ -240,7 +198,7 @@ void scim_group_replace(http_ctx_t *ctx, http_req_t *req, http_resp_t *resp)
     if (scim_gate(ctx, req, resp) || !(body = scim_body(req, resp)))
         return;
     if ((doc = scim_model(ctx, resp))) {
-        if (!(old = find_in(doc, "groups", id)))
+        if (!(old = scim_find(doc, "groups", id)))
             scim_error(resp, 404, NULL, "no group [%s]", id);
         else if ((members = members_wanted(doc, scim_get_ci(body, "members"), resp)) &&
                  group_write(ctx, id, old, body, members, resp) == 0)
@@ -251,54 +209,23 @@ void scim_group_replace(http_ctx_t *ctx, http_req_t *req, http_resp_t *resp)
     json_decref(body);
 }
 
-/* Entra ID removes members with {"op": "Remove", "path": "members", "value": [{"value"}]}: the
- * listed ones, not all of them. */
-static int remove_listed(json_t *res, json_t *value)
-{
-    json_t *cur = scim_get_ci(res, "members"), *v;
-    size_t i;
-    json_array_foreach(value, i, v)
-    {
-        const char *want = jstr(scim_get_ci(v, "value"));
-        for (size_t k = 0; k < json_array_size(cur);) {
-            if (!strcmp(jstr(scim_get_ci(json_array_get(cur, k), "value")), want))
-                json_array_remove(cur, k);
-            else
-                k++;
-        }
-    }
-    return 0;
-}
-
 void scim_group_patch(http_ctx_t *ctx, http_req_t *req, http_resp_t *resp)
 {
     const char *id = req->seg[3];
-    json_t *body, *doc, *old, *ops, *o, *res = NULL, *members = NULL;
-    size_t i;
+    json_t *body, *doc, *old, *ops, *res = NULL, *members = NULL;
     if (scim_gate(ctx, req, resp) || !(body = scim_body(req, resp)))
         return;
     if (!(ops = scim_patch_ops(body, resp)) || !(doc = scim_model(ctx, resp))) {
         json_decref(body);
         return;
     }
-    if (!(old = find_in(doc, "groups", id))) {
+    if (!(old = scim_find(doc, "groups", id))) {
         scim_error(resp, 404, NULL, "no group [%s]", id);
         goto done;
     }
     res = group_resource(old, 1);
-    json_array_foreach(ops, i, o)
-    {
-        json_t *path = scim_get_ci(o, "path"), *value = scim_get_ci(o, "value");
-        const char *op = json_string_value(scim_get_ci(o, "op"));
-        if (!strcasecmp(op, "remove") && json_is_string(path) &&
-            !strcasecmp(json_string_value(path), "members") && json_is_array(value)) {
-            remove_listed(res, value);
-            continue;
-        }
-        if (scim_patch_apply(res, op, json_is_string(path) ? json_string_value(path) : NULL,
-                             value, resp))
-            goto done;
-    }
+    if (scim_patch_all(res, ops, resp))
+        goto done;
     if ((members = members_wanted(doc, scim_get_ci(res, "members"), resp)) &&
         group_write(ctx, id, old, res, members, resp) == 0)
         group_answer(ctx, req, id, 200, resp);
@@ -311,16 +238,5 @@ done:
 
 void scim_group_delete(http_ctx_t *ctx, http_req_t *req, http_resp_t *resp)
 {
-    const char *id = req->seg[3];
-    json_t *doc;
-    if (scim_gate(ctx, req, resp) || !(doc = scim_model(ctx, resp)))
-        return;
-    if (!find_in(doc, "groups", id))
-        scim_error(resp, 404, NULL, "no group [%s]", id);
-    else if (scim_apply(ctx, json_pack("[{s:s, s:s}]", "op", "delete_group", "id", id), resp) ==
-             0) {
-        resp->status = 204;
-        resp->body.len = 0;
-    }
-    json_decref(doc);
+    scim_delete(ctx, req, resp, "groups", "delete_group");
 }

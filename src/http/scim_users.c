@@ -4,43 +4,28 @@
  * read them as subject.attributes.scim.*), with "scim_meta" for created and lastModified. A
  * user made inactive holds a deny of every action on every resource, so the next request
  * reads nothing; deleting it deletes the subject. Relies on http/scim.h and the public API. */
-#include "http/scim.h"
 #include "base/mem.h"
+#include "http/scim.h"
 
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
 
-static const char *jstr(json_t *v)
-{
-    return json_is_string(v) ? json_string_value(v) : "";
-}
-
 static json_t *find_subject(json_t *doc, const char *id)
 {
-    size_t i;
-    json_t *s;
-    json_array_foreach(json_object_get(doc, "subjects"), i, s) if (!strcmp(
-        jstr(json_object_get(s, "id")), id)) return s;
-    return NULL;
-}
-
-static json_t *scim_of(json_t *subj)
-{
-    return json_object_get(json_object_get(subj, "attributes"), "scim");
+    return scim_find(doc, "subjects", id);
 }
 
 static const char *user_name(json_t *subj)
 {
-    json_t *n = scim_get_ci(scim_of(subj), "userName");
-    return json_is_string(n) ? json_string_value(n) : jstr(json_object_get(subj, "id"));
+    return scim_attr_or_id(subj, "userName");
 }
 
 /* The deny that deprovisions a user: every action on every resource. */
 static json_t *deny_all(const char *id)
 {
-    return json_pack("{s:s, s:s, s:{s:s, s:s, s:s}}", "to", id, "to_kind", "subject",
-                     "permission", "resource", "*", "action", "*", "effect", "deny");
+    return json_pack("{s:s, s:s, s:{s:s, s:s, s:s}}", "to", id, "to_kind", "subject", "permission",
+                     "resource", "*", "action", "*", "effect", "deny");
 }
 
 static int inactive(json_t *doc, const char *id)
@@ -55,9 +40,8 @@ static int inactive(json_t *doc, const char *id)
 
 static json_t *user_resource(json_t *doc, json_t *subj)
 {
-    const char *id = jstr(json_object_get(subj, "id"));
-    json_t *scim = scim_of(subj), *meta = json_object_get(json_object_get(subj, "attributes"),
-                                                          "scim_meta");
+    const char *id = scim_jstr(json_object_get(subj, "id"));
+    json_t *scim = scim_attrs(subj);
     json_t *r = json_is_object(scim) ? json_deep_copy(scim) : json_object(), *groups = json_array();
     json_t *g, *m;
     size_t i, k;
@@ -66,19 +50,16 @@ static json_t *user_resource(json_t *doc, json_t *subj)
     {
         json_array_foreach(json_object_get(g, "members"), k, m)
         {
-            if (strcmp(jstr(json_object_get(m, "kind")), "subject") ||
-                strcmp(jstr(json_object_get(m, "id")), id))
+            if (strcmp(scim_jstr(json_object_get(m, "kind")), "subject") ||
+                strcmp(scim_jstr(json_object_get(m, "id")), id))
                 continue;
-            json_t *gscim = json_object_get(json_object_get(g, "attributes"), "scim");
-            const char *gid = jstr(json_object_get(g, "id"));
-            json_t *disp = scim_get_ci(gscim, "displayName");
+            const char *gid = scim_jstr(json_object_get(g, "id"));
             snprintf(loc, sizeof loc, SCIM_PREFIX "/Groups/%s", gid);
-            json_array_append_new(groups, json_pack("{s:s, s:s, s:s, s:s}", "value", gid,
-                                                    "display", json_is_string(disp) ? json_string_value(disp) : gid,
-                                                    "type", "direct", "$ref", loc));
+            json_array_append_new(groups, json_pack("{s:s, s:s, s:s, s:s}", "value", gid, "display",
+                                                    scim_attr_or_id(g, "displayName"), "type",
+                                                    "direct", "$ref", loc));
         }
     }
-    snprintf(loc, sizeof loc, SCIM_PREFIX "/Users/%s", id);
     json_object_set_new(r, "schemas",
                         scim_get_ci(r, SCIM_ENTERPRISE_SCHEMA)
                             ? json_pack("[s, s]", SCIM_USER_SCHEMA, SCIM_ENTERPRISE_SCHEMA)
@@ -88,11 +69,7 @@ static json_t *user_resource(json_t *doc, json_t *subj)
     json_object_del(r, "active");
     json_object_set_new(r, "active", json_boolean(!inactive(doc, id)));
     json_object_set_new(r, "groups", groups);
-    json_object_set_new(
-        r, "meta",
-        json_pack("{s:s, s:O?, s:O?, s:s}", "resourceType", "User", "created",
-                  json_object_get(meta, "created"), "lastModified",
-                  json_object_get(meta, "lastModified"), "location", loc));
+    json_object_set_new(r, "meta", scim_meta(subj, "User", id));
     return r;
 }
 
@@ -122,30 +99,12 @@ static int active_of(json_t *v, int *out)
     return -1;
 }
 
-/* The attributes kept for a user: the resource less what the server owns (and passwords,
- * which it never stores). */
-static void strip(json_t *r)
-{
-    static const char *const drop[] = {"schemas", "id", "meta", "groups", "password", "active"};
-    for (size_t i = 0; i < sizeof drop / sizeof *drop; i++)
-        while (scim_get_ci(r, drop[i])) {
-            const char *k;
-            json_t *v;
-            json_object_foreach(r, k, v) if (!strcasecmp(k, drop[i]))
-            {
-                json_object_del(r, k);
-                break;
-            }
-        }
-}
-
 /* Writes user id (old: its subject now, or NULL) with SCIM attributes res (borrowed), in one
  * change; 0, or fills resp. */
 static int user_write(http_ctx_t *ctx, json_t *doc, const char *id, json_t *old, json_t *res,
                       http_resp_t *resp)
 {
     int active;
-    char now[32];
     if (active_of(scim_get_ci(res, "active"), &active)) {
         scim_error(resp, 400, "invalidValue", "active must be true or false");
         return -1;
@@ -155,19 +114,13 @@ static int user_write(http_ctx_t *ctx, json_t *doc, const char *id, json_t *old,
         scim_error(resp, 400, "invalidValue", "userName is required (a non-empty string)");
         return -1;
     }
-    json_t *keep = json_deep_copy(res);
-    strip(keep);
-    scim_now(now, sizeof now);
-    json_t *oldattrs = json_object_get(old, "attributes"), *created =
-        json_object_get(json_object_get(oldattrs, "scim_meta"), "created");
-    json_t *attrs = json_is_object(oldattrs) ? json_deep_copy(oldattrs) : json_object();
-    json_object_set_new(attrs, "scim", keep);
-    json_object_set_new(attrs, "scim_meta",
-                        json_pack("{s:s, s:s}", "created",
-                                  json_is_string(created) ? json_string_value(created) : now,
-                                  "lastModified", now));
-    json_t *put = json_pack("{s:s, s:s, s:s, s:o}", "op", "put_subject", "id", id, "kind",
-                            old ? jstr(json_object_get(old, "kind")) : "user", "attributes", attrs);
+    /* kept: the resource less what the server owns, and passwords, never stored */
+    static const char *const drop[] = {"schemas",  "id",     "meta", "groups",
+                                       "password", "active", NULL};
+    json_t *attrs = scim_stored(old, res, drop);
+    json_t *put =
+        json_pack("{s:s, s:s, s:s, s:o}", "op", "put_subject", "id", id, "kind",
+                  old ? scim_jstr(json_object_get(old, "kind")) : "user", "attributes", attrs);
     if (json_object_get(old, "tenants"))
         json_object_set(put, "tenants", json_object_get(old, "tenants"));
     json_t *ops = json_pack("[o]", put);
@@ -190,12 +143,8 @@ static void user_answer(http_ctx_t *ctx, const char *id, int status, http_resp_t
         scim_error(resp, 404, NULL, "no user [%s]", id);
     else {
         scim_reply(resp, status, user_resource(doc, s));
-        if (status == 201 && resp->n_extra < 2) {
-            snprintf(resp->extra_name[resp->n_extra], sizeof resp->extra_name[0], "Location");
-            snprintf(resp->extra_value[resp->n_extra], sizeof resp->extra_value[0],
-                     SCIM_PREFIX "/Users/%.120s", id);
-            resp->n_extra++;
-        }
+        if (status == 201)
+            scim_location(resp, "Users", id);
     }
     json_decref(doc);
 }
@@ -212,12 +161,13 @@ void scim_users_list(http_ctx_t *ctx, http_req_t *req, http_resp_t *resp)
     out = json_array();
     json_array_foreach(json_object_get(doc, "subjects"), i, s)
     {
-        if (strcmp(jstr(json_object_get(s, "kind")), "user"))
+        if (strcmp(scim_jstr(json_object_get(s, "kind")), "user"))
             continue; /* services are not users */
         if (f.present) {
             const char *v = !strcasecmp(f.attr, "userName") ? user_name(s)
-                            : !strcasecmp(f.attr, "id")     ? jstr(json_object_get(s, "id"))
-                                                            : jstr(scim_get_ci(scim_of(s), f.attr));
+                            : !strcasecmp(f.attr, "id")
+                                ? scim_jstr(json_object_get(s, "id"))
+                                : scim_jstr(scim_get_ci(scim_attrs(s), f.attr));
             /* userName is compared without case (RFC 7643 4.1.1), the others exactly */
             if (!strcasecmp(f.attr, "userName") ? strcasecmp(v, f.value) : strcmp(v, f.value))
                 continue;
@@ -241,7 +191,7 @@ void scim_user_create(http_ctx_t *ctx, http_req_t *req, http_resp_t *resp)
     size_t i;
     if (scim_gate(ctx, req, resp) || !(body = scim_body(req, resp)))
         return;
-    const char *name = jstr(scim_get_ci(body, "userName"));
+    const char *name = scim_jstr(scim_get_ci(body, "userName"));
     if (!*name)
         scim_error(resp, 400, "invalidValue", "userName is required (a non-empty string)");
     else if (!id_ok(name))
@@ -281,8 +231,7 @@ void scim_user_replace(http_ctx_t *ctx, http_req_t *req, http_resp_t *resp)
 void scim_user_patch(http_ctx_t *ctx, http_req_t *req, http_resp_t *resp)
 {
     const char *id = req->seg[3];
-    json_t *body, *doc, *old, *ops, *o, *res = NULL;
-    size_t i;
+    json_t *body, *doc, *old, *ops, *res = NULL;
     if (scim_gate(ctx, req, resp) || !(body = scim_body(req, resp)))
         return;
     if (!(ops = scim_patch_ops(body, resp)) || !(doc = scim_model(ctx, resp))) {
@@ -294,14 +243,8 @@ void scim_user_patch(http_ctx_t *ctx, http_req_t *req, http_resp_t *resp)
         goto done;
     }
     res = user_resource(doc, old); /* patched as the client sees it, active included */
-    json_array_foreach(ops, i, o)
-    {
-        json_t *path = scim_get_ci(o, "path");
-        if (scim_patch_apply(res, json_string_value(scim_get_ci(o, "op")),
-                             json_is_string(path) ? json_string_value(path) : NULL,
-                             scim_get_ci(o, "value"), resp))
-            goto done;
-    }
+    if (scim_patch_all(res, ops, resp))
+        goto done;
     if (user_write(ctx, doc, id, old, res, resp) == 0)
         user_answer(ctx, id, 200, resp);
 done:
@@ -312,16 +255,5 @@ done:
 
 void scim_user_delete(http_ctx_t *ctx, http_req_t *req, http_resp_t *resp)
 {
-    const char *id = req->seg[3];
-    json_t *doc;
-    if (scim_gate(ctx, req, resp) || !(doc = scim_model(ctx, resp)))
-        return;
-    if (!find_subject(doc, id))
-        scim_error(resp, 404, NULL, "no user [%s]", id);
-    else if (scim_apply(ctx, json_pack("[{s:s, s:s}]", "op", "delete_subject", "id", id), resp) ==
-             0) {
-        resp->status = 204;
-        resp->body.len = 0;
-    }
-    json_decref(doc);
+    scim_delete(ctx, req, resp, "subjects", "delete_subject");
 }

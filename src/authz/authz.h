@@ -255,4 +255,32 @@ int authz_slice_give_json(authz_slice_t *s, json_t *frag, cdn_err_t *err);
 int authz_slice_model(authz_slice_t *s, authz_model_t **out, cdn_err_t *err);
 void authz_slice_free(authz_slice_t *s);
 
+/* ---- relationships (rebac_*.c; the language: docs/internals/rebac.md) ---- */
+
+/* The schema and tuples are written by the ops put_schema and write_tuples (authz_apply) and
+ * travel with export and import. Each question reads one revision (*revision, may be NULL).
+ * Subjects and objects are "type:id"; a cycle in the tuples counts as no path. Errors:
+ * CDN_ERR_NOT_FOUND (no schema yet), CDN_ERR_INVALID (a name the schema lacks),
+ * CDN_ERR_LIMIT (more than 64 nested relations), CDN_ERR_NOMEM. */
+int authz_rebac_check(authz_model_t *m, const char *subject, const char *permission,
+                      const char *object, bool *allowed, uint64_t *revision, cdn_err_t *err);
+/* Calls fn, under the model's read lock (fn must not call back into m), with the id of each
+ * object of type that subject holds permission on, once, in no order, until it returns
+ * non-zero (then returned). No ceiling on the count. */
+typedef int (*authz_name_fn)(void *ctx, const char *name);
+int authz_rebac_lookup_resources(authz_model_t *m, const char *subject, const char *type,
+                                 const char *permission, authz_name_fn fn, void *ctx,
+                                 uint64_t *revision, cdn_err_t *err);
+/* Calls fn with "type:id" of each subject of subject_type holding permission on object, once,
+ * sorted by when the store first saw them ("type:*" for a wildcard). */
+int authz_rebac_lookup_subjects(authz_model_t *m, const char *object, const char *permission,
+                                const char *subject_type, authz_name_fn fn, void *ctx,
+                                uint64_t *revision, cdn_err_t *err);
+/* The tree of why, as compact JSON in *json_out (free with cdn_free): nodes
+ * {"node": "type:id#rel", "subjects": [...], "usersets": [...]} for relations,
+ * {"node", "expression": {"operation": "union"|"intersection"|"exclusion", "children"}} or
+ * {"arrow": REL, "children"} for permissions, {"node", "cycle": true} where a cycle closes. */
+int authz_rebac_expand(authz_model_t *m, const char *object, const char *permission,
+                       char **json_out, cdn_err_t *err);
+
 #endif

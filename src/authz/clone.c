@@ -2,6 +2,7 @@
  * move it on without the cost of an export and an import (the permission history rebuilds
  * past models from a kept one this way). Relies on internal.h and jansson. */
 #include "authz/internal.h"
+#include "authz/rebac.h"
 
 #include <string.h>
 
@@ -140,6 +141,7 @@ int az_state_clone(const az_state_t *s, az_state_t **out)
     }
     d->windows = s->windows;
     d->denies = s->denies;
+    d->rebac = rb_state_ref(s->rebac); /* shared until one of them writes */
     *out = d;
     return CDN_OK;
 }

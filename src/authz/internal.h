@@ -124,8 +124,9 @@ typedef struct az_state {
     az_role_t *roles;
     uint32_t nroles, caproles;
     az_map_t subject_map, group_map, role_map;
-    bool windows; /* some grant has a validity window: decisions depend on the time */
-    bool denies;  /* some permission is a deny: a decision scans every grant */
+    bool windows;           /* some grant has a validity window: decisions depend on the time */
+    bool denies;            /* some permission is a deny: a decision scans every grant */
+    struct rb_state *rebac; /* relationship schema and tuples (rebac.h), or NULL */
 } az_state_t;
 
 /* One decision-cache slot, written by readers under a per-slot sequence lock. */

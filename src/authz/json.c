@@ -1,6 +1,7 @@
 /* json.c: the whole model as one JSON document: export (sorted, deterministic) and import
  * (built aside from the op vocabulary, then swapped in atomically). Relies on jansson, ops.c. */
 #include "authz/internal.h"
+#include "authz/rebac.h"
 
 #include <stddef.h>
 #include <stdio.h>
@@ -110,6 +111,11 @@ static int export_state(const az_state_t *st, json_t *doc)
     for (uint32_t i = 0; i < ng; i++)
         if (az_grants_json(st, &st->groups[og[i].idx].grants, og[i].id, "group", grants))
             goto out;
+    if (st->rebac && st->rebac->schema) {
+        json_t *rb = rb_export(st->rebac);
+        if (!rb || json_object_set_new(doc, "rebac", rb))
+            goto out;
+    }
     rc = CDN_OK;
 out:
     cdn_free(os);
@@ -257,11 +263,11 @@ static int state_from_doc(const char *doc_json, az_state_t **out, cdn_err_t *err
         json_object_foreach(doc, k, v)
         {
             bool known = !strcmp(k, "version") || !strcmp(k, "subjects") || !strcmp(k, "groups") ||
-                         !strcmp(k, "roles") || !strcmp(k, "grants");
+                         !strcmp(k, "roles") || !strcmp(k, "grants") || !strcmp(k, "rebac");
             if (!known && !rc)
                 rc = cdn_err_set(err, CDN_ERR_INVALID,
                                  "import: unknown top-level field '%s'; the document has "
-                                 "version, subjects, groups, roles and grants",
+                                 "version, subjects, groups, roles, grants and rebac",
                                  k);
         }
     json_t *ver = json_is_object(doc) ? json_object_get(doc, "version") : NULL;
@@ -272,8 +278,9 @@ static int state_from_doc(const char *doc_json, az_state_t **out, cdn_err_t *err
         rc = cdn_err_set(err, CDN_ERR_NOMEM, "import: out of memory");
     if (!rc && !(rc = import_list(st, doc, "subjects", "put_subject", err)) &&
         !(rc = import_list(st, doc, "groups", NULL, err)) &&
-        !(rc = import_list(st, doc, "roles", "put_role", err)))
-        rc = import_list(st, doc, "grants", "grant", err);
+        !(rc = import_list(st, doc, "roles", "put_role", err)) &&
+        !(rc = import_list(st, doc, "grants", "grant", err)))
+        rc = rb_import(st, json_object_get(doc, "rebac"), err);
     json_decref(doc);
     if (rc) {
         az_state_free(st);

@@ -1,6 +1,7 @@
 /* model.c: the model handle (lock, revision, caches) and the state's building blocks: id sets,
  * the name map, entity lookup and teardown. Relies on base/mem.h, xxhash and pthreads. */
 #include "authz/internal.h"
+#include "authz/rebac.h"
 
 #include <ctype.h>
 #include <stdlib.h>
@@ -232,6 +233,7 @@ void az_state_free(az_state_t *st)
 {
     if (!st)
         return;
+    rb_state_release(st->rebac);
     for (uint32_t i = 0; i < st->nsubjects; i++) {
         az_subject_t *s = &st->subjects[i];
         cdn_free(s->id);

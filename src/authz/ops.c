@@ -2,6 +2,7 @@
  * through, each validated completely before it touches the state. Relies on jansson, graph.c
  * and cond.c. */
 #include "authz/internal.h"
+#include "authz/rebac.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -761,11 +762,15 @@ static int state_apply(az_state_t *st, const json_t *op, bool *mutated, cdn_err_
         rc = op_delete_role(st, &c, err);
     else if (!strcmp(c.name, "grant") || !strcmp(c.name, "revoke"))
         rc = op_grant(st, &c, c.name[0] == 'r', err);
+    else if (!strcmp(c.name, "put_schema"))
+        rc = rb_op_put_schema(st, op, &c.mutated, err);
+    else if (!strcmp(c.name, "write_tuples"))
+        rc = rb_op_write_tuples(st, op, &c.mutated, err);
     else
         return cdn_err_set(err, CDN_ERR_INVALID,
                            "op '%s' is unknown; use put_subject, delete_subject, put_group, "
                            "delete_group, add_member, remove_member, put_role, delete_role, "
-                           "grant or revoke",
+                           "grant, revoke, put_schema or write_tuples",
                            c.name);
     *mutated = c.mutated;
     return rc;

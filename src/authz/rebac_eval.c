@@ -1,0 +1,684 @@
+/* rebac_eval.c: questions over relationship tuples. check walks from the object down its
+ * relations and permissions to the subject, memoizing each (object, relation) it settles; a
+ * cycle counts as no path, and what was decided while a cycle was cut is not memoized.
+ * lookup-resources walks the reverse index up from the subject to every (object, relation) it
+ * may hold and keeps the objects of the asked type, checking each one only when the permission
+ * has an intersection or exclusion below it; lookup-subjects expands sets of subjects down from
+ * the object; expand writes the tree. Relies on rebac.h, internal.h and jansson. */
+#include "authz/internal.h"
+#include "authz/rebac.h"
+#include "base/mem.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define NO_OBJ UINT32_MAX
+
+/* (object, relation) -> a small state, open addressing over key + 1. */
+typedef struct memo {
+    uint64_t *keys;
+    uint8_t *vals;
+    uint32_t cap, n;
+} memo_t;
+
+enum { M_NONE = 0, M_BUSY, M_TRUE, M_FALSE };
+
+static uint64_t mkey(uint32_t obj, uint16_t rel)
+{
+    return ((uint64_t)obj << 16 | rel) + 1;
+}
+
+static uint32_t mhash(uint64_t k)
+{
+    k ^= k >> 31;
+    k *= 0x9e3779b97f4a7c15ull;
+    return (uint32_t)(k >> 32);
+}
+
+static uint8_t *memo_slot(memo_t *m, uint64_t k, int create)
+{
+    if ((m->n + 1) * 2 > m->cap) {
+        if (!create)
+            goto find;
+        uint32_t ncap = m->cap ? m->cap * 2 : 64;
+        uint64_t *keys = cdn_calloc(ncap, sizeof *keys);
+        uint8_t *vals = cdn_calloc(ncap, 1);
+        if (!keys || !vals) {
+            cdn_free(keys);
+            cdn_free(vals);
+            return NULL;
+        }
+        for (uint32_t i = 0; i < m->cap; i++) {
+            if (!m->keys[i])
+                continue;
+            uint32_t j = mhash(m->keys[i]) & (ncap - 1);
+            while (keys[j])
+                j = (j + 1) & (ncap - 1);
+            keys[j] = m->keys[i];
+            vals[j] = m->vals[i];
+        }
+        cdn_free(m->keys);
+        cdn_free(m->vals);
+        m->keys = keys;
+        m->vals = vals;
+        m->cap = ncap;
+    }
+find:
+    if (!m->cap)
+        return NULL;
+    for (uint32_t i = mhash(k) & (m->cap - 1);; i = (i + 1) & (m->cap - 1)) {
+        if (m->keys[i] == k)
+            return &m->vals[i];
+        if (!m->keys[i]) {
+            if (!create)
+                return NULL;
+            m->keys[i] = k;
+            m->n++;
+            return &m->vals[i];
+        }
+    }
+}
+
+static void memo_free(memo_t *m)
+{
+    cdn_free(m->keys);
+    cdn_free(m->vals);
+}
+
+/* ---- check ---- */
+
+typedef struct ev {
+    const rb_schema_t *s;
+    const rb_store_t *st;
+    uint32_t subj;      /* the subject object, NO_OBJ when no tuple names it */
+    uint32_t wild;      /* the wildcard object of its type, NO_OBJ when none */
+    memo_t memo;
+    int depth, cut, rc; /* cut: a cycle was cut below the current evaluation */
+} ev_t;
+
+static int has(ev_t *e, uint32_t obj, uint16_t rel);
+
+static int eval_expr(ev_t *e, uint32_t obj, const rb_expr_t *x)
+{
+    uint16_t t = rb_obj_type(e->st, obj);
+    uint32_t n;
+    int r;
+    switch (x->kind) {
+    case RB_E_REL: return has(e, obj, x->rel);
+    case RB_E_ARROW: {
+        const rb_sub_t *subs = rb_subjects(e->st, obj, x->rel, &n);
+        for (uint32_t i = 0; i < n; i++) {
+            if (subs[i].rel != RB_NONE || !strcmp(rb_obj_id(e->st, subs[i].obj), "*"))
+                continue;
+            int k = rb_rel_find(e->s, rb_obj_type(e->st, subs[i].obj), x->target,
+                                strlen(x->target));
+            if (k >= 0 && has(e, subs[i].obj, (uint16_t)k))
+                return 1;
+            subs = rb_subjects(e->st, obj, x->rel, &n); /* unchanged: reads do not move it */
+        }
+        return 0;
+    }
+    case RB_E_UNION:
+        for (uint32_t i = 0; i < x->nkids; i++)
+            if (eval_expr(e, obj, x->kids[i]))
+                return 1;
+        return 0;
+    case RB_E_INTER:
+        for (uint32_t i = 0; i < x->nkids; i++)
+            if (!eval_expr(e, obj, x->kids[i]))
+                return 0;
+        return 1;
+    case RB_E_EXCL:
+        r = eval_expr(e, obj, x->kids[0]);
+        return r && !eval_expr(e, obj, x->kids[1]);
+    }
+    (void)t;
+    return 0;
+}
+
+static int has(ev_t *e, uint32_t obj, uint16_t rel)
+{
+    uint8_t *m = memo_slot(&e->memo, mkey(obj, rel), 1);
+    int r = 0, cut_before = e->cut;
+    if (!m) {
+        e->rc = CDN_ERR_NOMEM;
+        return 0;
+    }
+    if (*m == M_TRUE || *m == M_FALSE)
+        return *m == M_TRUE;
+    if (*m == M_BUSY) { /* a cycle: no path through here */
+        e->cut = 1;
+        return 0;
+    }
+    if (e->depth >= RB_DEPTH_MAX) {
+        e->rc = CDN_ERR_LIMIT;
+        return 0;
+    }
+    *m = M_BUSY;
+    e->depth++;
+    e->cut = 0;
+    const rb_rel_t *def = &e->s->types[rb_obj_type(e->st, obj)].rels[rel];
+    if (def->is_perm) {
+        r = eval_expr(e, obj, def->expr);
+    } else {
+        uint32_t n;
+        const rb_sub_t *subs = rb_subjects(e->st, obj, rel, &n);
+        for (uint32_t i = 0; i < n && !r; i++) {
+            if (subs[i].rel == RB_NONE)
+                r = subs[i].obj == e->subj || subs[i].obj == e->wild;
+            else
+                r = has(e, subs[i].obj, subs[i].rel);
+        }
+    }
+    e->depth--;
+    m = memo_slot(&e->memo, mkey(obj, rel), 1); /* the table may have grown */
+    /* a result reached while a cycle was cut may differ from the one reached elsewhere */
+    *m = e->cut ? M_NONE : r ? M_TRUE : M_FALSE;
+    e->cut |= cut_before;
+    return r;
+}
+
+/* Splits "type:id" into the schema's type and the id; 0 or CDN_ERR_INVALID. */
+static int split(const rb_schema_t *s, const char *name, const char *what, uint16_t *type,
+                 const char **id, cdn_err_t *err)
+{
+    const char *colon = name ? strchr(name, ':') : NULL;
+    int t = colon ? rb_type_find(s, name, (size_t)(colon - name)) : -1;
+    if (t < 0 || !colon[1])
+        return cdn_err_set(err, CDN_ERR_INVALID, "%s \"%.200s\" is not TYPE:ID of a schema type",
+                           what, name ? name : "(null)");
+    *type = (uint16_t)t;
+    *id = colon + 1;
+    return CDN_OK;
+}
+
+static int rel_of(const rb_schema_t *s, uint16_t t, const char *name, uint16_t *rel,
+                  cdn_err_t *err)
+{
+    int r = name ? rb_rel_find(s, t, name, strlen(name)) : -1;
+    if (r < 0)
+        return cdn_err_set(err, CDN_ERR_INVALID, "%s has no relation or permission \"%.100s\"",
+                           s->types[t].name, name ? name : "(null)");
+    *rel = (uint16_t)r;
+    return CDN_OK;
+}
+
+static int rb_ready(authz_model_t *m, cdn_err_t *err)
+{
+    if (m->broken)
+        return cdn_err_set(err, CDN_ERR_INTERNAL, "the authorization model is broken; reopen it");
+    if (!m->st->rebac || !m->st->rebac->schema)
+        return cdn_err_set(err, CDN_ERR_NOT_FOUND,
+                           "no relationship schema; apply put_schema first");
+    return CDN_OK;
+}
+
+static void ev_init(ev_t *e, const rb_state_t *rb, uint16_t stype, const char *sid)
+{
+    memset(e, 0, sizeof *e);
+    e->s = rb->schema;
+    e->st = rb->store;
+    if (rb_obj_get(e->st, stype, sid, &e->subj))
+        e->subj = NO_OBJ;
+    if (rb_obj_get(e->st, stype, "*", &e->wild))
+        e->wild = NO_OBJ;
+}
+
+int authz_rebac_check(authz_model_t *m, const char *subject, const char *permission,
+                      const char *object, bool *allowed, uint64_t *revision, cdn_err_t *err)
+{
+    uint16_t st, ot, rel;
+    const char *sid, *oid;
+    uint32_t obj;
+    int rc;
+    if (!m || !allowed)
+        return cdn_err_set(err, CDN_ERR_INVALID, "authz_rebac_check: NULL argument");
+    *allowed = false;
+    pthread_rwlock_rdlock(&m->lock);
+    if (revision)
+        *revision = atomic_load(&m->revision);
+    if ((rc = rb_ready(m, err)) == CDN_OK) {
+        const rb_state_t *rb = m->st->rebac;
+        if ((rc = split(rb->schema, subject, "subject", &st, &sid, err)) == CDN_OK &&
+            (rc = split(rb->schema, object, "object", &ot, &oid, err)) == CDN_OK &&
+            (rc = rel_of(rb->schema, ot, permission, &rel, err)) == CDN_OK &&
+            rb_obj_get(rb->store, ot, oid, &obj) == CDN_OK) {
+            ev_t e;
+            ev_init(&e, rb, st, sid);
+            *allowed = has(&e, obj, rel) && !e.rc;
+            if (e.rc)
+                rc = cdn_err_set(err, e.rc,
+                                 e.rc == CDN_ERR_LIMIT
+                                     ? "the check follows more than %d nested relations"
+                                     : "out of memory",
+                                 RB_DEPTH_MAX);
+            memo_free(&e.memo);
+        }
+    }
+    pthread_rwlock_unlock(&m->lock);
+    return rc;
+}
+
+/* ---- lookup-resources: a reverse walk, then checks where the permission is not monotone ---- */
+
+typedef struct walk {
+    uint64_t *q; /* queue of (obj << 16 | rel) */
+    size_t n, cap, head;
+    memo_t seen;
+} walk_t;
+
+static int push(walk_t *w, uint32_t obj, uint16_t rel)
+{
+    uint8_t *s = memo_slot(&w->seen, mkey(obj, rel), 1);
+    if (!s)
+        return CDN_ERR_NOMEM;
+    if (*s)
+        return CDN_OK;
+    *s = M_TRUE;
+    if (w->n == w->cap) {
+        void *p = w->q;
+        if (cdn_grow(&p, &w->cap, w->n + 1, sizeof *w->q))
+            return CDN_ERR_NOMEM;
+        w->q = p;
+    }
+    w->q[w->n++] = (uint64_t)obj << 16 | rel;
+    return CDN_OK;
+}
+
+/* True when expression x of a permission reads relation rel of its own object directly. */
+static bool reads(const rb_expr_t *x, uint16_t rel)
+{
+    if (x->kind == RB_E_REL)
+        return x->rel == rel;
+    for (uint32_t i = 0; i < x->nkids; i++)
+        if (reads(x->kids[i], rel))
+            return true;
+    return false;
+}
+
+/* True when x has an arrow over relation via whose target is name. */
+static bool arrows(const rb_expr_t *x, uint16_t via, const char *name)
+{
+    if (x->kind == RB_E_ARROW)
+        return x->rel == via && !strcmp(x->target, name);
+    for (uint32_t i = 0; i < x->nkids; i++)
+        if (arrows(x->kids[i], via, name))
+            return true;
+    return false;
+}
+
+/* What holding rel on obj leads to: usersets naming it, permissions of obj reading it, and
+ * permissions of the objects that point at obj through an arrow to it. */
+static int step(const rb_state_t *rb, walk_t *w, uint32_t obj, uint16_t rel)
+{
+    const rb_schema_t *s = rb->schema;
+    uint16_t t = rb_obj_type(rb->store, obj);
+    const rb_type_t *ty = &s->types[t];
+    uint32_t n;
+    int rc = CDN_OK;
+    const rb_sub_t *h = rb_holders(rb->store, obj, rel, &n);
+    for (uint32_t i = 0; i < n && !rc; i++)
+        rc = push(w, h[i].obj, h[i].rel);
+    for (uint32_t p = 0; p < ty->nrels && !rc; p++)
+        if (ty->rels[p].is_perm && reads(ty->rels[p].expr, rel))
+            rc = push(w, obj, (uint16_t)p);
+    h = rb_holders(rb->store, obj, RB_NONE, &n); /* x#via@obj: x may reach rel through via */
+    for (uint32_t i = 0; i < n && !rc; i++) {
+        const rb_type_t *xt = &s->types[rb_obj_type(rb->store, h[i].obj)];
+        for (uint32_t p = 0; p < xt->nrels && !rc; p++)
+            if (xt->rels[p].is_perm && arrows(xt->rels[p].expr, h[i].rel, ty->rels[rel].name))
+                rc = push(w, h[i].obj, (uint16_t)p);
+    }
+    return rc;
+}
+
+int authz_rebac_lookup_resources(authz_model_t *m, const char *subject, const char *type,
+                                 const char *permission, authz_name_fn fn, void *ctx,
+                                 uint64_t *revision, cdn_err_t *err)
+{
+    uint16_t st, tt, rel;
+    const char *sid;
+    int rc, t;
+    if (!m || !fn || !type)
+        return cdn_err_set(err, CDN_ERR_INVALID, "authz_rebac_lookup_resources: NULL argument");
+    pthread_rwlock_rdlock(&m->lock);
+    if (revision)
+        *revision = atomic_load(&m->revision);
+    if ((rc = rb_ready(m, err))) {
+        pthread_rwlock_unlock(&m->lock);
+        return rc;
+    }
+    const rb_state_t *rb = m->st->rebac;
+    if ((rc = split(rb->schema, subject, "subject", &st, &sid, err)) ||
+        (t = rb_type_find(rb->schema, type, strlen(type))) < 0 ||
+        (rc = rel_of(rb->schema, (uint16_t)t, permission, &rel, err))) {
+        pthread_rwlock_unlock(&m->lock);
+        return rc ? rc : cdn_err_set(err, CDN_ERR_INVALID, "\"%.100s\" is not a schema type", type);
+    }
+    tt = (uint16_t)t;
+    walk_t w = {0};
+    ev_t e;
+    ev_init(&e, rb, st, sid);
+    if (e.subj != NO_OBJ)
+        rc = push(&w, e.subj, RB_NONE);
+    if (!rc && e.wild != NO_OBJ)
+        rc = push(&w, e.wild, RB_NONE);
+    /* the subject's own object is a node of the walk but not a relation held on anything */
+    for (; !rc && w.head < w.n; w.head++) {
+        uint32_t obj = (uint32_t)(w.q[w.head] >> 16);
+        uint16_t r = (uint16_t)(w.q[w.head] & 0xffff);
+        if (r == RB_NONE) {
+            uint32_t n;
+            const rb_sub_t *h = rb_holders(rb->store, obj, RB_NONE, &n);
+            for (uint32_t i = 0; i < n && !rc; i++)
+                rc = push(&w, h[i].obj, h[i].rel);
+            continue;
+        }
+        if ((rc = step(rb, &w, obj, r)))
+            break;
+        if (r == rel && rb_obj_type(rb->store, obj) == tt) {
+            /* with an exclusion or intersection anywhere in the schema, the walk finds
+             * candidates: the check decides (its memo serves every candidate: one subject) */
+            bool ok = rb->schema->monotone;
+            if (!ok) {
+                ok = has(&e, obj, rel) && !e.rc;
+                rc = e.rc == CDN_ERR_NOMEM ? e.rc : CDN_OK;
+                e.rc = 0;
+            }
+            if (ok && !rc && strcmp(rb_obj_id(rb->store, obj), "*"))
+                rc = fn(ctx, rb_obj_id(rb->store, obj));
+        }
+    }
+    memo_free(&e.memo);
+    memo_free(&w.seen);
+    cdn_free(w.q);
+    pthread_rwlock_unlock(&m->lock);
+    if (rc == CDN_ERR_NOMEM)
+        return cdn_err_set(err, rc, "lookup-resources: out of memory");
+    return rc;
+}
+
+/* ---- lookup-subjects: sets of subject objects expanded down from the object ---- */
+
+typedef struct oset {
+    uint32_t *v;
+    size_t n, cap;
+} oset_t;
+
+static int cmp_u32(const void *a, const void *b)
+{
+    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+static void oset_norm(oset_t *s)
+{
+    size_t j = 0;
+    if (s->n)
+        qsort(s->v, s->n, sizeof *s->v, cmp_u32);
+    for (size_t i = 0; i < s->n; i++)
+        if (!j || s->v[j - 1] != s->v[i])
+            s->v[j++] = s->v[i];
+    s->n = j;
+}
+
+static int oset_add(oset_t *s, uint32_t x)
+{
+    if (s->n == s->cap) {
+        void *p = s->v;
+        if (cdn_grow(&p, &s->cap, s->n + 1, sizeof *s->v))
+            return CDN_ERR_NOMEM;
+        s->v = p;
+    }
+    s->v[s->n++] = x;
+    return CDN_OK;
+}
+
+static bool oset_has(const oset_t *s, uint32_t x)
+{
+    return s->n && bsearch(&x, s->v, s->n, sizeof *s->v, cmp_u32);
+}
+
+typedef struct lx {
+    const rb_state_t *rb;
+    uint16_t want; /* the subject type asked for */
+    memo_t busy;
+    int depth, rc;
+} lx_t;
+
+static int subjects_of(lx_t *x, uint32_t obj, uint16_t rel, oset_t *out);
+
+static int expr_subjects(lx_t *x, uint32_t obj, const rb_expr_t *e, oset_t *out)
+{
+    oset_t a = {0}, b = {0};
+    uint32_t n;
+    int rc = CDN_OK;
+    switch (e->kind) {
+    case RB_E_REL: return subjects_of(x, obj, e->rel, out);
+    case RB_E_ARROW: {
+        const rb_sub_t *subs = rb_subjects(x->rb->store, obj, e->rel, &n);
+        for (uint32_t i = 0; i < n && !rc; i++) {
+            if (subs[i].rel != RB_NONE || !strcmp(rb_obj_id(x->rb->store, subs[i].obj), "*"))
+                continue;
+            int k = rb_rel_find(x->rb->schema, rb_obj_type(x->rb->store, subs[i].obj), e->target,
+                                strlen(e->target));
+            if (k >= 0)
+                rc = subjects_of(x, subs[i].obj, (uint16_t)k, out);
+            subs = rb_subjects(x->rb->store, obj, e->rel, &n);
+        }
+        return rc;
+    }
+    case RB_E_UNION:
+        for (uint32_t i = 0; i < e->nkids && !rc; i++)
+            rc = expr_subjects(x, obj, e->kids[i], out);
+        return rc;
+    default: /* INTER, EXCL: set algebra over the kids' sets */
+        rc = expr_subjects(x, obj, e->kids[0], &a);
+        oset_norm(&a);
+        for (uint32_t i = 1; i < e->nkids && !rc; i++) {
+            b.n = 0;
+            rc = expr_subjects(x, obj, e->kids[i], &b);
+            oset_norm(&b);
+            size_t j = 0;
+            for (size_t k = 0; k < a.n; k++)
+                if (oset_has(&b, a.v[k]) == (e->kind == RB_E_INTER))
+                    a.v[j++] = a.v[k];
+            a.n = j;
+        }
+        for (size_t k = 0; k < a.n && !rc; k++)
+            rc = oset_add(out, a.v[k]);
+        cdn_free(a.v);
+        cdn_free(b.v);
+        return rc;
+    }
+}
+
+static int subjects_of(lx_t *x, uint32_t obj, uint16_t rel, oset_t *out)
+{
+    uint8_t *busy = memo_slot(&x->busy, mkey(obj, rel), 1);
+    int rc = CDN_OK;
+    if (!busy)
+        return CDN_ERR_NOMEM;
+    if (*busy)
+        return CDN_OK; /* a cycle: nothing more through here */
+    if (x->depth >= RB_DEPTH_MAX)
+        return CDN_ERR_LIMIT;
+    *busy = M_BUSY;
+    x->depth++;
+    const rb_rel_t *def = &x->rb->schema->types[rb_obj_type(x->rb->store, obj)].rels[rel];
+    if (def->is_perm) {
+        rc = expr_subjects(x, obj, def->expr, out);
+    } else {
+        uint32_t n;
+        const rb_sub_t *subs = rb_subjects(x->rb->store, obj, rel, &n);
+        for (uint32_t i = 0; i < n && !rc; i++) {
+            if (subs[i].rel == RB_NONE) {
+                if (rb_obj_type(x->rb->store, subs[i].obj) == x->want)
+                    rc = oset_add(out, subs[i].obj);
+            } else {
+                rc = subjects_of(x, subs[i].obj, subs[i].rel, out);
+            }
+            subs = rb_subjects(x->rb->store, obj, rel, &n);
+        }
+    }
+    x->depth--;
+    busy = memo_slot(&x->busy, mkey(obj, rel), 1);
+    *busy = M_NONE; /* only the current path is a cycle */
+    return rc;
+}
+
+int authz_rebac_lookup_subjects(authz_model_t *m, const char *object, const char *permission,
+                                const char *subject_type, authz_name_fn fn, void *ctx,
+                                uint64_t *revision, cdn_err_t *err)
+{
+    uint16_t ot, rel;
+    const char *oid;
+    uint32_t obj;
+    int rc, t;
+    if (!m || !fn || !subject_type)
+        return cdn_err_set(err, CDN_ERR_INVALID, "authz_rebac_lookup_subjects: NULL argument");
+    pthread_rwlock_rdlock(&m->lock);
+    if (revision)
+        *revision = atomic_load(&m->revision);
+    if ((rc = rb_ready(m, err))) {
+        pthread_rwlock_unlock(&m->lock);
+        return rc;
+    }
+    const rb_state_t *rb = m->st->rebac;
+    oset_t out = {0};
+    if ((rc = split(rb->schema, object, "object", &ot, &oid, err)) ||
+        (rc = rel_of(rb->schema, ot, permission, &rel, err))) {
+        pthread_rwlock_unlock(&m->lock);
+        return rc;
+    }
+    if ((t = rb_type_find(rb->schema, subject_type, strlen(subject_type))) < 0) {
+        pthread_rwlock_unlock(&m->lock);
+        return cdn_err_set(err, CDN_ERR_INVALID, "\"%.100s\" is not a schema type", subject_type);
+    }
+    if (rb_obj_get(rb->store, ot, oid, &obj) == CDN_OK) {
+        lx_t x = {rb, (uint16_t)t, {0}, 0, 0};
+        rc = subjects_of(&x, obj, rel, &out);
+        memo_free(&x.busy);
+        oset_norm(&out);
+    }
+    for (size_t i = 0; i < out.n && !rc; i++) {
+        char name[RB_NAME_MAX + RB_ID_MAX + 2];
+        snprintf(name, sizeof name, "%s:%s", subject_type, rb_obj_id(rb->store, out.v[i]));
+        rc = fn(ctx, name);
+    }
+    cdn_free(out.v);
+    pthread_rwlock_unlock(&m->lock);
+    if (rc == CDN_ERR_NOMEM || rc == CDN_ERR_LIMIT)
+        return cdn_err_set(err, rc, "lookup-subjects: %s",
+                           rc == CDN_ERR_LIMIT ? "more than 64 nested relations"
+                                               : "out of memory");
+    return rc;
+}
+
+/* ---- expand: the tree of why ---- */
+
+static json_t *expand_rel(const rb_state_t *rb, uint32_t obj, uint16_t rel, int depth,
+                          memo_t *busy);
+
+static json_t *expand_expr(const rb_state_t *rb, uint32_t obj, const rb_expr_t *e, int depth,
+                           memo_t *busy)
+{
+    static const char *const ops[] = {"", "", "", "union", "intersection", "exclusion"};
+    uint32_t n;
+    json_t *kids;
+    if (e->kind == RB_E_REL)
+        return expand_rel(rb, obj, e->rel, depth, busy);
+    kids = json_array();
+    if (e->kind == RB_E_ARROW) {
+        const rb_sub_t *subs = rb_subjects(rb->store, obj, e->rel, &n);
+        for (uint32_t i = 0; i < n; i++) {
+            if (subs[i].rel != RB_NONE || !strcmp(rb_obj_id(rb->store, subs[i].obj), "*"))
+                continue;
+            int k = rb_rel_find(rb->schema, rb_obj_type(rb->store, subs[i].obj), e->target,
+                                strlen(e->target));
+            if (k >= 0)
+                json_array_append_new(kids,
+                                      expand_rel(rb, subs[i].obj, (uint16_t)k, depth + 1, busy));
+            subs = rb_subjects(rb->store, obj, e->rel, &n);
+        }
+        return json_pack("{s:s, s:o}", "arrow",
+                         rb->schema->types[rb_obj_type(rb->store, obj)].rels[e->rel].name,
+                         "children", kids);
+    }
+    for (uint32_t i = 0; i < e->nkids; i++)
+        json_array_append_new(kids, expand_expr(rb, obj, e->kids[i], depth + 1, busy));
+    return json_pack("{s:s, s:o}", "operation", ops[e->kind], "children", kids);
+}
+
+static json_t *expand_rel(const rb_state_t *rb, uint32_t obj, uint16_t rel, int depth,
+                          memo_t *busy)
+{
+    const rb_type_t *ty = &rb->schema->types[rb_obj_type(rb->store, obj)];
+    char name[RB_NAME_MAX * 2 + RB_ID_MAX + 4];
+    uint8_t *b = memo_slot(busy, mkey(obj, rel), 1);
+    json_t *node;
+    snprintf(name, sizeof name, "%s:%s#%s", ty->name, rb_obj_id(rb->store, obj),
+             ty->rels[rel].name);
+    if (!b || *b || depth > RB_DEPTH_MAX)
+        return json_pack("{s:s, s:b}", "node", name, "cycle", 1);
+    *b = M_BUSY;
+    if (ty->rels[rel].is_perm) {
+        node = json_pack("{s:s, s:o}", "node", name, "expression",
+                         expand_expr(rb, obj, ty->rels[rel].expr, depth + 1, busy));
+    } else {
+        uint32_t n;
+        json_t *direct = json_array(), *via = json_array();
+        const rb_sub_t *subs = rb_subjects(rb->store, obj, rel, &n);
+        for (uint32_t i = 0; i < n; i++) {
+            const rb_type_t *st = &rb->schema->types[rb_obj_type(rb->store, subs[i].obj)];
+            char sn[RB_NAME_MAX * 2 + RB_ID_MAX + 4];
+            snprintf(sn, sizeof sn, "%s:%s%s%s", st->name, rb_obj_id(rb->store, subs[i].obj),
+                     subs[i].rel == RB_NONE ? "" : "#",
+                     subs[i].rel == RB_NONE ? "" : st->rels[subs[i].rel].name);
+            json_array_append_new(direct, json_string(sn));
+            if (subs[i].rel != RB_NONE)
+                json_array_append_new(via, expand_rel(rb, subs[i].obj, subs[i].rel, depth + 1,
+                                                      busy));
+            subs = rb_subjects(rb->store, obj, rel, &n);
+        }
+        node = json_pack("{s:s, s:o, s:o}", "node", name, "subjects", direct, "usersets", via);
+    }
+    b = memo_slot(busy, mkey(obj, rel), 1);
+    if (b)
+        *b = M_NONE;
+    return node;
+}
+
+int authz_rebac_expand(authz_model_t *m, const char *object, const char *permission,
+                       char **json_out, cdn_err_t *err)
+{
+    uint16_t ot, rel;
+    const char *oid;
+    uint32_t obj;
+    int rc;
+    if (!m || !json_out)
+        return cdn_err_set(err, CDN_ERR_INVALID, "authz_rebac_expand: NULL argument");
+    *json_out = NULL;
+    pthread_rwlock_rdlock(&m->lock);
+    if ((rc = rb_ready(m, err)) == CDN_OK) {
+        const rb_state_t *rb = m->st->rebac;
+        if ((rc = split(rb->schema, object, "object", &ot, &oid, err)) == CDN_OK &&
+            (rc = rel_of(rb->schema, ot, permission, &rel, err)) == CDN_OK) {
+            json_t *tree;
+            memo_t busy = {0};
+            if (rb_obj_get(rb->store, ot, oid, &obj) == CDN_OK)
+                tree = expand_rel(rb, obj, rel, 0, &busy);
+            else
+                tree = json_pack("{s:s, s:[]}", "node", object, "subjects");
+            memo_free(&busy);
+            char *s = tree ? json_dumps(tree, JSON_COMPACT) : NULL;
+            json_decref(tree);
+            if (!s || !(*json_out = cdn_strdup(s)))
+                rc = cdn_err_set(err, CDN_ERR_NOMEM, "expand: out of memory");
+            free(s);
+        }
+    }
+    pthread_rwlock_unlock(&m->lock);
+    return rc;
+}

@@ -536,6 +536,35 @@ int cordon_view(cordon_t *db, const char *subject_id, char ***principals, size_t
                 uint64_t *revision, cordon_error *err);
 void cordon_strings_free(char **v, size_t n);
 
+/* ---- Relationships (docs/internals/rebac.md). ---- */
+
+/* A schema of object types, relations and permissions, and tuples such as
+ * "document:7#parent@folder:3" or "folder:3#viewer@group:eng#member", are written with
+ * cordon_model_apply: {"op": "put_schema", "schema": {...}} and {"op": "write_tuples",
+ * "writes": [...], "deletes": [...]} (at most 100,000 tuples an op), with the revision, the
+ * log and the export of every other change of the model. Subjects and objects are "type:id";
+ * a cycle in the tuples counts as no path. Errors: CORDON_ERR_NOT_FOUND (no schema yet),
+ * CORDON_ERR_INVALID (a name the schema lacks), CORDON_ERR_LIMIT (more than 64 nested
+ * relations). */
+int cordon_rebac_check(cordon_t *db, const char *subject, const char *permission,
+                       const char *object, int *allowed, uint64_t *revision, cordon_error *err);
+/* Calls fn with the id of each object of type the subject holds permission on (lookup
+ * resources), or with "type:id" of each subject of subject_type holding permission on object
+ * (lookup subjects; "type:*" for a wildcard), once each, in no order, with no ceiling on the
+ * count, until fn returns non-zero (then returned). fn runs while the model is read: it must
+ * not call back into db. */
+typedef int (*cordon_name_fn)(void *ctx, const char *name);
+int cordon_rebac_lookup_resources(cordon_t *db, const char *subject, const char *type,
+                                  const char *permission, cordon_name_fn fn, void *ctx,
+                                  uint64_t *revision, cordon_error *err);
+int cordon_rebac_lookup_subjects(cordon_t *db, const char *object, const char *permission,
+                                 const char *subject_type, cordon_name_fn fn, void *ctx,
+                                 uint64_t *revision, cordon_error *err);
+/* Why: the tree of relations, usersets and set operations below object#permission, as JSON
+ * in *json (free with cordon_free). */
+int cordon_rebac_expand(cordon_t *db, const char *object, const char *permission, char **json,
+                        cordon_error *err);
+
 typedef struct cordon_explanation {
     int readable;
     char principal[CORDON_PRINCIPAL_MAX]; /* the view principal that decided, or "" */

@@ -28,16 +28,16 @@ enum { RB_E_REL = 1, RB_E_ARROW, RB_E_UNION, RB_E_INTER, RB_E_EXCL };
 
 typedef struct rb_expr {
     uint8_t kind;
-    uint16_t rel;         /* REL: a relation or permission of the same type; ARROW: the relation
-                             whose subjects are followed (the tupleset) */
-    char *target;         /* ARROW: the relation or permission evaluated on those subjects */
+    uint16_t rel;          /* REL: a relation or permission of the same type; ARROW: the relation
+                              whose subjects are followed (the tupleset) */
+    char *target;          /* ARROW: the relation or permission evaluated on those subjects */
     struct rb_expr **kids; /* UNION, INTER, EXCL (two: base minus the other) */
     uint32_t nkids;
 } rb_expr_t;
 
 typedef struct rb_allowed { /* a subject type a relation accepts */
     uint16_t type;
-    uint16_t rel; /* RB_NONE: objects of the type; else usersets type#rel; */
+    uint16_t rel;  /* RB_NONE: objects of the type; else usersets type#rel; */
     bool wildcard; /* type:* (every object of the type) */
 } rb_allowed_t;
 

@@ -91,8 +91,8 @@ static void memo_free(memo_t *m)
 typedef struct ev {
     const rb_schema_t *s;
     const rb_store_t *st;
-    uint32_t subj;      /* the subject object, NO_OBJ when no tuple names it */
-    uint32_t wild;      /* the wildcard object of its type, NO_OBJ when none */
+    uint32_t subj; /* the subject object, NO_OBJ when no tuple names it */
+    uint32_t wild; /* the wildcard object of its type, NO_OBJ when none */
     memo_t memo;
     int depth, cut, rc; /* cut: a cycle was cut below the current evaluation */
 } ev_t;
@@ -111,8 +111,8 @@ static int eval_expr(ev_t *e, uint32_t obj, const rb_expr_t *x)
         for (uint32_t i = 0; i < n; i++) {
             if (subs[i].rel != RB_NONE || !strcmp(rb_obj_id(e->st, subs[i].obj), "*"))
                 continue;
-            int k = rb_rel_find(e->s, rb_obj_type(e->st, subs[i].obj), x->target,
-                                strlen(x->target));
+            int k =
+                rb_rel_find(e->s, rb_obj_type(e->st, subs[i].obj), x->target, strlen(x->target));
             if (k >= 0 && has(e, subs[i].obj, (uint16_t)k))
                 return 1;
             subs = rb_subjects(e->st, obj, x->rel, &n); /* unchanged: reads do not move it */
@@ -129,9 +129,7 @@ static int eval_expr(ev_t *e, uint32_t obj, const rb_expr_t *x)
             if (!eval_expr(e, obj, x->kids[i]))
                 return 0;
         return 1;
-    case RB_E_EXCL:
-        r = eval_expr(e, obj, x->kids[0]);
-        return r && !eval_expr(e, obj, x->kids[1]);
+    case RB_E_EXCL: r = eval_expr(e, obj, x->kids[0]); return r && !eval_expr(e, obj, x->kids[1]);
     }
     (void)t;
     return 0;
@@ -193,8 +191,7 @@ static int split(const rb_schema_t *s, const char *name, const char *what, uint1
     return CDN_OK;
 }
 
-static int rel_of(const rb_schema_t *s, uint16_t t, const char *name, uint16_t *rel,
-                  cdn_err_t *err)
+static int rel_of(const rb_schema_t *s, uint16_t t, const char *name, uint16_t *rel, cdn_err_t *err)
 {
     int r = name ? rb_rel_find(s, t, name, strlen(name)) : -1;
     if (r < 0)
@@ -571,8 +568,7 @@ int authz_rebac_lookup_subjects(authz_model_t *m, const char *object, const char
     pthread_rwlock_unlock(&m->lock);
     if (rc == CDN_ERR_NOMEM || rc == CDN_ERR_LIMIT)
         return cdn_err_set(err, rc, "lookup-subjects: %s",
-                           rc == CDN_ERR_LIMIT ? "more than 64 nested relations"
-                                               : "out of memory");
+                           rc == CDN_ERR_LIMIT ? "more than 64 nested relations" : "out of memory");
     return rc;
 }
 
@@ -611,8 +607,7 @@ static json_t *expand_expr(const rb_state_t *rb, uint32_t obj, const rb_expr_t *
     return json_pack("{s:s, s:o}", "operation", ops[e->kind], "children", kids);
 }
 
-static json_t *expand_rel(const rb_state_t *rb, uint32_t obj, uint16_t rel, int depth,
-                          memo_t *busy)
+static json_t *expand_rel(const rb_state_t *rb, uint32_t obj, uint16_t rel, int depth, memo_t *busy)
 {
     const rb_type_t *ty = &rb->schema->types[rb_obj_type(rb->store, obj)];
     char name[RB_NAME_MAX * 2 + RB_ID_MAX + 4];
@@ -638,8 +633,8 @@ static json_t *expand_rel(const rb_state_t *rb, uint32_t obj, uint16_t rel, int 
                      subs[i].rel == RB_NONE ? "" : st->rels[subs[i].rel].name);
             json_array_append_new(direct, json_string(sn));
             if (subs[i].rel != RB_NONE)
-                json_array_append_new(via, expand_rel(rb, subs[i].obj, subs[i].rel, depth + 1,
-                                                      busy));
+                json_array_append_new(via,
+                                      expand_rel(rb, subs[i].obj, subs[i].rel, depth + 1, busy));
             subs = rb_subjects(rb->store, obj, rel, &n);
         }
         node = json_pack("{s:s, s:o, s:o}", "node", name, "subjects", direct, "usersets", via);

@@ -380,8 +380,8 @@ int rb_tuple_parse(const rb_schema_t *s, const char *text, rb_tuple_text_t *out,
         int sr = rb_rel_find(s, (uint16_t)st, shash + 1, strlen(shash + 1));
         if (sr < 0)
             return cdn_err_set(err, CDN_ERR_INVALID,
-                               "tuple \"%.200s\": %s has no relation or permission \"%.60s\"",
-                               text, s->types[st].name, shash + 1);
+                               "tuple \"%.200s\": %s has no relation or permission \"%.60s\"", text,
+                               s->types[st].name, shash + 1);
         out->sub_rel = (uint16_t)sr;
     }
     size_t idn = (size_t)(hash - colon - 1), sidn = (size_t)(end - scolon - 1);
@@ -491,8 +491,11 @@ int rb_op_put_schema(az_state_t *st, const json_t *op, bool *mutated, cdn_err_t 
     int rc;
     const char *k;
     json_t *v;
-    json_object_foreach((json_t *)op, k, v) if (strcmp(k, "op") && strcmp(k, "schema"))
-        return cdn_err_set(err, CDN_ERR_INVALID, "put_schema: unknown field '%s'", k);
+    json_object_foreach(
+        (json_t *)op, k,
+        v) if (strcmp(k, "op") &&
+               strcmp(k, "schema")) return cdn_err_set(err, CDN_ERR_INVALID,
+                                                       "put_schema: unknown field '%s'", k);
     if ((rc = rb_schema_parse(json_object_get(op, "schema"), &s, err)))
         return rc;
     if (st->rebac && st->rebac->schema && rb_tuple_count(st->rebac->store)) {
@@ -543,7 +546,7 @@ static int parse_list(const rb_schema_t *s, const json_t *list, const char *what
     json_t *v;
     *out = NULL;
     *n = 0;
-    if (!list)
+    if (!list || json_is_null(list))
         return CDN_OK;
     if (!json_is_array(list))
         return cdn_err_set(err, CDN_ERR_INVALID, "write_tuples: %s must be an array of tuples",
@@ -602,10 +605,13 @@ int rb_op_write_tuples(az_state_t *st, const json_t *op, bool *mutated, cdn_err_
     const json_t *w = json_object_get(op, "writes"), *d = json_object_get(op, "deletes");
     const char *k;
     json_t *v;
-    json_object_foreach((json_t *)op, k, v) if (strcmp(k, "op") && strcmp(k, "writes") &&
-                                                strcmp(k, "deletes"))
-        return cdn_err_set(err, CDN_ERR_INVALID,
-                           "write_tuples: unknown field '%s'; give writes and deletes", k);
+    json_object_foreach(
+        (json_t *)op, k,
+        v) if (strcmp(k, "op") && strcmp(k, "writes") &&
+               strcmp(k, "deletes")) return cdn_err_set(err, CDN_ERR_INVALID,
+                                                        "write_tuples: unknown field '%s'; give "
+                                                        "writes and deletes",
+                                                        k);
     if (!st->rebac || !st->rebac->schema)
         return cdn_err_set(err, CDN_ERR_INVALID,
                            "write_tuples: no relationship schema yet; apply put_schema first");
@@ -666,8 +672,8 @@ int rb_import(az_state_t *st, const json_t *doc, cdn_err_t *err)
         return CDN_OK;
     if (!json_is_object(doc))
         return cdn_err_set(err, CDN_ERR_INVALID, "import: rebac must be an object");
-    json_t *op = json_pack("{s:s, s:O?}", "op", "put_schema", "schema",
-                           json_object_get(doc, "schema"));
+    json_t *op =
+        json_pack("{s:s, s:O?}", "op", "put_schema", "schema", json_object_get(doc, "schema"));
     rc = op ? rb_op_put_schema(st, op, &mutated, err) : CDN_ERR_NOMEM;
     json_decref(op);
     if (rc)

@@ -1,5 +1,6 @@
 /* v1.h: the cordon API's routes under /v1 (v1.c: retrieval, ACLs, views; v1_asof.c: explain, now
- * and as of; v1_model.c: the permission model; v1_openapi.c: the API's description) and /api/auth
+ * and as of; v1_model.c: the permission model; v1_rebac.c: relationships; v1_openapi.c: the
+ * API's description) and /api/auth
  * (authz_api.c: is-authorized), and what they share (docs/api/). Relies on http/http.h and
  * http/es.h. */
 #ifndef CDN_HTTP_V1_H
@@ -55,6 +56,15 @@ void v1_view(http_ctx_t *ctx, http_req_t *req, http_resp_t *resp);
 
 /* v1_context.c */
 void v1_context(http_ctx_t *ctx, http_req_t *req, http_resp_t *resp);
+
+/* v1_rebac.c */
+void v1_rebac_schema_put(http_ctx_t *ctx, http_req_t *req, http_resp_t *resp);
+void v1_rebac_schema_get(http_ctx_t *ctx, http_req_t *req, http_resp_t *resp);
+void v1_rebac_write(http_ctx_t *ctx, http_req_t *req, http_resp_t *resp);
+void v1_rebac_check(http_ctx_t *ctx, http_req_t *req, http_resp_t *resp);
+void v1_rebac_lookup_resources(http_ctx_t *ctx, http_req_t *req, http_resp_t *resp);
+void v1_rebac_lookup_subjects(http_ctx_t *ctx, http_req_t *req, http_resp_t *resp);
+void v1_rebac_expand(http_ctx_t *ctx, http_req_t *req, http_resp_t *resp);
 
 /* v1_model.c */
 void v1_subject_put(http_ctx_t *ctx, http_req_t *req, http_resp_t *resp);

@@ -99,6 +99,15 @@ int engine_model_apply_batch(engine_t *e, const char *ops_json, uint64_t *rev, c
 /* Reads of the model, as authz/ answers them, refused with CDN_ERR_INTERNAL once the model in
  * memory got ahead of a failed commit (it holds a change nothing stored): fail closed. */
 int engine_model_export(engine_t *e, char **json, cdn_err_t *err);
+/* Relationship questions (authz_rebac_*), failing closed like every read of the model. */
+int engine_rebac_check(engine_t *e, const char *subject, const char *permission, const char *object,
+                       bool *allowed, uint64_t *rev, cdn_err_t *err);
+/* resources 1: lookup-resources (a subject, b type, c permission); 0: lookup-subjects (a
+ * object, b permission, c subject type). */
+int engine_rebac_lookup(engine_t *e, int resources, const char *a, const char *b, const char *c,
+                        authz_name_fn fn, void *ctx, uint64_t *rev, cdn_err_t *err);
+int engine_rebac_expand(engine_t *e, const char *object, const char *permission, char **json,
+                        cdn_err_t *err);
 /* n requests that differ only in resource (resources NULL: the one request); out holds n. */
 int engine_is_authorized(engine_t *e, const authz_request_t *req, const char *const *resources,
                          size_t n, authz_decision_t *out, cdn_err_t *err);

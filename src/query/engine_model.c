@@ -241,6 +241,30 @@ int engine_view(engine_t *e, const char *subject_id, authz_view_t **out, cdn_err
     return rc ? rc : authz_view(e->model, subject_id, out, err);
 }
 
+int engine_rebac_check(engine_t *e, const char *subject, const char *permission, const char *object,
+                       bool *allowed, uint64_t *rev, cdn_err_t *err)
+{
+    int rc = model_ok(e, err);
+    return rc ? rc : authz_rebac_check(e->model, subject, permission, object, allowed, rev, err);
+}
+
+int engine_rebac_lookup(engine_t *e, int resources, const char *a, const char *b, const char *c,
+                        authz_name_fn fn, void *ctx, uint64_t *rev, cdn_err_t *err)
+{
+    int rc = model_ok(e, err);
+    if (rc)
+        return rc;
+    return resources ? authz_rebac_lookup_resources(e->model, a, b, c, fn, ctx, rev, err)
+                     : authz_rebac_lookup_subjects(e->model, a, b, c, fn, ctx, rev, err);
+}
+
+int engine_rebac_expand(engine_t *e, const char *object, const char *permission, char **json,
+                        cdn_err_t *err)
+{
+    int rc = model_ok(e, err);
+    return rc ? rc : authz_rebac_expand(e->model, object, permission, json, err);
+}
+
 int engine_explain(engine_t *e, const char *subject_id, const char *const *allowed, size_t na,
                    const char *const *denied, size_t nd, authz_explanation_t *out, cdn_err_t *err)
 {

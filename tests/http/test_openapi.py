@@ -208,6 +208,25 @@ def test_answers_fit_the_documented_schemas(server):
         ("POST", "/_cordon/model", {"op": "put_subject", "id": "zed"}, alice),
         ("GET", "/_cordon/health", None, ""),
         ("GET", "/v1/model", None, ""),
+        ("GET", "/v1/relationships/schema", None, None),
+        ("POST", "/v1/relationships/check", {"subject": "user:a", "permission": "view",
+                                             "object": "doc:1"}, None),
+        ("PUT", "/v1/relationships/schema", {"types": {"user": {}, "doc": {
+            "relations": {"viewer": ["user"]}, "permissions": {"view": "viewer"}}}}, None),
+        ("GET", "/v1/relationships/schema", None, None),
+        ("POST", "/v1/relationships", {"writes": ["doc:1#viewer@user:a", "doc:2#viewer@user:a"]},
+         None),
+        ("POST", "/v1/relationships", {"writes": ["doc:1#view@user:a"]}, None),
+        ("POST", "/v1/relationships/check", {"subject": "user:a", "permission": "view",
+                                             "object": "doc:1"}, None),
+        ("POST", "/v1/relationships/check", {"subject": "user:a", "permission": "view",
+                                             "object": "doc:1"}, alice),
+        ("POST", "/v1/relationships/lookup-resources",
+         {"subject": "user:a", "type": "doc", "permission": "view", "limit": 1}, None),
+        ("POST", "/v1/relationships/lookup-subjects",
+         {"object": "doc:1", "permission": "view", "subject_type": "user"}, None),
+        ("POST", "/v1/relationships/expand", {"object": "doc:1", "permission": "view"}, None),
+        ("PUT", "/v1/relationships/schema", {"types": {"user": {}}}, None),
     ]
     problems, statuses = [], set()
     for method, path, body, key in calls:

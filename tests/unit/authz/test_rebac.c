@@ -134,53 +134,66 @@ static void tuple(authz_model_t *m, ref_t *r, int write)
     char t[160], op[256];
     int k = (int)rnd(13), a, b;
     switch (k) {
-    case 0: a = (int)rnd(NG), b = (int)rnd(NU);
+    case 0:
+        a = (int)rnd(NG), b = (int)rnd(NU);
         snprintf(t, sizeof t, "group:g%d#member@user:u%d", a, b);
         r->g_users[a] = write ? r->g_users[a] | 1u << b : r->g_users[a] & ~(1u << b);
         break;
-    case 1: a = (int)rnd(NG), b = (int)rnd(NG);
+    case 1:
+        a = (int)rnd(NG), b = (int)rnd(NG);
         snprintf(t, sizeof t, "group:g%d#member@group:g%d#member", a, b);
         r->g_groups[a] = write ? r->g_groups[a] | 1u << b : r->g_groups[a] & ~(1u << b);
         break;
-    case 2: a = (int)rnd(NF), b = (int)rnd(NF);
+    case 2:
+        a = (int)rnd(NF), b = (int)rnd(NF);
         snprintf(t, sizeof t, "folder:f%d#parent@folder:f%d", a, b);
         r->f_parent[a] = write ? r->f_parent[a] | 1u << b : r->f_parent[a] & ~(1u << b);
         break;
-    case 3: a = (int)rnd(NF), b = (int)rnd(NU);
+    case 3:
+        a = (int)rnd(NF), b = (int)rnd(NU);
         snprintf(t, sizeof t, "folder:f%d#owner@user:u%d", a, b);
         r->f_owner[a] = write ? r->f_owner[a] | 1u << b : r->f_owner[a] & ~(1u << b);
         break;
-    case 4: a = (int)rnd(NF), b = (int)rnd(NU);
+    case 4:
+        a = (int)rnd(NF), b = (int)rnd(NU);
         snprintf(t, sizeof t, "folder:f%d#viewer@user:u%d", a, b);
         r->f_viewer[a] = write ? r->f_viewer[a] | 1u << b : r->f_viewer[a] & ~(1u << b);
         break;
-    case 5: a = (int)rnd(NF), b = (int)rnd(NG);
+    case 5:
+        a = (int)rnd(NF), b = (int)rnd(NG);
         snprintf(t, sizeof t, "folder:f%d#viewer@group:g%d#member", a, b);
         r->f_vgroups[a] = write ? r->f_vgroups[a] | 1u << b : r->f_vgroups[a] & ~(1u << b);
         break;
-    case 6: a = (int)rnd(NF);
+    case 6:
+        a = (int)rnd(NF);
         if (write && rnd(3)) /* rare: it opens a whole subtree */
             return;
         snprintf(t, sizeof t, "folder:f%d#viewer@user:*", a);
         r->f_public[a] = write;
         break;
-    case 7: case 8: a = (int)rnd(ND), b = (int)rnd(NF);
+    case 7:
+    case 8:
+        a = (int)rnd(ND), b = (int)rnd(NF);
         snprintf(t, sizeof t, "document:d%d#parent@folder:f%d", a, b);
         r->d_parent[a] = write ? r->d_parent[a] | 1u << b : r->d_parent[a] & ~(1u << b);
         break;
-    case 9: a = (int)rnd(ND), b = (int)rnd(NU);
+    case 9:
+        a = (int)rnd(ND), b = (int)rnd(NU);
         snprintf(t, sizeof t, "document:d%d#owner@user:u%d", a, b);
         r->d_owner[a] = write ? r->d_owner[a] | 1u << b : r->d_owner[a] & ~(1u << b);
         break;
-    case 10: a = (int)rnd(ND), b = (int)rnd(NU);
+    case 10:
+        a = (int)rnd(ND), b = (int)rnd(NU);
         snprintf(t, sizeof t, "document:d%d#viewer@user:u%d", a, b);
         r->d_viewer[a] = write ? r->d_viewer[a] | 1u << b : r->d_viewer[a] & ~(1u << b);
         break;
-    case 11: a = (int)rnd(ND), b = (int)rnd(NG);
+    case 11:
+        a = (int)rnd(ND), b = (int)rnd(NG);
         snprintf(t, sizeof t, "document:d%d#viewer@group:g%d#member", a, b);
         r->d_vgroups[a] = write ? r->d_vgroups[a] | 1u << b : r->d_vgroups[a] & ~(1u << b);
         break;
-    default: a = (int)rnd(ND), b = (int)rnd(NU);
+    default:
+        a = (int)rnd(ND), b = (int)rnd(NU);
         snprintf(t, sizeof t, "document:d%d#banned@user:u%d", a, b);
         r->d_banned[a] = write ? r->d_banned[a] | 1u << b : r->d_banned[a] & ~(1u << b);
     }
@@ -230,8 +243,7 @@ static void compare(authz_model_t *m, const ref_t *r, uint64_t seed, int round)
         for (int g = 0; g < NG; g++) {
             snprintf(o, sizeof o, "group:g%d", g);
             if (check(m, s, "member", o) != (mem[g] >> u & 1))
-                fail_msg("seed %llu round %d: %s member %s", (unsigned long long)seed, round, s,
-                         o);
+                fail_msg("seed %llu round %d: %s member %s", (unsigned long long)seed, round, s, o);
         }
         for (int f = 0; f < NF; f++) {
             snprintf(o, sizeof o, "folder:f%d", f);
@@ -240,30 +252,30 @@ static void compare(authz_model_t *m, const ref_t *r, uint64_t seed, int round)
                          round, s, o, fv[f] >> u & 1);
         }
         names_t docs = {0};
-        assert_int_equal(authz_rebac_lookup_resources(m, s, "document", "view", collect, &docs,
-                                                      NULL, NULL),
-                         0);
+        assert_int_equal(
+            authz_rebac_lookup_resources(m, s, "document", "view", collect, &docs, NULL, NULL), 0);
         for (int d = 0; d < ND; d++) {
             unsigned dv = doc_view(r, d, mem, fv);
             snprintf(o, sizeof o, "document:d%d", d);
             if (check(m, s, "view", o) != (dv >> u & 1))
                 fail_msg("seed %llu round %d: %s view %s: reference %u", (unsigned long long)seed,
                          round, s, o, dv >> u & 1);
-            if (check(m, s, "edit", o) != ((monotone ? r->d_owner[d] : dv & r->d_owner[d]) >> u & 1))
+            if (check(m, s, "edit", o) !=
+                ((monotone ? r->d_owner[d] : dv & r->d_owner[d]) >> u & 1))
                 fail_msg("seed %llu round %d: %s edit %s", (unsigned long long)seed, round, s, o);
             snprintf(o, sizeof o, "d%d", d);
             if (has_name(&docs, o) != (int)(dv >> u & 1))
-                fail_msg("seed %llu round %d: lookup-resources of %s: d%d %s", (unsigned long long)seed,
-                         round, s, d, has_name(&docs, o) ? "listed, not readable" : "missing");
+                fail_msg("seed %llu round %d: lookup-resources of %s: d%d %s",
+                         (unsigned long long)seed, round, s, d,
+                         has_name(&docs, o) ? "listed, not readable" : "missing");
         }
     }
     for (int d = 0; d < ND; d++) { /* lookup-subjects agrees wherever no wildcard reaches */
         unsigned dv = doc_view(r, d, mem, fv);
         names_t who = {0};
         snprintf(o, sizeof o, "document:d%d", d);
-        assert_int_equal(authz_rebac_lookup_subjects(m, o, "view", "user", collect, &who, NULL,
-                                                     NULL),
-                         0);
+        assert_int_equal(
+            authz_rebac_lookup_subjects(m, o, "view", "user", collect, &who, NULL, NULL), 0);
         if (has_name(&who, "user:*"))
             continue;
         for (int u = 0; u < NU; u++) {
@@ -362,13 +374,12 @@ static void test_wildcards_cycles_and_the_depth_limit(void **state)
                 "\"folder:c1#parent@folder:c2\",\"folder:c2#parent@folder:c1\","
                 "\"group:a#member@group:b#member\",\"group:b#member@group:a#member\","
                 "\"document:q#viewer@group:a#member\",\"document:q#parent@folder:c1\"]}");
-    assert_true(check(m, "user:anyone", "view", "document:p")); /* never named in a tuple */
-    assert_false(check(m, "user:eve", "view", "document:p"));   /* banned beats the wildcard */
+    assert_true(check(m, "user:anyone", "view", "document:p"));  /* never named in a tuple */
+    assert_false(check(m, "user:eve", "view", "document:p"));    /* banned beats the wildcard */
     assert_false(check(m, "user:anyone", "view", "document:q")); /* cycles: no path, no hang */
     names_t who = {0};
-    assert_int_equal(authz_rebac_lookup_subjects(m, "document:p", "view", "user", collect, &who,
-                                                 NULL, NULL),
-                     0);
+    assert_int_equal(
+        authz_rebac_lookup_subjects(m, "document:p", "view", "user", collect, &who, NULL, NULL), 0);
     assert_true(has_name(&who, "user:*"));
     char *tree = NULL;
     assert_int_equal(authz_rebac_expand(m, "document:q", "view", &tree, NULL), 0);
@@ -421,19 +432,20 @@ static void test_bad_schemas_and_tuples_change_nothing(void **state)
     assert_non_null(strstr(e.msg, "put_schema"));
     apply_ok(m, SCHEMA);
     static const char *const bad_tuples[] = {
-        "\"document:1#view@user:a\"",          /* a permission is computed, not written */
-        "\"document:1#viewer@folder:a\"",      /* the relation does not take folders */
-        "\"document:1#viewer@user:*\"",        /* nor a wildcard there */
-        "\"document:*#viewer@user:a\"",        /* an object's id cannot be * */
-        "\"document:1#viewer\"",               /* no subject */
-        "\"nothing:1#viewer@user:a\"",         /* no such type */
-        "\"document:a b#viewer@user:a\"",      /* a space in an id */
+        "\"document:1#view@user:a\"",     /* a permission is computed, not written */
+        "\"document:1#viewer@folder:a\"", /* the relation does not take folders */
+        "\"document:1#viewer@user:*\"",   /* nor a wildcard there */
+        "\"document:*#viewer@user:a\"",   /* an object's id cannot be * */
+        "\"document:1#viewer\"",          /* no subject */
+        "\"nothing:1#viewer@user:a\"",    /* no such type */
+        "\"document:a b#viewer@user:a\"", /* a space in an id */
     };
     uint64_t rev = authz_model_revision(m);
     for (size_t i = 0; i < sizeof bad_tuples / sizeof *bad_tuples; i++) {
         char op[256];
-        snprintf(op, sizeof op, "{\"op\":\"write_tuples\",\"writes\":[\"folder:ok#viewer@user:z\","
-                                "%s]}",
+        snprintf(op, sizeof op,
+                 "{\"op\":\"write_tuples\",\"writes\":[\"folder:ok#viewer@user:z\","
+                 "%s]}",
                  bad_tuples[i]);
         if (authz_apply(m, op, &e) == 0)
             fail_msg("accepted %s", bad_tuples[i]);
@@ -443,8 +455,9 @@ static void test_bad_schemas_and_tuples_change_nothing(void **state)
     assert_false(check(m, "user:z", "view", "folder:ok"));
     /* a schema that would orphan a tuple is refused, naming it */
     apply_ok(m, "{\"op\":\"write_tuples\",\"writes\":[\"document:1#banned@user:x\"]}");
-    assert_int_equal(authz_apply(m, "{\"op\":\"put_schema\",\"schema\":{\"types\":{\"user\":{},"
-                                    "\"document\":{\"relations\":{\"viewer\":[\"user\"]}}}}}",
+    assert_int_equal(authz_apply(m,
+                                 "{\"op\":\"put_schema\",\"schema\":{\"types\":{\"user\":{},"
+                                 "\"document\":{\"relations\":{\"viewer\":[\"user\"]}}}}}",
                                  &e),
                      CDN_ERR_CONFLICT);
     assert_non_null(strstr(e.msg, "document:1#banned@user:x"));

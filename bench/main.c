@@ -7,6 +7,7 @@
 #include "bench_load.h"
 #include "bench_permissions.h"
 #include "bench_quant.h"
+#include "bench_rebac.h"
 #include "bench_scan.h"
 #include "bench_soak.h"
 #include "bench_text.h"
@@ -34,6 +35,8 @@ static const struct bench_entry {
     {"soak", bench_soak_main, "mixed reads and writes for a set time: memory, sizes, latency"},
     {"churn", bench_churn_main,
      "replacing chunks over time: recall, latency, sizes vs a fresh build"},
+    {"rebac", bench_rebac_main,
+     "relationship tuples: check, lookup-resources, share, unshare, move at scale"},
     {NULL, NULL, NULL},
 };
 

@@ -31,6 +31,7 @@ typedef struct rb_expr {
     uint16_t rel;          /* REL: a relation or permission of the same type; ARROW: the relation
                               whose subjects are followed (the tupleset) */
     char *target;          /* ARROW: the relation or permission evaluated on those subjects */
+    int16_t *target_of;    /* ARROW: per type, the target's index on it, -1 where it has none */
     struct rb_expr **kids; /* UNION, INTER, EXCL (two: base minus the other) */
     uint32_t nkids;
 } rb_expr_t;
@@ -75,6 +76,16 @@ void rb_schema_free(rb_schema_t *s);
 int rb_type_find(const rb_schema_t *s, const char *name, size_t n);
 /* The index of relation or permission name on type t, or -1. */
 int rb_rel_find(const rb_schema_t *s, uint16_t t, const char *name, size_t n);
+/* An arrow's target on objects of type t: its relation or permission index, or -1. */
+static inline int rb_arrow_target(const rb_expr_t *x, uint16_t t)
+{
+    return x->target_of[t];
+}
+/* The wildcard object of a type is the one whose id is "*". */
+static inline bool rb_id_is_wild(const char *id)
+{
+    return id[0] == '*' && !id[1];
+}
 
 /* ---- the tuples (rebac_store.c) ---- */
 

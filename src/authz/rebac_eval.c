@@ -109,10 +109,9 @@ static int eval_expr(ev_t *e, uint32_t obj, const rb_expr_t *x)
     case RB_E_ARROW: {
         const rb_sub_t *subs = rb_subjects(e->st, obj, x->rel, &n);
         for (uint32_t i = 0; i < n; i++) {
-            if (subs[i].rel != RB_NONE || !strcmp(rb_obj_id(e->st, subs[i].obj), "*"))
+            if (subs[i].rel != RB_NONE || rb_id_is_wild(rb_obj_id(e->st, subs[i].obj)))
                 continue;
-            int k =
-                rb_rel_find(e->s, rb_obj_type(e->st, subs[i].obj), x->target, strlen(x->target));
+            int k = rb_arrow_target(x, rb_obj_type(e->st, subs[i].obj));
             if (k >= 0 && has(e, subs[i].obj, (uint16_t)k))
                 return 1;
             subs = rb_subjects(e->st, obj, x->rel, &n); /* unchanged: reads do not move it */
@@ -222,6 +221,11 @@ static void ev_init(ev_t *e, const rb_state_t *rb, uint16_t stype, const char *s
         e->wild = NO_OBJ;
 }
 
+static void ev_free(ev_t *e)
+{
+    memo_free(&e->memo);
+}
+
 int authz_rebac_check(authz_model_t *m, const char *subject, const char *permission,
                       const char *object, bool *allowed, uint64_t *revision, cdn_err_t *err)
 {
@@ -250,7 +254,7 @@ int authz_rebac_check(authz_model_t *m, const char *subject, const char *permiss
                                      ? "the check follows more than %d nested relations"
                                      : "out of memory",
                                  RB_DEPTH_MAX);
-            memo_free(&e.memo);
+            ev_free(&e);
         }
     }
     pthread_rwlock_unlock(&m->lock);
@@ -383,11 +387,11 @@ int authz_rebac_lookup_resources(authz_model_t *m, const char *subject, const ch
                 rc = e.rc == CDN_ERR_NOMEM ? e.rc : CDN_OK;
                 e.rc = 0;
             }
-            if (ok && !rc && strcmp(rb_obj_id(rb->store, obj), "*"))
+            if (ok && !rc && !rb_id_is_wild(rb_obj_id(rb->store, obj)))
                 rc = fn(ctx, rb_obj_id(rb->store, obj));
         }
     }
-    memo_free(&e.memo);
+    ev_free(&e);
     memo_free(&w.seen);
     cdn_free(w.q);
     pthread_rwlock_unlock(&m->lock);
@@ -456,10 +460,9 @@ static int expr_subjects(lx_t *x, uint32_t obj, const rb_expr_t *e, oset_t *out)
     case RB_E_ARROW: {
         const rb_sub_t *subs = rb_subjects(x->rb->store, obj, e->rel, &n);
         for (uint32_t i = 0; i < n && !rc; i++) {
-            if (subs[i].rel != RB_NONE || !strcmp(rb_obj_id(x->rb->store, subs[i].obj), "*"))
+            if (subs[i].rel != RB_NONE || rb_id_is_wild(rb_obj_id(x->rb->store, subs[i].obj)))
                 continue;
-            int k = rb_rel_find(x->rb->schema, rb_obj_type(x->rb->store, subs[i].obj), e->target,
-                                strlen(e->target));
+            int k = rb_arrow_target(e, rb_obj_type(x->rb->store, subs[i].obj));
             if (k >= 0)
                 rc = subjects_of(x, subs[i].obj, (uint16_t)k, out);
             subs = rb_subjects(x->rb->store, obj, e->rel, &n);
@@ -589,10 +592,9 @@ static json_t *expand_expr(const rb_state_t *rb, uint32_t obj, const rb_expr_t *
     if (e->kind == RB_E_ARROW) {
         const rb_sub_t *subs = rb_subjects(rb->store, obj, e->rel, &n);
         for (uint32_t i = 0; i < n; i++) {
-            if (subs[i].rel != RB_NONE || !strcmp(rb_obj_id(rb->store, subs[i].obj), "*"))
+            if (subs[i].rel != RB_NONE || rb_id_is_wild(rb_obj_id(rb->store, subs[i].obj)))
                 continue;
-            int k = rb_rel_find(rb->schema, rb_obj_type(rb->store, subs[i].obj), e->target,
-                                strlen(e->target));
+            int k = rb_arrow_target(e, rb_obj_type(rb->store, subs[i].obj));
             if (k >= 0)
                 json_array_append_new(kids,
                                       expand_rel(rb, subs[i].obj, (uint16_t)k, depth + 1, busy));

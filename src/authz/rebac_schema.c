@@ -46,6 +46,7 @@ static void expr_free(rb_expr_t *e)
         expr_free(e->kids[i]);
     cdn_free(e->kids);
     cdn_free(e->target);
+    cdn_free(e->target_of);
     cdn_free(e);
 }
 
@@ -155,10 +156,13 @@ static rb_expr_t *parse_term(pctx_t *c, int depth)
         found |= rb_rel_find(c->s, r->allowed[i].type, target, tn) >= 0;
     if (!found)
         return fail(c, CDN_ERR_INVALID, "no subject type of the relation has the name after '->'");
-    if (!(e = node(RB_E_ARROW)) || !(e->target = cdn_strndup(target, tn))) {
-        cdn_free(e);
+    if (!(e = node(RB_E_ARROW)) || !(e->target = cdn_strndup(target, tn)) ||
+        !(e->target_of = cdn_malloc((c->s->ntypes + 1) * sizeof *e->target_of))) {
+        expr_free(e);
         return fail(c, CDN_ERR_NOMEM, "out of memory");
     }
+    for (uint32_t t = 0; t < c->s->ntypes; t++) /* resolved once, not per evaluation */
+        e->target_of[t] = (int16_t)rb_rel_find(c->s, (uint16_t)t, target, tn);
     e->rel = (uint16_t)rel;
     return e;
 }

@@ -108,3 +108,16 @@ def test_bench_churn_reports_growth_per_checkpoint_and_a_fresh_baseline(cordon):
     assert churn[-1]["vector_mb"] > churn[0]["vector_mb"]
     assert fresh[0]["rows"] == 3000 and fresh[0]["replaced_share"] == 0.3
     assert doc["ratios"]["vector_bytes"] > 1.2
+
+
+def test_bench_rebac_prints_its_rows_and_verifies_its_writes(cordon):
+    p = cordon("bench", "rebac", "--tuples", "20000", "--checks", "200", "--format", "json",
+               check=0)
+    rows = json.loads(p.stdout)
+    ops = {r["op"]: r for r in rows}
+    assert set(ops) == {"check", "lookup_resources", "share", "unshare", "move", "load"}
+    assert ops["load"]["tuples"] >= 20000
+    assert ops["lookup_resources"]["found"] > 0     # the shared top folder's documents
+    assert ops["check"]["p50_us"] > 0
+    assert cordon("bench", "rebac", "--tuples", "10").returncode == 2
+    assert "--tuples" in cordon("bench", "rebac", "--help", check=0).stdout

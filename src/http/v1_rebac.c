@@ -111,8 +111,7 @@ void v1_rebac_write(http_ctx_t *ctx, http_req_t *req, http_resp_t *resp)
         return;
     json_object_foreach(body, k, v) if (strcmp(k, "writes") && strcmp(k, "deletes"))
     {
-        es_error(resp, 400, "parsing_exception", "unknown field [%s]; give writes and deletes",
-                 k);
+        es_error(resp, 400, "parsing_exception", "unknown field [%s]; give writes and deletes", k);
         json_decref(body);
         return;
     }
@@ -200,10 +199,9 @@ static void lookup(http_ctx_t *ctx, http_req_t *req, http_resp_t *resp, int reso
                  "[limit] is a positive integer and [after] a string (the last of a page)");
         goto done;
     }
-    rc = resources ? cordon_rebac_lookup_resources(ctx->db, f[0], f[1], f[2], collect, names,
-                                                   &rev, &err)
-                   : cordon_rebac_lookup_subjects(ctx->db, f[0], f[1], f[2], collect, names,
-                                                  &rev, &err);
+    rc = resources
+             ? cordon_rebac_lookup_resources(ctx->db, f[0], f[1], f[2], collect, names, &rev, &err)
+             : cordon_rebac_lookup_subjects(ctx->db, f[0], f[1], f[2], collect, names, &rev, &err);
     if (rc) {
         es_error_cordon(resp, rc, &err, NULL);
         goto done;

@@ -19,7 +19,10 @@
  * and at the end replays the log: one record per answered search and get, and every hit a record
  * says was shown readable by its subject in the oracle's state at the record's revision; the
  * engine's own replay (cordon_audit_verify, from its permission history) must find the same; and
- * random as-of questions (a user, a chunk, a past revision) must get the oracle's answer. Relies on
+ * random as-of questions (a user, a chunk, a past revision) must get the oracle's answer. Tenants
+ * and labels too: users move between tenants t0 and t1, chunks belong to a tenant or none and may
+ * carry the label secret, and a deny of label:secret is granted to users and revoked; the oracle
+ * walls each tenant's chunks off from everyone outside it. Relies on
  * cmocka, pthreads, jansson (the records), the public API and api_testutil.h. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -54,14 +57,18 @@ static const char *const words[WORDS] = {"alpha", "beta", "gamma", "delta", "ome
 /* The world at one revision. */
 typedef struct world {
     uint64_t rev;
-    uint8_t member[NU]; /* bit g: the user is in group g */
-    uint8_t nest[NG];   /* bit j: group i contains group j (j > i) */
-    uint8_t reader;     /* bit u: the user holds the role that may search and read */
-    uint8_t cleared;    /* bit u: the user's clearance is high (g0's conditional role holds) */
-    uint8_t scoped;     /* bit u: the user holds the reader role in scope tenant:t1 only */
-    uint8_t gone;       /* the collection is dropped (and not yet created again) */
+    uint8_t member[NU];  /* bit g: the user is in group g */
+    uint8_t nest[NG];    /* bit j: group i contains group j (j > i) */
+    uint8_t reader;      /* bit u: the user holds the role that may search and read */
+    uint8_t cleared;     /* bit u: the user's clearance is high (g0's conditional role holds) */
+    uint8_t scoped;      /* bit u: the user holds the reader role in scope tenant:t1 only */
+    uint8_t gone;        /* the collection is dropped (and not yet created again) */
+    uint8_t tenants[NU]; /* bit t: the user belongs to tenant t (t0, t1) */
+    uint8_t nosecret;    /* bit u: the model denies the user label:secret */
     uint8_t live[NC];
     uint16_t allowed[NC], denied[NC]; /* bits over the NPRIN principals */
+    int8_t ctenant[NC];               /* the chunk's tenant, -1 for none */
+    uint8_t secret[NC];               /* the chunk carries the label secret */
 } world_t;
 
 typedef struct hunt {
@@ -103,6 +110,10 @@ static uint16_t principals_of(const world_t *w, int u)
 static int readable(const world_t *w, int u, int c)
 {
     uint16_t p = principals_of(w, u);
+    if (w->ctenant[c] >= 0 && !(w->tenants[u] >> w->ctenant[c] & 1))
+        return 0; /* another tenant's */
+    if (w->secret[c] && w->nosecret >> u & 1)
+        return 0;
     return w->live[c] && (w->allowed[c] & p) && !(w->denied[c] & p);
 }
 
@@ -248,12 +259,14 @@ static size_t acl_names(uint16_t mask, char names[NPRIN][16], const char *ptrs[N
 
 static int put_chunk(hunt_t *h, uint64_t *s, int c)
 {
-    char id[8], text[64], an[NPRIN][16], dn[NPRIN][16];
-    const char *ap[NPRIN], *dp[NPRIN];
+    char id[8], text[64], an[NPRIN][16], dn[NPRIN][16], tenant[4];
+    const char *ap[NPRIN], *dp[NPRIN], *label = "secret";
     float v[DIM];
     uint16_t allowed, denied;
     uint64_t rev;
+    int ct = (int)(tu_rand(s) % 3) - 1, secret = tu_rand(s) % 4 == 0;
     random_acl(s, &allowed, &denied);
+    snprintf(tenant, sizeof tenant, "t%d", ct < 0 ? 0 : ct);
     for (int d = 0; d < DIM; d++)
         v[d] = tu_randf(s) - 0.5f;
     v[0] += 0.01f; /* never the zero vector */
@@ -269,13 +282,18 @@ static int put_chunk(hunt_t *h, uint64_t *s, int c)
                        .allowed = ap,
                        .n_allowed = acl_names(allowed, an, ap),
                        .denied = dp,
-                       .n_denied = acl_names(denied, dn, dp)};
+                       .n_denied = acl_names(denied, dn, dp),
+                       .tenant = ct < 0 ? NULL : tenant,
+                       .labels = &label,
+                       .n_labels = (size_t)secret};
     int rc = cordon_put(h->db, "hunt", &ch, 1, &rev, NULL);
     if (rc)
         return rc;
     h->now.live[c] = 1;
     h->now.allowed[c] = allowed;
     h->now.denied[c] = denied;
+    h->now.ctenant[c] = (int8_t)ct;
+    h->now.secret[c] = (uint8_t)secret;
     record(h, rev);
     return 0;
 }
@@ -307,13 +325,26 @@ static int write_once(hunt_t *h, uint64_t *s)
                   u))
             return -1;
         w->reader ^= (uint8_t)(1u << u);
-    } else if (r < 42) { /* raise or lower a user's clearance (its attributes, replaced) */
-        int high = !(w->cleared & (1u << u));
+    } else if (r < 42) { /* raise or lower a user's clearance, or move it between tenants */
+        int high = !!(w->cleared & (1u << u)) ^ (r < 40), tn = w->tenants[u];
+        if (r >= 40)
+            tn = (int)(tu_rand(s) % 4);
         if (apply(h,
-                  "{\"op\":\"put_subject\",\"id\":\"u%d\",\"attributes\":{\"clearance\":\"%s\"}}",
-                  u, high ? "high" : "low"))
+                  "{\"op\":\"put_subject\",\"id\":\"u%d\",\"attributes\":{\"clearance\":\"%s\"},"
+                  "\"tenants\":[%s%s%s]}",
+                  u, high ? "high" : "low", tn & 1 ? "\"t0\"" : "", tn == 3 ? "," : "",
+                  tn & 2 ? "\"t1\"" : ""))
             return -1;
-        w->cleared ^= (uint8_t)(1u << u);
+        w->cleared = (uint8_t)((w->cleared & ~(1u << u)) | (unsigned)high << u);
+        w->tenants[u] = (uint8_t)tn;
+    } else if (r < 43) { /* grant or revoke a deny of label:secret */
+        int has = w->nosecret >> u & 1;
+        if (apply(h,
+                  "{\"op\":\"%s\",\"to\":\"u%d\",\"permission\":{\"resource\":\"label:secret\","
+                  "\"action\":\"read\",\"effect\":\"deny\"}}",
+                  has ? "revoke" : "grant", u))
+            return -1;
+        w->nosecret ^= (uint8_t)(1u << u);
     } else if (r < 45) { /* grant or revoke the reader role in a scope: no search may follow */
         int has = w->scoped & (1u << u);
         if (apply(h,
@@ -349,10 +380,10 @@ static int write_once(hunt_t *h, uint64_t *s)
     } else if (r < 70) { /* change the ACLs of up to three live chunks at once */
         cordon_acl_change ch[3];
         char an[3][NPRIN][16], dn[3][NPRIN][16];
-        const char *ap[3][NPRIN], *dp[3][NPRIN];
+        const char *ap[3][NPRIN], *dp[3][NPRIN], *label = "secret";
         char ids[3][8];
         uint16_t al[3], de[3];
-        int cs[3];
+        int cs[3], sec[3];
         size_t n = 0;
         for (int k = 0; k < 3; k++) {
             int x = (c + k * 31) % NC;
@@ -361,13 +392,14 @@ static int write_once(hunt_t *h, uint64_t *s)
             cs[n] = x;
             random_acl(s, &al[n], &de[n]);
             snprintf(ids[n], sizeof ids[n], "c%02d", x);
+            sec[n] = tu_rand(s) % 4 == 0;
             ch[n] = (cordon_acl_change){ids[n],
                                         ap[n],
                                         acl_names(al[n], an[n], ap[n]),
                                         dp[n],
                                         acl_names(de[n], dn[n], dp[n]),
-                                        NULL,
-                                        0};
+                                        &label,
+                                        (size_t)sec[n]};
             n++;
         }
         if (!n)
@@ -377,6 +409,7 @@ static int write_once(hunt_t *h, uint64_t *s)
         for (size_t k = 0; k < n; k++) {
             w->allowed[cs[k]] = al[k];
             w->denied[cs[k]] = de[k];
+            w->secret[cs[k]] = (uint8_t)sec[k]; /* the tenant stays */
         }
     } else if (r < 88) { /* replace a chunk, or put back one that is gone */
         return put_chunk(h, s, c);

@@ -205,7 +205,8 @@ int bench_rebac_main(int argc, char **argv)
     cordon_rebac_lookup_resources(r.db, "user:u0", "document", "view", count_one, &ndocs, NULL,
                                   NULL); /* warms the allocator, as a server would be */
     for (uint64_t i = 0; lat && i < checks; i++) {
-        snprintf(u, sizeof u, "user:u%llu", (unsigned long long)(bench_rng_next(&r.rng) % RB_USERS));
+        snprintf(u, sizeof u, "user:u%llu",
+                 (unsigned long long)(bench_rng_next(&r.rng) % RB_USERS));
         snprintf(d, sizeof d, "document:d%llu",
                  (unsigned long long)(bench_rng_next(&r.rng) % r.docs));
         uint64_t c0 = cdn_clock_ns();
@@ -218,9 +219,8 @@ int bench_rebac_main(int argc, char **argv)
     double share[RB_REPEAT], unshare[RB_REPEAT], lookup[RB_REPEAT], move[RB_REPEAT];
     size_t found = 0;
     for (int k = 0; k < RB_REPEAT; k++) {
-        share[k] = timed_op(r.db,
-                            "{\"op\":\"write_tuples\",\"writes\":[\"folder:f0#viewer@user:reader\"]}",
-                            &bad);
+        share[k] = timed_op(
+            r.db, "{\"op\":\"write_tuples\",\"writes\":[\"folder:f0#viewer@user:reader\"]}", &bad);
         bad |= !allowed(r.db, "user:reader", "document:d0"); /* d0 sits under f0 */
         found = 0;
         uint64_t l0 = cdn_clock_ns();

@@ -23,7 +23,7 @@ struct prin_ctx {
 static int load_principal(void *ctx, const void *key, size_t klen, const void *val, size_t vlen)
 {
     struct prin_ctx *p = ctx;
-    char name[ACL_PRINCIPAL_MAX + 16];
+    char name[ACL_VIEW_NAME_MAX + 16]; /* principals qualified by a tenant included */
     uint32_t id;
     int added;
     if (klen != 4 || vlen >= sizeof name || store_rd32(key) != p->t->len)

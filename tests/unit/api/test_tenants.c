@@ -249,6 +249,13 @@ static void test_set_acl_keeps_the_tenant_and_replaces_labels(void **state)
 static void test_everything_survives_reopen(void **state)
 {
     fx_t *f = *state;
+    /* the longest names: a 250-byte group in a 127-byte tenant, stored and read back */
+    char group[300] = "group:", tenant[128];
+    memset(group + 6, 'g', 250);
+    group[256] = '\0';
+    memset(tenant, 't', 127);
+    tenant[127] = '\0';
+    put(f->db, "long-names", tenant, group, NULL, "secret");
     char before[6][1024];
     const char *who[] = {"alice", "bob", "carol", "dave", "erin", "frank"};
     for (int i = 0; i < 6; i++)

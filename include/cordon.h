@@ -265,6 +265,11 @@ typedef struct cordon_chunk {
      * denies "label:NAME" (a deny permission, docs/internals/authz.md) never reads it. */
     const char *const *labels;
     size_t n_labels;
+    /* The object of the relationship tuples it belongs to, "type:id" or "type:id#permission"
+     * (permission "view" when none is named), or NULL: whoever holds that permission on the
+     * object may read it too (one more allowed principal, "object:type:id#permission"; the
+     * tenant and the denies still apply). Kept through cordon_set_acl. */
+    const char *object;
 } cordon_chunk;
 
 /* Inserts or replaces n chunks in one transaction: all or none. *revision (may be NULL)
@@ -339,6 +344,7 @@ typedef struct cordon_record {
     char **denied;
     size_t n_denied;
     char *tenant; /* NULL when it has none */
+    char *object; /* NULL when it names none */
     char **labels;
     size_t n_labels;
     uint64_t revision;

@@ -38,7 +38,9 @@ const char *acl_intern_name(const acl_intern_t *t, uint32_t id);
 /* The one rule for principal names, wherever they come from (a chunk's ACL, principals a
  * trusted caller asserts, an ACL being explained): non-empty, at most ACL_PRINCIPAL_MAX bytes of
  * UTF-8 without control characters, either KIND:NAME with KIND one of user, service, group,
- * role and a non-empty NAME, or a plain name without ':', which means a group. *canon receives
+ * role, object (object:TYPE:ID#PERMISSION: whoever holds PERMISSION on that object of the
+ * relationship tuples) and a non-empty NAME, or a plain name without ':', which means a
+ * group. *canon receives
  * the canonical form ("eng" -> "group:eng") in a buffer of canon_size bytes (ACL_PRINCIPAL_MAX
  * + 8 is enough). Returns 0, CDN_ERR_INVALID (naming the principal) or CDN_ERR_LIMIT. */
 int acl_principal_canon(const char *name, char *canon, size_t canon_size, cdn_err_t *err);
@@ -79,6 +81,15 @@ typedef struct acl_set {
 int acl_set_build(const char *const *names, size_t n, acl_set_t *out, cdn_err_t *err);
 bool acl_set_has(const acl_set_t *s, const char *name);
 void acl_set_free(acl_set_t *s);
+
+/* Checks a chunk's object, "type:id" or "type:id#permission" (names of [a-z0-9_], 1 to 63
+ * bytes, an id of 1 to 127 bytes without spaces, control characters, '#', ':' or '@'), and
+ * writes its principal "object:type:id#permission" (permission "view" when none is named) to
+ * out (ACL_PRINCIPAL_MAX + 8 bytes). 0 or CDN_ERR_INVALID naming the object. */
+int acl_object_principal(const char *object, char *out, size_t cap, cdn_err_t *err);
+/* The permission of an object principal ("object:...#perm", perhaps qualified by a tenant), or
+ * NULL for any other name. */
+const char *acl_object_permission(const char *name);
 
 /* ---- Packed ACLs: [n_allowed, n_denied, allowed ids..., denied ids...] as uint32. ---- */
 

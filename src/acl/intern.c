@@ -63,7 +63,8 @@ const char *acl_intern_name(const acl_intern_t *t, uint32_t id)
 
 /* The closed list of kinds. A kind outside it would be stored and never match any view, so a
  * misspelt deny ("usr:mallory") would silently deny nobody: it is an error instead. */
-static const char *const kinds[] = {"user", "service", "group", "role"};
+static const char *const kinds[] = {"user", "service", "group", "role", "object"};
+#define N_KINDS (sizeof kinds / sizeof *kinds)
 
 int acl_principal_canon(const char *name, char *canon, size_t canon_size, cdn_err_t *err)
 {
@@ -85,12 +86,12 @@ int acl_principal_canon(const char *name, char *canon, size_t canon_size, cdn_er
     colon = strchr(name, ':');
     if (colon) {
         size_t klen = (size_t)(colon - name), k = 0;
-        while (k < 4 && (strlen(kinds[k]) != klen || memcmp(name, kinds[k], klen)))
+        while (k < N_KINDS && (strlen(kinds[k]) != klen || memcmp(name, kinds[k], klen)))
             k++;
-        if (k == 4)
+        if (k == N_KINDS)
             return cdn_err_set(err, CDN_ERR_INVALID,
                                "principal \"%.100s\" has an unknown kind; write user:, "
-                               "service:, group:, role: or a plain group name",
+                               "service:, group:, role:, object: or a plain group name",
                                name);
         if (colon[1] == '\0')
             return cdn_err_set(err, CDN_ERR_INVALID,

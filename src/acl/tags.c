@@ -158,3 +158,55 @@ void acl_set_free(acl_set_t *s)
     cdn_free(s->v);
     memset(s, 0, sizeof *s);
 }
+
+static int rb_name_ok(const char *s, size_t n)
+{
+    if (!n || n > 63 || !(s[0] >= 'a' && s[0] <= 'z'))
+        return 0;
+    for (size_t i = 0; i < n; i++)
+        if (!((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= '0' && s[i] <= '9') || s[i] == '_'))
+            return 0;
+    return 1;
+}
+
+int acl_object_principal(const char *object, char *out, size_t cap, cdn_err_t *err)
+{
+    const char *colon = object ? strchr(object, ':') : NULL, *hash, *perm = "view";
+    size_t idn, pn = 4;
+    if (!colon)
+        goto bad;
+    hash = strchr(colon, '#');
+    idn = hash ? (size_t)(hash - colon - 1) : strlen(colon + 1);
+    if (hash) {
+        perm = hash + 1;
+        pn = strlen(perm);
+    }
+    if (!rb_name_ok(object, (size_t)(colon - object)) || !rb_name_ok(perm, pn) || !idn ||
+        idn > 127 || (idn == 1 && colon[1] == '*'))
+        goto bad;
+    for (size_t i = 0; i < idn; i++) {
+        unsigned char c = (unsigned char)colon[1 + i];
+        if (c <= ' ' || c == 0x7f || c == '#' || c == ':' || c == '@')
+            goto bad;
+    }
+    if (snprintf(out, cap, "object:%.*s:%.*s#%.*s", (int)(colon - object), object, (int)idn,
+                 colon + 1, (int)pn, perm) >= (int)cap)
+        goto bad;
+    return CDN_OK;
+bad:
+    return cdn_err_set(err, CDN_ERR_INVALID,
+                       "object \"%.150s\" is not TYPE:ID or TYPE:ID#PERMISSION (names of "
+                       "[a-z0-9_], an id without spaces, '#', ':' or '@')",
+                       object ? object : "(null)");
+}
+
+const char *acl_object_permission(const char *name)
+{
+    const char *o = name, *hash;
+    if (!strncmp(o, "tenant:", 7) && (o = strchr(o + 7, ':')))
+        o++; /* past "tenant:T:" (tenant names hold no ':') */
+    if (!o || strncmp(o, "object:", 7))
+        return NULL;
+    hash = strrchr(o, '#');
+    return hash ? hash + 1 : NULL;
+}

@@ -285,8 +285,17 @@ int cordon_explain(cordon_t *db, const char *coll, const char *subject_id, const
         return api_ret(cdn_err_set(&e, CDN_ERR_NOMEM, "out of memory"), &e, err);
     }
     const char *tenant = json_string_value(json_object_get(obj, "tenant"));
+    const char *object = json_string_value(json_object_get(obj, "object"));
+    char objp[ACL_PRINCIPAL_MAX + 8] = "", qualified[ACL_VIEW_NAME_MAX] = "";
+    json_t *objs = NULL; /* the object's principal is one more allowed name */
+    if (object && acl_object_principal(object, objp, sizeof objp, NULL) == CDN_OK) {
+        objs = json_pack("[s]", objp);
+        acl_qualify(tenant, objp, qualified, sizeof qualified);
+    }
     size_t na = stored_names(json_object_get(obj, "allowed"), "", tenant, buf, names, 0,
                              ACL_MAX_PRINCIPALS);
+    na = stored_names(objs, "", tenant, buf, names, na, ACL_MAX_PRINCIPALS);
+    json_decref(objs);
     size_t nd = stored_names(json_object_get(obj, "denied"), "", tenant, buf, names, na,
                              ACL_MAX_PRINCIPALS);
     nd = stored_names(json_object_get(obj, "labels"), "label:", tenant, buf, names, nd,
@@ -297,6 +306,19 @@ int cordon_explain(cordon_t *db, const char *coll, const char *subject_id, const
     json_decref(obj);
     cdn_free(names);
     cdn_free(buf);
+    if (rc == CDN_OK && !x.readable && x.kind == AUTHZ_EXPLAIN_NO_MATCH && objp[0]) {
+        /* views do not list objects: ask the tuples whether the subject reads this one */
+        char subject[CORDON_ROLE_MAX + 8], *hash = strrchr(objp, '#');
+        int ok = 0;
+        *hash = '\0';
+        snprintf(subject, sizeof subject, "user:%s", subject_id);
+        if (cordon_rebac_check(db, subject, hash + 1, objp + 7, &ok, NULL, NULL) == CDN_OK && ok) {
+            x.readable = true;
+            snprintf(x.principal, sizeof x.principal, "%.*s", (int)sizeof x.principal - 1,
+                     qualified);
+            snprintf(x.message, sizeof x.message, "readable: allowed to %.200s", qualified);
+        }
+    }
     if (rc == CDN_OK) {
         memset(out, 0, sizeof *out);
         out->readable = x.readable;

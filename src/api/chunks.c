@@ -23,9 +23,20 @@ static int to_write(const cordon_chunk *c, size_t index, write_chunk_t *w, const
         return cdn_err_set(e, CDN_ERR_INVALID, "chunk %zu: bad field list (at most %d)", index,
                            CORDON_TEXT_FIELDS_MAX);
     }
-    *w = (write_chunk_t){
-        c->id,        c->vector, names,       values,    c->n_fields, c->metadata_json, c->allowed,
-        c->n_allowed, c->denied, c->n_denied, c->tenant, c->labels,   c->n_labels};
+    *w = (write_chunk_t){.id = c->id,
+                         .vector = c->vector,
+                         .field_names = names,
+                         .field_values = values,
+                         .n_fields = c->n_fields,
+                         .metadata_json = c->metadata_json,
+                         .allowed = c->allowed,
+                         .n_allowed = c->n_allowed,
+                         .denied = c->denied,
+                         .n_denied = c->n_denied,
+                         .tenant = c->tenant,
+                         .labels = c->labels,
+                         .n_labels = c->n_labels,
+                         .object = c->object};
     for (size_t f = 0; f < c->n_fields; f++) {
         names[f] = c->fields[f].name;
         values[f] = c->fields[f].value;

@@ -36,7 +36,9 @@ int api_fill_record(json_t *obj, cordon_record *r)
         (rc = copy_strings(json_object_get(obj, "labels"), &r->labels, &r->n_labels)))
         return rc;
     const char *tenant = json_string_value(json_object_get(obj, "tenant"));
-    if (tenant && !(r->tenant = cdn_strdup(tenant)))
+    const char *object = json_string_value(json_object_get(obj, "object"));
+    if ((tenant && !(r->tenant = cdn_strdup(tenant))) ||
+        (object && !(r->object = cdn_strdup(object))))
         return CDN_ERR_NOMEM;
     if (!(r->fields = cdn_calloc(json_object_size(fields) + 1, sizeof *r->fields)))
         return CDN_ERR_NOMEM;
@@ -78,6 +80,7 @@ void cordon_record_free(cordon_record *r)
         cdn_free(r->labels[i]);
     cdn_free(r->labels);
     cdn_free(r->tenant);
+    cdn_free(r->object);
     cdn_free(r->metadata_json);
     cdn_free(r->vector);
     cdn_free(r->id);

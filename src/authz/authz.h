@@ -271,6 +271,12 @@ typedef int (*authz_name_fn)(void *ctx, const char *name);
 int authz_rebac_lookup_resources(authz_model_t *m, const char *subject, const char *type,
                                  const char *permission, authz_name_fn fn, void *ctx,
                                  uint64_t *revision, cdn_err_t *err);
+/* For searches: calls fn with "type:id#perm" for each object of any type on which subject holds
+ * one of the permissions perms (each a relation or permission name), under the model's read lock
+ * (*revision, may be NULL, is the revision read). 0 (nothing when there is no schema or the
+ * subject's type is not in it), fn's non-zero, CDN_ERR_NOMEM or CDN_ERR_INTERNAL. */
+int authz_rebac_objects(authz_model_t *m, const char *subject, const char *const *perms,
+                        size_t nperms, authz_name_fn fn, void *ctx, uint64_t *revision);
 /* Calls fn with "type:id" of each subject of subject_type holding permission on object, once,
  * sorted by when the store first saw them ("type:*" for a wildcard). */
 int authz_rebac_lookup_subjects(authz_model_t *m, const char *object, const char *permission,

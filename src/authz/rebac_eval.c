@@ -334,11 +334,72 @@ static int step(const rb_state_t *rb, walk_t *w, uint32_t obj, uint16_t rel)
     return rc;
 }
 
+/* The reverse walk from the subject (stype, sid), calling fn(ctx, type, id) for each object
+ * whose relation or permission want[its type] (-1: none wanted) the subject holds. Under the
+ * model's read lock. */
+typedef int (*hit_fn)(void *ctx, const char *type, const char *id);
+
+static int walk_up(const rb_state_t *rb, uint16_t stype, const char *sid, const int *want,
+                   hit_fn fn, void *ctx)
+{
+    walk_t w = {0};
+    ev_t e;
+    int rc = CDN_OK;
+    ev_init(&e, rb, stype, sid);
+    if (e.subj != NO_OBJ)
+        rc = push(&w, e.subj, RB_NONE);
+    if (!rc && e.wild != NO_OBJ)
+        rc = push(&w, e.wild, RB_NONE);
+    /* the subject's own object is a node of the walk but not a relation held on anything */
+    for (; !rc && w.head < w.n; w.head++) {
+        uint32_t obj = (uint32_t)(w.q[w.head] >> 16);
+        uint16_t r = (uint16_t)(w.q[w.head] & 0xffff), t;
+        if (r == RB_NONE) {
+            uint32_t n;
+            const rb_sub_t *h = rb_holders(rb->store, obj, RB_NONE, &n);
+            for (uint32_t i = 0; i < n && !rc; i++)
+                rc = push(&w, h[i].obj, h[i].rel);
+            continue;
+        }
+        if ((rc = step(rb, &w, obj, r)))
+            break;
+        t = rb_obj_type(rb->store, obj);
+        if (want[t] == (int)r) {
+            /* with an exclusion or intersection anywhere in the schema, the walk finds
+             * candidates: the check decides (its memo serves every candidate: one subject) */
+            bool ok = rb->schema->monotone;
+            if (!ok) {
+                ok = has(&e, obj, r) && !e.rc;
+                rc = e.rc == CDN_ERR_NOMEM ? e.rc : CDN_OK;
+                e.rc = 0;
+            }
+            if (ok && !rc && !rb_id_is_wild(rb_obj_id(rb->store, obj)))
+                rc = fn(ctx, rb->schema->types[t].name, rb_obj_id(rb->store, obj));
+        }
+    }
+    ev_free(&e);
+    memo_free(&w.seen);
+    cdn_free(w.q);
+    return rc;
+}
+
+typedef struct id_only {
+    authz_name_fn fn;
+    void *ctx;
+} id_only_t;
+
+static int emit_id(void *ctx, const char *type, const char *id)
+{
+    id_only_t *x = ctx;
+    (void)type;
+    return x->fn(x->ctx, id);
+}
+
 int authz_rebac_lookup_resources(authz_model_t *m, const char *subject, const char *type,
                                  const char *permission, authz_name_fn fn, void *ctx,
                                  uint64_t *revision, cdn_err_t *err)
 {
-    uint16_t st, tt, rel;
+    uint16_t st, rel;
     const char *sid;
     int rc, t;
     if (!m || !fn || !type)
@@ -357,46 +418,56 @@ int authz_rebac_lookup_resources(authz_model_t *m, const char *subject, const ch
         pthread_rwlock_unlock(&m->lock);
         return rc ? rc : cdn_err_set(err, CDN_ERR_INVALID, "\"%.100s\" is not a schema type", type);
     }
-    tt = (uint16_t)t;
-    walk_t w = {0};
-    ev_t e;
-    ev_init(&e, rb, st, sid);
-    if (e.subj != NO_OBJ)
-        rc = push(&w, e.subj, RB_NONE);
-    if (!rc && e.wild != NO_OBJ)
-        rc = push(&w, e.wild, RB_NONE);
-    /* the subject's own object is a node of the walk but not a relation held on anything */
-    for (; !rc && w.head < w.n; w.head++) {
-        uint32_t obj = (uint32_t)(w.q[w.head] >> 16);
-        uint16_t r = (uint16_t)(w.q[w.head] & 0xffff);
-        if (r == RB_NONE) {
-            uint32_t n;
-            const rb_sub_t *h = rb_holders(rb->store, obj, RB_NONE, &n);
-            for (uint32_t i = 0; i < n && !rc; i++)
-                rc = push(&w, h[i].obj, h[i].rel);
-            continue;
-        }
-        if ((rc = step(rb, &w, obj, r)))
-            break;
-        if (r == rel && rb_obj_type(rb->store, obj) == tt) {
-            /* with an exclusion or intersection anywhere in the schema, the walk finds
-             * candidates: the check decides (its memo serves every candidate: one subject) */
-            bool ok = rb->schema->monotone;
-            if (!ok) {
-                ok = has(&e, obj, rel) && !e.rc;
-                rc = e.rc == CDN_ERR_NOMEM ? e.rc : CDN_OK;
-                e.rc = 0;
-            }
-            if (ok && !rc && !rb_id_is_wild(rb_obj_id(rb->store, obj)))
-                rc = fn(ctx, rb_obj_id(rb->store, obj));
-        }
-    }
-    ev_free(&e);
-    memo_free(&w.seen);
-    cdn_free(w.q);
+    int want[RB_TYPES_MAX];
+    for (uint32_t k = 0; k < rb->schema->ntypes; k++)
+        want[k] = (int)k == t ? rel : -1;
+    id_only_t x = {fn, ctx};
+    rc = walk_up(rb, st, sid, want, emit_id, &x);
     pthread_rwlock_unlock(&m->lock);
     if (rc == CDN_ERR_NOMEM)
         return cdn_err_set(err, rc, "lookup-resources: out of memory");
+    return rc;
+}
+
+typedef struct any_names {
+    authz_name_fn fn;
+    void *ctx;
+    const char *perm;
+} any_names_t;
+
+static int emit_full(void *ctx, const char *type, const char *id)
+{
+    any_names_t *x = ctx;
+    char name[RB_NAME_MAX * 2 + RB_ID_MAX + 4];
+    snprintf(name, sizeof name, "%s:%s#%s", type, id, x->perm);
+    return x->fn(x->ctx, name);
+}
+
+int authz_rebac_objects(authz_model_t *m, const char *subject, const char *const *perms,
+                        size_t nperms, authz_name_fn fn, void *ctx, uint64_t *revision)
+{
+    uint16_t st;
+    const char *sid;
+    int rc = CDN_OK;
+    pthread_rwlock_rdlock(&m->lock);
+    if (revision)
+        *revision = atomic_load(&m->revision);
+    const rb_state_t *rb = m->broken ? NULL : m->st->rebac;
+    if (!rb || !rb->schema || split(rb->schema, subject, "subject", &st, &sid, NULL)) {
+        pthread_rwlock_unlock(&m->lock);
+        return m->broken ? CDN_ERR_INTERNAL : CDN_OK; /* no schema or no such type: none */
+    }
+    for (size_t p = 0; p < nperms && !rc; p++) {
+        int want[RB_TYPES_MAX], any = 0;
+        for (uint32_t k = 0; k < rb->schema->ntypes; k++) {
+            want[k] = rb_rel_find(rb->schema, (uint16_t)k, perms[p], strlen(perms[p]));
+            any |= want[k] >= 0;
+        }
+        any_names_t x = {fn, ctx, perms[p]};
+        if (any)
+            rc = walk_up(rb, st, sid, want, emit_full, &x);
+    }
+    pthread_rwlock_unlock(&m->lock);
     return rc;
 }
 

@@ -33,7 +33,7 @@ typedef struct line {
     char *meta; /* jansson-allocated */
     const char **allowed, **denied, **labels;
     size_t na, nd, nl;
-    const char *tenant;
+    const char *tenant, *object;
     size_t lineno; /* the file's line it came from */
 } line_t;
 
@@ -104,7 +104,7 @@ static int parse_vector(json_t *v, const cordon_collection_info *ci, line_t *l, 
 /* ---- Keys: what a line may hold, and a near miss for the ones it may not. ---- */
 
 static const char *const fixed_keys[] = {"id",      "_id",    "vector", "metadata", "fields",
-                                         "allowed", "denied", "tenant", "labels"};
+                                         "allowed", "denied", "tenant", "labels",   "object"};
 #define N_FIXED (sizeof fixed_keys / sizeof fixed_keys[0])
 
 static int is_text_field(const cordon_collection_info *ci, const char *k)
@@ -179,7 +179,8 @@ static void unknown_key(const cordon_collection_info *ci, const char *key, char 
         consider(key, ci->meta_fields[f].name, &best, &bestd);
     n = (size_t)snprintf(why, wn,
                          "unknown key \"%.60s\"%s%s%s; a line holds id (or _id), "
-                         "vector, metadata, fields, allowed (or %s), denied, tenant, labels",
+                         "vector, metadata, fields, allowed (or %s), denied, tenant, labels, "
+                         "object",
                          key, best ? " (did you mean \"" : "", best ? best : "", best ? "\"?)" : "",
                          ci->acl_field);
     for (size_t f = 0; f < ci->n_text_fields && n < wn; f++)
@@ -326,6 +327,12 @@ static int parse_line(const char *text, size_t len, const cordon_collection_info
         return CDN_ERR_INVALID;
     }
     l->tenant = json_string_value(v);
+    v = json_object_get(l->obj, "object");
+    if (v && !json_is_string(v)) {
+        snprintf(why, wn, "\"object\" must be a string, TYPE:ID or TYPE:ID#PERMISSION");
+        return CDN_ERR_INVALID;
+    }
+    l->object = json_string_value(v);
     v = json_object_get(l->obj, "allowed");
     if (!v)
         v = json_object_get(l->obj, ci->acl_field);
@@ -355,7 +362,8 @@ static cordon_chunk to_chunk(line_t *l, const loader_opts_t *o)
                           .n_denied = l->nd,
                           .tenant = l->tenant,
                           .labels = l->labels,
-                          .n_labels = l->nl};
+                          .n_labels = l->nl,
+                          .object = l->object};
 }
 
 typedef struct pass {

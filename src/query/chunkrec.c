@@ -39,10 +39,12 @@ int chunkrec_set_access(json_t *obj, const chunkrec_access_t *acc)
 {
     json_object_del(obj, "tenant");
     json_object_del(obj, "labels");
+    json_object_del(obj, "object");
     if (json_object_set_new(obj, "allowed", string_array(acc->allowed, acc->na)) ||
         json_object_set_new(obj, "denied", string_array(acc->denied, acc->nd)) ||
         (acc->tenant && json_object_set_new(obj, "tenant", json_string(acc->tenant))) ||
-        (acc->nl && json_object_set_new(obj, "labels", string_array(acc->labels, acc->nl))))
+        (acc->nl && json_object_set_new(obj, "labels", string_array(acc->labels, acc->nl))) ||
+        (acc->object && json_object_set_new(obj, "object", json_string(acc->object))))
         return CDN_ERR_NOMEM;
     return CDN_OK;
 }

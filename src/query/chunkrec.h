@@ -21,6 +21,7 @@ typedef struct chunkrec_access {
     const char *tenant; /* NULL: none */
     const char *const *labels;
     size_t nl;
+    const char *object; /* NULL: none */
 } chunkrec_access_t;
 
 /* Builds a record; *rec is freed by the caller with cdn_free. 0 or CDN_ERR_NOMEM. */

@@ -94,7 +94,12 @@ static int load_all(engine_t *e, cdn_err_t *err)
         goto done;
     }
     e->principals_saved = e->principals.len;
-    rc = store_scan_prefix(t, STORE_COLLECTIONS, "", 0, load_collection, &cc);
+    for (size_t id = 0; rc == CDN_OK && id < e->principals.len; id++)
+        if (engine_object_perm_note(e, acl_intern_name(&e->principals, (uint32_t)id)))
+            rc = cdn_err_set(err, CDN_ERR_LIMIT, "chunks' objects name more than %d permissions",
+                             ENGINE_OBJECT_PERMS_MAX);
+    if (rc == CDN_OK)
+        rc = store_scan_prefix(t, STORE_COLLECTIONS, "", 0, load_collection, &cc);
     if (rc == CDN_OK)
         rc = engine_model_load(e, t, err);
 done:
@@ -725,6 +730,20 @@ static int view_id_add(void *ctx, const char *name)
     }
     v->out[v->k++] = id;
     return 0;
+}
+
+int engine_object_perm_note(engine_t *e, const char *name)
+{
+    const char *perm = acl_object_permission(name);
+    if (!perm)
+        return CDN_OK;
+    for (size_t i = 0; i < e->n_object_perms; i++)
+        if (!strcmp(e->object_perms[i], perm))
+            return CDN_OK;
+    if (e->n_object_perms == ENGINE_OBJECT_PERMS_MAX || strlen(perm) >= sizeof e->object_perms[0])
+        return CDN_ERR_LIMIT;
+    snprintf(e->object_perms[e->n_object_perms++], sizeof e->object_perms[0], "%s", perm);
+    return CDN_OK;
 }
 
 int engine_view_ids(engine_t *e, const char *const *names, size_t n, uint32_t **ids, size_t *nids,

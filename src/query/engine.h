@@ -14,6 +14,8 @@
 #include "query/coll.h"
 #include "store/store.h"
 
+#define ENGINE_OBJECT_PERMS_MAX 16 /* distinct permissions chunks' objects may name */
+
 typedef struct engine {
     char *dir;
     store_t *store;
@@ -22,6 +24,10 @@ typedef struct engine {
     pthread_rwlock_t model_gate; /* model writers hold it for writing while they change the
                                     model in memory; see engine_read_begin */
     acl_intern_t principals;
+    /* The permissions chunks' objects name ("object:type:id#perm"): what a view of a subject
+     * of the model gains objects for (engine_subject_resolve). Under meta_lock. */
+    char object_perms[ENGINE_OBJECT_PERMS_MAX][64];
+    size_t n_object_perms;
     size_t principals_saved; /* principals [0, saved) are in the store; the rest were
                                 interned by a write that failed and wait for the next */
     coll_t **colls;          /* sorted by name */
@@ -99,6 +105,9 @@ int engine_model_apply_batch(engine_t *e, const char *ops_json, uint64_t *rev, c
 /* Reads of the model, as authz/ answers them, refused with CDN_ERR_INTERNAL once the model in
  * memory got ahead of a failed commit (it holds a change nothing stored): fail closed. */
 int engine_model_export(engine_t *e, char **json, cdn_err_t *err);
+/* Notes the permission of an object principal just interned (any other name: nothing), under
+ * meta_lock for writing. 0, or CDN_ERR_LIMIT past ENGINE_OBJECT_PERMS_MAX permissions. */
+int engine_object_perm_note(engine_t *e, const char *name);
 /* Relationship questions (authz_rebac_*), failing closed like every read of the model. */
 int engine_rebac_check(engine_t *e, const char *subject, const char *permission, const char *object,
                        bool *allowed, uint64_t *rev, cdn_err_t *err);
@@ -129,6 +138,12 @@ typedef struct engine_subject {
     const char *const *principals; /* borrowed from the caller or from view */
     size_t n;
     authz_view_t *view; /* non-NULL when resolved from the model */
+    /* The view's principals and the objects the subject reads ("object:type:id#perm", from
+     * the relationship tuples, when chunks name objects): owned; principals then points here.
+     * objects_stale: the tuples were read at another revision than the view (start over). */
+    char **merged;
+    size_t n_merged;
+    int with_objects, objects_stale;
     /* What the view answered, to ask again (engine_subject_current); borrowed. */
     const coll_t *c;
     const char *subject_id, *action;

@@ -74,12 +74,21 @@ static int prep_tag(prep_t *p, const char *name, const char *what, char **out, c
     return CDN_OK;
 }
 
-int write_prep_tenant(prep_t *p, const char *tenant, cdn_arena_t *a, cdn_err_t *err)
+int write_prep_tenant(prep_t *p, const char *tenant, const char *object, cdn_arena_t *a,
+                      cdn_err_t *err)
 {
-    char *t = NULL;
+    char *t = NULL, canon[ACL_PRINCIPAL_MAX + 8];
+    cdn_err_t inner;
     int rc = tenant ? prep_tag(p, tenant, "tenant", &t, a, err) : CDN_OK;
     p->tenant = t;
-    return rc;
+    p->object = NULL;
+    if (rc || !object)
+        return rc;
+    if (acl_object_principal(object, canon, sizeof canon, &inner))
+        return cdn_err_set(err, CDN_ERR_INVALID, "chunk \"%.100s\": %.250s", p->in->id, inner.msg);
+    if (!(p->object = cdn_arena_strdup(a, object)))
+        return cdn_err_set(err, CDN_ERR_NOMEM, "out of memory");
+    return CDN_OK;
 }
 
 int write_prep_acl(prep_t *p, const char *const *allowed, size_t na, const char *const *denied,
@@ -176,7 +185,7 @@ static int prepare(const coll_config_t *cfg, const write_chunk_t *c, size_t inde
     if ((rc = write_id_check(c->id, index, err)) != 0 || (rc = prep_vector(p, cfg, a, err)) != 0 ||
         (rc = prep_fields(c, cfg, err)) != 0)
         return rc;
-    if ((rc = write_prep_tenant(p, c->tenant, a, err)) != 0)
+    if ((rc = write_prep_tenant(p, c->tenant, c->object, a, err)) != 0)
         return rc;
     return write_prep_acl(p, c->allowed, c->n_allowed, c->denied, c->n_denied, c->labels,
                           c->n_labels, a, err);
@@ -221,22 +230,29 @@ int write_pack_acl(engine_t *e, prep_t *p, cdn_arena_t *a)
 {
     uint32_t *ids[2];
     uint32_t n[2];
-    char q[ACL_VIEW_NAME_MAX], label[ACL_TAG_MAX + 8];
+    char q[ACL_VIEW_NAME_MAX], label[ACL_TAG_MAX + 8], obj[ACL_PRINCIPAL_MAX + 8];
+    if (p->object && acl_object_principal(p->object, obj, sizeof obj, NULL))
+        return CDN_ERR_INVALID; /* write_prep_tenant checked it */
     for (int w = 0; w < 2; w++) {
-        size_t extra = w ? p->nlabels : 0;
+        /* the allowed list gains the object's principal, the denied one the labels */
+        size_t extra = w ? p->nlabels : p->object != NULL;
         if (!(ids[w] = cdn_arena_alloc(a, (p->nnames[w] + extra + 1) * sizeof(uint32_t))))
             return CDN_ERR_NOMEM;
         for (size_t i = 0; i < p->nnames[w] + extra; i++) {
             int added;
             const char *name = p->names[w][i];
-            if (i >= p->nnames[w]) { /* a label: denied to the views that hold it */
+            if (i >= p->nnames[w] && w) { /* a label: denied to the views that hold it */
                 snprintf(label, sizeof label, "label:%s", p->labels[i - p->nnames[w]]);
                 name = label;
+            } else if (i >= p->nnames[w]) {
+                name = obj;
             }
             /* names and tags are bounded, so the qualified name always fits */
             if (acl_qualify(p->tenant, name, q, sizeof q) ||
                 acl_intern_add(&e->principals, q, &ids[w][i], &added))
                 return CDN_ERR_NOMEM;
+            if (added && engine_object_perm_note(e, q))
+                return CDN_ERR_LIMIT;
         }
         n[w] = sort_unique(ids[w], (uint32_t)(p->nnames[w] + extra));
     }
@@ -388,6 +404,9 @@ static int put_locked(engine_t *e, coll_t *c, const write_chunk_t *chunks, size_
         rc = write_pack_acl(e, &p[i], a);
     }
     pthread_rwlock_unlock(&e->meta_lock);
+    if (rc == CDN_ERR_LIMIT)
+        return cdn_err_set(err, rc, "chunks' objects name more than %d permissions",
+                           ENGINE_OBJECT_PERMS_MAX);
     if (rc == CDN_OK && (rc = write_vectors(c, p, n, err)) == CDN_OK &&
         (rc = store_txn_begin(e->store, 1, &t, err)) == CDN_OK) {
         for (size_t i = 0; i < n && rc == CDN_OK; i++)

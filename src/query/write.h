@@ -28,6 +28,7 @@ typedef struct write_chunk {
     const char *tenant; /* NULL: none */
     const char *const *labels;
     size_t n_labels;
+    const char *object; /* NULL: none */
 } write_chunk_t;
 
 typedef struct write_acl {

@@ -120,7 +120,7 @@ static int set_one(coll_t *c, store_txn_t *t, prep_t *p, uint64_t rev, cdn_err_t
     return rc ? cdn_err_set(err, rc, "cannot store the ACL: %s", cdn_strerror(rc)) : CDN_OK;
 }
 
-/* Reads the tenant each chunk keeps (an ACL change does not move a chunk between tenants),
+/* Reads the tenant and the object each chunk keeps (an ACL change moves a chunk to neither),
  * under the engine's write lock, so no write can change it before set_one stores the ACL. */
 static int tenants_of(engine_t *e, coll_t *c, prep_t *p, size_t n, cdn_arena_t *a, cdn_err_t *err)
 {
@@ -140,7 +140,9 @@ static int tenants_of(engine_t *e, coll_t *c, prep_t *p, size_t n, cdn_arena_t *
             rc = cdn_err_set(err, rc, "chunk \"%s\" is stored corrupt", p[i].in->id);
         else {
             const char *tenant = json_string_value(json_object_get(obj, "tenant"));
-            if (tenant && !(p[i].tenant = cdn_arena_strdup(a, tenant)))
+            const char *object = json_string_value(json_object_get(obj, "object"));
+            if ((tenant && !(p[i].tenant = cdn_arena_strdup(a, tenant))) ||
+                (object && !(p[i].object = cdn_arena_strdup(a, object))))
                 rc = cdn_err_set(err, CDN_ERR_NOMEM, "out of memory");
             json_decref(obj);
         }
@@ -167,6 +169,9 @@ static int set_acl_locked(engine_t *e, coll_t *c, const write_acl_t *ch, size_t 
     for (size_t i = 0; i < n && rc == CDN_OK; i++)
         rc = write_pack_acl(e, &p[i], a);
     pthread_rwlock_unlock(&e->meta_lock);
+    if (rc == CDN_ERR_LIMIT)
+        return cdn_err_set(err, rc, "chunks' objects name more than %d permissions",
+                           ENGINE_OBJECT_PERMS_MAX);
     if (rc == CDN_OK && (rc = store_txn_begin(e->store, 1, &t, err)) == CDN_OK) {
         for (size_t i = 0; i < n && rc == CDN_OK; i++)
             rc = set_one(c, t, &p[i], atomic_load(&e->revision) + 1, err);

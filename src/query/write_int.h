@@ -15,7 +15,8 @@ typedef struct prep {
     const char *tenant; /* the chunk's tenant or NULL, in the arena */
     char **labels;      /* its labels, in the arena */
     size_t nlabels;
-    uint32_t *packed; /* in the arena */
+    const char *object; /* its object as given ("type:id[#perm]") or NULL, in the arena */
+    uint32_t *packed;   /* in the arena */
     uint32_t row, old_row;
     int had_old;
 } prep_t;
@@ -23,8 +24,10 @@ typedef struct prep {
 /* Validates and canonicalises an ACL and its labels into p (names in the arena). */
 int write_prep_acl(prep_t *p, const char *const *allowed, size_t na, const char *const *denied,
                    size_t nd, const char *const *labels, size_t nl, cdn_arena_t *a, cdn_err_t *err);
-/* Validates a tenant name and keeps a copy in p (NULL: none). */
-int write_prep_tenant(prep_t *p, const char *tenant, cdn_arena_t *a, cdn_err_t *err);
+/* Validates a tenant name and an object (acl_object_principal) and keeps copies in p (NULL:
+ * none). */
+int write_prep_tenant(prep_t *p, const char *tenant, const char *object, cdn_arena_t *a,
+                      cdn_err_t *err);
 /* Interns p's principals, each qualified by p's tenant, its labels as denied "label:" names,
  * and packs its ACL; caller holds meta_lock for writing. */
 int write_pack_acl(engine_t *e, prep_t *p, cdn_arena_t *a);
@@ -37,7 +40,8 @@ static inline chunkrec_access_t write_access(const prep_t *p)
                                p->nnames[1],
                                p->tenant,
                                (const char *const *)p->labels,
-                               p->nlabels};
+                               p->nlabels,
+                               p->object};
 }
 /* Stores the principals interned but not yet stored. */
 int write_persist_principals(engine_t *e, store_txn_t *t);

@@ -205,7 +205,7 @@ static void test_searches_agree_with_checks_on_random_tuples(void **state)
     char buf[256];
 #define NDOC 30
     for (int i = 0; i < NDOC; i++) {
-        char id[8], obj[32];
+        char id[16], obj[32];
         snprintf(id, sizeof id, "r%02d", i);
         snprintf(obj, sizeof obj, "document:x%d", i);
         put(f->db, id, obj, NULL, NULL, NULL);
@@ -241,7 +241,7 @@ static void test_searches_agree_with_checks_on_random_tuples(void **state)
             char subj[32];
             snprintf(subj, sizeof subj, "user:%s", who[u]);
             for (int i = 0; i < NDOC; i++) {
-                char id[8], obj[32];
+                char id[16], obj[32];
                 int ok = 0;
                 snprintf(id, sizeof id, "r%02d", i);
                 snprintf(obj, sizeof obj, "document:x%d", i);

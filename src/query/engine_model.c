@@ -344,7 +344,8 @@ static int add_objects(engine_t *e, engine_subject_t *s, cdn_err_t *err)
     }
     for (size_t i = 0; i < s->n; i++)
         s->merged[i] = (char *)s->principals[i]; /* borrowed from the view */
-    memcpy(s->merged + s->n, o.v, o.n * sizeof *o.v);
+    if (o.n)
+        memcpy(s->merged + s->n, o.v, o.n * sizeof *o.v);
     cdn_free(o.v);
     s->n_merged = o.n; /* the owned tail */
     s->principals = (const char *const *)s->merged;

@@ -71,6 +71,29 @@ def test_tenants_and_labels_load_and_wall_off_readers(cordon, data, tmp_path):
         assert word in p.stderr and "line 1" in p.stderr, p.stderr
 
 
+def test_chunks_naming_objects_follow_the_tuples(cordon, data, tmp_path):
+    lines = [dict(CHUNKS[1], id="in-plans", object="document:q3"),
+             dict(CHUNKS[1], id="elsewhere", object="document:q4")]
+    load(cordon, data, write_lines(tmp_path, lines))
+    ops = [{"op": "put_subject", "id": "ann"},
+           {"op": "grant", "to": "ann", "permission": {"resource": "collection:docs",
+                                                       "action": "*"}},
+           {"op": "put_schema", "schema": {"types": {
+               "user": {}, "folder": {"relations": {"viewer": ["user"]}},
+               "document": {"relations": {"parent": ["folder"]},
+                            "permissions": {"view": "parent->viewer"}}}}},
+           {"op": "write_tuples", "writes": ["folder:plans#viewer@user:ann",
+                                             "document:q3#parent@folder:plans"]}]
+    cordon("model", "apply", "--data", data, "-",
+           stdin="\n".join(json.dumps(o) for o in ops), check=0)
+    r = search(cordon, data, "--subject", "ann", "--vector", "0,1,0")
+    assert [h["id"] for h in r["hits"]] == ["in-plans"]
+    p = cordon("load", "--data", data, "--collection", "docs", "--quiet",
+               write_lines(tmp_path, [dict(CHUNKS[1], id="x", object="not an object")], "b.jsonl"),
+               check=1)
+    assert "object" in p.stderr and "line 1" in p.stderr
+
+
 def test_malformed_line_loads_nothing_and_names_the_line(cordon, data, tmp_path):
     lines = CHUNKS[:2] + ['{"id": "broken", "vector": [1, 2'] + CHUNKS[2:]
     p = load(cordon, data, write_lines(tmp_path, lines), check=1)

@@ -67,6 +67,7 @@ static const key_spec_t k_keys[] = {
     {"denied_field", K_FIELD, AT(denied_field), 0, 0, FIELD_ACCEPTED},
     {"tenant_field", K_FIELD, AT(tenant_field), 0, 0, FIELD_ACCEPTED},
     {"labels_field", K_FIELD, AT(labels_field), 0, 0, FIELD_ACCEPTED},
+    {"object_field", K_FIELD, AT(object_field), 0, 0, FIELD_ACCEPTED},
     {"audit", K_UNSIGNED, AT(audit), 0, 1, "1 (record who was shown what) or 0"},
     {"audit_sync", K_UNSIGNED, AT(audit_sync), 0, 1,
      "0 (records reach the disk within audit_flush_ms) or 1 (each answer waits for its "

@@ -38,6 +38,7 @@ typedef struct http_config {
     char denied_field[129]; /* default "denied_groups" */
     char tenant_field[129]; /* the field holding a document's tenant; "" (default): none */
     char labels_field[129]; /* the field holding its labels; "" (default): none */
+    char object_field[129]; /* the field naming its object of the tuples; "" (default): none */
     http_index_rule_t rules[HTTP_CONFIG_RULES_MAX]; /* in file order; the first match wins */
     size_t n_rules;
     char bootstrap_key[200]; /* "" or ID:SECRET; only from CORDON_BOOTSTRAP_KEY */

@@ -63,7 +63,8 @@ static json_t *dynamic_mapping(const es_index_t *ix, const char *path, const cha
         return NULL;
     if (!strcmp(path, ix->acl_field) || !strcmp(path, ix->denied_field) ||
         (ix->tenant_field && !strcmp(path, ix->tenant_field)) ||
-        (ix->labels_field && !strcmp(path, ix->labels_field)))
+        (ix->labels_field && !strcmp(path, ix->labels_field)) ||
+        (ix->object_field && !strcmp(path, ix->object_field)))
         return json_pack("{s:s}", "type", "keyword");
     json_array_foreach(tpls, i, t)
     {
@@ -417,8 +418,8 @@ int es_doc_from_source(const es_index_t *ix, json_t *source, es_dynamic_t *dyn, 
                        const char **type, char *why, size_t whysz)
 {
     conv_t c = {ix, dyn, doc, json_deep_copy(source), 0, type, why, whysz};
-    size_t na = 0, nd = 0, nl = 0, nt = 0;
-    const char **tenant = NULL;
+    size_t na = 0, nd = 0, nl = 0, nt = 0, no = 0;
+    const char **tenant = NULL, **object = NULL;
     int rc;
     if (!dyn->props && !(dyn->props = json_object()))
         rc = fail(&c, "exception", "out of memory%s%s", "", "");
@@ -442,6 +443,11 @@ int es_doc_from_source(const es_index_t *ix, json_t *source, es_dynamic_t *dyn, 
         rc = fail(&c, "mapper_parsing_exception",
                   "field [%s] holds the document's tenant: give one string, not a list%s",
                   ix->tenant_field, "");
+    if (rc == 0 && ix->object_field && (rc = take_acl(&c, ix->object_field, &object, &no)) == 0 &&
+        no > 1)
+        rc = fail(&c, "mapper_parsing_exception",
+                  "field [%s] names the document's object: give one string, TYPE:ID%s",
+                  ix->object_field, "");
     if (rc == 0 && !(doc->metadata = json_dumps(c.meta, JSON_COMPACT)))
         rc = fail(&c, "exception", "out of memory%s%s", "", "");
     if (rc == 0 && strlen(doc->metadata) > CORDON_METADATA_MAX)
@@ -460,8 +466,10 @@ int es_doc_from_source(const es_index_t *ix, json_t *source, es_dynamic_t *dyn, 
                                 .n_denied = nd,
                                 .tenant = nt == 1 ? tenant[0] : NULL,
                                 .labels = doc->labels,
-                                .n_labels = nl};
-    cdn_free(tenant); /* the string stays: the document owns it */
+                                .n_labels = nl,
+                                .object = no == 1 ? object[0] : NULL};
+    cdn_free(tenant); /* the strings stay: the document owns them */
+    cdn_free(object);
     return rc;
 }
 

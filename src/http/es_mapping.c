@@ -187,6 +187,7 @@ static int index_load(http_ctx_t *ctx, const char *name, int shared, es_index_t 
         out->denied_field = "denied_groups";
     out->tenant_field = json_string_value(json_object_get(out->attrs, "tenant_field"));
     out->labels_field = json_string_value(json_object_get(out->attrs, "labels_field"));
+    out->object_field = json_string_value(json_object_get(out->attrs, "object_field"));
     if (!out->vector_field && out->info.dim)
         out->vector_field = "vector";
     json_t *settings = json_object_get(out->attrs, "settings");
@@ -449,7 +450,7 @@ int es_index_create(http_ctx_t *ctx, const char *name, json_t *body, http_resp_t
     cordon_error err = {0};
     json_t *mappings = json_deep_copy(json_object_get(body, "mappings"));
     json_t *settings = json_deep_copy(json_object_get(body, "settings"));
-    const char *acl, *denied, *tenant, *labels;
+    const char *acl, *denied, *tenant, *labels, *object;
     char *attrs = NULL;
     int rc = -1;
     memset(&b, 0, sizeof b);
@@ -469,6 +470,9 @@ int es_index_create(http_ctx_t *ctx, const char *name, json_t *body, http_resp_t
     labels = setting(settings, "labels_field") ? setting(settings, "labels_field")
              : ctx->cfg.labels_field[0]        ? ctx->cfg.labels_field
                                                : NULL;
+    object = setting(settings, "object_field") ? setting(settings, "object_field")
+             : ctx->cfg.object_field[0]        ? ctx->cfg.object_field
+                                               : NULL;
     if (!json_is_object(mappings) || !json_is_object(settings)) {
         es_error(resp, 400, "mapper_parsing_exception", "mappings and settings must be objects");
         goto done;
@@ -479,6 +483,8 @@ int es_index_create(http_ctx_t *ctx, const char *name, json_t *body, http_resp_t
         ensure_keyword(mappings, tenant);
     if (labels)
         ensure_keyword(mappings, labels);
+    if (object)
+        ensure_keyword(mappings, object);
     if (walk_props(&b, json_object_get(mappings, "properties"), "") ||
         (b.vector && vector_spec(&b, &s))) {
         es_error(resp, 400, "mapper_parsing_exception", "%s", b.why);
@@ -486,9 +492,10 @@ int es_index_create(http_ctx_t *ctx, const char *name, json_t *body, http_resp_t
     }
     if (embed_settings_check(settings, b.vector, resp))
         goto done;
-    json_t *a = json_pack("{s:O, s:O, s:s?, s:s, s:s, s:s?, s:s?}", "mappings", mappings,
-                          "settings", settings, "vector_field", b.vector, "acl_field", acl,
-                          "denied_field", denied, "tenant_field", tenant, "labels_field", labels);
+    json_t *a =
+        json_pack("{s:O, s:O, s:s?, s:s, s:s, s:s?, s:s?, s:s?}", "mappings", mappings, "settings",
+                  settings, "vector_field", b.vector, "acl_field", acl, "denied_field", denied,
+                  "tenant_field", tenant, "labels_field", labels, "object_field", object);
     attrs = a ? json_dumps(a, JSON_COMPACT) : NULL;
     json_decref(a);
     if (!attrs) {

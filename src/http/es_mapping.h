@@ -17,8 +17,8 @@ typedef struct es_index {
                                  "denied_field"}: owned, or shared's when that is set */
     es_attrs_entry_t *shared; /* es_index_load_shared's hold on a cached tree, or NULL */
     json_t *mappings;         /* borrowed from attrs */
-    const char *vector_field, *acl_field, *denied_field; /* borrowed; vector_field may be NULL */
-    const char *tenant_field, *labels_field; /* borrowed; NULL when the index has none */
+    const char *vector_field, *acl_field, *denied_field;    /* borrowed; vector_field may be NULL */
+    const char *tenant_field, *labels_field, *object_field; /* borrowed; NULL: none */
     /* Settings index.cordon.embedding_url / embedding_model / embedding_timeout_ms: the
      * endpoint that embeds query text for this index (NULL: none; borrowed). */
     const char *embed_url, *embed_model;

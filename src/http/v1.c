@@ -282,7 +282,8 @@ json_t *v1_hit_fields(const es_index_t *ix, const cordon_record *r, json_t *fiel
     {
         int acl = !strcmp(k, ix->acl_field) || !strcmp(k, ix->denied_field) ||
                   (ix->tenant_field && !strcmp(k, ix->tenant_field)) ||
-                  (ix->labels_field && !strcmp(k, ix->labels_field));
+                  (ix->labels_field && !strcmp(k, ix->labels_field)) ||
+                  (ix->object_field && !strcmp(k, ix->object_field));
         if (k[0] != '_' && wanted(fields, k) && (!acl || fields) && !json_object_get(out, k))
             json_object_set(out, k, v);
     }

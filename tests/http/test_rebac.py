@@ -151,3 +151,43 @@ def test_survives_a_restart(tmp_path):
         assert st == 200 and b == SCHEMA
     finally:
         assert s.stop() == 0, s.stderr
+
+
+def test_documents_naming_objects_follow_the_tuples(tmp_path):
+    """An index whose documents name an object (object_field): a user reads the documents of
+    the folders shared with it, from the next request after a share or an unshare."""
+    from wire import Server
+    conf = tmp_path / "serve.conf"
+    conf.write_text("object_field = drive_id\n")
+    s = Server(str(tmp_path / "data"), extra_args=("--config", str(conf)))
+    try:
+        drive(s)
+        s.model({"op": "put_subject", "id": "alice"},
+                {"op": "grant", "to": "alice", "permission": {"resource": "collection:*",
+                                                              "action": "*"}})
+        st, _, b = s.request("PUT", "/files", {"mappings": {"properties": {
+            "text": {"type": "text"}}}})
+        assert st == 200, b
+        lines = []
+        for d in range(10):
+            lines += [{"index": {"_index": "files", "_id": f"d{d:02d}"}},
+                      {"text": "notes", "drive_id": f"document:d{d:02d}"}]
+        raw = ("\n".join(__import__("json").dumps(x) for x in lines) + "\n").encode()
+        st, _, b = s.request("POST", "/_bulk", raw=raw,
+                             headers={"Content-Type": "application/x-ndjson"})
+        assert st == 200 and not b["errors"], b
+
+        def found():
+            st, _, b = s.request("POST", "/files/_search", {"size": 20},
+                                 headers={"es-security-runas-user": "alice"})
+            assert st == 200, b
+            return sorted(h["_id"] for h in b["hits"]["hits"])
+
+        # f2 is shared with eng (alice): d02..d04 and d07..d09 sit under it; d07 bans her
+        assert found() == ["d00", "d02", "d03", "d04", "d08", "d09"]
+        s.request("POST", "/v1/relationships", {"deletes": ["folder:f2#viewer@group:eng#member"]})
+        assert found() == ["d00"]
+        st, _, b = s.request("PUT", "/files/_doc/bad", {"text": "x", "drive_id": "not an object"})
+        assert st == 400, b
+    finally:
+        assert s.stop() == 0, s.stderr

@@ -82,7 +82,7 @@ static int setup(void **state)
     put(f->db, "c2", "document:d2", NULL, NULL, NULL);
     put(f->db, "c3", "document:d3", NULL, NULL, NULL);
     put(f->db, "c4", "document:d4", "user:dave", NULL, NULL); /* an ACL beside the object */
-    put(f->db, "c5", "document:d1#edit", NULL, NULL, NULL);  /* another permission */
+    put(f->db, "c5", "document:d1#edit", NULL, NULL, NULL);   /* another permission */
     put(f->db, "c6", "document:d1", NULL, "acme", NULL);      /* a tenant's */
     put(f->db, "c7", "document:d1", NULL, NULL, "secret");    /* labelled */
     *state = f;
@@ -131,7 +131,7 @@ static void test_subjects_read_the_chunks_of_the_objects_they_hold(void **state)
     assert_string_equal(as(f->db, "alice"), "c1,c2,c7"); /* d4 bans her; c6 is acme's */
     assert_string_equal(as(f->db, "bob"), "c3");
     assert_string_equal(as(f->db, "carol"), "c1,c5,c7"); /* owner: view and edit */
-    assert_string_equal(as(f->db, "dave"), "c4");         /* by the chunk's own ACL */
+    assert_string_equal(as(f->db, "dave"), "c4");        /* by the chunk's own ACL */
     cordon_subject alice = {.subject_id = "alice"};
     cordon_record *rec;
     assert_int_equal(cordon_get(f->db, "docs", &alice, "c2", &rec, NULL), 0);
@@ -186,8 +186,9 @@ static void test_explanations_and_refusals(void **state)
     assert_false(x.readable);
     float v[DIM] = {1};
     cordon_error err;
-    static const char *const bad[] = {"document", "document:", "Document:1", "document:a b",
-                                      "document:1#", "document:1#View", "document:*"};
+    static const char *const bad[] = {"document",     "document:",   "Document:1",
+                                      "document:a b", "document:1#", "document:1#View",
+                                      "document:*"};
     uint64_t rev = cordon_revision(f->db);
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
         cordon_chunk c = {.id = "bad", .vector = v, .object = bad[i]};
@@ -227,8 +228,7 @@ static void test_searches_agree_with_checks_on_random_tuples(void **state)
             case 3:
                 snprintf(buf, sizeof buf, "\"group:t%u#member@user:%s\"", a % 3, who[b % 4]);
                 break;
-            default:
-                snprintf(buf, sizeof buf, "\"document:x%u#banned@user:%s\"", a, who[b % 4]);
+            default: snprintf(buf, sizeof buf, "\"document:x%u#banned@user:%s\"", a, who[b % 4]);
             }
             char o[300];
             snprintf(o, sizeof o, "{\"op\":\"write_tuples\",\"%s\":[%s]}",
@@ -259,8 +259,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_subjects_read_the_chunks_of_the_objects_they_hold,
                                         setup, teardown),
-        cmocka_unit_test_setup_teardown(test_share_unshare_and_move_apply_to_the_next_search,
-                                        setup, teardown),
+        cmocka_unit_test_setup_teardown(test_share_unshare_and_move_apply_to_the_next_search, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(test_set_acl_keeps_the_object_and_reopen_keeps_everything,
                                         setup, teardown),
         cmocka_unit_test_setup_teardown(test_explanations_and_refusals, setup, teardown),

@@ -80,6 +80,7 @@ static void test_defaults_are_the_documented_ones(void **state)
     assert_string_equal(c.denied_field, "denied_groups");
     assert_string_equal(c.tenant_field, ""); /* documents have no tenant unless asked */
     assert_string_equal(c.labels_field, "");
+    assert_string_equal(c.object_field, "");
     assert_int_equal(c.n_rules, 0);
     assert_string_equal(c.bootstrap_key, "");
     assert_true(http_config_threads(&c) >= 1);
@@ -105,6 +106,7 @@ static void check_every_key(const http_config_t *c)
     assert_string_equal(c->denied_field, "acl.deny");
     assert_string_equal(c->tenant_field, "org.tenant");
     assert_string_equal(c->labels_field, "labels");
+    assert_string_equal(c->object_field, "doc.object");
     assert_string_equal(c->tls_cert_file, "/etc/cordon/cert.pem");
     assert_string_equal(c->tls_key_file, "/etc/cordon/key.pem");
     assert_int_equal(c->n_rules, 2);
@@ -139,6 +141,7 @@ static void test_key_value_file_sets_every_key(void **state)
                        "denied_field = acl.deny\n"
                        "tenant_field = org.tenant\n"
                        "labels_field = labels\n"
+                       "object_field = doc.object\n"
                        "tls_cert_file = /etc/cordon/cert.pem\n"
                        "tls_key_file = /etc/cordon/key.pem\n"
                        "index.langchain-*.acl_field = metadata.groups\n"
@@ -170,6 +173,7 @@ static void test_json_file_sets_every_key(void **state)
                        "  \"denied_field\": \"acl.deny\",\n"
                        "  \"tenant_field\": \"org.tenant\",\n"
                        "  \"labels_field\": \"labels\",\n"
+                       "  \"object_field\": \"doc.object\",\n"
                        "  \"tls_cert_file\": \"/etc/cordon/cert.pem\",\n"
                        "  \"tls_key_file\": \"/etc/cordon/key.pem\",\n"
                        "  \"indices\": {\n"

@@ -200,14 +200,21 @@ static int rel_of(const rb_schema_t *s, uint16_t t, const char *name, uint16_t *
     return CDN_OK;
 }
 
-static int rb_ready(authz_model_t *m, cdn_err_t *err)
+/* Takes the model's read lock and notes its revision (may be NULL); the relationships, or NULL
+ * with the lock released and *rc set (no schema yet, a broken model). */
+static const rb_state_t *read_begin(authz_model_t *m, uint64_t *revision, int *rc, cdn_err_t *err)
 {
+    pthread_rwlock_rdlock(&m->lock);
+    if (revision)
+        *revision = atomic_load(&m->revision);
     if (m->broken)
-        return cdn_err_set(err, CDN_ERR_INTERNAL, "the authorization model is broken; reopen it");
-    if (!m->st->rebac || !m->st->rebac->schema)
-        return cdn_err_set(err, CDN_ERR_NOT_FOUND,
-                           "no relationship schema; apply put_schema first");
-    return CDN_OK;
+        *rc = cdn_err_set(err, CDN_ERR_INTERNAL, "the authorization model is broken; reopen it");
+    else if (!m->st->rebac || !m->st->rebac->schema)
+        *rc = cdn_err_set(err, CDN_ERR_NOT_FOUND, "no relationship schema; apply put_schema first");
+    else
+        return m->st->rebac;
+    pthread_rwlock_unlock(&m->lock);
+    return NULL;
 }
 
 static void ev_init(ev_t *e, const rb_state_t *rb, uint16_t stype, const char *sid)
@@ -236,11 +243,9 @@ int authz_rebac_check(authz_model_t *m, const char *subject, const char *permiss
     if (!m || !allowed)
         return cdn_err_set(err, CDN_ERR_INVALID, "authz_rebac_check: NULL argument");
     *allowed = false;
-    pthread_rwlock_rdlock(&m->lock);
-    if (revision)
-        *revision = atomic_load(&m->revision);
-    if ((rc = rb_ready(m, err)) == CDN_OK) {
-        const rb_state_t *rb = m->st->rebac;
+    const rb_state_t *rb = read_begin(m, revision, &rc, err);
+    if (rb) {
+        rc = CDN_OK;
         if ((rc = split(rb->schema, subject, "subject", &st, &sid, err)) == CDN_OK &&
             (rc = split(rb->schema, object, "object", &ot, &oid, err)) == CDN_OK &&
             (rc = rel_of(rb->schema, ot, permission, &rel, err)) == CDN_OK &&
@@ -256,8 +261,8 @@ int authz_rebac_check(authz_model_t *m, const char *subject, const char *permiss
                                  RB_DEPTH_MAX);
             ev_free(&e);
         }
+        pthread_rwlock_unlock(&m->lock);
     }
-    pthread_rwlock_unlock(&m->lock);
     return rc;
 }
 
@@ -404,14 +409,9 @@ int authz_rebac_lookup_resources(authz_model_t *m, const char *subject, const ch
     int rc, t;
     if (!m || !fn || !type)
         return cdn_err_set(err, CDN_ERR_INVALID, "authz_rebac_lookup_resources: NULL argument");
-    pthread_rwlock_rdlock(&m->lock);
-    if (revision)
-        *revision = atomic_load(&m->revision);
-    if ((rc = rb_ready(m, err))) {
-        pthread_rwlock_unlock(&m->lock);
+    const rb_state_t *rb = read_begin(m, revision, &rc, err);
+    if (!rb)
         return rc;
-    }
-    const rb_state_t *rb = m->st->rebac;
     if ((rc = split(rb->schema, subject, "subject", &st, &sid, err)) ||
         (t = rb_type_find(rb->schema, type, strlen(type))) < 0 ||
         (rc = rel_of(rb->schema, (uint16_t)t, permission, &rel, err))) {
@@ -609,14 +609,9 @@ int authz_rebac_lookup_subjects(authz_model_t *m, const char *object, const char
     int rc, t;
     if (!m || !fn || !subject_type)
         return cdn_err_set(err, CDN_ERR_INVALID, "authz_rebac_lookup_subjects: NULL argument");
-    pthread_rwlock_rdlock(&m->lock);
-    if (revision)
-        *revision = atomic_load(&m->revision);
-    if ((rc = rb_ready(m, err))) {
-        pthread_rwlock_unlock(&m->lock);
+    const rb_state_t *rb = read_begin(m, revision, &rc, err);
+    if (!rb)
         return rc;
-    }
-    const rb_state_t *rb = m->st->rebac;
     oset_t out = {0};
     if ((rc = split(rb->schema, object, "object", &ot, &oid, err)) ||
         (rc = rel_of(rb->schema, ot, permission, &rel, err))) {
@@ -728,9 +723,9 @@ int authz_rebac_expand(authz_model_t *m, const char *object, const char *permiss
     if (!m || !json_out)
         return cdn_err_set(err, CDN_ERR_INVALID, "authz_rebac_expand: NULL argument");
     *json_out = NULL;
-    pthread_rwlock_rdlock(&m->lock);
-    if ((rc = rb_ready(m, err)) == CDN_OK) {
-        const rb_state_t *rb = m->st->rebac;
+    const rb_state_t *rb = read_begin(m, NULL, &rc, err);
+    if (rb) {
+        rc = CDN_OK;
         if ((rc = split(rb->schema, object, "object", &ot, &oid, err)) == CDN_OK &&
             (rc = rel_of(rb->schema, ot, permission, &rel, err)) == CDN_OK) {
             json_t *tree;
@@ -746,7 +741,7 @@ int authz_rebac_expand(authz_model_t *m, const char *object, const char *permiss
                 rc = cdn_err_set(err, CDN_ERR_NOMEM, "expand: out of memory");
             free(s);
         }
+        pthread_rwlock_unlock(&m->lock);
     }
-    pthread_rwlock_unlock(&m->lock);
     return rc;
 }

@@ -57,6 +57,11 @@ void v1_view(http_ctx_t *ctx, http_req_t *req, http_resp_t *resp);
 /* v1_context.c */
 void v1_context(http_ctx_t *ctx, http_req_t *req, http_resp_t *resp);
 
+/* Applies the model operations ops (stolen) in order as one change, all or none, in one
+ * revision, and answers {acknowledged, revision} with extra's fields (stolen, may be NULL), or
+ * the failing op (then nothing changed). v1_model.c. */
+void v1_apply_ops(http_ctx_t *ctx, json_t *ops, http_resp_t *resp, json_t *extra);
+
 /* v1_rebac.c */
 void v1_rebac_schema_put(http_ctx_t *ctx, http_req_t *req, http_resp_t *resp);
 void v1_rebac_schema_get(http_ctx_t *ctx, http_req_t *req, http_resp_t *resp);

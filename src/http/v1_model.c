@@ -52,7 +52,7 @@ static int only_keys(json_t *body, const char *const *keys, const char *route, h
 
 /* Applies ops in order as one change, all or none, in one revision; answers that revision, or
  * the failing op (then nothing changed). Steals ops. */
-static void apply_ops(http_ctx_t *ctx, json_t *ops, http_resp_t *resp, json_t *extra)
+void v1_apply_ops(http_ctx_t *ctx, json_t *ops, http_resp_t *resp, json_t *extra)
 {
     uint64_t rev = cordon_revision(ctx->db);
     size_t n = json_array_size(ops);
@@ -94,7 +94,7 @@ void v1_subject_put(http_ctx_t *ctx, http_req_t *req, http_resp_t *resp)
         json_object_set(op, "kind", json_object_get(body, "kind"));
     if (json_object_get(body, "tenants"))
         json_object_set(op, "tenants", json_object_get(body, "tenants"));
-    apply_ops(ctx, json_pack("[o]", op), resp, NULL);
+    v1_apply_ops(ctx, json_pack("[o]", op), resp, NULL);
     json_decref(body);
 }
 
@@ -102,8 +102,8 @@ void v1_subject_delete(http_ctx_t *ctx, http_req_t *req, http_resp_t *resp)
 {
     if (gate(ctx, req, resp))
         return;
-    apply_ops(ctx, json_pack("[{s:s, s:s}]", "op", "delete_subject", "id", req->seg[2]), resp,
-              NULL);
+    v1_apply_ops(ctx, json_pack("[{s:s, s:s}]", "op", "delete_subject", "id", req->seg[2]), resp,
+                 NULL);
 }
 
 /* A member as the routes take it: "alice" (a subject), "group:eng", or {"id", "kind"}. */
@@ -220,7 +220,7 @@ void v1_group_put(http_ctx_t *ctx, http_req_t *req, http_resp_t *resp)
         json_decref(cur);
     }
     json_decref(want);
-    apply_ops(ctx, ops, resp, NULL);
+    v1_apply_ops(ctx, ops, resp, NULL);
     json_decref(body);
 }
 
@@ -228,7 +228,8 @@ void v1_group_delete(http_ctx_t *ctx, http_req_t *req, http_resp_t *resp)
 {
     if (gate(ctx, req, resp))
         return;
-    apply_ops(ctx, json_pack("[{s:s, s:s}]", "op", "delete_group", "id", req->seg[2]), resp, NULL);
+    v1_apply_ops(ctx, json_pack("[{s:s, s:s}]", "op", "delete_group", "id", req->seg[2]), resp,
+                 NULL);
 }
 
 void v1_group_members(http_ctx_t *ctx, http_req_t *req, http_resp_t *resp)
@@ -244,7 +245,7 @@ void v1_group_members(http_ctx_t *ctx, http_req_t *req, http_resp_t *resp)
         member_ops(ops, "add_member", req->seg[2], json_object_get(body, "add"), resp))
         json_decref(ops);
     else
-        apply_ops(ctx, ops, resp, NULL);
+        v1_apply_ops(ctx, ops, resp, NULL);
     json_decref(body);
 }
 
@@ -258,10 +259,10 @@ void v1_role_put(http_ctx_t *ctx, http_req_t *req, http_resp_t *resp)
         json_decref(body);
         return;
     }
-    apply_ops(ctx,
-              json_pack("[{s:s, s:s, s:O?}]", "op", "put_role", "id", req->seg[2], "permissions",
-                        json_object_get(body, "permissions")),
-              resp, NULL);
+    v1_apply_ops(ctx,
+                 json_pack("[{s:s, s:s, s:O?}]", "op", "put_role", "id", req->seg[2], "permissions",
+                           json_object_get(body, "permissions")),
+                 resp, NULL);
     json_decref(body);
 }
 
@@ -269,7 +270,8 @@ void v1_role_delete(http_ctx_t *ctx, http_req_t *req, http_resp_t *resp)
 {
     if (gate(ctx, req, resp))
         return;
-    apply_ops(ctx, json_pack("[{s:s, s:s}]", "op", "delete_role", "id", req->seg[2]), resp, NULL);
+    v1_apply_ops(ctx, json_pack("[{s:s, s:s}]", "op", "delete_role", "id", req->seg[2]), resp,
+                 NULL);
 }
 
 /* ---- Grants, named by a hash of their exported form. ---- */
@@ -408,7 +410,7 @@ void v1_grant_delete(http_ctx_t *ctx, http_req_t *req, http_resp_t *resp)
     if (!op)
         es_error(resp, 404, "resource_not_found_exception", "no grant [%s]", req->seg[2]);
     else
-        apply_ops(ctx, json_pack("[o]", op), resp, NULL);
+        v1_apply_ops(ctx, json_pack("[o]", op), resp, NULL);
 }
 
 void v1_model_get(http_ctx_t *ctx, http_req_t *req, http_resp_t *resp)

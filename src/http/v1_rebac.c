@@ -51,32 +51,12 @@ static int fields(json_t *body, const char *const *names, const char **out, http
     return 0;
 }
 
-static void apply(http_ctx_t *ctx, json_t *op, http_resp_t *resp, json_t *extra)
-{
-    cordon_error err = {0};
-    uint64_t rev = 0;
-    char *s = json_dumps(op, JSON_COMPACT);
-    int rc = s ? cordon_model_apply(ctx->db, s, &rev, &err) : CORDON_ERR_NOMEM;
-    free(s);
-    json_decref(op);
-    if (rc) {
-        json_decref(extra);
-        es_error_cordon(resp, rc, &err, NULL);
-        return;
-    }
-    json_t *j = json_pack("{s:b, s:I}", "acknowledged", 1, "revision", (json_int_t)rev);
-    if (j && extra)
-        json_object_update(j, extra);
-    json_decref(extra);
-    es_reply(resp, 200, j);
-}
-
 void v1_rebac_schema_put(http_ctx_t *ctx, http_req_t *req, http_resp_t *resp)
 {
     json_t *body;
     if (gate(ctx, req, NULL, resp) || !(body = es_body(ctx, req, resp, 1)))
         return;
-    apply(ctx, json_pack("{s:s, s:o}", "op", "put_schema", "schema", body), resp, NULL);
+    v1_apply_ops(ctx, json_pack("[{s:s, s:o}]", "op", "put_schema", "schema", body), resp, NULL);
 }
 
 void v1_rebac_schema_get(http_ctx_t *ctx, http_req_t *req, http_resp_t *resp)
@@ -117,11 +97,11 @@ void v1_rebac_write(http_ctx_t *ctx, http_req_t *req, http_resp_t *resp)
     }
     w = json_object_get(body, "writes");
     d = json_object_get(body, "deletes");
-    json_t *op = json_pack("{s:s, s:O?, s:O?}", "op", "write_tuples", "writes", w, "deletes", d);
+    json_t *op = json_pack("[{s:s, s:O?, s:O?}]", "op", "write_tuples", "writes", w, "deletes", d);
     json_t *extra = json_pack("{s:I, s:I}", "written", (json_int_t)json_array_size(w), "deleted",
                               (json_int_t)json_array_size(d));
     json_decref(body);
-    apply(ctx, op, resp, extra);
+    v1_apply_ops(ctx, op, resp, extra);
 }
 
 void v1_rebac_check(http_ctx_t *ctx, http_req_t *req, http_resp_t *resp)

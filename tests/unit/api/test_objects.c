@@ -23,12 +23,7 @@ typedef struct fx {
     cordon_t *db;
 } fx_t;
 
-static void op(cordon_t *db, const char *json)
-{
-    cordon_error err;
-    if (cordon_model_apply(db, json, NULL, &err))
-        fail_msg("op %.200s failed: %s", json, err.message);
-}
+#define op api_model_op
 
 static void put(cordon_t *db, const char *id, const char *object, const char *allowed,
                 const char *tenant, const char *label)
@@ -97,32 +92,13 @@ static int teardown(void **state)
     return 0;
 }
 
-/* The ids subject finds (exact, k 100), sorted, joined by ','. */
+/* The ids subject finds, sorted, joined by ','. */
 static const char *as(cordon_t *db, const char *subject)
 {
     static char out[512];
     float q[DIM] = {1, 0, 0, 0};
     cordon_subject s = {.subject_id = subject};
-    cordon_query qu = {.vector = q, .k = 100, .strategy = CORDON_STRATEGY_EXACT};
-    cordon_result *r;
-    const char *ids[64];
-    out[0] = '\0';
-    if (cordon_search(db, "docs", &s, &qu, &r, NULL))
-        return "error";
-    size_t n = r->n_hits;
-    for (size_t i = 0; i < n; i++)
-        ids[i] = r->hits[i].id;
-    for (size_t i = 1; i < n; i++)
-        for (size_t j = i; j > 0 && strcmp(ids[j - 1], ids[j]) > 0; j--) {
-            const char *t = ids[j];
-            ids[j] = ids[j - 1];
-            ids[j - 1] = t;
-        }
-    for (size_t i = 0; i < n; i++)
-        snprintf(out + strlen(out), sizeof out - strlen(out), "%s%s", i ? "," : "", ids[i]);
-    assert_int_equal(r->readable, n);
-    cordon_result_free(r);
-    return out;
+    return api_found_ids(db, &s, q, out, sizeof out) ? "error" : out;
 }
 
 static void test_subjects_read_the_chunks_of_the_objects_they_hold(void **state)

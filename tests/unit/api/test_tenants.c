@@ -22,12 +22,7 @@ typedef struct fx {
     cordon_t *db;
 } fx_t;
 
-static void op(cordon_t *db, const char *json)
-{
-    cordon_error err;
-    if (cordon_model_apply(db, json, NULL, &err))
-        fail_msg("op %s failed: %s", json, err.message);
-}
+#define op api_model_op
 
 static void put(cordon_t *db, const char *id, const char *tenant, const char *allowed,
                 const char *denied, const char *label)
@@ -100,31 +95,11 @@ static int teardown(void **state)
     return 0;
 }
 
-/* The ids subject finds (exact kNN, k 100), sorted and joined by ',', into out. */
+/* The ids subject finds, sorted and joined by ',', into out. */
 static int found(cordon_t *db, const cordon_subject *s, char *out, size_t cap)
 {
     float q[DIM] = {1, 0, 0, 0};
-    cordon_query qu = {.vector = q, .k = 100, .strategy = CORDON_STRATEGY_EXACT};
-    cordon_result *r;
-    int rc = cordon_search(db, "docs", s, &qu, &r, NULL);
-    out[0] = '\0';
-    if (rc)
-        return rc;
-    const char *ids[128];
-    size_t n = r->n_hits < 128 ? r->n_hits : 128;
-    for (size_t i = 0; i < n; i++)
-        ids[i] = r->hits[i].id;
-    for (size_t i = 1; i < n; i++) /* insertion sort: a handful of ids */
-        for (size_t j = i; j > 0 && strcmp(ids[j - 1], ids[j]) > 0; j--) {
-            const char *t = ids[j];
-            ids[j] = ids[j - 1];
-            ids[j - 1] = t;
-        }
-    for (size_t i = 0; i < n; i++)
-        snprintf(out + strlen(out), cap - strlen(out), "%s%s", i ? "," : "", ids[i]);
-    assert_int_equal(r->readable, n); /* the readable count agrees with the hits */
-    cordon_result_free(r);
-    return 0;
+    return api_found_ids(db, s, q, out, cap);
 }
 
 static const char *as(cordon_t *db, const char *subject)

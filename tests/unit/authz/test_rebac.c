@@ -21,31 +21,26 @@
 
 /* A Drive-like schema with a Confluence-like restriction: documents inherit view from their
  * folders, banned users lose it, editing needs ownership and view. */
-static const char *const SCHEMA =
-    "{\"op\":\"put_schema\",\"schema\":{\"types\":{"
-    "\"user\":{},"
-    "\"group\":{\"relations\":{\"member\":[\"user\",\"group#member\"]}},"
-    "\"folder\":{\"relations\":{\"parent\":[\"folder\"],\"owner\":[\"user\"],"
-    "\"viewer\":[\"user\",\"group#member\",\"user:*\"]},"
-    "\"permissions\":{\"view\":\"viewer + owner + parent->view\"}},"
-    "\"document\":{\"relations\":{\"parent\":[\"folder\"],\"owner\":[\"user\"],"
+/* Everything but the documents' permissions, which the two schemas below differ in. */
+#define SCHEMA_HEAD                                                                                \
+    "{\"op\":\"put_schema\",\"schema\":{\"types\":{"                                               \
+    "\"user\":{},"                                                                                 \
+    "\"group\":{\"relations\":{\"member\":[\"user\",\"group#member\"]}},"                          \
+    "\"folder\":{\"relations\":{\"parent\":[\"folder\"],\"owner\":[\"user\"],"                     \
+    "\"viewer\":[\"user\",\"group#member\",\"user:*\"]},"                                          \
+    "\"permissions\":{\"view\":\"viewer + owner + parent->view\"}},"                               \
+    "\"document\":{\"relations\":{\"parent\":[\"folder\"],\"owner\":[\"user\"],"                   \
     "\"viewer\":[\"user\",\"group#member\"],\"banned\":[\"user\"]},"
-    "\"permissions\":{\"view\":\"(viewer + owner + parent->view) - banned\","
-    "\"edit\":\"owner & view\"}}}}}";
+
+static const char *const SCHEMA =
+    SCHEMA_HEAD "\"permissions\":{\"view\":\"(viewer + owner + parent->view) - banned\","
+                "\"edit\":\"owner & view\"}}}}}";
 
 /* The same without the restriction: unions and arrows only, so lookups trust the reverse walk
  * alone (no check of their own). */
 static const char *const SCHEMA_MONOTONE =
-    "{\"op\":\"put_schema\",\"schema\":{\"types\":{"
-    "\"user\":{},"
-    "\"group\":{\"relations\":{\"member\":[\"user\",\"group#member\"]}},"
-    "\"folder\":{\"relations\":{\"parent\":[\"folder\"],\"owner\":[\"user\"],"
-    "\"viewer\":[\"user\",\"group#member\",\"user:*\"]},"
-    "\"permissions\":{\"view\":\"viewer + owner + parent->view\"}},"
-    "\"document\":{\"relations\":{\"parent\":[\"folder\"],\"owner\":[\"user\"],"
-    "\"viewer\":[\"user\",\"group#member\"],\"banned\":[\"user\"]},"
-    "\"permissions\":{\"view\":\"viewer + owner + parent->view\","
-    "\"edit\":\"owner + owner\"}}}}}";
+    SCHEMA_HEAD "\"permissions\":{\"view\":\"viewer + owner + parent->view\","
+                "\"edit\":\"owner + owner\"}}}}}";
 static int monotone; /* which schema the reference follows */
 
 #define NU 6
@@ -128,74 +123,46 @@ static void apply_ok(authz_model_t *m, const char *op)
         fail_msg("op %.300s: %s", op, e.msg);
 }
 
-/* One tuple written or deleted in both. kind picks the relation; a and b the ends. */
+/* The tuples the test writes: a format over two indexes (a < na, b < nb) and the bit set of
+ * the reference it sets (bit b of field[a]). */
+typedef struct tkind {
+    const char *fmt;
+    int na, nb;
+    size_t field;
+} tkind_t;
+
+static const tkind_t kinds[] = {
+    {"group:g%d#member@user:u%d", NG, NU, offsetof(ref_t, g_users)},
+    {"group:g%d#member@group:g%d#member", NG, NG, offsetof(ref_t, g_groups)},
+    {"folder:f%d#parent@folder:f%d", NF, NF, offsetof(ref_t, f_parent)},
+    {"folder:f%d#owner@user:u%d", NF, NU, offsetof(ref_t, f_owner)},
+    {"folder:f%d#viewer@user:u%d", NF, NU, offsetof(ref_t, f_viewer)},
+    {"folder:f%d#viewer@group:g%d#member", NF, NG, offsetof(ref_t, f_vgroups)},
+    {"document:d%d#parent@folder:f%d", ND, NF, offsetof(ref_t, d_parent)},
+    {"document:d%d#parent@folder:f%d", ND, NF, offsetof(ref_t, d_parent)},
+    {"document:d%d#owner@user:u%d", ND, NU, offsetof(ref_t, d_owner)},
+    {"document:d%d#viewer@user:u%d", ND, NU, offsetof(ref_t, d_viewer)},
+    {"document:d%d#viewer@group:g%d#member", ND, NG, offsetof(ref_t, d_vgroups)},
+    {"document:d%d#banned@user:u%d", ND, NU, offsetof(ref_t, d_banned)},
+    {NULL, NF, 0, 0}, /* folder:f%d#viewer@user:* */
+};
+
+/* One tuple written or deleted in both. */
 static void tuple(authz_model_t *m, ref_t *r, int write)
 {
     char t[160], op[256];
-    int k = (int)rnd(13), a, b;
-    switch (k) {
-    case 0:
-        a = (int)rnd(NG), b = (int)rnd(NU);
-        snprintf(t, sizeof t, "group:g%d#member@user:u%d", a, b);
-        r->g_users[a] = write ? r->g_users[a] | 1u << b : r->g_users[a] & ~(1u << b);
-        break;
-    case 1:
-        a = (int)rnd(NG), b = (int)rnd(NG);
-        snprintf(t, sizeof t, "group:g%d#member@group:g%d#member", a, b);
-        r->g_groups[a] = write ? r->g_groups[a] | 1u << b : r->g_groups[a] & ~(1u << b);
-        break;
-    case 2:
-        a = (int)rnd(NF), b = (int)rnd(NF);
-        snprintf(t, sizeof t, "folder:f%d#parent@folder:f%d", a, b);
-        r->f_parent[a] = write ? r->f_parent[a] | 1u << b : r->f_parent[a] & ~(1u << b);
-        break;
-    case 3:
-        a = (int)rnd(NF), b = (int)rnd(NU);
-        snprintf(t, sizeof t, "folder:f%d#owner@user:u%d", a, b);
-        r->f_owner[a] = write ? r->f_owner[a] | 1u << b : r->f_owner[a] & ~(1u << b);
-        break;
-    case 4:
-        a = (int)rnd(NF), b = (int)rnd(NU);
-        snprintf(t, sizeof t, "folder:f%d#viewer@user:u%d", a, b);
-        r->f_viewer[a] = write ? r->f_viewer[a] | 1u << b : r->f_viewer[a] & ~(1u << b);
-        break;
-    case 5:
-        a = (int)rnd(NF), b = (int)rnd(NG);
-        snprintf(t, sizeof t, "folder:f%d#viewer@group:g%d#member", a, b);
-        r->f_vgroups[a] = write ? r->f_vgroups[a] | 1u << b : r->f_vgroups[a] & ~(1u << b);
-        break;
-    case 6:
-        a = (int)rnd(NF);
-        if (write && rnd(3)) /* rare: it opens a whole subtree */
+    const tkind_t *k = &kinds[rnd(sizeof kinds / sizeof *kinds)];
+    int a = (int)rnd((unsigned)k->na);
+    if (!k->fmt) { /* rare: a wildcard opens a whole subtree */
+        if (write && rnd(3))
             return;
         snprintf(t, sizeof t, "folder:f%d#viewer@user:*", a);
         r->f_public[a] = write;
-        break;
-    case 7:
-    case 8:
-        a = (int)rnd(ND), b = (int)rnd(NF);
-        snprintf(t, sizeof t, "document:d%d#parent@folder:f%d", a, b);
-        r->d_parent[a] = write ? r->d_parent[a] | 1u << b : r->d_parent[a] & ~(1u << b);
-        break;
-    case 9:
-        a = (int)rnd(ND), b = (int)rnd(NU);
-        snprintf(t, sizeof t, "document:d%d#owner@user:u%d", a, b);
-        r->d_owner[a] = write ? r->d_owner[a] | 1u << b : r->d_owner[a] & ~(1u << b);
-        break;
-    case 10:
-        a = (int)rnd(ND), b = (int)rnd(NU);
-        snprintf(t, sizeof t, "document:d%d#viewer@user:u%d", a, b);
-        r->d_viewer[a] = write ? r->d_viewer[a] | 1u << b : r->d_viewer[a] & ~(1u << b);
-        break;
-    case 11:
-        a = (int)rnd(ND), b = (int)rnd(NG);
-        snprintf(t, sizeof t, "document:d%d#viewer@group:g%d#member", a, b);
-        r->d_vgroups[a] = write ? r->d_vgroups[a] | 1u << b : r->d_vgroups[a] & ~(1u << b);
-        break;
-    default:
-        a = (int)rnd(ND), b = (int)rnd(NU);
-        snprintf(t, sizeof t, "document:d%d#banned@user:u%d", a, b);
-        r->d_banned[a] = write ? r->d_banned[a] | 1u << b : r->d_banned[a] & ~(1u << b);
+    } else {
+        int b = (int)rnd((unsigned)k->nb);
+        unsigned *bits = (unsigned *)((char *)r + k->field);
+        snprintf(t, sizeof t, k->fmt, a, b);
+        bits[a] = write ? bits[a] | 1u << b : bits[a] & ~(1u << b);
     }
     snprintf(op, sizeof op, "{\"op\":\"write_tuples\",\"%s\":[\"%s\"]}",
              write ? "writes" : "deletes", t);

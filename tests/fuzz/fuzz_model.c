@@ -1,6 +1,7 @@
 /* fuzz_model.c: any bytes as permission-model operations (one a line) applied to a small
- * model: never a crash or a leak; a refused operation changes nothing; decisions and views are
- * answered; and the model exported, imported and exported again gives the same bytes.
+ * model: never a crash or a leak; a refused operation changes nothing; decisions, views and
+ * relationship questions are answered; and the model exported, imported and exported again
+ * gives the same bytes.
  * Relies on libFuzzer and authz/. */
 #include <stdlib.h>
 #include <string.h>
@@ -25,6 +26,13 @@ static char *export_of(authz_model_t *m)
     char *doc = NULL;
     cdn_err_t err;
     return authz_export(m, &doc, &err) == CDN_OK ? doc : NULL;
+}
+
+static int count_name(void *ctx, const char *name)
+{
+    (void)name;
+    (*(size_t *)ctx)++;
+    return 0;
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -57,6 +65,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         authz_authorize_view(m, &req, &d, &v, &err) == CDN_OK && v && v->revision != d.revision)
         abort(); /* the decision and the view must be of one revision */
     authz_view_release(v);
+    /* relationship questions on whatever schema and tuples the input wrote */
+    bool allowed;
+    char *tree = NULL;
+    size_t n = 0;
+    authz_rebac_check(m, "user:alice", "view", "doc:1", &allowed, NULL, &err);
+    authz_rebac_lookup_resources(m, "user:alice", "doc", "view", count_name, &n, NULL, &err);
+    authz_rebac_lookup_subjects(m, "doc:1", "view", "user", count_name, &n, NULL, &err);
+    if (authz_rebac_expand(m, "doc:1", "view", &tree, &err) == CDN_OK)
+        cdn_free(tree);
     char *one = export_of(m), *two;
     if (one && authz_model_new(&copy, &err) == CDN_OK) {
         if (authz_import(copy, one, &err) != CDN_OK)

@@ -3,8 +3,9 @@
  * documents in the deepest folders, shares of folders to groups and of documents to users)
  * written with cordon_model_apply in batches, then check latency, lookup-resources of a
  * subject who reads a whole top folder, and the cost of sharing, unsharing and moving such a
- * folder (each visible to the next check, which the benchmark verifies). Relies on cordon.h,
- * bench_util and base/clock. */
+ * folder (each visible to the next check, which the benchmark verifies); then, with --chunks,
+ * searches of a collection whose chunks name those documents, as a reader of a tenth of them
+ * and as a user who reads a handful. Relies on cordon.h, bench_util and base/clock. */
 #include "bench_rebac.h"
 #include "base/clock.h"
 #include "bench_util.h"
@@ -41,7 +42,7 @@ typedef struct rb_run {
 
 static void usage(FILE *f)
 {
-    fprintf(f, "usage: cordon bench rebac [--tuples N] [--checks C] [--seed S]\n"
+    fprintf(f, "usage: cordon bench rebac [--tuples N] [--checks C] [--chunks K] [--seed S]\n"
                "           [--format table|json]\n"
                "  Writes about N tuples (default 1,000,000) of a Drive-like corpus: 10,000 users\n"
                "  in 500 groups (some nested), 11,110 folders four levels deep, documents in the\n"
@@ -49,7 +50,10 @@ static void usage(FILE *f)
                "  to a user. Then C random checks (user, document, view): p50/p95/p99 us and the\n"
                "  share allowed; lookup-resources of a user reading one top folder (a tenth of\n"
                "  the documents); sharing, unsharing and moving that folder (each a\n"
-               "  write_tuples op through the durable model log, verified by the next check).\n");
+               "  write_tuples op through the durable model log, verified by the next check).\n"
+               "  --chunks K (default 0: none): K chunks (16-d) naming documents d0..d(K-1), then\n"
+               "  200 searches (k 10, auto) as the top folder's reader and as a user who reads\n"
+               "  a few documents: p50 ms, hits.\n");
 }
 
 static int flush(rb_run_t *r)
@@ -146,6 +150,60 @@ static double timed_op(cordon_t *db, const char *op, int *bad)
     return (double)(cdn_clock_ns() - t0) / 1e6;
 }
 
+/* K chunks naming documents d0..d(K-1); the searches' p50 ms as subject, and the mean hits. */
+static int load_chunks(rb_run_t *r, uint64_t k)
+{
+    enum { DIM = 16, BATCH = 10000 };
+    cordon_collection_spec spec = {.name = "files", .dim = DIM, .metric = CORDON_METRIC_L2};
+    float *v = malloc((size_t)BATCH * DIM * sizeof *v);
+    cordon_chunk *ch = calloc(BATCH, sizeof *ch);
+    char(*ids)[24] = malloc((size_t)BATCH * sizeof *ids), (*objs)[32] = malloc((size_t)BATCH * 32);
+    cordon_error err;
+    int rc = !v || !ch || !ids || !objs || cordon_collection_create(r->db, &spec, &err);
+    for (uint64_t at = 0; !rc && at < k; at += BATCH) {
+        size_t n = k - at < BATCH ? (size_t)(k - at) : BATCH;
+        for (size_t i = 0; i < n; i++) {
+            snprintf(ids[i], sizeof ids[i], "c%llu", (unsigned long long)(at + i));
+            snprintf(objs[i], sizeof objs[i], "document:d%llu", (unsigned long long)(at + i));
+            for (int d = 0; d < DIM; d++)
+                v[i * DIM + d] = (float)bench_rng_unit(&r->rng);
+            ch[i] = (cordon_chunk){.id = ids[i], .vector = v + i * DIM, .object = objs[i]};
+        }
+        if (cordon_put(r->db, "files", ch, n, NULL, &err)) {
+            fprintf(stderr, "cordon bench rebac: put: %s\n", err.message);
+            rc = 1;
+        }
+    }
+    free(v);
+    free(ch);
+    free(ids);
+    free(objs);
+    return rc;
+}
+
+static double search_p50(cordon_t *db, const char *subject, uint64_t *rng, double *hits)
+{
+    enum { N = 200, DIM = 16 };
+    double lat[N];
+    float q[DIM];
+    cordon_subject s = {.subject_id = subject};
+    *hits = 0;
+    for (int i = 0; i < N; i++) {
+        for (int d = 0; d < DIM; d++)
+            q[d] = (float)bench_rng_unit(rng);
+        cordon_query qu = {.vector = q, .k = 10};
+        cordon_result *res;
+        uint64_t t0 = cdn_clock_ns();
+        if (cordon_search(db, "files", &s, &qu, &res, NULL) == CORDON_OK) {
+            *hits += (double)res->n_hits / N;
+            cordon_result_free(res);
+        }
+        lat[i] = (double)(cdn_clock_ns() - t0) / 1e6;
+    }
+    qsort(lat, N, sizeof *lat, bench_cmp_double);
+    return lat[N / 2];
+}
+
 static int allowed(cordon_t *db, const char *user, const char *obj)
 {
     int a = 0;
@@ -155,7 +213,7 @@ static int allowed(cordon_t *db, const char *user, const char *obj)
 
 int bench_rebac_main(int argc, char **argv)
 {
-    uint64_t want = 1000000, checks = 10000, seed = 42;
+    uint64_t want = 1000000, checks = 10000, seed = 42, chunks = 0;
     int json = 0, bad = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -168,6 +226,10 @@ int bench_rebac_main(int argc, char **argv)
             i++;
         } else if (!strcmp(a, "--checks") && v) {
             if (bench_parse_u64("rebac", a, v, 1, 10000000, &checks))
+                return 2;
+            i++;
+        } else if (!strcmp(a, "--chunks") && v) {
+            if (bench_parse_u64("rebac", a, v, 0, 10000000, &chunks))
                 return 2;
             i++;
         } else if (!strcmp(a, "--seed") && v) {
@@ -245,6 +307,27 @@ int bench_rebac_main(int argc, char **argv)
     qsort(unshare, RB_REPEAT, sizeof(double), bench_cmp_double);
     qsort(lookup, RB_REPEAT, sizeof(double), bench_cmp_double);
     qsort(move, RB_REPEAT, sizeof(double), bench_cmp_double);
+    /* searches of chunks naming the documents: the top folder's reader, and u1 */
+    double big_ms = 0, big_hits = 0, small_ms = 0, small_hits = 0;
+    if (chunks && !bad) {
+        bad |= load_chunks(&r, chunks < r.docs ? chunks : r.docs);
+        bad |= cordon_model_apply_batch(r.db,
+                                        "[{\"op\":\"put_subject\",\"id\":\"reader\"},{\"op\":\"put_"
+                                        "subject\",\"id\":\"u1\"}]",
+                                        NULL, NULL) != 0;
+        for (int k = 0; k < 2 && !bad; k++) {
+            char g[160];
+            snprintf(g, sizeof g,
+                     "{\"op\":\"grant\",\"to\":\"%s\",\"permission\":{\"resource\":"
+                     "\"collection:files\",\"action\":\"*\"}}",
+                     k ? "u1" : "reader");
+            bad |= cordon_model_apply(r.db, g, NULL, NULL) != 0;
+        }
+        timed_op(r.db, "{\"op\":\"write_tuples\",\"writes\":[\"folder:f0#viewer@user:reader\"]}",
+                 &bad);
+        big_ms = search_p50(r.db, "reader", &r.rng, &big_hits);
+        small_ms = search_p50(r.db, "u1", &r.rng, &small_hits);
+    }
     double rss = bench_rss_mb();
     if (json) {
         printf("[{\"engine\":\"cordon\",\"op\":\"check\",\"tuples\":%llu,\"p50_us\":%.2f,"
@@ -259,11 +342,20 @@ int bench_rebac_main(int argc, char **argv)
                " {\"engine\":\"cordon\",\"op\":\"unshare\",\"tuples\":%llu,\"p50_us\":%.0f},\n"
                " {\"engine\":\"cordon\",\"op\":\"move\",\"tuples\":%llu,\"p50_us\":%.0f},\n"
                " {\"engine\":\"cordon\",\"op\":\"load\",\"tuples\":%llu,\"seconds\":%.1f,"
-               "\"rss_mb\":%.0f}]\n",
+               "\"rss_mb\":%.0f}",
                (unsigned long long)r.tuples, share[RB_REPEAT / 2] * 1e3,
                (unsigned long long)r.tuples, unshare[RB_REPEAT / 2] * 1e3,
                (unsigned long long)r.tuples, move[RB_REPEAT / 2] * 1e3,
                (unsigned long long)r.tuples, load_s, rss);
+        if (chunks)
+            printf(",\n {\"engine\":\"cordon\",\"op\":\"search_reader\",\"tuples\":%llu,"
+                   "\"chunks\":%llu,\"p50_us\":%.0f,\"hits\":%.1f},\n"
+                   " {\"engine\":\"cordon\",\"op\":\"search_few\",\"tuples\":%llu,"
+                   "\"chunks\":%llu,\"p50_us\":%.0f,\"hits\":%.1f}",
+                   (unsigned long long)r.tuples, (unsigned long long)chunks, big_ms * 1e3, big_hits,
+                   (unsigned long long)r.tuples, (unsigned long long)chunks, small_ms * 1e3,
+                   small_hits);
+        printf("]\n");
     } else {
         printf("tuples %llu written in %.1f s (%.0f tuples/s), process RSS %.0f MB\n",
                (unsigned long long)r.tuples, load_s, (double)r.tuples / load_s, rss);
@@ -279,6 +371,13 @@ int bench_rebac_main(int argc, char **argv)
                unshare[RB_REPEAT - 1]);
         printf("%-18s %8.2fms %10s %8.2fms  (one folder under another root)\n", "move",
                move[RB_REPEAT / 2], "", move[RB_REPEAT - 1]);
+        if (chunks) {
+            printf("%-18s %8.2fms  (%.1f hits; searches of %llu chunks naming the documents, as "
+                   "the top folder's reader)\n",
+                   "search_reader", big_ms, big_hits, (unsigned long long)chunks);
+            printf("%-18s %8.2fms  (%.1f hits; as a user who reads a few documents)\n",
+                   "search_few", small_ms, small_hits);
+        }
     }
     free(lat);
     free(r.buf);

@@ -304,12 +304,12 @@ static bool reads(const rb_expr_t *x, uint16_t rel)
 }
 
 /* True when x has an arrow over relation via whose target is name. */
-static bool arrows(const rb_expr_t *x, uint16_t via, const char *name)
+static bool arrows(const rb_expr_t *x, uint16_t via, uint16_t type, uint16_t rel)
 {
-    if (x->kind == RB_E_ARROW)
-        return x->rel == via && !strcmp(x->target, name);
+    if (x->kind == RB_E_ARROW) /* its target on objects of the type is that relation */
+        return x->rel == via && rb_arrow_target(x, type) == (int)rel;
     for (uint32_t i = 0; i < x->nkids; i++)
-        if (arrows(x->kids[i], via, name))
+        if (arrows(x->kids[i], via, type, rel))
             return true;
     return false;
 }
@@ -333,7 +333,7 @@ static int step(const rb_state_t *rb, walk_t *w, uint32_t obj, uint16_t rel)
     for (uint32_t i = 0; i < n && !rc; i++) {
         const rb_type_t *xt = &s->types[rb_obj_type(rb->store, h[i].obj)];
         for (uint32_t p = 0; p < xt->nrels && !rc; p++)
-            if (xt->rels[p].is_perm && arrows(xt->rels[p].expr, h[i].rel, ty->rels[rel].name))
+            if (xt->rels[p].is_perm && arrows(xt->rels[p].expr, h[i].rel, t, rel))
                 rc = push(w, h[i].obj, (uint16_t)p);
     }
     return rc;

@@ -1,6 +1,7 @@
 /* engine.c: opening a data directory, the collection registry and principal lookups.
  * Relies on store/ for durability; collections are loaded whole into memory at open. */
 #include "query/engine.h"
+#include "base/arena.h"
 #include "base/fileio.h"
 #include "base/mem.h"
 #include "store/history.h"
@@ -750,21 +751,24 @@ int engine_view_ids(engine_t *e, const char *const *names, size_t n, uint32_t **
                     cdn_err_t *err)
 {
     /* Names are made canonical first (a view's are already; asserted ones may be bare group
-     * names), then expanded: a tenant membership reaches its chunks' qualified names. */
-    char *buf = cdn_malloc((n ? n : 1) * ACL_VIEW_NAME_MAX);
+     * names), then expanded: a tenant membership reaches its chunks' qualified names. The
+     * canonical forms go to an arena: a view may hold many (one per object its subject reads). */
+    char one[ACL_VIEW_NAME_MAX];
+    cdn_arena_t arena;
     const char **canon = cdn_malloc((n ? n : 1) * sizeof *canon);
     struct view_ids v = {&e->principals, cdn_malloc((n ? n : 1) * sizeof(uint32_t)), 0, n ? n : 1,
                          0};
     size_t j = 0;
     int rc = CDN_OK;
-    if (!buf || !canon || !v.out)
+    cdn_arena_init(&arena, 16384, 0);
+    if (!canon || !v.out)
         rc = cdn_err_set(err, CDN_ERR_NOMEM, "out of memory");
     for (size_t i = 0; i < n && rc == CDN_OK; i++) {
-        canon[i] = buf + i * ACL_VIEW_NAME_MAX;
         if (!names[i])
             rc = cdn_err_set(err, CDN_ERR_INVALID, "subject principal %zu is NULL", i);
-        else
-            rc = acl_view_canon(names[i], buf + i * ACL_VIEW_NAME_MAX, ACL_VIEW_NAME_MAX, err);
+        else if ((rc = acl_view_canon(names[i], one, sizeof one, err)) == CDN_OK &&
+                 !(canon[i] = cdn_arena_strdup(&arena, one)))
+            rc = cdn_err_set(err, CDN_ERR_NOMEM, "out of memory");
     }
     if (rc == CDN_OK) {
         pthread_rwlock_rdlock(&e->meta_lock);
@@ -773,7 +777,7 @@ int engine_view_ids(engine_t *e, const char *const *names, size_t n, uint32_t **
         if (v.nomem)
             rc = cdn_err_set(err, CDN_ERR_NOMEM, "out of memory");
     }
-    cdn_free(buf);
+    cdn_arena_free(&arena);
     cdn_free(canon);
     if (rc) {
         cdn_free(v.out);

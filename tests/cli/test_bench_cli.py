@@ -111,11 +111,13 @@ def test_bench_churn_reports_growth_per_checkpoint_and_a_fresh_baseline(cordon):
 
 
 def test_bench_rebac_prints_its_rows_and_verifies_its_writes(cordon):
-    p = cordon("bench", "rebac", "--tuples", "20000", "--checks", "200", "--format", "json",
-               check=0)
+    p = cordon("bench", "rebac", "--tuples", "20000", "--checks", "200", "--chunks", "3000",
+               "--format", "json", check=0)
     rows = json.loads(p.stdout)
     ops = {r["op"]: r for r in rows}
-    assert set(ops) == {"check", "lookup_resources", "share", "unshare", "move", "load"}
+    assert set(ops) == {"check", "lookup_resources", "share", "unshare", "move", "load",
+                        "search_reader", "search_few"}
+    assert ops["search_reader"]["hits"] > 0  # chunks naming the shared folder's documents
     assert ops["load"]["tuples"] >= 20000
     assert ops["lookup_resources"]["found"] > 0     # the shared top folder's documents
     assert ops["check"]["p50_us"] > 0

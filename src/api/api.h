@@ -3,6 +3,7 @@
 #ifndef CDN_API_H
 #define CDN_API_H
 
+#include "authz/pdp.h"
 #include "base/err.h"
 #include "cordon.h"
 #include "query/asof.h"
@@ -13,6 +14,7 @@ struct cordon {
     engine_t *e;
     audit_t *audit; /* the retrieval audit (always open: it also reads an older log) */
     asof_t *asof;   /* as-of questions and their cache of past models */
+    pdp_t *pdp;     /* outside authorizers (never NULL once open; maybe none configured) */
 };
 
 /* Copies an internal error into the caller's record (if any) and returns rc. */
@@ -30,6 +32,20 @@ int api_fill_record(json_t *obj, cordon_record *r);
 int api_asof_decide(cordon_t *db, const authz_request_t *req, const char *const *resources,
                     size_t n, authz_decision_t *out, uint64_t *rev, cdn_err_t *e,
                     uint64_t as_of_revision, uint64_t as_of_us);
+
+/* ---- Outside authorizers (api/pdp.c). ---- */
+
+/* Whether name is a configured authorizer. */
+int api_pdp_has(cordon_t *db, const char *name);
+/* When collection coll delegates to an authorizer and the subject may do action on it in the
+ * model: asks the authorizer and returns in *filter (free with cdn_free) the query object
+ * that narrows the subject's chunks, user_filter (may be NULL) included, or NULL when
+ * nothing narrows them; info says who answered. Otherwise *filter is a copy of user_filter
+ * (or NULL) and info is zero. CDN_ERR_UNAVAILABLE when the authorizer fails: nothing may be
+ * read. */
+int api_pdp_filter(cordon_t *db, const char *coll, const cordon_subject *s, const char *action,
+                   const char *user_filter, char **filter, cordon_authorizer_info *info,
+                   cdn_err_t *e);
 
 /* ---- The audit (api/audit.c). ---- */
 

@@ -244,6 +244,10 @@ int cordon_search(cordon_t *db, const char *coll, const cordon_subject *subject,
     if ((rc = check_paging(q, k, &e)) != 0)
         return api_ret(rc, &e, err);
     engine_asker_t who = {subject->subject_id, subject->principals, subject->n_principals};
+    cordon_authorizer_info ai;
+    char *filter = NULL;
+    if ((rc = api_pdp_filter(db, coll, subject, "search", q->filter_json, &filter, &ai, &e)) != 0)
+        return api_ret(rc, &e, err);
     /* hybrid: each side's window (a deeper page widens it with the page); every try keeps it,
      * since a wider one changes the fused scores */
     rank0 = q->rank_window_size ? q->rank_window_size : 100;
@@ -265,7 +269,7 @@ int cordon_search(cordon_t *db, const char *coll, const cordon_subject *subject,
                            q->rank_constant,
                            q->text_weight,
                            q->vector_weight,
-                           q->filter_json,
+                           filter,
                            q->count_total,
                            q->with_records,
                            q->from + k,
@@ -276,16 +280,20 @@ int cordon_search(cordon_t *db, const char *coll, const cordon_subject *subject,
                            k};
         if (hybrid)
             s.rank_window = rank0;
-        if ((rc = search_knn(db->e, coll, &who, &s, &r, &e)) != 0)
+        if ((rc = search_knn(db->e, coll, &who, &s, &r, &e)) != 0) {
+            cdn_free(filter);
             return api_ret(rc, &e, err);
+        }
         qsort(r.hits, r.n_hits, sizeof *r.hits, hit_order);
         if (!(o = cdn_calloc(1, sizeof *o))) {
             search_result_free(&r);
+            cdn_free(filter);
             return api_ret(cdn_err_set(&e, CDN_ERR_NOMEM, "out of memory"), &e, err);
         }
         if ((rc = take_page(&r, q, k, o, &past_key)) != 0) {
             search_result_free(&r);
             cordon_result_free(o);
+            cdn_free(filter);
             return api_ret(cdn_err_set(&e, rc, "out of memory"), &e, err);
         }
         if (!(window = next_window(&r, o, q, k, window, cap)))
@@ -294,6 +302,8 @@ int cordon_search(cordon_t *db, const char *coll, const cordon_subject *subject,
         cordon_result_free(o);
         o = NULL;
     }
+    cdn_free(filter);
+    o->authorizer = ai;
     o->complete = r.complete;
     memcpy(o->plan, r.plan, sizeof o->plan);
     o->readable = r.readable;

@@ -10,7 +10,8 @@
 #include <jansson.h>
 #include <string.h>
 
-_Static_assert((int)CORDON_ERR_INTERNAL == (int)CDN_ERR_INTERNAL,
+_Static_assert((int)CORDON_ERR_INTERNAL == (int)CDN_ERR_INTERNAL &&
+                   (int)CORDON_ERR_UNAVAILABLE == (int)CDN_ERR_UNAVAILABLE,
                "status codes must match base/err.h");
 _Static_assert((int)CORDON_NAME_MAX == COLL_NAME_MAX, "name limits must match");
 _Static_assert(CORDON_ID_MAX == WRITE_ID_MAX, "id limits must match");
@@ -52,6 +53,13 @@ int cordon_open(const char *dir, const cordon_options *opts, cordon_t **out, cor
         cdn_free(db);
         return api_ret(rc, &e, err);
     }
+    if ((rc = pdp_open(opts ? opts->authorizers_json : NULL, &db->pdp, &e)) != 0) {
+        asof_close(db->asof);
+        audit_close(db->audit);
+        engine_close(db->e);
+        cdn_free(db);
+        return api_ret(rc, &e, err);
+    }
     db->e->plan_exact_floats = opts ? opts->plan_exact_floats : 0;
     db->e->report_work = opts ? opts->report_work != 0 : 0;
     *out = db;
@@ -65,6 +73,7 @@ void cordon_close(cordon_t *db)
     audit_close(db->audit); /* writes what is queued */
     asof_close(db->asof);
     engine_close(db->e);
+    pdp_close(db->pdp);
     cdn_free(db);
 }
 
@@ -148,6 +157,16 @@ int cordon_collection_create(cordon_t *db, const cordon_collection_spec *s, cord
     cfg.int8_scan =
         s->dim > 0 && (s->int8_scan > 0 || (s->int8_scan == 0 && s->dim >= CORDON_CODES_MIN_DIM));
     cfg.bm25_global = s->bm25_global_stats != 0;
+    if (s->authorizer) {
+        size_t n = strlen(s->authorizer);
+        NEED(n >= 1 && n <= COLL_AUTHORIZER_MAX &&
+                 strspn(s->authorizer, "abcdefghijklmnopqrstuvwxyz0123456789_-") == n,
+             "authorizer must name a configured authorizer: 1 to 63 of [a-z0-9_-]");
+        NEED(api_pdp_has(db, s->authorizer),
+             "authorizer names no authorizer configured on this handle (cordon_options."
+             "authorizers)");
+        memcpy(cfg.authorizer, s->authorizer, n + 1);
+    }
     cfg.k1 = s->bm25_k1;
     cfg.b = s->bm25_b;
     NEED(cfg.hnsw_efc <= 4096 && cfg.hnsw_ef <= 4096, "hnsw ef values must be at most 4096");
@@ -230,6 +249,8 @@ static void fill_info(const coll_t *c, cordon_collection_info *o)
     o->asserted_principals = c->cfg.asserted;
     o->int8_scan = c->cfg.int8_scan;
     o->bm25_global_stats = c->cfg.bm25_global;
+    _Static_assert(sizeof o->authorizer == COLL_AUTHORIZER_MAX + 1, "authorizer sizes must match");
+    memcpy(o->authorizer, c->cfg.authorizer, sizeof o->authorizer);
     o->hnsw_m = c->cfg.hnsw_m;
     o->hnsw_ef_construction = c->cfg.hnsw_efc;
     o->hnsw_ef_search = c->cfg.hnsw_ef;

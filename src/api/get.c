@@ -49,9 +49,17 @@ int cordon_get(cordon_t *db, const char *coll, const cordon_subject *subject, co
         (rc = write_id_check(id, WRITE_NO_INDEX, &e)) != 0)
         return api_ret(rc, &e, err);
     engine_asker_t who = {subject->subject_id, subject->principals, subject->n_principals};
-    if ((rc = record_new(id, &r, &e)) != 0)
+    cordon_authorizer_info ai;
+    char *filter = NULL;
+    if ((rc = api_pdp_filter(db, coll, subject, "read", NULL, &filter, &ai, &e)) != 0)
         return api_ret(rc, &e, err);
-    rc = search_get(db->e, coll, &who, id, &obj, &r->vector, &r->dim, &r->revision, &e);
+    if ((rc = record_new(id, &r, &e)) != 0) {
+        cdn_free(filter);
+        return api_ret(rc, &e, err);
+    }
+    r->authorizer = ai;
+    rc = search_get(db->e, coll, &who, id, filter, &obj, &r->vector, &r->dim, &r->revision, &e);
+    cdn_free(filter);
     if (rc == CDN_OK || rc == CDN_ERR_NOT_FOUND) {
         /* Recorded found or not: a probe for a hidden chunk is worth an audit line too. A get
          * the audit cannot record is not answered. */

@@ -196,6 +196,9 @@ int authz_view(authz_model_t *m, const char *subject_id, authz_view_t **out, cdn
 int authz_view_scoped(authz_model_t *m, const char *subject_id, const char *scope_type,
                       const char *scope_id, authz_view_t **out, cdn_err_t *err);
 void authz_view_release(authz_view_t *v);
+/* The subject's attributes as compact JSON with sorted keys (*json NULL when it has none; free
+ * with cdn_free). 0, CDN_ERR_NOT_FOUND, CDN_ERR_NOMEM or CDN_ERR_INTERNAL. */
+int authz_subject_attrs(authz_model_t *m, const char *subject_id, char **json, cdn_err_t *err);
 /* True when the (already normalized) principal is in the view: binary search. */
 bool authz_view_has(const authz_view_t *v, const char *principal);
 

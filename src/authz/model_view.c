@@ -210,6 +210,26 @@ int authz_view(authz_model_t *m, const char *subject_id, authz_view_t **out, cdn
     return view_get(m, subject_id, NULL, NULL, out, err);
 }
 
+int authz_subject_attrs(authz_model_t *m, const char *subject_id, char **json, cdn_err_t *err)
+{
+    uint32_t s;
+    int rc = CDN_OK;
+    *json = NULL;
+    pthread_rwlock_rdlock(&m->lock);
+    if (m->broken)
+        rc = cdn_err_set(err, CDN_ERR_INTERNAL, "the authorization model is broken");
+    else if (!az_subject_find(m->st, subject_id, &s))
+        rc = cdn_err_set(err, CDN_ERR_NOT_FOUND, "subject '%.64s' is not in the model", subject_id);
+    else if (m->st->subjects[s].attrs) {
+        char *d = json_dumps(m->st->subjects[s].attrs, JSON_COMPACT | JSON_SORT_KEYS);
+        if (!d || !(*json = cdn_strdup(d)))
+            rc = cdn_err_set(err, CDN_ERR_NOMEM, "out of memory");
+        free(d);
+    }
+    pthread_rwlock_unlock(&m->lock);
+    return rc;
+}
+
 int authz_view_scoped(authz_model_t *m, const char *subject_id, const char *scope_type,
                       const char *scope_id, authz_view_t **out, cdn_err_t *err)
 {

@@ -32,6 +32,7 @@ const char *cdn_strerror(int code)
     case CDN_ERR_CONFLICT: return "conflicts with current state";
     case CDN_ERR_UNSUPPORTED: return "not supported";
     case CDN_ERR_INTERNAL: return "internal error";
+    case CDN_ERR_UNAVAILABLE: return "an outside service did not answer";
     default: return "unknown error";
     }
 }

@@ -19,6 +19,7 @@ enum {
     CDN_ERR_CONFLICT = -9,     /* the change contradicts the current state (e.g. a cycle) */
     CDN_ERR_UNSUPPORTED = -10, /* valid, but not implemented by this build */
     CDN_ERR_INTERNAL = -11,    /* a bug: an invariant did not hold */
+    CDN_ERR_UNAVAILABLE = -12, /* an outside service the answer depends on did not answer */
 };
 
 #define CDN_ERR_MSG_MAX 256

@@ -42,6 +42,27 @@ static void prune_history(cordon_t *db, unsigned days)
         fprintf(stderr, "cordon: the permission history could not be pruned: %s\n", err.message);
 }
 
+/* The whole of a file of at most 1 MiB as a string (free it), or NULL having said why. */
+static char *read_small_file(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    char *s = f ? malloc((1 << 20) + 1) : NULL;
+    size_t n = s ? fread(s, 1, (1 << 20) + 1, f) : 0;
+    int bad = !f || !s || ferror(f) || n > (1 << 20);
+    if (f)
+        fclose(f);
+    if (bad) {
+        fprintf(stderr, "cordon serve: authorizers_file %s: %s\n", path,
+                !f   ? "cannot be opened"
+                : !s ? "out of memory"
+                     : "is unreadable or over 1 MiB");
+        free(s);
+        return NULL;
+    }
+    s[n] = '\0';
+    return s;
+}
+
 int cli_serve(int argc, char **argv)
 {
     static const struct option opts[] = {{"data", 1, 0, 'd'},
@@ -88,8 +109,16 @@ int cli_serve(int argc, char **argv)
     pthread_sigmask(SIG_BLOCK, &set, NULL);
     signal(SIGPIPE, SIG_IGN);
     cordon_options db_opts;
+    char *authorizers = NULL;
     http_config_db_options(&cfg, &db_opts);
-    if (cli_open_with(dir, &db_opts, &db) != 0)
+    if (cfg.authorizers_file[0]) {
+        if (!(authorizers = read_small_file(cfg.authorizers_file)))
+            return 2;
+        db_opts.authorizers_json = authorizers;
+    }
+    int orc = cli_open_with(dir, &db_opts, &db);
+    free(authorizers); /* parsed by the open */
+    if (orc != 0)
         return 1;
     /* Crash trials only (docs/reliability.md): SIGKILL at the n-th pass of a point inside the
      * engine's writes, counted from here (the open's own writes are not). */

@@ -81,6 +81,8 @@ static const key_spec_t k_keys[] = {
      "0 (records carry a hash of the query) or 1 (the query text too)"},
     {"history_retain_days", K_UNSIGNED, AT(history_retain_days), 0, 36500,
      "0 (keep the whole permission history) to 36500 days"},
+    {"authorizers_file", K_PATH, AT(authorizers_file), 0, 0,
+     "the path of a JSON file holding an array of authorizers, up to 4095 bytes"},
 };
 #define N_KEYS (sizeof k_keys / sizeof k_keys[0])
 #define RULE_PREFIX "index."

@@ -52,6 +52,9 @@ typedef struct http_config {
     /* The permission history (docs/internals/asof.md): states older than this are forgotten
      * at start and every hour; 0 (default): kept. */
     unsigned history_retain_days;
+    /* A JSON file holding the outside authorizers collections may delegate to
+     * (cordon_options.authorizers_json, docs/internals/pdp.md); "" (default): none. */
+    char authorizers_file[4096];
 } http_config_t;
 
 struct cordon_options;

@@ -64,6 +64,9 @@ void es_subject_labels(const http_req_t *req, cordon_subject *out);
 /* Says in a header of resp that its search was recorded as seq, and how durably
  * ("X-Cordon-Audit: seq=12; durable=0; flush_ms=200"); nothing when seq is 0. */
 void es_audit_header(const http_ctx_t *ctx, uint64_t seq, http_resp_t *resp);
+/* Adds "authorizer": {name, cached, age_ms, ttl_ms} to obj when the answer's collection
+ * delegates to an outside authorizer (the only part of an answer that may lag, by age_ms). */
+void es_authorizer_set(json_t *obj, const cordon_authorizer_info *ai);
 /* 1 when the caller may do action ("search", "read", "write", "manage") on index: admins
  * write and manage everywhere; everyone else as the permission model says. */
 int es_allowed(http_ctx_t *ctx, const http_req_t *req, const char *index, const char *action);

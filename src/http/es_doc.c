@@ -185,6 +185,7 @@ static json_t *doc_body(const es_index_t *ix, const cordon_record *r, json_t *sp
         json_pack("{s:s, s:s, s:i, s:I, s:i, s:b}", "_index", ix->name, "_id", r->id, "_version", 1,
                   "_seq_no", (json_int_t)r->revision, "_primary_term", 1, "found", 1);
     json_t *shown = es_source_shown(ix, r, spec);
+    es_authorizer_set(j, &r->authorizer);
     if (j && shown)
         json_object_set_new(j, "_source", shown);
     else

@@ -511,6 +511,9 @@ int es_index_create(http_ctx_t *ctx, const char *name, json_t *body, http_resp_t
     s.attrs_json = attrs;
     /* Keys bound to principals (not to subjects) search such an index with their principals. */
     s.asserted_principals = setting_true(settings, "asserted_principals");
+    /* index.cordon.authorizer: an authorizer of the server's authorizers_file that every
+     * search and read of the index also asks (docs/internals/pdp.md). */
+    s.authorizer = setting(settings, "authorizer");
     if ((rc = cordon_collection_create(ctx->db, &s, &err)) != 0) {
         if (rc == CORDON_ERR_EXISTS)
             es_error(resp, 400, "resource_already_exists_exception",

@@ -442,10 +442,11 @@ void es_search(http_ctx_t *ctx, http_req_t *req, http_resp_t *resp)
                                 json_pack("{s:I, s:s}", "value", (json_int_t)total, "relation",
                                           res->total_capped ? "gte" : "eq"));
         }
-        es_reply(resp, 200,
-                 json_pack("{s:i, s:b, s:{s:i, s:i, s:i, s:i}, s:o}", "took",
-                           (int)http_took_ms(req), "timed_out", 0, "_shards", "total", 1,
-                           "successful", 1, "skipped", 0, "failed", 0, "hits", h));
+        json_t *top = json_pack("{s:i, s:b, s:{s:i, s:i, s:i, s:i}, s:o}", "took",
+                                (int)http_took_ms(req), "timed_out", 0, "_shards", "total", 1,
+                                "successful", 1, "skipped", 0, "failed", 0, "hits", h);
+        es_authorizer_set(top, &res->authorizer);
+        es_reply(resp, 200, top);
         es_audit_header(ctx, res->audit_seq, resp);
     }
     cordon_result_free(res);
@@ -482,10 +483,13 @@ void es_count(http_ctx_t *ctx, http_req_t *req, http_resp_t *resp)
         if (json_object_size(body) > (q ? 1u : 0u))
             es_error(resp, 400, "parsing_exception", "request does not support [%s]",
                      json_object_iter_key(json_object_iter(body)));
-        else if (run(ctx, req, resp, &ix, &p, &res) == 0)
-            es_reply(resp, 200,
-                     json_pack("{s:I, s:{s:i, s:i, s:i, s:i}}", "count", (json_int_t)res->total,
-                               "_shards", "total", 1, "successful", 1, "skipped", 0, "failed", 0));
+        else if (run(ctx, req, resp, &ix, &p, &res) == 0) {
+            json_t *top =
+                json_pack("{s:I, s:{s:i, s:i, s:i, s:i}}", "count", (json_int_t)res->total,
+                          "_shards", "total", 1, "successful", 1, "skipped", 0, "failed", 0);
+            es_authorizer_set(top, &res->authorizer);
+            es_reply(resp, 200, top);
+        }
     }
     cordon_result_free(res);
     plan_free(&p);

@@ -87,8 +87,20 @@ void es_error_cordon(http_resp_t *resp, int rc, const cordon_error *err, const c
         break;
     case CORDON_ERR_DENIED: es_error(resp, 403, "security_exception", "%s", msg); break;
     case CORDON_ERR_NOMEM: es_error(resp, 503, "circuit_breaking_exception", "%s", msg); break;
+    case CORDON_ERR_UNAVAILABLE: /* the collection's authorizer did not answer: fail closed */
+        es_error(resp, 503, "authorizer_unavailable_exception", "%s", msg);
+        break;
     default: es_error(resp, 500, "exception", "%s", msg);
     }
+}
+
+void es_authorizer_set(json_t *obj, const cordon_authorizer_info *ai)
+{
+    if (obj && ai->name[0])
+        json_object_set_new(obj, "authorizer",
+                            json_pack("{s:s, s:b, s:I, s:I}", "name", ai->name, "cached",
+                                      ai->cached, "age_ms", (json_int_t)ai->age_ms, "ttl_ms",
+                                      (json_int_t)ai->ttl_ms));
 }
 
 void es_ack(http_resp_t *resp, const char *index)

@@ -3,6 +3,7 @@
 #include "http/metrics.h"
 #include "base/err.h"
 #include "base/mem.h"
+#include "cordon.h"
 
 #include <inttypes.h>
 #include <math.h>
@@ -348,6 +349,20 @@ static void render_gauges(const metrics_gauges_t *g, out_t *o)
                "Of the resident memory, the pages of files mapped from the page cache (float "
                "rows read to re-score, database pages), which the kernel may take back.");
     put_sample(o, "cordon_process_resident_file_memory_bytes", NULL, NULL, g->resident_file_bytes);
+    put_family(o, "cordon_authorizer_answers_total", "counter",
+               "Answers of outside authorizers, by authorizer and outcome: allowed, denied, "
+               "filtered (what the service answered), cached (served from the cache), "
+               "unavailable and timeout (nothing was read).");
+    for (size_t i = 0; i < g->n_authorizers; i++) {
+        const cordon_authorizer_stats *a = &g->authorizers[i];
+        const char *names[] = {"allowed", "denied", "filtered", "cached", "unavailable", "timeout"};
+        uint64_t v[] = {a->allowed, a->denied, a->filtered, a->cached, a->unavailable, a->timeouts};
+        for (size_t k = 0; k < 6; k++) {
+            put(o, "cordon_authorizer_answers_total{authorizer=");
+            put_label(o, a->name);
+            putf(o, ",outcome=\"%s\"} %" PRIu64 "\n", names[k], v[k]);
+        }
+    }
     put_family(o, "cordon_http_requests_in_flight", "gauge",
                "HTTP requests being answered, this scrape included.");
     put_sample(o, "cordon_http_requests_in_flight", NULL, NULL, (uint64_t)g->in_flight);

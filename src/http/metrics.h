@@ -52,6 +52,8 @@ typedef struct metrics_gauges {
     size_t in_flight;             /* requests being answered, this scrape included */
     const metrics_collection_t *colls;
     size_t n_colls;
+    const struct cordon_authorizer_stats *authorizers; /* cordon_authorizer_stats_get */
+    size_t n_authorizers;
 } metrics_gauges_t;
 
 /* Appends the Prometheus text exposition format (version 0.0.4) to out: every family with its

@@ -230,12 +230,18 @@ static void metrics_route(http_ctx_t *ctx, http_req_t *req, http_resp_t *resp)
                                        list[i].vector_bytes + list[i].graph_bytes +
                                            list[i].codes_bytes + list[i].acl_bytes};
     uint64_t file = 0, resident = metrics_resident_bytes(&file);
+    cordon_authorizer_stats *as = NULL;
+    size_t nas = 0;
+    if (cordon_authorizer_stats_get(ctx->db, &as, &nas, NULL) != CORDON_OK)
+        nas = 0;
     metrics_gauges_t g = {cordon_revision(ctx->db),
                           resident,
                           file,
                           (size_t)atomic_load(&ctx->in_flight),
                           cs,
-                          cs ? n : 0};
+                          cs ? n : 0,
+                          as,
+                          nas};
     resp->body.len = 0;
     if (metrics_render(ctx->metrics, &g, &resp->body) != 0)
         es_error(resp, 500, "exception", "cannot render metrics");
@@ -245,6 +251,7 @@ static void metrics_route(http_ctx_t *ctx, http_req_t *req, http_resp_t *resp)
     }
     cdn_free(cs);
     cordon_free(list);
+    cordon_free(as);
 }
 
 void http_dispatch(http_ctx_t *ctx, http_req_t *req, http_resp_t *resp)

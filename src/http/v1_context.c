@@ -341,6 +341,7 @@ void v1_context(http_ctx_t *ctx, http_req_t *req, http_resp_t *resp)
         (json_int_t)res->readable, "revision", (json_int_t)res->revision, "took_ms",
         (double)(cdn_clock_ns() - req->t0_ns) / 1e6);
     json_t *audit = v1_audit_meta(ctx, res->audit_seq);
+    es_authorizer_set(reply, &res->authorizer);
     if (reply && audit)
         json_object_set_new(reply, "audit", audit);
     else

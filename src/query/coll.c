@@ -46,6 +46,12 @@ int coll_config_encode(const coll_config_t *cfg, char **json)
                   cfg->analyzer, "meta_fields", meta, "bm25_k1", (double)cfg->k1, "bm25_b",
                   (double)cfg->b, "asserted_principals", cfg->asserted, "int8_scan", cfg->int8_scan,
                   "bm25_global_stats", cfg->bm25_global);
+    /* Written only when set, so records of collections without one stay as they were. */
+    if (o && cfg->authorizer[0] &&
+        json_object_set_new(o, "authorizer", json_string(cfg->authorizer)) != 0) {
+        json_decref(o);
+        o = NULL;
+    }
     if (!o)
         return CDN_ERR_NOMEM;
     *json = json_dumps(o, JSON_COMPACT);
@@ -93,6 +99,11 @@ int coll_config_decode(const char *json, size_t len, coll_config_t *cfg, cdn_err
         goto done;
     if (cfg->asserted < 0)
         cfg->asserted = 1;
+    x = json_object_get(o, "authorizer");
+    if (x && (!json_is_string(x) || json_string_length(x) > COLL_AUTHORIZER_MAX))
+        goto done;
+    if (x)
+        memcpy(cfg->authorizer, json_string_value(x), json_string_length(x) + 1);
     if (strlen(an) >= COLL_ANALYZER_MAX || (meta && !json_is_array(meta)) ||
         json_array_size(meta) > COLL_META_FIELDS_MAX)
         goto done;

@@ -21,6 +21,7 @@
 #define COLL_TEXT_FIELDS_MAX 16
 #define COLL_META_FIELDS_MAX 32
 #define COLL_ANALYZER_MAX 40
+#define COLL_AUTHORIZER_MAX 63
 
 typedef struct coll_config {
     char name[COLL_NAME_MAX + 1];
@@ -39,6 +40,8 @@ typedef struct coll_config {
     int asserted;    /* accepts principals asserted by the caller */
     int int8_scan;   /* keeps 8-bit codes for exact scans */
     int bm25_global; /* BM25 statistics over every chunk, not the subject's readable set */
+    /* The outside authorizer its reads also ask (authz/pdp.h), "" for none. */
+    char authorizer[COLL_AUTHORIZER_MAX + 1];
 } coll_config_t;
 
 typedef struct coll {

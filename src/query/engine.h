@@ -121,6 +121,7 @@ int engine_rebac_expand(engine_t *e, const char *object, const char *permission,
 int engine_is_authorized(engine_t *e, const authz_request_t *req, const char *const *resources,
                          size_t n, authz_decision_t *out, cdn_err_t *err);
 int engine_view(engine_t *e, const char *subject_id, authz_view_t **out, cdn_err_t *err);
+int engine_subject_attrs(engine_t *e, const char *subject_id, char **json, cdn_err_t *err);
 int engine_explain(engine_t *e, const char *subject_id, const char *const *allowed, size_t na,
                    const char *const *denied, size_t nd, authz_explanation_t *out, cdn_err_t *err);
 

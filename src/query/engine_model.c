@@ -241,6 +241,12 @@ int engine_view(engine_t *e, const char *subject_id, authz_view_t **out, cdn_err
     return rc ? rc : authz_view(e->model, subject_id, out, err);
 }
 
+int engine_subject_attrs(engine_t *e, const char *subject_id, char **json, cdn_err_t *err)
+{
+    int rc = model_ok(e, err);
+    return rc ? rc : authz_subject_attrs(e->model, subject_id, json, err);
+}
+
 int engine_rebac_check(engine_t *e, const char *subject, const char *permission, const char *object,
                        bool *allowed, uint64_t *rev, cdn_err_t *err)
 {

@@ -274,8 +274,8 @@ void search_result_free(search_result_t *r)
  * the store before it reaches memory, so a read transaction may be ahead of memory: then
  * *ahead is set and nothing is read; the caller waits for the writer and tries again. */
 static int get_locked(engine_t *e, coll_t *c, const unsigned char *key, size_t klen,
-                      const uint32_t *view, size_t nview, json_t **obj, float **vec, uint64_t *rev,
-                      int *readable, int *ahead, cdn_err_t *err)
+                      const char *filter, const uint32_t *view, size_t nview, json_t **obj,
+                      float **vec, uint64_t *rev, int *readable, int *ahead, cdn_err_t *err)
 {
     store_txn_t *t = NULL;
     uint64_t stored = 0;
@@ -289,6 +289,17 @@ static int get_locked(engine_t *e, coll_t *c, const unsigned char *key, size_t k
     else if (rc == CDN_OK && t && store_get(t, STORE_CHUNKS, key, klen, &v, &vlen) == CDN_OK &&
              chunkrec_decode(v, vlen, &row, obj) == CDN_OK)
         *readable = !c->broken && acl_index_check(c->acl, row, view, nview);
+    if (*readable && filter) { /* the filter as a search applies it, to this one row */
+        roaring_bitmap_t *one = roaring_bitmap_create();
+        if (!one)
+            rc = cdn_err_set(err, CDN_ERR_NOMEM, "out of memory");
+        else {
+            roaring_bitmap_add(one, row);
+            rc = search_filter_locked(e, c, filter, one, err);
+            *readable = rc == CDN_OK && roaring_bitmap_contains(one, row);
+            roaring_bitmap_free(one);
+        }
+    }
     if (*readable && c->vf && (*vec = cdn_malloc(c->cfg.dim * sizeof(float))))
         memcpy(*vec, vecfile_base(c->vf) + (size_t)row * vecfile_stride(c->vf),
                c->cfg.dim * sizeof(float));
@@ -301,8 +312,8 @@ static int get_locked(engine_t *e, coll_t *c, const unsigned char *key, size_t k
 /* One attempt of search_get at one permission state: the view's ids, then the record. With
  * detect_ahead, a store ahead of memory sets *ahead and reads nothing. */
 static int get_once(engine_t *e, coll_t *c, const engine_subject_t *who, const unsigned char *key,
-                    size_t klen, json_t **obj, float **vec, uint64_t *rev, int *readable,
-                    int detect_ahead, int *ahead, int *current, cdn_err_t *err)
+                    size_t klen, const char *filter, json_t **obj, float **vec, uint64_t *rev,
+                    int *readable, int detect_ahead, int *ahead, int *current, cdn_err_t *err)
 {
     uint32_t *view = NULL;
     size_t nview = 0;
@@ -311,7 +322,7 @@ static int get_once(engine_t *e, coll_t *c, const engine_subject_t *who, const u
     pthread_rwlock_rdlock(&c->lock);
     rc = engine_view_ids(e, who->principals, who->n, &view, &nview, err);
     if (rc == CDN_OK)
-        rc = get_locked(e, c, key, klen, view, nview, obj, vec, rev, readable,
+        rc = get_locked(e, c, key, klen, filter, view, nview, obj, vec, rev, readable,
                         detect_ahead ? ahead : &ignored, err);
     *current = engine_subject_current(e, who, rev);
     pthread_rwlock_unlock(&c->lock);
@@ -326,7 +337,8 @@ static int get_once(engine_t *e, coll_t *c, const engine_subject_t *who, const u
 }
 
 int search_get(engine_t *e, const char *name, const engine_asker_t *who, const char *id,
-               json_t **obj, float **vec, uint32_t *dim, uint64_t *rev, cdn_err_t *err)
+               const char *filter_json, json_t **obj, float **vec, uint32_t *dim, uint64_t *rev,
+               cdn_err_t *err)
 {
     unsigned char key[COLL_KEY_MAX];
     engine_read_t r = {0};
@@ -345,8 +357,8 @@ int search_get(engine_t *e, const char *name, const engine_asker_t *who, const c
         engine_read_begin(e, &r);
         if ((rc = engine_subject_resolve(e, c, who, "read", &s, err)) == CDN_OK) {
             cdn_hook_run(CDN_HOOK_SUBJECT_RESOLVED);
-            rc = get_once(e, c, &s, key, klen, obj, vec, rev, &readable, waits < 100, &ahead,
-                          &current, err);
+            rc = get_once(e, c, &s, key, klen, filter_json, obj, vec, rev, &readable, waits < 100,
+                          &ahead, &current, err);
             engine_subject_release(&s);
         }
         again = engine_read_end(e, &r, rc != CDN_OK || (current && !ahead));

@@ -98,9 +98,11 @@ void search_result_free(search_result_t *r);
  * unreadable. On success *obj is the stored record ({"fields","metadata","allowed","denied"},
  * json_decref it), *vec a copy of the vector (cdn_free; NULL without vectors) of *dim floats,
  * *rev the revision read. The record, the decision, the view and the check come from one
- * permission state. */
+ * permission state. filter_json (an Elasticsearch query object, or NULL) narrows what is
+ * readable further, as a search's filter does: a chunk it does not match reads as missing. */
 int search_get(engine_t *e, const char *coll, const engine_asker_t *who, const char *id,
-               json_t **obj, float **vec, uint32_t *dim, uint64_t *rev, cdn_err_t *err);
+               const char *filter_json, json_t **obj, float **vec, uint32_t *dim, uint64_t *rev,
+               cdn_err_t *err);
 
 /* Reads chunk id's stored record without a permission check, for administrators' questions
  * (explain) and writers' (a partial update). *obj is released with json_decref; with vec, a

@@ -15,6 +15,7 @@
 
 #include "base/buf.h"
 #include "base/err.h"
+#include "cordon.h"
 #include "http/metrics.h"
 
 static const char *const k_routes[] = {"GET /", "GET /{index}/_search", "POST /_bulk"};
@@ -65,12 +66,22 @@ static void test_counts_after_known_calls_are_exact(void **state)
     metrics_search(m, "rrf(exact,bm25)", 30, 1);
     metrics_search(m, NULL, 1, 0);
     metrics_collection_t colls[] = {{"docs", 12, 3400}, {"logs", 0, 0}};
+    cordon_authorizer_stats az = {.name = "cerbos",
+                                  .kind = "cerbos",
+                                  .allowed = 1,
+                                  .denied = 2,
+                                  .filtered = 3,
+                                  .cached = 4,
+                                  .unavailable = 5,
+                                  .timeouts = 6};
     metrics_gauges_t g = {.revision = 42,
                           .resident_bytes = 1 << 20,
                           .resident_file_bytes = 1 << 18,
                           .in_flight = 3,
                           .colls = colls,
-                          .n_colls = 2};
+                          .n_colls = 2,
+                          .authorizers = &az,
+                          .n_authorizers = 1};
     const char *t = render(m, &g, &b);
 
     assert_true(
@@ -100,14 +111,22 @@ static void test_counts_after_known_calls_are_exact(void **state)
     assert_true(sample(t, "cordon_process_resident_memory_bytes") == 1 << 20);
     assert_true(sample(t, "cordon_process_resident_file_memory_bytes") == 1 << 18);
     assert_true(sample(t, "cordon_http_requests_in_flight") == 3);
+    const char *outcomes[] = {"allowed", "denied", "filtered", "cached", "unavailable", "timeout"};
+    for (int i = 0; i < 6; i++) {
+        char name[128];
+        snprintf(name, sizeof name,
+                 "cordon_authorizer_answers_total{authorizer=\"cerbos\",outcome=\"%s\"}",
+                 outcomes[i]);
+        assert_true(sample(t, name) == i + 1);
+    }
     /* Every family is announced once, with its type. */
     assert_int_equal(lines_starting(t, "# TYPE cordon_http_requests_total counter\n"), 1);
     assert_int_equal(lines_starting(t, "# TYPE cordon_http_request_duration_seconds histogram\n"),
                      1);
     assert_int_equal(lines_starting(t, "# TYPE cordon_search_readable_chunks histogram\n"), 1);
     assert_int_equal(lines_starting(t, "# TYPE cordon_collection_bytes gauge\n"), 1);
-    assert_int_equal(lines_starting(t, "# HELP "), 12);
-    assert_int_equal(lines_starting(t, "# TYPE "), 12);
+    assert_int_equal(lines_starting(t, "# HELP "), 13);
+    assert_int_equal(lines_starting(t, "# TYPE "), 13);
     cdn_buf_free(&b);
     metrics_free(m);
 }

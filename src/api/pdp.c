@@ -1,0 +1,155 @@
+/* pdp.c: the facade's side of outside authorizers (authz/pdp.h, docs/internals/pdp.md): the
+ * question is built from the subject as the model sees it (its roles, groups, tenants and
+ * attributes), asked only of subjects the model lets at the collection at all (so an
+ * authorizer never learns of, nor reveals, a collection to someone who cannot see it), and
+ * the answer becomes a filter the search or read applies beside the native ACL.
+ * Relies on authz/pdp and query/engine. */
+#include "api/api.h"
+#include "base/mem.h"
+
+#include <stdio.h>
+#include <string.h>
+
+/* The query no chunk matches: an authorizer's "none". */
+static const char MATCH_NONE[] = "{\"bool\":{\"must_not\":[{\"match_all\":{}}]}}";
+
+int api_pdp_has(cordon_t *db, const char *name)
+{
+    return pdp_has(db->pdp, name);
+}
+
+int cordon_authorizer_stats_get(cordon_t *db, cordon_authorizer_stats **out, size_t *n,
+                                cordon_error *err)
+{
+    cdn_err_t e = {0, ""};
+    if (!db || !out || !n)
+        return api_ret(cdn_err_set(&e, CDN_ERR_INVALID, "cordon_authorizer_stats_get needs out"),
+                       &e, err);
+    *out = NULL;
+    *n = pdp_count(db->pdp);
+    if (*n && !(*out = cdn_calloc(*n, sizeof **out)))
+        return api_ret(cdn_err_set(&e, CDN_ERR_NOMEM, "out of memory"), &e, err);
+    _Static_assert(sizeof((*out)->name) == PDP_NAME_MAX + 1, "authorizer name sizes must match");
+    for (size_t i = 0; i < *n; i++) {
+        pdp_stats_t st;
+        pdp_stats_get(db->pdp, i, &st);
+        memcpy((*out)[i].name, st.name, sizeof st.name);
+        memcpy((*out)[i].kind, st.kind, sizeof st.kind);
+        (*out)[i].allowed = st.allowed;
+        (*out)[i].denied = st.denied;
+        (*out)[i].filtered = st.filtered;
+        (*out)[i].cached = st.cached;
+        (*out)[i].unavailable = st.unavailable;
+        (*out)[i].timeouts = st.timeouts;
+    }
+    return api_ret(CDN_OK, &e, err);
+}
+
+/* The names in v after prefix (and without a further ':' when plain), borrowed from v. */
+static size_t pick(const authz_view_t *v, const char *prefix, int plain, const char **out)
+{
+    size_t n = 0, len = strlen(prefix);
+    for (size_t i = 0; i < v->n; i++)
+        if (!strncmp(v->principals[i], prefix, len) &&
+            (!plain || !strchr(v->principals[i] + len, ':')))
+            out[n++] = v->principals[i] + len;
+    return n;
+}
+
+static int copy_filter(const char *user_filter, char **filter, cdn_err_t *e)
+{
+    *filter = NULL;
+    if (user_filter && !(*filter = cdn_strdup(user_filter)))
+        return cdn_err_set(e, CDN_ERR_NOMEM, "out of memory");
+    return CDN_OK;
+}
+
+/* user_filter AND plan (either may be NULL) into *filter. */
+static int join(const char *user_filter, const char *plan, char **filter, cdn_err_t *e)
+{
+    if (!plan || !user_filter)
+        return copy_filter(plan ? plan : user_filter, filter, e);
+    size_t n = strlen(user_filter) + strlen(plan) + 32;
+    if (!(*filter = cdn_malloc(n)))
+        return cdn_err_set(e, CDN_ERR_NOMEM, "out of memory");
+    snprintf(*filter, n, "{\"bool\":{\"filter\":[%s,%s]}}", user_filter, plan);
+    return CDN_OK;
+}
+
+static int ask(cordon_t *db, const char *authorizer, const char *coll, const char *subject_id,
+               pdp_answer_t *ans, cdn_err_t *e)
+{
+    authz_view_t *v = NULL;
+    char *attrs = NULL;
+    const char **names = NULL;
+    int rc = engine_view(db->e, subject_id, &v, e);
+    if (rc == CDN_OK)
+        rc = engine_subject_attrs(db->e, subject_id, &attrs, e);
+    if (rc == CDN_OK && !(names = cdn_calloc(3 * (v->n + 1), sizeof *names)))
+        rc = cdn_err_set(e, CDN_ERR_NOMEM, "out of memory");
+    if (rc == CDN_OK) {
+        const char **roles = names, **groups = names + v->n + 1, **tenants = groups + v->n + 1;
+        pdp_input_t in = {.subject_id = subject_id,
+                          .roles = roles,
+                          .n_roles = pick(v, "role:", 0, roles),
+                          .groups = groups,
+                          .n_groups = pick(v, "group:", 0, groups),
+                          .tenants = tenants,
+                          .n_tenants = pick(v, "tenant:", 1, tenants),
+                          .attrs_json = attrs,
+                          .collection = coll,
+                          .action = "read"};
+        rc = pdp_decide(db->pdp, authorizer, &in, ans, e);
+    }
+    cdn_free(names);
+    cdn_free(attrs);
+    if (v)
+        authz_view_release(v);
+    return rc;
+}
+
+int api_pdp_filter(cordon_t *db, const char *coll, const cordon_subject *s, const char *action,
+                   const char *user_filter, char **filter, cordon_authorizer_info *info,
+                   cdn_err_t *e)
+{
+    char authorizer[COLL_AUTHORIZER_MAX + 1], resource[COLL_NAME_MAX + 16];
+    coll_t *c;
+    memset(info, 0, sizeof *info);
+    if (engine_coll_get(db->e, coll, &c, e) != CDN_OK) /* the search says it, as it would */
+        return copy_filter(user_filter, filter, e);
+    memcpy(authorizer, c->cfg.authorizer, sizeof authorizer);
+    coll_unref(c);
+    if (!authorizer[0])
+        return copy_filter(user_filter, filter, e);
+    *filter = NULL;
+    if (!s->subject_id)
+        return cdn_err_set(e, CDN_ERR_INVALID,
+                           "collection \"%s\" delegates to the authorizer \"%s\": search and "
+                           "read it as a subject of the model, not with asserted principals",
+                           coll, authorizer);
+    /* The model first: a subject it keeps out is not asked about (the search then answers as
+     * for a missing collection). */
+    authz_request_t req = {0};
+    authz_decision_t d;
+    snprintf(resource, sizeof resource, "collection:%s", coll);
+    req.subject = s->subject_id;
+    req.resource = resource;
+    req.action = action;
+    int rc = engine_is_authorized(db->e, &req, NULL, 0, &d, e);
+    if (rc || !d.authorized)
+        return copy_filter(user_filter, filter, e);
+    pdp_answer_t ans;
+    if ((rc = ask(db, authorizer, coll, s->subject_id, &ans, e)) != 0)
+        return rc;
+    memcpy(info->name, authorizer, sizeof info->name);
+    info->cached = ans.cached;
+    info->age_ms = ans.age_ms;
+    info->ttl_ms = ans.ttl_ms;
+    rc = join(user_filter,
+              ans.kind == PDP_NONE     ? MATCH_NONE
+              : ans.kind == PDP_FILTER ? ans.filter_json
+                                       : NULL,
+              filter, e);
+    pdp_answer_free(&ans);
+    return rc;
+}

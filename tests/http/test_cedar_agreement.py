@@ -45,6 +45,7 @@ CONTEXT_ATTRS = {
     "mfa": ("bool", [True, False]),
     "amount": ("int", [0, 10, 999, 1000, 1001, 5000]),
     "labels": ("set", ["pii", "legal", "ops"]),
+    "codes": ("set", [1, 2, 3, 5]),  # Contains a number
     "req": ("rec", {"ip_class": ("str", ["corp", "home"]), "risk": ("int", [0, 1, 2, 3])}),
 }
 RESOURCE_ATTRS = {
@@ -53,7 +54,7 @@ RESOURCE_ATTRS = {
     "owner": ("str", None),  # a subject id, filled in per model
 }
 TYPES = ["doc", "report", "coll"]
-IDS = ["a1", "a2", "b1", "b2", "secret"]
+IDS = ["a1", "a2", "b1", "b2", "secret", "x:1"]  # the type ends at the first ':'
 ACTIONS = ["read", "write", "delete", "share"]
 
 
@@ -117,7 +118,7 @@ class Gen:
         if t == "bool":
             return {"Bool": {path: r.random() < 0.5}}
         if t == "set":
-            return {"Contains": {path: r.choice(vals + ["none"])}}
+            return {"Contains": {path: r.choice(vals + ["none", 4])}}
         v = r.choice(vals)
         k = r.random()
         if k < 0.3:
@@ -217,7 +218,8 @@ def node_or_skip():
     return node
 
 
-TYPES_DECLARED = {"subject.attributes.tags": "set", "context.labels": "set"}
+TYPES_DECLARED = {"subject.attributes.tags": "set", "context.labels": "set",
+                  "context.codes": "set"}
 
 
 def run_peer(node, tmp_path, cases):

@@ -9,29 +9,30 @@
  * deleted and put back, and the collection dropped and created again empty under its name (the
  * same chunk ids then name other chunks: as-of questions must tell the two apart). Reader threads
  * meanwhile search as random users in every mode and strategy (vector auto, exact, prefilter,
- * postfilter; BM25; hybrid; filtered) and get chunks. An oracle written apart from the engine
- * (leak_hunt.h: bit masks of memberships, nesting and ACLs, its own closure over groups) keeps the
- * state after every write, by revision, and judges each answer at the revision it reports: every
- * hit readable, the readable count right, an exact search's hits all of the readable chunks, a
- * search by a user without the role refused (a stale permission otherwise), a get that found a
- * chunk only when it is readable. CORDON_HUNT_OPS (default 7,000) sets the operations of each
- * seed, CORDON_HUNT_SEEDS (default "1,2") the seeds; a failure names its seed. The hunt runs with
- * the retrieval audit on, and at the end replays the log: one record per answered search and get,
- * and every hit a record says was shown readable by its subject in the oracle's state at the
- * record's revision; the engine's own replay (cordon_audit_verify, from its permission history)
- * must find the same; and random as-of questions (a user, a chunk, a past revision) must get the
- * oracle's answer (as-of does not see tuples yet: a chunk readable through its object alone is
- * left out of both comparisons, and counted). Tenants and labels too: users move between tenants t0
- * and t1, chunks belong to a tenant or none and may carry the label secret, and a deny of
- * label:secret is granted to users and revoked; the oracle walls each tenant's chunks off from
- * everyone outside it. Relationship tuples too (leak_hunt_rebac.h): a schema of groups, nested
- * folders and documents with a ban, chunks that name a document, a document's edit or a folder
- * (beside their ACL or instead of it), and writes that share and unshare folders and documents with
- * users and groups, move documents and folders, change groups' members, ban and unban, and swap the
- * schema; the oracle keeps the tuples and its own fixpoint over them in every state. Every answer
- * must also read a revision no older than the one current when the request began, so a tuple
- * deleted (or any write acknowledged) before a search never lets a chunk through. Relies on cmocka,
- * pthreads, jansson (the records), the public API, api_testutil.h and leak_hunt.h. */
+ * postfilter; BM25; hybrid; filtered), get chunks and ask for explanations. An oracle written apart
+ * from the engine (leak_hunt.h: bit masks of memberships, nesting and ACLs, its own closure over
+ * groups) keeps the state after every write, by revision, and judges each answer at the revision it
+ * reports: every hit readable, the readable count right, an exact search's hits all of the readable
+ * chunks, a search by a user without the role refused (a stale permission otherwise), a get that
+ * found a chunk only when it is readable, an explanation readable exactly when the chunk is.
+ * CORDON_HUNT_OPS (default 7,000) sets the operations of each seed, CORDON_HUNT_SEEDS (default
+ * "1,2") the seeds; a failure names its seed. The hunt runs with the retrieval audit on, and at the
+ * end replays the log: one record per answered search and get, and every hit a record says was
+ * shown readable by its subject in the oracle's state at the record's revision; the engine's own
+ * replay (cordon_audit_verify, from its permission history) must find the same; and random as-of
+ * questions (a user, a chunk, a past revision) must get the oracle's answer (as-of does not see
+ * tuples yet: a chunk readable through its object alone is left out of both comparisons, and
+ * counted). Tenants and labels too: users move between tenants t0 and t1, chunks belong to a tenant
+ * or none and may carry the label secret, and a deny of label:secret is granted to users and
+ * revoked; the oracle walls each tenant's chunks off from everyone outside it. Relationship tuples
+ * too (leak_hunt_rebac.h): a schema of groups, nested folders and documents with a ban, chunks that
+ * name a document, a document's edit or a folder (beside their ACL or instead of it), and writes
+ * that share and unshare folders and documents with users and groups, move documents and folders,
+ * change groups' members, ban and unban, and swap the schema; the oracle keeps the tuples and its
+ * own fixpoint over them in every state. Every answer must also read a revision no older than the
+ * one current when the request began, so a tuple deleted (or any write acknowledged) before a
+ * search never lets a chunk through. Relies on cmocka, pthreads, jansson (the records), the public
+ * API, api_testutil.h and leak_hunt.h. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -393,6 +394,30 @@ static void judge_search(hunt_t *h, int u, const cordon_query *q, int rc, cordon
         atomic_fetch_add(&h->wrong, 1);
 }
 
+/* An explanation: readable exactly when the oracle says so at the revision it reports (the
+ * collection's permission aside: an explanation is about the chunk's ACL and object). */
+static void explain_once(hunt_t *h, int u, int c, uint64_t before)
+{
+    char name[8], id[8];
+    cordon_explanation x;
+    world_t w;
+    snprintf(name, sizeof name, "u%d", u);
+    snprintf(id, sizeof id, "c%02d", c);
+    int rc = cordon_explain(h->db, "hunt", name, id, &x, NULL);
+    if (rc == CORDON_ERR_NOT_FOUND)
+        return;
+    if (rc || x.revision < before) {
+        atomic_fetch_add(&h->wrong, 1);
+        return;
+    }
+    if (world_at(h, x.revision, &w) && x.readable != readable(&w, u, c)) {
+        atomic_fetch_add(&h->wrong, 1);
+        fprintf(stderr, "explain as u%d of c%02d at revision %llu: %d, oracle %d (%s): %s\n", u, c,
+                (unsigned long long)x.revision, x.readable, readable(&w, u, c),
+                through_tuples(&w, u, c) ? "through tuples" : "by acl", x.message);
+    }
+}
+
 static void read_once(reader_t *rd)
 {
     hunt_t *h = rd->h;
@@ -405,6 +430,10 @@ static void read_once(reader_t *rd)
         v[d] = tu_randf(&rd->s) - 0.5f;
     v[1] += 0.01f;
     uint64_t before = cordon_revision(h->db);
+    if (kind == 6 && tu_rand(&rd->s) % 4 == 0) { /* explain */
+        explain_once(h, u, (int)(tu_rand(&rd->s) % NC), before);
+        return;
+    }
     if (kind == 6) { /* get */
         char id[8];
         cordon_record *rec = NULL;

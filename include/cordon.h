@@ -559,6 +559,11 @@ typedef struct cordon_decision {
     char granted_to[CORDON_PRINCIPAL_MAX]; /* "user:alice", "group:eng", ... */
     uint64_t revision;
     uint64_t audit_seq; /* the audit record of the decision (one for a batch); 0 = none */
+    /* When the matching permission is delegated ("authorizer" in the model): who decided,
+     * and how old its answer is. reason is then PERMISSION_GRANTED_BY_AUTHORIZER,
+     * PERMISSION_DENIED_BY_AUTHORIZER, or AUTHORIZER_UNAVAILABLE (not authorized: fail
+     * closed); as of the past, PERMISSION_DELEGATED (the authorizer is not asked). */
+    cordon_authorizer_info authorizer;
 } cordon_decision;
 
 /* Decides whether subject may do action on resource. Returns CORDON_OK whenever a decision was

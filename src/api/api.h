@@ -47,6 +47,12 @@ int api_pdp_filter(cordon_t *db, const char *coll, const cordon_subject *s, cons
                    const char *user_filter, char **filter, cordon_authorizer_info *info,
                    cdn_err_t *e);
 
+/* Completes a decision the model delegated (reason PERMISSION_DELEGATED, authorizer named in
+ * authorizer) by asking that authorizer about resource: out's authorized, reason and
+ * authorizer. A service that fails gives AUTHORIZER_UNAVAILABLE, not an error. */
+int api_pdp_check(cordon_t *db, const cordon_authz_request *req, const char *resource,
+                  const char *authorizer, cordon_decision *out, cdn_err_t *e);
+
 /* ---- The audit (api/audit.c). ---- */
 
 /* Opens db->audit over dir/audit as opts says (NULL: not recording). */

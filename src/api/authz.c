@@ -167,6 +167,11 @@ static int decide(cordon_t *db, const cordon_authz_request *req, const char *con
     for (size_t i = 0; rc == CDN_OK && i < (resources ? n : 1); i++)
         if ((rc = decision_out(&d[i], &out[i], e)) == CDN_OK)
             out[i].revision = rev;
+    /* Delegated decisions are asked of their authorizer, now only (the past is not asked). */
+    for (size_t i = 0; rc == CDN_OK && !past && i < (resources ? n : 1); i++)
+        if (d[i].reason == AUTHZ_PERMISSION_DELEGATED)
+            rc = api_pdp_check(db, req, resources ? resources[i] : req->resource, d[i].authorizer,
+                               &out[i], e);
     if (rc == CDN_OK && !past) /* a decision the audit cannot record is not given */
         rc = api_audit_decisions(db, req, resources, resources ? n : 1, out, e);
 done:

@@ -76,30 +76,28 @@ static int join(const char *user_filter, const char *plan, char **filter, cdn_er
     return CDN_OK;
 }
 
-static int ask(cordon_t *db, const char *authorizer, const char *coll, const char *subject_id,
-               pdp_answer_t *ans, cdn_err_t *e)
+/* Asks authorizer about in (its subject fields filled here from the model). */
+static int ask(cordon_t *db, const char *authorizer, pdp_input_t *in, pdp_answer_t *ans,
+               cdn_err_t *e)
 {
     authz_view_t *v = NULL;
     char *attrs = NULL;
     const char **names = NULL;
-    int rc = engine_view(db->e, subject_id, &v, e);
+    int rc = engine_view(db->e, in->subject_id, &v, e);
     if (rc == CDN_OK)
-        rc = engine_subject_attrs(db->e, subject_id, &attrs, e);
+        rc = engine_subject_attrs(db->e, in->subject_id, &attrs, e);
     if (rc == CDN_OK && !(names = cdn_calloc(3 * (v->n + 1), sizeof *names)))
         rc = cdn_err_set(e, CDN_ERR_NOMEM, "out of memory");
     if (rc == CDN_OK) {
         const char **roles = names, **groups = names + v->n + 1, **tenants = groups + v->n + 1;
-        pdp_input_t in = {.subject_id = subject_id,
-                          .roles = roles,
-                          .n_roles = pick(v, "role:", 0, roles),
-                          .groups = groups,
-                          .n_groups = pick(v, "group:", 0, groups),
-                          .tenants = tenants,
-                          .n_tenants = pick(v, "tenant:", 1, tenants),
-                          .attrs_json = attrs,
-                          .collection = coll,
-                          .action = "read"};
-        rc = pdp_decide(db->pdp, authorizer, &in, ans, e);
+        in->roles = roles;
+        in->n_roles = pick(v, "role:", 0, roles);
+        in->groups = groups;
+        in->n_groups = pick(v, "group:", 0, groups);
+        in->tenants = tenants;
+        in->n_tenants = pick(v, "tenant:", 1, tenants);
+        in->attrs_json = attrs;
+        rc = pdp_decide(db->pdp, authorizer, in, ans, e);
     }
     cdn_free(names);
     cdn_free(attrs);
@@ -139,7 +137,8 @@ int api_pdp_filter(cordon_t *db, const char *coll, const cordon_subject *s, cons
     if (rc || !d.authorized)
         return copy_filter(user_filter, filter, e);
     pdp_answer_t ans;
-    if ((rc = ask(db, authorizer, coll, s->subject_id, &ans, e)) != 0)
+    pdp_input_t in = {.subject_id = s->subject_id, .collection = coll, .action = "read"};
+    if ((rc = ask(db, authorizer, &in, &ans, e)) != 0)
         return rc;
     memcpy(info->name, authorizer, sizeof info->name);
     info->cached = ans.cached;
@@ -152,4 +151,34 @@ int api_pdp_filter(cordon_t *db, const char *coll, const cordon_subject *s, cons
               filter, e);
     pdp_answer_free(&ans);
     return rc;
+}
+
+int api_pdp_check(cordon_t *db, const cordon_authz_request *req, const char *resource,
+                  const char *authorizer, cordon_decision *out, cdn_err_t *e)
+{
+    pdp_answer_t ans;
+    cdn_err_t why = {0, ""};
+    pdp_input_t in = {.subject_id = req->subject,
+                      .action = req->action,
+                      .resource = resource,
+                      .resource_attrs_json = req->resource_json,
+                      .context_json = req->context_json};
+    int rc = ask(db, authorizer, &in, &ans, &why);
+    out->authorized = 0;
+    snprintf(out->authorizer.name, sizeof out->authorizer.name, "%s", authorizer);
+    if (rc == CDN_ERR_NOMEM)
+        return cdn_err_set(e, rc, "%s", why.msg);
+    if (rc) { /* decided: not authorized, since the one who could allow it did not answer */
+        snprintf(out->reason, sizeof out->reason, "AUTHORIZER_UNAVAILABLE");
+        return CDN_OK;
+    }
+    out->authorized = ans.kind == PDP_ALL;
+    snprintf(out->reason, sizeof out->reason, "%s",
+             out->authorized ? "PERMISSION_GRANTED_BY_AUTHORIZER"
+                             : "PERMISSION_DENIED_BY_AUTHORIZER");
+    out->authorizer.cached = ans.cached;
+    out->authorizer.age_ms = ans.age_ms;
+    out->authorizer.ttl_ms = ans.ttl_ms;
+    pdp_answer_free(&ans);
+    return CDN_OK;
 }

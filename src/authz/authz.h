@@ -37,6 +37,9 @@ typedef enum authz_reason {
     AUTHZ_INVALID_SCOPE,
     AUTHZ_INVALID_REQUEST,              /* resource not "type:id", or action empty/too long */
     AUTHZ_PERMISSION_DENIED_EXPLICITLY, /* a deny matched: it overrides every allow */
+    /* Nothing allowed it but a permission delegated to an outside authorizer (its condition,
+     * if any, holding): not authorized here; decision.authorizer names who must be asked. */
+    AUTHZ_PERMISSION_DELEGATED,
     AUTHZ_REASON_COUNT
 } authz_reason_t;
 
@@ -76,6 +79,7 @@ typedef struct authz_decision {
     char condition[AUTHZ_COND_TEXT_MAX];  /* its condition as compact JSON, "" if none */
     char role[AUTHZ_NAME_MAX];            /* role that carried it, "" for a direct grant */
     char granted_to[AUTHZ_PRINCIPAL_MAX]; /* "user:alice", "group:eng", ... */
+    char authorizer[64];                  /* the matched permission's authorizer, or "" */
 } authz_decision_t;
 
 /* A subject's principals at one revision: sorted, unique, e.g. "group:eng", "role:auditor",

@@ -16,7 +16,8 @@ static const char *const reason_names[AUTHZ_REASON_COUNT] = {"PERMISSION_GRANTED
                                                              "SUBJECT_NOT_FOUND",
                                                              "INVALID_SCOPE",
                                                              "INVALID_REQUEST",
-                                                             "PERMISSION_DENIED_EXPLICITLY"};
+                                                             "PERMISSION_DENIED_EXPLICITLY",
+                                                             "PERMISSION_DELEGATED"};
 
 const char *authz_reason_name(authz_reason_t r)
 {
@@ -44,6 +45,7 @@ static void decision_reset(authz_decision_t *d, authz_reason_t reason, uint64_t 
     d->reason = reason;
     d->revision = rev;
     d->resource[0] = d->action[0] = d->condition[0] = d->role[0] = d->granted_to[0] = '\0';
+    d->authorizer[0] = '\0';
 }
 
 static void copy_str(char *dst, size_t cap, const char *src)
@@ -60,6 +62,7 @@ static void fill_match(const az_state_t *st, authz_decision_t *d, const match_t 
     copy_str(d->resource, sizeof(d->resource), mt->perm->resource);
     copy_str(d->action, sizeof(d->action), mt->perm->action);
     copy_str(d->condition, sizeof(d->condition), mt->perm->cond_text);
+    copy_str(d->authorizer, sizeof(d->authorizer), mt->perm->authorizer);
     copy_str(d->role, sizeof(d->role), mt->grant->role >= 0 ? st->roles[mt->grant->role].id : "");
     const az_grant_t *g = mt->grant;
     const char *kind = g->to_kind == AZ_TO_GROUP                     ? "group:"
@@ -171,7 +174,7 @@ static bool visit_pass1(const az_perm_t *p, const az_grant_t *g, void *arg)
     pass1_t *a = arg;
     if (p->deny)
         return false;
-    if (!p->cond) {
+    if (!p->cond && !p->authorizer) {
         a->uncond = (match_t){p, g};
         return true; /* an unconditional grant wins: stop */
     }
@@ -189,11 +192,26 @@ typedef struct pass2 {
 static bool visit_pass2(const az_perm_t *p, const az_grant_t *g, void *arg)
 {
     pass2_t *a = arg;
-    if (!p->deny && p->cond && az_cond_eval(p->cond, a->env)) {
+    if (!p->deny && !p->authorizer && p->cond && az_cond_eval(p->cond, a->env)) {
         a->met = (match_t){p, g};
         return true;
     }
     return false;
+}
+
+/* A delegated permission whose own condition (if any) holds: the authorizer decides. */
+static bool delegable(const az_perm_t *p, const az_env_t *env)
+{
+    return !p->deny && p->authorizer && (!p->cond || az_cond_eval(p->cond, env));
+}
+
+static bool visit_delegated(const az_perm_t *p, const az_grant_t *g, void *arg)
+{
+    pass2_t *a = arg;
+    if (!delegable(p, a->env))
+        return false;
+    a->met = (match_t){p, g};
+    return true;
 }
 
 static void env_init(az_env_t *env, const az_state_t *st, uint32_t s, const creq_t *c)
@@ -249,13 +267,23 @@ static authz_reason_t evaluate(const az_state_t *st, uint32_t s, const creq_t *c
     env_init(&env, st, s, c);
     pass2_t p2 = {&env, {0}};
     for (uint32_t i = 0; i < p1.nconds && i < PASS1_KEEP && !p2.met.perm; i++)
-        if (az_cond_eval(p1.conds[i].perm->cond, &env))
+        if (!p1.conds[i].perm->authorizer && az_cond_eval(p1.conds[i].perm->cond, &env))
             p2.met = p1.conds[i];
     if (!p2.met.perm && p1.nconds > PASS1_KEEP)
         scan_subject(st, s, c, true, visit_pass2, &p2); /* too many to remember: rescan */
     if (p2.met.perm) {
         *mt = p2.met;
         return AUTHZ_PERMISSION_GRANTED_CONDITION_MET;
+    }
+    /* Nothing here allows it: a delegated permission hands the question on. */
+    for (uint32_t i = 0; i < p1.nconds && i < PASS1_KEEP && !p2.met.perm; i++)
+        if (delegable(p1.conds[i].perm, &env))
+            p2.met = p1.conds[i];
+    if (!p2.met.perm && p1.nconds > PASS1_KEEP)
+        scan_subject(st, s, c, true, visit_delegated, &p2);
+    if (p2.met.perm) {
+        *mt = p2.met;
+        return AUTHZ_PERMISSION_DELEGATED;
     }
     *mt = p1.conds[0];
     return AUTHZ_PERMISSION_FOUND_CONDITION_NOT_MET;
@@ -485,7 +513,8 @@ static bool visit_actions(const az_perm_t *p, const az_grant_t *g, void *arg)
 {
     (void)g;
     actions_acc_t *a = arg;
-    if (p->deny || (p->cond && !az_cond_eval(p->cond, a->env)))
+    /* A delegated permission is left out: only its authorizer could say. */
+    if (p->deny || p->authorizer || (p->cond && !az_cond_eval(p->cond, a->env)))
         return false;
     for (size_t i = 0; i < a->n; i++)
         if (!strcmp(a->v[i], p->action))

@@ -39,6 +39,8 @@ static int perm_copy(az_perm_t *d, const az_perm_t *s)
         rc = dup_str(&d->action, s->action);
     if (!rc)
         rc = dup_str(&d->cond_text, s->cond_text);
+    if (!rc)
+        rc = dup_str(&d->authorizer, s->authorizer);
     if (!rc && s->cond_src && !(d->cond_src = json_deep_copy(s->cond_src)))
         rc = CDN_ERR_NOMEM;
     /* the compiled form holds no pointers into its source worth sharing: compile again */

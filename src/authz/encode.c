@@ -5,8 +5,10 @@
 json_t *az_perm_json(const az_perm_t *p)
 {
     json_t *o = json_pack("{s:s, s:s}", "resource", p->resource, "action", p->action);
-    if (o && ((p->cond_src && json_object_set(o, "condition", p->cond_src)) ||
-              (p->deny && json_object_set_new(o, "effect", json_string("deny"))))) {
+    if (o &&
+        ((p->cond_src && json_object_set(o, "condition", p->cond_src)) ||
+         (p->deny && json_object_set_new(o, "effect", json_string("deny"))) ||
+         (p->authorizer && json_object_set_new(o, "authorizer", json_string(p->authorizer))))) {
         json_decref(o);
         return NULL;
     }

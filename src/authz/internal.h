@@ -71,6 +71,10 @@ typedef struct az_perm {
     az_cond_t *cond;  /* NULL: unconditional */
     json_t *cond_src; /* as given, for export */
     char *cond_text;  /* compact JSON, for decisions */
+    /* An outside authorizer (authz/pdp.h) that decides what the permission allows once it
+     * matches and its condition holds, or NULL. Decisions here answer such a match
+     * PERMISSION_DELEGATED (not authorized); the public API asks the authorizer. */
+    char *authorizer;
 } az_perm_t;
 
 typedef struct az_grant {

@@ -200,6 +200,7 @@ void az_perm_clear(az_perm_t *p)
     if (p->cond_src)
         json_decref(p->cond_src);
     cdn_free(p->cond_text);
+    cdn_free(p->authorizer);
     memset(p, 0, sizeof(*p));
 }
 

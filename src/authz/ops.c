@@ -417,7 +417,8 @@ static int label_deny_check(const char *res, const az_perm_t *p, const json_t *c
 
 int az_perm_build(const json_t *src, const char *field, az_perm_t *out, cdn_err_t *err)
 {
-    static const char *const f[] = {"resource", "action", "condition", "effect", NULL};
+    static const char *const f[] = {"resource", "action",     "condition",
+                                    "effect",   "authorizer", NULL};
     memset(out, 0, sizeof(*out));
     if (!json_is_object(src))
         return cdn_err_set(err, CDN_ERR_INVALID,
@@ -447,6 +448,22 @@ int az_perm_build(const json_t *src, const char *field, az_perm_t *out, cdn_err_
     out->any_action = !strcmp(lower, "*");
     if (out->deny && (rc = label_deny_check(json_string_value(res), out, cond, field, err)))
         return rc;
+    const json_t *by = json_object_get(src, "authorizer");
+    if (by && !json_is_null(by)) {
+        const char *b = json_string_value(by);
+        size_t n = b ? strlen(b) : 0;
+        if (!n || n > 63 || strspn(b, "abcdefghijklmnopqrstuvwxyz0123456789_-") != n)
+            return cdn_err_set(err, CDN_ERR_INVALID,
+                               "%s.authorizer must name an authorizer: 1 to 63 of [a-z0-9_-]",
+                               field);
+        if (out->deny)
+            return cdn_err_set(err, CDN_ERR_INVALID,
+                               "%s: a deny cannot be delegated to an authorizer (a deny must "
+                               "hold whether or not a service answers)",
+                               field);
+        if (!(out->authorizer = cdn_strdup(b)))
+            goto nomem;
+    }
     if (!(out->resource = cdn_strdup(json_string_value(res))) || !(out->action = cdn_strdup(lower)))
         goto nomem;
     if (cond && !json_is_null(cond)) {
@@ -643,7 +660,8 @@ static bool grant_eq(const az_grant_t *a, const az_grant_t *b)
         return true;
     return a->perm->deny == b->perm->deny && !strcmp(a->perm->resource, b->perm->resource) &&
            !strcmp(a->perm->action, b->perm->action) &&
-           opt_eq(a->perm->cond_text, b->perm->cond_text);
+           opt_eq(a->perm->cond_text, b->perm->cond_text) &&
+           opt_eq(a->perm->authorizer, b->perm->authorizer);
 }
 
 static int op_grant(az_state_t *st, op_ctx_t *c, bool revoke, cdn_err_t *err)

@@ -28,7 +28,8 @@ typedef enum { KIND_CERBOS = 1, KIND_OPA = 2 } svc_kind_t;
 typedef struct authorizer {
     char name[PDP_NAME_MAX + 1];
     svc_kind_t kind;
-    char *endpoint;       /* the full URL asked */
+    char *endpoint;       /* the full URL asked (Cerbos: of PlanResources) */
+    char *check_endpoint; /* the URL asked about one resource (Cerbos: CheckResources) */
     char *resource_kind;  /* Cerbos: resource.kind */
     char *policy_version; /* Cerbos: resource.policyVersion */
     char *default_role;   /* Cerbos: a role every principal carries (Cerbos needs one) */
@@ -55,6 +56,7 @@ struct pdp {
 static void authorizer_free(authorizer_t *a)
 {
     cdn_free(a->endpoint);
+    cdn_free(a->check_endpoint);
     cdn_free(a->resource_kind);
     cdn_free(a->policy_version);
     cdn_free(a->default_role);
@@ -104,9 +106,9 @@ static int name_ok(const char *s)
 
 static int parse_one(const json_t *o, size_t i, authorizer_t *a, cdn_err_t *err)
 {
-    static const char *const known[] = {"name",    "kind",          "url",
-                                        "path",    "resource_kind", "policy_version",
-                                        "default_role", "timeout_ms", "ttl_ms"};
+    static const char *const known[] = {"name",         "kind",          "url",
+                                        "path",         "resource_kind", "policy_version",
+                                        "default_role", "timeout_ms",    "ttl_ms"};
     const char *key, *name, *kind, *url, *path = NULL;
     const json_t *v;
     if (!json_is_object(o))
@@ -134,10 +136,10 @@ static int parse_one(const json_t *o, size_t i, authorizer_t *a, cdn_err_t *err)
                    NULL);
     if (a->kind == KIND_OPA) {
         path = json_string_value(json_object_get(o, "path"));
-        if (!path || !path[0] || strlen(path) > 256 || strspn(path, "abcdefghijklmnopqrstuvwxyz"
-                                                                    "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
-                                                                    "0123456789_/-") !=
-                                                         strlen(path))
+        if (!path || !path[0] || strlen(path) > 256 ||
+            strspn(path, "abcdefghijklmnopqrstuvwxyz"
+                         "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                         "0123456789_/-") != strlen(path))
             return bad(err, i,
                        "an opa authorizer needs path, the rule's package path as OPA's Data API "
                        "names it (e.g. \"cordon/read\")",
@@ -152,17 +154,20 @@ static int parse_one(const json_t *o, size_t i, authorizer_t *a, cdn_err_t *err)
     while (ulen && url[ulen - 1] == '/')
         ulen--;
     size_t n = ulen + (path ? strlen(path) : 0) + 32;
-    if (!(a->endpoint = cdn_malloc(n)))
+    if (!(a->endpoint = cdn_malloc(n)) || !(a->check_endpoint = cdn_malloc(n)))
         return cdn_err_set(err, CDN_ERR_NOMEM, "out of memory");
-    if (a->kind == KIND_CERBOS)
+    if (a->kind == KIND_CERBOS) {
         snprintf(a->endpoint, n, "%.*s/api/plan/resources", (int)ulen, url);
-    else
+        snprintf(a->check_endpoint, n, "%.*s/api/check/resources", (int)ulen, url);
+    } else {
         snprintf(a->endpoint, n, "%.*s/v1/data/%s", (int)ulen, url, path);
-    if (a->kind == KIND_CERBOS &&
-        (str_key(o, "resource_kind", "chunk", &a->resource_kind) ||
-         str_key(o, "policy_version", "default", &a->policy_version) ||
-         str_key(o, "default_role", "user", &a->default_role)))
-        return bad(err, i, "resource_kind, policy_version and default_role must be non-empty strings",
+        snprintf(a->check_endpoint, n, "%s", a->endpoint);
+    }
+    if (a->kind == KIND_CERBOS && (str_key(o, "resource_kind", "chunk", &a->resource_kind) ||
+                                   str_key(o, "policy_version", "default", &a->policy_version) ||
+                                   str_key(o, "default_role", "user", &a->default_role)))
+        return bad(err, i,
+                   "resource_kind, policy_version and default_role must be non-empty strings",
                    NULL);
     if (ms_key(o, "timeout_ms", PDP_TIMEOUT_DEFAULT_MS, 1, PDP_TIMEOUT_MAX_MS, &a->timeout_ms))
         return bad(err, i, "timeout_ms must be an integer from 1 to 60000", NULL);
@@ -280,37 +285,84 @@ static json_t *names(const char *const *v, size_t n)
     return a;
 }
 
+static json_t *object_of(const char *text)
+{
+    json_t *o = text ? json_loads(text, 0, NULL) : NULL;
+    if (!json_is_object(o)) {
+        json_decref(o);
+        o = json_object();
+    }
+    return o;
+}
+
 /* The question as the service reads it. */
 static char *question(const authorizer_t *a, const pdp_input_t *in)
 {
-    json_t *attrs = in->attrs_json ? json_loads(in->attrs_json, 0, NULL) : json_object(), *q;
-    if (!json_is_object(attrs)) {
-        json_decref(attrs);
-        attrs = json_object();
-    }
+    json_t *attrs = object_of(in->attrs_json), *q;
+    const char *colon = in->resource ? strchr(in->resource, ':') : NULL;
     if (a->kind == KIND_CERBOS) {
-        /* Groups and tenants ride in the principal's attributes; the model's roles, with the
-         * default role every principal carries, are its roles. */
+        /* Groups and tenants ride in the principal's attributes (with the request's context
+         * when one resource is asked about); the model's roles, with the default role every
+         * principal carries, are its roles. */
         json_t *roles = names(in->roles, in->n_roles);
         if (roles)
             json_array_insert_new(roles, 0, json_string(a->default_role));
         json_object_set_new(attrs, "groups", names(in->groups, in->n_groups));
         json_object_set_new(attrs, "tenants", names(in->tenants, in->n_tenants));
-        json_object_set_new(attrs, "collection", json_string(in->collection));
-        q = json_pack("{s:s, s:s, s:{s:s, s:o, s:o}, s:{s:s, s:s}}", "requestId", "cordon",
-                      "action", in->action, "principal", "id", in->subject_id, "roles", roles,
-                      "attr", attrs, "resource", "kind", a->resource_kind, "policyVersion",
-                      a->policy_version);
+        if (!in->resource) {
+            json_object_set_new(attrs, "collection", json_string(in->collection));
+            q = json_pack("{s:s, s:s, s:{s:s, s:o, s:o}, s:{s:s, s:s}}", "requestId", "cordon",
+                          "action", in->action, "principal", "id", in->subject_id, "roles", roles,
+                          "attr", attrs, "resource", "kind", a->resource_kind, "policyVersion",
+                          a->policy_version);
+        } else {
+            json_object_set_new(attrs, "context", object_of(in->context_json));
+            q = json_pack("{s:s, s:{s:s, s:o, s:o}, s:[{s:[s], s:{s:s%, s:s, s:s, s:o}}]}",
+                          "requestId", "cordon", "principal", "id", in->subject_id, "roles", roles,
+                          "attr", attrs, "resources", "actions", in->action, "resource", "kind",
+                          in->resource, (size_t)(colon - in->resource), "id", colon + 1,
+                          "policyVersion", a->policy_version, "attr",
+                          object_of(in->resource_attrs_json));
+        }
     } else {
-        q = json_pack("{s:{s:{s:s, s:o, s:o, s:o, s:o}, s:s, s:s}}", "input", "subject", "id",
-                      in->subject_id, "roles", names(in->roles, in->n_roles), "groups",
-                      names(in->groups, in->n_groups), "tenants",
-                      names(in->tenants, in->n_tenants), "attributes", attrs, "action",
-                      in->action, "collection", in->collection);
+        json_t *subject =
+            json_pack("{s:s, s:o, s:o, s:o, s:o}", "id", in->subject_id, "roles",
+                      names(in->roles, in->n_roles), "groups", names(in->groups, in->n_groups),
+                      "tenants", names(in->tenants, in->n_tenants), "attributes", attrs);
+        if (!in->resource)
+            q = json_pack("{s:{s:o, s:s, s:s}}", "input", "subject", subject, "action", in->action,
+                          "collection", in->collection);
+        else
+            q = json_pack("{s:{s:o, s:s, s:{s:s%, s:s, s:o}, s:o}}", "input", "subject", subject,
+                          "action", in->action, "resource", "type", in->resource,
+                          (size_t)(colon - in->resource), "id", colon + 1, "attributes",
+                          object_of(in->resource_attrs_json), "context",
+                          object_of(in->context_json));
     }
     char *s = q ? json_dumps(q, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
     json_decref(q);
     return s;
+}
+
+/* Cerbos's CheckResources answer for one resource and action. */
+static int check_answer(const char *json, size_t len, const char *action, pdp_kind_t *kind,
+                        cdn_err_t *err)
+{
+    json_t *j = json_loadb(json, len, 0, NULL);
+    const char *effect = json_string_value(json_object_get(
+        json_object_get(json_array_get(json_object_get(j, "results"), 0), "actions"), action));
+    int rc = CDN_OK;
+    if (effect && !strcmp(effect, "EFFECT_ALLOW"))
+        *kind = PDP_ALL;
+    else if (effect && !strcmp(effect, "EFFECT_DENY"))
+        *kind = PDP_NONE;
+    else
+        rc = cdn_err_set(err, CDN_ERR_UNAVAILABLE,
+                         "the authorizer's answer has no results[0].actions.%.60s (is it "
+                         "Cerbos's /api/check/resources?)",
+                         action);
+    json_decref(j);
+    return rc;
 }
 
 static uint64_t ms_since(uint64_t at_ns)
@@ -380,14 +432,15 @@ static void cache_put(pdp_t *p, const char *key, const pdp_answer_t *ans)
     p->used++;
 }
 
-static int ask(authorizer_t *a, const char *body, pdp_answer_t *out, cdn_err_t *err)
+static int ask(authorizer_t *a, const pdp_input_t *in, const char *body, pdp_answer_t *out,
+               cdn_err_t *err)
 {
     char what[PDP_NAME_MAX + 32], why[CDN_ERR_MSG_MAX];
     cdn_buf_t answer;
     long status;
     int timed_out, rc;
     snprintf(what, sizeof what, "the authorizer \"%s\"", a->name);
-    cdn_httpc_req_t req = {.url = a->endpoint,
+    cdn_httpc_req_t req = {.url = in->resource ? a->check_endpoint : a->endpoint,
                            .body = body,
                            .total_ms = a->timeout_ms,
                            .max_answer = PDP_ANSWER_MAX,
@@ -402,7 +455,9 @@ static int ask(authorizer_t *a, const char *body, pdp_answer_t *out, cdn_err_t *
         atomic_fetch_add(&a->unavailable, 1);
         rc = cdn_err_set(err, CDN_ERR_UNAVAILABLE,
                          "%s answered HTTP %ld; nothing is read (fail closed)", what, status);
-    } else if (a->kind == KIND_CERBOS)
+    } else if (a->kind == KIND_CERBOS && in->resource)
+        rc = check_answer(answer.data ? answer.data : "", answer.len, in->action, &out->kind, err);
+    else if (a->kind == KIND_CERBOS)
         rc = pdp_plan_filter(answer.data ? answer.data : "", answer.len, &out->kind,
                              &out->filter_json, err);
     else
@@ -425,15 +480,16 @@ static int ask(authorizer_t *a, const char *body, pdp_answer_t *out, cdn_err_t *
     return rc;
 }
 
-int pdp_decide(pdp_t *p, const char *name, const pdp_input_t *in, pdp_answer_t *out,
-               cdn_err_t *err)
+int pdp_decide(pdp_t *p, const char *name, const pdp_input_t *in, pdp_answer_t *out, cdn_err_t *err)
 {
     authorizer_t *a = find(p, name);
     memset(out, 0, sizeof *out);
+    if (in->resource && !strchr(in->resource, ':'))
+        return cdn_err_set(err, CDN_ERR_INVALID, "resource \"%.80s\" is not type:id", in->resource);
     if (!a)
         return cdn_err_set(err, CDN_ERR_UNAVAILABLE,
-                           "the collection delegates to the authorizer \"%.63s\", which is not "
-                           "configured on this handle (authorizers); nothing is read",
+                           "the authorizer \"%.63s\" is not configured on this handle "
+                           "(authorizers); nothing is read, nothing is allowed",
                            name ? name : "");
     out->ttl_ms = a->ttl_ms;
     char *body = question(a, in);
@@ -457,7 +513,7 @@ int pdp_decide(pdp_t *p, const char *name, const pdp_input_t *in, pdp_answer_t *
         }
     }
     if (rc == CDN_OK)
-        rc = ask(a, body, out, err);
+        rc = ask(a, in, body, out, err);
     if (rc == CDN_OK && a->ttl_ms) {
         pthread_mutex_lock(&p->lock);
         cache_put(p, key, out);

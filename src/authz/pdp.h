@@ -15,10 +15,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define PDP_MAX 16                  /* authorizers configured on one handle */
-#define PDP_NAME_MAX 63             /* [a-z0-9_-], 1..63 bytes */
-#define PDP_URL_MAX 1024            /* bytes of a base URL */
-#define PDP_CACHE_MAX 4096          /* cached answers, all authorizers together */
+#define PDP_MAX 16                   /* authorizers configured on one handle */
+#define PDP_NAME_MAX 63              /* [a-z0-9_-], 1..63 bytes */
+#define PDP_URL_MAX 1024             /* bytes of a base URL */
+#define PDP_CACHE_MAX 4096           /* cached answers, all authorizers together */
 #define PDP_ANSWER_MAX (1024 * 1024) /* bytes of a service's answer */
 #define PDP_FILTER_DEPTH 32          /* nesting of a plan's expressions */
 
@@ -40,8 +40,13 @@ typedef struct pdp_input {
     const char *const *tenants;
     size_t n_tenants;
     const char *attrs_json; /* the subject's attributes (an object), or NULL */
-    const char *collection;
-    const char *action; /* "read" */
+    const char *collection; /* a collection's chunks (pdp_decide) ... */
+    const char *action;     /* "read", or the action asked of resource */
+    /* ... or one resource "type:id" of is-authorized (pdp_decide: PDP_ALL allowed, PDP_NONE
+     * not), with its attributes and the request's context (objects, or NULL). */
+    const char *resource;
+    const char *resource_attrs_json;
+    const char *context_json;
 } pdp_input_t;
 
 typedef struct pdp_answer {
@@ -54,7 +59,7 @@ typedef struct pdp_answer {
 
 typedef struct pdp_stats {
     char name[PDP_NAME_MAX + 1];
-    char kind[8]; /* "cerbos" or "opa" */
+    char kind[8];                       /* "cerbos" or "opa" */
     uint64_t allowed, denied, filtered; /* answers of each kind the service gave */
     uint64_t cached;                    /* answers served from the cache */
     uint64_t unavailable;               /* down, HTTP error, unreadable answer */
@@ -67,9 +72,11 @@ int pdp_open(const char *config_json, pdp_t **out, cdn_err_t *err);
 void pdp_close(pdp_t *p);
 /* Whether name is configured. */
 int pdp_has(const pdp_t *p, const char *name);
-/* Asks authorizer name which chunks of in->collection in->subject_id may read (from the
- * cache while its answer is younger than ttl_ms). CDN_ERR_NOT_FOUND: no such authorizer;
- * CDN_ERR_UNAVAILABLE: the service failed (err says how; nothing may be read). */
+/* Asks authorizer name which chunks of in->collection in->subject_id may read, or (with
+ * in->resource) whether it may do in->action on that resource: Cerbos's PlanResources or
+ * CheckResources, the OPA-shaped service's one path either way (from the cache while its
+ * answer is younger than ttl_ms). CDN_ERR_UNAVAILABLE: the service failed or is not
+ * configured (err says how; nothing may be read, nothing is allowed). */
 int pdp_decide(pdp_t *p, const char *name, const pdp_input_t *in, pdp_answer_t *out,
                cdn_err_t *err);
 void pdp_answer_free(pdp_answer_t *a);

@@ -168,9 +168,9 @@ static int combine(side_t *s, size_t n, int all, side_t *out, cdn_err_t *err)
         out->q = json_incref(json_array_get(list, 0));
         json_decref(list);
     } else if (json_array_size(list) > 1) {
-        out->q = all ? json_pack("{s:{s:o}}", "bool", "filter", list)
-                     : json_pack("{s:{s:o, s:i}}", "bool", "should", list,
-                                 "minimum_should_match", 1);
+        out->q =
+            all ? json_pack("{s:{s:o}}", "bool", "filter", list)
+                : json_pack("{s:{s:o, s:i}}", "bool", "should", list, "minimum_should_match", 1);
         if (!out->q)
             return nomem(err);
     } else

@@ -9,12 +9,12 @@
 #include <stddef.h>
 
 typedef struct cdn_httpc_req {
-    const char *url;       /* http:// or https:// (no other scheme is followed) */
-    const char *body;      /* sent as application/json */
-    unsigned connect_ms;   /* 0 = total_ms */
-    unsigned total_ms;     /* the whole exchange, connect included; must be > 0 */
-    size_t max_answer;     /* bytes of an answer; past it the call fails */
-    const char *what;      /* how errors name the service, e.g. "the authorizer \"cerbos\"" */
+    const char *url;     /* http:// or https:// (no other scheme is followed) */
+    const char *body;    /* sent as application/json */
+    unsigned connect_ms; /* 0 = total_ms */
+    unsigned total_ms;   /* the whole exchange, connect included; must be > 0 */
+    size_t max_answer;   /* bytes of an answer; past it the call fails */
+    const char *what;    /* how errors name the service, e.g. "the authorizer \"cerbos\"" */
 } cdn_httpc_req_t;
 
 /* POSTs req->body to req->url. Returns 0 with the HTTP status in *status and the answer in

@@ -101,6 +101,14 @@ static int check_one(http_ctx_t *ctx, const http_req_t *req, const char *subject
         /* The engine's condition is its own compact JSON: it goes out as it is. */
         w = w ? w : cdn_buf_puts(out, ",\"matchedCondition\":");
         w = w ? w : cdn_buf_puts(out, d.condition[0] ? d.condition : "null");
+        if (!w && d.authorizer.name[0]) { /* a delegated permission: who decided, how fresh */
+            w = cdn_buf_puts(out, ",\"authorizer\":{\"name\":") || put_str(out, d.authorizer.name);
+            w = w ? w
+                  : cdn_buf_printf(out, ",\"cached\":%s,\"age_ms\":%llu,\"ttl_ms\":%llu}",
+                                   d.authorizer.cached ? "true" : "false",
+                                   (unsigned long long)d.authorizer.age_ms,
+                                   (unsigned long long)d.authorizer.ttl_ms);
+        }
     } else {
         /* A malformed check is a decision too: denied, with the engine's reason. */
         const char *msg = why ? why : err.message;

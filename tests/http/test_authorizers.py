@@ -479,3 +479,83 @@ def test_configuration_errors_are_said(tmp_path):
         assert st == 404  # nothing was created
     finally:
         assert s.stop() == 0, s.stderr
+
+
+def test_a_delegated_permission_is_decided_by_cerbos_and_the_webhook(cerbos, hook, tmp_path):
+    """is-authorized: a permission carrying "authorizer" is asked of it only when nothing
+    else in the model decides; Cerbos's CheckResources (resource kind: the resource's type)
+    and the OPA-shaped service (input.resource) answer, the answer says who decided and how
+    fresh; a deny in the model still wins, and a dead service denies."""
+    s = start(tmp_path, [
+        {"name": "cerbos", "kind": "cerbos", "url": cerbos, "ttl_ms": 60000},
+        {"name": "opa", "kind": "opa", "url": hook.url, "path": "cordon/read", "ttl_ms": 0},
+        {"name": "dead", "kind": "opa", "url": f"http://127.0.0.1:{free_port()}",
+         "path": "x", "timeout_ms": 200}])
+    try:
+        people(s)
+        s.model({"op": "put_role", "id": "chunk-reader", "permissions": [
+                    {"resource": "chunk:*", "action": "read", "authorizer": "cerbos"},
+                    {"resource": "ticket:*", "action": "close", "authorizer": "opa"},
+                    {"resource": "vault:*", "action": "open", "authorizer": "dead"}]},
+                {"op": "grant", "to": "staff", "to_kind": "group", "role": "chunk-reader"},
+                {"op": "grant", "to": "bob", "permission": {
+                    "resource": "chunk:pinned", "action": "read"}},
+                {"op": "grant", "to": "alice", "permission": {
+                    "resource": "chunk:banned", "action": "*", "effect": "deny"}})
+        keys = {who: s.key_for(who)[2] for who in ("alice", "bob", "dave")}
+        corpus = docs(30, 11)
+        for who, key in keys.items():
+            allowed = cerbos_allows(cerbos, who, corpus)
+            for i, d in corpus.items():
+                attrs = {k: v for k, v in d.items() if k not in ("emb", "allowed_groups")}
+                st, _, b = s.request("POST", "/api/auth/is-authorized", {
+                    "permission": {"resource": f"chunk:{i}", "action": "read"},
+                    "context": {"resource": attrs}}, key=key)
+                assert st == 200, b
+                got = b["data"]
+                assert got["authorized"] is (i in allowed), (who, i, got)
+                assert got["reason"] == ("PERMISSION_GRANTED_BY_AUTHORIZER" if i in allowed
+                                         else "PERMISSION_DENIED_BY_AUTHORIZER")
+                assert got["authorizer"]["name"] == "cerbos"
+                assert got["matchedPermission"]["resource"] == "chunk:*"
+        # the model decides first: an unconditional allow is not asked about, a deny wins
+        st, _, b = s.request("POST", "/api/auth/is-authorized", {
+            "permission": {"resource": "chunk:pinned", "action": "read"}}, key=keys["bob"])
+        assert b["data"]["reason"] == "PERMISSION_GRANTED_NO_CONDITION", b
+        assert "authorizer" not in b["data"]
+        st, _, b = s.request("POST", "/api/auth/is-authorized", {
+            "permission": {"resource": "chunk:banned", "action": "read"},
+            "context": {"resource": {"department": "eng"}}}, key=keys["alice"])
+        assert b["data"]["reason"] == "PERMISSION_DENIED_EXPLICITLY", b
+        # the webhook sees the resource and the context
+        hook.mode = "bool"
+        asked = hook.asked
+        st, _, b = s.request("POST", "/api/auth/is-authorized", {
+            "permission": {"resource": "ticket:9", "action": "close"},
+            "context": {"resource": {"queue": "ops"}, "hour": 3}}, key=keys["dave"])
+        assert b["data"]["authorized"] is True and hook.asked == asked + 1, b
+        assert hook.last["input"]["resource"] == {"type": "ticket", "id": "9",
+                                                 "attributes": {"queue": "ops"}}
+        assert hook.last["input"]["context"]["hour"] == 3
+        assert hook.last["input"]["action"] == "close"
+        hook.mode = "undefined"
+        st, _, b = s.request("POST", "/api/auth/is-authorized", {
+            "permission": {"resource": "ticket:9", "action": "close"}}, key=keys["dave"])
+        assert b["data"]["reason"] == "PERMISSION_DENIED_BY_AUTHORIZER", b
+        st, _, b = s.request("POST", "/api/auth/is-authorized", {
+            "permission": {"resource": "vault:1", "action": "open"}}, key=keys["dave"])
+        assert st == 200 and b["data"]["authorized"] is False, b
+        assert b["data"]["reason"] == "AUTHORIZER_UNAVAILABLE"
+        # the batch asks each delegated decision
+        hook.mode = "bool"
+        st, _, b = s.request("POST", "/api/auth/is-authorized/batch", {
+            "subject": "dave", "checks": [
+                {"permission": {"resource": "ticket:1", "action": "close"}},
+                {"permission": {"resource": "vault:2", "action": "open"}},
+                {"permission": {"resource": "chunk:x", "action": "write"}}]})
+        assert st == 200, b
+        assert [r["reason"] for r in b["data"]["results"]] == [
+            "PERMISSION_GRANTED_BY_AUTHORIZER", "AUTHORIZER_UNAVAILABLE",
+            "NO_MATCHING_PERMISSION_FOUND"]
+    finally:
+        assert s.stop() == 0, s.stderr

@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "authz/authz.h"
 #include "authz/pdp.h"
 #include "base/mem.h"
 #include "cordon.h"
@@ -139,13 +140,13 @@ static void test_what_cannot_be_expressed_is_refused(void **state)
 {
     (void)state;
     const char *bad[] = {
-        EXPR("matches", VAR("a"), "{\"value\":\"x.*\"}"),                    /* an operator */
+        EXPR("matches", VAR("a"), "{\"value\":\"x.*\"}"),                       /* an operator */
         EXPR("eq", "{\"variable\":\"request.principal.id\"}", "{\"value\":1}"), /* not R */
-        EXPR("eq", VAR("a.b"), "{\"value\":1}"),                             /* nested */
-        EXPR("eq", VAR("a"), VAR("b")),                                      /* two attrs */
-        EXPR("eq", VAR("a"), "{\"value\":[1]}"),                             /* a list */
-        EXPR("lt", VAR("a"), "{\"value\":true}"),                            /* no order */
-        "{\"variable\":\"request.resource.attr.a\"}",                        /* bare */
+        EXPR("eq", VAR("a.b"), "{\"value\":1}"),                                /* nested */
+        EXPR("eq", VAR("a"), VAR("b")),                                         /* two attrs */
+        EXPR("eq", VAR("a"), "{\"value\":[1]}"),                                /* a list */
+        EXPR("lt", VAR("a"), "{\"value\":true}"),                               /* no order */
+        "{\"variable\":\"request.resource.attr.a\"}",                           /* bare */
     };
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
         pdp_kind_t kind;
@@ -248,6 +249,104 @@ static void test_configuration(void **state)
     pdp_close(p);
 }
 
+static authz_reason_t decide(authz_model_t *m, const char *subject, const char *resource,
+                             const char *action, authz_decision_t *d)
+{
+    authz_request_t r = {.subject = subject, .resource = resource, .action = action};
+    json_t *ctx = json_pack("{s:i}", "hour", 10);
+    r.context = ctx;
+    r.cache = AUTHZ_CACHE_BYPASS;
+    assert_int_equal(authz_is_authorized(m, &r, d, NULL), 0);
+    json_decref(ctx);
+    return d->reason;
+}
+
+/* In the model: a delegated allow hands the question on only when nothing else decides. */
+static void test_delegated_permissions_in_the_model(void **state)
+{
+    (void)state;
+    authz_model_t *m;
+    authz_decision_t d;
+    cdn_err_t err = {0, ""};
+    assert_int_equal(authz_model_new(&m, NULL), 0);
+    const char *ops[] = {
+        "{\"op\":\"put_subject\",\"id\":\"alice\"}",
+        "{\"op\":\"put_subject\",\"id\":\"bob\"}",
+        "{\"op\":\"put_role\",\"id\":\"approver\",\"permissions\":["
+        "{\"resource\":\"invoice:*\",\"action\":\"approve\",\"authorizer\":\"opa\"},"
+        "{\"resource\":\"report:*\",\"action\":\"read\",\"authorizer\":\"opa\","
+        "\"condition\":{\"NumericLessThan\":{\"context.hour\":9}}}]}",
+        "{\"op\":\"grant\",\"to\":\"alice\",\"role\":\"approver\"}",
+        "{\"op\":\"grant\",\"to\":\"bob\",\"role\":\"approver\"}",
+        "{\"op\":\"grant\",\"to\":\"bob\",\"permission\":{\"resource\":\"invoice:7\","
+        "\"action\":\"approve\"}}",
+    };
+    for (size_t i = 0; i < sizeof ops / sizeof *ops; i++)
+        if (authz_apply(m, ops[i], &err))
+            fail_msg("op %zu: %s", i, err.msg);
+    assert_int_equal(decide(m, "alice", "invoice:7", "approve", &d), AUTHZ_PERMISSION_DELEGATED);
+    assert_false(d.authorized);
+    assert_string_equal(d.authorizer, "opa");
+    assert_string_equal(d.resource, "invoice:*");
+    /* an unconditional allow decides without asking */
+    assert_int_equal(decide(m, "bob", "invoice:7", "approve", &d),
+                     AUTHZ_PERMISSION_GRANTED_NO_CONDITION);
+    assert_string_equal(d.authorizer, "");
+    assert_int_equal(decide(m, "bob", "invoice:8", "approve", &d), AUTHZ_PERMISSION_DELEGATED);
+    /* a delegated permission whose own condition fails is not handed on */
+    assert_int_equal(decide(m, "alice", "report:1", "read", &d),
+                     AUTHZ_PERMISSION_FOUND_CONDITION_NOT_MET);
+    assert_int_equal(decide(m, "alice", "invoice:7", "pay", &d),
+                     AUTHZ_NO_MATCHING_PERMISSION_FOUND);
+    /* a deny still wins */
+    assert_int_equal(authz_apply(m,
+                                 "{\"op\":\"grant\",\"to\":\"alice\",\"permission\":{"
+                                 "\"resource\":\"invoice:7\",\"action\":\"*\",\"effect\":"
+                                 "\"deny\"}}",
+                                 NULL),
+                     0);
+    assert_int_equal(decide(m, "alice", "invoice:7", "approve", &d),
+                     AUTHZ_PERMISSION_DENIED_EXPLICITLY);
+    /* listing actions leaves delegated ones out */
+    char **acts;
+    size_t na;
+    authz_request_t r = {.subject = "bob", .resource = "invoice:9"};
+    assert_int_equal(authz_list_actions(m, &r, &acts, &na, NULL), 0);
+    assert_int_equal(na, 0);
+    authz_actions_free(acts, na);
+    /* the authorizer survives export and import, and takes part in a grant's identity */
+    char *doc;
+    assert_int_equal(authz_export(m, &doc, NULL), 0);
+    assert_non_null(strstr(doc, "\"authorizer\""));
+    authz_model_t *m2;
+    assert_int_equal(authz_model_new(&m2, NULL), 0);
+    assert_int_equal(authz_import(m2, doc, NULL), 0);
+    assert_int_equal(decide(m2, "alice", "invoice:8", "approve", &d), AUTHZ_PERMISSION_DELEGATED);
+    authz_model_t *m3;
+    assert_int_equal(authz_model_clone(m2, &m3, NULL), 0);
+    assert_int_equal(decide(m3, "alice", "invoice:8", "approve", &d), AUTHZ_PERMISSION_DELEGATED);
+    assert_string_equal(d.authorizer, "opa");
+    cdn_free(doc);
+    authz_model_free(m3);
+    authz_model_free(m2);
+    /* what cannot be delegated, or named so, is refused and changes nothing */
+    const char *bad[] = {
+        "{\"op\":\"grant\",\"to\":\"alice\",\"permission\":{\"resource\":\"a:1\","
+        "\"action\":\"x\",\"effect\":\"deny\",\"authorizer\":\"opa\"}}",
+        "{\"op\":\"grant\",\"to\":\"alice\",\"permission\":{\"resource\":\"a:1\","
+        "\"action\":\"x\",\"authorizer\":\"Not Ok\"}}",
+        "{\"op\":\"grant\",\"to\":\"alice\",\"permission\":{\"resource\":\"a:1\","
+        "\"action\":\"x\",\"authorizer\":7}}",
+    };
+    uint64_t rev = authz_model_revision(m);
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        assert_int_equal(authz_apply(m, bad[i], &err), CDN_ERR_INVALID);
+        assert_non_null(strstr(err.msg, "authorizer"));
+    }
+    assert_int_equal(authz_model_revision(m), rev);
+    authz_model_free(m);
+}
+
 /* Through the public API: a port nothing listens on. */
 static void test_a_silent_authorizer_reads_nothing(void **state)
 {
@@ -308,6 +407,27 @@ static void test_a_silent_authorizer_reads_nothing(void **state)
     assert_string_equal(info.authorizer, "gone");
     assert_int_equal(cordon_search(db, "docs", &alice, &q, &r, &err), CORDON_ERR_UNAVAILABLE);
     assert_non_null(strstr(err.message, "not configured"));
+    /* a delegated permission of is-authorized fails closed too, with its own reason */
+    assert_int_equal(
+        cordon_model_apply_batch(db,
+                                 "[{\"op\":\"put_role\",\"id\":\"pay\",\"permissions\":[{"
+                                 "\"resource\":\"invoice:*\",\"action\":\"pay\","
+                                 "\"authorizer\":\"gone\"}]},{\"op\":\"grant\",\"to\":"
+                                 "\"alice\",\"role\":\"pay\"}]",
+                                 NULL, &err),
+        0);
+    cordon_close(db);
+    assert_int_equal(cordon_open(dir, &o, &db, &err), 0);
+    cordon_authz_request ar = {.subject = "alice", .resource = "invoice:1", .action = "pay"};
+    cordon_decision dec;
+    assert_int_equal(cordon_is_authorized(db, &ar, &dec, &err), 0);
+    assert_false(dec.authorized);
+    assert_string_equal(dec.reason, "AUTHORIZER_UNAVAILABLE");
+    assert_string_equal(dec.authorizer.name, "gone");
+    ar.action = "approve";
+    assert_int_equal(cordon_is_authorized(db, &ar, &dec, &err), 0);
+    assert_string_equal(dec.reason, "NO_MATCHING_PERMISSION_FOUND");
+    assert_string_equal(dec.authorizer.name, "");
     cordon_close(db);
     tu_rmrf(dir);
 }
@@ -321,6 +441,7 @@ int main(void)
         cmocka_unit_test(test_what_cannot_be_expressed_is_refused),
         cmocka_unit_test(test_opa_answers),
         cmocka_unit_test(test_configuration),
+        cmocka_unit_test(test_delegated_permissions_in_the_model),
         cmocka_unit_test(test_a_silent_authorizer_reads_nothing),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -6,6 +6,7 @@
 #include "query/search.h"
 
 #include <jansson.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -280,11 +281,19 @@ int cordon_explain(cordon_t *db, const char *coll, const char *subject_id, const
                                    "cordon_explain needs a collection, a "
                                    "subject id and a chunk id"),
                        &e, err);
-    if ((rc = search_record(db->e, coll, id, &obj, NULL, NULL, &e)) != 0)
+    /* The record, the model and the tuples are read in separate steps: writers wait for the
+     * explanation (an operator's question, not a hot path), so all three and the revision
+     * reported are of one state. Every writer holds write_lock from its commit until its
+     * revision is visible. */
+    pthread_mutex_lock(&db->e->write_lock);
+    if ((rc = search_record(db->e, coll, id, &obj, NULL, NULL, &e)) != 0) {
+        pthread_mutex_unlock(&db->e->write_lock);
         return api_ret(rc, &e, err);
+    }
     /* what an ACL holds: allowed, then denied and the labels, in one array */
     if (!(names = cdn_malloc(ACL_MAX_PRINCIPALS * sizeof *names)) ||
         !(buf = cdn_malloc((size_t)ACL_MAX_PRINCIPALS * ACL_VIEW_NAME_MAX))) {
+        pthread_mutex_unlock(&db->e->write_lock);
         cdn_free(names);
         json_decref(obj);
         return api_ret(cdn_err_set(&e, CDN_ERR_NOMEM, "out of memory"), &e, err);
@@ -324,6 +333,7 @@ int cordon_explain(cordon_t *db, const char *coll, const char *subject_id, const
             snprintf(x.message, sizeof x.message, "readable: allowed to %.200s", qualified);
         }
     }
+    pthread_mutex_unlock(&db->e->write_lock);
     if (rc == CDN_OK) {
         memset(out, 0, sizeof *out);
         out->readable = x.readable;

@@ -113,28 +113,14 @@ static int run_tree(coll_t *c, textq_t *tq, const roaring_bitmap_t *allowed,
 int search_filter_locked(engine_t *e, coll_t *c, const char *filter_json, roaring_bitmap_t *allowed,
                          cdn_err_t *err)
 {
-    uint64_t n = roaring_bitmap_get_cardinality(allowed);
-    textidx_result_t res;
-    roaring_bitmap_t *keep;
     textq_t *tq = NULL;
     int rc = parse_es(e, c, "filter", filter_json, &tq, err);
-    if (rc || n == 0) {
-        textq_free(tq);
-        return rc;
-    }
-    /* Filter context: scores are dropped, so the free collection-wide statistics do. */
-    if ((rc = run_tree(c, tq, allowed, NULL, (size_t)n, 1, 0, &res, err)) != 0)
-        return rc;
-    if (!(keep = roaring_bitmap_create())) {
-        textidx_result_free(&res);
-        return cdn_err_set(err, CDN_ERR_NOMEM, "out of memory");
-    }
-    for (size_t i = 0; i < res.n; i++)
-        roaring_bitmap_add(keep, res.hits[i].id);
-    textidx_result_free(&res);
-    roaring_bitmap_and_inplace(allowed, keep);
-    roaring_bitmap_free(keep);
-    return CDN_OK;
+    /* Filter context: a set, not a ranking (the filter of a bitmap of every readable row
+     * once ranked them all, a quarter of a delegated search's time). */
+    if (rc == CDN_OK && !roaring_bitmap_is_empty(allowed))
+        rc = textidx_filter(c->text, tq, allowed, err);
+    textq_free(tq);
+    return rc;
 }
 
 int search_bm25_locked(engine_t *e, coll_t *c, const search_knn_t *q,

@@ -276,6 +276,13 @@ int textidx_search(const textidx_t *ti, const textq_t *q, const textidx_search_o
     return CDN_OK;
 }
 
+int textidx_filter(const textidx_t *ti, const textq_t *q, roaring_bitmap_t *allowed, cdn_err_t *err)
+{
+    if (!q)
+        return cdn_err_set(err, CDN_ERR_INVALID, "query is missing");
+    return textq_filter(ti, q, allowed, err);
+}
+
 void textidx_result_free(textidx_result_t *res)
 {
     cdn_free(res->hits);

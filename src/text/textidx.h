@@ -119,6 +119,10 @@ const char *textidx_unknown_field(const textidx_t *ti, const textq_t *q);
 int textidx_search(const textidx_t *ti, const textq_t *q, const textidx_search_opts_t *opts,
                    textidx_result_t *res, cdn_err_t *err);
 void textidx_result_free(textidx_result_t *res);
+/* Narrows allowed to the live docs q matches, as a filter: no ranking, no statistics kept. 0,
+ * INVALID (err says which value is bad) or NOMEM. */
+int textidx_filter(const textidx_t *ti, const textq_t *q, roaring_bitmap_t *allowed,
+                   cdn_err_t *err);
 
 /* Writes the whole index to path (temp file + fsync + rename + directory fsync), tagged with
  * revision. 0 or CDN_ERR_IO / NOMEM. */
@@ -138,6 +142,9 @@ static inline const textidx_tfield_t *textidx_text_field(const textidx_t *ti, co
     return NULL;
 }
 
+/* Internal (textq_eval.c): narrows inout (live docs) to those q matches, in filter context (no
+ * ranking, scores ignored); 0, INVALID (a bad query value) or NOMEM. */
+int textq_filter(const textidx_t *ti, const textq_t *q, roaring_bitmap_t *inout, cdn_err_t *err);
 /* Internal (textq_eval.c): evaluates q restricted to base (NULL = all live docs, used only when
  * no dead postings exist) into top-k hits as opts says (its allowed and stats_over are replaced
  * by base and stats_over: the statistics of stats_over, live docs only; NULL = every live doc).*/

@@ -730,6 +730,31 @@ out:
     return rc;
 }
 
+int textq_filter(const textidx_t *ti, const textq_t *q, roaring_bitmap_t *inout, cdn_err_t *err)
+{
+    ectx_t x = {ti, {0, 0}, err, NULL, NULL, NULL};
+    bm25_docset_t s = {0};
+    roaring_bitmap_t *m = NULL;
+    x.fs = cdn_calloc(ti->ntf ? ti->ntf : 1, sizeof *x.fs);
+    x.fs_ready = cdn_calloc(ti->ntf ? ti->ntf : 1, 1);
+    int rc = x.fs && x.fs_ready ? eval_scored(&x, q, inout, &s) : CDN_ERR_NOMEM;
+    if (rc == CDN_OK && !(m = roaring_bitmap_of_ptr(s.n, s.docs)))
+        rc = CDN_ERR_NOMEM;
+    if (rc == CDN_OK) {
+        roaring_bitmap_and_inplace(m, ti->live);
+        roaring_bitmap_and_inplace(inout, m);
+    }
+    if (m)
+        roaring_bitmap_free(m);
+    bm25_docset_free(&s);
+    for (size_t i = 0; x.fs_ready && i < ti->ntf; i++)
+        if (x.fs_ready[i])
+            fstats_free(&x.fs[i]);
+    cdn_free(x.fs);
+    cdn_free(x.fs_ready);
+    return rc == CDN_ERR_NOMEM ? cdn_err_set(err, rc, "out of memory filtering") : rc;
+}
+
 int textq_exec(const textidx_t *ti, const textq_t *q, const roaring_bitmap_t *base,
                const roaring_bitmap_t *stats_over, const textidx_search_opts_t *o,
                textidx_result_t *res, cdn_err_t *err)

@@ -10,7 +10,10 @@
 
 #include <cmocka.h> /* own block: it needs setjmp.h, stdarg.h, stddef.h first */
 
+#include <jansson.h>
+
 #include "text/textidx.h"
+#include "text/textq.h"
 
 typedef struct doc {
     const char *title, *body, *tag, *date;
@@ -371,6 +374,63 @@ static void test_filter_dates_take_the_forms_conditions_take(void **state)
     textq_free(q);
 }
 
+/* textidx_filter keeps exactly the allowed docs a ranked search of the same query returns, for
+ * every kind of query, under every allowed set (none, some, all, one), deleted docs excluded. */
+static void test_filter_context_equals_the_ranked_matches(void **state)
+{
+    textidx_t *ti = *state;
+    static const char *const queries[] = {
+        "{\"term\":{\"tag\":\"animals\"}}",
+        "{\"terms\":{\"tag\":[\"news\",\"quiz\"]}}",
+        "{\"range\":{\"price\":{\"gte\":10,\"lt\":50}}}",
+        "{\"range\":{\"date\":{\"gte\":\"2024-01-01\"}}}",
+        "{\"term\":{\"flag\":true}}",
+        "{\"exists\":{\"field\":\"price\"}}",
+        "{\"ids\":{\"values\":[11,13,99]}}",
+        "{\"match\":{\"body\":\"quick fox\"}}",
+        "{\"match_phrase\":{\"body\":\"brown fox\"}}",
+        "{\"prefix\":{\"title\":\"qu\"}}",
+        "{\"match_all\":{}}",
+        "{\"bool\":{\"filter\":[{\"term\":{\"tag\":\"animals\"}}],\"must_not\":[{"
+        "\"term\":{\"flag\":true}}]}}",
+        "{\"bool\":{\"should\":[{\"term\":{\"tag\":\"news\"}},{\"range\":{\"price\":{"
+        "\"gt\":40}}}],\"minimum_should_match\":1}}",
+        "{\"bool\":{\"must_not\":[{\"match_all\":{}}]}}",
+        "{\"bool\":{\"must\":[{\"match\":{\"body\":\"brown\"}}],\"filter\":[{\"exists\":{"
+        "\"field\":\"tag\"}}]}}",
+    };
+    uint32_t sets[][NDOCS + 1] = {{10, 11, 12, 13, 14, 15}, {11, 12, 15}, {14}, {0}};
+    size_t nset[] = {6, 3, 1, 0};
+    assert_int_equal(textidx_delete_doc(ti, 13), 0); /* a dead doc a filter must not bring back */
+    for (size_t qi = 0; qi < sizeof queries / sizeof *queries; qi++) {
+        json_t *j = json_loads(queries[qi], 0, NULL);
+        assert_non_null(j);
+        for (size_t si = 0; si < 4; si++) {
+            textq_t *q;
+            assert_int_equal(textq_parse_es(j, &q, NULL), 0);
+            roaring_bitmap_t *allowed = roaring_bitmap_of_ptr(nset[si], sets[si]);
+            textidx_result_t res;
+            textidx_search_opts_t o = {allowed, 100, 1, NULL, 0};
+            assert_int_equal(textidx_search(ti, q, &o, &res, NULL), 0);
+            roaring_bitmap_t *want = roaring_bitmap_create();
+            for (size_t h = 0; h < res.n; h++)
+                roaring_bitmap_add(want, res.hits[h].id);
+            textidx_result_free(&res);
+            assert_int_equal(textidx_filter(ti, q, allowed, NULL), 0);
+            if (!roaring_bitmap_equals(allowed, want))
+                fail_msg("%s over set %zu: filter keeps %llu docs, the search returns %llu",
+                         queries[qi], si,
+                         (unsigned long long)roaring_bitmap_get_cardinality(allowed),
+                         (unsigned long long)roaring_bitmap_get_cardinality(want));
+            assert_false(roaring_bitmap_contains(allowed, 13));
+            roaring_bitmap_free(want);
+            roaring_bitmap_free(allowed);
+            textq_free(q);
+        }
+        json_decref(j);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -394,6 +454,8 @@ int main(void)
                                         teardown),
         cmocka_unit_test(test_dates_parse_iso_forms_and_refuse_partial_ones),
         cmocka_unit_test_setup_teardown(test_filter_dates_take_the_forms_conditions_take, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_filter_context_equals_the_ranked_matches, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_metadata_of_deleted_doc_is_not_returned, setup,
                                         teardown),

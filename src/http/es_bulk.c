@@ -1,7 +1,9 @@
 /* es_bulk.c: the Elasticsearch _bulk route: NDJSON actions (index, create, update, delete),
- * consecutive index/create items of one index written as one cordon_put and consecutive
- * deletes of one index as one cordon_delete, every item answered on its own (a bad item fails
- * alone, as in Elasticsearch). Relies on http/es_handlers and the
+ * taken index by index in request order (items of different indices do not depend on each
+ * other, so a body that interleaves two indices still writes in batches), consecutive
+ * index/create items of one index written as one cordon_put and consecutive deletes of one
+ * index as one cordon_delete, every item answered on its own and in its place (a bad item
+ * fails alone, as in Elasticsearch). Relies on http/es_handlers and the
  * public API. */
 #include "base/mem.h"
 #include "base/strmap.h"
@@ -25,7 +27,22 @@ typedef struct item {
      * field is known then), and its number in the body */
     const char *line;
     size_t len, lineno;
+    size_t pos; /* its place in the request */
 } item_t;
+
+/* Index by index, each in request order. */
+static int by_index(const void *a, const void *b)
+{
+    const item_t *x = a, *y = b;
+    int c = strcmp(x->index, y->index);
+    return c ? c : (x->pos > y->pos) - (x->pos < y->pos);
+}
+
+static int by_pos(const void *a, const void *b)
+{
+    const item_t *x = a, *y = b;
+    return (x->pos > y->pos) - (x->pos < y->pos);
+}
 
 static const char *op_name(op_t op)
 {
@@ -478,6 +495,7 @@ void es_bulk(http_ctx_t *ctx, http_req_t *req, http_resp_t *resp)
         }
         item_t *it = &items[n];
         memset(it, 0, sizeof *it);
+        it->pos = n;
         json_t *a = json_loadb(line, len, JSON_REJECT_DUPLICATES, NULL);
         int bad = parse_action(a, path_index, it, lineno, resp);
         json_decref(a);
@@ -518,6 +536,7 @@ void es_bulk(http_ctx_t *ctx, http_req_t *req, http_resp_t *resp)
                  "Validation Failed: 1: no requests added;");
         goto done;
     }
+    qsort(items, n, sizeof *items, by_index);
     {
         size_t start = 0;
         int run_kind = 0; /* of items [start, i): 1 index/create, 2 delete */
@@ -555,6 +574,7 @@ void es_bulk(http_ctx_t *ctx, http_req_t *req, http_resp_t *resp)
         }
         cdn_strmap_free(&ids);
     }
+    qsort(items, n, sizeof *items, by_pos); /* answers in request order */
     json_t *arr = json_array();
     for (size_t i = 0; i < n; i++) {
         json_t *r = items[i].result;

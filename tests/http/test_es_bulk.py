@@ -144,3 +144,43 @@ def test_consecutive_deletes_are_one_write(server):
     for i in range(10):
         st, _, d = server.request("GET", f"/d/_doc/x{i}", headers=RUN_AS)
         assert d["found"] == (i >= 5), (i, d)
+
+
+def test_interleaved_indices_write_in_batches_and_keep_each_index_in_order(server):
+    """A body alternating two indices is written index by index (one write per run, not per
+    item), each index's items in request order (an index, a delete and an index of one id end
+    as the last says), and the answers stay in request order."""
+    people_model(server)
+    for name in ("p", "q"):
+        st, _, b = server.request("PUT", f"/{name}", {"mappings": {"properties": {
+            "t": {"type": "text"}}}})
+        assert st == 200, b
+    lines = []
+    for i in range(40):
+        for name in ("p", "q"):
+            lines += [{"index": {"_index": name, "_id": f"{name}{i}"}},
+                      {"t": f"{name} doc {i}", "allowed_groups": ["eng"]}]
+    lines += [{"index": {"_index": "p", "_id": "same"}}, {"t": "first", "allowed_groups": ["eng"]},
+              {"delete": {"_index": "q", "_id": "q0"}},
+              {"delete": {"_index": "p", "_id": "same"}},
+              {"index": {"_index": "q", "_id": "q0"}}, {"t": "back", "allowed_groups": ["eng"]},
+              {"index": {"_index": "p", "_id": "same"}}, {"t": "last", "allowed_groups": ["eng"]}]
+    st, _, b = server.request("POST", "/_bulk", raw=ndjson(*lines), headers=NDJSON)
+    assert st == 200 and not b["errors"], b
+    items = [i[list(i)[0]] for i in b["items"]]
+    want = [f"{n}{i}" for i in range(40) for n in ("p", "q")] + ["same", "q0", "same", "q0",
+                                                                 "same"]
+    assert [x["_id"] for x in items] == want
+    assert [x["_index"] for x in items[:80]] == ["p", "q"] * 40
+    # the 40 documents of each index went in as one write: one revision each
+    assert len({x["_seq_no"] for x in items[0:80:2]}) == 1
+    assert len({x["_seq_no"] for x in items[1:80:2]}) == 1
+    assert [x["result"] for x in items[80:]] == ["created", "deleted", "deleted", "created",
+                                                 "created"]
+    for name, n in (("p", 41), ("q", 40)):
+        st, _, c = server.request("POST", f"/{name}/_count", {}, headers=RUN_AS)
+        assert c["count"] == n, (name, c)
+    st, _, d = server.request("GET", "/p/_doc/same", headers=RUN_AS)
+    assert d["_source"]["t"] == "last"
+    st, _, d = server.request("GET", "/q/_doc/q0", headers=RUN_AS)
+    assert d["_source"]["t"] == "back"

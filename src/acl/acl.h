@@ -145,6 +145,8 @@ size_t acl_index_distinct(const acl_index_t *x);
  * and, unless acl_index_compact dropped them, the hash's chain links and buckets, as allocated
  * (growth slack included). The bitmaps are not counted. For tests and stats. */
 size_t acl_index_memory(const acl_index_t *x);
+/* Calls fn with each principal id some row allows, until fn returns non-zero (returned). */
+int acl_index_allowed_ids(const acl_index_t *x, int (*fn)(void *ctx, uint32_t id), void *ctx);
 
 /* Gives back the slack that loading leaves: converts the bitmaps' containers to runs where that
  * is smaller and shrinks them to fit, and trims the row references, the entries and the byte

@@ -625,6 +625,17 @@ size_t acl_index_distinct(const acl_index_t *x)
     return x->ndistinct;
 }
 
+int acl_index_allowed_ids(const acl_index_t *x, int (*fn)(void *ctx, uint32_t id), void *ctx)
+{
+    for (size_t i = 0; i < x->nprin; i++)
+        if (x->allow[i] && !roaring_bitmap_is_empty(x->allow[i])) {
+            int rc = fn(ctx, (uint32_t)i);
+            if (rc)
+                return rc;
+        }
+    return 0;
+}
+
 size_t acl_index_memory(const acl_index_t *x)
 {
     size_t arrays = x->unhashed ? 2 : 3; /* ent_off, ent_refs, and ent_next while hashed */

@@ -65,6 +65,9 @@ typedef struct coll {
     textidx_t *text;      /* text fields, "_all", metadata filters; always present */
     int text_dirty;
     acl_index_t *acl;
+    /* Some chunk's ACL has named an object of the relationship tuples (never cleared): only
+     * then does a search look up the subject's objects (engine_subject_resolve). */
+    _Atomic int has_objects;
     /* row -> external id: row_id[row] is 1 + the id's offset in id_bytes (NUL-terminated),
      * 0 for dead rows. One arena instead of a string per row: a million ids took 40 MB as
      * separate allocations, 14 MB here. Space of ids cleared is not reused (rows are not). */

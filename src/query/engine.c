@@ -53,6 +53,12 @@ struct coll_ctx {
     cdn_err_t *err;
 };
 
+static int names_object(void *ctx, uint32_t id)
+{
+    engine_t *e = ctx;
+    return id < e->principals.len && acl_object_permission(acl_intern_name(&e->principals, id));
+}
+
 static int load_collection(void *ctx, const void *key, size_t klen, const void *val, size_t vlen)
 {
     struct coll_ctx *cc = ctx;
@@ -65,6 +71,7 @@ static int load_collection(void *ctx, const void *key, size_t klen, const void *
         return rc;
     if ((rc = coll_load(cc->e->dir, cc->t, &cfg, &c, cc->err)) != 0)
         return rc;
+    atomic_store(&c->has_objects, acl_index_allowed_ids(c->acl, names_object, cc->e));
     if ((rc = coll_insert_sorted(cc->e, c)) != 0) {
         coll_unref(c);
         return cdn_err_set(cc->err, rc, "out of memory");

@@ -331,8 +331,8 @@ static int add_objects(engine_t *e, engine_subject_t *s, cdn_err_t *err)
     np = e->n_object_perms;
     memcpy(perms, e->object_perms, np * sizeof perms[0]);
     pthread_rwlock_unlock(&e->meta_lock);
-    if (!np)
-        return CDN_OK;
+    if (!np || !atomic_load(&s->c->has_objects))
+        return CDN_OK; /* no chunk of this collection names an object */
     for (size_t i = 0; i < np; i++)
         pp[i] = perms[i];
     snprintf(self, sizeof self, "service:%s", s->subject_id);

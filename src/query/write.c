@@ -253,6 +253,8 @@ int write_pack_acl(engine_t *e, prep_t *p, cdn_arena_t *a)
                 return CDN_ERR_NOMEM;
             if (added && engine_object_perm_note(e, q))
                 return CDN_ERR_LIMIT;
+            if (!w && acl_object_permission(q))
+                p->has_object = 1;
         }
         n[w] = sort_unique(ids[w], (uint32_t)(p->nnames[w] + extra));
     }
@@ -361,6 +363,8 @@ static void apply_put(engine_t *e, coll_t *c, prep_t *p, size_t n, uint32_t next
             coll_row_clear(c, p[i].old_row);
             c->live--;
         }
+        if (p[i].has_object)
+            atomic_store(&c->has_objects, 1);
         if (acl_index_set(c->acl, p[i].row, p[i].packed) ||
             coll_row_set(c, p[i].row, p[i].in->id) ||
             coll_text_add(c, p[i].row, p[i].in->field_names, p[i].in->field_values,

@@ -184,9 +184,12 @@ static int set_acl_locked(engine_t *e, coll_t *c, const write_acl_t *ch, size_t 
     if (rc)
         return rc == CDN_ERR_NOMEM ? cdn_err_set(err, rc, "out of memory") : rc;
     pthread_rwlock_wrlock(&c->lock);
-    for (size_t i = 0; i < n; i++)
+    for (size_t i = 0; i < n; i++) {
+        if (p[i].has_object)
+            atomic_store(&c->has_objects, 1);
         if (acl_index_set(c->acl, p[i].row, p[i].packed))
             c->broken = 1;
+    }
     atomic_store(&e->revision, *rev);
     pthread_rwlock_unlock(&c->lock);
     return CDN_OK;

@@ -16,6 +16,7 @@ typedef struct prep {
     char **labels;      /* its labels, in the arena */
     size_t nlabels;
     const char *object; /* its object as given ("type:id[#perm]") or NULL, in the arena */
+    int has_object;     /* write_pack_acl: an allowed principal is an object's */
     uint32_t *packed;   /* in the arena */
     uint32_t row, old_row;
     int had_old;

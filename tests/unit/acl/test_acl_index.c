@@ -44,6 +44,40 @@ static void test_allowed_is_the_union_minus_denied_within_live(void **state)
     acl_index_free(x);
 }
 
+static int collect_id(void *ctx, uint32_t id)
+{
+    uint32_t *seen = ctx;
+    if (id >= 64)
+        return -1;
+    seen[id]++;
+    return id == 50 ? 7 : 0; /* a non-zero answer stops the walk and is returned */
+}
+
+/* The ids some row allows: those of live rows' allowed lists, not the denied ones, not the ACL
+ * of a removed row. */
+static void test_allowed_ids_are_those_some_row_allows(void **state)
+{
+    (void)state;
+    acl_index_t *x;
+    uint32_t seen[64] = {0};
+    assert_int_equal(acl_index_create(&x), 0);
+    uint32_t a[] = {2, 1, 4, 9, 5}, b[] = {1, 1, 9, 6}, c[] = {1, 0, 20};
+    assert_int_equal(acl_index_set(x, 0, a), 0);
+    assert_int_equal(acl_index_set(x, 1, b), 0);
+    assert_int_equal(acl_index_set(x, 2, c), 0);
+    acl_index_remove(x, 2);
+    assert_int_equal(acl_index_allowed_ids(x, collect_id, seen), 0);
+    for (uint32_t i = 0; i < 64; i++)
+        assert_int_equal(seen[i], i == 4 || i == 9);
+    uint32_t d[] = {1, 0, 50}, e[] = {1, 0, 51};
+    assert_int_equal(acl_index_set(x, 3, d), 0);
+    assert_int_equal(acl_index_set(x, 4, e), 0);
+    memset(seen, 0, sizeof seen);
+    assert_int_equal(acl_index_allowed_ids(x, collect_id, seen), 7);
+    assert_int_equal(seen[51], 0);
+    acl_index_free(x);
+}
+
 /* A view asked twice is answered from the memo; every write to the index must show in the very
  * next answer, whatever the memo held. */
 static void test_memoized_sets_follow_every_write(void **state)
@@ -583,6 +617,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_allowed_is_the_union_minus_denied_within_live),
         cmocka_unit_test(test_memoized_sets_follow_every_write),
+        cmocka_unit_test(test_allowed_ids_are_those_some_row_allows),
         cmocka_unit_test(test_many_and_long_views_stay_right),
         cmocka_unit_test(test_concurrent_readers_get_the_right_sets),
         cmocka_unit_test(test_rows_with_equal_acls_share_one_entry),

@@ -14,6 +14,8 @@
 //   lookup_repeat   how many times each lookup is asked (timed each time; default 1)
 //   ops             [{"op": "share", "writes": [...], "deletes": [...], "check": [s, p, o]}, ...]
 //                   applied in order, each one WriteRelationships call, timed, then the check
+//   lookups_after   how many of the ops are applied before the lookups (default 0; the
+//                   checks come first, the rest of the ops last)
 //   timeout_ms      deadline of each check and lookup (default 30000); a lookup that misses it
 //                   is reported as an error, not an answer
 // Output (stdout, one JSON object): the answers in the order asked (checks: true, false or
@@ -204,7 +206,7 @@ function* tupleLines(file) {
     }
 }
 
-async function check(P, spec, s, p, o) {
+async function check(P, s, p, o) {
     const req = v1.CheckPermissionRequest.create({ consistency: FULL, resource: objectRef(o),
                                                    permission: spiceName(p),
                                                    subject: subjectRef(s) });
@@ -212,12 +214,37 @@ async function check(P, spec, s, p, o) {
     return r.permissionship === v1.CheckPermissionResponse_Permissionship.HAS_PERMISSION;
 }
 
-async function lookup(P, q, timeoutMs) {
+// Set when a lookup was given up: closing would wait for SpiceDB to finish it, so the process
+// exits without closing.
+let abandoned = false;
+
+// The streaming call itself (the promise wrapper takes no deadline), cancelled at timeoutMs:
+// on data with a cycle SpiceDB's lookup may not end by itself.
+function lookupRows(stream, req, timeoutMs) {
+    return new Promise((resolve, reject) => {
+        const rows = [];
+        const call = stream.lookupResources(req, { deadline: Date.now() + timeoutMs });
+        const timer = setTimeout(() => {
+            call.cancel();
+            abandoned = true;
+            reject(new Error(`no answer within ${timeoutMs} ms`));
+        }, timeoutMs + 100);
+        call.on("data", (r) => rows.push(r));
+        call.on("error", (e) => {
+            clearTimeout(timer);
+            if (e.code === 4) abandoned = true; // DEADLINE_EXCEEDED: SpiceDB may still be at it
+            reject(e);
+        });
+        call.on("end", () => { clearTimeout(timer); resolve(rows); });
+    });
+}
+
+async function lookup(stream, q, timeoutMs) {
     const req = v1.LookupResourcesRequest.create({ consistency: FULL,
                                                    resourceObjectType: spiceName(q.type),
                                                    permission: spiceName(q.permission),
                                                    subject: subjectRef(q.subject) });
-    const rows = await P.lookupResources(req, undefined, { deadline: Date.now() + timeoutMs });
+    const rows = await lookupRows(stream, req, timeoutMs);
     const ids = new Set();
     for (const r of rows) {
         // No caveats are written, so every result is a definite HAS_PERMISSION.
@@ -226,6 +253,25 @@ async function lookup(P, q, timeoutMs) {
         ids.add(cordonId(r.resourceObjectId));
     }
     return [...ids].sort();
+}
+
+// One op of the spec: a WriteRelationships call, timed, then its check.
+async function writeOp(P, op, opUs) {
+    const TOUCH = v1.RelationshipUpdate_Operation.TOUCH;
+    const DELETE = v1.RelationshipUpdate_Operation.DELETE;
+    const updates = (op.writes || []).map((t) => update(t, TOUCH))
+        .concat((op.deletes || []).map((t) => update(t, DELETE)));
+    const row = { op: op.op };
+    const w0 = nowUs();
+    try {
+        await P.writeRelationships(v1.WriteRelationshipsRequest.create({ updates }));
+        row.us = nowUs() - w0;
+        (opUs[op.op] = opUs[op.op] || []).push(row.us);
+        if (op.check) row.check = await check(P, ...op.check);
+    } catch (e) {
+        row.error = errText(e);
+    }
+    return row;
 }
 
 async function run(spec) {
@@ -261,10 +307,11 @@ async function run(spec) {
         out.load = { tuples: n, seconds: (nowUs() - t0) / 1e6 };
 
         const checkUs = [];
+        // the checks run first, on the tuples as loaded
         for (const [s, p, o] of spec.checks || []) {
             const c0 = nowUs();
             try {
-                out.checks.push(await check(P, spec, s, p, o));
+                out.checks.push(await check(P, s, p, o));
                 checkUs.push(nowUs() - c0);
             } catch (e) {
                 out.checks.push({ error: errText(e) });
@@ -272,13 +319,18 @@ async function run(spec) {
         }
         out.stats.check = stats(checkUs);
 
+        const opUs = {};
+        const ops = spec.ops || [];
+        const before = Math.min(spec.lookups_after || 0, ops.length);
+        for (const op of ops.slice(0, before)) out.ops.push(await writeOp(P, op, opUs));
+
         const lookupUs = [];
         for (const q of spec.lookups || []) {
             let answer = null;
             for (let k = 0; k < (spec.lookup_repeat || 1); k++) {
                 const l0 = nowUs();
                 try {
-                    answer = await lookup(P, q, timeoutMs);
+                    answer = await lookup(db.permissions(), q, timeoutMs);
                     lookupUs.push(nowUs() - l0);
                 } catch (e) {
                     answer = { error: errText(e) };
@@ -289,25 +341,10 @@ async function run(spec) {
         }
         out.stats.lookup_resources = stats(lookupUs);
 
-        const opUs = {};
-        for (const op of spec.ops || []) {
-            const updates = (op.writes || []).map((t) => update(t, v1.RelationshipUpdate_Operation.TOUCH))
-                .concat((op.deletes || []).map((t) => update(t, v1.RelationshipUpdate_Operation.DELETE)));
-            const w0 = nowUs();
-            const row = { op: op.op };
-            try {
-                await P.writeRelationships(v1.WriteRelationshipsRequest.create({ updates }));
-                row.us = nowUs() - w0;
-                (opUs[op.op] = opUs[op.op] || []).push(row.us);
-                if (op.check) row.check = await check(P, spec, ...op.check);
-            } catch (e) {
-                row.error = errText(e);
-            }
-            out.ops.push(row);
-        }
+        for (const op of ops.slice(before)) out.ops.push(await writeOp(P, op, opUs));
         for (const [name, us] of Object.entries(opUs)) out.stats[name] = stats(us);
     } finally {
-        db.close();
+        if (!abandoned) db.close();
     }
     return out;
 }

@@ -214,6 +214,9 @@ typedef struct cordon_collection_info {
     uint32_t hnsw_ef_construction;
     uint32_t hnsw_ef_search;     /* as created: 0 = calibrated */
     uint32_t hnsw_ef_calibrated; /* the breadth unfiltered searches use when it is 0 */
+    /* Rows the graph held when that breadth was measured (0: never): at a checkpoint, and
+     * while serving whenever the collection has doubled since (from 20,000 live rows). */
+    uint64_t calibrated_rows;
     /* Sizes. */
     uint64_t rows;         /* rows written, deleted and replaced ones included */
     uint64_t vector_bytes; /* the vector file's rows (mapped, paged in by the OS) */

@@ -262,6 +262,7 @@ static void fill_info(const coll_t *c, cordon_collection_info *o)
         hnsw_get_info(c->hnsw, &hi);
         o->graph_bytes = hi.memory_bytes;
         o->hnsw_ef_calibrated = coll_search_ef(c, COLL_EF_UNFILTERED);
+        o->calibrated_rows = c->ef_auto_rows;
     }
     if (c->quant)
         o->codes_bytes = quant_memory(c->quant);

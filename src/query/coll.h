@@ -143,6 +143,12 @@ void coll_map_rows(coll_t *c);
  * ("efauto"), read back by coll_graph_open. The ef is used only when the collection leaves
  * ef_search to cordon (cfg.hnsw_ef 0); the distance serves the planner's far-set probe. */
 int coll_graph_save(const char *dir, coll_t *c, cdn_err_t *err);
+/* While serving: when c holds COLL_CALIB_MIN_ROWS live rows and twice the rows of its last
+ * measurement (or has none), measures as coll_graph_save does, writes the measurement beside
+ * the checkpoint and uses it from the next search on. The caller holds the engine's
+ * write lock, so no writer moves c meanwhile; searches go on. Without it a collection loaded
+ * into a running server searched at the default breadth until a restart. */
+void coll_graph_calibrate_grown(const char *dir, coll_t *c);
 #define COLL_CALIB_MIN_ROWS 20000
 #define COLL_CALIB_TARGET 0.99
 #define COLL_CALIB_QUERIES 64

@@ -194,41 +194,74 @@ uint32_t coll_search_ef(const coll_t *c, int kind)
     return cal > def ? cal : def;
 }
 
-/* Measures and records the calibrated ef; a failure only leaves the default in place. */
-static void efauto_write(const char *dir, coll_t *c)
+/* Takes a measurement's results (under c's write lock when searches may run). */
+static void calib_take(coll_t *c, const hnsw_calib_t *cal, uint32_t rows)
+{
+    c->ef_auto = cal->ef;
+    c->ef_auto_filtered = cal->ef_filtered;
+    c->ef_auto_dense = cal->cost_dense < cal->cost ? cal->ef_dense : 0;
+    c->ef_auto_rows = rows;
+    c->ef_auto_recall = cal->recall;
+    c->d10 = cal->d10 > 0 ? cal->d10 : 0;
+}
+
+/* Writes a measurement of rows beside the checkpoint (efauto_read's format). 0 or -1. */
+static int efauto_file(const char *dir, const coll_t *c, const hnsw_calib_t *cal, uint32_t rows)
 {
     char path[4096];
-    hnsw_calib_t cal;
-    vec_view_t v;
-    const roaring_bitmap_t *live = acl_index_live(c->acl);
-    if (roaring_bitmap_get_cardinality(live) < COLL_CALIB_MIN_ROWS ||
-        (uint64_t)c->ef_auto_rows * 5 / 4 >= c->next_row ||
-        coll_file_path(dir, c->cfg.id, "efauto", path, sizeof path))
-        return;
-    coll_view(c, &v);
-    if (hnsw_calibrate(c->hnsw, &v, coll_codes(c), live, COLL_CALIB_QUERIES, COLL_CALIB_TARGET,
-                       hnsw_params_default().ef_search, &cal) != CDN_OK)
-        return;
+    if (coll_file_path(dir, c->cfg.id, "efauto", path, sizeof path))
+        return -1;
     int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, CDN_FILE_MODE);
     FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
     if (!f) {
         if (fd >= 0)
             close(fd);
-        return;
+        return -1;
     }
     fprintf(f,
             "cordon-efauto 5 rows %u ef %u recall %.4f queries %u d10 %.9g efq %u recallq %.4f "
             "efd %u recalld %.4f dense %d\n",
-            c->next_row, cal.ef, cal.recall, cal.queries, (double)cal.d10, cal.ef_filtered,
-            cal.recall_filtered, cal.ef_dense, cal.recall_dense, cal.cost_dense < cal.cost);
-    if (fclose(f) == 0) {
-        c->ef_auto = cal.ef;
-        c->ef_auto_filtered = cal.ef_filtered;
-        c->ef_auto_dense = cal.cost_dense < cal.cost ? cal.ef_dense : 0;
-        c->ef_auto_rows = c->next_row;
-        c->ef_auto_recall = cal.recall;
-        c->d10 = cal.d10 > 0 ? cal.d10 : 0;
-    }
+            rows, cal->ef, cal->recall, cal->queries, (double)cal->d10, cal->ef_filtered,
+            cal->recall_filtered, cal->ef_dense, cal->recall_dense, cal->cost_dense < cal->cost);
+    return fclose(f) == 0 ? 0 : -1;
+}
+
+void coll_graph_calibrate_grown(const char *dir, coll_t *c)
+{
+    hnsw_calib_t cal;
+    vec_view_t v;
+    if (!c->hnsw || c->cfg.hnsw_ef || atomic_load(&c->broken))
+        return; /* an ef the collection fixed is not measured for */
+    const roaring_bitmap_t *live = acl_index_live(c->acl);
+    uint32_t rows = c->next_row;
+    if (roaring_bitmap_get_cardinality(live) < COLL_CALIB_MIN_ROWS ||
+        (c->ef_auto_rows && rows < (uint64_t)c->ef_auto_rows * 2))
+        return;
+    coll_view(c, &v);
+    if (hnsw_calibrate(c->hnsw, &v, coll_codes(c), live, COLL_CALIB_QUERIES, COLL_CALIB_TARGET,
+                       hnsw_params_default().ef_search, &cal) != CDN_OK)
+        return;
+    efauto_file(dir, c, &cal, rows); /* kept for the next open; memory uses it either way */
+    pthread_rwlock_wrlock(&c->lock);
+    calib_take(c, &cal, rows);
+    pthread_rwlock_unlock(&c->lock);
+}
+
+/* Measures and records the calibrated ef; a failure only leaves the default in place. */
+static void efauto_write(const char *dir, coll_t *c)
+{
+    hnsw_calib_t cal;
+    vec_view_t v;
+    const roaring_bitmap_t *live = acl_index_live(c->acl);
+    if (roaring_bitmap_get_cardinality(live) < COLL_CALIB_MIN_ROWS ||
+        (uint64_t)c->ef_auto_rows * 5 / 4 >= c->next_row)
+        return;
+    coll_view(c, &v);
+    if (hnsw_calibrate(c->hnsw, &v, coll_codes(c), live, COLL_CALIB_QUERIES, COLL_CALIB_TARGET,
+                       hnsw_params_default().ef_search, &cal) != CDN_OK)
+        return;
+    if (efauto_file(dir, c, &cal, c->next_row) == 0)
+        calib_take(c, &cal, c->next_row);
 }
 
 int coll_graph_save(const char *dir, coll_t *c, cdn_err_t *err)

@@ -461,6 +461,8 @@ int write_put(engine_t *e, const char *name, const write_chunk_t *chunks, size_t
     pthread_mutex_lock(&e->write_lock);
     if ((rc = engine_coll_get(e, name, &c, err)) == CDN_OK) {
         rc = put_locked(e, c, chunks, n, p, &a, rev, err);
+        if (rc == CDN_OK) /* under the write lock, which keeps writers off while it measures */
+            coll_graph_calibrate_grown(e->dir, c);
         coll_unref(c);
     }
     pthread_mutex_unlock(&e->write_lock);

@@ -730,8 +730,92 @@ out:
     return rc;
 }
 
+/* Whether q can be evaluated as sets alone: leaves read as bitmaps (metadata terms, ranges,
+ * exists, ids, prefix, match_all; terms on metadata fields), and bools of such whose optional
+ * clauses need at most one match. */
+static int settable(const textidx_t *ti, const textq_t *q)
+{
+    switch (q->type) {
+    case TEXTQ_MATCH:
+    case TEXTQ_MULTI_MATCH:
+    case TEXTQ_PHRASE:
+    case TEXTQ_FUZZY: return 0;
+    case TEXTQ_TERM:
+    case TEXTQ_TERMS: return !(q->field && textidx_text_field(ti, q->field));
+    case TEXTQ_BOOL: {
+        const textq_list_t *l[] = {&q->must, &q->filter, &q->must_not, &q->should};
+        for (size_t k = 0; k < 4; k++)
+            for (size_t i = 0; i < l[k]->n; i++)
+                if (!settable(ti, l[k]->q[i]))
+                    return 0;
+        return !q->msm.set || textq_msm_required(&q->msm, q->should.n) <= 1;
+    }
+    default: return 1;
+    }
+}
+
+/* Narrows in (live docs) to those settable q matches. */
+static int set_narrow(ectx_t *x, const textq_t *q, roaring_bitmap_t *in)
+{
+    int rc = CDN_OK;
+    if (q->type != TEXTQ_BOOL) {
+        roaring_bitmap_t *b = roaring_bitmap_create();
+        if (!b || (rc = eval_leaf_bitmap(x, q, b)) != CDN_OK) {
+            if (b)
+                roaring_bitmap_free(b);
+            return b ? rc : CDN_ERR_NOMEM;
+        }
+        roaring_bitmap_and_inplace(in, b);
+        roaring_bitmap_free(b);
+        return CDN_OK;
+    }
+    for (size_t i = 0; rc == CDN_OK && i < q->must.n; i++)
+        rc = set_narrow(x, q->must.q[i], in);
+    for (size_t i = 0; rc == CDN_OK && i < q->filter.n; i++)
+        rc = set_narrow(x, q->filter.q[i], in);
+    for (size_t i = 0; rc == CDN_OK && i < q->must_not.n; i++) {
+        roaring_bitmap_t *m = roaring_bitmap_copy(in);
+        if (!m || (rc = set_narrow(x, q->must_not.q[i], m)) != CDN_OK) {
+            rc = m ? rc : CDN_ERR_NOMEM;
+        } else {
+            roaring_bitmap_andnot_inplace(in, m);
+        }
+        if (m)
+            roaring_bitmap_free(m);
+    }
+    /* optional clauses: one must match when nothing else is required (or msm says 1) */
+    size_t req = q->msm.set ? textq_msm_required(&q->msm, q->should.n) : 0;
+    if (!q->must.n && !q->filter.n && q->should.n && req == 0)
+        req = 1;
+    if (rc == CDN_OK && req == 1) {
+        roaring_bitmap_t *any = roaring_bitmap_create();
+        for (size_t i = 0; any && rc == CDN_OK && i < q->should.n; i++) {
+            roaring_bitmap_t *m = roaring_bitmap_copy(in);
+            if (!m || (rc = set_narrow(x, q->should.q[i], m)) != CDN_OK)
+                rc = m ? rc : CDN_ERR_NOMEM;
+            else
+                roaring_bitmap_or_inplace(any, m);
+            if (m)
+                roaring_bitmap_free(m);
+        }
+        if (!any)
+            rc = CDN_ERR_NOMEM;
+        else if (rc == CDN_OK)
+            roaring_bitmap_and_inplace(in, any);
+        if (any)
+            roaring_bitmap_free(any);
+    }
+    return rc;
+}
+
 int textq_filter(const textidx_t *ti, const textq_t *q, roaring_bitmap_t *inout, cdn_err_t *err)
 {
+    if (settable(ti, q)) { /* sets only: no docsets, no scores */
+        ectx_t sx = {ti, {0, 0}, err, NULL, NULL, NULL};
+        roaring_bitmap_and_inplace(inout, ti->live);
+        int src = set_narrow(&sx, q, inout);
+        return src == CDN_ERR_NOMEM ? cdn_err_set(err, src, "out of memory filtering") : src;
+    }
     ectx_t x = {ti, {0, 0}, err, NULL, NULL, NULL};
     bm25_docset_t s = {0};
     roaring_bitmap_t *m = NULL;

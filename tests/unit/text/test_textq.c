@@ -398,6 +398,18 @@ static void test_filter_context_equals_the_ranked_matches(void **state)
         "{\"bool\":{\"must_not\":[{\"match_all\":{}}]}}",
         "{\"bool\":{\"must\":[{\"match\":{\"body\":\"brown\"}}],\"filter\":[{\"exists\":{"
         "\"field\":\"tag\"}}]}}",
+        /* nested, as an authorizer's plan becomes: sets all the way down */
+        "{\"bool\":{\"filter\":[{\"bool\":{\"should\":[{\"term\":{\"tag\":\"news\"}},{"
+        "\"bool\":{\"filter\":[{\"exists\":{\"field\":\"flag\"}}],\"must_not\":[{\"term\":"
+        "{\"flag\":false}}]}}],\"minimum_should_match\":1}}],\"must_not\":[{\"range\":{"
+        "\"price\":{\"gte\":50}}}]}}",
+        /* optional clauses beside a filter: they do not narrow */
+        "{\"bool\":{\"filter\":[{\"term\":{\"tag\":\"animals\"}}],\"should\":[{\"term\":"
+        "{\"flag\":true}}]}}",
+        /* two of three optional clauses: not sets alone, ranked then kept */
+        "{\"bool\":{\"should\":[{\"term\":{\"tag\":\"animals\"}},{\"term\":{\"flag\":"
+        "true}},{\"range\":{\"price\":{\"lt\":20}}}],\"minimum_should_match\":2}}",
+        "{\"terms\":{\"body\":[\"fox\",\"dog\"]}}",
     };
     uint32_t sets[][NDOCS + 1] = {{10, 11, 12, 13, 14, 15}, {11, 12, 15}, {14}, {0}};
     size_t nset[] = {6, 3, 1, 0};

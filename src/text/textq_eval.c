@@ -730,6 +730,16 @@ out:
     return rc;
 }
 
+/* Frees the per-field statistics a context made. */
+static void ectx_release(ectx_t *x)
+{
+    for (size_t i = 0; x->fs_ready && i < x->ti->ntf; i++)
+        if (x->fs_ready[i])
+            fstats_free(&x->fs[i]);
+    cdn_free(x->fs);
+    cdn_free(x->fs_ready);
+}
+
 /* Whether q can be evaluated as sets alone: leaves read as bitmaps (metadata terms, ranges,
  * exists, ids, prefix, match_all; terms on metadata fields), and bools of such whose optional
  * clauses need at most one match. */
@@ -831,11 +841,7 @@ int textq_filter(const textidx_t *ti, const textq_t *q, roaring_bitmap_t *inout,
     if (m)
         roaring_bitmap_free(m);
     bm25_docset_free(&s);
-    for (size_t i = 0; x.fs_ready && i < ti->ntf; i++)
-        if (x.fs_ready[i])
-            fstats_free(&x.fs[i]);
-    cdn_free(x.fs);
-    cdn_free(x.fs_ready);
+    ectx_release(&x);
     return rc == CDN_ERR_NOMEM ? cdn_err_set(err, rc, "out of memory filtering") : rc;
 }
 
@@ -863,11 +869,7 @@ int textq_exec(const textidx_t *ti, const textq_t *q, const roaring_bitmap_t *ba
         }
         bm25_docset_free(&s);
     }
-    for (size_t i = 0; x.fs_ready && i < ti->ntf; i++)
-        if (x.fs_ready[i])
-            fstats_free(&x.fs[i]);
-    cdn_free(x.fs);
-    cdn_free(x.fs_ready);
+    ectx_release(&x);
     res->stats = x.st;
     res->complete = rc == CDN_OK;
     return rc;

@@ -173,6 +173,11 @@ function update(t, op) {
 const FULL = v1.Consistency.create({ requirement: { oneofKind: "fullyConsistent",
                                                     fullyConsistent: true } });
 
+// A line on stderr for whoever watches a long run (the bench keeps it in node.log).
+function progress(what) {
+    process.stderr.write(`spicedb.js: ${what}\n`);
+}
+
 function nowUs() {
     return Number(process.hrtime.bigint()) / 1e3;
 }
@@ -305,6 +310,7 @@ async function run(spec) {
             n += pending.length;
         }
         out.load = { tuples: n, seconds: (nowUs() - t0) / 1e6 };
+        progress(`${n} tuples written in ${out.load.seconds.toFixed(1)} s`);
 
         const checkUs = [];
         // the checks run first, on the tuples as loaded
@@ -318,6 +324,7 @@ async function run(spec) {
             }
         }
         out.stats.check = stats(checkUs);
+        progress(`${out.checks.length} checks, p50 ${out.stats.check.p50_us.toFixed(0)} us`);
 
         const opUs = {};
         const ops = spec.ops || [];
@@ -340,6 +347,7 @@ async function run(spec) {
             out.lookups.push(answer);
         }
         out.stats.lookup_resources = stats(lookupUs);
+        progress(`${lookupUs.length} lookups, p50 ${out.stats.lookup_resources.p50_us.toFixed(0)} us`);
 
         for (const op of ops.slice(before)) out.ops.push(await writeOp(P, op, opUs));
         for (const [name, us] of Object.entries(opUs)) out.stats[name] = stats(us);

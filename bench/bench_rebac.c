@@ -264,27 +264,54 @@ static int load_chunks(rb_run_t *r, uint64_t k)
     return rc;
 }
 
-static double search_p50(cordon_t *db, const char *subject, uint64_t *rng, double *hits)
+static int allowed(cordon_t *db, const char *user, const char *obj);
+
+/* The searches of one subject: p50 ms; mean hits; recall@10 of the planner's answer against
+ * the exact scan of what the subject reads; hits whose object the subject may not view (by
+ * cordon_rebac_check, the forward walk, where searches take the reverse one): leaks. */
+typedef struct rb_search {
+    double p50_ms, hits, recall;
+    uint64_t leaks;
+} rb_search_t;
+
+static void search_as(cordon_t *db, const char *fmt, const char *subject, uint64_t *rng,
+                      rb_search_t *out)
 {
     enum { N = 200, DIM = 16 };
-    double lat[N];
+    double lat[N], found = 0, want = 0;
     float q[DIM];
+    char user[80], obj[64];
     cordon_subject s = {.subject_id = subject};
-    *hits = 0;
+    snprintf(user, sizeof user, "user:%s", subject);
+    memset(out, 0, sizeof *out);
     for (int i = 0; i < N; i++) {
         for (int d = 0; d < DIM; d++)
             q[d] = (float)bench_rng_unit(rng);
-        cordon_query qu = {.vector = q, .k = 10};
-        cordon_result *res;
+        cordon_query qu = {.vector = q, .k = 10}, qe = qu;
+        cordon_result *res = NULL, *ex = NULL;
+        qe.strategy = CORDON_STRATEGY_EXACT;
         uint64_t t0 = cdn_clock_ns();
-        if (cordon_search(db, "files", &s, &qu, &res, NULL) == CORDON_OK) {
-            *hits += (double)res->n_hits / N;
-            cordon_result_free(res);
-        }
+        int ok = cordon_search(db, "files", &s, &qu, &res, NULL) == CORDON_OK;
         lat[i] = (double)(cdn_clock_ns() - t0) / 1e6;
+        if (ok && cordon_search(db, "files", &s, &qe, &ex, NULL) == CORDON_OK) {
+            out->hits += (double)res->n_hits / N;
+            want += (double)ex->n_hits;
+            for (size_t h = 0; h < res->n_hits; h++) {
+                for (size_t e = 0; e < ex->n_hits; e++)
+                    if (!strcmp(res->hits[h].id, ex->hits[e].id)) {
+                        found++;
+                        break;
+                    }
+                snprintf(obj, sizeof obj, fmt, strtoull(res->hits[h].id + 1, NULL, 10));
+                out->leaks += !allowed(db, user, obj);
+            }
+        }
+        cordon_result_free(res);
+        cordon_result_free(ex);
     }
     qsort(lat, N, sizeof *lat, bench_cmp_double);
-    return lat[N / 2];
+    out->p50_ms = lat[N / 2];
+    out->recall = want > 0 ? found / want : 1;
 }
 
 static int allowed(cordon_t *db, const char *user, const char *obj)
@@ -303,7 +330,8 @@ typedef struct rb_opts {
 /* What the run measured: latencies sorted, in us for checks and ms for the rest. */
 typedef struct rb_result {
     double *lat, share[RB_REPEAT], unshare[RB_REPEAT], lookup[RB_REPEAT], move[RB_REPEAT];
-    double load_s, big_ms, big_hits, small_ms, small_hits, rss;
+    double load_s, rss;
+    rb_search_t big, small; /* --chunks: the shared reader, and a user who reads a few */
     size_t yes, found;
 } rb_result_t;
 
@@ -430,8 +458,9 @@ static void run_searches(rb_run_t *r, uint64_t chunks, rb_result_t *res, int *ba
         *bad |= cordon_model_apply(r->db, g, NULL, NULL) != 0;
     }
     timed_tuple(r->db, r->corpus->share, 0, bad);
-    res->big_ms = search_p50(r->db, "reader", &r->rng, &res->big_hits);
-    res->small_ms = search_p50(r->db, "u1", &r->rng, &res->small_hits);
+    search_as(r->db, r->corpus->obj_fmt, "reader", &r->rng, &res->big);
+    search_as(r->db, r->corpus->obj_fmt, "u1", &r->rng, &res->small);
+    *bad |= res->big.leaks || res->small.leaks;
 }
 
 /* One row of --format json; agree < 0 leaves it out. */
@@ -470,12 +499,14 @@ static void print_json(const rb_run_t *r, const rb_opts_t *o, const rb_result_t 
     json_row("cordon", "move", n, res->move[RB_REPEAT / 2] * 1e3,
              pct((double *)res->move, RB_REPEAT, .95) * 1e3, -1, NULL);
     if (o->chunks) {
-        snprintf(x, sizeof x, ",\"chunks\":%llu,\"hits\":%.1f", (unsigned long long)o->chunks,
-                 res->big_hits);
-        json_row("cordon", "search_reader", n, res->big_ms * 1e3, res->big_ms * 1e3, -1, x);
-        snprintf(x, sizeof x, ",\"chunks\":%llu,\"hits\":%.1f", (unsigned long long)o->chunks,
-                 res->small_hits);
-        json_row("cordon", "search_few", n, res->small_ms * 1e3, res->small_ms * 1e3, -1, x);
+        const rb_search_t *sr[2] = {&res->big, &res->small};
+        for (int k = 0; k < 2; k++) {
+            snprintf(x, sizeof x, ",\"chunks\":%llu,\"hits\":%.1f,\"recall\":%.4f,\"leaks\":%llu",
+                     (unsigned long long)o->chunks, sr[k]->hits, sr[k]->recall,
+                     (unsigned long long)sr[k]->leaks);
+            json_row("cordon", k ? "search_few" : "search_reader", n, sr[k]->p50_ms * 1e3,
+                     sr[k]->p50_ms * 1e3, -1, x);
+        }
     }
     if (p) {
         static const char *const ops[RB_OP_N] = {"check", "lookup_resources", "share", "unshare"};
@@ -524,12 +555,14 @@ static void print_table(const rb_run_t *r, const rb_opts_t *o, const rb_result_t
     if (p)
         printf("spicedb load: %.1f s (%.0f tuples/s)\n", p->load_s, (double)r->tuples / p->load_s);
     if (o->chunks) {
-        printf("%-8s %-18s %10.2fms  (%.1f hits; searches of %llu chunks naming the objects, as "
-               "the shared reader)\n",
-               "cordon", "search_reader", res->big_ms, res->big_hits,
-               (unsigned long long)o->chunks);
-        printf("%-8s %-18s %10.2fms  (%.1f hits; as a user who reads a few)\n", "cordon",
-               "search_few", res->small_ms, res->small_hits);
+        printf("%-8s %-18s %10.2fms  (%.1f hits, recall@10 %.4f, %llu leaks; searches of %llu "
+               "chunks naming the objects, as the shared reader)\n",
+               "cordon", "search_reader", res->big.p50_ms, res->big.hits, res->big.recall,
+               (unsigned long long)res->big.leaks, (unsigned long long)o->chunks);
+        printf("%-8s %-18s %10.2fms  (%.1f hits, recall@10 %.4f, %llu leaks; as a user who reads "
+               "a few)\n",
+               "cordon", "search_few", res->small.p50_ms, res->small.hits, res->small.recall,
+               (unsigned long long)res->small.leaks);
     }
 }
 

@@ -118,6 +118,8 @@ def test_bench_rebac_prints_its_rows_and_verifies_its_writes(cordon):
     assert set(ops) == {"check", "lookup_resources", "share", "unshare", "move", "load",
                         "search_reader", "search_few"}
     assert ops["search_reader"]["hits"] > 0  # chunks naming the shared folder's documents
+    for k in ("search_reader", "search_few"):  # planner against exact, hits against the tuples
+        assert ops[k]["recall"] >= 0.99 and ops[k]["leaks"] == 0, ops[k]
     assert ops["load"]["tuples"] >= 20000
     assert ops["lookup_resources"]["found"] > 0     # the shared top folder's documents
     assert ops["check"]["p50_us"] > 0

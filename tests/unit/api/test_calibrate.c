@@ -33,8 +33,8 @@ static void put_rows(cordon_t *db, const char *coll, uint32_t from, uint32_t to)
             for (int d = 0; d < DIM; d++)
                 v[i][d] = tu_randf(&s) - 0.5f;
             snprintf(ids[i], sizeof ids[i], "r%u", at + i);
-            ch[i] = (cordon_chunk){.id = ids[i], .vector = v[i], .allowed = allowed,
-                                   .n_allowed = 1};
+            ch[i] =
+                (cordon_chunk){.id = ids[i], .vector = v[i], .allowed = allowed, .n_allowed = 1};
         }
         assert_int_equal(cordon_put(db, coll, ch, n, NULL, NULL), 0);
     }

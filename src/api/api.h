@@ -38,11 +38,10 @@ int api_asof_decide(cordon_t *db, const authz_request_t *req, const char *const 
 /* Whether name is a configured authorizer. */
 int api_pdp_has(cordon_t *db, const char *name);
 /* When collection coll delegates to an authorizer and the subject may do action on it in the
- * model: asks the authorizer and returns in *filter (free with cdn_free) the query object
- * that narrows the subject's chunks, user_filter (may be NULL) included, or NULL when
- * nothing narrows them; info says who answered. Otherwise *filter is a copy of user_filter
- * (or NULL) and info is zero. CDN_ERR_UNAVAILABLE when the authorizer fails: nothing may be
- * read. */
+ * model: asks the authorizer and returns in *filter (free with cdn_free) the query object to
+ * search with, user_filter (may be NULL) and the authorizer's answer together; info says who
+ * answered. *filter NULL: search with user_filter as it is (no authorizer, or one that
+ * allows every chunk). CDN_ERR_UNAVAILABLE when the authorizer fails: nothing may be read. */
 int api_pdp_filter(cordon_t *db, const char *coll, const cordon_subject *s, const char *action,
                    const char *user_filter, char **filter, cordon_authorizer_info *info,
                    cdn_err_t *e);

@@ -44,6 +44,8 @@ static int coll_insert_sorted(engine_t *e, coll_t *c)
     memmove(e->colls + i + 1, e->colls + i, (e->ncolls - i) * sizeof(coll_t *));
     e->colls[i] = c;
     e->ncolls++;
+    if (c->cfg.authorizer[0])
+        atomic_store(&e->any_delegated, 1);
     return CDN_OK;
 }
 

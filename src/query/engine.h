@@ -31,6 +31,9 @@ typedef struct engine {
     size_t principals_saved; /* principals [0, saved) are in the store; the rest were
                                 interned by a write that failed and wait for the next */
     coll_t **colls;          /* sorted by name */
+    /* Some collection has named an outside authorizer since the open (never cleared): until
+     * then a search need not look its collection up for one (src/api/pdp.c). */
+    _Atomic int any_delegated;
     size_t ncolls, colls_cap;
     uint32_t next_coll_id;
     _Atomic uint64_t revision; /* the last acknowledged revision */

@@ -436,6 +436,9 @@ int engine_subject_current(engine_t *e, const engine_subject_t *s, uint64_t *rev
      * seen only by a reader that also sees the model write's revision). */
     if (s->objects_stale)
         return 0; /* the objects were read at another revision than the view */
+    if (s->view && !s->with_objects && atomic_load(&s->c->has_objects))
+        return 0; /* the collection's first chunk naming an object came after the subject
+                     was resolved without objects: resolve again, with them */
     if (!s->view || authz_model_revision(e->model) == s->view->revision)
         return 1;
     if (s->with_objects)

@@ -49,7 +49,14 @@ typedef struct rb_rel {
     char *expr_text;       /* as written, for export */
     rb_allowed_t *allowed; /* relations */
     uint32_t nallowed;
-    bool monotone; /* a permission with neither intersection nor exclusion below it */
+    /* no intersection nor exclusion anywhere below it (through usersets, reads and arrows):
+     * a reverse walk from a subject reaches exactly the objects where the subject holds it */
+    bool monotone;
+    /* what a reverse walk may follow from (object, this relation): some relation accepts the
+     * userset type#this, permissions of the same type read it (a bit per relation index), some
+     * arrow's target is this relation on this type */
+    bool in_userset, arrowed;
+    uint64_t read_by;
 } rb_rel_t;
 
 typedef struct rb_type {
@@ -111,6 +118,8 @@ int rb_store_clone(const rb_store_t *src, rb_store_t **out);
 int rb_obj_get(const rb_store_t *st, uint16_t type, const char *id, uint32_t *obj);
 int rb_obj_add(rb_store_t *st, uint16_t type, const char *id, uint32_t *obj);
 uint16_t rb_obj_type(const rb_store_t *st, uint32_t obj);
+/* Objects are numbered 0 .. count - 1. */
+uint32_t rb_obj_count(const rb_store_t *st);
 const char *rb_obj_id(const rb_store_t *st, uint32_t obj);
 /* The subjects of (obj, rel) and the (obj, rel) pairs a subject stands in, each a borrowed array
  * valid until the next write. */

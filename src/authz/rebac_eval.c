@@ -15,14 +15,21 @@
 
 #define NO_OBJ UINT32_MAX
 
-/* (object, relation) -> a small state, open addressing over key + 1. */
+/* (object, relation) -> a small state. Sparse: open addressing over key + 1, for questions that
+ * touch a few objects (check, expand). Dense: a byte per object for each relation, made on first
+ * use, for walks that may touch most of the store (lookup-resources), where hashing every step
+ * cost more than the walk itself. */
 typedef struct memo {
     uint64_t *keys;
     uint8_t *vals;
     uint32_t cap, n;
+    uint8_t **rows; /* dense: rows[rel] (RB_RELS_MAX for RB_NONE), NULL until used */
+    uint32_t nobjs;
 } memo_t;
 
 enum { M_NONE = 0, M_BUSY, M_TRUE, M_FALSE };
+
+#define MEMO_ROWS (RB_RELS_MAX + 1)
 
 static uint64_t mkey(uint32_t obj, uint16_t rel)
 {
@@ -36,8 +43,32 @@ static uint32_t mhash(uint64_t k)
     return (uint32_t)(k >> 32);
 }
 
-static uint8_t *memo_slot(memo_t *m, uint64_t k, int create)
+/* Makes m dense over nobjs objects; 0 or CDN_ERR_NOMEM. */
+static int memo_dense(memo_t *m, uint32_t nobjs)
 {
+    memset(m, 0, sizeof *m);
+    m->rows = cdn_calloc(MEMO_ROWS, sizeof *m->rows);
+    m->nobjs = nobjs;
+    return m->rows ? CDN_OK : CDN_ERR_NOMEM;
+}
+
+static uint8_t *memo_dense_slot(memo_t *m, uint32_t obj, uint16_t rel, int create)
+{
+    uint32_t r = rel == RB_NONE ? RB_RELS_MAX : rel;
+    if (!m->rows[r]) {
+        if (!create || !(m->rows[r] = cdn_calloc(m->nobjs ? m->nobjs : 1, 1)))
+            return NULL;
+    }
+    return &m->rows[r][obj];
+}
+
+/* The state of (obj, rel), made M_NONE when absent and create is set; NULL when absent and not
+ * created, or out of memory. */
+static uint8_t *memo_slot(memo_t *m, uint32_t obj, uint16_t rel, int create)
+{
+    if (m->rows)
+        return memo_dense_slot(m, obj, rel, create);
+    uint64_t k = mkey(obj, rel);
     if ((m->n + 1) * 2 > m->cap) {
         if (!create)
             goto find;
@@ -80,8 +111,19 @@ find:
     }
 }
 
+/* The state of (obj, rel), M_NONE when absent. */
+static uint8_t memo_get(const memo_t *m, uint32_t obj, uint16_t rel)
+{
+    const uint8_t *v = memo_slot((memo_t *)m, obj, rel, 0); /* not created: not written */
+    return v ? *v : M_NONE;
+}
+
 static void memo_free(memo_t *m)
 {
+    if (m->rows)
+        for (uint32_t r = 0; r < MEMO_ROWS; r++)
+            cdn_free(m->rows[r]);
+    cdn_free(m->rows);
     cdn_free(m->keys);
     cdn_free(m->vals);
 }
@@ -94,10 +136,27 @@ typedef struct ev {
     uint32_t subj; /* the subject object, NO_OBJ when no tuple names it */
     uint32_t wild; /* the wildcard object of its type, NO_OBJ when none */
     memo_t memo;
+    /* after a complete reverse walk from the subject: what it reached, exact for monotone
+     * relations, so a check inside a lookup reads them instead of evaluating them */
+    const memo_t *walked;
+    /* and how the walk reached the object being checked: an arrow over hint_via from hint_src,
+     * the subject of that arrow tried first (it is often the only one that holds) */
+    uint32_t hint_obj, hint_src;
+    uint16_t hint_via;
     int depth, cut, rc; /* cut: a cycle was cut below the current evaluation */
 } ev_t;
 
 static int has(ev_t *e, uint32_t obj, uint16_t rel);
+
+/* True when x is the arrow the walk reached obj through and its subject there holds the
+ * arrow's target: the arrow holds without reading obj's tuples. */
+static int hinted(ev_t *e, uint32_t obj, const rb_expr_t *x)
+{
+    if (obj != e->hint_obj || x->kind != RB_E_ARROW || x->rel != e->hint_via)
+        return 0;
+    int k = rb_arrow_target(x, rb_obj_type(e->st, e->hint_src));
+    return k >= 0 && has(e, e->hint_src, (uint16_t)k);
+}
 
 static int eval_expr(ev_t *e, uint32_t obj, const rb_expr_t *x)
 {
@@ -107,6 +166,8 @@ static int eval_expr(ev_t *e, uint32_t obj, const rb_expr_t *x)
     switch (x->kind) {
     case RB_E_REL: return has(e, obj, x->rel);
     case RB_E_ARROW: {
+        if (hinted(e, obj, x))
+            return 1;
         const rb_sub_t *subs = rb_subjects(e->st, obj, x->rel, &n);
         for (uint32_t i = 0; i < n; i++) {
             if (subs[i].rel != RB_NONE || rb_id_is_wild(rb_obj_id(e->st, subs[i].obj)))
@@ -119,6 +180,9 @@ static int eval_expr(ev_t *e, uint32_t obj, const rb_expr_t *x)
         return 0;
     }
     case RB_E_UNION:
+        for (uint32_t i = 0; obj == e->hint_obj && i < x->nkids; i++)
+            if (hinted(e, obj, x->kids[i])) /* the way the walk came first */
+                return 1;
         for (uint32_t i = 0; i < x->nkids; i++)
             if (eval_expr(e, obj, x->kids[i]))
                 return 1;
@@ -136,7 +200,10 @@ static int eval_expr(ev_t *e, uint32_t obj, const rb_expr_t *x)
 
 static int has(ev_t *e, uint32_t obj, uint16_t rel)
 {
-    uint8_t *m = memo_slot(&e->memo, mkey(obj, rel), 1);
+    const rb_rel_t *def = &e->s->types[rb_obj_type(e->st, obj)].rels[rel];
+    if (e->walked && def->monotone)
+        return memo_get(e->walked, obj, rel) != M_NONE;
+    uint8_t *m = memo_slot(&e->memo, obj, rel, 1);
     int r = 0, cut_before = e->cut;
     if (!m) {
         e->rc = CDN_ERR_NOMEM;
@@ -155,7 +222,6 @@ static int has(ev_t *e, uint32_t obj, uint16_t rel)
     *m = M_BUSY;
     e->depth++;
     e->cut = 0;
-    const rb_rel_t *def = &e->s->types[rb_obj_type(e->st, obj)].rels[rel];
     if (def->is_perm) {
         r = eval_expr(e, obj, def->expr);
     } else {
@@ -169,7 +235,7 @@ static int has(ev_t *e, uint32_t obj, uint16_t rel)
         }
     }
     e->depth--;
-    m = memo_slot(&e->memo, mkey(obj, rel), 1); /* the table may have grown */
+    m = memo_slot(&e->memo, obj, rel, 1); /* the table may have grown */
     /* a result reached while a cycle was cut may differ from the one reached elsewhere */
     *m = e->cut ? M_NONE : r ? M_TRUE : M_FALSE;
     e->cut |= cut_before;
@@ -220,6 +286,7 @@ static const rb_state_t *read_begin(authz_model_t *m, uint64_t *revision, int *r
 static void ev_init(ev_t *e, const rb_state_t *rb, uint16_t stype, const char *sid)
 {
     memset(e, 0, sizeof *e);
+    e->hint_obj = NO_OBJ;
     e->s = rb->schema;
     e->st = rb->store;
     if (rb_obj_get(e->st, stype, sid, &e->subj))
@@ -268,15 +335,22 @@ int authz_rebac_check(authz_model_t *m, const char *subject, const char *permiss
 
 /* ---- lookup-resources: a reverse walk, then checks where the permission is not monotone ---- */
 
+/* A step of the walk: (obj, rel) reached, and when an arrow over via from src reached it, src
+ * (NO_OBJ otherwise): a check of obj tries that subject of its arrow first. */
+typedef struct wnode {
+    uint32_t obj, src;
+    uint16_t rel, via;
+} wnode_t;
+
 typedef struct walk {
-    uint64_t *q; /* queue of (obj << 16 | rel) */
+    wnode_t *q; /* the queue */
     size_t n, cap, head;
     memo_t seen;
 } walk_t;
 
-static int push(walk_t *w, uint32_t obj, uint16_t rel)
+static int push_from(walk_t *w, uint32_t obj, uint16_t rel, uint32_t src, uint16_t via)
 {
-    uint8_t *s = memo_slot(&w->seen, mkey(obj, rel), 1);
+    uint8_t *s = memo_slot(&w->seen, obj, rel, 1);
     if (!s)
         return CDN_ERR_NOMEM;
     if (*s)
@@ -288,25 +362,19 @@ static int push(walk_t *w, uint32_t obj, uint16_t rel)
             return CDN_ERR_NOMEM;
         w->q = p;
     }
-    w->q[w->n++] = (uint64_t)obj << 16 | rel;
+    w->q[w->n++] = (wnode_t){obj, src, rel, via};
     return CDN_OK;
 }
 
-/* True when expression x of a permission reads relation rel of its own object directly. */
-static bool reads(const rb_expr_t *x, uint16_t rel)
+static int push(walk_t *w, uint32_t obj, uint16_t rel)
 {
-    if (x->kind == RB_E_REL)
-        return x->rel == rel;
-    for (uint32_t i = 0; i < x->nkids; i++)
-        if (reads(x->kids[i], rel))
-            return true;
-    return false;
+    return push_from(w, obj, rel, NO_OBJ, RB_NONE);
 }
 
-/* True when x has an arrow over relation via whose target is name. */
+/* True when x has an arrow over relation via whose target on objects of type is rel. */
 static bool arrows(const rb_expr_t *x, uint16_t via, uint16_t type, uint16_t rel)
 {
-    if (x->kind == RB_E_ARROW) /* its target on objects of the type is that relation */
+    if (x->kind == RB_E_ARROW)
         return x->rel == via && rb_arrow_target(x, type) == (int)rel;
     for (uint32_t i = 0; i < x->nkids; i++)
         if (arrows(x->kids[i], via, type, rel))
@@ -315,50 +383,71 @@ static bool arrows(const rb_expr_t *x, uint16_t via, uint16_t type, uint16_t rel
 }
 
 /* What holding rel on obj leads to: usersets naming it, permissions of obj reading it, and
- * permissions of the objects that point at obj through an arrow to it. */
+ * permissions of the objects that point at obj through an arrow to it. The schema says which
+ * of the three can exist, so the walk asks the tuples only where it may find something. */
 static int step(const rb_state_t *rb, walk_t *w, uint32_t obj, uint16_t rel)
 {
     const rb_schema_t *s = rb->schema;
     uint16_t t = rb_obj_type(rb->store, obj);
-    const rb_type_t *ty = &s->types[t];
+    const rb_rel_t *def = &s->types[t].rels[rel];
     uint32_t n;
     int rc = CDN_OK;
-    const rb_sub_t *h = rb_holders(rb->store, obj, rel, &n);
-    for (uint32_t i = 0; i < n && !rc; i++)
-        rc = push(w, h[i].obj, h[i].rel);
-    for (uint32_t p = 0; p < ty->nrels && !rc; p++)
-        if (ty->rels[p].is_perm && reads(ty->rels[p].expr, rel))
-            rc = push(w, obj, (uint16_t)p);
+    const rb_sub_t *h;
+    if (def->in_userset) {
+        h = rb_holders(rb->store, obj, rel, &n);
+        for (uint32_t i = 0; i < n && !rc; i++)
+            rc = push(w, h[i].obj, h[i].rel);
+    }
+    for (uint64_t m = def->read_by; m && !rc; m &= m - 1)
+        rc = push(w, obj, (uint16_t)__builtin_ctzll(m));
+    if (!def->arrowed)
+        return rc;
     h = rb_holders(rb->store, obj, RB_NONE, &n); /* x#via@obj: x may reach rel through via */
     for (uint32_t i = 0; i < n && !rc; i++) {
         const rb_type_t *xt = &s->types[rb_obj_type(rb->store, h[i].obj)];
         for (uint32_t p = 0; p < xt->nrels && !rc; p++)
             if (xt->rels[p].is_perm && arrows(xt->rels[p].expr, h[i].rel, t, rel))
-                rc = push(w, h[i].obj, (uint16_t)p);
+                rc = push_from(w, h[i].obj, (uint16_t)p, obj, h[i].rel);
     }
     return rc;
 }
 
 /* The reverse walk from the subject (stype, sid), calling fn(ctx, type, id) for each object
- * whose relation or permission want[its type] (-1: none wanted) the subject holds. Under the
- * model's read lock. */
+ * whose relation or permission want[its type] (-1: none wanted) the subject holds. Where that
+ * relation is monotone the walk reaches exactly its holders; elsewhere it reaches candidates,
+ * each checked once the walk is complete, when what the walk reached answers every monotone
+ * part of the check (a subtracted relation, say) without asking the tuples. Under the model's
+ * read lock. */
 typedef int (*hit_fn)(void *ctx, const char *type, const char *id);
+
+static int emit(const rb_state_t *rb, uint32_t obj, hit_fn fn, void *ctx)
+{
+    const char *id = rb_obj_id(rb->store, obj);
+    if (rb_id_is_wild(id))
+        return CDN_OK;
+    return fn(ctx, rb->schema->types[rb_obj_type(rb->store, obj)].name, id);
+}
 
 static int walk_up(const rb_state_t *rb, uint16_t stype, const char *sid, const int *want,
                    hit_fn fn, void *ctx)
 {
     walk_t w = {0};
     ev_t e;
-    int rc = CDN_OK;
+    size_t *cand = NULL; /* candidates to check: their steps in the walk, in its order */
+    size_t ncand = 0, capcand = 0;
+    uint32_t nobjs = rb_obj_count(rb->store);
     ev_init(&e, rb, stype, sid);
-    if (e.subj != NO_OBJ)
+    int rc = memo_dense(&w.seen, nobjs);
+    if (!rc)
+        rc = memo_dense(&e.memo, nobjs);
+    if (!rc && e.subj != NO_OBJ)
         rc = push(&w, e.subj, RB_NONE);
     if (!rc && e.wild != NO_OBJ)
         rc = push(&w, e.wild, RB_NONE);
     /* the subject's own object is a node of the walk but not a relation held on anything */
     for (; !rc && w.head < w.n; w.head++) {
-        uint32_t obj = (uint32_t)(w.q[w.head] >> 16);
-        uint16_t r = (uint16_t)(w.q[w.head] & 0xffff), t;
+        uint32_t obj = w.q[w.head].obj;
+        uint16_t r = w.q[w.head].rel, t;
         if (r == RB_NONE) {
             uint32_t n;
             const rb_sub_t *h = rb_holders(rb->store, obj, RB_NONE, &n);
@@ -369,19 +458,33 @@ static int walk_up(const rb_state_t *rb, uint16_t stype, const char *sid, const 
         if ((rc = step(rb, &w, obj, r)))
             break;
         t = rb_obj_type(rb->store, obj);
-        if (want[t] == (int)r) {
-            /* with an exclusion or intersection anywhere in the schema, the walk finds
-             * candidates: the check decides (its memo serves every candidate: one subject) */
-            bool ok = rb->schema->monotone;
-            if (!ok) {
-                ok = has(&e, obj, r) && !e.rc;
-                rc = e.rc == CDN_ERR_NOMEM ? e.rc : CDN_OK;
-                e.rc = 0;
-            }
-            if (ok && !rc && !rb_id_is_wild(rb_obj_id(rb->store, obj)))
-                rc = fn(ctx, rb->schema->types[t].name, rb_obj_id(rb->store, obj));
+        if (want[t] != (int)r)
+            continue;
+        if (rb->schema->types[t].rels[r].monotone) {
+            rc = emit(rb, obj, fn, ctx);
+            continue;
         }
+        void *p = cand;
+        if (ncand == capcand && (rc = cdn_grow(&p, &capcand, ncand + 1, sizeof *cand)))
+            break;
+        cand = p;
+        cand[ncand++] = w.head;
     }
+    e.walked = &w.seen;
+    for (size_t i = 0; i < ncand && !rc; i++) {
+        const wnode_t *c = &w.q[cand[i]];
+        uint32_t obj = c->obj;
+        bool wild = c->src != NO_OBJ && rb_id_is_wild(rb_obj_id(rb->store, c->src));
+        e.hint_obj = c->src == NO_OBJ || wild ? NO_OBJ : obj; /* arrows skip wildcards */
+        e.hint_src = c->src;
+        e.hint_via = c->via;
+        int ok = has(&e, obj, (uint16_t)want[rb_obj_type(rb->store, obj)]) && !e.rc;
+        rc = e.rc == CDN_ERR_NOMEM ? e.rc : CDN_OK;
+        e.rc = 0;
+        if (ok && !rc)
+            rc = emit(rb, obj, fn, ctx);
+    }
+    cdn_free(cand);
     ev_free(&e);
     memo_free(&w.seen);
     cdn_free(w.q);
@@ -567,7 +670,7 @@ static int expr_subjects(lx_t *x, uint32_t obj, const rb_expr_t *e, oset_t *out)
 
 static int subjects_of(lx_t *x, uint32_t obj, uint16_t rel, oset_t *out)
 {
-    uint8_t *busy = memo_slot(&x->busy, mkey(obj, rel), 1);
+    uint8_t *busy = memo_slot(&x->busy, obj, rel, 1);
     int rc = CDN_OK;
     if (!busy)
         return CDN_ERR_NOMEM;
@@ -594,7 +697,7 @@ static int subjects_of(lx_t *x, uint32_t obj, uint16_t rel, oset_t *out)
         }
     }
     x->depth--;
-    busy = memo_slot(&x->busy, mkey(obj, rel), 1);
+    busy = memo_slot(&x->busy, obj, rel, 1);
     *busy = M_NONE; /* only the current path is a cycle */
     return rc;
 }
@@ -679,7 +782,7 @@ static json_t *expand_rel(const rb_state_t *rb, uint32_t obj, uint16_t rel, int 
 {
     const rb_type_t *ty = &rb->schema->types[rb_obj_type(rb->store, obj)];
     char name[RB_NAME_MAX * 2 + RB_ID_MAX + 4];
-    uint8_t *b = memo_slot(busy, mkey(obj, rel), 1);
+    uint8_t *b = memo_slot(busy, obj, rel, 1);
     json_t *node;
     snprintf(name, sizeof name, "%s:%s#%s", ty->name, rb_obj_id(rb->store, obj),
              ty->rels[rel].name);
@@ -707,7 +810,7 @@ static json_t *expand_rel(const rb_state_t *rb, uint32_t obj, uint16_t rel, int 
         }
         node = json_pack("{s:s, s:o, s:o}", "node", name, "subjects", direct, "usersets", via);
     }
-    b = memo_slot(busy, mkey(obj, rel), 1);
+    b = memo_slot(busy, obj, rel, 1);
     if (b)
         *b = M_NONE;
     return node;

@@ -241,20 +241,19 @@ static rb_expr_t *parse_expr(pctx_t *c, int depth)
     return e ? e : first;
 }
 
-/* True when e holds no intersection or exclusion and every permission it reaches (of its own
+/* True when e holds no intersection or exclusion and every relation it reaches (of its own
  * type, or an arrow's target on the types its relation accepts) is marked monotone so far. */
 static bool expr_monotone(const rb_schema_t *s, uint16_t t, const rb_expr_t *e)
 {
     if (e->kind == RB_E_INTER || e->kind == RB_E_EXCL)
         return false;
-    if (e->kind == RB_E_REL && s->types[t].rels[e->rel].is_perm)
+    if (e->kind == RB_E_REL)
         return s->types[t].rels[e->rel].monotone;
     if (e->kind == RB_E_ARROW) {
         const rb_rel_t *r = &s->types[t].rels[e->rel];
         for (uint32_t i = 0; i < r->nallowed; i++) {
-            int k = rb_rel_find(s, r->allowed[i].type, e->target, strlen(e->target));
-            if (k >= 0 && s->types[r->allowed[i].type].rels[k].is_perm &&
-                !s->types[r->allowed[i].type].rels[k].monotone)
+            int k = rb_arrow_target(e, r->allowed[i].type);
+            if (k >= 0 && !s->types[r->allowed[i].type].rels[k].monotone)
                 return false;
         }
     }
@@ -264,28 +263,70 @@ static bool expr_monotone(const rb_schema_t *s, uint16_t t, const rb_expr_t *e)
     return true;
 }
 
-/* Marks the monotone permissions: those whose whole closure is unions and arrows, so that a
- * reverse walk finds exactly their holders (rebac_eval.c). A fixpoint from "all of them". */
+/* True when a relation's every userset names a relation marked monotone so far. */
+static bool allowed_monotone(const rb_schema_t *s, const rb_rel_t *r)
+{
+    for (uint32_t i = 0; i < r->nallowed; i++)
+        if (r->allowed[i].rel != RB_NONE &&
+            !s->types[r->allowed[i].type].rels[r->allowed[i].rel].monotone)
+            return false;
+    return true;
+}
+
+/* Marks the monotone relations and permissions: those whose whole closure is unions, arrows
+ * and usersets of monotone relations, so that a reverse walk finds exactly their holders
+ * (rebac_eval.c). A fixpoint from "all of them". */
 static void mark_monotone(rb_schema_t *s)
 {
     bool changed = true;
     for (uint32_t t = 0; t < s->ntypes; t++)
         for (uint32_t r = 0; r < s->types[t].nrels; r++)
-            s->types[t].rels[r].monotone = s->types[t].rels[r].is_perm;
+            s->types[t].rels[r].monotone = true;
     while (changed) {
         changed = false;
         s->monotone = true;
         for (uint32_t t = 0; t < s->ntypes; t++)
             for (uint32_t r = 0; r < s->types[t].nrels; r++) {
                 rb_rel_t *rel = &s->types[t].rels[r];
-                if (rel->monotone && !expr_monotone(s, (uint16_t)t, rel->expr)) {
+                if (rel->monotone && !(rel->is_perm ? expr_monotone(s, (uint16_t)t, rel->expr)
+                                                    : allowed_monotone(s, rel))) {
                     rel->monotone = false;
                     changed = true;
                 }
-                if (rel->is_perm && !rel->monotone)
-                    s->monotone = false;
+                s->monotone &= rel->monotone;
             }
     }
+}
+
+/* Marks, for each (type, relation) x, which edges a reverse walk may take from it: from a
+ * userset expression e of type t, the relations it reads and the arrows it takes. */
+static void mark_edges_expr(rb_schema_t *s, uint16_t t, uint16_t p, const rb_expr_t *e)
+{
+    if (e->kind == RB_E_REL)
+        s->types[t].rels[e->rel].read_by |= 1ull << p;
+    if (e->kind == RB_E_ARROW) {
+        const rb_rel_t *r = &s->types[t].rels[e->rel];
+        for (uint32_t i = 0; i < r->nallowed; i++) {
+            int k = rb_arrow_target(e, r->allowed[i].type);
+            if (k >= 0)
+                s->types[r->allowed[i].type].rels[k].arrowed = true;
+        }
+    }
+    for (uint32_t i = 0; i < e->nkids; i++)
+        mark_edges_expr(s, t, p, e->kids[i]);
+}
+
+static void mark_edges(rb_schema_t *s)
+{
+    for (uint32_t t = 0; t < s->ntypes; t++)
+        for (uint32_t r = 0; r < s->types[t].nrels; r++) {
+            const rb_rel_t *rel = &s->types[t].rels[r];
+            if (rel->is_perm)
+                mark_edges_expr(s, (uint16_t)t, (uint16_t)r, rel->expr);
+            for (uint32_t i = 0; !rel->is_perm && i < rel->nallowed; i++)
+                if (rel->allowed[i].rel != RB_NONE)
+                    s->types[rel->allowed[i].type].rels[rel->allowed[i].rel].in_userset = true;
+        }
 }
 
 /* ---- the schema document ---- */
@@ -440,8 +481,10 @@ int rb_schema_parse(const json_t *doc, rb_schema_t **out, cdn_err_t *err)
                 fail(&c, CDN_ERR_INVALID, "unexpected text");
             rc = c.rc ? c.rc : rel->expr ? CDN_OK : CDN_ERR_NOMEM;
         }
-    if (!rc)
+    if (!rc) {
         mark_monotone(s);
+        mark_edges(s);
+    }
     if (!rc && !(s->src = json_deep_copy(doc)))
         rc = CDN_ERR_NOMEM;
     if (rc) {

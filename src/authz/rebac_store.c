@@ -1,9 +1,10 @@
 /* rebac_store.c: relationship tuples in memory. Objects ("type:id") get dense indexes; each
  * (object, relation) keeps the list of its subjects (forward), each subject (object or
- * userset) the list of (object, relation) it stands in (reverse), both in one open-addressing
- * table keyed by (object << 16 | relation). Also the model ops that write them (put_schema,
- * write_tuples), their text form, export and import, and the sharing of one store between a
- * state and its copies until one writes. Relies on base/strmap, base/mem and jansson. */
+ * userset) the list of (object, relation) it stands in (reverse), each in an open-addressing
+ * table keyed by (object << 16 | relation), a list of one held inside its entry. Also the model ops
+ * that write them (put_schema, write_tuples), their text form, export and import, and the sharing
+ * of one store between a state and its copies until one writes. Relies on base/strmap, base/mem and
+ * jansson. */
 #include "authz/internal.h"
 #include "authz/rebac.h"
 #include "base/mem.h"
@@ -13,17 +14,22 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* The subjects of one (object, relation), or the (object, relation) pairs of one subject: an
+ * entry of an open-addressing table keyed by (object << 16 | relation) + 1 (0 marks an empty
+ * slot). Most lists hold one element (a page's space, a document's folder), kept inline so a
+ * lookup reads one cache line; longer ones live in an array of their own. */
 typedef struct rb_vec {
-    rb_sub_t *v;
-    uint32_t n, cap;
+    uint64_t key;
+    uint32_t n, cap; /* cap 0: at most one element, inline in one */
+    union {
+        rb_sub_t *v;
+        rb_sub_t one;
+    };
 } rb_vec_t;
 
-/* (object, relation) -> a list, open addressing over keys + 1 (0 marks an empty slot). */
 typedef struct rb_index {
-    uint64_t *keys;
-    uint32_t *slot; /* into vecs */
+    rb_vec_t *e;
     uint32_t cap, n;
-    rb_vec_t *vecs;
 } rb_index_t;
 
 struct rb_store {
@@ -48,50 +54,45 @@ static uint32_t hash64(uint64_t k)
     return (uint32_t)k;
 }
 
+static rb_sub_t *vec_items(rb_vec_t *v)
+{
+    return v->cap ? v->v : &v->one;
+}
+
 static rb_vec_t *index_find(const rb_index_t *x, uint64_t k)
 {
     if (!x->cap)
         return NULL;
     for (uint32_t i = hash64(k) & (x->cap - 1);; i = (i + 1) & (x->cap - 1)) {
-        if (!x->keys[i])
+        if (!x->e[i].key)
             return NULL;
-        if (x->keys[i] == k)
-            return &x->vecs[x->slot[i]];
+        if (x->e[i].key == k)
+            return &x->e[i];
     }
 }
 
 static int index_grow(rb_index_t *x)
 {
     uint32_t ncap = x->cap ? x->cap * 2 : 64;
-    uint64_t *keys = cdn_calloc(ncap, sizeof *keys);
-    uint32_t *slot = cdn_calloc(ncap, sizeof *slot);
-    rb_vec_t *vecs = cdn_realloc(x->vecs, (size_t)ncap / 2 * sizeof *vecs);
-    if (!keys || !slot || !vecs) {
-        cdn_free(keys);
-        cdn_free(slot);
-        if (vecs)
-            x->vecs = vecs;
+    rb_vec_t *e = cdn_calloc(ncap, sizeof *e);
+    if (!e)
         return CDN_ERR_NOMEM;
-    }
-    x->vecs = vecs;
     for (uint32_t i = 0; i < x->cap; i++) {
-        if (!x->keys[i])
+        if (!x->e[i].key)
             continue;
-        uint32_t j = hash64(x->keys[i]) & (ncap - 1);
-        while (keys[j])
+        uint32_t j = hash64(x->e[i].key) & (ncap - 1);
+        while (e[j].key)
             j = (j + 1) & (ncap - 1);
-        keys[j] = x->keys[i];
-        slot[j] = x->slot[i];
+        e[j] = x->e[i];
     }
-    cdn_free(x->keys);
-    cdn_free(x->slot);
-    x->keys = keys;
-    x->slot = slot;
+    cdn_free(x->e);
+    x->e = e;
     x->cap = ncap;
     return CDN_OK;
 }
 
-/* The list of k, made empty when absent; NULL when out of memory. */
+/* The list of k, made empty when absent; NULL when out of memory. Moves the table's entries:
+ * a list found before is not valid after. */
 static rb_vec_t *index_get(rb_index_t *x, uint64_t k)
 {
     rb_vec_t *v = index_find(x, k);
@@ -100,21 +101,19 @@ static rb_vec_t *index_get(rb_index_t *x, uint64_t k)
     if ((x->n + 1) * 2 > x->cap && index_grow(x))
         return NULL;
     uint32_t i = hash64(k) & (x->cap - 1);
-    while (x->keys[i])
+    while (x->e[i].key)
         i = (i + 1) & (x->cap - 1);
-    x->keys[i] = k;
-    x->slot[i] = x->n;
-    memset(&x->vecs[x->n], 0, sizeof x->vecs[0]);
-    return &x->vecs[x->n++];
+    x->e[i].key = k;
+    x->n++;
+    return &x->e[i];
 }
 
 static void index_free(rb_index_t *x)
 {
-    for (uint32_t i = 0; i < x->n; i++)
-        cdn_free(x->vecs[i].v);
-    cdn_free(x->vecs);
-    cdn_free(x->keys);
-    cdn_free(x->slot);
+    for (uint32_t i = 0; i < x->cap; i++)
+        if (x->e[i].key && x->e[i].cap)
+            cdn_free(x->e[i].v);
+    cdn_free(x->e);
     memset(x, 0, sizeof *x);
 }
 
@@ -123,36 +122,56 @@ static int index_clone(const rb_index_t *s, rb_index_t *d)
     memset(d, 0, sizeof *d);
     if (!s->cap)
         return CDN_OK;
-    d->keys = cdn_malloc((size_t)s->cap * sizeof *d->keys);
-    d->slot = cdn_malloc((size_t)s->cap * sizeof *d->slot);
-    d->vecs = cdn_calloc((size_t)s->cap / 2, sizeof *d->vecs);
-    if (!d->keys || !d->slot || !d->vecs)
+    if (!(d->e = cdn_malloc((size_t)s->cap * sizeof *d->e)))
         return CDN_ERR_NOMEM;
-    memcpy(d->keys, s->keys, (size_t)s->cap * sizeof *d->keys);
-    memcpy(d->slot, s->slot, (size_t)s->cap * sizeof *d->slot);
+    memcpy(d->e, s->e, (size_t)s->cap * sizeof *d->e);
     d->cap = s->cap;
-    for (uint32_t i = 0; i < s->n; i++, d->n++) {
-        if (!s->vecs[i].n)
+    d->n = s->n;
+    for (uint32_t i = 0; i < s->cap; i++) {
+        rb_vec_t *v = &d->e[i];
+        if (!v->key || !v->cap)
             continue;
-        if (!(d->vecs[i].v = cdn_malloc((size_t)s->vecs[i].n * sizeof *d->vecs[i].v)))
+        rb_sub_t *copy = v->n ? cdn_malloc((size_t)v->n * sizeof *copy) : NULL;
+        if (v->n && !copy) {
+            for (uint32_t j = i; j < s->cap; j++) /* the rest still point into s */
+                if (d->e[j].key && d->e[j].cap)
+                    d->e[j].cap = 0, d->e[j].n = 0;
             return CDN_ERR_NOMEM;
-        memcpy(d->vecs[i].v, s->vecs[i].v, (size_t)s->vecs[i].n * sizeof *d->vecs[i].v);
-        d->vecs[i].n = d->vecs[i].cap = s->vecs[i].n;
+        }
+        if (v->n)
+            memcpy(copy, v->v, (size_t)v->n * sizeof *copy);
+        v->v = copy;
+        v->cap = v->n;
+        if (!v->n) /* an emptied array: inline and empty */
+            memset(&v->one, 0, sizeof v->one);
     }
     return CDN_OK;
 }
 
-static int vec_has(const rb_vec_t *v, rb_sub_t s)
+static int vec_has(rb_vec_t *v, rb_sub_t s)
 {
+    const rb_sub_t *it = v ? vec_items(v) : NULL;
     for (uint32_t i = 0; v && i < v->n; i++)
-        if (v->v[i].obj == s.obj && v->v[i].rel == s.rel)
+        if (it[i].obj == s.obj && it[i].rel == s.rel)
             return (int)i + 1;
     return 0;
 }
 
 static int vec_push(rb_vec_t *v, rb_sub_t s)
 {
-    if (v->n == v->cap) {
+    if (!v->cap && !v->n) {
+        v->one = s;
+        v->n = 1;
+        return CDN_OK;
+    }
+    if (!v->cap) { /* the second element: the list moves out of line */
+        rb_sub_t *q = cdn_malloc(4 * sizeof *q);
+        if (!q)
+            return CDN_ERR_NOMEM;
+        q[0] = v->one;
+        v->v = q;
+        v->cap = 4;
+    } else if (v->n == v->cap) {
         void *q = v->v;
         size_t cap = v->cap;
         if (cdn_grow(&q, &cap, (size_t)v->n + 1, sizeof *v->v))
@@ -162,6 +181,12 @@ static int vec_push(rb_vec_t *v, rb_sub_t s)
     }
     v->v[v->n++] = s;
     return CDN_OK;
+}
+
+static void vec_del_at(rb_vec_t *v, uint32_t i)
+{
+    rb_sub_t *it = vec_items(v);
+    it[i] = it[--v->n];
 }
 
 int rb_store_new(rb_store_t **out)
@@ -231,6 +256,11 @@ int rb_obj_add(rb_store_t *st, uint16_t type, const char *id, uint32_t *obj)
     return CDN_OK;
 }
 
+uint32_t rb_obj_count(const rb_store_t *st)
+{
+    return st->nobjs;
+}
+
 uint16_t rb_obj_type(const rb_store_t *st, uint32_t obj)
 {
     return st->types[obj];
@@ -243,16 +273,16 @@ const char *rb_obj_id(const rb_store_t *st, uint32_t obj)
 
 const rb_sub_t *rb_subjects(const rb_store_t *st, uint32_t obj, uint16_t rel, uint32_t *n)
 {
-    const rb_vec_t *v = index_find(&st->fwd, key_of(obj, rel));
+    rb_vec_t *v = index_find(&st->fwd, key_of(obj, rel));
     *n = v ? v->n : 0;
-    return v ? v->v : NULL;
+    return v ? vec_items(v) : NULL;
 }
 
 const rb_sub_t *rb_holders(const rb_store_t *st, uint32_t obj, uint16_t rel, uint32_t *n)
 {
-    const rb_vec_t *v = index_find(&st->rev, key_of(obj, rel));
+    rb_vec_t *v = index_find(&st->rev, key_of(obj, rel));
     *n = v ? v->n : 0;
-    return v ? v->v : NULL;
+    return v ? vec_items(v) : NULL;
 }
 
 int rb_tuple_add(rb_store_t *st, uint32_t obj, uint16_t rel, rb_sub_t sub)
@@ -279,11 +309,11 @@ int rb_tuple_del(rb_store_t *st, uint32_t obj, uint16_t rel, rb_sub_t sub)
     int at = vec_has(f, sub);
     if (!at)
         return 0;
-    f->v[at - 1] = f->v[--f->n];
+    vec_del_at(f, (uint32_t)at - 1);
     rb_vec_t *r = index_find(&st->rev, key_of(sub.obj, sub.rel));
     int back = vec_has(r, (rb_sub_t){obj, rel});
     if (back)
-        r->v[back - 1] = r->v[--r->n];
+        vec_del_at(r, (uint32_t)back - 1);
     st->ntuples--;
     return 1;
 }
@@ -296,12 +326,13 @@ uint64_t rb_tuple_count(const rb_store_t *st)
 int rb_tuples_each(const rb_store_t *st, rb_tuple_fn fn, void *ctx)
 {
     for (uint32_t i = 0; i < st->fwd.cap; i++) {
-        if (!st->fwd.keys[i])
+        rb_vec_t *v = &st->fwd.e[i];
+        if (!v->key)
             continue;
-        uint64_t k = st->fwd.keys[i] - 1;
-        const rb_vec_t *v = &st->fwd.vecs[st->fwd.slot[i]];
+        uint64_t k = v->key - 1;
+        const rb_sub_t *it = vec_items(v);
         for (uint32_t j = 0; j < v->n; j++) {
-            int rc = fn(ctx, (uint32_t)(k >> 16), (uint16_t)(k & 0xffff), v->v[j]);
+            int rc = fn(ctx, (uint32_t)(k >> 16), (uint16_t)(k & 0xffff), it[j]);
             if (rc)
                 return rc;
         }

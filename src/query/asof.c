@@ -293,13 +293,14 @@ static void model_release(asof_t *a, model_ref_t *ref)
  * as they stood after rev, a handful of reads; before the fragments start, the whole model
  * then (model_at). */
 static int subject_model(asof_t *a, store_txn_t *t, const char *subject, uint64_t rev,
-                         uint64_t at_us, model_ref_t *ref, cdn_err_t *err)
+                         uint64_t at_us, model_ref_t *ref, int *whole, cdn_err_t *err)
 {
     int rc;
     authz_slice_t *s;
     char kind;
     const char *id;
-    if (!a->has_frags || rev < a->frag_start)
+    *whole = !a->has_frags || rev < a->frag_start;
+    if (*whole)
         return model_at(a, t, rev, ref, err);
     if ((rc = authz_slice_new(subject, &s, err)) != 0)
         return rc;
@@ -362,10 +363,10 @@ int asof_is_authorized(asof_t *a, const authz_request_t *req, uint64_t rev, uint
 {
     store_txn_t *t;
     model_ref_t ref;
-    int rc = store_txn_begin(a->e->store, 0, &t, err);
+    int whole, rc = store_txn_begin(a->e->store, 0, &t, err);
     if (rc)
         return rc;
-    rc = req->subject ? subject_model(a, t, req->subject, rev, at_us, &ref, err)
+    rc = req->subject ? subject_model(a, t, req->subject, rev, at_us, &ref, &whole, err)
                       : model_at(a, t, rev, &ref, err);
     store_txn_abort(t);
     if (rc)
@@ -447,9 +448,93 @@ static asof_reason_t from_explain(authz_explain_kind_t k)
     }
 }
 
-/* Decides one ACL (packed, n words) for who under model m (NULL for asserted principals). */
-static int decide(engine_t *e, authz_model_t *m, const engine_asker_t *who, int permitted,
-                  const void *packed, size_t n, asof_answer_t *out, cdn_err_t *err)
+/* Where a decision finds the relationship tuples of its revision: a slice holds none, so the
+ * whole model of the revision is rebuilt the first time a chunk's ACL names an object (then
+ * kept for the rest of the question). */
+typedef struct tuples {
+    asof_t *a;
+    store_txn_t *t;
+    uint64_t rev;
+    authz_model_t *m; /* a whole model of rev, or NULL until needed */
+    model_ref_t ref;  /* what m was borrowed as, when this loaded it */
+    int loaded;
+} tuples_t;
+
+static int tuples_model(tuples_t *tu, authz_model_t **out, cdn_err_t *err)
+{
+    if (!tu->m) {
+        int rc = model_at(tu->a, tu->t, tu->rev, &tu->ref, err);
+        if (rc)
+            return rc;
+        tu->m = tu->ref.m;
+        tu->loaded = 1;
+    }
+    *out = tu->m;
+    return CDN_OK;
+}
+
+static void tuples_end(tuples_t *tu)
+{
+    if (tu->loaded)
+        model_release(tu->a, &tu->ref);
+    tu->loaded = 0;
+    tu->m = NULL;
+}
+
+/* After the view matched none of the allowed names: whether the subject held, at the revision,
+ * the permission of an object an allowed name stands for ("object:type:id#perm", perhaps of a
+ * tenant the explanation has already let it into), as a live request adds the objects it holds
+ * to the view. The first such name decides. */
+static int by_object(tuples_t *tu, const char *subject_id, const char *const *allowed, size_t n,
+                     asof_answer_t *out, cdn_err_t *err)
+{
+    char self[AUTHZ_PRINCIPAL_MAX + 8], obj[ACL_VIEW_NAME_MAX];
+    authz_model_t *m = NULL;
+    int rc = CDN_OK;
+    for (size_t i = 0; i < n && rc == CDN_OK; i++) {
+        const char *perm = acl_object_permission(allowed[i]), *o = allowed[i];
+        if (!perm)
+            continue;
+        if (!strncmp(o, "tenant:", 7))
+            o = strchr(o + 7, ':') + 1;
+        if (strncmp(o, "object:", 7))
+            continue;
+        snprintf(obj, sizeof obj, "%.*s", (int)(perm - 1 - (o + 7)), o + 7);
+        if (!m) {
+            authz_view_t *v;
+            if ((rc = tuples_model(tu, &m, err)) != 0)
+                break;
+            snprintf(self, sizeof self, "service:%s", subject_id);
+            if (authz_view(m, subject_id, &v, NULL) == CDN_OK) { /* as add_objects names it */
+                if (!authz_view_has(v, self))
+                    snprintf(self, sizeof self, "user:%s", subject_id);
+                authz_view_release(v);
+            } else {
+                snprintf(self, sizeof self, "user:%s", subject_id);
+            }
+        }
+        bool held = false;
+        rc = authz_rebac_check(m, self, perm, obj, &held, NULL, NULL);
+        if (rc == CDN_ERR_NOT_FOUND || rc == CDN_ERR_INVALID)
+            rc = CDN_OK; /* no schema then, or no such type or permission: not held */
+        else if (rc)
+            rc = cdn_err_set(err, rc, "relationship tuples as of revision %llu: %s",
+                             (unsigned long long)tu->rev, cdn_strerror(rc));
+        else if (held) {
+            out->readable = 1;
+            out->reason = ASOF_READABLE;
+            snprintf(out->principal, sizeof out->principal, "%.*s", (int)sizeof out->principal - 1,
+                     allowed[i]);
+            break;
+        }
+    }
+    return rc;
+}
+
+/* Decides one ACL (packed, n words) for who under model m (NULL for asserted principals), the
+ * tuples of the revision read from tu where an allowed name is an object. */
+static int decide(engine_t *e, authz_model_t *m, tuples_t *tu, const engine_asker_t *who,
+                  int permitted, const void *packed, size_t n, asof_answer_t *out, cdn_err_t *err)
 {
     const char **names[2] = {NULL, NULL};
     size_t nn[2];
@@ -460,9 +545,15 @@ static int decide(engine_t *e, authz_model_t *m, const engine_asker_t *who, int 
         rc = judge_asserted(who, names, nn, out, err);
     } else if (rc == CDN_OK && (rc = authz_explain(m, who->subject_id, names[0], nn[0], names[1],
                                                    nn[1], &x, err)) == CDN_OK) {
-        out->readable = x.readable && permitted;
-        out->reason = x.readable && !permitted ? ASOF_NO_PERMISSION : from_explain(x.kind);
+        out->readable = x.readable;
+        out->reason = from_explain(x.kind);
         snprintf(out->principal, sizeof out->principal, "%s", x.principal);
+        if (x.kind == AUTHZ_EXPLAIN_NO_MATCH)
+            rc = by_object(tu, who->subject_id, names[0], nn[0], out, err);
+        if (out->readable && !permitted) {
+            out->readable = 0;
+            out->reason = ASOF_NO_PERMISSION;
+        }
     }
     cdn_free(names[0]);
     cdn_free(names[1]);
@@ -531,10 +622,12 @@ typedef struct question {
     store_txn_t *t;
     model_ref_t ref;
     int has_model, permitted;
+    tuples_t tu;
 } question_t;
 
 static void question_end(asof_t *a, question_t *q)
 {
+    tuples_end(&q->tu);
     if (q->has_model)
         model_release(a, &q->ref);
     store_txn_abort(q->t);
@@ -562,15 +655,19 @@ static int question_begin(asof_t *a, const char *coll, const engine_asker_t *who
         return rc;
     }
     q->permitted = 1;
+    q->tu = (tuples_t){.a = a, .t = q->t, .rev = rev};
     if (who->subject_id) {
         char resource[COLL_NAME_MAX + 16];
         authz_decision_t d;
         authz_request_t req = {0};
-        if ((rc = subject_model(a, q->t, who->subject_id, rev, at_us, &q->ref, err)) != 0) {
+        int whole;
+        if ((rc = subject_model(a, q->t, who->subject_id, rev, at_us, &q->ref, &whole, err)) != 0) {
             question_end(a, q);
             return rc;
         }
         q->has_model = 1;
+        if (whole) /* it holds the tuples too */
+            q->tu.m = q->ref.m;
         snprintf(resource, sizeof resource, "collection:%s", coll);
         req.subject = who->subject_id;
         req.resource = resource;
@@ -600,7 +697,8 @@ int asof_check(asof_t *a, const char *coll, const engine_asker_t *who, const cha
         out->reason = ASOF_NO_CHUNK;
         rc = CDN_OK;
     } else if (rc == CDN_OK) {
-        rc = decide(a->e, q.has_model ? q.ref.m : NULL, who, q.permitted, packed, n, out, err);
+        rc = decide(a->e, q.has_model ? q.ref.m : NULL, &q.tu, who, q.permitted, packed, n, out,
+                    err);
     } else {
         rc = cdn_err_set(err, rc, "the permission history does not read");
     }
@@ -622,8 +720,8 @@ static int list_one(void *ctx, const char *id, const void *packed, size_t n)
 {
     lister_t *l = ctx;
     asof_answer_t ans;
-    int rc = decide(l->a->e, l->q->has_model ? l->q->ref.m : NULL, l->who, l->q->permitted, packed,
-                    n, &ans, l->err);
+    int rc = decide(l->a->e, l->q->has_model ? l->q->ref.m : NULL, &l->q->tu, l->who,
+                    l->q->permitted, packed, n, &ans, l->err);
     if (rc || !ans.readable)
         return rc;
     l->n++;
@@ -722,6 +820,7 @@ static int readers_at(asof_t *a, store_txn_t *t, const char *coll, const char *a
     int rc = model_at(a, t, p, &ref, err);
     if (rc)
         return rc;
+    tuples_t tu = {.a = a, .t = t, .rev = p, .m = ref.m}; /* a whole model holds its tuples */
     snprintf(resource, sizeof resource, "collection:%s", coll);
     rc = authz_subjects(ref.m, add_name, &subjects);
     for (size_t i = 0; rc == CDN_OK && i < subjects.n; i++) {
@@ -739,7 +838,7 @@ static int readers_at(asof_t *a, store_txn_t *t, const char *coll, const char *a
         req.cache = AUTHZ_CACHE_BYPASS;
         if ((rc = authz_is_authorized(ref.m, &req, &d, err)) != 0 || !d.authorized)
             continue;
-        if ((rc = decide(a->e, ref.m, &who, 1, packed, n, &ans, err)) != 0 || !ans.readable)
+        if ((rc = decide(a->e, ref.m, &tu, &who, 1, packed, n, &ans, err)) != 0 || !ans.readable)
             continue;
         if ((rc = cdn_strmap_put(found, s, strlen(s), 1)) == CDN_OK)
             rc = fn(ctx, s, p);

@@ -3,7 +3,7 @@
  * very next request after a share, an unshare or a move, with tenants and denies still
  * applying, across a reopen; explanations say so; and on seeded random tuples every search
  * agrees with cordon_rebac_check, a separate code path (the bitmap union against the graph
- * walk). Relies on the public API. */
+ * walk); as-of questions read the tuples of their revision. Relies on the public API. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -230,6 +230,73 @@ static void test_searches_agree_with_checks_on_random_tuples(void **state)
     }
 }
 
+/* As-of questions read the tuples of their revision: a share and an unshare are answered as
+ * they stood, by cordon_asof_check, cordon_asof_readable and a range of readers alike, with
+ * the object's principal reported, and a ban (a subtraction) or a denied label still wins. */
+static int collect_ids(void *ctx, const char *id)
+{
+    char *out = ctx;
+    size_t n = strlen(out);
+    snprintf(out + n, 128 - n, "%s%s", n ? "," : "", id);
+    return 0;
+}
+
+static int asof_readable_at(cordon_t *db, const char *subject, const char *id, uint64_t rev,
+                            char *principal, size_t cap)
+{
+    cordon_subject who = {.subject_id = subject};
+    cordon_asof_request q = {
+        .collection = "docs", .subject = &who, .chunk_id = id, .action = "search", .revision = rev};
+    cordon_asof_answer a;
+    cordon_error err;
+    if (cordon_asof_check(db, &q, &a, &err))
+        fail_msg("as-of %s %s at %llu: %s", subject, id, (unsigned long long)rev, err.message);
+    if (principal)
+        snprintf(principal, cap, "%s", a.principal);
+    return a.readable;
+}
+
+static void test_asof_reads_the_tuples_of_its_revision(void **state)
+{
+    fx_t *f = *state;
+    char principal[sizeof(((cordon_asof_answer *)0)->principal)], ids[128] = "";
+    uint64_t shared = cordon_revision(f->db);
+    op(f->db, "{\"op\":\"write_tuples\",\"deletes\":[\"folder:plans#viewer@group:eng#member\"]}");
+    uint64_t unshared = cordon_revision(f->db);
+    op(f->db, "{\"op\":\"write_tuples\",\"writes\":[\"document:d4#viewer@user:carol\","
+              "\"document:d4#banned@user:carol\"]}");
+    uint64_t banned = cordon_revision(f->db);
+    assert_string_equal(as(f->db, "alice"), "");
+    assert_true(asof_readable_at(f->db, "alice", "c2", shared, principal, sizeof principal));
+    assert_string_equal(principal, "object:document:d2#view");
+    assert_false(asof_readable_at(f->db, "alice", "c2", unshared, NULL, 0));
+    assert_false(asof_readable_at(f->db, "alice", "c4", shared, NULL, 0)); /* banned from d4 */
+    assert_false(asof_readable_at(f->db, "carol", "c4", banned, NULL, 0)); /* viewer, banned */
+    assert_true(asof_readable_at(f->db, "carol", "c5", shared, NULL, 0));  /* owner: edit */
+    assert_false(asof_readable_at(f->db, "bob", "c2", shared, NULL, 0));
+    cordon_subject alice = {.subject_id = "alice"};
+    cordon_asof_request q = {
+        .collection = "docs", .subject = &alice, .action = "search", .revision = shared};
+    size_t n;
+    assert_int_equal(cordon_asof_readable(f->db, &q, collect_ids, ids, &n, NULL, NULL), 0);
+    assert_int_equal(n, 3); /* as the live search found them then, in no particular order */
+    assert_non_null(strstr(ids, "c1"));
+    assert_non_null(strstr(ids, "c2"));
+    assert_non_null(strstr(ids, "c7"));
+    ids[0] = '\0';
+    q.revision = unshared;
+    assert_int_equal(cordon_asof_readable(f->db, &q, collect_ids, ids, &n, NULL, NULL), 0);
+    assert_string_equal(ids, "");
+    /* a label denied to her then still wins over the object */
+    op(f->db, "{\"op\":\"write_tuples\",\"writes\":[\"folder:plans#viewer@group:eng#member\"]}");
+    op(f->db, "{\"op\":\"grant\",\"to\":\"alice\",\"permission\":{\"resource\":\"label:secret\","
+              "\"action\":\"read\",\"effect\":\"deny\"}}");
+    uint64_t denied = cordon_revision(f->db);
+    assert_true(asof_readable_at(f->db, "alice", "c1", denied, NULL, 0));
+    assert_false(asof_readable_at(f->db, "alice", "c7", denied, NULL, 0));
+    assert_true(asof_readable_at(f->db, "alice", "c7", shared, NULL, 0));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -241,6 +308,8 @@ int main(void)
                                         setup, teardown),
         cmocka_unit_test_setup_teardown(test_explanations_and_refusals, setup, teardown),
         cmocka_unit_test_setup_teardown(test_searches_agree_with_checks_on_random_tuples, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_asof_reads_the_tuples_of_its_revision, setup,
                                         teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -235,8 +235,8 @@ static void test_a_block_closes_the_subtree(void **state)
     apply_ok(m, "{\"op\":\"write_tuples\",\"writes\":[\"space:s0#member@user:u0\","
                 "\"page:p0#space@space:s0\"]}");
     for (int p = 1; p < NP; p++) {
-        snprintf(op, sizeof op, "{\"op\":\"write_tuples\",\"writes\":[\"page:p%d#parent@page:p%d\"]}",
-                 p, p - 1);
+        snprintf(op, sizeof op,
+                 "{\"op\":\"write_tuples\",\"writes\":[\"page:p%d#parent@page:p%d\"]}", p, p - 1);
         apply_ok(m, op);
     }
     assert_int_equal(

@@ -542,7 +542,12 @@ static int emit_full(void *ctx, const char *type, const char *id)
 {
     any_names_t *x = ctx;
     char name[RB_NAME_MAX * 2 + RB_ID_MAX + 4];
-    snprintf(name, sizeof name, "%s:%s#%s", type, id, x->perm);
+    size_t nt = strlen(type), ni = strlen(id), np = strlen(x->perm); /* each within its max */
+    memcpy(name, type, nt); /* "type:id#perm", without a format: a walk may emit 100,000 */
+    name[nt] = ':';
+    memcpy(name + nt + 1, id, ni);
+    name[nt + 1 + ni] = '#';
+    memcpy(name + nt + 2 + ni, x->perm, np + 1);
     return x->fn(x->ctx, name);
 }
 

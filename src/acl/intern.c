@@ -99,7 +99,11 @@ int acl_principal_canon(const char *name, char *canon, size_t canon_size, cdn_er
                                "name",
                                name);
     }
-    if (snprintf(canon, canon_size, "%s%s", colon ? "" : "group:", name) >= (int)canon_size)
+    /* no format: a search by a reader of many objects makes 100,000 of these */
+    size_t pre = colon ? 0 : 6;
+    if (pre + n >= canon_size)
         return cdn_err_set(err, CDN_ERR_LIMIT, "principal \"%.100s\" is too long", name);
+    memcpy(canon, "group:", pre);
+    memcpy(canon + pre, name, n + 1);
     return CDN_OK;
 }

@@ -283,6 +283,10 @@ int engine_open(const char *dir, uint64_t map_size, int must_exist, engine_t **o
     pthread_rwlock_init(&e->meta_lock, NULL);
     pthread_rwlock_init(&e->model_gate, NULL);
     acl_intern_init(&e->principals);
+    if (engine_objcache_new(&e->objcache)) {
+        engine_close(e);
+        return cdn_err_set(err, CDN_ERR_NOMEM, "out of memory");
+    }
     if ((rc = authz_model_new(&e->model, err)) != 0) {
         engine_close(e);
         return rc;
@@ -350,6 +354,7 @@ void engine_close(engine_t *e)
     }
     cdn_free(e->colls);
     acl_intern_free(&e->principals);
+    engine_objcache_free(e->objcache);
     authz_model_free(e->model);
     store_close(e->store);
     pthread_mutex_destroy(&e->write_lock);

@@ -15,6 +15,12 @@
 #include "store/store.h"
 
 #define ENGINE_OBJECT_PERMS_MAX 16 /* distinct permissions chunks' objects may name */
+#define ENGINE_SELF_MAX (AUTHZ_PRINCIPAL_MAX + 8) /* "service:<subject>" */
+
+/* The ids of the objects the last subjects read (engine_objects.c). */
+typedef struct engine_objcache engine_objcache_t;
+int engine_objcache_new(engine_objcache_t **out);
+void engine_objcache_free(engine_objcache_t *c);
 
 typedef struct engine {
     char *dir;
@@ -28,6 +34,7 @@ typedef struct engine {
      * of the model gains objects for (engine_subject_resolve). Under meta_lock. */
     char object_perms[ENGINE_OBJECT_PERMS_MAX][64];
     size_t n_object_perms;
+    engine_objcache_t *objcache;
     size_t principals_saved; /* principals [0, saved) are in the store; the rest were
                                 interned by a write that failed and wait for the next */
     coll_t **colls;          /* sorted by name */
@@ -142,11 +149,13 @@ typedef struct engine_subject {
     const char *const *principals; /* borrowed from the caller or from view */
     size_t n;
     authz_view_t *view; /* non-NULL when resolved from the model */
-    /* The view's principals and the objects the subject reads ("object:type:id#perm", from
-     * the relationship tuples, when chunks name objects): owned; principals then points here.
+    /* The objects the subject reads (from the relationship tuples, when chunks name objects),
+     * as ids of the principals "object:type:id#perm" (and their tenant-qualified forms), owned,
+     * sorted: the principal table's first object_gen names judged (engine_objects.c).
      * objects_stale: the tuples were read at another revision than the view (start over). */
-    char **merged;
-    size_t n_merged;
+    uint32_t *object_ids;
+    size_t n_object_ids, object_gen;
+    char self[ENGINE_SELF_MAX]; /* the subject as the tuples name it */
     int with_objects, objects_stale;
     /* What the view answered, to ask again (engine_subject_current); borrowed. */
     const coll_t *c;
@@ -160,6 +169,14 @@ typedef struct engine_subject {
 int engine_subject_resolve(engine_t *e, const coll_t *c, const engine_asker_t *who,
                            const char *action, engine_subject_t *out, cdn_err_t *err);
 void engine_subject_release(engine_subject_t *s);
+/* The ids a resolved subject's principals and objects reach (engine_view_ids and the objects),
+ * sorted, unique, owned by the caller: what a search unions, read under the collection's lock.
+ * Objects interned since the subject was resolved are judged here. */
+int engine_subject_ids(engine_t *e, const engine_subject_t *s, uint32_t **ids, size_t *n,
+                       cdn_err_t *err);
+/* Adds the objects a subject resolved from the model reads (engine_objects.c); on failure
+ * releases s. */
+int engine_objects_add(engine_t *e, engine_subject_t *s, cdn_err_t *err);
 
 /* ---- One permission state per request (query/engine_model.c). ----
  *

@@ -296,71 +296,6 @@ static int authorize_view(engine_t *e, const coll_t *c, const char *subject_id, 
     return authz_authorize_view(e->model, &req, d, view, err);
 }
 
-typedef struct objs {
-    char **v;
-    size_t n, cap;
-} objs_t;
-
-static int add_object(void *ctx, const char *name)
-{
-    objs_t *o = ctx;
-    char *s = cdn_malloc(strlen(name) + 8);
-    void *p = o->v;
-    if (!s || cdn_grow(&p, &o->cap, o->n + 1, sizeof *o->v)) {
-        cdn_free(s);
-        return CDN_ERR_NOMEM;
-    }
-    o->v = p;
-    memcpy(s, "object:", 7);
-    memcpy(s + 7, name, strlen(name) + 1);
-    o->v[o->n++] = s;
-    return 0;
-}
-
-/* When chunks name objects of the relationship tuples: the objects the subject holds their
- * permissions on join its principals, read from the model at the view's revision (or the
- * request starts over: engine_subject_current). */
-static int add_objects(engine_t *e, engine_subject_t *s, cdn_err_t *err)
-{
-    char perms[ENGINE_OBJECT_PERMS_MAX][64], self[AUTHZ_PRINCIPAL_MAX + 8];
-    const char *pp[ENGINE_OBJECT_PERMS_MAX];
-    objs_t o = {0};
-    uint64_t rev;
-    size_t np;
-    pthread_rwlock_rdlock(&e->meta_lock);
-    np = e->n_object_perms;
-    memcpy(perms, e->object_perms, np * sizeof perms[0]);
-    pthread_rwlock_unlock(&e->meta_lock);
-    if (!np || !atomic_load(&s->c->has_objects))
-        return CDN_OK; /* no chunk of this collection names an object */
-    for (size_t i = 0; i < np; i++)
-        pp[i] = perms[i];
-    snprintf(self, sizeof self, "service:%s", s->subject_id);
-    if (!authz_view_has(s->view, self)) /* the subject's own name in the tuples */
-        snprintf(self, sizeof self, "user:%s", s->subject_id);
-    int rc = authz_rebac_objects(e->model, self, pp, np, add_object, &o, &rev);
-    if (rc == CDN_OK && !(s->merged = cdn_malloc((s->n + o.n + 1) * sizeof *s->merged)))
-        rc = CDN_ERR_NOMEM;
-    if (rc) {
-        for (size_t i = 0; i < o.n; i++)
-            cdn_free(o.v[i]);
-        cdn_free(o.v);
-        engine_subject_release(s);
-        return cdn_err_set(err, rc, "the subject's objects: %s", cdn_strerror(rc));
-    }
-    for (size_t i = 0; i < s->n; i++)
-        s->merged[i] = (char *)s->principals[i]; /* borrowed from the view */
-    if (o.n)
-        memcpy(s->merged + s->n, o.v, o.n * sizeof *o.v);
-    cdn_free(o.v);
-    s->n_merged = o.n; /* the owned tail */
-    s->principals = (const char *const *)s->merged;
-    s->n += o.n;
-    s->with_objects = 1;
-    s->objects_stale = rev != s->view->revision;
-    return CDN_OK;
-}
-
 int engine_subject_resolve(engine_t *e, const coll_t *c, const engine_asker_t *who,
                            const char *action, engine_subject_t *out, cdn_err_t *err)
 {
@@ -390,17 +325,13 @@ int engine_subject_resolve(engine_t *e, const coll_t *c, const engine_asker_t *w
     out->c = c;
     out->subject_id = who->subject_id;
     out->action = action;
-    return add_objects(e, out, err);
+    return engine_objects_add(e, out, err);
 }
 
 void engine_subject_release(engine_subject_t *s)
 {
-    if (s->merged) {
-        for (size_t i = s->n - s->n_merged; i < s->n; i++)
-            cdn_free(s->merged[i]);
-        cdn_free(s->merged);
-        s->merged = NULL;
-    }
+    cdn_free(s->object_ids);
+    s->object_ids = NULL;
     if (s->view)
         authz_view_release(s->view);
     s->view = NULL;

@@ -148,7 +148,7 @@ static int knn_locked(engine_t *e, coll_t *c, const engine_subject_t *who, const
                            "collection \"%s\" missed a write in memory; "
                            "reopen the data directory",
                            c->cfg.name);
-    if ((rc = engine_view_ids(e, who->principals, who->n, &view, &nview, err)) != 0)
+    if ((rc = engine_subject_ids(e, who, &view, &nview, err)) != 0)
         return rc;
     if ((rc = acl_index_allowed(c->acl, view, nview, &allowed)) != 0) {
         cdn_free(view);
@@ -320,7 +320,7 @@ static int get_once(engine_t *e, coll_t *c, const engine_subject_t *who, const u
     int rc, ignored = 0;
     *ahead = *readable = 0;
     pthread_rwlock_rdlock(&c->lock);
-    rc = engine_view_ids(e, who->principals, who->n, &view, &nview, err);
+    rc = engine_subject_ids(e, who, &view, &nview, err);
     if (rc == CDN_OK)
         rc = get_locked(e, c, key, klen, filter, view, nview, obj, vec, rev, readable,
                         detect_ahead ? ahead : &ignored, err);

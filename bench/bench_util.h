@@ -44,4 +44,15 @@ int bench_parse_u64(const char *bench, const char *name, const char *val, uint64
 int bench_parse_size(const char *bench, const char *name, const char *val, size_t lo, size_t hi,
                      size_t *out);
 
+/* True when p names something that exists. */
+int bench_path_exists(const char *p);
+
+/* A peer's npm packages (Casbin, Cedar, SpiceDB: node scripts the benchmarks run beside cordon):
+ * node_modules holding package beside the peer's sources in src (scripts/deps.sh installs
+ * there), else in dir, installed now from src's package.json (npm ci when src has a lock, npm
+ * install otherwise). Writes the directory holding node_modules to where (cap bytes); 0, or 1
+ * after a note naming the peer (what) and dir/npm.log. */
+int bench_npm_peer(const char *what, const char *src, const char *dir, const char *package,
+                   char *where, size_t cap);
+
 #endif

@@ -17,6 +17,7 @@
 
 #include "authz/authz.h"
 #include "base/mem.h"
+#include "rebac_ref.h"
 #include "testutil.h"
 
 /* A Drive-like schema with a Confluence-like restriction: documents inherit view from their
@@ -63,36 +64,11 @@ static unsigned rnd(unsigned n)
 
 /* ---- the reference: least fixpoints over bit sets ---- */
 
-static void members(const ref_t *r, unsigned out[NG])
-{
-    int changed = 1;
-    for (int g = 0; g < NG; g++)
-        out[g] = r->g_users[g];
-    while (changed) {
-        changed = 0;
-        for (int g = 0; g < NG; g++)
-            for (int h = 0; h < NG; h++)
-                if (r->g_groups[g] >> h & 1 && (out[g] | out[h]) != out[g]) {
-                    out[g] |= out[h];
-                    changed = 1;
-                }
-    }
-}
-
-static unsigned groups_users(unsigned gbits, const unsigned mem[NG])
-{
-    unsigned u = 0;
-    for (int g = 0; g < NG; g++)
-        if (gbits >> g & 1)
-            u |= mem[g];
-    return u;
-}
-
 static void folder_view(const ref_t *r, const unsigned mem[NG], unsigned out[NF])
 {
     int changed = 1;
     for (int f = 0; f < NF; f++)
-        out[f] = r->f_viewer[f] | r->f_owner[f] | groups_users(r->f_vgroups[f], mem) |
+        out[f] = r->f_viewer[f] | r->f_owner[f] | rref_users_of(r->f_vgroups[f], mem, NG) |
                  (r->f_public[f] ? (1u << NU) - 1 : 0);
     while (changed) {
         changed = 0;
@@ -107,7 +83,7 @@ static void folder_view(const ref_t *r, const unsigned mem[NG], unsigned out[NF]
 
 static unsigned doc_view(const ref_t *r, int d, const unsigned mem[NG], const unsigned fv[NF])
 {
-    unsigned v = r->d_viewer[d] | r->d_owner[d] | groups_users(r->d_vgroups[d], mem);
+    unsigned v = r->d_viewer[d] | r->d_owner[d] | rref_users_of(r->d_vgroups[d], mem, NG);
     for (int f = 0; f < NF; f++)
         if (r->d_parent[d] >> f & 1)
             v |= fv[f];
@@ -123,15 +99,7 @@ static void apply_ok(authz_model_t *m, const char *op)
         fail_msg("op %.300s: %s", op, e.msg);
 }
 
-/* The tuples the test writes: a format over two indexes (a < na, b < nb) and the bit set of
- * the reference it sets (bit b of field[a]). */
-typedef struct tkind {
-    const char *fmt;
-    int na, nb;
-    size_t field;
-} tkind_t;
-
-static const tkind_t kinds[] = {
+static const rref_kind_t kinds[] = {
     {"group:g%d#member@user:u%d", NG, NU, offsetof(ref_t, g_users)},
     {"group:g%d#member@group:g%d#member", NG, NG, offsetof(ref_t, g_groups)},
     {"folder:f%d#parent@folder:f%d", NF, NF, offsetof(ref_t, f_parent)},
@@ -151,7 +119,7 @@ static const tkind_t kinds[] = {
 static void tuple(authz_model_t *m, ref_t *r, int write)
 {
     char t[160], op[256];
-    const tkind_t *k = &kinds[rnd(sizeof kinds / sizeof *kinds)];
+    const rref_kind_t *k = &kinds[rnd(sizeof kinds / sizeof *kinds)];
     int a = (int)rnd((unsigned)k->na);
     if (!k->fmt) { /* rare: a wildcard opens a whole subtree */
         if (write && rnd(3))
@@ -203,7 +171,7 @@ static void compare(authz_model_t *m, const ref_t *r, uint64_t seed, int round)
 {
     unsigned mem[NG], fv[NF];
     char s[32], o[32];
-    members(r, mem);
+    rref_members(r->g_users, r->g_groups, NG, mem);
     folder_view(r, mem, fv);
     for (int u = 0; u < NU; u++) {
         snprintf(s, sizeof s, "user:u%d", u);

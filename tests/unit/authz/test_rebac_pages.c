@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "authz/authz.h"
+#include "rebac_ref.h"
 #include "testutil.h"
 
 static const char *const SCHEMA =
@@ -48,44 +49,20 @@ static unsigned rnd(unsigned n)
 
 /* ---- the reference ---- */
 
-static void members(const ref_t *r, unsigned out[NG])
-{
-    int changed = 1;
-    memcpy(out, r->g_users, sizeof r->g_users);
-    while (changed) {
-        changed = 0;
-        for (int g = 0; g < NG; g++)
-            for (int h = 0; h < NG; h++)
-                if (r->g_groups[g] >> h & 1 && (out[g] | out[h]) != out[g]) {
-                    out[g] |= out[h];
-                    changed = 1;
-                }
-    }
-}
-
-static unsigned of_groups(unsigned bits, const unsigned mem[NG])
-{
-    unsigned u = 0;
-    for (int g = 0; g < NG; g++)
-        if (bits >> g & 1)
-            u |= mem[g];
-    return u;
-}
-
 /* view and edit of every page: the least fixpoint of view from nothing (the subtracted set does
  * not depend on view, so the iteration only grows) */
 static void pages(const ref_t *r, unsigned view[NP], unsigned edit[NP])
 {
     unsigned mem[NG], sv[NS];
-    members(r, mem);
+    rref_members(r->g_users, r->g_groups, NG, mem);
     for (int s = 0; s < NS; s++)
-        sv[s] = r->s_member[s] | of_groups(r->s_mgroups[s], mem) | r->s_admin[s] |
+        sv[s] = r->s_member[s] | rref_users_of(r->s_mgroups[s], mem, NG) | r->s_admin[s] |
                 (r->s_public[s] ? ALL : 0);
     memset(view, 0, NP * sizeof *view);
     for (int changed = 1; changed;) {
         changed = 0;
         for (int p = 0; p < NP; p++) {
-            unsigned v = 0, blocked = r->p_blocked[p] | of_groups(r->p_bgroups[p], mem) |
+            unsigned v = 0, blocked = r->p_blocked[p] | rref_users_of(r->p_bgroups[p], mem, NG) |
                                       (r->p_ball[p] ? ALL : 0);
             for (int s = 0; s < NS; s++)
                 if (r->p_space[p] >> s & 1)
@@ -118,13 +95,7 @@ static void apply_ok(authz_model_t *m, const char *op)
         fail_msg("op %.300s: %s", op, e.msg);
 }
 
-typedef struct tkind {
-    const char *fmt; /* over (a, b); a wildcard when b is not used */
-    int na, nb;
-    size_t field;
-} tkind_t;
-
-static const tkind_t kinds[] = {
+static const rref_kind_t kinds[] = {
     {"group:g%d#member@user:u%d", NG, NU, offsetof(ref_t, g_users)},
     {"group:g%d#member@group:g%d#member", NG, NG, offsetof(ref_t, g_groups)},
     {"space:s%d#member@user:u%d", NS, NU, offsetof(ref_t, s_member)},
@@ -145,7 +116,7 @@ static const tkind_t kinds[] = {
 static void tuple(authz_model_t *m, ref_t *r, int write)
 {
     char t[96], op[192];
-    const tkind_t *k = &kinds[rnd(sizeof kinds / sizeof *kinds)];
+    const rref_kind_t *k = &kinds[rnd(sizeof kinds / sizeof *kinds)];
     int a = (int)rnd((unsigned)k->na);
     unsigned *bits = (unsigned *)((char *)r + k->field);
     if (!k->nb) {

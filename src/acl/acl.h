@@ -14,7 +14,7 @@
 #include "base/strmap.h"
 
 /* ---- Principal names <-> dense ids, engine-wide. An id is never taken back nor given to
- * another name: a search may hold one, and cached ids (query/engine_objects.c) rely on an
+ * another name: a search may hold one, and cached ids (query/engine_reach.c) rely on an
  * equal length meaning the same names. ---- */
 
 typedef struct acl_intern {

@@ -718,35 +718,6 @@ done:
     return rc;
 }
 
-static int cmp_u32(const void *a, const void *b)
-{
-    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
-    return x < y ? -1 : x > y;
-}
-
-struct view_ids {
-    const acl_intern_t *t;
-    uint32_t *out;
-    size_t k, cap;
-    int nomem;
-};
-
-static int view_id_add(void *ctx, const char *name)
-{
-    struct view_ids *v = ctx;
-    uint32_t id;
-    if (acl_intern_get(v->t, name, &id) != CDN_OK)
-        return 0; /* no chunk names it */
-    if (v->k == v->cap) {
-        void *q = v->out;
-        if (cdn_grow(&q, &v->cap, v->k + 1, sizeof *v->out))
-            return v->nomem = 1;
-        v->out = q;
-    }
-    v->out[v->k++] = id;
-    return 0;
-}
-
 int engine_object_perm_note(engine_t *e, const char *name)
 {
     const char *perm = acl_object_permission(name);
@@ -758,50 +729,5 @@ int engine_object_perm_note(engine_t *e, const char *name)
     if (e->n_object_perms == ENGINE_OBJECT_PERMS_MAX || strlen(perm) >= sizeof e->object_perms[0])
         return CDN_ERR_LIMIT;
     snprintf(e->object_perms[e->n_object_perms++], sizeof e->object_perms[0], "%s", perm);
-    return CDN_OK;
-}
-
-int engine_view_ids(engine_t *e, const char *const *names, size_t n, uint32_t **ids, size_t *nids,
-                    cdn_err_t *err)
-{
-    /* Names are made canonical first (a view's are already; asserted ones may be bare group
-     * names), then expanded: a tenant membership reaches its chunks' qualified names. The
-     * canonical forms go to an arena: a view may hold many (one per object its subject reads). */
-    char one[ACL_VIEW_NAME_MAX];
-    cdn_arena_t arena;
-    const char **canon = cdn_malloc((n ? n : 1) * sizeof *canon);
-    struct view_ids v = {&e->principals, cdn_malloc((n ? n : 1) * sizeof(uint32_t)), 0, n ? n : 1,
-                         0};
-    size_t j = 0;
-    int rc = CDN_OK;
-    cdn_arena_init(&arena, 16384, 0);
-    if (!canon || !v.out)
-        rc = cdn_err_set(err, CDN_ERR_NOMEM, "out of memory");
-    for (size_t i = 0; i < n && rc == CDN_OK; i++) {
-        if (!names[i])
-            rc = cdn_err_set(err, CDN_ERR_INVALID, "subject principal %zu is NULL", i);
-        else if ((rc = acl_view_canon(names[i], one, sizeof one, err)) == CDN_OK &&
-                 !(canon[i] = cdn_arena_strdup(&arena, one)))
-            rc = cdn_err_set(err, CDN_ERR_NOMEM, "out of memory");
-    }
-    if (rc == CDN_OK) {
-        pthread_rwlock_rdlock(&e->meta_lock);
-        acl_view_expand(canon, n, view_id_add, &v);
-        pthread_rwlock_unlock(&e->meta_lock);
-        if (v.nomem)
-            rc = cdn_err_set(err, CDN_ERR_NOMEM, "out of memory");
-    }
-    cdn_arena_free(&arena);
-    cdn_free(canon);
-    if (rc) {
-        cdn_free(v.out);
-        return rc;
-    }
-    qsort(v.out, v.k, sizeof *v.out, cmp_u32);
-    for (size_t i = 0; i < v.k; i++)
-        if (j == 0 || v.out[j - 1] != v.out[i])
-            v.out[j++] = v.out[i];
-    *ids = v.out;
-    *nids = j;
     return CDN_OK;
 }

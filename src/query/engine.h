@@ -17,7 +17,7 @@
 #define ENGINE_OBJECT_PERMS_MAX 16 /* distinct permissions chunks' objects may name */
 #define ENGINE_SELF_MAX (AUTHZ_PRINCIPAL_MAX + 8) /* "service:<subject>" */
 
-/* The ids of the objects the last subjects read (engine_objects.c). */
+/* The ids of the objects the last subjects read (engine_reach.c). */
 typedef struct engine_objcache engine_objcache_t;
 int engine_objcache_new(engine_objcache_t **out);
 void engine_objcache_free(engine_objcache_t *c);
@@ -151,7 +151,7 @@ typedef struct engine_subject {
     authz_view_t *view; /* non-NULL when resolved from the model */
     /* The objects the subject reads (from the relationship tuples, when chunks name objects),
      * as ids of the principals "object:type:id#perm" (and their tenant-qualified forms), owned,
-     * sorted: the principal table's first object_gen names judged (engine_objects.c).
+     * sorted: the principal table's first object_gen names judged (engine_reach.c).
      * objects_stale: the tuples were read at another revision than the view (start over). */
     uint32_t *object_ids;
     size_t n_object_ids, object_gen;
@@ -174,8 +174,8 @@ void engine_subject_release(engine_subject_t *s);
  * Objects interned since the subject was resolved are judged here. */
 int engine_subject_ids(engine_t *e, const engine_subject_t *s, uint32_t **ids, size_t *n,
                        cdn_err_t *err);
-/* Adds the objects a subject resolved from the model reads (engine_objects.c); on failure
- * releases s. */
+/* Adds the objects a subject resolved from the model reads (engine_reach.c); the caller
+ * releases s on failure. */
 int engine_objects_add(engine_t *e, engine_subject_t *s, cdn_err_t *err);
 
 /* ---- One permission state per request (query/engine_model.c). ----

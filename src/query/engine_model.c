@@ -325,7 +325,9 @@ int engine_subject_resolve(engine_t *e, const coll_t *c, const engine_asker_t *w
     out->c = c;
     out->subject_id = who->subject_id;
     out->action = action;
-    return engine_objects_add(e, out, err);
+    if ((rc = engine_objects_add(e, out, err)) != 0)
+        engine_subject_release(out);
+    return rc;
 }
 
 void engine_subject_release(engine_subject_t *s)

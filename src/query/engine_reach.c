@@ -1,4 +1,5 @@
-/* engine_objects.c: the objects of the relationship tuples a subject reads, as principal ids.
+/* engine_reach.c: the principal ids a subject reaches, which a search unions: the names of its
+ * view (engine_view_ids) and the objects of the relationship tuples it reads.
  * When chunks name objects ("object:type:id#perm" in their ACLs), a subject of the model reads
  * those whose permission it holds. engine_objects_add walks the tuples from the subject
  * (authz_rebac_objects) and turns the objects' names into ids of the principal table once, so
@@ -220,6 +221,42 @@ static int ids_of_names(engine_t *e, const authz_view_t *view, names_t *o, idvec
     return CDN_OK;
 }
 
+int engine_view_ids(engine_t *e, const char *const *names, size_t n, uint32_t **ids, size_t *nids,
+                    cdn_err_t *err)
+{
+    /* Names are made canonical first (a view's are already; asserted ones may be bare group
+     * names), then expanded: a tenant membership reaches its chunks' qualified names. */
+    char one[ACL_VIEW_NAME_MAX];
+    cdn_arena_t arena;
+    const char **canon = cdn_malloc((n ? n : 1) * sizeof *canon);
+    idvec_t v = {.t = &e->principals};
+    int rc = canon ? CDN_OK : cdn_err_set(err, CDN_ERR_NOMEM, "out of memory");
+    cdn_arena_init(&arena, 16384, 0);
+    for (size_t i = 0; i < n && rc == CDN_OK; i++) {
+        if (!names[i])
+            rc = cdn_err_set(err, CDN_ERR_INVALID, "subject principal %zu is NULL", i);
+        else if ((rc = acl_view_canon(names[i], one, sizeof one, err)) == CDN_OK &&
+                 !(canon[i] = cdn_arena_strdup(&arena, one)))
+            rc = cdn_err_set(err, CDN_ERR_NOMEM, "out of memory");
+    }
+    if (rc == CDN_OK) {
+        pthread_rwlock_rdlock(&e->meta_lock);
+        acl_view_expand(canon, n, id_of, &v);
+        pthread_rwlock_unlock(&e->meta_lock);
+        if (v.nomem || (!v.v && !(v.v = cdn_malloc(sizeof *v.v))))
+            rc = cdn_err_set(err, CDN_ERR_NOMEM, "out of memory");
+    }
+    cdn_arena_free(&arena);
+    cdn_free(canon);
+    if (rc) {
+        cdn_free(v.v);
+        return rc;
+    }
+    *nids = sort_unique(v.v, v.n);
+    *ids = v.v;
+    return CDN_OK;
+}
+
 int engine_objects_add(engine_t *e, engine_subject_t *s, cdn_err_t *err)
 {
     char perms[ENGINE_OBJECT_PERMS_MAX][64];
@@ -256,7 +293,6 @@ int engine_objects_add(engine_t *e, engine_subject_t *s, cdn_err_t *err)
     cdn_free(o.v);
     if (rc) {
         cdn_free(ids.v);
-        engine_subject_release(s);
         return cdn_err_set(err, rc, "the subject's objects: %s", cdn_strerror(rc));
     }
     s->object_ids = ids.v;

@@ -245,6 +245,31 @@ int fieldidx_prefix(const fieldidx_t *fi, size_t fno, const char *p, size_t len,
     return CDN_OK;
 }
 
+/* a - b over bytes, the shorter first when one is a prefix of the other: the order of
+ * Elasticsearch's keyword terms (UTF-8 bytes). */
+static int bytes_cmp(const char *a, size_t al, const char *b, size_t bl)
+{
+    int c = memcmp(a, b, al < bl ? al : bl);
+    return c ? c : (al > bl) - (al < bl);
+}
+
+int fieldidx_keyword_range(const fieldidx_t *fi, size_t fno, const char *lo, int lo_incl,
+                           const char *hi, int hi_incl, roaring_bitmap_t *out)
+{
+    const fieldidx_field_t *f = &fi->f[fno];
+    size_t lol = lo ? strlen(lo) : 0, hil = hi ? strlen(hi) : 0;
+    if (f->kind != FIELDIDX_KEYWORD)
+        return CDN_ERR_INVALID;
+    for (size_t i = 0; i < f->nv; i++) { /* values are not kept in order: each is compared */
+        const char *v = f->vals + f->voff[i];
+        int a = lo ? bytes_cmp(v, f->vlen[i], lo, lol) : 1,
+            b = hi ? bytes_cmp(v, f->vlen[i], hi, hil) : -1;
+        if ((lo_incl ? a >= 0 : a > 0) && (hi_incl ? b <= 0 : b < 0))
+            roaring_bitmap_or_inplace(out, f->bms[i]);
+    }
+    return CDN_OK;
+}
+
 static int in_range(double v, double lo, int lo_incl, double hi, int hi_incl)
 {
     return (lo_incl ? v >= lo : v > lo) && (hi_incl ? v <= hi : v < hi);

@@ -71,6 +71,10 @@ int fieldidx_prefix(const fieldidx_t *fi, size_t fno, const char *p, size_t len,
 int fieldidx_range(const fieldidx_t *fi, size_t fno, double lo, int lo_incl, double hi, int hi_incl,
                    roaring_bitmap_t *out);
 int fieldidx_exists(const fieldidx_t *fi, size_t fno, roaring_bitmap_t *out);
+/* Keyword values between lo and hi (NULL: open) in byte order, as Elasticsearch orders keyword
+ * terms; CDN_ERR_INVALID for other kinds. Linear in the field's distinct values. */
+int fieldidx_keyword_range(const fieldidx_t *fi, size_t fno, const char *lo, int lo_incl,
+                           const char *hi, int hi_incl, roaring_bitmap_t *out);
 
 /* Parses a date as cdn_date_parse does (base/date.h: ISO-8601 forms, or numeric text as epoch
  * milliseconds) to whole epoch milliseconds; 0 or CDN_ERR_INVALID. */

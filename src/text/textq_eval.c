@@ -519,9 +519,13 @@ static int eval_leaf_bitmap(ectx_t *x, const textq_t *q, roaring_bitmap_t *out)
                                     q->field)
                       : CDN_OK;
         const fieldidx_field_t *f = &ti->fi.f[fno];
-        if (f->kind == FIELDIDX_KEYWORD || f->kind == FIELDIDX_BOOL)
+        if (f->kind == FIELDIDX_KEYWORD)
+            return fieldidx_keyword_range(&ti->fi, fno, q->lo, q->lo_incl || !q->lo, q->hi,
+                                          q->hi_incl || !q->hi, out);
+        if (f->kind == FIELDIDX_BOOL)
             return cdn_err_set(x->err, CDN_ERR_INVALID,
-                               "range.%s: the field is a keyword; ranges need a number or date",
+                               "range.%s: the field is a boolean; ranges need a number, a date or "
+                               "a keyword",
                                q->field);
         double lo = -INFINITY, hi = INFINITY;
         if ((q->lo && parse_bound(f, q->lo, q->lo_incl ? "gte" : "gt", &lo, x->err)) ||

@@ -59,8 +59,8 @@ static inline void fuzz_index_build(textidx_t **ix, roaring_bitmap_t **allowed)
         char when[32];
         snprintf(when, sizeof when, "20%02u-0%u-1%u", d % 30, 1 + d % 9, d % 10);
         const char *t = words[d % 8], *b = words[(d * 3 + 1) % 8], *dept = fuzz_dept(d);
-        textidx_value_t v[6] = {{"title", t, strlen(t), 0}, {"body", b, strlen(b), 0},
-                                {"when", when, strlen(when), 0}};
+        textidx_value_t v[6] = {
+            {"title", t, strlen(t), 0}, {"body", b, strlen(b), 0}, {"when", when, strlen(when), 0}};
         size_t n = 3;
         if (fuzz_has_dept(d))
             v[n++] = (textidx_value_t){"dept", dept, strlen(dept), 0};

@@ -1,11 +1,10 @@
 /* fuzz_pdp.c: any bytes as an outside authorizer's answer (a Cerbos PlanResources plan, an
  * OPA-shaped result): never a crash; a filter the translation gives is a query cordon parses
- * and runs; and wherever the plan uses only comparisons of the index's keyword, number and
- * bool attributes, not, and, or and constants, the filter admits exactly the docs where the
- * plan is true under three-valued logic (a comparison of a missing attribute is unknown, and
+ * and runs; and wherever the plan uses only comparisons of the index's keyword (in byte order),
+ * number and bool attributes, not, and, or and constants, the filter admits exactly the docs where
+ * the plan is true under three-valued logic (a comparison of a missing attribute is unknown, and
  * unknown is never admitted), computed here apart from the translation. A filter the index
- * refuses for its values (a string range on a keyword field) fails the search closed and is
- * not judged.
+ * refuses for its values (a range on a boolean) fails the search closed and is not judged.
  * Relies on libFuzzer, jansson, authz/pdp.h and the text layer. */
 #include <jansson.h>
 #include <stdint.h>
@@ -43,20 +42,23 @@ static const char *attr_of(const json_t *operand)
 static tv_t compare(const char *op, const char *attr, const json_t *val, int swapped)
 {
     tv_t r = {0, 0, 1};
-    int kind = !strcmp(attr, "dept") ? 1 : !strcmp(attr, "year") ? 2 : !strcmp(attr, "public") ? 3
-                                                                                                  : 0;
+    int kind = !strcmp(attr, "dept")     ? 1
+               : !strcmp(attr, "year")   ? 2
+               : !strcmp(attr, "public") ? 3
+                                         : 0;
     int eqne = !strcmp(op, "eq") || !strcmp(op, "ne");
     int order = !strcmp(op, "lt") || !strcmp(op, "le") || !strcmp(op, "gt") || !strcmp(op, "ge");
-    if ((kind == 1 && !(json_is_string(val) && eqne)) || (kind == 2 && !(json_is_integer(val) &&
-                                                                         (eqne || order))) ||
+    int str = json_is_string(val) && json_string_length(val) == strlen(json_string_value(val));
+    if ((kind == 1 && !(str && (eqne || order))) ||
+        (kind == 2 && !(json_is_integer(val) && (eqne || order))) ||
         (kind == 3 && !(json_is_boolean(val) && eqne)) || !kind)
         return (tv_t){0, 0, 0};
     for (uint32_t d = 0; d < FUZZ_DOCS; d++) {
         int has = kind == 1 ? fuzz_has_dept(d) : kind == 2 ? fuzz_has_year(d) : fuzz_has_public(d);
         if (!has)
-            continue; /* unknown: neither */
-        long long c; /* attr compared with the value: <0, 0, >0 */
-        if (kind == 1)
+            continue;  /* unknown: neither */
+        long long c;   /* attr compared with the value: <0, 0, >0 */
+        if (kind == 1) /* byte order, as keyword ranges compare */
             c = strcmp(fuzz_dept(d), json_string_value(val));
         else if (kind == 2)
             c = (long long)fuzz_year(d) - (long long)json_integer_value(val);
@@ -97,14 +99,14 @@ static tv_t judge(const json_t *node, int depth)
     }
     if (!strcmp(op, "and") || !strcmp(op, "or")) {
         int and = !strcmp(op, "and");
-        tv_t r = and ? (tv_t){ALL_DOCS, 0, 1} : (tv_t){0, ALL_DOCS, 1};
+        tv_t r = and? (tv_t){ALL_DOCS, 0, 1} : (tv_t){0, ALL_DOCS, 1};
         if (!n)
             return (tv_t){0, 0, 0};
         for (size_t i = 0; i < n && r.judged; i++) {
             tv_t a = judge(json_array_get(args, i), depth + 1);
             r.judged = a.judged;
-            r.t = and ? r.t & a.t : r.t | a.t;
-            r.f = and ? r.f | a.f : r.f & a.f;
+            r.t = and? r.t & a.t : r.t | a.t;
+            r.f = and? r.f | a.f : r.f & a.f;
         }
         return r;
     }
@@ -143,8 +145,8 @@ static int run_filter(const char *filter, int mine, uint64_t *bits)
     if (!a)
         abort();
     rc = textidx_filter(ix, t, a, &err);
-    if (rc == CDN_ERR_INVALID) { /* a value the field's type cannot compare (a string range on a
-                                    keyword field): the search fails closed, nothing is read */
+    if (rc == CDN_ERR_INVALID) { /* a value the field's type cannot compare (a range on a
+                                    boolean): the search fails closed, nothing is read */
         roaring_bitmap_free(a);
         textq_free(t);
         return 0;

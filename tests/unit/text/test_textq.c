@@ -250,6 +250,30 @@ static void test_metadata_filters_term_terms_range_exists_ids(void **state)
     assert_string_equal(run_set(ti, q, NULL), "11 13");
 }
 
+/* A keyword range compares the values' bytes, as Elasticsearch orders keyword terms: a prefix
+ * sorts before what extends it. A boolean has no range. */
+static void test_keyword_ranges_compare_bytes(void **state)
+{
+    const textidx_t *ti = *state;
+    textq_t *q;
+    assert_string_equal(run_set(ti, range("tag", "b", NULL), NULL), "12 13 14");
+    assert_int_equal(textq_range("tag", "b", 1, "quiz", 0, &q), 0);
+    assert_string_equal(run_set(ti, q, NULL), "12");
+    assert_string_equal(run_set(ti, range("tag", NULL, "animals"), NULL), "10 11 15");
+    assert_int_equal(textq_range("tag", "animal", 0, "animals", 1, &q), 0);
+    assert_string_equal(run_set(ti, q, NULL), "10 11 15");
+    assert_int_equal(textq_range("tag", "animals", 0, "news", 0, &q), 0);
+    assert_string_equal(run_set(ti, q, NULL), "");
+    assert_string_equal(run_set(ti, range("tag", "Z", "a"), NULL), ""); /* upper case first */
+    textidx_result_t res;
+    textidx_search_opts_t o = {NULL, 5, 0, NULL, 0};
+    cdn_err_t err;
+    q = range("flag", "false", "true");
+    assert_int_equal(textidx_search(ti, q, &o, &res, &err), CDN_ERR_INVALID);
+    assert_non_null(strstr(err.msg, "range.flag"));
+    textq_free(q);
+}
+
 static void test_bad_range_value_is_an_error_naming_the_field(void **state)
 {
     const textidx_t *ti = *state;
@@ -459,6 +483,7 @@ int main(void)
                                         setup, teardown),
         cmocka_unit_test_setup_teardown(test_metadata_filters_term_terms_range_exists_ids, setup,
                                         teardown),
+        cmocka_unit_test_setup_teardown(test_keyword_ranges_compare_bytes, setup, teardown),
         cmocka_unit_test_setup_teardown(test_bad_range_value_is_an_error_naming_the_field, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_bool_must_should_filter_must_not, setup, teardown),

@@ -17,14 +17,17 @@
 
 /* (object, relation) -> a small state. Sparse: open addressing over key + 1, for questions that
  * touch a few objects (check, expand). Dense: a byte per object for each relation, made on first
- * use, for walks that may touch most of the store (lookup-resources), where hashing every step
- * cost more than the walk itself. */
+ * use. A walk (lookup-resources, a search's objects) starts sparse and turns dense once it has
+ * touched a 32nd of the store's objects: from there hashing every step cost more than the walk
+ * itself, and the rows cost no more memory than the table; a walk that stays small never pays
+ * for rows of the whole store. */
 typedef struct memo {
     uint64_t *keys;
     uint8_t *vals;
     uint32_t cap, n;
-    uint8_t **rows; /* dense: rows[rel] (RB_RELS_MAX for RB_NONE), NULL until used */
-    uint32_t nobjs;
+    uint8_t **rows;    /* dense: rows[rel] (RB_RELS_MAX for RB_NONE), NULL until used */
+    uint32_t nobjs;    /* the store's objects, what a row spans */
+    uint32_t dense_at; /* entries at which the sparse table turns dense; 0: never */
 } memo_t;
 
 enum { M_NONE = 0, M_BUSY, M_TRUE, M_FALSE };
@@ -43,13 +46,12 @@ static uint32_t mhash(uint64_t k)
     return (uint32_t)(k >> 32);
 }
 
-/* Makes m dense over nobjs objects; 0 or CDN_ERR_NOMEM. */
-static int memo_dense(memo_t *m, uint32_t nobjs)
+/* A memo for a walk over a store of nobjs objects: sparse first, dense past a 32nd of them. */
+static void memo_walk(memo_t *m, uint32_t nobjs)
 {
     memset(m, 0, sizeof *m);
-    m->rows = cdn_calloc(MEMO_ROWS, sizeof *m->rows);
     m->nobjs = nobjs;
-    return m->rows ? CDN_OK : CDN_ERR_NOMEM;
+    m->dense_at = nobjs / 32 > 4096 ? nobjs / 32 : 4096;
 }
 
 static uint8_t *memo_dense_slot(memo_t *m, uint32_t obj, uint16_t rel, int create)
@@ -62,6 +64,35 @@ static uint8_t *memo_dense_slot(memo_t *m, uint32_t obj, uint16_t rel, int creat
     return &m->rows[r][obj];
 }
 
+/* Moves the sparse entries into rows; 0 or CDN_ERR_NOMEM (m unchanged). */
+static int memo_to_dense(memo_t *m)
+{
+    uint8_t **rows = cdn_calloc(MEMO_ROWS, sizeof *rows);
+    if (!rows)
+        return CDN_ERR_NOMEM;
+    for (uint32_t i = 0; i < m->cap; i++) {
+        if (!m->keys[i])
+            continue;
+        uint64_t k = m->keys[i] - 1;
+        uint32_t obj = (uint32_t)(k >> 16), rel = (uint32_t)(k & 0xffff);
+        uint32_t r = rel == RB_NONE ? RB_RELS_MAX : rel;
+        if (!rows[r] && !(rows[r] = cdn_calloc(m->nobjs ? m->nobjs : 1, 1))) {
+            for (uint32_t j = 0; j < MEMO_ROWS; j++)
+                cdn_free(rows[j]);
+            cdn_free(rows);
+            return CDN_ERR_NOMEM;
+        }
+        rows[r][obj] = m->vals[i];
+    }
+    cdn_free(m->keys);
+    cdn_free(m->vals);
+    m->keys = NULL;
+    m->vals = NULL;
+    m->cap = m->n = 0;
+    m->rows = rows;
+    return CDN_OK;
+}
+
 /* The state of (obj, rel), made M_NONE when absent and create is set; NULL when absent and not
  * created, or out of memory. */
 static uint8_t *memo_slot(memo_t *m, uint32_t obj, uint16_t rel, int create)
@@ -72,6 +103,8 @@ static uint8_t *memo_slot(memo_t *m, uint32_t obj, uint16_t rel, int create)
     if ((m->n + 1) * 2 > m->cap) {
         if (!create)
             goto find;
+        if (m->dense_at && m->n >= m->dense_at && memo_to_dense(m) == CDN_OK)
+            return memo_dense_slot(m, obj, rel, create);
         uint32_t ncap = m->cap ? m->cap * 2 : 64;
         uint64_t *keys = cdn_calloc(ncap, sizeof *keys);
         uint8_t *vals = cdn_calloc(ncap, 1);
@@ -436,11 +469,11 @@ static int walk_up(const rb_state_t *rb, uint16_t stype, const char *sid, const 
     size_t *cand = NULL; /* candidates to check: their steps in the walk, in its order */
     size_t ncand = 0, capcand = 0;
     uint32_t nobjs = rb_obj_count(rb->store);
+    int rc = CDN_OK;
     ev_init(&e, rb, stype, sid);
-    int rc = memo_dense(&w.seen, nobjs);
-    if (!rc)
-        rc = memo_dense(&e.memo, nobjs);
-    if (!rc && e.subj != NO_OBJ)
+    memo_walk(&w.seen, nobjs);
+    memo_walk(&e.memo, nobjs);
+    if (e.subj != NO_OBJ)
         rc = push(&w, e.subj, RB_NONE);
     if (!rc && e.wild != NO_OBJ)
         rc = push(&w, e.wild, RB_NONE);

@@ -13,6 +13,7 @@
 // clang-format on
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "authz/authz.h"
@@ -232,11 +233,85 @@ static void test_a_block_closes_the_subtree(void **state)
     authz_model_free(m);
 }
 
+/* A walk that reaches more than a 32nd of a large store turns its memos dense midway: the
+ * lookup must still list exactly the pages a check (a small walk down, never dense) allows,
+ * under blocks, for a reader of nearly everything and for one of a single space. */
+typedef struct big_found {
+    unsigned char *in;
+    int n, dup;
+} big_found_t;
+
+static int big_collect(void *ctx, const char *name)
+{
+    big_found_t *f = ctx;
+    int p = atoi(name + 1);
+    assert_true(name[0] == 'p' && p >= 0 && p < f->n);
+    f->dup += f->in[p];
+    f->in[p] = 1;
+    return 0;
+}
+
+static void test_a_large_walk_turns_dense_and_agrees_with_checks(void **state)
+{
+    (void)state;
+    enum { PAGES = 20000, BATCH = 500 };
+    authz_model_t *m;
+    char *op = malloc(BATCH * 64 + 64), o[32];
+    unsigned char *in = calloc(PAGES, 1);
+    assert_non_null(op);
+    assert_non_null(in);
+    rng = 77;
+    assert_int_equal(authz_model_new(&m, NULL), 0);
+    apply_ok(m, SCHEMA);
+    apply_ok(m, "{\"op\":\"write_tuples\",\"writes\":[\"space:s0#member@group:g0#member\","
+                "\"space:s1#member@user:u1\",\"space:s2#member@user:u1\","
+                "\"group:g0#member@user:u0\",\"group:g0#member@user:u1\"]}");
+    for (int p0 = 0; p0 < PAGES; p0 += BATCH) {
+        int n = sprintf(op, "{\"op\":\"write_tuples\",\"writes\":[");
+        for (int p = p0; p < p0 + BATCH; p++) {
+            if (p < 30) /* ten top pages a space */
+                n += sprintf(op + n, "%s\"page:p%d#space@space:s%d\"", p > p0 ? "," : "", p, p % 3);
+            else /* a tree under them */
+                n += sprintf(op + n, "%s\"page:p%d#parent@page:p%u\"", p > p0 ? "," : "", p,
+                             rnd((unsigned)p));
+            if (rnd(40) == 0) /* a block closes a subtree to u0 (or to the group: both) */
+                n += sprintf(op + n, ",\"page:p%d#blocked@%s\"", p,
+                             rnd(2) ? "user:u0" : "group:g0#member");
+        }
+        sprintf(op + n, "]}");
+        apply_ok(m, op);
+    }
+    for (int u = 0; u < 2; u++) {
+        char s[16];
+        big_found_t f = {in, PAGES, 0};
+        int allowed = 0;
+        memset(in, 0, PAGES);
+        snprintf(s, sizeof s, "user:u%d", u);
+        assert_int_equal(
+            authz_rebac_lookup_resources(m, s, "page", "view", big_collect, &f, NULL, NULL), 0);
+        assert_int_equal(f.dup, 0);
+        for (int p = 0; p < PAGES; p++) {
+            bool ok;
+            snprintf(o, sizeof o, "page:p%d", p);
+            assert_int_equal(authz_rebac_check(m, s, "view", o, &ok, NULL, NULL), 0);
+            if (ok != in[p])
+                fail_msg("%s view %s: check %d, lookup %d", s, o, ok, in[p]);
+            allowed += ok;
+        }
+        /* both read far more than a 32nd of the store, and neither reads everything */
+        assert_true(allowed > PAGES / 16 && allowed < PAGES);
+    }
+    authz_model_free(m);
+    free(op);
+    free(in);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_pages_decide_as_the_reference),
         cmocka_unit_test(test_a_block_closes_the_subtree),
+        cmocka_unit_test(test_a_large_walk_turns_dense_and_agrees_with_checks),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -282,7 +282,7 @@ static void test_a_large_walk_turns_dense_and_agrees_with_checks(void **state)
         apply_ok(m, op);
     }
     for (int u = 0; u < 2; u++) {
-        char s[16];
+        char s[32];
         big_found_t f = {in, PAGES, 0};
         int allowed = 0;
         memset(in, 0, PAGES);

@@ -6,8 +6,9 @@
  * that a search unions bitmaps without handling a name per object (a reader of 95,000 documents
  * spent most of a search there). A small cache keeps the ids of the last subjects, keyed by all
  * they depend on: the subject, the model's revision (every model write moves it), the number of
- * permissions objects name and the principal table's length (ids are never taken back, so an
- * equal length means no name was added). Principals interned after the ids were taken (a chunk
+ * permissions objects name, and the principal table's length they were taken at (ids are never
+ * taken back, so the names before it are the same; an entry up to 256 names behind serves,
+ * the names since judged one by one). Principals interned after the ids were taken (a chunk
  * naming a new object, written before the request read the ACLs) are judged one by one when the
  * request reads its ids (engine_subject_ids). Relies on engine.h, acl/ and authz/. */
 #include "base/arena.h"
@@ -20,6 +21,7 @@
 
 #define OBJCACHE_SLOTS 32
 #define OBJCACHE_IDS_MAX 262144 /* longer lists are not kept: at most 32 MiB in all */
+#define OBJCACHE_LAG_MAX 256    /* names interned since an entry that a request judges itself */
 
 typedef struct oc_entry {
     char self[ENGINE_SELF_MAX];
@@ -61,22 +63,31 @@ static int oc_match(const oc_entry_t *x, const char *self, size_t nperms, uint64
            !strcmp(x->self, self);
 }
 
-/* A copy of the ids kept for the key: 1 (found), 0 (not kept) or CDN_ERR_NOMEM. */
-static int oc_get(engine_objcache_t *c, const char *self, size_t nperms, uint64_t rev, size_t gen,
+/* A copy of the ids kept for the subject at the revision, taken when the principal table was
+ * at most OBJCACHE_LAG_MAX names shorter than *gen now (the newest such entry): 1 (found, *gen
+ * then the length they were taken at; the names since are judged on their own when the
+ * request reads its ids), 0 (none) or CDN_ERR_NOMEM. */
+static int oc_get(engine_objcache_t *c, const char *self, size_t nperms, uint64_t rev, size_t *gen,
                   uint32_t **ids, size_t *n)
 {
+    oc_entry_t *best = NULL;
     int found = 0;
     pthread_mutex_lock(&c->lock);
-    for (int i = 0; i < OBJCACHE_SLOTS && !found; i++) {
+    for (int i = 0; i < OBJCACHE_SLOTS; i++) {
         oc_entry_t *x = &c->e[i];
-        if (!oc_match(x, self, nperms, rev, gen))
-            continue;
-        x->used = ++c->tick;
-        found = (*ids = cdn_malloc((x->n ? x->n : 1) * sizeof **ids)) ? 1 : CDN_ERR_NOMEM;
+        if (x->ids && x->rev == rev && x->nperms == nperms && x->gen <= *gen &&
+            *gen - x->gen <= OBJCACHE_LAG_MAX && !strcmp(x->self, self) &&
+            (!best || x->gen > best->gen))
+            best = x;
+    }
+    if (best) {
+        best->used = ++c->tick;
+        found = (*ids = cdn_malloc((best->n ? best->n : 1) * sizeof **ids)) ? 1 : CDN_ERR_NOMEM;
         if (found == 1) {
-            if (x->n)
-                memcpy(*ids, x->ids, x->n * sizeof **ids);
-            *n = x->n;
+            if (best->n)
+                memcpy(*ids, best->ids, best->n * sizeof **ids);
+            *n = best->n;
+            *gen = best->gen;
         }
     }
     pthread_mutex_unlock(&c->lock);
@@ -279,9 +290,9 @@ int engine_objects_add(engine_t *e, engine_subject_t *s, cdn_err_t *err)
         snprintf(s->self, sizeof s->self, "user:%s", s->subject_id);
     s->with_objects = 1;
     int rc =
-        oc_get(e->objcache, s->self, np, s->view->revision, gen, &s->object_ids, &s->n_object_ids);
+        oc_get(e->objcache, s->self, np, s->view->revision, &gen, &s->object_ids, &s->n_object_ids);
     if (rc == 1) {
-        s->object_gen = gen;
+        s->object_gen = gen; /* names past it: engine_subject_ids */
         return CDN_OK;
     }
     cdn_arena_init(&o.arena, 64 * 1024, 0);

@@ -324,16 +324,19 @@ static void test_an_object_named_during_a_search_is_judged(void **state)
               "\"document:d10#parent@folder:plans\",\"document:d11#parent@folder:plans\","
               "\"document:d12#viewer@user:bob\"]}");
     assert_string_equal(as(f->db, "alice"), "c1,c2,c7"); /* resolved, and its ids kept */
+    put(f->db, "c8", "document:d11", NULL, NULL, NULL);  /* a name after the kept ids */
+    assert_string_equal(as(f->db, "alice"), "c1,c2,c7,c8");
+    assert_string_equal(as(f->db, "bob"), "c3");
     cdn_hook_set(late_hook, &l);
     l = (late_t){f->db, 1, "c9", "document:d9", NULL};
-    assert_string_equal(as(f->db, "alice"), "c1,c2,c7,c9");
+    assert_string_equal(as(f->db, "alice"), "c1,c2,c7,c8,c9");
     l = (late_t){f->db, 1, "c10", "document:d12", NULL}; /* bob's, not hers */
-    assert_string_equal(as(f->db, "alice"), "c1,c2,c7,c9");
+    assert_string_equal(as(f->db, "alice"), "c1,c2,c7,c8,c9");
     l = (late_t){f->db, 1, "c11", "document:d10", "acme"}; /* a tenant she is not in */
-    assert_string_equal(as(f->db, "alice"), "c1,c2,c7,c9");
+    assert_string_equal(as(f->db, "alice"), "c1,c2,c7,c8,c9");
     op(f->db, "{\"op\":\"put_subject\",\"id\":\"alice\",\"tenants\":[\"acme\"]}");
     l = (late_t){f->db, 1, "c12", "document:d11", "acme"}; /* now she is */
-    assert_string_equal(as(f->db, "alice"), "c1,c11,c12,c2,c6,c7,c9");
+    assert_string_equal(as(f->db, "alice"), "c1,c11,c12,c2,c6,c7,c8,c9");
     cdn_hook_set(NULL, NULL);
     assert_int_equal(atomic_load(&l.armed), 0);
     assert_string_equal(as(f->db, "bob"), "c10,c3");

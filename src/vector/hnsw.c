@@ -222,7 +222,7 @@ static void link_back(hnsw_t *h, const hnsw_scorer_t *src, uint32_t s, uint32_t 
     hnsw_score_src(h, &ss, ids, n + 1, d);
     for (uint32_t i = 0; i <= n; i++)
         scratch[i] = (hnsw_hit_t){ids[i], d[i]};
-    qsort(scratch, n + 1, sizeof(hnsw_hit_t), hnsw_hit_cmp);
+    hnsw_sort_hits(scratch, n + 1);
     uint32_t kept = select_diverse(h, src, scratch, n + 1, cap);
     for (uint32_t i = 0; i < kept; i++)
         ids[i] = scratch[i].id;
@@ -255,7 +255,7 @@ static int insert_levels(hnsw_t *h, const hnsw_scorer_t *src, uint32_t id, uint3
                                          &c->found);
         if (rc)
             return rc;
-        hnsw_heap_sort(&c->found);
+        hnsw_heap_sort_heap(&c->found);
         n_eps = c->found.n;
         memcpy(c->eps, c->found.a, n_eps * sizeof(hnsw_hit_t));
         /* The node itself may already be linked from a concurrent insert's back-link. */

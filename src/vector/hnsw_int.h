@@ -81,7 +81,10 @@ void hnsw_heap_free(hnsw_heap_t *q);
 int hnsw_heap_push(hnsw_heap_t *q, uint32_t id, float dist);
 void hnsw_heap_pop(hnsw_heap_t *q);
 /* Sorts the heap's items ascending by dist in place (the heap is no longer a heap). */
-void hnsw_heap_sort(hnsw_heap_t *q);
+void hnsw_heap_sort(hnsw_heap_t *q); /* any array: ascending by (dist, id) through qsort */
+/* The same order for q still a max-heap (as pushes and pops leave it), without qsort's calls
+ * through a comparator: the construction sorts every level's found list. */
+void hnsw_heap_sort_heap(hnsw_heap_t *q);
 
 /* qsort order of hits: ascending by dist, ties by id. */
 static inline int hnsw_hit_cmp(const void *a, const void *b)
@@ -90,6 +93,20 @@ static inline int hnsw_hit_cmp(const void *a, const void *b)
     if (x->dist != y->dist)
         return x->dist < y->dist ? -1 : 1;
     return x->id < y->id ? -1 : (x->id > y->id);
+}
+
+/* Insertion sort by (dist, id), hnsw_hit_cmp's order: for short or nearly sorted lists (a
+ * neighbour list and one more; a heapsorted list whose ties need ordering). */
+static inline void hnsw_sort_hits(hnsw_hit_t *a, uint32_t n)
+{
+    for (uint32_t i = 1; i < n; i++) {
+        hnsw_hit_t x = a[i];
+        uint32_t j = i;
+        for (; j > 0 && (a[j - 1].dist > x.dist || (a[j - 1].dist == x.dist && a[j - 1].id > x.id));
+             j--)
+            a[j] = a[j - 1];
+        a[j] = x;
+    }
 }
 
 static inline uint32_t *hnsw_list_at(const hnsw_t *h, uint32_t id, uint32_t level)

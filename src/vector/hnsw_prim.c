@@ -74,6 +74,19 @@ void hnsw_heap_sort(hnsw_heap_t *q)
     qsort(q->a, q->n, sizeof(hnsw_hit_t), hnsw_hit_cmp);
 }
 
+void hnsw_heap_sort_heap(hnsw_heap_t *q)
+{
+    /* Heapsort in place: the top (farthest) goes to the slot the pop frees at the end. */
+    uint32_t n = q->n;
+    while (q->n > 1) {
+        hnsw_hit_t top = q->a[0];
+        hnsw_heap_pop(q);
+        q->a[q->n] = top;
+    }
+    q->n = n;
+    hnsw_sort_hits(q->a, n); /* ties in distance came out in any order: id order, linear */
+}
+
 /* ---------- neighbour lists and scoring ---------- */
 
 static inline void cpu_relax(void)
@@ -132,8 +145,15 @@ void hnsw_score(const hnsw_t *h, const vec_view_t *view, const float *q, const u
                              vec_row(view, ids[i + 2]), vec_row(view, ids[i + 3])};
         h->dist4(q, r, h->dim, out + i);
     }
-    for (; i < n; i++)
-        out[i] = h->dist(q, vec_row(view, ids[i]), h->dim);
+    if (i < n) { /* the last one to three rows: one 4-row call, the last row repeated */
+        const float *r[4];
+        float d[4];
+        for (uint32_t j = 0; j < 4; j++)
+            r[j] = vec_row(view, ids[i + j < n ? i + j : n - 1]);
+        h->dist4(q, r, h->dim, d);
+        for (uint32_t j = 0; i + j < n; j++)
+            out[i + j] = d[j];
+    }
 }
 
 void hnsw_score_src(const hnsw_t *h, const hnsw_scorer_t *s, const uint32_t *ids, uint32_t n,
@@ -153,8 +173,15 @@ void hnsw_score_src(const hnsw_t *h, const hnsw_scorer_t *s, const uint32_t *ids
                                 hnsw_bf_row(s, ids[i + 2]), hnsw_bf_row(s, ids[i + 3])};
         s->bdist4(s->qb, r, s->bf_stride, out + i);
     }
-    for (; i < n; i++)
-        out[i] = s->bdist(s->qb, hnsw_bf_row(s, ids[i]), s->bf_stride);
+    if (i < n) { /* as hnsw_score: the rest in one 4-row call */
+        const uint16_t *r[4];
+        float d[4];
+        for (uint32_t j = 0; j < 4; j++)
+            r[j] = hnsw_bf_row(s, ids[i + j < n ? i + j : n - 1]);
+        s->bdist4(s->qb, r, s->bf_stride, d);
+        for (uint32_t j = 0; i + j < n; j++)
+            out[i + j] = d[j];
+    }
 }
 
 /* ---------- visited sets ---------- */

@@ -117,6 +117,11 @@ void coll_checkpoints_remove(const char *dir, uint32_t id, int with_calibration)
 int coll_graph_open(const char *dir, coll_t *c, cdn_err_t *err);
 /* Inserts rows (already in the vector file) into the graph, in parallel for large batches. */
 int coll_graph_insert(coll_t *c, const uint32_t *rows, size_t n);
+/* After a write that deleted graph nodes: unlinks the deleted ones (hnsw_repair) when enough have
+ * gathered since the last repair. Called by the writer without the collection's lock:
+ * searches go on meanwhile (the graph's lists are read lock-free). A failed repair is only a
+ * missed optimisation (the next write tries again). */
+void coll_graph_repair_due(coll_t *c);
 /* Rows a quantizer is trained on before it encodes anything (fewer: exact scans use floats). */
 #define COLL_QUANT_TRAIN_MIN 1000
 /* Brings the 8-bit codes up to next_row: trains once enough rows exist, then encodes the rows

@@ -14,6 +14,11 @@
 
 /* Below this many rows, inserting one by one beats starting threads. */
 #define GRAPH_PARALLEL_MIN 256
+/* Deleted nodes are unlinked from the graph (hnsw_repair) once at least this many, and at least
+ * 1/GRAPH_REPAIR_SHARE of its nodes, are deleted since the last repair: a repair reads every
+ * list, so it waits for enough tombstones to pay (`cordon bench churn`, docs/benchmarks.md). */
+#define GRAPH_REPAIR_MIN 1000
+#define GRAPH_REPAIR_SHARE 8
 /* The most bytes a collection's bf16 copy of its rows may take (about 680,000 rows of 384
  * values); past it, batches build as hnsw_build chooses (float, or a copy made for one large
  * batch). */
@@ -83,6 +88,21 @@ int coll_graph_insert(coll_t *c, const uint32_t *rows, size_t n)
             rc = hnsw_insert(c->hnsw, &v, rows[i]);
     c->hnsw_dirty = 1;
     return rc;
+}
+
+void coll_graph_repair_due(coll_t *c)
+{
+    hnsw_info_t info;
+    vec_view_t v;
+    if (!c->hnsw)
+        return;
+    hnsw_get_info(c->hnsw, &info);
+    if (info.deleted_linked < GRAPH_REPAIR_MIN ||
+        (uint64_t)info.deleted_linked * GRAPH_REPAIR_SHARE < info.nodes)
+        return;
+    coll_view(c, &v);
+    if (hnsw_repair(c->hnsw, &v, 0, NULL) == CDN_OK)
+        c->hnsw_dirty = 1;
 }
 
 static bool delete_one(uint32_t row, void *h)

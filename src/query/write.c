@@ -439,6 +439,7 @@ static int put_locked(engine_t *e, coll_t *c, const write_chunk_t *chunks, size_
         c->broken = 1; /* committed but not indexed: fail closed until reopened */
     cdn_free(rows);
     apply_put(e, c, p, n, next_row + (uint32_t)n, *rev);
+    coll_graph_repair_due(c);
     return CDN_OK;
 }
 

@@ -58,6 +58,7 @@ static int delete_locked(engine_t *e, coll_t *c, const char *const *ids, size_t 
     }
     atomic_store(&e->revision, *rev);
     pthread_rwlock_unlock(&c->lock);
+    coll_graph_repair_due(c);
     return CDN_OK;
 }
 

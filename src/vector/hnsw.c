@@ -52,6 +52,7 @@ int hnsw_create(hnsw_params_t p, vec_metric_t metric, uint32_t dim, hnsw_t **out
     atomic_init(&h->entry, HNSW_NO_ENTRY);
     atomic_init(&h->n_nodes, 0);
     atomic_init(&h->n_deleted, 0);
+    atomic_init(&h->n_deleted_repaired, 0);
     atomic_init(&h->upper_words, 0);
     *out = h;
     return CDN_OK;
@@ -178,12 +179,8 @@ static uint32_t level_for(const hnsw_t *h, uint32_t id)
 
 /* ---------- neighbour selection ---------- */
 
-/* Heuristic 4 of the HNSW paper: walk candidates nearest first and keep one only if it is
- * nearer to the base than to every neighbour kept so far, so links spread over directions
- * instead of piling into one cluster. cand must be sorted ascending; keeps up to `max` in
- * place at the front; returns how many. */
-static uint32_t select_diverse(const hnsw_t *h, const hnsw_scorer_t *s, hnsw_hit_t *cand,
-                               uint32_t n, uint32_t max)
+uint32_t hnsw_select_diverse(const hnsw_t *h, const hnsw_scorer_t *s, hnsw_hit_t *cand, uint32_t n,
+                             uint32_t max)
 {
     uint32_t kept = 0;
     for (uint32_t i = 0; i < n && kept < max; i++) {
@@ -223,7 +220,7 @@ static void link_back(hnsw_t *h, const hnsw_scorer_t *src, uint32_t s, uint32_t 
     for (uint32_t i = 0; i <= n; i++)
         scratch[i] = (hnsw_hit_t){ids[i], d[i]};
     hnsw_sort_hits(scratch, n + 1);
-    uint32_t kept = select_diverse(h, src, scratch, n + 1, cap);
+    uint32_t kept = hnsw_select_diverse(h, src, scratch, n + 1, cap);
     for (uint32_t i = 0; i < kept; i++)
         ids[i] = scratch[i].id;
     hnsw_list_store(h, s, level, ids, kept);
@@ -258,12 +255,17 @@ static int insert_levels(hnsw_t *h, const hnsw_scorer_t *src, uint32_t id, uint3
         hnsw_heap_sort_heap(&c->found);
         n_eps = c->found.n;
         memcpy(c->eps, c->found.a, n_eps * sizeof(hnsw_hit_t));
-        /* The node itself may already be linked from a concurrent insert's back-link. */
-        uint32_t w = 0;
+        /* The node itself may already be linked from a concurrent insert's back-link. Deleted
+         * nodes routed the search but are not linked to (hnsw_repair unlinks them; a new link
+         * would bring one back), unless nothing else was found. */
+        uint32_t w = 0, live = 0;
         for (uint32_t i = 0; i < c->found.n; i++)
-            if (c->found.a[i].id != id)
+            live += c->found.a[i].id != id && !(hnsw_flags(h, c->found.a[i].id) & HNSW_F_DELETED);
+        for (uint32_t i = 0; i < c->found.n; i++)
+            if (c->found.a[i].id != id &&
+                (!live || !(hnsw_flags(h, c->found.a[i].id) & HNSW_F_DELETED)))
                 c->found.a[w++] = c->found.a[i];
-        uint32_t kept = select_diverse(h, src, c->found.a, w, h->p.m), ids[HNSW_M_MAX];
+        uint32_t kept = hnsw_select_diverse(h, src, c->found.a, w, h->p.m), ids[HNSW_M_MAX];
         for (uint32_t i = 0; i < kept; i++)
             ids[i] = c->found.a[i].id;
         pthread_mutex_t *mu = hnsw_stripe(h, id);
@@ -521,6 +523,8 @@ void hnsw_get_info(hnsw_t *h, hnsw_info_t *out)
     uint64_t e = atomic_load(&h->entry);
     out->nodes = atomic_load(&h->n_nodes);
     out->deleted = atomic_load(&h->n_deleted);
+    uint32_t repaired = atomic_load(&h->n_deleted_repaired);
+    out->deleted_linked = out->deleted > repaired ? out->deleted - repaired : 0;
     out->id_span = h->span;
     out->max_level = e == HNSW_NO_ENTRY ? 0 : (uint32_t)(e >> 32);
     out->dim = h->dim;

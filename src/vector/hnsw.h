@@ -73,7 +73,8 @@ typedef struct hnsw_info {
     uint32_t dim;
     vec_metric_t metric;
     hnsw_params_t params;
-    size_t memory_bytes; /* graph memory (not the vectors, which the store owns) */
+    size_t memory_bytes;     /* graph memory (not the vectors, which the store owns) */
+    uint32_t deleted_linked; /* deleted since the last hnsw_repair began: maybe still linked */
 } hnsw_info_t;
 
 typedef struct hnsw hnsw_t;
@@ -133,6 +134,24 @@ typedef struct hnsw_bf16_rows {
  * the view or has another stride. */
 int hnsw_build_bf16(hnsw_t *h, const vec_view_t *view, const hnsw_bf16_rows_t *bf,
                     const uint32_t *ids, size_t n, unsigned threads);
+
+/* What one hnsw_repair did: lists re-chosen (a live node's list at one level that named a
+ * deleted node), and of them those left empty (every candidate deleted). */
+typedef struct hnsw_repair_stats {
+    uint64_t lists_relinked;
+    uint64_t lists_emptied;
+} hnsw_repair_stats_t;
+
+/* Unlinks the deleted nodes: every live node whose list at some level names a deleted node keeps
+ * its live neighbours and gives the deleted ones' places to the nearest live neighbours of
+ * those deleted nodes (through up to three deleted hops) that the insert heuristic admits,
+ * scored in float on view (the rows the nodes were inserted from). Afterwards no live node links to
+ * a node deleted before the call, and a deleted entry point is replaced by a live one; deleted
+ * nodes keep their own lists (a search in flight may stand on one) and their ids. Safe alongside
+ * searches, inserts and deletes (as an insert, it holds each list's stripe while re-choosing it); a
+ * save waits for it. threads 0: one per online CPU. stats may be NULL. Returns 0, CDN_ERR_INVALID
+ * (NULL, dimension mismatch) or CDN_ERR_NOMEM (lists already re-chosen stay so: each is valid). */
+int hnsw_repair(hnsw_t *h, const vec_view_t *view, unsigned threads, hnsw_repair_stats_t *stats);
 
 /* Marks id deleted: it keeps routing searches but never appears in results.
  * Returns 0 or CDN_ERR_NOT_FOUND (never inserted). Deleting twice is fine. */

@@ -62,6 +62,7 @@ struct hnsw {
     _Atomic uint64_t entry;             /* (level << 32) | id, or HNSW_NO_ENTRY */
     _Atomic uint32_t n_nodes;
     _Atomic uint32_t n_deleted;
+    _Atomic uint32_t n_deleted_repaired; /* n_deleted when the last hnsw_repair began */
     _Atomic uint64_t upper_words; /* slots allocated for upper-level lists, for info and save */
     pthread_rwlock_t write_gate;  /* inserts/deletes share it; save takes it alone */
 
@@ -203,6 +204,13 @@ static inline void hnsw_prefetch_src(const hnsw_scorer_t *s, uint32_t id)
         hnsw_prefetch_row(s->view, id);
     }
 }
+
+/* Heuristic 4 of the HNSW paper: walk candidates nearest first and keep one only if it is
+ * nearer to the base than to every neighbour kept so far, so links spread over directions
+ * instead of piling into one cluster. cand must be sorted ascending; keeps up to `max` in
+ * place at the front; returns how many. Distances between candidates come from s's source. */
+uint32_t hnsw_select_diverse(const hnsw_t *h, const hnsw_scorer_t *s, hnsw_hit_t *cand, uint32_t n,
+                             uint32_t max);
 
 /* Greedy descent from *ep (at distance *ep_dist) through levels top .. stop+1. */
 void hnsw_descend_src(hnsw_t *h, const hnsw_scorer_t *s, uint32_t top, uint32_t stop, uint32_t *ep,

@@ -161,6 +161,57 @@ static void test_graph_batches_extend_the_kept_bf16_copy_row_by_row(void **state
     assert_int_equal(system(cmd), 0);
 }
 
+/* Deleted graph nodes are unlinked once enough have gathered: not for a few hundred, and after
+ * a thousand (an eighth of the graph or more) with the graph marked for the next checkpoint. */
+static void test_graph_repair_waits_for_enough_deletes(void **state)
+{
+    (void)state;
+    const uint32_t dim = 8, n = 2000;
+    char dir[] = "/tmp/cordon-coll-repair-XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    coll_config_t cfg = {0};
+    snprintf(cfg.name, sizeof cfg.name, "%s", "rep");
+    cfg.id = 4;
+    cfg.dim = dim;
+    cfg.metric = VEC_METRIC_L2;
+    coll_t *c = NULL;
+    assert_int_equal(coll_create_state(dir, &cfg, &c, NULL), 0);
+    float *data = malloc(sizeof(float) * n * dim);
+    const float **rows = malloc(sizeof(float *) * n);
+    uint32_t *ids = malloc(sizeof(uint32_t) * n);
+    for (uint32_t i = 0; i < n * dim; i++)
+        data[i] = (float)((i * 2654435761u) % 1000) / 1000.0f;
+    for (uint32_t r = 0; r < n; r++) {
+        rows[r] = data + (size_t)r * dim;
+        ids[r] = r;
+    }
+    assert_int_equal(vecfile_write(c->vf, 0, rows, n, NULL), 0);
+    assert_int_equal(coll_graph_insert(c, ids, n), 0);
+    c->next_row = n;
+    hnsw_info_t info;
+    for (uint32_t r = 0; r < 300; r++)
+        assert_int_equal(hnsw_delete(c->hnsw, r), 0);
+    c->hnsw_dirty = 0;
+    coll_graph_repair_due(c);
+    hnsw_get_info(c->hnsw, &info);
+    assert_int_equal(info.deleted_linked, 300); /* too few to pay for a pass over the lists */
+    assert_int_equal(c->hnsw_dirty, 0);
+    for (uint32_t r = 300; r < 1000; r++)
+        assert_int_equal(hnsw_delete(c->hnsw, r), 0);
+    coll_graph_repair_due(c);
+    hnsw_get_info(c->hnsw, &info);
+    assert_int_equal(info.deleted, 1000);
+    assert_int_equal(info.deleted_linked, 0);
+    assert_int_equal(c->hnsw_dirty, 1);
+    coll_unref(c);
+    free(ids);
+    free(rows);
+    free(data);
+    char cmd[64];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    assert_int_equal(system(cmd), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -168,6 +219,7 @@ int main(void)
         cmocka_unit_test(test_record_from_before_later_keys_opens_with_defaults),
         cmocka_unit_test(test_row_ids_survive_clears_compaction_and_the_limit),
         cmocka_unit_test(test_graph_batches_extend_the_kept_bf16_copy_row_by_row),
+        cmocka_unit_test(test_graph_repair_waits_for_enough_deletes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

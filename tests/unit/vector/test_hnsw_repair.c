@@ -1,0 +1,292 @@
+/* test_hnsw_repair.c: hnsw_repair unlinks deleted nodes: no live list names one afterwards, a
+ * deleted entry point is replaced, recall over the live rows holds while searches visit fewer
+ * nodes, inserts after it do not link to deleted nodes, and it runs alongside searches and
+ * inserts (also under ThreadSanitizer). Relies on cmocka, pthreads and vector/hnsw_int.h. */
+/* cmocka.h needs these four first. */
+// clang-format off
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+// clang-format on
+
+#include <pthread.h>
+#include <stdatomic.h>
+
+#include "base/err.h"
+#include "unit/vector/hnsw_testutil.h"
+#include "vector/hnsw_int.h"
+
+#define N 6000
+#define DIM 16
+#define NQ 100
+#define K 10
+
+/* Live lists (at every level) that name a deleted node. */
+static uint32_t live_links_to_deleted(hnsw_t *h)
+{
+    uint32_t bad = 0, buf[2 * HNSW_M_MAX + 1];
+    for (uint32_t p = 0; p < h->span; p++) {
+        uint8_t f = hnsw_flags(h, p);
+        if (!(f & HNSW_F_PRESENT) || (f & HNSW_F_DELETED))
+            continue;
+        for (uint32_t l = 0; l <= h->levels[p]; l++) {
+            uint32_t n = hnsw_read_list(h, p, l, buf);
+            for (uint32_t i = 0; i < n; i++)
+                bad += (hnsw_flags(h, buf[i]) & HNSW_F_DELETED) != 0;
+        }
+    }
+    return bad;
+}
+
+/* Mean recall@K over the live rows and mean visited nodes, unfiltered, at ef. */
+static double recall_live(hnsw_t *h, const vec_view_t *v, const float *queries,
+                          const roaring_bitmap_t *deleted, uint32_t ef, double *visited)
+{
+    double sum = 0, vis = 0;
+    for (uint32_t qi = 0; qi < NQ; qi++) {
+        const float *q = queries + (size_t)qi * DIM;
+        hnsw_hit_t hits[K];
+        hnsw_stats_t st;
+        uint32_t n = 0, truth[K];
+        assert_int_equal(
+            hnsw_search(h, v, q, K, ef, NULL, HNSW_MODE_UNFILTERED, 0, &st, hits, &n), 0);
+        for (uint32_t i = 0; i < n; i++)
+            assert_false(roaring_bitmap_contains(deleted, hits[i].id));
+        uint32_t nt = tu_exact(v, VEC_METRIC_L2, q, v->count, NULL, deleted, K, truth);
+        sum += tu_recall(hits, n, truth, nt);
+        vis += (double)st.visited;
+    }
+    *visited = vis / NQ;
+    return sum / NQ;
+}
+
+typedef struct fixture {
+    float *data, *queries;
+    vec_view_t view;
+} fixture_t;
+
+static int setup(void **state)
+{
+    fixture_t *f = calloc(1, sizeof *f);
+    f->data = tu_clustered(N, DIM, 40, 1.0f, 5, 0, NULL);
+    f->queries = tu_clustered(NQ, DIM, 40, 1.0f, 5, 0, NULL);
+    tu_rng_t r = {33};
+    for (uint32_t i = 0; i < NQ * DIM; i++)
+        f->queries[i] += 0.3f * tu_gauss(&r);
+    f->view = (vec_view_t){f->data, DIM, DIM, N};
+    *state = f;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    fixture_t *f = *state;
+    free(f->data);
+    free(f->queries);
+    free(f);
+    return 0;
+}
+
+/* Deletes every id of del from h. */
+static void delete_all(hnsw_t *h, const roaring_bitmap_t *del)
+{
+    uint64_t n = roaring_bitmap_get_cardinality(del);
+    uint32_t *ids = malloc(sizeof(uint32_t) * (n ? n : 1));
+    roaring_bitmap_to_uint32_array(del, ids);
+    for (uint64_t i = 0; i < n; i++)
+        assert_int_equal(hnsw_delete(h, ids[i]), 0);
+    free(ids);
+}
+
+/* Deletes a share of the rows (seeded), and the entry point too. */
+static roaring_bitmap_t *delete_share(hnsw_t *h, double share, uint64_t seed)
+{
+    roaring_bitmap_t *del = tu_random_set(N, share, seed);
+    uint64_t e = atomic_load(&h->entry);
+    roaring_bitmap_add(del, (uint32_t)e);
+    delete_all(h, del);
+    return del;
+}
+
+static void test_repair_unlinks_deleted_nodes_and_keeps_recall(void **state)
+{
+    fixture_t *f = *state;
+    hnsw_t *h;
+    assert_int_equal(tu_build_graph(&f->view, VEC_METRIC_L2, 100, 2, &h), 0);
+    roaring_bitmap_t *del = delete_share(h, 0.4, 7);
+    uint32_t ndel = (uint32_t)roaring_bitmap_get_cardinality(del);
+    hnsw_info_t info;
+    hnsw_get_info(h, &info);
+    assert_int_equal(info.deleted, ndel);
+    assert_int_equal(info.deleted_linked, ndel);
+    assert_true(live_links_to_deleted(h) > 0);
+    double vis0, vis1;
+    double r0 = recall_live(h, &f->view, f->queries, del, 24, &vis0);
+
+    hnsw_repair_stats_t st;
+    assert_int_equal(hnsw_repair(h, &f->view, 2, &st), 0);
+    assert_int_equal(live_links_to_deleted(h), 0);
+    assert_true(st.lists_relinked > 0);
+    hnsw_get_info(h, &info);
+    assert_int_equal(info.deleted, ndel);
+    assert_int_equal(info.deleted_linked, 0);
+    uint64_t e = atomic_load(&h->entry);
+    assert_false(hnsw_flags(h, (uint32_t)e) & HNSW_F_DELETED); /* a live entry point */
+    double r1 = recall_live(h, &f->view, f->queries, del, 24, &vis1);
+    print_message("40%% deleted, ef 24: recall %.4f -> %.4f, visited %.0f -> %.0f; %llu lists "
+                  "re-chosen, %llu left empty\n",
+                  r0, r1, vis0, vis1, (unsigned long long)st.lists_relinked,
+                  (unsigned long long)st.lists_emptied);
+    /* Against a graph built from the live rows alone, at the same ef. */
+    hnsw_t *fresh;
+    uint32_t *live = malloc(sizeof(uint32_t) * N), n_live = 0;
+    for (uint32_t id = 0; id < N; id++)
+        if (!roaring_bitmap_contains(del, id))
+            live[n_live++] = id;
+    hnsw_params_t p = hnsw_params_default();
+    p.ef_construction = 100;
+    assert_int_equal(hnsw_create(p, VEC_METRIC_L2, DIM, &fresh), 0);
+    assert_int_equal(hnsw_build(fresh, &f->view, live, n_live, 2), 0);
+    double visf, rf = recall_live(fresh, &f->view, f->queries, del, 24, &visf);
+    print_message("a fresh graph of the live rows: recall %.4f, visited %.0f\n", rf, visf);
+    assert_true(r1 >= rf - 0.015);
+    assert_true(vis1 < vis0);        /* the tombstones are no longer walked */
+    assert_true(vis1 < 1.2 * visf); /* and the search costs what a fresh graph's does */
+    hnsw_free(fresh);
+    free(live);
+
+    /* Repairing again finds nothing to do. */
+    assert_int_equal(hnsw_repair(h, &f->view, 1, &st), 0);
+    assert_int_equal(st.lists_relinked, 0);
+
+    /* Every live row is still reachable: found by its own vector. */
+    for (uint32_t id = 0; id < N; id += 7) {
+        if (roaring_bitmap_contains(del, id))
+            continue;
+        hnsw_hit_t hit;
+        uint32_t n = 0;
+        assert_int_equal(hnsw_search(h, &f->view, vec_row(&f->view, id), 1, 32, NULL,
+                                     HNSW_MODE_UNFILTERED, 0, NULL, &hit, &n),
+                         0);
+        assert_int_equal(n, 1);
+        assert_true(hit.dist == 0.0f);
+    }
+    roaring_bitmap_free(del);
+    hnsw_free(h);
+}
+
+/* Inserts after a delete route through deleted nodes but do not link to them. */
+static void test_inserts_do_not_link_to_deleted_nodes(void **state)
+{
+    fixture_t *f = *state;
+    hnsw_t *h;
+    vec_view_t first = f->view;
+    first.count = N / 2;
+    assert_int_equal(tu_build_graph(&first, VEC_METRIC_L2, 100, 2, &h), 0);
+    roaring_bitmap_t *del = tu_random_set(N / 2, 0.5, 11);
+    delete_all(h, del);
+    assert_int_equal(hnsw_repair(h, &f->view, 2, NULL), 0);
+    uint32_t ids[N / 2];
+    for (uint32_t i = 0; i < N / 2; i++)
+        ids[i] = N / 2 + i;
+    assert_int_equal(hnsw_build(h, &f->view, ids, N / 2, 2), 0);
+    assert_int_equal(live_links_to_deleted(h), 0);
+    double vis;
+    assert_true(recall_live(h, &f->view, f->queries, del, 24, &vis) >= 0.95);
+    roaring_bitmap_free(del);
+    hnsw_free(h);
+}
+
+typedef struct race {
+    hnsw_t *h;
+    const vec_view_t *view;
+    const float *queries;
+    _Atomic int stop;
+    _Atomic long searches, bad;
+} race_t;
+
+static void *searcher(void *arg)
+{
+    race_t *r = arg;
+    uint32_t qi = 0;
+    while (!atomic_load(&r->stop)) {
+        hnsw_hit_t hits[K];
+        uint32_t n = 0;
+        const float *q = r->queries + (size_t)(qi++ % NQ) * DIM;
+        if (hnsw_search(r->h, r->view, q, K, 32, NULL, HNSW_MODE_UNFILTERED, 0, NULL, hits, &n))
+            atomic_fetch_add(&r->bad, 1);
+        for (uint32_t i = 0; i < n; i++)
+            if (hnsw_flags(r->h, hits[i].id) & HNSW_F_DELETED)
+                atomic_fetch_add(&r->bad, 1);
+        if (n < K)
+            atomic_fetch_add(&r->bad, 1);
+        atomic_fetch_add(&r->searches, 1);
+    }
+    return NULL;
+}
+
+static void *inserter(void *arg)
+{
+    race_t *r = arg;
+    for (uint32_t id = N - N / 4; id < N; id++)
+        if (hnsw_insert(r->h, r->view, id))
+            atomic_fetch_add(&r->bad, 1);
+    return NULL;
+}
+
+/* Searches and inserts while the repair runs: every search answers K live rows, nothing fails,
+ * and no live list is left naming a node deleted before the repair. */
+static void test_repair_runs_alongside_searches_and_inserts(void **state)
+{
+    fixture_t *f = *state;
+    hnsw_t *h;
+    vec_view_t first = f->view;
+    first.count = N - N / 4;
+    assert_int_equal(tu_build_graph(&first, VEC_METRIC_L2, 64, 2, &h), 0);
+    roaring_bitmap_t *del = tu_random_set(N - N / 4, 0.3, 23);
+    delete_all(h, del);
+    race_t r = {.h = h, .view = &f->view, .queries = f->queries};
+    pthread_t s, w;
+    assert_int_equal(pthread_create(&s, NULL, searcher, &r), 0);
+    assert_int_equal(pthread_create(&w, NULL, inserter, &r), 0);
+    assert_int_equal(hnsw_repair(h, &f->view, 2, NULL), 0);
+    pthread_join(w, NULL);
+    atomic_store(&r.stop, 1);
+    pthread_join(s, NULL);
+    print_message("%ld searches during the repair\n", atomic_load(&r.searches));
+    assert_int_equal(atomic_load(&r.bad), 0);
+    assert_true(atomic_load(&r.searches) > 0);
+    assert_int_equal(live_links_to_deleted(h), 0);
+    roaring_bitmap_free(del);
+    hnsw_free(h);
+}
+
+static void test_repair_rejects_bad_arguments(void **state)
+{
+    fixture_t *f = *state;
+    hnsw_t *h;
+    hnsw_repair_stats_t st = {7, 7};
+    assert_int_equal(hnsw_create(hnsw_params_default(), VEC_METRIC_L2, DIM + 1, &h), 0);
+    assert_int_equal(hnsw_repair(NULL, &f->view, 1, &st), CDN_ERR_INVALID);
+    assert_int_equal(st.lists_relinked, 0);
+    assert_int_equal(hnsw_repair(h, NULL, 1, NULL), CDN_ERR_INVALID);
+    assert_int_equal(hnsw_repair(h, &f->view, 1, NULL), CDN_ERR_INVALID); /* other dimension */
+    hnsw_free(h);
+    assert_int_equal(hnsw_create(hnsw_params_default(), VEC_METRIC_L2, DIM, &h), 0);
+    assert_int_equal(hnsw_repair(h, &f->view, 1, &st), 0); /* empty graph: nothing to do */
+    assert_int_equal(st.lists_relinked, 0);
+    hnsw_free(h);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_repair_unlinks_deleted_nodes_and_keeps_recall),
+        cmocka_unit_test(test_inserts_do_not_link_to_deleted_nodes),
+        cmocka_unit_test(test_repair_runs_alongside_searches_and_inserts),
+        cmocka_unit_test(test_repair_rejects_bad_arguments),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}

@@ -6,10 +6,10 @@
  * (`cordon bench churn`: p50 1.3-1.6x a fresh build's at 30% replaced, 3.1x at 100%). The
  * repair is a cheaper form of FreshDiskANN's consolidation (Singh et al., 2021): a live node p
  * whose list at some level names deleted nodes takes as candidates the live neighbours of each
- * deleted one (through chains of deleted nodes, up to REPAIR_HOPS deep while too few are found), scores them in float
- * against p, and fills the deleted ones' places with the nearest candidates the insert
- * heuristic admits beside the live neighbours p keeps. (Re-choosing the whole list from every
- * candidate, as FreshDiskANN does, cost ~13 s at 100,000 x 128 with an eighth deleted; this
+ * deleted one (through chains of deleted nodes, up to REPAIR_HOPS deep while too few are found),
+ * scores them in float against p, and fills the deleted ones' places with the nearest candidates
+ * the insert heuristic admits beside the live neighbours p keeps. (Re-choosing the whole list from
+ * every candidate, as FreshDiskANN does, cost ~13 s at 100,000 x 128 with an eighth deleted; this
  * costs a fraction and measured at least as good a recall.) After it no live node links to a
  * deleted one; deleted nodes keep their own lists, so a
  * search that was already on one (or starts at a deleted entry point) still finds its way. */
@@ -130,9 +130,8 @@ static int repair_list(repair_job_t *j, repair_ws_t *w, uint32_t p, uint32_t l)
     /* Further hops only while the candidates are too few for the places to fill: each hop
      * multiplies them by the list length. */
     uint32_t want = 2 * (n - n_live) > 8 ? 2 * (n - n_live) : 8;
-    for (uint32_t hop = 0; hop < REPAIR_HOPS && done < n_del && !rc &&
-                           (hop == 0 || n_ids - n_live < want);
-         hop++) {
+    for (uint32_t hop = 0;
+         hop < REPAIR_HOPS && done < n_del && !rc && (hop == 0 || n_ids - n_live < want); hop++) {
         uint32_t end = n_del;
         for (; done < end && !rc; done++) {
             uint32_t m = hnsw_read_list(h, w->deleted[done], l, w->buf);

@@ -6,7 +6,6 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "base/err.h"
 #include "base/mem.h"
@@ -448,12 +447,6 @@ static int build_run(hnsw_t *h, const vec_view_t *view, const uint32_t *ids, siz
         if (rc)
             return rc;
     }
-    if (threads == 0) {
-        long c = sysconf(_SC_NPROCESSORS_ONLN);
-        threads = c > 0 ? (unsigned)c : 1;
-    }
-    if (threads > 256)
-        threads = 256;
     build_job_t j = {.h = h, .src = {.view = view}, .ids = ids, .n = n};
     atomic_init(&j.next, 0);
     atomic_init(&j.first_err, 0);
@@ -466,14 +459,7 @@ static int build_run(hnsw_t *h, const vec_view_t *view, const uint32_t *ids, siz
     } else if (make_bf16_copy(&j, prec)) {
         return CDN_ERR_NOMEM;
     }
-    pthread_t tid[256];
-    unsigned started = 0;
-    for (unsigned t = 1; t < threads; t++)
-        if (pthread_create(&tid[started], NULL, build_worker, &j) == 0)
-            started++;
-    build_worker(&j);
-    for (unsigned t = 0; t < started; t++)
-        pthread_join(tid[t], NULL);
+    hnsw_run_threads(threads, build_worker, &j);
     if (!kept)
         cdn_free((void *)j.src.bf);
     return atomic_load(&j.first_err);

@@ -205,6 +205,12 @@ static inline void hnsw_prefetch_src(const hnsw_scorer_t *s, uint32_t id)
     }
 }
 
+/* Runs fn(arg) on `threads` threads (0: one per online CPU; at most HNSW_THREADS_MAX), the
+ * caller's among them, and returns when all have finished. fn takes its share of the work from
+ * arg (an atomic counter), so a thread that cannot be started only leaves more to the others. */
+#define HNSW_THREADS_MAX 256u
+void hnsw_run_threads(unsigned threads, void *(*fn)(void *), void *arg);
+
 /* Heuristic 4 of the HNSW paper: walk candidates nearest first and keep one only if it is
  * nearer to the base than to every neighbour kept so far, so links spread over directions
  * instead of piling into one cluster. cand must be sorted ascending; keeps up to `max` in

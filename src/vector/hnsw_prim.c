@@ -4,6 +4,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "base/err.h"
 #include "base/mem.h"
@@ -223,4 +224,24 @@ void hnsw_visited_put(hnsw_t *h, hnsw_visited_t *v)
     v->next = h->pool;
     h->pool = v;
     pthread_mutex_unlock(&h->pool_lock);
+}
+
+/* ---------- worker threads ---------- */
+
+void hnsw_run_threads(unsigned threads, void *(*fn)(void *), void *arg)
+{
+    if (threads == 0) {
+        long c = sysconf(_SC_NPROCESSORS_ONLN);
+        threads = c > 0 ? (unsigned)c : 1;
+    }
+    if (threads > HNSW_THREADS_MAX)
+        threads = HNSW_THREADS_MAX;
+    pthread_t tid[HNSW_THREADS_MAX];
+    unsigned started = 0;
+    for (unsigned t = 1; t < threads; t++)
+        if (pthread_create(&tid[started], NULL, fn, arg) == 0)
+            started++;
+    fn(arg);
+    for (unsigned t = 0; t < started; t++)
+        pthread_join(tid[t], NULL);
 }

@@ -17,7 +17,6 @@
 
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "base/err.h"
 #include "base/mem.h"
@@ -232,12 +231,6 @@ int hnsw_repair(hnsw_t *h, const vec_view_t *view, unsigned threads, hnsw_repair
         memset(stats, 0, sizeof *stats);
     if (!h || !view || view->dim != h->dim)
         return CDN_ERR_INVALID;
-    if (threads == 0) {
-        long c = sysconf(_SC_NPROCESSORS_ONLN);
-        threads = c > 0 ? (unsigned)c : 1;
-    }
-    if (threads > 64)
-        threads = 64;
     pthread_rwlock_rdlock(&h->write_gate);
     pthread_rwlock_rdlock(&h->grow_lock);
     repair_job_t j = {.h = h, .view = view, .span = h->span};
@@ -248,14 +241,7 @@ int hnsw_repair(hnsw_t *h, const vec_view_t *view, unsigned threads, hnsw_repair
     atomic_init(&j.relinked, 0);
     atomic_init(&j.emptied, 0);
     atomic_init(&j.first_err, 0);
-    pthread_t tid[64];
-    unsigned started = 0;
-    for (unsigned t = 1; t < threads; t++)
-        if (pthread_create(&tid[started], NULL, repair_worker, &j) == 0)
-            started++;
-    repair_worker(&j);
-    for (unsigned t = 0; t < started; t++)
-        pthread_join(tid[t], NULL);
+    hnsw_run_threads(threads, repair_worker, &j);
     live_entry(h);
     if (!atomic_load(&j.first_err))
         atomic_store(&h->n_deleted_repaired, deleted);

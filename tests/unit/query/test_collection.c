@@ -112,6 +112,27 @@ static void test_row_ids_survive_clears_compaction_and_the_limit(void **state)
     coll_unref(c);
 }
 
+/* A vector collection's state in a new temporary directory (dir: a mkdtemp template). */
+static coll_t *vector_coll(char *dir, const char *name, uint32_t id, uint32_t dim, vec_metric_t m)
+{
+    assert_non_null(mkdtemp(dir));
+    coll_config_t cfg = {0};
+    snprintf(cfg.name, sizeof cfg.name, "%s", name);
+    cfg.id = id;
+    cfg.dim = dim;
+    cfg.metric = m;
+    coll_t *c = NULL;
+    assert_int_equal(coll_create_state(dir, &cfg, &c, NULL), 0);
+    return c;
+}
+
+static void remove_dir(const char *dir)
+{
+    char cmd[64];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    assert_int_equal(system(cmd), 0);
+}
+
 /* Batch inserts build on a bf16 copy of the rows that the collection keeps: each batch adds
  * only its own rows to it, converted from the rows as written, and the graph takes them all. */
 static void test_graph_batches_extend_the_kept_bf16_copy_row_by_row(void **state)
@@ -119,14 +140,7 @@ static void test_graph_batches_extend_the_kept_bf16_copy_row_by_row(void **state
     (void)state;
     const uint32_t dim = 16, batch = 300;
     char dir[] = "/tmp/cordon-coll-bf16-XXXXXX";
-    assert_non_null(mkdtemp(dir));
-    coll_config_t cfg = {0};
-    snprintf(cfg.name, sizeof cfg.name, "%s", "bf");
-    cfg.id = 3;
-    cfg.dim = dim;
-    cfg.metric = VEC_METRIC_COSINE;
-    coll_t *c = NULL;
-    assert_int_equal(coll_create_state(dir, &cfg, &c, NULL), 0);
+    coll_t *c = vector_coll(dir, "bf", 3, dim, VEC_METRIC_COSINE);
     float *data = malloc(sizeof(float) * 2 * batch * dim);
     const float **rows = malloc(sizeof(float *) * 2 * batch);
     uint32_t ids[2 * 300];
@@ -156,9 +170,7 @@ static void test_graph_batches_extend_the_kept_bf16_copy_row_by_row(void **state
     coll_unref(c);
     free(rows);
     free(data);
-    char cmd[64];
-    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
-    assert_int_equal(system(cmd), 0);
+    remove_dir(dir);
 }
 
 /* Deleted graph nodes are unlinked once enough have gathered: not for a few hundred, and after
@@ -168,14 +180,7 @@ static void test_graph_repair_waits_for_enough_deletes(void **state)
     (void)state;
     const uint32_t dim = 8, n = 2000;
     char dir[] = "/tmp/cordon-coll-repair-XXXXXX";
-    assert_non_null(mkdtemp(dir));
-    coll_config_t cfg = {0};
-    snprintf(cfg.name, sizeof cfg.name, "%s", "rep");
-    cfg.id = 4;
-    cfg.dim = dim;
-    cfg.metric = VEC_METRIC_L2;
-    coll_t *c = NULL;
-    assert_int_equal(coll_create_state(dir, &cfg, &c, NULL), 0);
+    coll_t *c = vector_coll(dir, "rep", 4, dim, VEC_METRIC_L2);
     float *data = malloc(sizeof(float) * n * dim);
     const float **rows = malloc(sizeof(float *) * n);
     uint32_t *ids = malloc(sizeof(uint32_t) * n);
@@ -207,9 +212,7 @@ static void test_graph_repair_waits_for_enough_deletes(void **state)
     free(ids);
     free(rows);
     free(data);
-    char cmd[64];
-    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
-    assert_int_equal(system(cmd), 0);
+    remove_dir(dir);
 }
 
 int main(void)

@@ -50,6 +50,7 @@ typedef struct coll {
     hnsw_t *hnsw;              /* graph over the live rows; NULL when cfg.dim == 0 */
     uint32_t hnsw_saved;       /* rows the checkpoint on disk reflects (0 = none) */
     int hnsw_dirty;            /* changed since the checkpoint */
+    uint32_t repair_next;      /* where the graph repair's sweep goes on (0: none under way) */
     uint32_t ef_auto;          /* calibrated search breadth when cfg.hnsw_ef is 0 (0 = none) */
     uint32_t ef_auto_filtered; /* the same for filtered traversals (seeded: smaller) */
     uint32_t ef_auto_dense;    /* filtered traversals of nearly every row (0 = not measured) */
@@ -117,10 +118,11 @@ void coll_checkpoints_remove(const char *dir, uint32_t id, int with_calibration)
 int coll_graph_open(const char *dir, coll_t *c, cdn_err_t *err);
 /* Inserts rows (already in the vector file) into the graph, in parallel for large batches. */
 int coll_graph_insert(coll_t *c, const uint32_t *rows, size_t n);
-/* After a write that deleted graph nodes: unlinks the deleted ones (hnsw_repair) when enough have
- * gathered since the last repair. Called by the writer without the collection's lock:
- * searches go on meanwhile (the graph's lists are read lock-free). A failed repair is only a
- * missed optimisation (the next write tries again). */
+/* After a write: unlinks deleted graph nodes (hnsw_repair_range) once enough have gathered
+ * since the last repair, a slice of the graph per write so that no write waits for a whole
+ * pass. Called by the writer without the collection's lock: searches go on meanwhile (the
+ * graph's lists are read lock-free). A failed slice is only a missed optimisation (the sweep
+ * starts again at the next write). */
 void coll_graph_repair_due(coll_t *c);
 /* Rows a quantizer is trained on before it encodes anything (fewer: exact scans use floats). */
 #define COLL_QUANT_TRAIN_MIN 1000

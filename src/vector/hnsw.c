@@ -52,6 +52,7 @@ int hnsw_create(hnsw_params_t p, vec_metric_t metric, uint32_t dim, hnsw_t **out
     atomic_init(&h->n_nodes, 0);
     atomic_init(&h->n_deleted, 0);
     atomic_init(&h->n_deleted_repaired, 0);
+    atomic_init(&h->sweep_deleted, UINT32_MAX);
     atomic_init(&h->upper_words, 0);
     *out = h;
     return CDN_OK;

@@ -140,6 +140,7 @@ int hnsw_build_bf16(hnsw_t *h, const vec_view_t *view, const hnsw_bf16_rows_t *b
 typedef struct hnsw_repair_stats {
     uint64_t lists_relinked;
     uint64_t lists_emptied;
+    uint32_t next; /* hnsw_repair_range: where the sweep goes on, 0 when it has ended */
 } hnsw_repair_stats_t;
 
 /* Unlinks the deleted nodes: every live node whose list at some level names a deleted node keeps
@@ -152,6 +153,16 @@ typedef struct hnsw_repair_stats {
  * save waits for it. threads 0: one per online CPU. stats may be NULL. Returns 0, CDN_ERR_INVALID
  * (NULL, dimension mismatch) or CDN_ERR_NOMEM (lists already re-chosen stay so: each is valid). */
 int hnsw_repair(hnsw_t *h, const vec_view_t *view, unsigned threads, hnsw_repair_stats_t *stats);
+
+/* hnsw_repair in slices, so that a caller that must not wait for a whole pass (a writer) can
+ * spread it over calls: repairs the lists of the nodes with ids in [first, first + count). A
+ * sweep is a series of calls from first 0, each starting where the last ended (stats->next),
+ * until stats->next is 0 again; when a sweep ends, every node deleted before it began is
+ * unlinked (hnsw_info_t.deleted_linked counts from there) and a deleted entry point is replaced.
+ * Same safety and returns as hnsw_repair; after an error the sweep in progress counts for
+ * nothing (start again from 0). */
+int hnsw_repair_range(hnsw_t *h, const vec_view_t *view, uint32_t first, uint32_t count,
+                      unsigned threads, hnsw_repair_stats_t *stats);
 
 /* Marks id deleted: it keeps routing searches but never appears in results.
  * Returns 0 or CDN_ERR_NOT_FOUND (never inserted). Deleting twice is fine. */

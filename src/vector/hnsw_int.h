@@ -62,7 +62,9 @@ struct hnsw {
     _Atomic uint64_t entry;             /* (level << 32) | id, or HNSW_NO_ENTRY */
     _Atomic uint32_t n_nodes;
     _Atomic uint32_t n_deleted;
-    _Atomic uint32_t n_deleted_repaired; /* n_deleted when the last hnsw_repair began */
+    _Atomic uint32_t n_deleted_repaired; /* n_deleted when the last completed repair sweep began */
+    _Atomic uint32_t sweep_deleted;      /* n_deleted when the sweep in progress began, or
+                                          * UINT32_MAX: none began at node 0 (or one failed) */
     _Atomic uint64_t upper_words; /* slots allocated for upper-level lists, for info and save */
     pthread_rwlock_t write_gate;  /* inserts/deletes share it; save takes it alone */
 

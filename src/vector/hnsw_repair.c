@@ -29,7 +29,8 @@
 typedef struct repair_job {
     hnsw_t *h;
     const vec_view_t *view;
-    uint32_t span;
+    uint32_t span;         /* ids below it have rows in the view */
+    uint32_t end;          /* the range's end: nodes [first, end) are repaired */
     _Atomic uint32_t next; /* the next block of node ids to take */
     _Atomic uint64_t relinked, emptied;
     _Atomic int first_err;
@@ -180,9 +181,9 @@ static void *repair_worker(void *arg)
     int rc = hnsw_visited_get(h, &w.vis);
     for (;;) {
         uint32_t first = atomic_fetch_add(&j->next, REPAIR_BLOCK);
-        if (rc || first >= j->span || atomic_load(&j->first_err))
+        if (rc || first >= j->end || atomic_load(&j->first_err))
             break;
-        uint32_t last = first + REPAIR_BLOCK < j->span ? first + REPAIR_BLOCK : j->span;
+        uint32_t last = first + REPAIR_BLOCK < j->end ? first + REPAIR_BLOCK : j->end;
         for (uint32_t p = first; p < last && !rc; p++) {
             uint8_t f = hnsw_flags(h, p);
             if (!(f & HNSW_F_PRESENT) || (f & HNSW_F_DELETED))
@@ -225,7 +226,8 @@ static void live_entry(hnsw_t *h)
     pthread_mutex_unlock(&h->top_lock);
 }
 
-int hnsw_repair(hnsw_t *h, const vec_view_t *view, unsigned threads, hnsw_repair_stats_t *stats)
+int hnsw_repair_range(hnsw_t *h, const vec_view_t *view, uint32_t first, uint32_t count,
+                      unsigned threads, hnsw_repair_stats_t *stats)
 {
     if (stats)
         memset(stats, 0, sizeof *stats);
@@ -234,22 +236,38 @@ int hnsw_repair(hnsw_t *h, const vec_view_t *view, unsigned threads, hnsw_repair
     pthread_rwlock_rdlock(&h->write_gate);
     pthread_rwlock_rdlock(&h->grow_lock);
     repair_job_t j = {.h = h, .view = view, .span = h->span};
-    uint32_t deleted = atomic_load(&h->n_deleted); /* all of these are unlinked when it returns */
     if (view->count < j.span)
         j.span = view->count; /* nodes past the view have no rows to score */
-    atomic_init(&j.next, 0);
+    j.end = count < j.span - (first < j.span ? first : j.span) ? first + count : j.span;
+    if (first == 0) /* a sweep begins: every node deleted by now is unlinked when it ends */
+        atomic_store(&h->sweep_deleted, atomic_load(&h->n_deleted));
+    atomic_init(&j.next, first);
     atomic_init(&j.relinked, 0);
     atomic_init(&j.emptied, 0);
     atomic_init(&j.first_err, 0);
-    hnsw_run_threads(threads, repair_worker, &j);
-    live_entry(h);
-    if (!atomic_load(&j.first_err))
-        atomic_store(&h->n_deleted_repaired, deleted);
+    if (first < j.end)
+        hnsw_run_threads(threads, repair_worker, &j);
+    int rc = atomic_load(&j.first_err);
+    if (rc)
+        atomic_store(&h->sweep_deleted, UINT32_MAX); /* this sweep proves nothing */
+    if (!rc && j.end >= j.span) {
+        live_entry(h);
+        uint32_t swept = atomic_load(&h->sweep_deleted);
+        if (swept != UINT32_MAX)
+            atomic_store(&h->n_deleted_repaired, swept);
+        atomic_store(&h->sweep_deleted, UINT32_MAX);
+    }
     pthread_rwlock_unlock(&h->grow_lock);
     pthread_rwlock_unlock(&h->write_gate);
     if (stats) {
         stats->lists_relinked = atomic_load(&j.relinked);
         stats->lists_emptied = atomic_load(&j.emptied);
+        stats->next = rc ? first : (j.end >= j.span ? 0 : j.end);
     }
-    return atomic_load(&j.first_err);
+    return rc;
+}
+
+int hnsw_repair(hnsw_t *h, const vec_view_t *view, unsigned threads, hnsw_repair_stats_t *stats)
+{
+    return hnsw_repair_range(h, view, 0, UINT32_MAX, threads, stats);
 }

@@ -173,12 +173,13 @@ static void test_graph_batches_extend_the_kept_bf16_copy_row_by_row(void **state
     remove_dir(dir);
 }
 
-/* Deleted graph nodes are unlinked once enough have gathered: not for a few hundred, and after
- * a thousand (an eighth of the graph or more) with the graph marked for the next checkpoint. */
+/* Deleted graph nodes are unlinked once enough have gathered: not for a few hundred; past an
+ * eighth of the graph, a slice of the graph per write until the sweep ends, and the graph is
+ * marked for the next checkpoint. */
 static void test_graph_repair_waits_for_enough_deletes(void **state)
 {
     (void)state;
-    const uint32_t dim = 8, n = 2000;
+    const uint32_t dim = 8, n = 20000;
     char dir[] = "/tmp/cordon-coll-repair-XXXXXX";
     coll_t *c = vector_coll(dir, "rep", 4, dim, VEC_METRIC_L2);
     float *data = malloc(sizeof(float) * n * dim);
@@ -201,13 +202,20 @@ static void test_graph_repair_waits_for_enough_deletes(void **state)
     hnsw_get_info(c->hnsw, &info);
     assert_int_equal(info.deleted_linked, 300); /* too few to pay for a pass over the lists */
     assert_int_equal(c->hnsw_dirty, 0);
-    for (uint32_t r = 300; r < 1000; r++)
+    for (uint32_t r = 300; r < n / 8; r++)
         assert_int_equal(hnsw_delete(c->hnsw, r), 0);
-    coll_graph_repair_due(c);
+    coll_graph_repair_due(c); /* the first slice: the sweep goes on */
     hnsw_get_info(c->hnsw, &info);
-    assert_int_equal(info.deleted, 1000);
-    assert_int_equal(info.deleted_linked, 0);
+    assert_int_equal(info.deleted_linked, n / 8);
+    assert_true(c->repair_next > 0 && c->repair_next < n);
     assert_int_equal(c->hnsw_dirty, 1);
+    coll_graph_repair_due(c); /* the last */
+    hnsw_get_info(c->hnsw, &info);
+    assert_int_equal(info.deleted, n / 8);
+    assert_int_equal(info.deleted_linked, 0);
+    assert_int_equal(c->repair_next, 0);
+    coll_graph_repair_due(c); /* nothing left to do */
+    assert_int_equal(c->repair_next, 0);
     coll_unref(c);
     free(ids);
     free(rows);

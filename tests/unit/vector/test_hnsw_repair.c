@@ -268,7 +268,7 @@ static void test_repair_rejects_bad_arguments(void **state)
 {
     fixture_t *f = *state;
     hnsw_t *h;
-    hnsw_repair_stats_t st = {7, 7};
+    hnsw_repair_stats_t st = {7, 7, 7};
     assert_int_equal(hnsw_create(hnsw_params_default(), VEC_METRIC_L2, DIM + 1, &h), 0);
     assert_int_equal(hnsw_repair(NULL, &f->view, 1, &st), CDN_ERR_INVALID);
     assert_int_equal(st.lists_relinked, 0);
@@ -281,12 +281,44 @@ static void test_repair_rejects_bad_arguments(void **state)
     hnsw_free(h);
 }
 
+/* A sweep in slices does what one call does; the deletes count as unlinked only when it ends. */
+static void test_repair_in_slices_ends_as_one_repair(void **state)
+{
+    fixture_t *f = *state;
+    hnsw_t *h;
+    assert_int_equal(tu_build_graph(&f->view, VEC_METRIC_L2, 64, 2, &h), 0);
+    roaring_bitmap_t *del = delete_share(h, 0.25, 41);
+    uint32_t ndel = (uint32_t)roaring_bitmap_get_cardinality(del), next = 0, calls = 0;
+    hnsw_info_t info;
+    hnsw_repair_stats_t st;
+    do {
+        assert_int_equal(hnsw_repair_range(h, &f->view, next, 1000, 2, &st), 0);
+        calls++;
+        hnsw_get_info(h, &info);
+        assert_int_equal(info.deleted_linked, st.next ? ndel : 0);
+        assert_true(st.next == 0 || st.next == next + 1000);
+        next = st.next;
+    } while (next);
+    assert_int_equal(calls, (N + 999) / 1000);
+    assert_int_equal(live_links_to_deleted(h), 0);
+    assert_false(hnsw_flags(h, (uint32_t)atomic_load(&h->entry)) & HNSW_F_DELETED);
+    /* A slice that does not start a sweep ends none: nothing is counted as unlinked. */
+    assert_int_equal(hnsw_delete(h, (uint32_t)atomic_load(&h->entry)), 0);
+    assert_int_equal(hnsw_repair_range(h, &f->view, N - 10, 1000, 1, &st), 0);
+    assert_int_equal(st.next, 0);
+    hnsw_get_info(h, &info);
+    assert_int_equal(info.deleted_linked, 1);
+    roaring_bitmap_free(del);
+    hnsw_free(h);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_repair_unlinks_deleted_nodes_and_keeps_recall),
         cmocka_unit_test(test_inserts_do_not_link_to_deleted_nodes),
         cmocka_unit_test(test_repair_runs_alongside_searches_and_inserts),
+        cmocka_unit_test(test_repair_in_slices_ends_as_one_repair),
         cmocka_unit_test(test_repair_rejects_bad_arguments),
     };
     return cmocka_run_group_tests(tests, setup, teardown);

@@ -63,16 +63,18 @@ static void next_tag(repair_ws_t *w)
     }
 }
 
-/* Adds u as a candidate (live) or to the next hop's frontier (deleted). */
-static int take(const repair_job_t *j, repair_ws_t *w, uint32_t p, uint32_t u, uint32_t *n_ids,
-                uint32_t *n_del)
+/* Adds u as a candidate (live) or to the next hop's frontier (deleted). own: u is on p's own
+ * list, where a node still being inserted (claimed, not yet present: its insert linked it back
+ * to p) stays; elsewhere such a node is no candidate, since its row may not be scored yet. */
+static int take(const repair_job_t *j, repair_ws_t *w, uint32_t p, uint32_t u, int own,
+                uint32_t *n_ids, uint32_t *n_del)
 {
     hnsw_t *h = j->h;
     if (u == p || u >= j->span || !first_sight(w, u))
         return CDN_OK;
     uint8_t f = hnsw_flags(h, u);
-    if (!(f & HNSW_F_PRESENT))
-        return CDN_OK; /* claimed by an insert still linking it: its own insert links it */
+    if (!(f & HNSW_F_PRESENT) && !own)
+        return CDN_OK;
     if (f & HNSW_F_DELETED) {
         if (*n_del == w->cap_deleted) {
             size_t cap = w->cap_deleted;
@@ -125,7 +127,7 @@ static int repair_list(repair_job_t *j, repair_ws_t *w, uint32_t p, uint32_t l)
     first_sight(w, p);
     memcpy(w->buf, l0 + 1, n * sizeof(uint32_t));
     for (uint32_t i = 0; i < n && !rc; i++)
-        rc = take(j, w, p, w->buf[i], &n_ids, &n_del);
+        rc = take(j, w, p, w->buf[i], 1, &n_ids, &n_del);
     uint32_t n_live = n_ids; /* ids[0, n_live): p's live neighbours, kept as they are */
     /* Further hops only while the candidates are too few for the places to fill: each hop
      * multiplies them by the list length. */
@@ -136,7 +138,7 @@ static int repair_list(repair_job_t *j, repair_ws_t *w, uint32_t p, uint32_t l)
         for (; done < end && !rc; done++) {
             uint32_t m = hnsw_read_list(h, w->deleted[done], l, w->buf);
             for (uint32_t i = 0; i < m && !rc; i++)
-                rc = take(j, w, p, w->buf[i], &n_ids, &n_del);
+                rc = take(j, w, p, w->buf[i], 0, &n_ids, &n_del);
         }
     }
     if (rc)

@@ -1,7 +1,8 @@
 /* test_hnsw_repair.c: hnsw_repair unlinks deleted nodes: no live list names one afterwards, a
  * deleted entry point is replaced, recall over the live rows holds while searches visit fewer
  * nodes, inserts after it do not link to deleted nodes, and it runs alongside searches and
- * inserts (also under ThreadSanitizer). Relies on cmocka, pthreads and vector/hnsw_int.h. */
+ * inserts (also under ThreadSanitizer), and in slices ends as one repair. Relies on cmocka,
+ * pthreads and vector/hnsw_int.h. */
 /* cmocka.h needs these four first. */
 // clang-format off
 #include <setjmp.h>

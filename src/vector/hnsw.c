@@ -179,8 +179,13 @@ static uint32_t level_for(const hnsw_t *h, uint32_t id)
 
 /* ---------- neighbour selection ---------- */
 
-uint32_t hnsw_select_diverse(const hnsw_t *h, const hnsw_scorer_t *s, hnsw_hit_t *cand, uint32_t n,
-                             uint32_t max)
+/* Heuristic 4 of the HNSW paper: walk candidates nearest first and keep one only if it is
+ * nearer to the base than to every neighbour kept so far, so links spread over directions
+ * instead of piling into one cluster. cand must be sorted ascending; keeps up to `max` in
+ * place at the front; returns how many. (hnsw_repair.c applies the same rule to fill a list
+ * whose live neighbours stay.) */
+static uint32_t select_diverse(const hnsw_t *h, const hnsw_scorer_t *s, hnsw_hit_t *cand,
+                               uint32_t n, uint32_t max)
 {
     uint32_t kept = 0;
     for (uint32_t i = 0; i < n && kept < max; i++) {
@@ -220,7 +225,7 @@ static void link_back(hnsw_t *h, const hnsw_scorer_t *src, uint32_t s, uint32_t 
     for (uint32_t i = 0; i <= n; i++)
         scratch[i] = (hnsw_hit_t){ids[i], d[i]};
     hnsw_sort_hits(scratch, n + 1);
-    uint32_t kept = hnsw_select_diverse(h, src, scratch, n + 1, cap);
+    uint32_t kept = select_diverse(h, src, scratch, n + 1, cap);
     for (uint32_t i = 0; i < kept; i++)
         ids[i] = scratch[i].id;
     hnsw_list_store(h, s, level, ids, kept);
@@ -265,7 +270,7 @@ static int insert_levels(hnsw_t *h, const hnsw_scorer_t *src, uint32_t id, uint3
             if (c->found.a[i].id != id &&
                 (!live || !(hnsw_flags(h, c->found.a[i].id) & HNSW_F_DELETED)))
                 c->found.a[w++] = c->found.a[i];
-        uint32_t kept = hnsw_select_diverse(h, src, c->found.a, w, h->p.m), ids[HNSW_M_MAX];
+        uint32_t kept = select_diverse(h, src, c->found.a, w, h->p.m), ids[HNSW_M_MAX];
         for (uint32_t i = 0; i < kept; i++)
             ids[i] = c->found.a[i].id;
         pthread_mutex_t *mu = hnsw_stripe(h, id);

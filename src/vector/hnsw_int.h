@@ -213,13 +213,6 @@ static inline void hnsw_prefetch_src(const hnsw_scorer_t *s, uint32_t id)
 #define HNSW_THREADS_MAX 256u
 void hnsw_run_threads(unsigned threads, void *(*fn)(void *), void *arg);
 
-/* Heuristic 4 of the HNSW paper: walk candidates nearest first and keep one only if it is
- * nearer to the base than to every neighbour kept so far, so links spread over directions
- * instead of piling into one cluster. cand must be sorted ascending; keeps up to `max` in
- * place at the front; returns how many. Distances between candidates come from s's source. */
-uint32_t hnsw_select_diverse(const hnsw_t *h, const hnsw_scorer_t *s, hnsw_hit_t *cand, uint32_t n,
-                             uint32_t max);
-
 /* Greedy descent from *ep (at distance *ep_dist) through levels top .. stop+1. */
 void hnsw_descend_src(hnsw_t *h, const hnsw_scorer_t *s, uint32_t top, uint32_t stop, uint32_t *ep,
                       float *ep_dist, uint64_t *ndist);

@@ -60,6 +60,19 @@ static inline float *tu_clustered(uint32_t n, uint32_t dim, uint32_t clusters, f
     return v;
 }
 
+/* n queries near the rows of tu_clustered(.., clusters, 1.0, seed, 0, ..): points drawn around
+ * the same centres, then moved by Gaussian noise (sigma 0.3, from noise_seed) so that no query
+ * is a row of the data set; caller frees. */
+static inline float *tu_queries(uint32_t n, uint32_t dim, uint32_t clusters, uint64_t seed,
+                                uint64_t noise_seed)
+{
+    float *q = tu_clustered(n, dim, clusters, 1.0f, seed, 0, NULL);
+    tu_rng_t r = {noise_seed};
+    for (uint32_t i = 0; q && i < n * dim; i++)
+        q[i] += 0.3f * tu_gauss(&r);
+    return q;
+}
+
 /* Exact top-k of rows admitted by `allowed` (NULL = all) and not in `deleted` (NULL = none).
  * Writes up to k ids nearest first into out; returns how many. */
 static inline uint32_t tu_exact(const vec_view_t *view, vec_metric_t m, const float *q,

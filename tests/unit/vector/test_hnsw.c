@@ -29,13 +29,7 @@ static int setup(void **state)
 {
     fixture_t *f = calloc(1, sizeof(*f));
     f->data = tu_clustered(N, DIM, 50, 1.0f, 1, 0, f->cluster_of);
-    f->queries = tu_clustered(NQ, DIM, 50, 1.0f, 1, 0, NULL); /* same centres, new points */
-    {
-        /* Re-draw query noise so queries are not rows of the data set. */
-        tu_rng_t r = {77};
-        for (uint32_t i = 0; i < NQ * DIM; i++)
-            f->queries[i] += 0.3f * tu_gauss(&r);
-    }
+    f->queries = tu_queries(NQ, DIM, 50, 1, 77); /* same centres, not rows of the data */
     f->view = (vec_view_t){f->data, DIM, DIM, N};
     *state = f;
     return tu_build_graph(&f->view, VEC_METRIC_L2, 100, 2, &f->h);

@@ -33,10 +33,7 @@ static int setup(void **state)
 {
     fixture_t *f = calloc(1, sizeof(*f));
     f->data = tu_clustered(N, DIM, 50, 1.0f, 1, 0, NULL);
-    f->queries = tu_clustered(NQ, DIM, 50, 1.0f, 1, 0, NULL);
-    tu_rng_t r = {91};
-    for (uint32_t i = 0; i < NQ * DIM; i++)
-        f->queries[i] += 0.3f * tu_gauss(&r);
+    f->queries = tu_queries(NQ, DIM, 50, 1, 91);
     f->view = (vec_view_t){f->data, DIM, DIM, N};
     int rc = tu_build_graph(&f->view, VEC_METRIC_L2, 100, 2, &f->h);
     rc = rc ? rc : quant_create(DIM, &f->codes, NULL);

@@ -72,10 +72,7 @@ static int setup(void **state)
 {
     fixture_t *f = calloc(1, sizeof *f);
     f->data = tu_clustered(N, DIM, 40, 1.0f, 5, 0, NULL);
-    f->queries = tu_clustered(NQ, DIM, 40, 1.0f, 5, 0, NULL);
-    tu_rng_t r = {33};
-    for (uint32_t i = 0; i < NQ * DIM; i++)
-        f->queries[i] += 0.3f * tu_gauss(&r);
+    f->queries = tu_queries(NQ, DIM, 40, 5, 33);
     f->view = (vec_view_t){f->data, DIM, DIM, N};
     *state = f;
     return 0;

@@ -353,9 +353,20 @@ typedef struct qscan {
     double eps;  /* relative rounding bound of exact_search's float sums (gamma_n, doubled) */
     double epsd; /* the same for the double sums here */
     double tiny; /* absolute slack for float underflow in exact_search's kernels */
-    double t;    /* topk_bound(&ub): the running threshold T */
-    topk_t ub;   /* the k smallest upper bounds seen */
+    double t;    /* the running threshold T: topk_bound(&ub), or the other half's if smaller */
+    /* A scan split in two (scan_split): each half publishes its T in `mine` and reads the
+     * other's in `peer` (either is an upper bound on k distances, so either may drop rows of
+     * both halves); NULL when the scan is not split. */
+    double *mine, *peer;
+    topk_t ub;                    /* the k smallest upper bounds seen */
     const quant_bits_query_t *bq; /* quant_bits_search: the 1-bit filter before the codes */
+    /* With bq: the k smallest 1-bit estimates seen. A row that enters goes to the codes at once
+     * (it is likely near the top and tightens t early); every other row the filter keeps waits
+     * in `def` with its interval's lower end, and is read in 8 bits only if that end still
+     * reaches t once every row has been estimated (finish_deferred): most no longer do. */
+    topk_t eb;
+    cand_t *def;
+    size_t n_def, cap_def;
     cand_t *cand;
     size_t n_cand, cap_cand;
     quant_stats_t st;
@@ -438,8 +449,11 @@ static int judge_row(qscan_t *c, uint32_t id, int32_t s, float e)
     if (lo > c->t)
         return CDN_OK;
     float ub = round_up_f(hi);
-    if (!isnan(ub) && topk_push(&c->ub, id, ub))
+    if (!isnan(ub) && topk_push(&c->ub, id, ub) && topk_bound(&c->ub) < c->t) {
         c->t = topk_bound(&c->ub);
+        if (c->mine)
+            __atomic_store(c->mine, &c->t, __ATOMIC_RELAXED);
+    }
     if (lo > c->t)
         return CDN_OK;
     return add_cand(c, id, round_down_f(lo));
@@ -459,13 +473,74 @@ CDN_PREFETCH_HELPER void prefetch_row(const qscan_t *c, const uint32_t *ids, siz
     __builtin_prefetch(quant_row_meta(&c->r, ids[j]), 0, 3); /* e_r and r_r: one line */
 }
 
-/* Scores ids[0..n) (all < v->count): ids without a code slot become candidates outright, the
- * rest go through the 4-row kernel (the last group padded with repeats); rows never encoded
- * (e_r = +inf, codes zero) become candidates too, the others go to judge_row. */
-static int scan_ids(qscan_t *c, const uint32_t *ids, size_t n)
+/* Lowers T to the other half's, when the scan is split and that is smaller. */
+static void take_peer_t(qscan_t *c)
+{
+    double p;
+    if (!c->peer)
+        return;
+    __atomic_load(c->peer, &p, __ATOMIC_RELAXED);
+    if (p < c->t)
+        c->t = p;
+}
+
+/* The 8-bit stage for ids[0..n) (all encoded slots, < r.count): the 4-row kernel (the last
+ * group padded with repeats); rows never encoded (e_r = +inf, codes zero) become candidates,
+ * the others go to judge_row. */
+static int code_pass(qscan_t *c, const uint32_t *ids, size_t n)
 {
     const quant_t *q = c->q;
+    int rc = CDN_OK;
+    for (size_t j = 0; j < QUANT_PREFETCH_ROWS; j++)
+        prefetch_row(c, ids, j, n);
+    for (size_t i = 0; rc == CDN_OK && i < n; i += 4) {
+        size_t group = n - i < 4 ? n - i : 4;
+        for (size_t j = i + QUANT_PREFETCH_ROWS; j < i + QUANT_PREFETCH_ROWS + 4; j++)
+            prefetch_row(c, ids, j, n);
+        const uint8_t *rows[4];
+        for (size_t j = 0; j < 4; j++)
+            rows[j] = quant_row_codes(&c->r, ids[i + (j < group ? j : group - 1)]);
+        int32_t d[4];
+        if (group == 4 && ids[i + 3] == ids[i] + 3)
+            c->kern4(rows, c->w, q->stride, d);
+        else
+            c->kern4x(rows, c->w, q->stride, d);
+        for (size_t j = 0; rc == CDN_OK && j < group; j++) {
+            float e = *quant_row_err(&c->r, ids[i + j]);
+            rc = e < INFINITY ? judge_row(c, ids[i + j], d[j], e)
+                              : add_cand(c, ids[i + j], -INFINITY);
+        }
+    }
+    return rc;
+}
+
+/* Rows the 1-bit filter kept (known[0..n), their lower ends and estimates): those among the k
+ * best estimates so far stay in known (returned: how many), the rest are deferred. */
+static size_t split_kept(qscan_t *c, uint32_t *known, size_t n, const float *lo, const float *est,
+                         int *rc)
+{
+    size_t now = 0;
+    for (size_t i = 0; *rc == CDN_OK && i < n; i++) {
+        if (topk_push(&c->eb, known[i], est[i])) {
+            known[now++] = known[i];
+            continue;
+        }
+        if (c->n_def == c->cap_def &&
+            cdn_grow((void **)&c->def, &c->cap_def, c->n_def + 1, sizeof(cand_t)))
+            *rc = CDN_ERR_NOMEM;
+        else
+            c->def[c->n_def++] = (cand_t){known[i], lo[i]};
+    }
+    return now;
+}
+
+/* Scores ids[0..n) (all < v->count): ids without a code slot become candidates outright; with
+ * the 1-bit filter, rows it rules out stop here and the rest are judged now or deferred
+ * (split_kept); the rows judged now go through the 8-bit stage (code_pass). */
+static int scan_ids(qscan_t *c, const uint32_t *ids, size_t n)
+{
     uint32_t known[QUANT_BLOCK];
+    float lo[QUANT_BLOCK], est[QUANT_BLOCK];
     size_t nk = 0;
     int rc = CDN_OK;
     for (size_t i = 0; rc == CDN_OK && i < n; i++) {
@@ -474,32 +549,40 @@ static int scan_ids(qscan_t *c, const uint32_t *ids, size_t n)
         else
             rc = add_cand(c, ids[i], -INFINITY);
     }
-    if (c->bq) { /* rows whose 1-bit estimate cannot reach the threshold are not read further */
-        size_t kept = quant_bits_filter(c->bq, &c->r, known, nk, c->t);
+    take_peer_t(c);
+    if (c->bq && rc == CDN_OK) {
+        size_t kept = quant_bits_filter(c->bq, &c->r, known, nk, c->t, lo, est);
         c->st.filtered += nk - kept;
-        nk = kept;
+        nk = split_kept(c, known, kept, lo, est, &rc);
     }
-    for (size_t j = 0; j < QUANT_PREFETCH_ROWS; j++)
-        prefetch_row(c, known, j, nk);
-    for (size_t i = 0; rc == CDN_OK && i < nk; i += 4) {
-        size_t group = nk - i < 4 ? nk - i : 4;
-        for (size_t j = i + QUANT_PREFETCH_ROWS; j < i + QUANT_PREFETCH_ROWS + 4; j++)
-            prefetch_row(c, known, j, nk);
-        const uint8_t *rows[4];
-        for (size_t j = 0; j < 4; j++)
-            rows[j] = quant_row_codes(&c->r, known[i + (j < group ? j : group - 1)]);
-        int32_t d[4];
-        if (group == 4 && known[i + 3] == known[i] + 3)
-            c->kern4(rows, c->w, q->stride, d);
-        else
-            c->kern4x(rows, c->w, q->stride, d);
-        for (size_t j = 0; rc == CDN_OK && j < group; j++) {
-            float e = *quant_row_err(&c->r, known[i + j]);
-            rc = e < INFINITY ? judge_row(c, known[i + j], d[j], e)
-                              : add_cand(c, known[i + j], -INFINITY);
+    if (rc == CDN_OK)
+        rc = code_pass(c, known, nk);
+    c->st.scanned += n;
+    return rc;
+}
+
+/* The deferred rows whose lower end still reaches t go through the 8-bit stage, in id order
+ * (as they were deferred); the others count as filtered. */
+static int finish_deferred(qscan_t *c)
+{
+    uint32_t ids[QUANT_BLOCK];
+    size_t n = 0;
+    int rc = CDN_OK;
+    take_peer_t(c);
+    for (size_t i = 0; rc == CDN_OK && i < c->n_def; i++) {
+        if (c->def[i].lb > c->t) {
+            c->st.filtered++;
+            continue;
+        }
+        ids[n++] = c->def[i].id;
+        if (n == QUANT_BLOCK) {
+            rc = code_pass(c, ids, n);
+            n = 0;
         }
     }
-    c->st.scanned += n;
+    if (rc == CDN_OK)
+        rc = code_pass(c, ids, n);
+    c->n_def = 0;
     return rc;
 }
 
@@ -517,7 +600,7 @@ static int scan_allowed(qscan_t *c, const roaring_bitmap_t *allowed, uint32_t lo
                 ids[i] = (uint32_t)(start + i);
             rc = scan_ids(c, ids, n);
         }
-        return rc;
+        return rc == CDN_OK && c->bq ? finish_deferred(c) : rc;
     }
     roaring_uint32_iterator_t it;
     roaring_init_iterator(allowed, &it);
@@ -532,6 +615,8 @@ static int scan_allowed(qscan_t *c, const roaring_bitmap_t *allowed, uint32_t lo
         if (keep < n)
             break;
     }
+    if (rc == CDN_OK && c->bq)
+        rc = finish_deferred(c);
     return rc;
 }
 
@@ -547,6 +632,8 @@ typedef struct qpart {
 static void scan_part(qpart_t *p)
 {
     p->rc = topk_init(&p->c.ub, p->k);
+    if (p->rc == CDN_OK && p->c.bq)
+        p->rc = topk_init(&p->c.eb, p->k);
     if (p->rc == CDN_OK)
         p->rc = scan_allowed(&p->c, p->allowed, p->lo, p->hi);
 }
@@ -586,11 +673,18 @@ static int scan_split(qscan_t *c, const roaring_bitmap_t *allowed, size_t k, uin
         mid = (uint32_t)(rows / 2);
     qpart_t b = {.c = *c, .allowed = allowed, .lo = mid, .hi = UINT32_MAX, .k = k};
     b.c.ub = (topk_t){0};
+    b.c.eb = (topk_t){0};
+    b.c.def = NULL;
+    b.c.n_def = b.c.cap_def = 0;
     b.c.cand = NULL;
     b.c.n_cand = b.c.cap_cand = 0;
     b.c.st = (quant_stats_t){0, 0, 0, 0, 0};
+    double pub[2] = {c->t, c->t};
+    c->mine = b.c.peer = &pub[0];
+    b.c.mine = c->peer = &pub[1];
     qsplit_t s = {.c = c, .b = &b, .allowed = allowed, .mid = mid};
     cdn_pool_run(pool, 2, scan_half, &s);
+    c->mine = c->peer = NULL;
     int rc = s.rc;
     if (rc == CDN_OK)
         rc = b.rc;
@@ -602,6 +696,8 @@ static int scan_split(qscan_t *c, const roaring_bitmap_t *allowed, size_t k, uin
     c->st.scanned += b.c.st.scanned;
     c->st.filtered += b.c.st.filtered;
     topk_free(&b.c.ub);
+    topk_free(&b.c.eb);
+    cdn_free(b.c.def);
     cdn_free(b.c.cand);
     return rc;
 }
@@ -727,6 +823,8 @@ static int search_isa(const quant_t *q, const vec_view_t *v, vec_metric_t m, vec
     c.bq = bq;
     if (rc == CDN_OK)
         rc = topk_init(&c.ub, k);
+    if (rc == CDN_OK && bq)
+        rc = topk_init(&c.eb, k);
     if (rc == CDN_OK)
         rc = scan_split(&c, allowed, k,
                         allowed ? roaring_bitmap_get_cardinality(allowed) : (uint64_t)v->count);
@@ -738,6 +836,8 @@ static int search_isa(const quant_t *q, const vec_view_t *v, vec_metric_t m, vec
         *stats = c.st;
     quant_bits_query_free(bq);
     topk_free(&c.ub);
+    topk_free(&c.eb);
+    cdn_free(c.def);
     cdn_free(c.cand);
     cdn_free(c.w);
     return rc;

@@ -157,6 +157,27 @@ void quant_bits_encode(const quant_t *q, const float *x, float *scratch, uint8_t
 typedef void (*bits_fn)(const quant_snap_t *r, const uint32_t *ids, size_t n, const uint64_t *p,
                         uint32_t words, uint32_t ps, uint64_t *out);
 
+/* The filter over a batch of ids (in place; see quant_bits_filter), with the estimate's
+ * constants in float as both forms use them. */
+typedef struct bits_consts {
+    float a, b, base, sum, sign, vn, t, dd, dd1;
+    int l2;
+} bits_consts_t;
+typedef size_t (*bits_filter_fn)(const quant_bits_query_t *bq, const quant_snap_t *r, uint32_t *ids,
+                                 size_t n, const bits_consts_t *k, float *lo, float *est);
+
+struct quant_bits_query {
+    const quant_t *q;
+    vec_metric_t m;
+    bits_fn kern;        /* the sums alone (filter_sums) */
+    bits_filter_fn filt; /* the whole filter */
+    uint64_t *planes;    /* BITS_PLANES planes of pstride words */
+    uint32_t pstride;    /* bwords rounded up to 8 (the AVX-512 kernel reads 8 at a time) */
+    double a, b, sum;    /* <bits as +-1, w^> = a S + b pc - sum */
+    double base, sign;   /* estimate = base + sign * f <b, w^> (+ n2 for L2) */
+    double vn;           /* eps0 ||w||, times 2 for L2: the error's scale */
+};
+
 static inline uint32_t pop_soft(uint64_t x)
 {
     x = x - ((x >> 1) & 0x5555555555555555ull);
@@ -221,6 +242,29 @@ __attribute__((target("popcnt"))) static void bits_popcnt(const quant_snap_t *r,
 #include <immintrin.h>
 #define BITS512_FN __attribute__((target("avx512f,avx512vpopcntdq")))
 
+/* One row's accumulator: lane i holds (S << BITS_PC_BITS) + set bits over words i, i + 8, ...;
+ * its lanes' sum is what the sums kernels return. */
+BITS512_FN static inline __m512i row_acc_avx512(const uint64_t *row, const uint64_t *p,
+                                                uint32_t words, uint32_t ps)
+{
+    __m512i acc = _mm512_setzero_si512();
+    for (uint32_t w = 0; w < words; w += 8) {
+        /* masked: nothing is read past the row's bits */
+        __mmask8 k = words - w >= 8 ? 0xFF : (__mmask8)((1u << (words - w)) - 1);
+        __m512i x = _mm512_maskz_loadu_epi64(k, row + w);
+        __m512i c0 = _mm512_popcnt_epi64(_mm512_and_si512(x, _mm512_loadu_si512(p + w)));
+        __m512i c1 = _mm512_popcnt_epi64(_mm512_and_si512(x, _mm512_loadu_si512(p + ps + w)));
+        __m512i c2 = _mm512_popcnt_epi64(_mm512_and_si512(x, _mm512_loadu_si512(p + 2 * ps + w)));
+        __m512i c3 = _mm512_popcnt_epi64(_mm512_and_si512(x, _mm512_loadu_si512(p + 3 * ps + w)));
+        __m512i sum =
+            _mm512_add_epi64(_mm512_add_epi64(c0, _mm512_slli_epi64(c1, 1)),
+                             _mm512_add_epi64(_mm512_slli_epi64(c2, 2), _mm512_slli_epi64(c3, 3)));
+        acc = _mm512_add_epi64(
+            acc, _mm512_add_epi64(_mm512_slli_epi64(sum, BITS_PC_BITS), _mm512_popcnt_epi64(x)));
+    }
+    return acc;
+}
+
 BITS512_FN static void bits_avx512(const quant_snap_t *r, const uint32_t *ids, size_t n,
                                    const uint64_t *p, uint32_t words, uint32_t ps, uint64_t *out)
 {
@@ -228,25 +272,97 @@ BITS512_FN static void bits_avx512(const quant_snap_t *r, const uint32_t *ids, s
     for (size_t i = 0; i < n; i++) {
         prefetch_ahead(r, ids, n, i);
         const uint64_t *row = (const uint64_t *)quant_row_bits(r, ids[i]);
-        __m512i acc = _mm512_setzero_si512();
-        for (uint32_t w = 0; w < words; w += 8) {
-            /* masked: nothing is read past the row's bits */
-            __mmask8 k = words - w >= 8 ? 0xFF : (__mmask8)((1u << (words - w)) - 1);
-            __m512i x = _mm512_maskz_loadu_epi64(k, row + w);
-            __m512i c0 = _mm512_popcnt_epi64(_mm512_and_si512(x, _mm512_loadu_si512(p + w)));
-            __m512i c1 = _mm512_popcnt_epi64(_mm512_and_si512(x, _mm512_loadu_si512(p + ps + w)));
-            __m512i c2 =
-                _mm512_popcnt_epi64(_mm512_and_si512(x, _mm512_loadu_si512(p + 2 * ps + w)));
-            __m512i c3 =
-                _mm512_popcnt_epi64(_mm512_and_si512(x, _mm512_loadu_si512(p + 3 * ps + w)));
-            __m512i sum = _mm512_add_epi64(
-                _mm512_add_epi64(c0, _mm512_slli_epi64(c1, 1)),
-                _mm512_add_epi64(_mm512_slli_epi64(c2, 2), _mm512_slli_epi64(c3, 3)));
-            acc = _mm512_add_epi64(acc, _mm512_add_epi64(_mm512_slli_epi64(sum, BITS_PC_BITS),
-                                                         _mm512_popcnt_epi64(x)));
-        }
-        out[i] = (uint64_t)_mm512_reduce_add_epi64(acc);
+        out[i] = (uint64_t)_mm512_reduce_add_epi64(row_acc_avx512(row, p, words, ps));
     }
+}
+
+/* The sums of eight rows' accumulators (lane j of the result: row j's total): pairs of rows,
+ * then halves of blocks, then blocks, each step one shuffle and one add. */
+BITS512_FN static inline __m512i sum8_avx512(const __m512i acc[8])
+{
+    __m512i t01 = _mm512_add_epi64(_mm512_unpacklo_epi64(acc[0], acc[1]),
+                                   _mm512_unpackhi_epi64(acc[0], acc[1]));
+    __m512i t23 = _mm512_add_epi64(_mm512_unpacklo_epi64(acc[2], acc[3]),
+                                   _mm512_unpackhi_epi64(acc[2], acc[3]));
+    __m512i t45 = _mm512_add_epi64(_mm512_unpacklo_epi64(acc[4], acc[5]),
+                                   _mm512_unpackhi_epi64(acc[4], acc[5]));
+    __m512i t67 = _mm512_add_epi64(_mm512_unpacklo_epi64(acc[6], acc[7]),
+                                   _mm512_unpackhi_epi64(acc[6], acc[7]));
+    /* t01's 128-bit block b holds rows 0 and 1 over lanes 2b and 2b + 1 */
+    __m512i u03 = _mm512_add_epi64(_mm512_shuffle_i64x2(t01, t23, _MM_SHUFFLE(2, 0, 2, 0)),
+                                   _mm512_shuffle_i64x2(t01, t23, _MM_SHUFFLE(3, 1, 3, 1)));
+    __m512i u47 = _mm512_add_epi64(_mm512_shuffle_i64x2(t45, t67, _MM_SHUFFLE(2, 0, 2, 0)),
+                                   _mm512_shuffle_i64x2(t45, t67, _MM_SHUFFLE(3, 1, 3, 1)));
+    /* u03's blocks: rows 0-1 lanes 0-3, rows 0-1 lanes 4-7, rows 2-3 lanes 0-3, rows 2-3 4-7 */
+    return _mm512_add_epi64(_mm512_shuffle_i64x2(u03, u47, _MM_SHUFFLE(2, 0, 2, 0)),
+                            _mm512_shuffle_i64x2(u03, u47, _MM_SHUFFLE(3, 1, 3, 1)));
+}
+
+#define FILTER512_FN __attribute__((target("avx512f,avx512vl,avx512dq,avx512vpopcntdq")))
+
+/* The whole filter, eight rows at a time: each row's popcounts stay in a vector (no reduction
+ * per row), eight rows are summed together (sum8_avx512), and their estimates computed side by
+ * side with bits_low's operations in bits_low's order (so the rows kept are the same). */
+FILTER512_FN static size_t filter_avx512(const quant_bits_query_t *bq, const quant_snap_t *r,
+                                         uint32_t *ids, size_t n, const bits_consts_t *k,
+                                         float *lo_out, float *est_out)
+{
+    const uint32_t words = bq->q->bwords, ps = bq->pstride;
+    const uint64_t *p = bq->planes;
+    const __m256 a = _mm256_set1_ps(k->a), b = _mm256_set1_ps(k->b), sum = _mm256_set1_ps(k->sum),
+                 base = _mm256_set1_ps(k->base), sign = _mm256_set1_ps(k->sign),
+                 vn = _mm256_set1_ps(k->vn), t = _mm256_set1_ps(k->t), dd = _mm256_set1_ps(k->dd),
+                 dd1 = _mm256_set1_ps(k->dd1);
+    const __m512i low = _mm512_set1_epi64((1u << BITS_PC_BITS) - 1);
+    size_t keep = 0;
+    prefetch_first(r, ids, n);
+    for (size_t i = 0; i < n; i += 8) {
+        size_t m = n - i < 8 ? n - i : 8;
+        __m512i acc[8];
+        float f[8] = {0}, e[8] = {0};
+        uint32_t id8[8];
+        for (size_t j = 0; j < 8; j++) {
+            acc[j] = _mm512_setzero_si512();
+            if (j >= m)
+                continue;
+            prefetch_ahead(r, ids, n, i + j);
+            id8[j] = ids[i + j];
+            const uint64_t *row = (const uint64_t *)quant_row_bits(r, id8[j]);
+            acc[j] = row_acc_avx512(row, p, words, ps);
+            const quant_row_meta_t *mt =
+                (const quant_row_meta_t *)((const uint8_t *)row + r->bmeta);
+            f[j] = mt->f;
+            e[j] = mt->e;
+        }
+        __m512i sums = sum8_avx512(acc);
+        __m256 s = _mm512_cvtepu64_ps(_mm512_srli_epi64(sums, BITS_PC_BITS));
+        __m256 pc = _mm512_cvtepu64_ps(_mm512_and_si512(sums, low));
+        __m256 fv = _mm256_loadu_ps(f), ev = _mm256_loadu_ps(e);
+        __m256 ip = _mm256_mul_ps(
+            fv, _mm256_sub_ps(_mm256_add_ps(_mm256_mul_ps(a, s), _mm256_mul_ps(b, pc)), sum));
+        __m256 est = _mm256_add_ps(base, _mm256_mul_ps(sign, ip));
+        if (k->l2)
+            est = _mm256_add_ps(est, _mm256_sub_ps(_mm256_mul_ps(_mm256_mul_ps(dd, fv), fv),
+                                                   _mm256_mul_ps(_mm256_mul_ps(dd1, ev), ev)));
+        else
+            est = _mm256_add_ps(est, _mm256_setzero_ps());
+        __m256 lo = _mm256_sub_ps(est, _mm256_mul_ps(ev, vn));
+        /* kept: !(lo > t), NaN included */
+        unsigned kept = (unsigned)_mm256_cmp_ps_mask(lo, t, _CMP_NGT_UQ) & ((1u << m) - 1);
+        if (kept) {
+            float lo8[8], est8[8];
+            _mm256_storeu_ps(lo8, lo);
+            _mm256_storeu_ps(est8, est);
+            while (kept) {
+                unsigned j = (unsigned)__builtin_ctz(kept);
+                lo_out[keep] = lo8[j];
+                est_out[keep] = est8[j];
+                ids[keep++] = id8[j];
+                kept &= kept - 1;
+            }
+        }
+    }
+    return keep;
 }
 #endif
 
@@ -268,23 +384,62 @@ static bits_fn bits_for(vec_isa_t isa)
     return NULL;
 }
 
+/* The estimate (*est) and its interval's lower end for one row, in float (the interval is eps0
+ * standard errors wide, far above float rounding; an unusable code, e = +inf, gives -inf or NaN and
+ * stays). The AVX-512 filter computes the same operations in the same order, so both keep the same
+ * rows. */
+static inline float bits_low(const bits_consts_t *k, uint64_t sums, float f, float e, float *est)
+{
+    float s = (float)(sums >> BITS_PC_BITS);
+    float pc = (float)(sums & ((1u << BITS_PC_BITS) - 1));
+    float ip = f * (k->a * s + k->b * pc - k->sum);
+    float n2 = k->l2 ? k->dd * f * f - k->dd1 * e * e : 0.0f;
+    *est = k->base + k->sign * ip + n2;
+    return *est - e * k->vn;
+}
+
+/* The filter from a sums kernel: QUANT_BITS_BATCH rows scored, then each judged. */
+static size_t filter_sums(const quant_bits_query_t *bq, const quant_snap_t *r, uint32_t *ids,
+                          size_t n, const bits_consts_t *k, float *lo, float *est)
+{
+    uint64_t sums[QUANT_BITS_BATCH];
+    size_t keep = 0;
+    for (size_t from = 0; from < n; from += QUANT_BITS_BATCH) {
+        size_t m = n - from < QUANT_BITS_BATCH ? n - from : QUANT_BITS_BATCH;
+        bq->kern(r, ids + from, m, bq->planes, bq->q->bwords, bq->pstride, sums);
+        for (size_t i = 0; i < m; i++) { /* the rows are in cache now */
+            uint32_t id = ids[from + i];
+            const quant_row_meta_t *mt = quant_row_meta(r, id);
+            float e, l = bits_low(k, sums[i], mt->f, mt->e, &e);
+            if (!(l > k->t)) {
+                lo[keep] = l;
+                est[keep] = e;
+                ids[keep++] = id;
+            }
+        }
+    }
+    return keep;
+}
+
+/* The filter for isa: the fused AVX-512 one where the CPU has what it needs besides VPOPCNTQ,
+ * else the sums kernel's. */
+static bits_filter_fn filter_for(vec_isa_t isa)
+{
+#if defined(__x86_64__)
+    if (isa == VEC_ISA_AVX512 && bits_for(isa) && __builtin_cpu_supports("avx512vl") &&
+        __builtin_cpu_supports("avx512dq"))
+        return filter_avx512;
+#endif
+    (void)isa;
+    return filter_sums;
+}
+
 int quant_bits_isa_ok(vec_isa_t isa)
 {
     return bits_for(isa) != NULL;
 }
 
 /* ---- the filter ---- */
-
-struct quant_bits_query {
-    const quant_t *q;
-    vec_metric_t m;
-    bits_fn kern;
-    uint64_t *planes;  /* BITS_PLANES planes of pstride words */
-    uint32_t pstride;  /* bwords rounded up to 8 (the AVX-512 kernel reads 8 at a time) */
-    double a, b, sum;  /* <bits as +-1, w^> = a S + b pc - sum */
-    double base, sign; /* estimate = base + sign * f <b, w^> (+ n2 for L2) */
-    double vn;         /* eps0 ||w||, times 2 for L2: the error's scale */
-};
 
 /* Rotates and rounds the query; fills the planes and the constants of the estimate. */
 static void prepare(quant_bits_query_t *bq, const float *query, float *buf)
@@ -339,6 +494,7 @@ int quant_bits_query_new(const quant_t *q, vec_metric_t m, vec_isa_t isa, const 
         bq->q = q;
         bq->m = m;
         bq->kern = kern;
+        bq->filt = filter_for(isa);
         bq->pstride = (q->bwords + 7u) & ~7u;
         bq->planes = cdn_aligned_alloc(64, (size_t)BITS_PLANES * bq->pstride * 8);
     }
@@ -362,32 +518,19 @@ void quant_bits_query_free(quant_bits_query_t *bq)
 }
 
 size_t quant_bits_filter(const quant_bits_query_t *bq, const quant_snap_t *r, uint32_t *ids,
-                         size_t n, double t)
+                         size_t n, double t, float *lo, float *est)
 {
     const quant_t *q = bq->q;
-    uint64_t sums[QUANT_BITS_BATCH];
-    size_t keep = 0;
-    const float a = (float)bq->a, b = (float)bq->b, base = (float)bq->base, sum = (float)bq->sum,
-                sign = (float)bq->sign, vn = (float)bq->vn;
-    const float tf = (float)t;
-    const int l2 = bq->m == VEC_METRIC_L2;
-    const float dd = (float)q->bdim, dd1 = (float)(q->bdim - 1); /* ||y||^2 = D f^2 - (D-1) e^2 */
-    for (size_t from = 0; from < n; from += QUANT_BITS_BATCH) {
-        size_t m = n - from < QUANT_BITS_BATCH ? n - from : QUANT_BITS_BATCH;
-        bq->kern(r, ids + from, m, bq->planes, q->bwords, bq->pstride, sums);
-        for (size_t i = 0; i < m; i++) { /* the rows are in cache now */
-            uint32_t id = ids[from + i];
-            const quant_row_meta_t *mt = quant_row_meta(r, id);
-            /* In float: the interval is eps0 standard errors wide, far above float rounding;
-             * an unusable code (e = +inf) gives -inf or NaN and stays. */
-            float s = (float)(sums[i] >> BITS_PC_BITS);
-            float pc = (float)(sums[i] & ((1u << BITS_PC_BITS) - 1));
-            float ip = mt->f * (a * s + b * pc - sum);
-            float n2 = l2 ? dd * mt->f * mt->f - dd1 * mt->e * mt->e : 0.0f;
-            float lo = base + sign * ip + n2 - mt->e * vn;
-            if (!(lo > tf))
-                ids[keep++] = id;
-        }
-    }
-    return keep;
+    const bits_consts_t k = {.a = (float)bq->a,
+                             .b = (float)bq->b,
+                             .base = (float)bq->base,
+                             .sum = (float)bq->sum,
+                             .sign = (float)bq->sign,
+                             .vn = (float)bq->vn,
+                             .t = (float)t,
+                             /* ||y||^2 = D f^2 - (D-1) e^2 */
+                             .dd = (float)q->bdim,
+                             .dd1 = (float)(q->bdim - 1),
+                             .l2 = bq->m == VEC_METRIC_L2};
+    return bq->filt(bq, r, ids, n, &k, lo, est);
 }

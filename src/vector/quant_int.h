@@ -125,9 +125,11 @@ int quant_bits_query_new(const quant_t *q, vec_metric_t m, vec_isa_t isa, const 
 void quant_bits_query_free(quant_bits_query_t *bq);
 
 /* Keeps (in place, in order) the ids among ids[0..n) (all below r->count) whose estimated
- * distance interval reaches t, or whose code is unusable; returns how many. */
+ * distance interval reaches t, or whose code is unusable; returns how many. For each kept id,
+ * lo and est (n floats each, the caller's) get its interval's lower end and the estimate itself
+ * (NaN or -inf for an unusable code). */
 size_t quant_bits_filter(const quant_bits_query_t *bq, const quant_snap_t *r, uint32_t *ids,
-                         size_t n, double t);
+                         size_t n, double t, float *lo, float *est);
 
 /* Bytes of one chunk: QUANT_CHUNK_ROWS rows of codes, then their e_r and r_r floats. */
 size_t quant_chunk_bytes(const quant_t *q);

@@ -29,7 +29,10 @@ typedef struct file_header {
     uint32_t metric, dim, m, ef_construction, ef_search, seed;
     uint32_t span, n_nodes, n_deleted, entry_id, entry_level, has_entry;
     uint64_t revision, upper_words;
-    uint8_t reserved[128 - 8 - 14 * 4 - 2 * 8];
+    /* n_deleted when the last completed repair sweep began (hnsw_repair.c): the deletes it
+     * unlinked. Was reserved (zero) before: a file written then reads as nothing repaired. */
+    uint32_t n_deleted_repaired;
+    uint8_t reserved[128 - 8 - 15 * 4 - 2 * 8];
 } file_header_t;
 _Static_assert(sizeof(file_header_t) == 128, "header is 128 bytes on disk");
 
@@ -70,6 +73,9 @@ static void fill_header(hnsw_t *h, uint64_t revision, file_header_t *hd)
     hd->span = h->span;
     hd->n_nodes = atomic_load(&h->n_nodes);
     hd->n_deleted = atomic_load(&h->n_deleted);
+    hd->n_deleted_repaired = atomic_load(&h->n_deleted_repaired);
+    if (hd->n_deleted_repaired > hd->n_deleted) /* not possible today; keep the file valid */
+        hd->n_deleted_repaired = hd->n_deleted;
     uint64_t e = atomic_load(&h->entry);
     hd->has_entry = e != HNSW_NO_ENTRY;
     hd->entry_id = hd->has_entry ? (uint32_t)e : 0;
@@ -113,7 +119,8 @@ static int check_header(const file_header_t *hd, uint64_t file_size)
         hd->header_size != sizeof(*hd))
         return CDN_ERR_CORRUPT;
     if (hd->m < HNSW_M_MIN || hd->m > HNSW_M_MAX || hd->dim == 0 || hd->n_nodes > hd->span ||
-        hd->n_deleted > hd->n_nodes || hd->metric > VEC_METRIC_L2 ||
+        hd->n_deleted > hd->n_nodes || hd->n_deleted_repaired > hd->n_deleted ||
+        hd->metric > VEC_METRIC_L2 ||
         (hd->has_entry && (hd->entry_id >= hd->span || hd->entry_level > HNSW_MAX_LEVEL)))
         return CDN_ERR_CORRUPT;
     uint64_t span = hd->span;
@@ -242,6 +249,7 @@ int hnsw_load(const char *path, hnsw_t **out, uint64_t *revision)
     }
     atomic_store(&h->n_nodes, hd.n_nodes);
     atomic_store(&h->n_deleted, hd.n_deleted);
+    atomic_store(&h->n_deleted_repaired, hd.n_deleted_repaired);
     atomic_store(&h->upper_words, hd.upper_words);
     if (hd.has_entry)
         atomic_store(&h->entry, (uint64_t)hd.entry_level << 32 | hd.entry_id);

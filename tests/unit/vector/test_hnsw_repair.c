@@ -1,8 +1,8 @@
 /* test_hnsw_repair.c: hnsw_repair unlinks deleted nodes: no live list names one afterwards, a
  * deleted entry point is replaced, recall over the live rows holds while searches visit fewer
  * nodes, inserts after it do not link to deleted nodes, and it runs alongside searches and
- * inserts (also under ThreadSanitizer), and in slices ends as one repair. Relies on cmocka,
- * pthreads and vector/hnsw_int.h. */
+ * inserts (also under ThreadSanitizer), in slices ends as one repair, and the count of deletes
+ * it unlinked is saved with the graph. Relies on cmocka, pthreads and vector/hnsw_int.h. */
 /* cmocka.h needs these four first. */
 // clang-format off
 #include <setjmp.h>
@@ -14,6 +14,8 @@
 
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdlib.h>
+#include <unistd.h>
 
 #include "base/err.h"
 #include "unit/vector/hnsw_testutil.h"
@@ -235,6 +237,52 @@ static void *inserter(void *arg)
     return NULL;
 }
 
+/* The count of deletes a completed sweep unlinked survives a save and a load, so a reopened
+ * graph does not sweep again for deletes already unlinked; deletes after the load count anew. */
+static void test_repaired_count_survives_save_and_load(void **state)
+{
+    fixture_t *f = *state;
+    hnsw_t *h, *back;
+    assert_int_equal(tu_build_graph(&f->view, VEC_METRIC_L2, 100, 2, &h), 0);
+    roaring_bitmap_t *del = delete_share(h, 0.3, 21);
+    uint32_t ndel = (uint32_t)roaring_bitmap_get_cardinality(del);
+    assert_int_equal(hnsw_repair(h, &f->view, 2, NULL), 0);
+    char path[] = "/tmp/cordon-hnsw-repaired-XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    close(fd);
+    uint64_t rev = 0;
+    assert_int_equal(hnsw_save(h, path, 77), 0);
+    assert_int_equal(hnsw_load(path, &back, &rev), 0);
+    assert_int_equal(rev, 77);
+    hnsw_info_t info;
+    hnsw_get_info(back, &info);
+    assert_int_equal(info.deleted, ndel);
+    assert_int_equal(info.deleted_linked, 0);
+    uint32_t more = 0; /* five more live rows deleted after the load */
+    for (uint32_t id = 0; id < N && more < 5; id++)
+        if (!roaring_bitmap_contains(del, id)) {
+            assert_int_equal(hnsw_delete(back, id), 0);
+            more++;
+        }
+    hnsw_get_info(back, &info);
+    assert_int_equal(info.deleted_linked, 5);
+    /* A graph saved before any sweep still counts every delete as linked. */
+    hnsw_t *fresh, *fresh_back;
+    assert_int_equal(tu_build_graph(&f->view, VEC_METRIC_L2, 100, 2, &fresh), 0);
+    delete_all(fresh, del);
+    assert_int_equal(hnsw_save(fresh, path, 1), 0);
+    assert_int_equal(hnsw_load(path, &fresh_back, &rev), 0);
+    hnsw_get_info(fresh_back, &info);
+    assert_int_equal(info.deleted_linked, ndel);
+    unlink(path);
+    hnsw_free(fresh_back);
+    hnsw_free(fresh);
+    hnsw_free(back);
+    hnsw_free(h);
+    roaring_bitmap_free(del);
+}
+
 /* Searches and inserts while the repair runs: every search answers K live rows, nothing fails,
  * and no live list is left naming a node deleted before the repair. */
 static void test_repair_runs_alongside_searches_and_inserts(void **state)
@@ -317,6 +365,7 @@ int main(void)
         cmocka_unit_test(test_inserts_do_not_link_to_deleted_nodes),
         cmocka_unit_test(test_repair_runs_alongside_searches_and_inserts),
         cmocka_unit_test(test_repair_in_slices_ends_as_one_repair),
+        cmocka_unit_test(test_repaired_count_survives_save_and_load),
         cmocka_unit_test(test_repair_rejects_bad_arguments),
     };
     return cmocka_run_group_tests(tests, setup, teardown);

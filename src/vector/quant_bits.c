@@ -1,5 +1,5 @@
 /* quant_bits.c: 1-bit codes of randomly rotated rows, and the filter that lets the 8-bit scan
- * (quant.c) skip most rows of a large readable set after reading 64 bytes of each (384-d)
+ * (quant_scan.c) skip most rows of a large readable set after reading 64 bytes of each (384-d)
  * instead of 392. Relies on quant_int.h and GCC target attributes.
  *
  * Why. A subject whose readable rows lie far from its question (a fifth of a million rows, all

@@ -1,9 +1,12 @@
-/* quant_int.h: the quantizer's private layout, shared by quant.c (training, encoding, the
- * exact scan) and quant_query.c (approximate scoring for graph traversal). */
+/* quant_int.h: the quantizer's private layout, shared by quant.c (training, encoding),
+ * quant_scan.c (the exact scan), quant_bits.c (1-bit codes), quant_io.c (the file) and
+ * quant_query.c (approximate scoring for graph traversal). */
 #ifndef CDN_QUANT_INT_H
 #define CDN_QUANT_INT_H
 
 #include "vector/quant.h"
+
+#include <math.h>
 
 /* Directories retired by growth: it doubles from 8 chunks, so 2^32 rows need at most 20. */
 #define QUANT_MAX_RETIRED 24
@@ -154,5 +157,23 @@ typedef struct quant_weights {
 /* Fills out (out->w set by the caller) for query. Returns 1 if the query holds a non-finite
  * value (nothing usable then), else 0. */
 int quant_weigh(const quant_t *q, const float *query, int l2, quant_weights_t *out);
+
+/* x rounded to float, up (down): never below (above) x. The codes' error e_r and the scans'
+ * bounds are rounded outward so that float storage never makes a bound wrong. */
+static inline float round_up_f(double x)
+{
+    float f = (float)x;
+    if ((double)f < x)
+        f = nextafterf(f, INFINITY);
+    return f;
+}
+
+static inline float round_down_f(double x)
+{
+    float f = (float)x;
+    if ((double)f > x)
+        f = nextafterf(f, -INFINITY);
+    return f;
+}
 
 #endif

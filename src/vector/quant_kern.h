@@ -1,5 +1,6 @@
-/* quant_kern.h: the code-space kernel for quant.c: exact integer dot products of uint8 codes with
- * int16 query weights, scalar, AVX2 and AVX-512BW. Relies on distance.h for vec_isa_t. */
+/* quant_kern.h: the code-space kernel for quant_scan.c and quant_query.c: exact integer dot
+ * products of uint8 codes with int16 query weights, scalar, AVX2 and AVX-512BW. Relies on
+ * distance.h for vec_isa_t. */
 #ifndef CDN_QUANT_KERN_H
 #define CDN_QUANT_KERN_H
 

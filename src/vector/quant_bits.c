@@ -157,14 +157,16 @@ void quant_bits_encode(const quant_t *q, const float *x, float *scratch, uint8_t
 typedef void (*bits_fn)(const quant_snap_t *r, const uint32_t *ids, size_t n, const uint64_t *p,
                         uint32_t words, uint32_t ps, uint64_t *out);
 
-/* The filter over a batch of ids (in place; see quant_bits_filter), with the estimate's
- * constants in float as both forms use them. */
+/* The estimate's constants, in float as both forms of the filter use them (prepare):
+ * <bits as +-1, w^> = a S + b pc - sum; estimate = base + sign * f <bits, w^> (+ ||y||^2 for
+ * L2, ||y||^2 = dd f^2 - dd1 e^2); vn = eps0 ||w||, times 2 for L2: the error's scale. */
 typedef struct bits_consts {
-    float a, b, base, sum, sign, vn, t, dd, dd1;
+    float a, b, base, sum, sign, vn, dd, dd1;
     int l2;
 } bits_consts_t;
+/* The filter over a batch of ids, in place (see quant_bits_filter). */
 typedef size_t (*bits_filter_fn)(const quant_bits_query_t *bq, const quant_snap_t *r, uint32_t *ids,
-                                 size_t n, const bits_consts_t *k, float *lo, float *est);
+                                 size_t n, float t, float *lo, float *est);
 
 struct quant_bits_query {
     const quant_t *q;
@@ -173,9 +175,7 @@ struct quant_bits_query {
     bits_filter_fn filt; /* the whole filter */
     uint64_t *planes;    /* BITS_PLANES planes of pstride words */
     uint32_t pstride;    /* bwords rounded up to 8 (the AVX-512 kernel reads 8 at a time) */
-    double a, b, sum;    /* <bits as +-1, w^> = a S + b pc - sum */
-    double base, sign;   /* estimate = base + sign * f <b, w^> (+ n2 for L2) */
-    double vn;           /* eps0 ||w||, times 2 for L2: the error's scale */
+    bits_consts_t k;
 };
 
 static inline uint32_t pop_soft(uint64_t x)
@@ -304,14 +304,15 @@ BITS512_FN static inline __m512i sum8_avx512(const __m512i acc[8])
  * per row), eight rows are summed together (sum8_avx512), and their estimates computed side by
  * side with bits_low's operations in bits_low's order (so the rows kept are the same). */
 FILTER512_FN static size_t filter_avx512(const quant_bits_query_t *bq, const quant_snap_t *r,
-                                         uint32_t *ids, size_t n, const bits_consts_t *k,
-                                         float *lo_out, float *est_out)
+                                         uint32_t *ids, size_t n, float t_max, float *lo_out,
+                                         float *est_out)
 {
+    const bits_consts_t *k = &bq->k;
     const uint32_t words = bq->q->bwords, ps = bq->pstride;
     const uint64_t *p = bq->planes;
     const __m256 a = _mm256_set1_ps(k->a), b = _mm256_set1_ps(k->b), sum = _mm256_set1_ps(k->sum),
                  base = _mm256_set1_ps(k->base), sign = _mm256_set1_ps(k->sign),
-                 vn = _mm256_set1_ps(k->vn), t = _mm256_set1_ps(k->t), dd = _mm256_set1_ps(k->dd),
+                 vn = _mm256_set1_ps(k->vn), t = _mm256_set1_ps(t_max), dd = _mm256_set1_ps(k->dd),
                  dd1 = _mm256_set1_ps(k->dd1);
     const __m512i low = _mm512_set1_epi64((1u << BITS_PC_BITS) - 1);
     size_t keep = 0;
@@ -400,7 +401,7 @@ static inline float bits_low(const bits_consts_t *k, uint64_t sums, float f, flo
 
 /* The filter from a sums kernel: QUANT_BITS_BATCH rows scored, then each judged. */
 static size_t filter_sums(const quant_bits_query_t *bq, const quant_snap_t *r, uint32_t *ids,
-                          size_t n, const bits_consts_t *k, float *lo, float *est)
+                          size_t n, float t, float *lo, float *est)
 {
     uint64_t sums[QUANT_BITS_BATCH];
     size_t keep = 0;
@@ -410,8 +411,8 @@ static size_t filter_sums(const quant_bits_query_t *bq, const quant_snap_t *r, u
         for (size_t i = 0; i < m; i++) { /* the rows are in cache now */
             uint32_t id = ids[from + i];
             const quant_row_meta_t *mt = quant_row_meta(r, id);
-            float e, l = bits_low(k, sums[i], mt->f, mt->e, &e);
-            if (!(l > k->t)) {
+            float e, l = bits_low(&bq->k, sums[i], mt->f, mt->e, &e);
+            if (!(l > t)) {
                 lo[keep] = l;
                 est[keep] = e;
                 ids[keep++] = id;
@@ -471,14 +472,17 @@ static void prepare(quant_bits_query_t *bq, const float *query, float *buf)
             if (u >> j & 1)
                 bq->planes[j * bq->pstride + i / 64] |= 1ull << (i % 64);
     }
-    bq->a = 2 * dl;
-    bq->b = 2 * (double)lo;
-    bq->sum = sum;
+    bq->k.a = (float)(2 * dl);
+    bq->k.b = (float)(2 * (double)lo);
+    bq->k.sum = (float)sum;
     /* cosine: 1 - <x, q> = 1 - <c, q> - <y, w>; dot: -<c, q> - <y, w>;
      * L2: ||x - q||^2 = ||y||^2 + ||w||^2 - 2 <y, w> (||y||^2 added per row). */
-    bq->base = bq->m == VEC_METRIC_COSINE ? 1 - cq : bq->m == VEC_METRIC_DOT ? -cq : n2;
-    bq->sign = l2 ? -2 : -1;
-    bq->vn = BITS_EPS0 * sqrt(n2) * (l2 ? 2 : 1);
+    bq->k.base = (float)(bq->m == VEC_METRIC_COSINE ? 1 - cq : bq->m == VEC_METRIC_DOT ? -cq : n2);
+    bq->k.sign = l2 ? -2.0f : -1.0f;
+    bq->k.vn = (float)(BITS_EPS0 * sqrt(n2) * (l2 ? 2 : 1));
+    bq->k.dd = (float)q->bdim;
+    bq->k.dd1 = (float)(q->bdim - 1);
+    bq->k.l2 = l2;
 }
 
 int quant_bits_query_new(const quant_t *q, vec_metric_t m, vec_isa_t isa, const float *query,
@@ -520,17 +524,5 @@ void quant_bits_query_free(quant_bits_query_t *bq)
 size_t quant_bits_filter(const quant_bits_query_t *bq, const quant_snap_t *r, uint32_t *ids,
                          size_t n, double t, float *lo, float *est)
 {
-    const quant_t *q = bq->q;
-    const bits_consts_t k = {.a = (float)bq->a,
-                             .b = (float)bq->b,
-                             .base = (float)bq->base,
-                             .sum = (float)bq->sum,
-                             .sign = (float)bq->sign,
-                             .vn = (float)bq->vn,
-                             .t = (float)t,
-                             /* ||y||^2 = D f^2 - (D-1) e^2 */
-                             .dd = (float)q->bdim,
-                             .dd1 = (float)(q->bdim - 1),
-                             .l2 = bq->m == VEC_METRIC_L2};
-    return bq->filt(bq, r, ids, n, &k, lo, est);
+    return bq->filt(bq, r, ids, n, (float)t, lo, est);
 }

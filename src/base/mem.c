@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <unistd.h>
 
 static atomic_long fail_countdown = -1;
 
@@ -75,6 +76,56 @@ void cdn_advise_huge(void *p, size_t n)
     uintptr_t hi = ((uintptr_t)p + n) & ~(uintptr_t)(CDN_HUGE_PAGE - 1);
     if (p && hi > lo)
         (void)madvise((void *)lo, hi - lo, MADV_HUGEPAGE);
+}
+
+/* A mapping's length: n rounded up to whole pages, at least one. */
+static size_t map_len(size_t n)
+{
+    size_t pg = (size_t)sysconf(_SC_PAGESIZE);
+    return n <= pg ? pg : (n + pg - 1) / pg * pg;
+}
+
+void *cdn_map_alloc(size_t n)
+{
+    if (should_fail())
+        return NULL;
+    size_t len = map_len(n);
+    void *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED)
+        return NULL;
+    if (len >= CDN_HUGE_PAGE)
+        (void)madvise(p, len, MADV_HUGEPAGE); /* the whole mapping: advice must not split it */
+    return p;
+}
+
+int cdn_map_resize(void **p, size_t old_n, size_t new_n)
+{
+    if (!*p) {
+        *p = cdn_map_alloc(new_n);
+        return *p ? CDN_OK : CDN_ERR_NOMEM;
+    }
+    size_t old_len = map_len(old_n), new_len = map_len(new_n);
+    if (new_len == old_len)
+        return CDN_OK;       /* the last page already holds it */
+    if (new_len < old_len) { /* shrinks in place: the pages past new_len are returned */
+        (void)munmap((char *)*p + new_len, old_len - new_len);
+        return CDN_OK;
+    }
+    if (should_fail())
+        return CDN_ERR_NOMEM;
+    void *np = mremap(*p, old_len, new_len, MREMAP_MAYMOVE);
+    if (np == MAP_FAILED)
+        return CDN_ERR_NOMEM;
+    if (new_len >= CDN_HUGE_PAGE)
+        (void)madvise(np, new_len, MADV_HUGEPAGE);
+    *p = np;
+    return CDN_OK;
+}
+
+void cdn_map_free(void *p, size_t n)
+{
+    if (p)
+        (void)munmap(p, map_len(n));
 }
 
 int cdn_grow(void **p, size_t *cap, size_t need, size_t size)

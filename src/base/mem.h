@@ -23,6 +23,20 @@ void *cdn_aligned_alloc(size_t align, size_t n);
  * read no longer walks the page tables. Pages already touched keep their size. */
 void cdn_advise_huge(void *p, size_t n);
 
+/* Large arrays that grow (a graph's per-node lists, visited marks): anonymous mappings, zero
+ * when allocated and where they grow, advised for huge pages as a whole, and grown with mremap,
+ * which moves page tables instead of copying bytes and touches no new page. realloc copies
+ * instead once part of a block is advised apart (the advice splits the mapping, and mremap
+ * cannot move a split one): growing a million-node graph by a batch of 500 copied its 138 MB
+ * of lists and faulted every page of the copy. Sizes are the caller's; the same n that
+ * allocated or last grew a mapping frees it. Each may be made to fail like cdn_malloc. */
+void *cdn_map_alloc(size_t n);
+/* Resizes *p from old_n to new_n bytes; *p may move when it grows; a NULL *p is allocated.
+ * Bytes past old_n read zero if nothing was written past old_n. Returns 0 or CDN_ERR_NOMEM
+ * (growing only; then *p is unchanged and still holds old_n bytes). */
+int cdn_map_resize(void **p, size_t old_n, size_t new_n);
+void cdn_map_free(void *p, size_t n);
+
 /* The alignment that lets a whole allocation take huge pages (see cdn_advise_huge). */
 #define CDN_HUGE_PAGE ((size_t)2 << 20)
 

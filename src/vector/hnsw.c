@@ -64,14 +64,14 @@ void hnsw_free(hnsw_t *h)
         return;
     for (uint32_t i = 0; i < h->span; i++)
         cdn_free(h->upper[i]);
-    cdn_free(h->upper);
-    cdn_free(h->l0);
-    cdn_free(h->levels);
-    cdn_free(h->flags);
+    cdn_map_free(h->upper, (size_t)h->span * sizeof(*h->upper));
+    cdn_map_free(h->l0, (size_t)h->span * (h->m0 + 1) * sizeof(uint32_t));
+    cdn_map_free(h->levels, h->span);
+    cdn_map_free(h->flags, h->span);
     while (h->pool) {
         hnsw_visited_t *v = h->pool;
         h->pool = v->next;
-        cdn_free(v->marks);
+        cdn_map_free(v->marks, (size_t)v->cap * sizeof(uint16_t));
         cdn_free(v->scratch);
         cdn_free(v);
     }
@@ -89,28 +89,16 @@ void hnsw_free(hnsw_t *h)
  * old contents, so the index stays usable at the old span. */
 static int grow_arrays(hnsw_t *h, uint32_t span)
 {
-    size_t old = h->span, per = (size_t)h->m0 + 1;
-    uint32_t *l0 = cdn_realloc(h->l0, (size_t)span * per * sizeof(uint32_t));
-    if (!l0)
+    /* Mappings (base/mem.h): grown in place or moved without copying, the new part zero. */
+    void **arr[4] = {(void **)&h->l0, (void **)&h->levels, (void **)&h->flags, (void **)&h->upper};
+    size_t per[4] = {((size_t)h->m0 + 1) * sizeof(uint32_t), 1, 1, sizeof(*h->upper)};
+    for (int i = 0; i < 4; i++) {
+        if (cdn_map_resize(arr[i], h->span * per[i], span * per[i]) == CDN_OK)
+            continue;
+        while (i-- > 0) /* back to span entries, so that hnsw_free releases exactly them */
+            (void)cdn_map_resize(arr[i], span * per[i], h->span * per[i]);
         return CDN_ERR_NOMEM;
-    h->l0 = l0;
-    cdn_advise_huge(l0, (size_t)span * per * sizeof(uint32_t)); /* read at random */
-    uint8_t *levels = cdn_realloc(h->levels, span);
-    if (!levels)
-        return CDN_ERR_NOMEM;
-    h->levels = levels;
-    uint8_t *flags = cdn_realloc(h->flags, span);
-    if (!flags)
-        return CDN_ERR_NOMEM;
-    h->flags = flags;
-    uint32_t **upper = cdn_realloc(h->upper, (size_t)span * sizeof(*upper));
-    if (!upper)
-        return CDN_ERR_NOMEM;
-    h->upper = upper;
-    memset(l0 + old * per, 0, (span - old) * per * sizeof(uint32_t));
-    memset(levels + old, 0, span - old);
-    memset(flags + old, 0, span - old);
-    memset(upper + old, 0, (span - old) * sizeof(*upper));
+    }
     h->span = span;
     return CDN_OK;
 }

@@ -200,14 +200,13 @@ int hnsw_visited_get(hnsw_t *h, hnsw_visited_t **out)
             return CDN_ERR_NOMEM;
     }
     if (v->cap < h->span) {
-        uint16_t *m = cdn_realloc(v->marks, (size_t)h->span * sizeof(uint16_t));
-        if (!m) {
+        /* A mapping (base/mem.h): marked at random, so advised for huge pages, and grown
+         * without copying; the new marks read zero. */
+        if (cdn_map_resize((void **)&v->marks, (size_t)v->cap * sizeof(uint16_t),
+                           (size_t)h->span * sizeof(uint16_t))) {
             hnsw_visited_put(h, v);
             return CDN_ERR_NOMEM;
         }
-        cdn_advise_huge(m, (size_t)h->span * sizeof(uint16_t)); /* marked at random */
-        memset(m + v->cap, 0, (size_t)(h->span - v->cap) * sizeof(uint16_t));
-        v->marks = m;
         v->cap = h->span;
     }
     if (++v->tag == 0) {

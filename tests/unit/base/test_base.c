@@ -1,4 +1,5 @@
-/* test_base.c: the bounded buffer, arena, error records and allocation failure hook.
+/* test_base.c: the bounded buffer, arena, error records, allocation failure hook and growing
+ * mappings.
  * Relies on cmocka. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -107,6 +108,68 @@ static void test_advise_huge_keeps_data_and_gets_huge_pages(void **state)
     cdn_free(p);
 }
 
+/* The mappings of /proc/self/maps that overlap [lo, hi). */
+static int maps_overlapping(uintptr_t lo, uintptr_t hi)
+{
+    FILE *f = fopen("/proc/self/maps", "r");
+    char line[512];
+    int n = 0;
+    while (f && fgets(line, sizeof line, f)) {
+        unsigned long a, b;
+        if (sscanf(line, "%lx-%lx", &a, &b) == 2 && a < hi && b > lo)
+            n++;
+    }
+    if (f)
+        fclose(f);
+    return n;
+}
+
+/* A mapping grows without copying or touching its new pages: it stays one mapping (advice
+ * given apart to part of it would split it, and mremap cannot move a split one: realloc then
+ * copies everything), keeps its bytes, reads zero past them, and the pages it gained are not
+ * resident until written. A failed growth leaves it as it was; shrinking keeps the front. */
+static void test_map_grows_without_copying(void **state)
+{
+    (void)state;
+    size_t small = 16u << 20, big = 64u << 20;
+    unsigned char *p = cdn_map_alloc(small);
+    assert_non_null(p);
+    for (size_t i = 0; i < small; i++)
+        assert_int_equal(p[i], 0);
+    for (size_t i = 0; i < small; i++)
+        p[i] = (unsigned char)(i * 13 + 1);
+    long before = tu_smaps_kb("Rss:", (uintptr_t)p, (uintptr_t)p + small, NULL);
+    assert_true(before >= (long)(small >> 10));
+    cdn_mem_fail_after(0);
+    void *q = p;
+    assert_int_equal(cdn_map_resize(&q, small, big), CDN_ERR_NOMEM);
+    cdn_mem_fail_after(-1);
+    assert_ptr_equal(q, p);
+    assert_int_equal(cdn_map_resize(&q, small, small + 100), CDN_OK); /* inside its last page */
+    assert_ptr_equal(q, p);
+    assert_int_equal(cdn_map_resize(&q, small + 100, big), CDN_OK);
+    p = q;
+    assert_int_equal(maps_overlapping((uintptr_t)p, (uintptr_t)p + big), 1);
+    long after = tu_smaps_kb("Rss:", (uintptr_t)p, (uintptr_t)p + big, NULL);
+    print_message("resident: %ld kB of %zu before growing, %ld kB of %zu after\n", before,
+                  small >> 10, after, big >> 10);
+    assert_true(after < before + 4096); /* the 48 MiB gained: at most a couple of huge pages */
+    for (size_t i = 0; i < small; i += 4099)
+        assert_int_equal(p[i], (unsigned char)(i * 13 + 1));
+    for (size_t i = small; i < big; i += 4099)
+        assert_int_equal(p[i], 0);
+    q = p;
+    assert_int_equal(cdn_map_resize(&q, big, 8u << 20), CDN_OK);
+    assert_ptr_equal(q, p);
+    for (size_t i = 0; i < (8u << 20); i += 4099)
+        assert_int_equal(p[i], (unsigned char)(i * 13 + 1));
+    cdn_map_free(p, 8u << 20);
+    q = NULL; /* NULL allocates */
+    assert_int_equal(cdn_map_resize(&q, 0, 100), CDN_OK);
+    assert_non_null(q);
+    cdn_map_free(q, 100);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -116,6 +179,7 @@ int main(void)
         cmocka_unit_test(test_err_set_keeps_code_and_message),
         cmocka_unit_test(test_mem_fail_after_fails_exactly_the_nth),
         cmocka_unit_test(test_advise_huge_keeps_data_and_gets_huge_pages),
+        cmocka_unit_test(test_map_grows_without_copying),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

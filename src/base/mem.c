@@ -85,17 +85,30 @@ static size_t map_len(size_t n)
     return n <= pg ? pg : (n + pg - 1) / pg * pg;
 }
 
-void *cdn_map_alloc(size_t n)
+/* len bytes of fresh zero pages; from CDN_HUGE_PAGE up, at an address aligned to it (a
+ * mapping moved to an address of another alignment loses its huge pages: the kernel splits
+ * them). NULL when the kernel refuses. */
+static void *map_fresh(size_t len)
 {
-    if (should_fail())
-        return NULL;
-    size_t len = map_len(n);
-    void *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    size_t align = len >= CDN_HUGE_PAGE ? CDN_HUGE_PAGE : 0;
+    void *p = mmap(NULL, len + align, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (p == MAP_FAILED)
         return NULL;
-    if (len >= CDN_HUGE_PAGE)
+    if (align) { /* trim to the aligned len bytes inside */
+        uintptr_t lo = (uintptr_t)p, at = (lo + align - 1) & ~(uintptr_t)(align - 1);
+        if (at > lo)
+            (void)munmap(p, at - lo);
+        if (lo + align > at)
+            (void)munmap((void *)(at + len), lo + align - at);
+        p = (void *)at;
         (void)madvise(p, len, MADV_HUGEPAGE); /* the whole mapping: advice must not split it */
+    }
     return p;
+}
+
+void *cdn_map_alloc(size_t n)
+{
+    return should_fail() ? NULL : map_fresh(map_len(n));
 }
 
 int cdn_map_resize(void **p, size_t old_n, size_t new_n)
@@ -113,9 +126,19 @@ int cdn_map_resize(void **p, size_t old_n, size_t new_n)
     }
     if (should_fail())
         return CDN_ERR_NOMEM;
-    void *np = mremap(*p, old_len, new_len, MREMAP_MAYMOVE);
-    if (np == MAP_FAILED)
-        return CDN_ERR_NOMEM;
+    void *np = mremap(*p, old_len, new_len, 0); /* in place, if the addresses after are free */
+    if (np == MAP_FAILED) {
+        /* Elsewhere: onto fresh aligned space, which the move replaces (page tables move, and
+         * huge pages stay whole at the same alignment). */
+        void *dst = map_fresh(new_len);
+        if (!dst)
+            return CDN_ERR_NOMEM;
+        np = mremap(*p, old_len, new_len, MREMAP_MAYMOVE | MREMAP_FIXED, dst);
+        if (np == MAP_FAILED) {
+            (void)munmap(dst, new_len);
+            return CDN_ERR_NOMEM;
+        }
+    }
     if (new_len >= CDN_HUGE_PAGE)
         (void)madvise(np, new_len, MADV_HUGEPAGE);
     *p = np;

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <cmocka.h>
 
 #include "base/arena.h"
@@ -139,6 +140,7 @@ static void test_map_grows_without_copying(void **state)
     for (size_t i = 0; i < small; i++)
         p[i] = (unsigned char)(i * 13 + 1);
     long before = tu_smaps_kb("Rss:", (uintptr_t)p, (uintptr_t)p + small, NULL);
+    long huge_kb_written = tu_smaps_kb("AnonHugePages:", (uintptr_t)p, (uintptr_t)p + small, NULL);
     assert_true(before >= (long)(small >> 10));
     cdn_mem_fail_after(0);
     void *q = p;
@@ -147,13 +149,25 @@ static void test_map_grows_without_copying(void **state)
     assert_ptr_equal(q, p);
     assert_int_equal(cdn_map_resize(&q, small, small + 100), CDN_OK); /* inside its last page */
     assert_ptr_equal(q, p);
-    assert_int_equal(cdn_map_resize(&q, small + 100, big), CDN_OK);
+    void *block = mmap((char *)p + small + (4u << 20), 4096, PROT_READ,
+                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+    assert_int_equal(cdn_map_resize(&q, small + 100, big), CDN_OK); /* blocked: it moves */
+    if (block != MAP_FAILED) {
+        assert_ptr_not_equal(q, p);
+        munmap(block, 4096);
+    }
     p = q;
     assert_int_equal(maps_overlapping((uintptr_t)p, (uintptr_t)p + big), 1);
     long after = tu_smaps_kb("Rss:", (uintptr_t)p, (uintptr_t)p + big, NULL);
     print_message("resident: %ld kB of %zu before growing, %ld kB of %zu after\n", before,
                   small >> 10, after, big >> 10);
     assert_true(after < before + 4096); /* the 48 MiB gained: at most a couple of huge pages */
+    /* Moved or grown in place, its huge pages stay whole (a move to an address of another
+     * alignment would split them). */
+    long huge_before = huge_kb_written,
+         huge_after = tu_smaps_kb("AnonHugePages:", (uintptr_t)p, (uintptr_t)p + big, NULL);
+    print_message("huge: %ld kB before growing, %ld kB after\n", huge_before, huge_after);
+    assert_true(huge_after >= huge_before);
     for (size_t i = 0; i < small; i += 4099)
         assert_int_equal(p[i], (unsigned char)(i * 13 + 1));
     for (size_t i = small; i < big; i += 4099)

@@ -6,6 +6,7 @@
 #include "bench_hnsw.h"
 #include "bench_load.h"
 #include "bench_permissions.h"
+#include "bench_puts.h"
 #include "bench_quant.h"
 #include "bench_rebac.h"
 #include "bench_scan.h"
@@ -35,6 +36,7 @@ static const struct bench_entry {
     {"soak", bench_soak_main, "mixed reads and writes for a set time: memory, sizes, latency"},
     {"churn", bench_churn_main,
      "replacing chunks over time: recall, latency, sizes vs a fresh build"},
+    {"puts", bench_puts_main, "batches of writes into an existing data directory, timed"},
     {"rebac", bench_rebac_main,
      "relationship tuples: check, lookup-resources, share, unshare, move at scale"},
     {NULL, NULL, NULL},

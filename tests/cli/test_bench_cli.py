@@ -125,3 +125,18 @@ def test_bench_rebac_prints_its_rows_and_verifies_its_writes(cordon):
     assert ops["check"]["p50_us"] > 0
     assert cordon("bench", "rebac", "--tuples", "10").returncode == 2
     assert "--tuples" in cordon("bench", "rebac", "--help", check=0).stdout
+
+
+def test_bench_puts_writes_timed_batches_into_an_existing_directory(cordon, tmp_path):
+    data = str(tmp_path / "d")
+    cordon("bench", "permissions", "--corpus", "generated", "--size", "2000", "--dim", "16",
+           "--queries", "5", "--data", data, "--keep", "--strategy", "auto", check=0)
+    p = cordon("bench", "puts", "--data", data, "--batches", "3", "--batch", "40", check=0)
+    rows = [line.split() for line in p.stdout.splitlines() if line.strip()[:1].isdigit()]
+    assert [r[0] for r in rows] == ["0", "1", "2"], p.stdout
+    assert all(float(r[1]) > 0 for r in rows), p.stdout
+    assert "resident" in p.stdout and "(16 dimensions)" in p.stdout
+    missing = cordon("bench", "puts", "--data", data, "--collection", "nope", check=1)
+    assert "nope" in missing.stderr, missing.stderr
+    cordon("bench", "puts", "--batches", "1", check=2)  # no --data
+    cordon("bench", "puts", "--data", data, "--batch", "0", check=2)

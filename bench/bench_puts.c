@@ -102,15 +102,15 @@ int bench_puts_main(int argc, char **argv)
     float *rows = malloc(sizeof(float) * (size_t)batch * info.dim);
     uint32_t *cl = malloc(sizeof(uint32_t) * (size_t)batch);
     cordon_chunk *ch = calloc((size_t)batch, sizeof *ch);
-    char *ids = malloc((size_t)batch * 48);
+    char *ids = malloc((size_t)batch * 96);
     const char *acl[1] = {"bench-puts"};
     int rc = rows && cl && ch && ids ? 0 : 1;
     printf("batch  seconds\n");
     for (long b = 0; b < batches && !rc; b++) {
         bench_gen_rows_of(&g, rows, (size_t)batch, cl);
         for (long i = 0; i < batch; i++) {
-            snprintf(ids + i * 48, 48, "bench-puts-%ld-%ld-%ld", seed, b, i);
-            ch[i] = (cordon_chunk){.id = ids + i * 48,
+            snprintf(ids + i * 96, 96, "bench-puts-%ld-%ld-%ld", seed, b, i);
+            ch[i] = (cordon_chunk){.id = ids + i * 96,
                                    .vector = rows + (size_t)i * info.dim,
                                    .allowed = acl,
                                    .n_allowed = 1};

@@ -118,6 +118,8 @@ void coll_checkpoints_remove(const char *dir, uint32_t id, int with_calibration)
 int coll_graph_open(const char *dir, coll_t *c, cdn_err_t *err);
 /* Inserts rows (already in the vector file) into the graph, in parallel for large batches. */
 int coll_graph_insert(coll_t *c, const uint32_t *rows, size_t n);
+/* Frees c's bf16 copy (the graph's batch inserts make it again when they need it). */
+void coll_graph_bf16_drop(coll_t *c);
 /* After a write: unlinks deleted graph nodes (hnsw_repair_range) once enough have gathered
  * since the last repair, a slice of the graph per write so that no write waits for a whole
  * pass. Called by the writer without the collection's lock: searches go on meanwhile (the

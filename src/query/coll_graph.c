@@ -27,21 +27,28 @@
  * batch). */
 #define GRAPH_BF16_MAX ((size_t)512 << 20)
 
-static void bf16_drop(coll_t *c)
+/* Bytes of bf16 copy a row takes at c's dimension. */
+static size_t bf16_row_bytes(const coll_t *c)
 {
-    cdn_free(c->bf);
+    return vec_bf16_padded(c->cfg.dim) * sizeof(uint16_t);
+}
+
+void coll_graph_bf16_drop(coll_t *c)
+{
+    cdn_map_free(c->bf, (size_t)c->bf_cap * bf16_row_bytes(c));
     c->bf = NULL;
     c->bf_rows = c->bf_cap = 0;
 }
 
 /* Brings c's bf16 copy up to the view's rows, converting only the rows it lacks: rows below
- * the view's count are committed and never change. 0, or -1 (the copy dropped) when it would
- * pass GRAPH_BF16_MAX or cannot grow. */
+ * the view's count are committed and never change. The copy is a mapping (base/mem.h): grown
+ * without copying the rows it holds, read at random by every insert. 0, or -1 (the copy
+ * dropped) when it would pass GRAPH_BF16_MAX or cannot grow. */
 static int bf16_extend(coll_t *c, const vec_view_t *v)
 {
-    size_t stride = vec_bf16_padded(v->dim), row_bytes = stride * sizeof(uint16_t);
+    size_t stride = vec_bf16_padded(v->dim), row_bytes = bf16_row_bytes(c);
     if ((size_t)v->count * row_bytes > GRAPH_BF16_MAX) {
-        bf16_drop(c);
+        coll_graph_bf16_drop(c);
         return -1;
     }
     if (v->count > c->bf_cap) {
@@ -50,16 +57,10 @@ static int bf16_extend(coll_t *c, const vec_view_t *v)
             cap *= 2;
         if (cap * row_bytes > GRAPH_BF16_MAX)
             cap = GRAPH_BF16_MAX / row_bytes;
-        uint16_t *bf = cdn_aligned_alloc(CDN_HUGE_PAGE, cap * row_bytes);
-        if (!bf) {
-            bf16_drop(c);
+        if (cdn_map_resize((void **)&c->bf, (size_t)c->bf_cap * row_bytes, cap * row_bytes)) {
+            coll_graph_bf16_drop(c);
             return -1;
         }
-        cdn_advise_huge(bf, cap * row_bytes); /* read at random by every insert */
-        if (c->bf_rows)
-            memcpy(bf, c->bf, (size_t)c->bf_rows * row_bytes);
-        cdn_free(c->bf);
-        c->bf = bf;
         c->bf_cap = (uint32_t)cap;
     }
     for (uint32_t r = c->bf_rows; r < v->count; r++)

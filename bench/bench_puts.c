@@ -123,6 +123,7 @@ int bench_puts_main(int argc, char **argv)
         fflush(stdout);
     }
     print_memory("at the end");
+    bench_gen_free(&g);
     free(rows);
     free(cl);
     free(ch);

@@ -126,7 +126,10 @@ int cdn_map_resize(void **p, size_t old_n, size_t new_n)
     }
     if (should_fail())
         return CDN_ERR_NOMEM;
-    void *np = mremap(*p, old_len, new_len, 0); /* in place, if the addresses after are free */
+    /* In place if the addresses after it are free, unless it would then pass 2 MiB from an
+     * unaligned start (it moves to aligned space instead, where huge pages can back it). */
+    int aligned = ((uintptr_t)*p & (CDN_HUGE_PAGE - 1)) == 0 || new_len < CDN_HUGE_PAGE;
+    void *np = aligned ? mremap(*p, old_len, new_len, 0) : MAP_FAILED;
     if (np == MAP_FAILED) {
         /* Elsewhere: onto fresh aligned space, which the move replaces (page tables move, and
          * huge pages stay whole at the same alignment). */

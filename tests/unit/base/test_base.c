@@ -181,7 +181,11 @@ static void test_map_grows_without_copying(void **state)
     q = NULL; /* NULL allocates */
     assert_int_equal(cdn_map_resize(&q, 0, 100), CDN_OK);
     assert_non_null(q);
-    cdn_map_free(q, 100);
+    ((unsigned char *)q)[99] = 7;
+    assert_int_equal(cdn_map_resize(&q, 100, 3 * CDN_HUGE_PAGE), CDN_OK); /* past 2 MiB: aligned */
+    assert_int_equal((uintptr_t)q & (CDN_HUGE_PAGE - 1), 0);
+    assert_int_equal(((unsigned char *)q)[99], 7);
+    cdn_map_free(q, 3 * CDN_HUGE_PAGE);
 }
 
 int main(void)

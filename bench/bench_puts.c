@@ -2,11 +2,12 @@
  * example `cordon bench permissions --data DIR --keep`), then puts batches of new generated
  * chunks into one of its collections through the public API and prints the seconds of each
  * batch and the process's resident and huge-page memory before and after. It adds chunks to
- * the directory: run it on a copy. Relies on cordon.h and bench_gen (the rows). */
+ * the directory: run it on a copy. Relies on cordon.h, bench_gen (the rows) and bench_util. */
 #include "bench_puts.h"
 
 #include "base/clock.h"
 #include "bench_gen.h"
+#include "bench_util.h"
 #include "cordon.h"
 
 #include <stdio.h>
@@ -24,7 +25,7 @@ static void usage(FILE *f)
                "  defaults: --collection perm --batches 10 --batch 500 --seed 4242\n");
 }
 
-/* kB of field in /proc/self/smaps_rollup, or -1. */
+/* kB of field in /proc/self/smaps_rollup, or -1 (huge pages: bench_rss_mb reports only RSS). */
 static long rollup_kb(const char *field)
 {
     FILE *f = fopen("/proc/self/smaps_rollup", "r");
@@ -41,8 +42,8 @@ static long rollup_kb(const char *field)
 
 static void print_memory(const char *when)
 {
-    printf("# %s: resident %.0f MB, of it anonymous huge pages %.0f MB\n", when,
-           (double)rollup_kb("Rss:") / 1024, (double)rollup_kb("AnonHugePages:") / 1024);
+    printf("# %s: resident %.0f MB, of it anonymous huge pages %.0f MB\n", when, bench_rss_mb(),
+           (double)rollup_kb("AnonHugePages:") / 1024);
 }
 
 int bench_puts_main(int argc, char **argv)

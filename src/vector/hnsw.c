@@ -84,9 +84,9 @@ void hnsw_free(hnsw_t *h)
     cdn_free(h);
 }
 
-/* Reallocates the per-node arrays to `span` nodes; the new tail is zero. Caller holds
- * grow_lock for writing (or owns h alone). On failure the arrays that did grow keep their
- * old contents, so the index stays usable at the old span. */
+/* Grows the per-node arrays to `span` nodes; the new tail is zero. Caller holds grow_lock for
+ * writing (or owns h alone). On failure the arrays that did grow are shrunk back, so the index
+ * stays usable at the old span and hnsw_free releases exactly what it holds. */
 static int grow_arrays(hnsw_t *h, uint32_t span)
 {
     /* Mappings (base/mem.h): grown in place or moved without copying, the new part zero. */
@@ -95,7 +95,7 @@ static int grow_arrays(hnsw_t *h, uint32_t span)
     for (int i = 0; i < 4; i++) {
         if (cdn_map_resize(arr[i], h->span * per[i], span * per[i]) == CDN_OK)
             continue;
-        while (i-- > 0) /* back to span entries, so that hnsw_free releases exactly them */
+        while (i-- > 0)
             (void)cdn_map_resize(arr[i], span * per[i], h->span * per[i]);
         return CDN_ERR_NOMEM;
     }

@@ -4,6 +4,7 @@
 #include "api/api.h"
 #include "base/err.h"
 #include "base/mem.h"
+#include "query/compact.h"
 #include "query/search.h"
 #include "query/write.h"
 
@@ -227,6 +228,18 @@ int cordon_collection_drop(cordon_t *db, const char *name, cordon_error *err)
     cdn_err_t e = {0, ""};
     NEED(db && name, "cordon_collection_drop needs a name");
     return api_ret(engine_coll_drop(db->e, name, &e), &e, err);
+}
+
+int cordon_collection_compact(cordon_t *db, const char *name, cordon_compact_stats *stats,
+                              cordon_error *err)
+{
+    cdn_err_t e = {0, ""};
+    engine_compact_stats_t st;
+    NEED(db && name, "cordon_collection_compact needs a name");
+    int rc = engine_coll_compact(db->e, name, &st, &e);
+    if (stats)
+        *stats = (cordon_compact_stats){st.rows_before, st.rows_after, st.compacted, st.ms};
+    return api_ret(rc, &e, err);
 }
 
 static void fill_info(const coll_t *c, cordon_collection_info *o)

@@ -52,6 +52,7 @@ int cdn_hook_kill_at(const char *spec)
     } points[] = {{"vectors_unsynced", CDN_HOOK_VECTORS_UNSYNCED},
                   {"committed", CDN_HOOK_COMMITTED},
                   {"file_written", CDN_HOOK_FILE_WRITTEN},
+                  {"compact_written", CDN_HOOK_COMPACT_WRITTEN},
                   {"model_applied", CDN_HOOK_MODEL_APPLIED},
                   {"model_stored", CDN_HOOK_MODEL_STORED}};
     const char *colon = strchr(spec, ':');

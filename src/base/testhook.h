@@ -20,6 +20,8 @@ typedef enum cdn_hook_point {
     /* a file replaced whole (a checkpoint of a graph, codes or text index) is written to its
      * temporary name, neither synced nor renamed. */
     CDN_HOOK_FILE_WRITTEN,
+    /* a compaction has written and synced its new files, nothing committed yet; */
+    CDN_HOOK_COMPACT_WRITTEN,
     /* a permission-model change is installed in memory, nothing of it stored yet; */
     CDN_HOOK_MODEL_APPLIED,
     /* a permission-model change (its log record and history) is committed, not yet
@@ -42,9 +44,9 @@ void cdn_hook_run(cdn_hook_point_t point);
 void cdn_hook_kill_after(cdn_hook_point_t point, long n);
 
 /* Crash trials of a whole program (`cordon serve` reads CORDON_CRASH_AT): spec is
- * "<point>:<n>", point one of vectors_unsynced, committed, file_written, model_applied,
- * model_stored, for
- * cdn_hook_kill_after. 0, or -1 for a spec that is not of that form (nothing installed). */
+ * "<point>:<n>", point one of vectors_unsynced, committed, file_written, compact_written,
+ * model_applied, model_stored, for cdn_hook_kill_after. 0, or -1 for a spec that is not of that
+ * form (nothing installed). */
 int cdn_hook_kill_at(const char *spec);
 
 #endif

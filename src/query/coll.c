@@ -4,6 +4,7 @@
 #include "query/coll.h"
 #include "base/mem.h"
 
+#include <dirent.h>
 #include <jansson.h>
 #include <stdio.h>
 #include <string.h>
@@ -49,6 +50,10 @@ int coll_config_encode(const coll_config_t *cfg, char **json)
     /* Written only when set, so records of collections without one stay as they were. */
     if (o && cfg->authorizer[0] &&
         json_object_set_new(o, "authorizer", json_string(cfg->authorizer)) != 0) {
+        json_decref(o);
+        o = NULL;
+    }
+    if (o && cfg->gen && json_object_set_new(o, "file_gen", json_integer(cfg->gen)) != 0) {
         json_decref(o);
         o = NULL;
     }
@@ -104,6 +109,11 @@ int coll_config_decode(const char *json, size_t len, coll_config_t *cfg, cdn_err
         goto done;
     if (x)
         memcpy(cfg->authorizer, json_string_value(x), json_string_length(x) + 1);
+    x = json_object_get(o, "file_gen"); /* absent before the first compaction */
+    if (x && (!json_is_integer(x) || json_integer_value(x) < 0 ||
+              json_integer_value(x) > (json_int_t)UINT32_MAX))
+        goto done;
+    cfg->gen = x ? (uint32_t)json_integer_value(x) : 0;
     if (strlen(an) >= COLL_ANALYZER_MAX || (meta && !json_is_array(meta)) ||
         json_array_size(meta) > COLL_META_FIELDS_MAX)
         goto done;
@@ -141,13 +151,54 @@ done:
     return rc;
 }
 
-void coll_checkpoints_remove(const char *dir, uint32_t id, int with_calibration)
+void coll_checkpoints_remove(const char *dir, uint32_t id, uint32_t gen, int with_calibration)
 {
     static const char *const ext[] = {"hnsw", "text", "q8", "efauto"};
     char path[4096];
     for (size_t i = 0; i < sizeof ext / sizeof ext[0] - !with_calibration; i++)
-        if (coll_file_path(dir, id, ext[i], path, sizeof path) == 0)
+        if (coll_file_path(dir, id, gen, ext[i], path, sizeof path) == 0)
             unlink(path);
+}
+
+void coll_files_remove(const char *dir, const coll_config_t *cfg)
+{
+    char path[4096];
+    if (coll_vecfile_path(dir, cfg, path, sizeof path) == 0)
+        unlink(path);
+    coll_checkpoints_remove(dir, cfg->id, cfg->gen, 1);
+}
+
+void coll_files_sweep(const char *dir, const coll_config_t *cfg)
+{
+    char path[4096];
+    uint32_t gen;
+    DIR *d = opendir(dir);
+    struct dirent *de;
+    if (!d)
+        return;
+    while ((de = readdir(d)) != NULL)
+        if (coll_file_gen(de->d_name, cfg->id, &gen) == 0 && gen != cfg->gen &&
+            snprintf(path, sizeof path, "%s/%s", dir, de->d_name) < (int)sizeof path)
+            unlink(path);
+    closedir(d);
+}
+
+int coll_file_copy(const char *from, const char *to)
+{
+    char buf[4096];
+    size_t n;
+    int rc = 0;
+    FILE *in = fopen(from, "rb"), *out = in ? fopen(to, "wb") : NULL;
+    while (out && (n = fread(buf, 1, sizeof buf, in)) > 0)
+        if (fwrite(buf, 1, n, out) != n)
+            rc = -1;
+    if (!in || !out || ferror(in))
+        rc = -1;
+    if (out && fclose(out) != 0)
+        rc = -1;
+    if (in)
+        fclose(in);
+    return rc;
 }
 
 int coll_create_state(const char *dir, const coll_config_t *cfg, coll_t **out, cdn_err_t *err)
@@ -173,7 +224,7 @@ int coll_create_state(const char *dir, const coll_config_t *cfg, coll_t **out, c
     if ((rc = coll_text_create(cfg, &c->text, err)) != 0)
         goto fail;
     if (cfg->dim) {
-        if ((rc = coll_vecfile_path(dir, cfg->id, path, sizeof path)) != 0) {
+        if ((rc = coll_vecfile_path(dir, cfg, path, sizeof path)) != 0) {
             cdn_err_set(err, rc, "data directory path too long");
             goto fail;
         }
@@ -384,8 +435,8 @@ static void coll_codes_open(const char *dir, coll_t *c)
     char path[4096];
     vec_view_t v;
     quant_t *q = NULL;
-    if (!c->quant || c->next_row == 0 || coll_file_path(dir, c->cfg.id, "q8", path, sizeof path) ||
-        access(path, F_OK))
+    if (!c->quant || c->next_row == 0 ||
+        coll_file_path(dir, c->cfg.id, c->cfg.gen, "q8", path, sizeof path) || access(path, F_OK))
         return;
     coll_view(c, &v);
     int rc = quant_load(path, &v, &q);
@@ -406,7 +457,7 @@ int coll_codes_save(const char *dir, coll_t *c, cdn_err_t *err)
     if (!c->quant || !quant_is_trained(c->quant) || quant_count(c->quant) == c->quant_saved)
         return CDN_OK;
     uint32_t rows = quant_count(c->quant);
-    if ((rc = coll_file_path(dir, c->cfg.id, "q8", path, sizeof path)) != 0 ||
+    if ((rc = coll_file_path(dir, c->cfg.id, c->cfg.gen, "q8", path, sizeof path)) != 0 ||
         (rc = quant_save(c->quant, path)) != 0)
         return cdn_err_set(err, rc, "cannot save the 8-bit codes of \"%s\"", c->cfg.name);
     c->quant_saved = rows;

@@ -42,6 +42,9 @@ typedef struct coll_config {
     int bm25_global; /* BM25 statistics over every chunk, not the subject's readable set */
     /* The outside authorizer its reads also ask (authz/pdp.h), "" for none. */
     char authorizer[COLL_AUTHORIZER_MAX + 1];
+    /* The generation of its files: a compaction (query/compact.c) writes the next one beside
+     * the current and switches to it in the commit that renumbers the rows. */
+    uint32_t gen;
 } coll_config_t;
 
 typedef struct coll {
@@ -84,6 +87,9 @@ typedef struct coll {
     atomic_int refs;
     atomic_int broken;  /* in-memory state missed a committed write: fail closed */
     atomic_int dropped; /* set under lock (held exclusively) as the drop commits */
+    /* Set under lock (held exclusively) as a compaction commits a renumbered copy in its place
+     * (query/compact.c): readers that find it set look the collection up again. */
+    atomic_int superseded;
 } coll_t;
 
 /* Checks a collection name: 1..128 bytes of [a-z0-9_-], not starting with '_' or '-'. */
@@ -104,14 +110,29 @@ void coll_ref(coll_t *c);
 /* Drops a reference; the last one frees the collection. */
 void coll_unref(coll_t *c);
 
-/* Path of the collection's vector file (ext "vec") or graph checkpoint ("hnsw") under the
- * data directory, into buf. */
-int coll_file_path(const char *dir, uint32_t id, const char *ext, char *buf, size_t size);
-#define coll_vecfile_path(dir, id, buf, size) coll_file_path(dir, id, "vec", buf, size)
+/* Path of the collection's vector file (ext "vec") or graph checkpoint ("hnsw") of file
+ * generation gen under the data directory, into buf: "coll-ID.EXT", "coll-ID-gGEN.EXT" past
+ * generation 0. */
+int coll_file_path(const char *dir, uint32_t id, uint32_t gen, const char *ext, char *buf,
+                   size_t size);
+#define coll_vecfile_path(dir, cfg, buf, size)                                                     \
+    coll_file_path(dir, (cfg)->id, (cfg)->gen, "vec", buf, size)
+/* The generation a collection file's name (no directory) carries, for a file of collection
+ * id: 0 and *gen set, or -1 for any other name. */
+int coll_file_gen(const char *name, uint32_t id, uint32_t *gen);
 
-/* Removes the collection's derived files, each rebuilt from the rows when missing: the graph,
- * text index and 8-bit codes checkpoints, and (with_calibration) the calibrated breadths. */
-void coll_checkpoints_remove(const char *dir, uint32_t id, int with_calibration);
+/* Removes every file of cfg's generation (vector file, checkpoints, calibration). */
+void coll_files_remove(const char *dir, const coll_config_t *cfg);
+/* Removes the files of cfg's collection that belong to another generation than cfg's: those a
+ * compaction that stopped half way (before or after its commit) left. */
+void coll_files_sweep(const char *dir, const coll_config_t *cfg);
+/* Copies a small file (calibration) whole to a new name; 0 or -1. */
+int coll_file_copy(const char *from, const char *to);
+
+/* Removes the collection's derived files of generation gen, each rebuilt from the rows when
+ * missing: the graph, text index and 8-bit codes checkpoints, and (with_calibration) the
+ * calibrated breadths. */
+void coll_checkpoints_remove(const char *dir, uint32_t id, uint32_t gen, int with_calibration);
 
 /* Brings the graph up to date at open: loads the checkpoint if it is sound (else starts
  * empty), inserts live rows it lacks and deletes rows that died since. */

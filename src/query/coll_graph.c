@@ -162,7 +162,8 @@ static void efauto_read(const char *dir, coll_t *c)
     unsigned rows = 0, ef = 0, nq = 0, efq = 0, efd = 0, dense = 0;
     double recall = 0, d10 = 0, recallq = 0, recalld = 0;
     FILE *f;
-    if (coll_file_path(dir, c->cfg.id, "efauto", path, sizeof path) || !(f = fopen(path, "r")))
+    if (coll_file_path(dir, c->cfg.id, c->cfg.gen, "efauto", path, sizeof path) ||
+        !(f = fopen(path, "r")))
         return;
     if (fgets(line, sizeof line, f) &&
         sscanf(line,
@@ -187,7 +188,7 @@ int coll_graph_open(const char *dir, coll_t *c, cdn_err_t *err)
     hnsw_t *h = NULL;
     uint64_t rows = 0;
     int rc;
-    if ((rc = coll_file_path(dir, c->cfg.id, "hnsw", path, sizeof path)) != 0)
+    if ((rc = coll_file_path(dir, c->cfg.id, c->cfg.gen, "hnsw", path, sizeof path)) != 0)
         return cdn_err_set(err, rc, "data directory path too long");
     if (access(path, F_OK) == 0) {
         rc = hnsw_load(path, &h, &rows);
@@ -238,7 +239,7 @@ static void calib_take(coll_t *c, const hnsw_calib_t *cal, uint32_t rows)
 static int efauto_file(const char *dir, const coll_t *c, const hnsw_calib_t *cal, uint32_t rows)
 {
     char path[4096];
-    if (coll_file_path(dir, c->cfg.id, "efauto", path, sizeof path))
+    if (coll_file_path(dir, c->cfg.id, c->cfg.gen, "efauto", path, sizeof path))
         return -1;
     int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, CDN_FILE_MODE);
     FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
@@ -303,7 +304,7 @@ int coll_graph_save(const char *dir, coll_t *c, cdn_err_t *err)
         efauto_write(dir, c); /* a collection measured on far fewer rows, or never */
         return CDN_OK;
     }
-    if ((rc = coll_file_path(dir, c->cfg.id, "hnsw", path, sizeof path)) != 0 ||
+    if ((rc = coll_file_path(dir, c->cfg.id, c->cfg.gen, "hnsw", path, sizeof path)) != 0 ||
         (rc = hnsw_save(c->hnsw, path, c->next_row)) != 0)
         return cdn_err_set(err, rc, "cannot save the vector graph of \"%s\"", c->cfg.name);
     c->hnsw_saved = c->next_row;

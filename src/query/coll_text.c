@@ -184,7 +184,7 @@ int coll_text_open(const char *dir, store_txn_t *t, coll_t *c, cdn_err_t *err)
     uint64_t rows = 0;
     struct catch_ctx k = {c, t, 0, CDN_OK, err};
     int rc;
-    if ((rc = coll_file_path(dir, c->cfg.id, "text", path, sizeof path)) != 0)
+    if ((rc = coll_file_path(dir, c->cfg.id, c->cfg.gen, "text", path, sizeof path)) != 0)
         return cdn_err_set(err, rc, "data directory path too long");
     if (access(path, F_OK) == 0) {
         rc = textidx_load(path, &loaded, &rows, NULL);
@@ -225,7 +225,7 @@ int coll_text_save(const char *dir, coll_t *c, cdn_err_t *err)
     int rc;
     if (!c->text_dirty)
         return CDN_OK;
-    if ((rc = coll_file_path(dir, c->cfg.id, "text", path, sizeof path)) != 0 ||
+    if ((rc = coll_file_path(dir, c->cfg.id, c->cfg.gen, "text", path, sizeof path)) != 0 ||
         (rc = textidx_save(c->text, path, c->next_row, err)) != 0)
         return cdn_err_set(err, rc, "cannot save the text index of \"%s\"", c->cfg.name);
     c->text_dirty = 0;

@@ -71,6 +71,7 @@ static int load_collection(void *ctx, const void *key, size_t klen, const void *
     (void)klen;
     if ((rc = coll_config_decode(val, vlen, &cfg, cc->err)) != 0)
         return rc;
+    coll_files_sweep(cc->e->dir, &cfg); /* a compaction's other generation, if it stopped */
     if ((rc = coll_load(cc->e->dir, cc->t, &cfg, &c, cc->err)) != 0)
         return rc;
     atomic_store(&c->has_objects, acl_index_allowed_ids(c->acl, names_object, cc->e));
@@ -340,7 +341,7 @@ void engine_close(engine_t *e)
         if (atomic_load(&e->colls[i]->broken)) {
             /* Its indexes missed a committed write: saving them would make the loss
              * permanent. Remove the checkpoints; the next open rebuilds from the rows. */
-            coll_checkpoints_remove(e->dir, e->colls[i]->cfg.id, 0);
+            coll_checkpoints_remove(e->dir, e->colls[i]->cfg.id, e->colls[i]->cfg.gen, 0);
             coll_unref(e->colls[i]);
             continue;
         }
@@ -388,6 +389,35 @@ int engine_coll_get(engine_t *e, const char *name, coll_t **out, cdn_err_t *err)
         return cdn_err_set(err, CDN_ERR_NOT_FOUND, "no such collection \"%s\"", name);
     *out = c;
     return CDN_OK;
+}
+
+int engine_coll_rdlock(engine_t *e, coll_t **c, cdn_err_t *err)
+{
+    for (;;) {
+        pthread_rwlock_rdlock(&(*c)->lock);
+        if (!atomic_load(&(*c)->superseded))
+            return CDN_OK;
+        pthread_rwlock_unlock(&(*c)->lock);
+        coll_t *n;
+        int rc = engine_coll_get(e, (*c)->cfg.name, &n, err);
+        if (rc)
+            return rc;
+        coll_unref(*c);
+        *c = n;
+    }
+}
+
+void engine_coll_replace(engine_t *e, coll_t *old, coll_t *new_c)
+{
+    pthread_rwlock_wrlock(&e->meta_lock);
+    for (size_t i = 0; i < e->ncolls; i++)
+        if (e->colls[i] == old) {
+            coll_ref(new_c);
+            e->colls[i] = new_c;
+            coll_unref(old);
+            break;
+        }
+    pthread_rwlock_unlock(&e->meta_lock);
 }
 
 static int commit_revision(engine_t *e, store_txn_t *t, cdn_err_t *err)
@@ -473,7 +503,7 @@ done:
     if (rc && made && cfg.dim) { /* not created: remove any vector file it made (the id is
                                     unused, so the file can be no other collection's) */
         char path[4096];
-        if (coll_vecfile_path(e->dir, cfg.id, path, sizeof path) == 0)
+        if (coll_vecfile_path(e->dir, &cfg, path, sizeof path) == 0)
             unlink(path);
     }
     coll_unref(c);
@@ -537,9 +567,9 @@ int engine_coll_drop(engine_t *e, const char *name, cdn_err_t *err)
     e->ncolls--;
     pthread_rwlock_unlock(&e->meta_lock);
     /* The file goes now; searches still holding c read through their own mapping. */
-    if (c->cfg.dim && coll_vecfile_path(e->dir, c->cfg.id, path, sizeof path) == 0)
+    if (c->cfg.dim && coll_vecfile_path(e->dir, &c->cfg, path, sizeof path) == 0)
         unlink(path);
-    coll_checkpoints_remove(e->dir, c->cfg.id, 1);
+    coll_checkpoints_remove(e->dir, c->cfg.id, c->cfg.gen, 1);
     c->hnsw_dirty = c->text_dirty = 0; /* dropped: nothing to save */
     coll_unref(c);
 done:
@@ -597,7 +627,7 @@ static int text_rebuild(engine_t *e, coll_t *c, const coll_config_t *cfg, cdn_er
     int rc;
     if ((rc = coll_text_create(cfg, &fresh, err)) != 0)
         return rc;
-    if (coll_file_path(e->dir, c->cfg.id, "text", path, sizeof path) == 0)
+    if (coll_file_path(e->dir, c->cfg.id, c->cfg.gen, "text", path, sizeof path) == 0)
         unlink(path);
     c->text = fresh;
     c->cfg = *cfg; /* the rows are indexed by the new field list */

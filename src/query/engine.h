@@ -69,6 +69,15 @@ int engine_check(engine_t *e, cdn_err_t *err);
  * CDN_ERR_NOT_FOUND with a message naming it. */
 int engine_coll_get(engine_t *e, const char *name, coll_t **out, cdn_err_t *err);
 
+/* Takes (*c)'s read lock, first moving *c to the collection's current copy when a compaction
+ * (compact.h) replaced it since the lookup: the store's row numbers are the new copy's from its
+ * commit on. 0 with the lock held on *c (the caller owns *c's reference, as before), or
+ * CDN_ERR_NOT_FOUND when the collection was dropped meanwhile (no lock held). */
+int engine_coll_rdlock(engine_t *e, coll_t **c, cdn_err_t *err);
+/* Puts new in old's place in the collection list (which takes a reference to new and drops
+ * its reference to old). Under the writer lock. */
+void engine_coll_replace(engine_t *e, coll_t *old, coll_t *new_c);
+
 /* Creates a collection and, when attrs_json is not NULL, its attrs, in one commit: no reader
  * and no restart sees the one without the other. */
 int engine_coll_create(engine_t *e, const coll_config_t *cfg, const char *attrs_json,

@@ -234,11 +234,12 @@ int search_knn(engine_t *e, const char *name, const engine_asker_t *who, const s
         engine_read_begin(e, &r);
         if ((rc = engine_subject_resolve(e, c, who, "search", &s, err)) == CDN_OK) {
             cdn_hook_run(CDN_HOOK_SUBJECT_RESOLVED);
-            pthread_rwlock_rdlock(&c->lock);
-            rc = knn_locked(e, c, &s, q, query, out, err);
-            cdn_hook_run(CDN_HOOK_SEARCH_READ);
-            current = engine_subject_current(e, &s, &out->revision) && !out->ahead;
-            pthread_rwlock_unlock(&c->lock);
+            if ((rc = engine_coll_rdlock(e, &c, err)) == CDN_OK) {
+                rc = knn_locked(e, c, &s, q, query, out, err);
+                cdn_hook_run(CDN_HOOK_SEARCH_READ);
+                current = engine_subject_current(e, &s, &out->revision) && !out->ahead;
+                pthread_rwlock_unlock(&c->lock);
+            }
             engine_subject_release(&s);
         }
         if (rc || !current) {
@@ -311,7 +312,7 @@ static int get_locked(engine_t *e, coll_t *c, const unsigned char *key, size_t k
 
 /* One attempt of search_get at one permission state: the view's ids, then the record. With
  * detect_ahead, a store ahead of memory sets *ahead and reads nothing. */
-static int get_once(engine_t *e, coll_t *c, const engine_subject_t *who, const unsigned char *key,
+static int get_once(engine_t *e, coll_t **cp, const engine_subject_t *who, const unsigned char *key,
                     size_t klen, const char *filter, json_t **obj, float **vec, uint64_t *rev,
                     int *readable, int detect_ahead, int *ahead, int *current, cdn_err_t *err)
 {
@@ -319,7 +320,10 @@ static int get_once(engine_t *e, coll_t *c, const engine_subject_t *who, const u
     size_t nview = 0;
     int rc, ignored = 0;
     *ahead = *readable = 0;
-    pthread_rwlock_rdlock(&c->lock);
+    *current = 1;
+    if ((rc = engine_coll_rdlock(e, cp, err)) != 0)
+        return rc;
+    coll_t *c = *cp;
     rc = engine_subject_ids(e, who, &view, &nview, err);
     if (rc == CDN_OK)
         rc = get_locked(e, c, key, klen, filter, view, nview, obj, vec, rev, readable,
@@ -357,7 +361,7 @@ int search_get(engine_t *e, const char *name, const engine_asker_t *who, const c
         engine_read_begin(e, &r);
         if ((rc = engine_subject_resolve(e, c, who, "read", &s, err)) == CDN_OK) {
             cdn_hook_run(CDN_HOOK_SUBJECT_RESOLVED);
-            rc = get_once(e, c, &s, key, klen, filter_json, obj, vec, rev, &readable, waits < 100,
+            rc = get_once(e, &c, &s, key, klen, filter_json, obj, vec, rev, &readable, waits < 100,
                           &ahead, &current, err);
             engine_subject_release(&s);
         }
@@ -420,7 +424,11 @@ int search_record(engine_t *e, const char *name, const char *id, json_t **obj, f
     if ((rc = engine_coll_get(e, name, &c, err)) != 0)
         return rc;
     klen = coll_chunk_key(c->cfg.id, id, key, sizeof key);
-    pthread_rwlock_rdlock(&c->lock); /* the vector of the row the record names */
+    /* the vector of the row the record names */
+    if ((rc = engine_coll_rdlock(e, &c, err)) != 0) {
+        coll_unref(c);
+        return rc;
+    }
     if ((rc = store_txn_begin(e->store, 0, &t, err)) != 0)
         goto done;
     if (!klen || store_get(t, STORE_CHUNKS, key, klen, &v, &vlen) != CDN_OK)

@@ -164,6 +164,20 @@ int hnsw_repair(hnsw_t *h, const vec_view_t *view, unsigned threads, hnsw_repair
 int hnsw_repair_range(hnsw_t *h, const vec_view_t *view, uint32_t first, uint32_t count,
                       unsigned threads, hnsw_repair_stats_t *stats);
 
+/* map[] value of a node hnsw_compact leaves out. */
+#define HNSW_COMPACT_GONE UINT32_MAX
+
+/* A copy of h holding only the nodes map keeps, renumbered: node i (i < n_map) becomes node
+ * map[i] of *out, or is left out when map[i] is HNSW_COMPACT_GONE; nodes from n_map on are left
+ * out. Kept nodes must be present and not deleted, and map them one to one onto 0..n_new-1.
+ * Links to nodes left out are dropped, so run hnsw_repair first: then no kept node links to a
+ * deleted one and only lists that named another left-out node shrink. Levels, list order and
+ * the entry point (if kept; else a kept node of the highest level) carry over: the copy
+ * searches as h does over the kept nodes. h may be searched meanwhile; inserts, deletes and
+ * repairs wait. Returns 0, CDN_ERR_INVALID (a map that is not such a bijection) or
+ * CDN_ERR_NOMEM; *out is freed with hnsw_free. */
+int hnsw_compact(hnsw_t *h, const uint32_t *map, uint32_t n_map, uint32_t n_new, hnsw_t **out);
+
 /* Marks id deleted: it keeps routing searches but never appears in results.
  * Returns 0 or CDN_ERR_NOT_FOUND (never inserted). Deleting twice is fine. */
 int hnsw_delete(hnsw_t *h, uint32_t id);

@@ -289,3 +289,39 @@ int quant_rows_match(const quant_t *q, const vec_view_t *v, uint32_t n)
     cdn_free(scratch);
     return same;
 }
+
+int quant_compact(const quant_t *q, const uint32_t *map, uint32_t n_map, uint32_t n_new,
+                  quant_t **out)
+{
+    quant_t *o = NULL;
+    *out = NULL;
+    if (!q || !q->trained || (n_map && !map))
+        return CDN_ERR_INVALID;
+    quant_snap_t r = quant_snap(q);
+    if (n_map > r.count)
+        n_map = r.count; /* rows past the count were never encoded */
+    for (uint32_t i = 0; i < n_map; i++)
+        if (map[i] != UINT32_MAX && map[i] >= n_new)
+            return CDN_ERR_INVALID;
+    if (quant_create(q->dim, &o, NULL))
+        return CDN_ERR_NOMEM;
+    memcpy(o->lo, q->lo, q->stride * sizeof(float));
+    memcpy(o->s, q->s, q->stride * sizeof(float));
+    memcpy(o->center, q->center, q->stride * sizeof(float));
+    o->trained = 1;
+    if (n_new && quant_reserve_rows(o, n_new)) {
+        quant_free(o);
+        return CDN_ERR_NOMEM;
+    }
+    quant_snap_t w = quant_snap(o);
+    w.dir = o->chunks;
+    for (uint32_t i = 0; i < n_map; i++) {
+        if (map[i] == UINT32_MAX)
+            continue;
+        memcpy(quant_row_codes(&w, map[i]), quant_row_codes(&r, i), q->stride);
+        memcpy(quant_row_bits(&w, map[i]), quant_row_bits(&r, i), q->bstride);
+    }
+    __atomic_store_n(&o->count, n_new, __ATOMIC_RELEASE);
+    *out = o;
+    return CDN_OK;
+}

@@ -61,6 +61,16 @@ int quant_train(quant_t *q, const vec_view_t *v, const uint32_t *ids, size_t n, 
  * or CDN_ERR_NOMEM (then rows already encoded stay valid). */
 int quant_encode_rows(quant_t *q, const vec_view_t *v, uint32_t first, uint32_t n, cdn_err_t *err);
 
+/* A copy of q's training and of the codes of the rows map keeps, renumbered: row i
+ * (i < n_map, i < quant_count(q)) becomes row map[i] of *out, or is left out when map[i] is
+ * UINT32_MAX; quant_count(*out) is n_new, and a row of it no kept row lands on stays unknown
+ * (re-ranked, as a row never encoded). The codes restate the same floats under their new row
+ * numbers, so they need no re-encoding. Safe alongside searches of q. Returns 0,
+ * CDN_ERR_INVALID (untrained q, a target row >= n_new) or CDN_ERR_NOMEM; *out is freed with
+ * quant_free. */
+int quant_compact(const quant_t *q, const uint32_t *map, uint32_t n_map, uint32_t n_new,
+                  quant_t **out);
+
 /* 1 once quant_train has succeeded. */
 int quant_is_trained(const quant_t *q);
 

@@ -15,6 +15,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "base/err.h"
@@ -358,6 +359,76 @@ static void test_repair_in_slices_ends_as_one_repair(void **state)
     hnsw_free(h);
 }
 
+/* hnsw_compact after a repair: the copy holds the live nodes only, renumbered in order, and
+ * every search of it returns the original's hits under their new ids (no live list named a
+ * deleted node, so both walk the same nodes). Maps that keep a deleted node, or are not one to
+ * one, are refused; the copy saves and loads. */
+static void test_compact_renumbers_the_live_nodes(void **state)
+{
+    fixture_t *f = *state;
+    hnsw_t *h, *c = NULL;
+    assert_int_equal(tu_build_graph(&f->view, VEC_METRIC_L2, 100, 2, &h), 0);
+    roaring_bitmap_t *del = delete_share(h, 0.4, 9);
+    assert_int_equal(hnsw_repair(h, &f->view, 2, NULL), 0);
+    uint32_t *map = malloc(N * sizeof *map), *back = malloc(N * sizeof *back), n_new = 0;
+    float *rows = malloc((size_t)N * DIM * sizeof *rows);
+    for (uint32_t i = 0; i < N; i++) {
+        map[i] = roaring_bitmap_contains(del, i) ? HNSW_COMPACT_GONE : n_new;
+        if (map[i] != HNSW_COMPACT_GONE) {
+            memcpy(rows + (size_t)n_new * DIM, f->data + (size_t)i * DIM, DIM * sizeof *rows);
+            back[n_new++] = i;
+        }
+    }
+    /* refused: a deleted node kept, two nodes on one id, a count that does not match */
+    uint32_t first_del = roaring_bitmap_minimum(del), keep = map[first_del];
+    map[first_del] = 0;
+    assert_int_equal(hnsw_compact(h, map, N, n_new, &c), CDN_ERR_INVALID);
+    map[first_del] = keep;
+    assert_int_equal(hnsw_compact(h, map, N, n_new + 1, &c), CDN_ERR_INVALID);
+    assert_null(c);
+    assert_int_equal(hnsw_compact(h, map, N, n_new, &c), 0);
+    hnsw_info_t info;
+    hnsw_get_info(c, &info);
+    assert_int_equal(info.nodes, n_new);
+    assert_int_equal(info.deleted, 0);
+    vec_view_t cv = {rows, DIM, DIM, n_new};
+    for (uint32_t qi = 0; qi < NQ; qi++) {
+        const float *q = f->queries + (size_t)qi * DIM;
+        hnsw_hit_t a[K], b[K];
+        hnsw_stats_t st;
+        uint32_t na = 0, nb = 0;
+        assert_int_equal(
+            hnsw_search(h, &f->view, q, K, 32, NULL, HNSW_MODE_UNFILTERED, 0, &st, a, &na), 0);
+        assert_int_equal(hnsw_search(c, &cv, q, K, 32, NULL, HNSW_MODE_UNFILTERED, 0, &st, b, &nb),
+                         0);
+        assert_int_equal(na, nb);
+        for (uint32_t i = 0; i < na; i++) {
+            assert_int_equal(a[i].id, back[b[i].id]);
+            assert_true(a[i].dist == b[i].dist);
+        }
+    }
+    /* The copy is a graph like any other: it saves and loads. */
+    char path[] = "/tmp/cordon-hnsw-compact-XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    close(fd);
+    hnsw_t *l = NULL;
+    uint64_t rev = 0;
+    assert_int_equal(hnsw_save(c, path, n_new), 0);
+    assert_int_equal(hnsw_load(path, &l, &rev), 0);
+    assert_int_equal(rev, n_new);
+    hnsw_get_info(l, &info);
+    assert_int_equal(info.nodes, n_new);
+    unlink(path);
+    hnsw_free(l);
+    hnsw_free(c);
+    hnsw_free(h);
+    roaring_bitmap_free(del);
+    free(map);
+    free(back);
+    free(rows);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -367,6 +438,7 @@ int main(void)
         cmocka_unit_test(test_repair_in_slices_ends_as_one_repair),
         cmocka_unit_test(test_repaired_count_survives_save_and_load),
         cmocka_unit_test(test_repair_rejects_bad_arguments),
+        cmocka_unit_test(test_compact_renumbers_the_live_nodes),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "base/err.h"
 #include "base/mem.h"
@@ -480,6 +481,64 @@ static void test_quant_reports_nomem_when_allocation_fails(void **state)
     free(x);
 }
 
+/* quant_compact: the codes of the kept rows under their new numbers are what encoding the
+ * renumbered rows gives (the load check re-encodes sample rows and compares them byte for
+ * byte), and the scans over the copy stay exact; a row no kept row lands on stays unknown. */
+static void test_quant_compact_renumbers_the_kept_rows(void **state)
+{
+    (void)state;
+    uint64_t s = 4242;
+    const uint32_t dim = 384, n = 3000;
+    float *x = make_rows(n + 4, dim, DATA_CLUSTERED, VEC_METRIC_COSINE, &s);
+    vec_view_t v = {x, dim, dim, n};
+    quant_t *q = make_quant(&v, 1000), *c = NULL, *l = NULL;
+    uint32_t *map = malloc(n * sizeof *map), kept = 0;
+    float *y = malloc(((size_t)n + 4) * dim * sizeof *y);
+    for (uint32_t i = 0; i < n; i++) {
+        map[i] = i % 3 == 1 ? UINT32_MAX : kept;
+        if (map[i] != UINT32_MAX)
+            memcpy(y + (size_t)kept++ * dim, x + (size_t)i * dim, dim * sizeof *y);
+    }
+    memcpy(y + (size_t)kept * dim, x + (size_t)n * dim, 4 * dim * sizeof *y); /* the queries */
+    map[0] = kept;                                                            /* past n_new */
+    assert_int_equal(quant_compact(q, map, n, kept, &c), CDN_ERR_INVALID);
+    map[0] = 0;
+    assert_int_equal(quant_compact(q, map, n, kept, &c), 0);
+    assert_int_equal(quant_count(c), kept);
+    vec_view_t cv = {y, dim, dim, kept};
+    for (int qi = 0; qi < 4; qi++) {
+        const float *query = y + (size_t)(kept + qi) * dim;
+        roaring_bitmap_t *a = make_allowed(kept, 0.2, &s);
+        assert_same(c, &cv, VEC_METRIC_COSINE, vec_isa_best(), query, NULL, 10, NULL);
+        assert_same(c, &cv, VEC_METRIC_COSINE, vec_isa_best(), query, a, 10, NULL);
+        roaring_bitmap_free(a);
+    }
+    char path[] = "/tmp/cordon-quant-compact-XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    close(fd);
+    assert_int_equal(quant_save(c, path), 0);
+    assert_int_equal(quant_load(path, &cv, &l), 0);
+    assert_int_equal(quant_count(l), kept);
+    unlink(path);
+    quant_free(l);
+    quant_free(c);
+    /* More target rows than kept ones: the rest stay unknown, and the scan stays exact. */
+    assert_int_equal(quant_compact(q, map, n, kept + 2, &c), 0);
+    vec_view_t wide = {y, dim, dim, kept + 2};
+    assert_same(c, &wide, VEC_METRIC_COSINE, vec_isa_best(), y + (size_t)(kept + 2) * dim, NULL, 10,
+                NULL);
+    quant_free(c);
+    quant_t *untrained = NULL;
+    assert_int_equal(quant_create(dim, &untrained, NULL), 0);
+    assert_int_equal(quant_compact(untrained, map, n, kept, &c), CDN_ERR_INVALID);
+    quant_free(untrained);
+    quant_free(q);
+    free(map);
+    free(x);
+    free(y);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -489,6 +548,7 @@ int main(void)
         cmocka_unit_test(test_quant_two_thread_scan_matches_exact_search),
         cmocka_unit_test(test_quant_prunes_most_rows_of_clustered_384d_data),
         cmocka_unit_test(test_quant_every_isa_matches_scalar_and_exact),
+        cmocka_unit_test(test_quant_compact_renumbers_the_kept_rows),
         cmocka_unit_test(test_quant_stays_exact_for_rows_outside_the_training_range),
         cmocka_unit_test(test_quant_stays_exact_on_adversarial_values),
         cmocka_unit_test(test_quant_stays_exact_with_a_large_common_offset),

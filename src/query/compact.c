@@ -1,0 +1,265 @@
+/* compact.c: renumbering a collection's rows to close the gaps that deletes and replaces leave.
+ * A replace appends a row and leaves the old one dead; the vector file, the 8-bit codes and the
+ * graph keep every row ever written. A compaction writes the next generation of the
+ * collection's files with the live rows only, numbered 0..live-1 in their old order, renumbers
+ * the rows in the store and switches to the new files in the same commit.
+ * Relies on coll.h (files, rows), vector/ (graph and codes copies), write_int.h (the commit).
+ *
+ * Why nothing is lost or half seen:
+ * - The next generation's files are written and synced under names no open reads
+ *   (coll_file_path with gen + 1) before anything is committed; a crash before the commit
+ *   leaves them as orphans that the next open removes (coll_files_sweep), a crash after it
+ *   leaves the old generation's files as orphans. The store's commit is the one switch.
+ * - Writers wait on the engine's write lock for the whole compaction, so the rows copied are
+ *   the rows committed; searches go on against the old copy meanwhile.
+ * - The commit happens under the old copy's write lock, and marks it superseded there: a
+ *   reader that takes its read lock afterwards moves to the new copy (engine_coll_rdlock)
+ *   before reading any row number from the store, so a row number of one generation is never
+ *   read against the other's vectors or ACLs. */
+#include "query/compact.h"
+
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "base/clock.h"
+#include "base/mem.h"
+#include "base/testhook.h"
+#include "query/chunkrec.h"
+#include "query/write_int.h"
+
+#define COMPACT_COPY_ROWS 1024 /* vector rows gathered into one write */
+
+/* The vector file of the next generation: the live rows in order, synced. */
+static int copy_vectors(const char *dir, coll_t *c, const coll_config_t *cfg2, const uint32_t *map,
+                        uint32_t n_old, cdn_err_t *err)
+{
+    char path[4096];
+    vecfile_t *vf = NULL;
+    const float *rows[COMPACT_COPY_ROWS];
+    vec_view_t v;
+    uint32_t next = 0, n = 0;
+    int rc;
+    if ((rc = coll_vecfile_path(dir, cfg2, path, sizeof path)) != 0)
+        return cdn_err_set(err, rc, "data directory path too long");
+    if ((rc = vecfile_open(path, cfg2->dim, &vf, err)) != 0)
+        return rc;
+    coll_view(c, &v);
+    for (uint32_t r = 0; r < n_old && rc == CDN_OK; r++) {
+        if (map[r] == HNSW_COMPACT_GONE)
+            continue;
+        rows[n++] = vec_row(&v, r);
+        if (n == COMPACT_COPY_ROWS) {
+            rc = vecfile_write(vf, next, rows, n, err);
+            next += n;
+            n = 0;
+        }
+    }
+    if (rc == CDN_OK && n)
+        rc = vecfile_write(vf, next, rows, n, err);
+    if (rc == CDN_OK)
+        rc = vecfile_sync(vf, err);
+    vecfile_close(vf);
+    return rc;
+}
+
+/* The graph and codes checkpoints of the next generation, renumbered copies of the current
+ * ones (the graph repaired first, so no kept node loses a link to a deleted one), and the
+ * calibrated breadths (measured on more rows than the copy has: they still apply). */
+static int copy_indexes(const char *dir, coll_t *c, const coll_config_t *cfg2, const uint32_t *map,
+                        uint32_t n_old, uint32_t n_new, cdn_err_t *err)
+{
+    char path[4096], from[4096];
+    hnsw_info_t info;
+    vec_view_t v;
+    int rc = CDN_OK;
+    coll_view(c, &v);
+    hnsw_get_info(c->hnsw, &info);
+    if (info.deleted_linked && (rc = hnsw_repair(c->hnsw, &v, 0, NULL)) != 0)
+        return cdn_err_set(err, rc, "cannot repair the vector graph: %s", cdn_strerror(rc));
+    hnsw_t *h2 = NULL;
+    if ((rc = hnsw_compact(c->hnsw, map, n_old, n_new, &h2)) != 0)
+        return cdn_err_set(err, rc, "cannot copy the vector graph: %s", cdn_strerror(rc));
+    if ((rc = coll_file_path(dir, cfg2->id, cfg2->gen, "hnsw", path, sizeof path)) == 0)
+        rc = hnsw_save(h2, path, n_new);
+    hnsw_free(h2);
+    if (rc)
+        return cdn_err_set(err, rc, "cannot save the compacted graph: %s", cdn_strerror(rc));
+    if (c->quant && quant_is_trained(c->quant)) {
+        quant_t *q2 = NULL;
+        if ((rc = quant_compact(c->quant, map, n_old, n_new, &q2)) == 0 &&
+            (rc = coll_file_path(dir, cfg2->id, cfg2->gen, "q8", path, sizeof path)) == 0)
+            rc = quant_save(q2, path);
+        quant_free(q2);
+        if (rc)
+            return cdn_err_set(err, rc, "cannot save the compacted codes: %s", cdn_strerror(rc));
+    }
+    if (coll_file_path(dir, c->cfg.id, c->cfg.gen, "efauto", from, sizeof from) == 0 &&
+        coll_file_path(dir, cfg2->id, cfg2->gen, "efauto", path, sizeof path) == 0)
+        coll_file_copy(from, path); /* a missing copy is measured again: no error */
+    return CDN_OK;
+}
+
+/* Renumbers the live rows in t: the row and ACL records move to their new keys and each chunk
+ * record names its new row. Ascending order keeps every move onto a free key: a live row's new
+ * number is at most its old one, and the rows below it have already moved. */
+static int renumber(store_txn_t *t, coll_t *c, const uint32_t *map, uint32_t n_old)
+{
+    unsigned char ok[8], nk[8], ck[COLL_KEY_MAX];
+    uint32_t acl[2 + ACL_MAX_PRINCIPALS];
+    const void *v;
+    size_t vlen;
+    int rc = CDN_OK;
+    for (uint32_t r = 0; r < n_old && rc == CDN_OK; r++) {
+        if (map[r] == HNSW_COMPACT_GONE || map[r] == r)
+            continue;
+        const char *id = coll_row_id(c, r);
+        size_t klen = coll_chunk_key(c->cfg.id, id, ck, sizeof ck);
+        coll_row_key(c->cfg.id, r, ok);
+        coll_row_key(c->cfg.id, map[r], nk);
+        if (store_get(t, STORE_ACLS, ok, 8, &v, &vlen) != CDN_OK || vlen > sizeof acl || !klen)
+            return CDN_ERR_CORRUPT;
+        memcpy(acl, v, vlen);
+        if ((rc = store_del(t, STORE_ACLS, ok, 8)) != 0 ||
+            (rc = store_put(t, STORE_ACLS, nk, 8, acl, vlen)) != 0 ||
+            (rc = store_del(t, STORE_ROWS, ok, 8)) != 0 ||
+            (rc = store_put(t, STORE_ROWS, nk, 8, id, strlen(id))) != 0)
+            return rc;
+        if (store_get(t, STORE_CHUNKS, ck, klen, &v, &vlen) != CDN_OK || vlen < 4)
+            return CDN_ERR_CORRUPT;
+        char *rec = cdn_malloc(vlen);
+        if (!rec)
+            return CDN_ERR_NOMEM;
+        memcpy(rec, v, vlen);
+        store_be32((unsigned char *)rec, map[r]); /* chunkrec.h: the row leads the record */
+        rc = store_put(t, STORE_CHUNKS, ck, klen, rec, vlen);
+        cdn_free(rec);
+    }
+    return rc;
+}
+
+/* Writes the renumbered rows, the row count and the configuration naming the next generation
+ * into t. */
+static int store_next(store_txn_t *t, coll_t *c, const coll_config_t *cfg2, const uint32_t *map,
+                      uint32_t n_old, uint32_t n_new)
+{
+    unsigned char k[8], v[4];
+    char *json = NULL;
+    int rc = renumber(t, c, map, n_old);
+    if (rc)
+        return rc;
+    memcpy(k, "next", 4);
+    store_be32(k + 4, c->cfg.id);
+    store_be32(v, n_new);
+    if ((rc = store_put(t, STORE_META, k, 8, v, 4)) != 0)
+        return rc;
+    if ((rc = coll_config_encode(cfg2, &json)) != 0)
+        return rc;
+    rc = store_put(t, STORE_COLLECTIONS, cfg2->name, strlen(cfg2->name), json, strlen(json));
+    cdn_free(json);
+    return rc;
+}
+
+/* Builds and commits the next generation of c; on success *out is its loaded copy. */
+static int compact_locked(engine_t *e, coll_t *c, const uint32_t *map, uint32_t n_old,
+                          uint32_t n_new, coll_t **out, cdn_err_t *err)
+{
+    coll_config_t cfg2 = c->cfg;
+    store_txn_t *t = NULL;
+    coll_t *n2 = NULL;
+    uint64_t rev;
+    int rc;
+    cfg2.gen = c->cfg.gen + 1;
+    coll_files_remove(e->dir, &cfg2); /* a compaction that died before its commit */
+    if (c->vf && ((rc = copy_vectors(e->dir, c, &cfg2, map, n_old, err)) != 0 ||
+                  (rc = copy_indexes(e->dir, c, &cfg2, map, n_old, n_new, err)) != 0))
+        goto fail;
+    cdn_hook_run(CDN_HOOK_COMPACT_WRITTEN);
+    if ((rc = store_txn_begin(e->store, 1, &t, err)) != 0)
+        goto fail;
+    if ((rc = store_next(t, c, &cfg2, map, n_old, n_new)) != 0) {
+        cdn_err_set(err, rc, "cannot renumber the rows: %s", cdn_strerror(rc));
+        goto fail;
+    }
+    /* The copy is loaded as an open would, from the transaction's own writes: it is ready
+     * before the commit, which then only has to switch. */
+    if ((rc = coll_load(e->dir, t, &cfg2, &n2, err)) != 0)
+        goto fail;
+    atomic_store(&n2->has_objects, atomic_load(&c->has_objects));
+    pthread_rwlock_wrlock(&c->lock);
+    rc = write_commit(e, t, &rev, err);
+    t = NULL; /* committed or aborted: gone either way */
+    if (rc == CDN_OK) {
+        engine_coll_replace(e, c, n2);
+        atomic_store(&c->superseded, 1);
+        atomic_store(&e->revision, rev);
+    }
+    pthread_rwlock_unlock(&c->lock);
+    if (rc) {
+        /* The commit may have reached the disk before failing: the next open keeps whichever
+         * generation the store names and removes the other, so nothing is removed here. */
+        coll_unref(n2);
+        return rc;
+    }
+    *out = n2;
+    return CDN_OK;
+fail:
+    if (t)
+        store_txn_abort(t);
+    coll_unref(n2);
+    coll_files_remove(e->dir, &cfg2);
+    return rc;
+}
+
+int engine_coll_compact(engine_t *e, const char *name, engine_compact_stats_t *st,
+                        cdn_err_t *err)
+{
+    coll_t *c = NULL, *n2 = NULL;
+    uint32_t *map = NULL;
+    uint64_t t0 = cdn_clock_ns();
+    int rc;
+    memset(st, 0, sizeof *st);
+    pthread_mutex_lock(&e->write_lock);
+    if ((rc = engine_coll_get(e, name, &c, err)) != 0)
+        goto done;
+    if (atomic_load(&c->broken)) {
+        rc = cdn_err_set(err, CDN_ERR_IO,
+                         "collection \"%s\" missed a write in memory; reopen the data directory "
+                         "before compacting it",
+                         name);
+        goto done;
+    }
+    uint32_t n_old = c->next_row, n_new = 0;
+    st->rows_before = n_old;
+    st->rows_after = n_old;
+    if ((uint64_t)c->live == n_old)
+        goto done; /* no gap to close */
+    if (!(map = cdn_malloc((size_t)n_old * sizeof *map))) {
+        rc = cdn_err_set(err, CDN_ERR_NOMEM, "out of memory");
+        goto done;
+    }
+    for (uint32_t r = 0; r < n_old; r++)
+        map[r] = coll_row_id(c, r) ? n_new++ : HNSW_COMPACT_GONE;
+    if (n_new != c->live) {
+        rc = cdn_err_set(err, CDN_ERR_INTERNAL, "collection \"%s\" counts %llu live rows, its row "
+                         "map %u", name, (unsigned long long)c->live, n_new);
+        goto done;
+    }
+    if ((rc = compact_locked(e, c, map, n_old, n_new, &n2, err)) != 0)
+        goto done;
+    /* Committed: the old generation's files are orphans now; searches still reading the old
+     * copy keep their own mapping of them. */
+    c->hnsw_dirty = c->text_dirty = 0;
+    coll_files_remove(e->dir, &c->cfg);
+    coll_map_rows(n2); /* as after an open */
+    st->rows_after = n_new;
+    st->compacted = 1;
+    coll_unref(n2);
+done:
+    pthread_mutex_unlock(&e->write_lock);
+    if (c)
+        coll_unref(c);
+    cdn_free(map);
+    st->ms = (double)(cdn_clock_ns() - t0) / 1e6;
+    return rc;
+}

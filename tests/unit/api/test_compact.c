@@ -1,0 +1,128 @@
+/* test_compact.c: cordon_collection_compact renumbers a collection's live rows and rewrites its
+ * files without the rows deletes and replaces left behind: every answer (exact searches, BM25,
+ * gets, with their scores) is the same before, after and after a reopen, graph searches leak
+ * nothing and keep their recall; the old generation's files are gone; writes and a second
+ * compaction work afterwards; a kill before or after its commit leaves the collection as before
+ * or as after, with no stray files. Searches beside a compaction: test_compact_race.c.
+ * Relies on cmocka, fork and the test hooks (base/testhook.h). */
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include "base/testhook.h"
+#include "compact_testutil.h"
+
+static char before[1 << 17], after[1 << 17];
+
+static void test_compact_keeps_every_answer(void **state)
+{
+    (void)state;
+    char dir[256];
+    cordon_t *db = NULL;
+    cordon_compact_stats st;
+    cordon_error e;
+    make_vectors();
+    api_db_open(dir, sizeof dir, &db);
+    fill(db);
+    uint64_t rows0 = rows_of(db);
+    assert_int_equal(rows0, N + N * 3 / 10);
+    answers(db, before, sizeof before);
+    if (cordon_collection_compact(db, "docs", &st, &e))
+        fail_msg("compact: %s", e.message);
+    assert_int_equal(st.compacted, 1);
+    assert_int_equal(st.rows_before, rows0);
+    assert_int_equal(st.rows_after, live_count());
+    assert_int_equal(rows_of(db), live_count());
+    answers(db, after, sizeof after);
+    assert_string_equal(before, after);
+    check_graph_searches(db);
+    assert_int_equal(file_gens(dir), 1u << 1); /* generation 0's files are gone */
+
+    /* The same after a reopen, from the new generation's files. */
+    api_db_reopen(dir, &db);
+    assert_int_equal(rows_of(db), live_count());
+    answers(db, after, sizeof after);
+    assert_string_equal(before, after);
+    assert_int_equal(file_gens(dir), 1u << 1);
+
+    /* Nothing dead: nothing rewritten. */
+    assert_int_equal(cordon_collection_compact(db, "docs", &st, NULL), 0);
+    assert_int_equal(st.compacted, 0);
+    assert_int_equal(st.rows_after, live_count());
+    assert_int_equal(file_gens(dir), 1u << 1);
+    assert_int_equal(cordon_collection_compact(db, "nope", NULL, &e), CORDON_ERR_NOT_FOUND);
+
+    /* Writes go on from the new numbering, and a second compaction closes their gaps. */
+    put_range(db, 0, 100, 1); /* the same replaced chunks again: new rows, same answers */
+    assert_int_equal(rows_of(db), live_count() + 30);
+    answers(db, after, sizeof after);
+    assert_string_equal(before, after);
+    assert_int_equal(cordon_collection_compact(db, "docs", &st, NULL), 0);
+    assert_int_equal(st.compacted, 1);
+    assert_int_equal(rows_of(db), live_count());
+    answers(db, after, sizeof after);
+    assert_string_equal(before, after);
+    assert_int_equal(file_gens(dir), 1u << 2);
+    api_db_close(dir, db);
+}
+
+/* A kill at the compaction's last step before its commit, or right after the commit. */
+static void crash_at(cdn_hook_point_t point, int committed)
+{
+    char dir[256];
+    cordon_t *db = NULL;
+    api_db_open(dir, sizeof dir, &db);
+    fill(db);
+    uint64_t rows0 = rows_of(db);
+    answers(db, before, sizeof before);
+    cordon_close(db);
+    fflush(NULL);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        cordon_t *cdb = NULL;
+        if (cordon_open(dir, NULL, &cdb, NULL))
+            _exit(3);
+        cdn_hook_kill_after(point, 1);
+        cordon_collection_compact(cdb, "docs", NULL, NULL);
+        _exit(4); /* the hook kills before this */
+    }
+    int status;
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    assert_true(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+    assert_int_equal(cordon_open(dir, NULL, &db, NULL), 0);
+    assert_int_equal(rows_of(db), committed ? (uint64_t)live_count() : rows0);
+    assert_int_equal(file_gens(dir), committed ? 1u << 1 : 1u); /* the other one swept */
+    answers(db, after, sizeof after);
+    assert_string_equal(before, after);
+    api_db_close(dir, db);
+}
+
+static void test_compact_survives_a_kill_before_its_commit(void **state)
+{
+    (void)state;
+    make_vectors();
+    crash_at(CDN_HOOK_COMPACT_WRITTEN, 0);
+}
+
+static void test_compact_survives_a_kill_after_its_commit(void **state)
+{
+    (void)state;
+    make_vectors();
+    crash_at(CDN_HOOK_COMMITTED, 1);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_compact_keeps_every_answer),
+        cmocka_unit_test(test_compact_survives_a_kill_before_its_commit),
+        cmocka_unit_test(test_compact_survives_a_kill_after_its_commit),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -18,6 +18,7 @@ int cli_explain(int argc, char **argv);
 int cli_list(int argc, char **argv);
 int cli_info(int argc, char **argv);
 int cli_drop(int argc, char **argv);
+int cli_compact(int argc, char **argv);
 int cli_delete(int argc, char **argv);
 int cli_set_acl(int argc, char **argv);
 int cli_keys(int argc, char **argv);

@@ -1,5 +1,5 @@
-/* cmd_coll.c: `cordon list`, `cordon info` and `cordon drop`: the collections of a data
- * directory, their settings and sizes. Relies on the public API only. */
+/* cmd_coll.c: `cordon list`, `cordon info`, `cordon drop` and `cordon compact`: the
+ * collections of a data directory, their settings and sizes. Relies on the public API only. */
 #include "cli/cli.h"
 
 #include <getopt.h>
@@ -21,6 +21,13 @@ static const char drop_usage[] =
     "usage: cordon drop --data DIR --collection NAME\n\n"
     "Drops the collection with every chunk in it, for good (one transaction).\n";
 
+static const char compact_usage[] =
+    "usage: cordon compact --data DIR [--collection NAME]\n\n"
+    "Gives back the space deleted and replaced chunks hold: each collection's live rows are\n"
+    "renumbered and its vector file, graph, codes and text index rewritten with them only.\n"
+    "Every collection when no --collection is given. Needs room on disk for a second copy of\n"
+    "the collection's files while it runs; a crash leaves each collection as before or after.\n";
+
 static const char *metric_name(cordon_metric m)
 {
     return m == CORDON_METRIC_DOT ? "dot_product" : m == CORDON_METRIC_L2 ? "l2_norm" : "cosine";
@@ -37,9 +44,10 @@ static const char *kind_name(cordon_meta_kind k)
     return "?";
 }
 
-/* The options every command here takes; *json and *coll may be NULL when not accepted. */
+/* The options every command here takes; json and coll may be NULL when not accepted, and a
+ * --collection is required when need_coll is set. */
 static int parse(int argc, char **argv, const char *usage, const char **dir, const char **coll,
-                 int *json)
+                 int need_coll, int *json)
 {
     static const struct option opts[] = {{"data", 1, 0, 'd'},
                                          {"collection", 1, 0, 'c'},
@@ -60,7 +68,7 @@ static int parse(int argc, char **argv, const char *usage, const char **dir, con
             return c == 'h' ? 0 : 2;
         }
     }
-    if (optind < argc || (coll && !*coll)) {
+    if (optind < argc || (need_coll && !*coll)) {
         fprintf(stderr, "cordon %s: %s\n%s", argv[0],
                 optind < argc ? "unexpected argument" : "give --collection NAME", usage);
         return 2;
@@ -83,7 +91,7 @@ int cli_list(int argc, char **argv)
     cordon_t *db = NULL;
     cordon_error err;
     size_t n = 0;
-    int json = 0, rc = parse(argc, argv, list_usage, &dir, NULL, &json);
+    int json = 0, rc = parse(argc, argv, list_usage, &dir, NULL, 0, &json);
     if (rc >= 0)
         return rc;
     if (cli_open(dir, 1, &db))
@@ -188,7 +196,7 @@ int cli_info(int argc, char **argv)
     cordon_collection_info ci;
     cordon_t *db = NULL;
     cordon_error err;
-    int json = 0, rc = parse(argc, argv, info_usage, &dir, &coll, &json);
+    int json = 0, rc = parse(argc, argv, info_usage, &dir, &coll, 1, &json);
     if (rc >= 0)
         return rc;
     if (cli_open(dir, 1, &db))
@@ -209,7 +217,7 @@ int cli_drop(int argc, char **argv)
     const char *dir = NULL, *coll = NULL;
     cordon_t *db = NULL;
     cordon_error err;
-    int rc = parse(argc, argv, drop_usage, &dir, &coll, NULL);
+    int rc = parse(argc, argv, drop_usage, &dir, &coll, 1, NULL);
     if (rc >= 0)
         return rc;
     if (cli_open(dir, 1, &db))
@@ -219,4 +227,43 @@ int cli_drop(int argc, char **argv)
         printf("dropped \"%s\"; revision %llu\n", coll, (unsigned long long)cordon_revision(db));
     cordon_close(db);
     return rc ? cli_fail("drop", &err) : 0;
+}
+
+static int compact_one(cordon_t *db, const char *name)
+{
+    cordon_compact_stats st;
+    cordon_error err;
+    if (cordon_collection_compact(db, name, &st, &err))
+        return cli_fail("compact", &err);
+    if (st.compacted)
+        printf("%-24s %llu rows -> %llu (%.1f s)\n", name, (unsigned long long)st.rows_before,
+               (unsigned long long)st.rows_after, st.ms / 1e3);
+    else
+        printf("%-24s %llu rows, none dead: nothing to do\n", name,
+               (unsigned long long)st.rows_before);
+    return 0;
+}
+
+int cli_compact(int argc, char **argv)
+{
+    const char *dir = NULL, *coll = NULL;
+    cordon_collection_info *all = NULL;
+    cordon_t *db = NULL;
+    cordon_error err;
+    size_t n = 0;
+    int rc = parse(argc, argv, compact_usage, &dir, &coll, 0, NULL);
+    if (rc >= 0)
+        return rc;
+    if (cli_open(dir, 1, &db))
+        return 1;
+    if (coll)
+        rc = compact_one(db, coll);
+    else if (cordon_collection_list(db, &all, &n, &err))
+        rc = cli_fail("compact", &err);
+    else
+        for (size_t i = 0; i < n && rc <= 0; i++)
+            rc = compact_one(db, all[i].name);
+    cordon_free(all);
+    cordon_close(db);
+    return rc > 0 ? rc : 0;
 }

@@ -20,6 +20,7 @@ static const struct command {
     {"list", cli_list, "list the collections"},
     {"info", cli_info, "a collection's settings and sizes"},
     {"drop", cli_drop, "drop a collection and its chunks"},
+    {"compact", cli_compact, "give back the space of deleted and replaced chunks"},
     {"delete", cli_delete, "delete chunks by id"},
     {"set-acl", cli_set_acl, "replace the ACL of chunks"},
     {"asof", cli_asof, "could a subject read a chunk at a past moment, and what it could read"},

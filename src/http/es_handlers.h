@@ -17,6 +17,8 @@ void es_index_delete(http_ctx_t *ctx, http_req_t *req, http_resp_t *resp);
 void es_mapping_get_route(http_ctx_t *ctx, http_req_t *req, http_resp_t *resp);
 void es_mapping_put_route(http_ctx_t *ctx, http_req_t *req, http_resp_t *resp);
 void es_refresh(http_ctx_t *ctx, http_req_t *req, http_resp_t *resp);
+/* POST /{index}/_forcemerge: gives back the rows of deleted and replaced documents. */
+void es_forcemerge(http_ctx_t *ctx, http_req_t *req, http_resp_t *resp);
 /* 1 when the caller may see index (search it, or administer the server). */
 int es_visible(http_ctx_t *ctx, const http_req_t *req, const char *index);
 /* Loads the index named by req->seg[0] when the caller may see it; else fills resp (404). */

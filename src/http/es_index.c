@@ -268,3 +268,32 @@ void es_refresh(http_ctx_t *ctx, http_req_t *req, http_resp_t *resp)
     es_reply(resp, 200,
              json_pack("{s:{s:i, s:i, s:i}}", "_shards", "total", 1, "successful", 1, "failed", 0));
 }
+
+void es_forcemerge(http_ctx_t *ctx, http_req_t *req, http_resp_t *resp)
+{
+    es_index_t ix;
+    cordon_error err = {0};
+    int rc;
+    /* Elasticsearch merges segments and expunges deleted documents; here the one thing to
+     * give back is the rows deletes and replaces left: cordon_collection_compact. Its
+     * parameters (max_num_segments, only_expunge_deletes, flush) change nothing here. */
+    if (es_index_open(ctx, req, resp, &ix))
+        return;
+    es_index_release(&ix);
+    if (!es_allowed(ctx, req, req->seg[0], "manage")) {
+        es_error(resp, 403, "security_exception",
+                 "action [indices:admin/forcemerge] is unauthorized for API key [%s] on index "
+                 "[%s]",
+                 req->caller.key.id, req->seg[0]);
+        return;
+    }
+    if ((rc = cordon_collection_compact(ctx->db, req->seg[0], NULL, &err)) != 0) {
+        if (rc == CORDON_ERR_NOT_FOUND)
+            es_error_index(resp, req->seg[0]);
+        else
+            es_error_cordon(resp, rc, &err, NULL);
+        return;
+    }
+    es_reply(resp, 200,
+             json_pack("{s:{s:i, s:i, s:i}}", "_shards", "total", 1, "successful", 1, "failed", 0));
+}

@@ -105,6 +105,7 @@ static const route_t routes[] = {
     {"POST", "/{index}/_refresh", es_refresh, 0, 0},
     {"GET", "/{index}/_refresh", es_refresh, 0, 0},
     {"POST", "/{index}/_delete_by_query", es_delete_by_query, 1, 0},
+    {"POST", "/{index}/_forcemerge", es_forcemerge, 1, 0},
     {"GET", "/{index}/_mapping", es_mapping_get_route, 0, 0},
     {"PUT", "/{index}/_mapping", es_mapping_put_route, 1, 0},
     {"POST", "/{index}/_mapping", es_mapping_put_route, 1, 0},

@@ -34,7 +34,7 @@ def search(cordon, data, *args):
 def test_help_lists_every_command(cordon):
     out = cordon("--help", check=0).stdout
     for cmd in ("demo", "load", "search", "model", "check", "explain", "bench", "list",
-                "info", "drop", "delete", "set-acl"):
+                "info", "drop", "compact", "delete", "set-acl"):
         assert cmd in out
     assert cordon("frobnicate").returncode == 2
 

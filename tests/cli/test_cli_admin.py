@@ -1,6 +1,6 @@
-"""The command line's collection and chunk commands (list, info, drop, delete, set-acl), what
-`cordon load --create` infers from a file (vector dimension, metadata fields), its notes and
-progress, search filters, and each model verb's own --help."""
+"""The command line's collection and chunk commands (list, info, drop, compact, delete,
+set-acl), what `cordon load --create` infers from a file (vector dimension, metadata fields), its
+notes and progress, search filters, and each model verb's own --help."""
 import json
 
 from test_cli import CHUNKS, load, search, write_lines
@@ -186,3 +186,28 @@ def test_history_prune_keeps_later_states(cordon, data, tmp_path):
     p = cordon(*base, "--revision", str(revs[0]), check=1)
     assert "history starts" in p.stderr
     assert cordon("history", "prune", "--data", data, check=2).returncode == 2
+
+
+def test_compact_gives_back_the_rows_of_replaced_and_deleted_chunks(cordon, data, tmp_path):
+    path = write_lines(tmp_path, CHUNKS)
+    load(cordon, data, path)
+    cordon("load", "--data", data, "--collection", "docs", "--quiet", path,
+           check=0)                                      # every chunk replaced: rows left behind
+    cordon("delete", "--data", data, "--collection", "docs", "a", check=0)
+    info = json.loads(cordon("info", "--data", data, "--collection", "docs", "--json",
+                             check=0).stdout)
+    assert info["chunks"] == 2 and info["rows"] == 6
+    before = search(cordon, data, "--as", "group:all,eng", "--vector", "1,0,0")
+    p = cordon("compact", "--data", data, check=0)
+    assert "6 rows -> 2" in p.stdout
+    info = json.loads(cordon("info", "--data", data, "--collection", "docs", "--json",
+                             check=0).stdout)
+    assert info["chunks"] == 2 and info["rows"] == 2
+    after = search(cordon, data, "--as", "group:all,eng", "--vector", "1,0,0")
+    assert after["hits"] == before["hits"]
+    assert search(cordon, data, "--as", "user:mallory,group:all", "--vector", "0,0,1")["hits"] == []
+    p = cordon("compact", "--data", data, "--collection", "docs", check=0)
+    assert "nothing to do" in p.stdout
+    p = cordon("compact", "--data", data, "--collection", "nope", check=1)
+    assert 'no such collection "nope"' in p.stderr
+    assert cordon("compact", "--data", data, "stray", check=2).returncode == 2

@@ -588,3 +588,44 @@ def test_index_auto_creates_with_dynamic_mapping(corpus):
             "size": 500})
         assert {h["_id"] for h in r["hits"]["hits"]} == {
             i for i, d in notes.items() if readable(d, who) and d["metadata"]["page"] >= 5}
+
+
+def test_forcemerge_gives_back_replaced_rows_and_changes_no_answer(corpus):
+    """indices.forcemerge compacts the collection (cordon_collection_compact): every search and
+    get answers the same after it; a caller without the manage right is refused."""
+    rng = random.Random(77)
+    docs = make_docs(rng, 400, prefix="m")
+    corpus.admin.indices.create(index="merge", body={"mappings": MAPPING})
+    ok, _ = helpers.bulk(corpus.admin, ({"_index": "merge", "_id": i, "_source": d}
+                                        for i, d in sorted(docs.items())))
+    assert ok == 400
+    again = make_docs(random.Random(78), 200, prefix="m")  # the first 200 replaced
+    docs.update(again)
+    helpers.bulk(corpus.admin, ({"_index": "merge", "_id": i, "_source": d}
+                                for i, d in sorted(again.items())))
+    for i in ("m0001", "m0350"):
+        corpus.admin.delete(index="merge", id=i)
+        del docs[i]
+    query = {"knn": {"field": "emb", "query_vector": docs["m0002"]["emb"], "k": 20,
+                     "num_candidates": 100}, "size": 20}
+    text = {"query": {"match": {"body": "alpha bravo"}}, "size": 50}
+
+    def answers():
+        out = []
+        for who in ("alice", "bob", "dave"):
+            for body in (query, text):
+                r = corpus.call(who, "key", "search", index="merge", body=body)
+                check_docs(docs, "merge", who, r)
+                out.append([(h["_id"], h["_score"]) for h in r["hits"]["hits"]])
+            out.append(corpus.call(who, "key", "count", index="merge")["count"])
+        return out
+
+    before = answers()
+    with pytest.raises(es.AuthorizationException):
+        corpus.call("dave", "key", "indices.forcemerge", index="merge")
+    r = corpus.admin.indices.forcemerge(index="merge")
+    assert r["_shards"]["successful"] == 1 and r["_shards"]["failed"] == 0
+    assert answers() == before
+    with pytest.raises(es.NotFoundError):
+        corpus.admin.indices.forcemerge(index="no-such-index")
+    corpus.admin.indices.delete(index="merge")

@@ -3,8 +3,9 @@
  * leaves the old ones as tombstones; this loads N generated chunks, replaces a share of them in
  * batches and, at checkpoints, measures recall@10 (against the benchmark's own brute force over
  * the live vectors), search latency, engine memory, the collection's sizes and the data directory
- * on disk; then a fresh collection of the final live vectors, measured the same way, is the
- * baseline. Relies on the public API (cordon.h), bench_gen, bench_util and base/clock, base/mem. */
+ * on disk; then it compacts the collection (cordon_collection_compact) and measures again, and a
+ * fresh collection of the final live vectors, measured the same way, is the baseline. Relies on the
+ * public API (cordon.h), bench_gen, bench_util and base/clock, base/mem. */
 #include "bench_churn.h"
 #include "base/clock.h"
 #include "base/mem.h"
@@ -46,6 +47,7 @@ typedef struct churn_opts {
 typedef struct churn_point {
     const char *phase;
     double share, recall, p50_ms, p99_ms, rss_mb, file_mb, puts_per_s, reopen_s;
+    double compact_s;            /* the compaction's time (phase "compact") */
     cordon_collection_info info; /* rows, chunks and the sizes */
     uint64_t disk_bytes;
     char plans[160];
@@ -78,8 +80,10 @@ static void usage(FILE *f)
                "  (a new permutation each pass: at most once per chunk for F <= 1). After the\n"
                "  load and at C points over the replacing, Q held-out queries (k 10, auto):\n"
                "  recall@10 against a brute force over the live vectors, p50/p99 ms, engine RSS\n"
-               "  (own arrays left out), rows, sizes, disk, plans. Then a fresh collection of\n"
-               "  the final vectors, measured alike, and the last checkpoint's ratios to it.\n"
+               "  (own arrays left out), rows, sizes, disk, plans. Then the collection is\n"
+               "  compacted (cordon_collection_compact) and measured again; then a fresh\n"
+               "  collection of the final vectors, measured alike, and the ratios to it of the\n"
+               "  last checkpoint and of the compacted collection.\n"
                "  Exits 1 on an engine error or a hit that is not a live chunk.\n"
                "  --reopen-each: close and reopen before every checkpoint (what a restart sees).\n"
                "  --data DIR: use and keep DIR/churn and DIR/fresh (default: a temporary\n"
@@ -427,6 +431,23 @@ static int run_churn(churn_run_t *r, churn_point_t *pts)
     return rc;
 }
 
+/* Compacts the churned collection, open as it is, and measures it like a checkpoint. */
+static int compact_measure(churn_run_t *r, const churn_point_t *last, churn_point_t *p)
+{
+    cordon_compact_stats st;
+    cordon_error e = {0};
+    int rc = cordon_collection_compact(r->db, CHURN_COLL, &st, &e);
+    if (rc) {
+        fprintf(stderr, "cordon bench churn: compact: %s (%s)\n", e.message, cordon_strerror(rc));
+        return rc;
+    }
+    p->compact_s = st.ms / 1e3;
+    rc = measure(r, 0, p);
+    p->phase = "compact";
+    p->share = last->share;
+    return rc;
+}
+
 #define MB(x) ((double)(x) / 1048576.0)
 #define CHURN_RATIOS 7
 
@@ -453,10 +474,19 @@ static void ratios(const churn_point_t *last, const churn_point_t *fresh, double
         out[i] = figure(fresh, i) > 0 ? figure(last, i) / figure(fresh, i) : 0;
 }
 
+static void print_ratios(const char *what, const churn_point_t *p, const churn_point_t *fresh)
+{
+    double rt[CHURN_RATIOS];
+    ratios(p, fresh, rt);
+    printf("%s / fresh build:", what);
+    for (int i = 0; i < CHURN_RATIOS; i++)
+        printf(" %s %.*f%s", ratio_names[i], i == 2 ? 4 : 2, rt[i],
+               i + 1 < CHURN_RATIOS ? "," : "\n");
+}
+
 static void print_table(const churn_run_t *r, const churn_point_t *pts, size_t n)
 {
     const churn_opts_t *o = &r->o;
-    double rt[CHURN_RATIOS];
     printf("churn benchmark: generated topics %zu x %zu (cosine), replacing %g x %zu chunks in "
            "puts of %zu, %zu queries, k %d, strategy auto%s\n",
            o->size, o->dim, o->replace, o->size, o->batch, o->queries, CHURN_K,
@@ -476,11 +506,9 @@ static void print_table(const churn_run_t *r, const churn_point_t *pts, size_t n
                MB(p->info.codes_bytes), MB(p->info.acl_bytes), MB(p->disk_bytes), p->puts_per_s,
                p->plans);
     }
-    ratios(&pts[n - 2], &pts[n - 1], rt);
-    printf("\nlast checkpoint / fresh build:");
-    for (int i = 0; i < CHURN_RATIOS; i++)
-        printf(" %s %.*f%s", ratio_names[i], i == 2 ? 4 : 2, rt[i],
-               i + 1 < CHURN_RATIOS ? "," : "\n");
+    printf("\ncompaction %.2f s\n", pts[n - 2].compact_s);
+    print_ratios("last checkpoint", &pts[n - 3], &pts[n - 1]);
+    print_ratios("compacted", &pts[n - 2], &pts[n - 1]);
 }
 
 static json_t *json_point(const churn_point_t *p)
@@ -497,19 +525,27 @@ static json_t *json_point(const churn_point_t *p)
                      p->reopen_s, "plans", p->plans);
 }
 
-static int print_json(const churn_run_t *r, const churn_point_t *pts, size_t n)
+static json_t *json_ratios(const churn_point_t *p, const churn_point_t *fresh)
 {
     double rt[CHURN_RATIOS];
-    json_t *rows = json_array(), *rat = json_object();
-    ratios(&pts[n - 2], &pts[n - 1], rt);
+    json_t *rat = json_object();
+    ratios(p, fresh, rt);
+    for (int i = 0; rat && i < CHURN_RATIOS; i++)
+        json_object_set_new(rat, ratio_names[i], json_real(rt[i]));
+    return rat;
+}
+
+static int print_json(const churn_run_t *r, const churn_point_t *pts, size_t n)
+{
+    json_t *rows = json_array();
     for (size_t i = 0; i < n; i++)
         json_array_append_new(rows, json_point(&pts[i]));
-    for (int i = 0; i < CHURN_RATIOS; i++)
-        json_object_set_new(rat, ratio_names[i], json_real(rt[i]));
     json_t *doc =
-        json_pack("{s:I, s:I, s:f, s:I, s:b, s:o, s:o}", "size", (json_int_t)r->o.size, "dim",
-                  (json_int_t)r->o.dim, "replace", r->o.replace, "batch", (json_int_t)r->o.batch,
-                  "reopen_each", r->o.reopen_each, "rows", rows, "ratios", rat);
+        json_pack("{s:I, s:I, s:f, s:I, s:b, s:o, s:o, s:o, s:f}", "size", (json_int_t)r->o.size,
+                  "dim", (json_int_t)r->o.dim, "replace", r->o.replace, "batch",
+                  (json_int_t)r->o.batch, "reopen_each", r->o.reopen_each, "rows", rows, "ratios",
+                  json_ratios(&pts[n - 3], &pts[n - 1]), "ratios_compacted",
+                  json_ratios(&pts[n - 2], &pts[n - 1]), "compact_s", pts[n - 2].compact_s);
     char *t = doc ? json_dumps(doc, JSON_REAL_PRECISION(6)) : NULL;
     if (t)
         printf("%s\n", t);
@@ -574,19 +610,20 @@ static void run_free(churn_run_t *r)
 int bench_churn_main(int argc, char **argv)
 {
     churn_run_t r = {0};
-    churn_point_t *pts = NULL; /* checkpoint 0, the checkpoints, the fresh build */
+    churn_point_t *pts = NULL; /* checkpoint 0, the checkpoints, compacted, the fresh build */
     int rc = parse_opts(argc, argv, &r.o);
     if (rc)
         return rc < 0 ? 0 : rc;
     if ((rc = make_dirs(&r)) != 0)
         return rc;
-    size_t n = r.o.checkpoints + 2;
+    size_t n = r.o.checkpoints + 3;
     if (!(pts = cdn_calloc(n, sizeof *pts)))
         rc = CORDON_ERR_NOMEM;
     /* the churned engine is closed before the fresh build, so RSS compares one engine alone */
     rc = rc ? rc : prepare(&r);
     rc = rc ? rc : run_churn(&r, pts);
-    rc = rc ? rc : load_measure(&r, 1, pts[n - 2].share, &pts[n - 1]);
+    rc = rc ? rc : compact_measure(&r, &pts[n - 3], &pts[n - 2]);
+    rc = rc ? rc : load_measure(&r, 1, pts[n - 3].share, &pts[n - 1]);
     if (rc == CORDON_OK)
         rc = r.o.json ? print_json(&r, pts, n) : (print_table(&r, pts, n), 0);
     run_free(&r);

@@ -2,9 +2,11 @@
  * for the configuration record, acl/ for the permission index, coll_graph.c and coll_text.c for
  * the derived indexes and coll_keys.c for file names and store keys. */
 #include "query/coll.h"
+#include "base/fileio.h"
 #include "base/mem.h"
 
 #include <dirent.h>
+#include <fcntl.h>
 #include <jansson.h>
 #include <stdio.h>
 #include <string.h>
@@ -188,7 +190,10 @@ int coll_file_copy(const char *from, const char *to)
     char buf[4096];
     size_t n;
     int rc = 0;
-    FILE *in = fopen(from, "rb"), *out = in ? fopen(to, "wb") : NULL;
+    FILE *in = fopen(from, "rb"), *out = NULL;
+    int fd = in ? open(to, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, CDN_FILE_MODE) : -1;
+    if (fd >= 0 && !(out = fdopen(fd, "wb")))
+        close(fd);
     while (out && (n = fread(buf, 1, sizeof buf, in)) > 0)
         if (fwrite(buf, 1, n, out) != n)
             rc = -1;

@@ -211,8 +211,7 @@ fail:
     return rc;
 }
 
-int engine_coll_compact(engine_t *e, const char *name, engine_compact_stats_t *st,
-                        cdn_err_t *err)
+int engine_coll_compact(engine_t *e, const char *name, engine_compact_stats_t *st, cdn_err_t *err)
 {
     coll_t *c = NULL, *n2 = NULL;
     uint32_t *map = NULL;
@@ -241,8 +240,10 @@ int engine_coll_compact(engine_t *e, const char *name, engine_compact_stats_t *s
     for (uint32_t r = 0; r < n_old; r++)
         map[r] = coll_row_id(c, r) ? n_new++ : HNSW_COMPACT_GONE;
     if (n_new != c->live) {
-        rc = cdn_err_set(err, CDN_ERR_INTERNAL, "collection \"%s\" counts %llu live rows, its row "
-                         "map %u", name, (unsigned long long)c->live, n_new);
+        rc = cdn_err_set(err, CDN_ERR_INTERNAL,
+                         "collection \"%s\" counts %llu live rows, its row "
+                         "map %u",
+                         name, (unsigned long long)c->live, n_new);
         goto done;
     }
     if ((rc = compact_locked(e, c, map, n_old, n_new, &n2, err)) != 0)
@@ -251,7 +252,10 @@ int engine_coll_compact(engine_t *e, const char *name, engine_compact_stats_t *s
      * copy keep their own mapping of them. */
     c->hnsw_dirty = c->text_dirty = 0;
     coll_files_remove(e->dir, &c->cfg);
-    coll_map_rows(n2); /* as after an open */
+    /* As after an open: the pages of the database file the renumbering and the load read,
+     * and the float rows the copy's searches re-score, mapped as an open maps them. */
+    store_release_pages(e->store);
+    coll_map_rows(n2);
     st->rows_after = n_new;
     st->compacted = 1;
     coll_unref(n2);

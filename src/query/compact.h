@@ -18,7 +18,6 @@ typedef struct engine_compact_stats {
  * A crash at any point leaves the collection as before or as after (the next open removes the
  * other generation's files). Returns 0, CDN_ERR_NOT_FOUND, CDN_ERR_IO, CDN_ERR_NOMEM or
  * CDN_ERR_LIMIT (disk or database full), with nothing changed on an error before the commit. */
-int engine_coll_compact(engine_t *e, const char *name, engine_compact_stats_t *st,
-                        cdn_err_t *err);
+int engine_coll_compact(engine_t *e, const char *name, engine_compact_stats_t *st, cdn_err_t *err);
 
 #endif

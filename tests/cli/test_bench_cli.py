@@ -87,14 +87,16 @@ def test_bench_audit_runs_and_prints_its_rows(cordon):
     assert cordon("bench", "audit", "--size", "10").returncode == 2
 
 
-def test_bench_churn_reports_growth_per_checkpoint_and_a_fresh_baseline(cordon):
+def test_bench_churn_reports_growth_per_checkpoint_a_compaction_and_a_fresh_baseline(cordon):
     p = cordon("bench", "churn", "--size", "3000", "--dim", "16", "--queries", "20",
                "--checkpoints", "2", "--format", "json")
     assert p.returncode == 0, (p.stdout, p.stderr)
     doc = json.loads(p.stdout)
     churn = [r for r in doc["rows"] if r["phase"] == "churn"]
     fresh = [r for r in doc["rows"] if r["phase"] == "fresh"]
+    compact = [r for r in doc["rows"] if r["phase"] == "compact"]
     assert len(churn) == 3 and len(fresh) == 1  # checkpoint 0 and two over the replacing
+    assert len(compact) == 1 and doc["rows"][-2]["phase"] == "compact"
     for r in doc["rows"]:
         for key in ("replaced_share", "rows", "chunks", "recall_at_10", "p50_ms", "p99_ms",
                     "rss_mb", "vector_mb", "graph_mb", "codes_mb", "disk_mb"):
@@ -108,6 +110,11 @@ def test_bench_churn_reports_growth_per_checkpoint_and_a_fresh_baseline(cordon):
     assert churn[-1]["vector_mb"] > churn[0]["vector_mb"]
     assert fresh[0]["rows"] == 3000 and fresh[0]["replaced_share"] == 0.3
     assert doc["ratios"]["vector_bytes"] > 1.2
+    # the compaction gives the 900 dead rows back: the files are the fresh build's size
+    assert compact[0]["rows"] == 3000 and compact[0]["replaced_share"] == 0.3
+    assert doc["ratios_compacted"]["vector_bytes"] == 1.0
+    assert doc["ratios_compacted"]["graph_bytes"] <= 1.05
+    assert compact[0]["recall_at_10"] >= 0.9 and doc["compact_s"] > 0
 
 
 def test_bench_rebac_prints_its_rows_and_verifies_its_writes(cordon):

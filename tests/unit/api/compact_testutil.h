@@ -7,6 +7,7 @@
 
 #include <dirent.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 
 #include "api_testutil.h"
 
@@ -126,7 +127,8 @@ static const struct {
 } subjects[] = {{1u << 0, 0}, {1u << 1 | 1u << 2, 0}, {1u << 3, 1}, {(1u << GROUPS) - 1, 0}};
 #define N_SUBJECTS (sizeof subjects / sizeof subjects[0])
 
-static inline void subject_of(size_t s, char names[GROUPS + 1][24], const char **pr, cordon_subject *out)
+static inline void subject_of(size_t s, char names[GROUPS + 1][24], const char **pr,
+                              cordon_subject *out)
 {
     size_t n = 0;
     for (int g = 0; g < GROUPS; g++)
@@ -224,7 +226,8 @@ static inline void check_graph_searches(cordon_t *db)
         }
 }
 
-/* The generation numbers of collection 0's files in dir: bit g set for coll-0[-gG].* . */
+/* The generation numbers of collection 0's files in dir: bit g set for coll-0[-gG].* ; each
+ * must be owner-only. */
 static inline unsigned file_gens(const char *dir)
 {
     unsigned gens = 0;
@@ -237,6 +240,14 @@ static inline unsigned file_gens(const char *dir)
             gens |= 1;
         else if (sscanf(de->d_name, "coll-0-g%u.", &g) == 1 && g < 32)
             gens |= 1u << g;
+        else
+            continue;
+        char path[512];
+        struct stat st;
+        snprintf(path, sizeof path, "%s/%s", dir, de->d_name);
+        assert_int_equal(stat(path, &st), 0);
+        if (st.st_mode & 077) /* owner-only, as every file of a data directory */
+            fail_msg("%s has mode %o", path, (unsigned)(st.st_mode & 0777));
     }
     closedir(d);
     return gens;
@@ -249,6 +260,5 @@ static inline uint64_t rows_of(cordon_t *db)
     assert_int_equal(ci.chunks, (uint64_t)live_count());
     return ci.rows;
 }
-
 
 #endif

@@ -30,8 +30,8 @@ static void *read_loop(void *arg)
         int q = (int)(tu_rand(&s) % QUERIES);
         cordon_query qu = {.vector = queries[q],
                            .k = 10,
-                           .strategy = r->searches % 2 ? CORDON_STRATEGY_PREFILTER
-                                                       : CORDON_STRATEGY_EXACT};
+                           .strategy =
+                               r->searches % 2 ? CORDON_STRATEGY_PREFILTER : CORDON_STRATEGY_EXACT};
         cordon_result *res = NULL;
         cordon_error e;
         if (cordon_search(r->db, "docs", &subj, &qu, &res, &e))

@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "base/clock.h"
+#include "base/fileio.h"
 #include "base/mem.h"
 #include "base/testhook.h"
 #include "query/chunkrec.h"
@@ -60,6 +61,9 @@ static int copy_vectors(const char *dir, coll_t *c, const coll_config_t *cfg2, c
     if (rc == CDN_OK)
         rc = vecfile_sync(vf, err);
     vecfile_close(vf);
+    /* the new name too: the commit will point at it */
+    if (rc == CDN_OK && cdn_file_fsync_dir_of(path) != CDN_OK)
+        rc = cdn_err_set(err, CDN_ERR_IO, "cannot sync the data directory");
     return rc;
 }
 

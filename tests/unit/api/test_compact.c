@@ -14,6 +14,7 @@
 #include <unistd.h>
 #include <cmocka.h>
 
+#include "base/mem.h"
 #include "base/testhook.h"
 #include "compact_testutil.h"
 
@@ -117,12 +118,56 @@ static void test_compact_survives_a_kill_after_its_commit(void **state)
     crash_at(CDN_HOOK_COMMITTED, 1);
 }
 
+/* Allocation failures at steps spread over the whole compaction (every step up to 64, then
+ * growing by half): each failed compaction reports the error and changes nothing, no answer,
+ * no row count, no file; the first that runs to its end compacts. */
+static void test_compact_under_allocation_failures(void **state)
+{
+    (void)state;
+    char dir[256];
+    cordon_t *db = NULL;
+    make_vectors();
+    api_db_open(dir, sizeof dir, &db);
+    fill(db);
+    uint64_t rows0 = rows_of(db);
+    answers(db, before, sizeof before);
+    int failed = 0, done = 0;
+    for (long n = 0; !done && n < 10000000; n = n < 64 ? n + 1 : n + n / 2) {
+        cordon_compact_stats st;
+        cordon_error e;
+        cdn_mem_fail_after(n);
+        int rc = cordon_collection_compact(db, "docs", &st, &e);
+        cdn_mem_fail_after(-1);
+        if (rc == 0) {
+            done = 1;
+            assert_int_equal(st.compacted, 1);
+            break;
+        }
+        failed++;
+        assert_int_equal(rc, CORDON_ERR_NOMEM);
+        assert_int_equal(rows_of(db), rows0);
+        assert_int_equal(file_gens(dir), 1u);
+        answers(db, after, sizeof after);
+        assert_string_equal(before, after);
+    }
+    assert_true(done && failed > 64);
+    print_message("compact: %d allocation failures, each left everything as it was\n", failed);
+    assert_int_equal(rows_of(db), live_count());
+    answers(db, after, sizeof after);
+    assert_string_equal(before, after);
+    api_db_reopen(dir, &db);
+    answers(db, after, sizeof after);
+    assert_string_equal(before, after);
+    api_db_close(dir, db);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_compact_keeps_every_answer),
         cmocka_unit_test(test_compact_survives_a_kill_before_its_commit),
         cmocka_unit_test(test_compact_survives_a_kill_after_its_commit),
+        cmocka_unit_test(test_compact_under_allocation_failures),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

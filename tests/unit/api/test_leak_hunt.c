@@ -6,32 +6,32 @@
  * granted and revoked in a scope (which searches must ignore: scoped grants serve
  * is-authorized in that scope only), a whole-model import of the model's own export, chunks' ACLs
  * changed (allowed groups and users, denies, principals nobody holds, empty ACLs), chunks replaced,
- * deleted and put back, and the collection dropped and created again empty under its name (the
- * same chunk ids then name other chunks: as-of questions must tell the two apart). Reader threads
- * meanwhile search as random users in every mode and strategy (vector auto, exact, prefilter,
- * postfilter; BM25; hybrid; filtered), get chunks and ask for explanations. An oracle written apart
- * from the engine (leak_hunt.h: bit masks of memberships, nesting and ACLs, its own closure over
- * groups) keeps the state after every write, by revision, and judges each answer at the revision it
- * reports: every hit readable, the readable count right, an exact search's hits all of the readable
- * chunks, a search by a user without the role refused (a stale permission otherwise), a get that
- * found a chunk only when it is readable, an explanation readable exactly when the chunk is.
- * CORDON_HUNT_OPS (default 6,000) sets the operations of each seed, CORDON_HUNT_SEEDS (default
- * "1,2") the seeds; a failure names its seed. The hunt runs with the retrieval audit on, and at the
- * end replays the log: one record per answered search and get, and every hit a record says was
- * shown readable by its subject in the oracle's state at the record's revision; the engine's own
- * replay (cordon_audit_verify, from its permission history) must find the same; and random as-of
- * questions (a user, a chunk, a past revision) must get the oracle's answer, tuples included.
- * Tenants and labels too: users move between tenants t0 and t1, chunks belong to a tenant or none
- * and may carry the label secret, and a deny of label:secret is granted to users and revoked; the
- * oracle walls each tenant's chunks off from everyone outside it. Relationship tuples too
- * (leak_hunt_rebac.h): a schema of groups, nested folders and documents with a ban, chunks that
- * name a document, a document's edit or a folder (beside their ACL or instead of it), and writes
- * that share and unshare folders and documents with users and groups, move documents and folders,
- * change groups' members, ban and unban, and swap the schema; the oracle keeps the tuples and its
- * own fixpoint over them in every state. Every answer must also read a revision no older than the
- * one current when the request began, so a tuple deleted (or any write acknowledged) before a
- * search never lets a chunk through. Relies on cmocka, pthreads, jansson (the records), the public
- * API, api_testutil.h and leak_hunt.h. */
+ * deleted and put back, the collection compacted (its rows renumbered), and the collection dropped
+ * and created again empty under its name (the same chunk ids then name other chunks: as-of
+ * questions must tell the two apart). Reader threads meanwhile search as random users in every mode
+ * and strategy (vector auto, exact, prefilter, postfilter; BM25; hybrid; filtered), get chunks and
+ * ask for explanations. An oracle written apart from the engine (leak_hunt.h: bit masks of
+ * memberships, nesting and ACLs, its own closure over groups) keeps the state after every write, by
+ * revision, and judges each answer at the revision it reports: every hit readable, the readable
+ * count right, an exact search's hits all of the readable chunks, a search by a user without the
+ * role refused (a stale permission otherwise), a get that found a chunk only when it is readable,
+ * an explanation readable exactly when the chunk is. CORDON_HUNT_OPS (default 6,000) sets the
+ * operations of each seed, CORDON_HUNT_SEEDS (default "1,2") the seeds; a failure names its seed.
+ * The hunt runs with the retrieval audit on, and at the end replays the log: one record per
+ * answered search and get, and every hit a record says was shown readable by its subject in the
+ * oracle's state at the record's revision; the engine's own replay (cordon_audit_verify, from its
+ * permission history) must find the same; and random as-of questions (a user, a chunk, a past
+ * revision) must get the oracle's answer, tuples included. Tenants and labels too: users move
+ * between tenants t0 and t1, chunks belong to a tenant or none and may carry the label secret, and
+ * a deny of label:secret is granted to users and revoked; the oracle walls each tenant's chunks off
+ * from everyone outside it. Relationship tuples too (leak_hunt_rebac.h): a schema of groups, nested
+ * folders and documents with a ban, chunks that name a document, a document's edit or a folder
+ * (beside their ACL or instead of it), and writes that share and unshare folders and documents with
+ * users and groups, move documents and folders, change groups' members, ban and unban, and swap the
+ * schema; the oracle keeps the tuples and its own fixpoint over them in every state. Every answer
+ * must also read a revision no older than the one current when the request began, so a tuple
+ * deleted (or any write acknowledged) before a search never lets a chunk through. Relies on cmocka,
+ * pthreads, jansson (the records), the public API, api_testutil.h and leak_hunt.h. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -301,7 +301,14 @@ static int write_once(hunt_t *h, uint64_t *s)
         }
     } else if (r < 88) { /* replace a chunk, or put back one that is gone */
         return put_chunk(h, s, c);
-    } else { /* delete a chunk */
+    } else if (r >= 97) { /* compact: every row renumbered while the readers read */
+        if (cordon_collection_compact(h->db, "hunt", NULL, NULL)) {
+            snprintf(h->fail, sizeof h->fail, "seed %llu: the compaction failed",
+                     (unsigned long long)h->seed);
+            return -1;
+        }
+        rev = cordon_revision(h->db); /* the same world at a new revision */
+    } else {                          /* delete a chunk */
         char id[8];
         const char *ids[1] = {id};
         if (!w->live[c])

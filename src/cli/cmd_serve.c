@@ -42,6 +42,31 @@ static void prune_history(cordon_t *db, unsigned days)
         fprintf(stderr, "cordon: the permission history could not be pruned: %s\n", err.message);
 }
 
+/* Compacts the collections whose dead rows reached the configured share (http_config_t). */
+static void compact_due(cordon_t *db, const http_config_t *cfg)
+{
+    cordon_collection_info *all = NULL;
+    cordon_compact_stats st;
+    cordon_error err;
+    size_t n = 0;
+    if (!cfg->compact_dead_percent || cordon_collection_list(db, &all, &n, &err) != CORDON_OK)
+        return;
+    for (size_t i = 0; i < n; i++) {
+        uint64_t rows = all[i].rows, dead = rows - all[i].chunks;
+        if (all[i].chunks > rows || dead < cfg->compact_min_dead_rows ||
+            dead * 100 < (uint64_t)cfg->compact_dead_percent * rows)
+            continue;
+        if (cordon_collection_compact(db, all[i].name, &st, &err) == CORDON_OK)
+            fprintf(stderr, "cordon: compacted \"%s\": %llu rows -> %llu (%.1f s)\n", all[i].name,
+                    (unsigned long long)st.rows_before, (unsigned long long)st.rows_after,
+                    st.ms / 1e3);
+        else if (err.code != CORDON_ERR_NOT_FOUND) /* dropped meanwhile */
+            fprintf(stderr, "cordon: \"%s\" could not be compacted: %s\n", all[i].name,
+                    err.message);
+    }
+    cordon_free(all);
+}
+
 /* The whole of a file of at most 1 MiB as a string (free it), or NULL having said why. */
 static char *read_small_file(const char *path)
 {
@@ -126,7 +151,8 @@ int cli_serve(int argc, char **argv)
     if (crash_at && *crash_at && cdn_hook_kill_at(crash_at) != 0) {
         fprintf(stderr,
                 "cordon serve: CORDON_CRASH_AT takes POINT:N, POINT one of vectors_unsynced, "
-                "committed, file_written and N at least 1 (got '%s')\n",
+                "committed, file_written, compact_written, model_applied, model_stored and N at "
+                "least 1 (got '%s')\n",
                 crash_at);
         cordon_close(db);
         return 2;
@@ -140,16 +166,24 @@ int cli_serve(int argc, char **argv)
            http_server_port(srv), cfg.tls_cert_file[0] ? " over HTTPS" : "");
     fflush(stdout);
     /* Waits for a signal; meanwhile, with history_retain_days, forgets the permission history
-     * older than that, now and every hour. */
+     * older than that, now and every hour, and every compact_check_s compacts the collections
+     * that have enough dead rows (a signal that comes meanwhile waits for it to end). */
+    time_t pruned = 0;
     for (;;) {
-        if (cfg.history_retain_days) {
+        time_t now = time(NULL);
+        if (cfg.history_retain_days && now - pruned >= 3600) {
             prune_history(db, cfg.history_retain_days);
-            struct timespec hour = {3600, 0};
-            if ((sig = sigtimedwait(&set, NULL, &hour)) > 0)
-                break;
-        } else if (sigwait(&set, &sig) == 0) {
-            break;
+            pruned = now;
         }
+        compact_due(db, &cfg);
+        if (!cfg.history_retain_days && !cfg.compact_dead_percent) {
+            if (sigwait(&set, &sig) == 0)
+                break;
+            continue;
+        }
+        struct timespec wait = {cfg.compact_dead_percent ? (time_t)cfg.compact_check_s : 3600, 0};
+        if ((sig = sigtimedwait(&set, NULL, &wait)) > 0)
+            break;
     }
     fprintf(stderr, "cordon: %s: finishing requests in flight, then closing %s\n",
             sig == SIGINT ? "interrupted" : "terminated", dir);

@@ -81,6 +81,11 @@ static const key_spec_t k_keys[] = {
      "0 (records carry a hash of the query) or 1 (the query text too)"},
     {"history_retain_days", K_UNSIGNED, AT(history_retain_days), 0, 36500,
      "0 (keep the whole permission history) to 36500 days"},
+    {"compact_dead_percent", K_UNSIGNED, AT(compact_dead_percent), 0, 99,
+     "0 (never compact on its own) to 99 percent of a collection's rows"},
+    {"compact_min_dead_rows", K_UNSIGNED, AT(compact_min_dead_rows), 1, 1000000000,
+     "1 to 1000000000 rows"},
+    {"compact_check_s", K_UNSIGNED, AT(compact_check_s), 1, 86400, "1 to 86400 seconds"},
     {"authorizers_file", K_PATH, AT(authorizers_file), 0, 0,
      "the path of a JSON file holding an array of authorizers, up to 4095 bytes"},
 };
@@ -105,6 +110,9 @@ void http_config_defaults(http_config_t *c)
     snprintf(c->denied_field, sizeof c->denied_field, "denied_groups");
     c->audit = 1;
     c->audit_flush_ms = 200;
+    c->compact_dead_percent = 30;
+    c->compact_min_dead_rows = 10000;
+    c->compact_check_s = 60;
 }
 
 void http_config_db_options(const http_config_t *c, cordon_options *o)

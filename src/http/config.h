@@ -52,6 +52,10 @@ typedef struct http_config {
     /* The permission history (docs/internals/asof.md): states older than this are forgotten
      * at start and every hour; 0 (default): kept. */
     unsigned history_retain_days;
+    /* Compaction (cordon_collection_compact): every compact_check_s (60), a collection whose
+     * dead rows (deleted and replaced chunks' rows) are at least compact_min_dead_rows (10000)
+     * and compact_dead_percent (30; 0: never) of its rows is compacted. */
+    unsigned compact_dead_percent, compact_min_dead_rows, compact_check_s;
     /* A JSON file holding the outside authorizers collections may delegate to
      * (cordon_options.authorizers_json, docs/internals/pdp.md); "" (default): none. */
     char authorizers_file[4096];
@@ -70,7 +74,8 @@ void http_config_defaults(http_config_t *c);
  * (bytes, or with the suffixes b, kb, mb, gb as Elasticsearch's: "100mb"), max_bulk_items,
  * json_depth_max, write_queue, request_timeout_s, idle_timeout_s, max_result_window,
  * access_log, acl_field, denied_field, audit, audit_sync, audit_flush_ms, audit_retain_days,
- * audit_max_bytes, audit_queries, history_retain_days, and per-pattern rules
+ * audit_max_bytes, audit_queries, history_retain_days, compact_dead_percent,
+ * compact_min_dead_rows, compact_check_s, and per-pattern rules
  * `index.<pattern>.acl_field` / `index.<pattern>.denied_field` (JSON: "indices": {"<pattern>":
  * {"acl_field": ..}} as well). A rule's field left unset takes the file's acl_field or
  * denied_field. Returns 0; CDN_ERR_IO when the file cannot be read; CDN_ERR_INVALID for an unknown

@@ -161,6 +161,78 @@ static void test_compact_under_allocation_failures(void **state)
     api_db_close(dir, db);
 }
 
+/* The answers of a collection without vectors: BM25 for two subjects, and gets. */
+static void text_answers(cordon_t *db, char *out, size_t cap)
+{
+    static const char *const subj[2][2] = {{"group:a", NULL}, {"group:a", "group:b"}};
+    out[0] = '\0';
+    for (int u = 0; u < 2; u++) {
+        cordon_subject su = {.principals = subj[u], .n_principals = (size_t)u + 1};
+        cordon_query q = {.text = "common odd", .k = 50};
+        cordon_result *r = NULL;
+        assert_int_equal(cordon_search(db, "notes", &su, &q, &r, NULL), 0);
+        for (size_t i = 0; i < r->n_hits; i++) {
+            size_t len = strlen(out);
+            snprintf(out + len, cap - len, "%s %.6g;", r->hits[i].id, (double)r->hits[i].score);
+        }
+        cordon_result_free(r);
+        for (int i = 0; i < 300; i += 11) {
+            char id[16];
+            cordon_record *rec = NULL;
+            snprintf(id, sizeof id, "n%d", i);
+            int rc = cordon_get(db, "notes", &su, id, &rec, NULL);
+            size_t len = strlen(out);
+            snprintf(out + len, cap - len, "%s:%d:%s;", id, rc, rc ? "" : rec->fields[0].value);
+            cordon_record_free(rec);
+        }
+    }
+}
+
+/* A collection without vectors has rows too: its text index and records are renumbered. */
+static void test_compact_a_collection_without_vectors(void **state)
+{
+    (void)state;
+    char dir[256];
+    cordon_t *db = NULL;
+    const char *tf[] = {"body"};
+    cordon_collection_spec spec = {
+        .asserted_principals = 1, .name = "notes", .text_fields = tf, .n_text_fields = 1};
+    api_db_open(dir, sizeof dir, &db);
+    assert_int_equal(cordon_collection_create(db, &spec, NULL), 0);
+    for (int pass = 0; pass < 2; pass++) {
+        static char ids[300][16], body[300][48];
+        static cordon_field f[300];
+        static cordon_chunk c[300];
+        static const char *ga = "group:a", *gb = "group:b";
+        size_t n = 0;
+        for (int i = 0; i < (pass ? 100 : 300); i++, n++) {
+            snprintf(ids[n], sizeof ids[n], "n%d", i);
+            snprintf(body[n], sizeof body[n], "common %s %s", i % 2 ? "odd" : "even",
+                     pass ? "again" : "first");
+            f[n] = (cordon_field){"body", body[n]};
+            c[n] = (cordon_chunk){.id = ids[n],
+                                  .fields = &f[n],
+                                  .n_fields = 1,
+                                  .allowed = (i + pass) % 3 ? &ga : &gb,
+                                  .n_allowed = 1};
+        }
+        assert_int_equal(cordon_put(db, "notes", c, n, NULL, NULL), 0);
+    }
+    const char *del[] = {"n3", "n11", "n150", "n299"};
+    assert_int_equal(cordon_delete(db, "notes", del, 4, NULL, NULL, NULL), 0);
+    text_answers(db, before, sizeof before);
+    cordon_compact_stats st;
+    assert_int_equal(cordon_collection_compact(db, "notes", &st, NULL), 0);
+    assert_int_equal(st.rows_before, 400);
+    assert_int_equal(st.rows_after, 296);
+    text_answers(db, after, sizeof after);
+    assert_string_equal(before, after);
+    api_db_reopen(dir, &db);
+    text_answers(db, after, sizeof after);
+    assert_string_equal(before, after);
+    api_db_close(dir, db);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -168,6 +240,7 @@ int main(void)
         cmocka_unit_test(test_compact_survives_a_kill_before_its_commit),
         cmocka_unit_test(test_compact_survives_a_kill_after_its_commit),
         cmocka_unit_test(test_compact_under_allocation_failures),
+        cmocka_unit_test(test_compact_a_collection_without_vectors),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -325,17 +325,22 @@ int invidx_add(invidx_t *ix, uint32_t doc, const analyzer_tokens_t *toks)
         goto out;
     }
     ix->fwd_off[doc] = (uint32_t)ix->fwd_len;
-    ix->fwd_n[doc] = (uint32_t)nuniq;
+    ix->fwd_n[doc] = 0;
     for (size_t i = 0; i < toks->n && !rc;) {
         size_t j = i;
         while (j < toks->n && v[j].tid == v[i].tid) {
             pos[j - i] = v[j].pos;
             j++;
         }
-        ix->fwd[ix->fwd_len++] = v[i].tid;
         rc = plist_add(&ix->pl[v[i].tid], ix->dl, doc, pos, (uint32_t)(j - i));
+        if (rc == CDN_OK) { /* the forward list names exactly the lists that hold doc */
+            ix->fwd[ix->fwd_len++] = v[i].tid;
+            ix->fwd_n[doc]++;
+        }
         i = j;
     }
+    /* Live even when a list could not take it: the caller's invidx_delete then takes back the
+     * postings that went in, through the forward list. */
     roaring_bitmap_add(ix->live, doc);
     ix->doc_count++;
     ix->sum_dl += toks->n;

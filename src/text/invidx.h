@@ -80,7 +80,8 @@ int invidx_init(invidx_t *ix);
 void invidx_destroy(invidx_t *ix);
 
 /* Adds doc's terms (from analysis; positions as given). A doc with zero tokens is not indexed.
- * Returns 0, CDN_ERR_EXISTS (doc already live in this field: delete it first) or NOMEM. */
+ * Returns 0, CDN_ERR_EXISTS (doc already live in this field: delete it first) or NOMEM; after
+ * NOMEM doc may be live with some of its terms, and invidx_delete takes back what went in. */
 int invidx_add(invidx_t *ix, uint32_t doc, const analyzer_tokens_t *toks);
 /* Removes doc (no-op if absent); its postings become dead until compaction. 0 or NOMEM. */
 int invidx_delete(invidx_t *ix, uint32_t doc);

@@ -13,6 +13,7 @@
 
 #include <cmocka.h> /* own block: it needs setjmp.h, stdarg.h, stddef.h first */
 
+#include "base/mem.h"
 #include "text/textidx.h"
 
 #define MAXDOCS 600
@@ -283,6 +284,45 @@ static void test_deleted_doc_disappears_and_its_id_cannot_be_added_twice(void **
     textidx_free(ti);
 }
 
+/* An add that runs out of memory half way through a document's terms (some posting lists took
+ * it, others could not) is taken back whole by the delete textidx_add_doc runs: no term finds
+ * it, the other documents' answers and counts stay, and the id can be added again. */
+static void test_an_add_that_fails_half_way_is_taken_back(void **state)
+{
+    (void)state;
+    textidx_t *ti = new_index(1.2f, 0.75f);
+    textidx_value_t base = {"body", "zebra crossing near the river", 29, 0};
+    for (uint32_t d = 0; d < 40; d++)
+        assert_int_equal(textidx_add_doc(ti, d, &base, 1, NULL), 0);
+    const char *text = "zebra lion tiger river ocean crossing mountain valley desert forest";
+    textidx_value_t v = {"body", text, strlen(text), 0};
+    int failures = 0, added = 0;
+    for (long n = 0; n < 200 && !added; n++) {
+        cdn_mem_fail_after(n);
+        int rc = textidx_add_doc(ti, 100, &v, 1, NULL);
+        cdn_mem_fail_after(-1);
+        if (rc == CDN_OK) {
+            added = 1;
+            break;
+        }
+        failures++;
+        assert_int_equal(rc, CDN_ERR_NOMEM);
+        assert_int_equal(textidx_doc_count(ti), 40);
+        assert_int_equal(hits_for(ti, "lion", NULL, NULL), 0);
+        uint64_t total = 0;
+        hits_for(ti, "zebra", NULL, &total);
+        assert_int_equal(total, 40);
+    }
+    assert_true(added && failures > 3);
+    assert_int_equal(textidx_doc_count(ti), 41);
+    assert_int_equal(hits_for(ti, "lion", NULL, NULL), 1);
+    assert_int_equal(textidx_delete_doc(ti, 100), 0);
+    assert_int_equal(hits_for(ti, "lion", NULL, NULL), 0);
+    textidx_compact(ti);
+    assert_int_equal(hits_for(ti, "crossing", NULL, NULL), 10);
+    textidx_free(ti);
+}
+
 static void test_totals_count_only_readable_docs(void **state)
 {
     (void)state;
@@ -490,6 +530,7 @@ int main(void)
         cmocka_unit_test(test_pruned_windows_equal_exhaustive_on_long_lists),
         cmocka_unit_test(test_deletes_and_updates_are_visible_to_the_next_query),
         cmocka_unit_test(test_deleted_doc_disappears_and_its_id_cannot_be_added_twice),
+        cmocka_unit_test(test_an_add_that_fails_half_way_is_taken_back),
         cmocka_unit_test(test_totals_count_only_readable_docs),
         cmocka_unit_test(test_k_zero_counts_every_readable_match),
         cmocka_unit_test(test_concurrent_searches_return_the_same_hits),

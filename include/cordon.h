@@ -247,21 +247,23 @@ int cordon_collection_attrs(cordon_t *db, const char *name, char **json, cordon_
 
 /* What cordon_collection_compact did. */
 typedef struct cordon_compact_stats {
-    uint64_t rows_before; /* rows the collection's files held, dead ones included */
-    uint64_t rows_after;  /* rows they hold now */
-    int compacted;        /* 0: no row was dead, nothing was rewritten */
-    double ms;            /* how long it took, the wait for other writers included */
+    uint64_t rows_before;  /* rows the collection's files held, dead ones included */
+    uint64_t rows_after;   /* rows they hold now */
+    int compacted;         /* 0: no row was dead, nothing was rewritten */
+    double ms;             /* how long it took, the wait for other writers included */
+    double writes_held_ms; /* of it, how long writes to the data directory waited */
 } cordon_compact_stats;
 
 /* Gives back the space of deleted and replaced chunks: the collection's live rows are
  * renumbered in order and its vector file, graph, codes and text index rewritten with them
- * only (a replace leaves the old row behind until then). Writes to this data directory wait
- * for it; searches and gets go on, against the collection as it was until the new copy
- * commits, then against the copy: no result changes. Takes about as long as copying the live
- * vectors plus reloading the collection (docs/internals/compact.md); it needs room on disk
- * for a second copy of the collection's files meanwhile. A crash at any point leaves the
- * collection as before or as after. stats may be NULL. CORDON_ERR_NOT_FOUND for no such
- * collection, CORDON_ERR_IO or CORDON_ERR_LIMIT (disk or database full: nothing changed). */
+ * only (a replace leaves the old row behind until then). The graph's repair runs first beside
+ * writes; then writes to this data directory wait for the rest; searches and gets go on, against
+ * the collection as it was until the new copy commits, then against the copy: no result changes.
+ * Takes about as long as copying the live vectors plus reloading the collection
+ * (docs/internals/compact.md); it needs room on disk for a second copy of the collection's files
+ * meanwhile. A crash at any point leaves the collection as before or as after. stats may be NULL.
+ * CORDON_ERR_NOT_FOUND for no such collection, CORDON_ERR_IO or CORDON_ERR_LIMIT (disk or database
+ * full: nothing changed). */
 int cordon_collection_compact(cordon_t *db, const char *name, cordon_compact_stats *stats,
                               cordon_error *err);
 

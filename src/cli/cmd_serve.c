@@ -57,9 +57,10 @@ static void compact_due(cordon_t *db, const http_config_t *cfg)
             dead * 100 < (uint64_t)cfg->compact_dead_percent * rows)
             continue;
         if (cordon_collection_compact(db, all[i].name, &st, &err) == CORDON_OK)
-            fprintf(stderr, "cordon: compacted \"%s\": %llu rows -> %llu (%.1f s)\n", all[i].name,
-                    (unsigned long long)st.rows_before, (unsigned long long)st.rows_after,
-                    st.ms / 1e3);
+            fprintf(stderr,
+                    "cordon: compacted \"%s\": %llu rows -> %llu (%.1f s, writes held %.1f s)\n",
+                    all[i].name, (unsigned long long)st.rows_before,
+                    (unsigned long long)st.rows_after, st.ms / 1e3, st.writes_held_ms / 1e3);
         else if (err.code != CORDON_ERR_NOT_FOUND) /* dropped meanwhile */
             fprintf(stderr, "cordon: \"%s\" could not be compacted: %s\n", all[i].name,
                     err.message);

@@ -79,7 +79,11 @@ static int copy_indexes(const char *dir, coll_t *c, const coll_config_t *cfg2, c
     int rc = CDN_OK;
     coll_view(c, &v);
     hnsw_get_info(c->hnsw, &info);
-    if (info.deleted_linked && (rc = hnsw_repair(c->hnsw, &v, 0, NULL)) != 0)
+    /* Most of the work was done before writers were held off (repair_first); this pass
+     * unlinks what was deleted since, and costs a read of each list otherwise. It runs
+     * whenever any node is deleted rather than trusting the count of unlinked deletes, which
+     * a sweep of the writer's beside repair_first may have overstated. */
+    if (info.deleted && (rc = hnsw_repair(c->hnsw, &v, 0, NULL)) != 0)
         return cdn_err_set(err, rc, "cannot repair the vector graph: %s", cdn_strerror(rc));
     hnsw_t *h2 = NULL;
     if ((rc = hnsw_compact(c->hnsw, map, n_old, n_new, &h2)) != 0)
@@ -215,14 +219,38 @@ fail:
     return rc;
 }
 
+/* The graph repair is most of a compaction's work (about 17 of 30 s at 1M x 384 with 300,000
+ * rows dead) and is safe beside writers (hnsw.h: it scores only rows its view holds, and each
+ * list is re-chosen under its stripe, as an insert does): it runs before writers are held off.
+ * A failure here only leaves the work to the pass under the writer lock. */
+static void repair_first(engine_t *e, const char *name)
+{
+    coll_t *c;
+    hnsw_info_t info;
+    vec_view_t v;
+    if (engine_coll_get(e, name, &c, NULL) != CDN_OK)
+        return;
+    if (c->hnsw && !atomic_load(&c->broken)) {
+        pthread_rwlock_rdlock(&c->lock);
+        coll_view(c, &v); /* the rows written by now; the file's mapping never moves */
+        pthread_rwlock_unlock(&c->lock);
+        hnsw_get_info(c->hnsw, &info);
+        if (info.deleted_linked)
+            (void)hnsw_repair(c->hnsw, &v, 0, NULL);
+    }
+    coll_unref(c);
+}
+
 int engine_coll_compact(engine_t *e, const char *name, engine_compact_stats_t *st, cdn_err_t *err)
 {
     coll_t *c = NULL, *n2 = NULL;
     uint32_t *map = NULL;
-    uint64_t t0 = cdn_clock_ns();
+    uint64_t t0 = cdn_clock_ns(), t1;
     int rc;
     memset(st, 0, sizeof *st);
+    repair_first(e, name);
     pthread_mutex_lock(&e->write_lock);
+    t1 = cdn_clock_ns();
     if ((rc = engine_coll_get(e, name, &c, err)) != 0)
         goto done;
     if (atomic_load(&c->broken)) {
@@ -264,6 +292,7 @@ int engine_coll_compact(engine_t *e, const char *name, engine_compact_stats_t *s
     st->compacted = 1;
     coll_unref(n2);
 done:
+    st->locked_ms = (double)(cdn_clock_ns() - t1) / 1e6;
     pthread_mutex_unlock(&e->write_lock);
     if (c)
         coll_unref(c);

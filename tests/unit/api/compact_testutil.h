@@ -226,8 +226,8 @@ static inline void check_graph_searches(cordon_t *db)
         }
 }
 
-/* The generation numbers of collection 0's files in dir: bit g set for coll-0[-gG].* ; each
- * must be owner-only. */
+/* The generation numbers of the collection files in dir (the tests keep one collection):
+ * bit g set for coll-ID[-gG].* ; each must be owner-only. */
 static inline unsigned file_gens(const char *dir)
 {
     unsigned gens = 0;
@@ -235,11 +235,12 @@ static inline unsigned file_gens(const char *dir)
     struct dirent *de;
     assert_non_null(d);
     while ((de = readdir(d)) != NULL) {
-        unsigned g = 0;
-        if (!strncmp(de->d_name, "coll-0.", 7))
-            gens |= 1;
-        else if (sscanf(de->d_name, "coll-0-g%u.", &g) == 1 && g < 32)
+        unsigned id = 0, g = 0;
+        char c = 0;
+        if (sscanf(de->d_name, "coll-%u-g%u.", &id, &g) == 2 && g < 32)
             gens |= 1u << g;
+        else if (sscanf(de->d_name, "coll-%u%c", &id, &c) == 2 && c == '.')
+            gens |= 1;
         else
             continue;
         char path[512];

@@ -657,9 +657,14 @@ int engine_coll_update(engine_t *e, const char *name, const char *attrs_json,
     coll_t *c;
     size_t added = 0;
     int rc;
-    if ((rc = engine_coll_get(e, name, &c, err)) != 0)
-        return rc;
+    /* Looked up under the writer lock: a compaction or drop that commits between a lookup and
+     * the lock would leave c a stale copy, whose configuration (its file generation) must not
+     * be stored again. */
     pthread_mutex_lock(&e->write_lock);
+    if ((rc = engine_coll_get(e, name, &c, err)) != 0) {
+        pthread_mutex_unlock(&e->write_lock);
+        return rc;
+    }
     cfg = c->cfg;
     for (size_t i = 0; i < n_text; i++) {
         size_t j, len = strlen(text_names[i]);

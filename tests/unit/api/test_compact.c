@@ -44,6 +44,12 @@ static void test_compact_keeps_every_answer(void **state)
     check_graph_searches(db);
     assert_int_equal(file_gens(dir), 1u << 1); /* generation 0's files are gone */
 
+    /* A change of the collection's settings stores the new generation with them. */
+    cordon_meta_field mf = {"kind", CORDON_META_KEYWORD};
+    cordon_collection_change ch = {
+        .attrs_json = "{\"note\":1}", .add_meta_fields = &mf, .n_add_meta_fields = 1};
+    assert_int_equal(cordon_collection_alter(db, "docs", &ch, NULL), 0);
+
     /* The same after a reopen, from the new generation's files. */
     api_db_reopen(dir, &db);
     assert_int_equal(rows_of(db), live_count());

@@ -1,6 +1,6 @@
-"""kill -9 of cordon serve in the middle of _bulk loads and model changes: after a restart every
-acknowledged document and model change is there and searchable, and a batch is there whole or
-not at all. CORDON_CRASH_TRIALS sets the number of trials (3 here); CORDON_CRASH_POINT_TRIALS the trials at
+"""kill -9 of cordon serve in the middle of _bulk loads, model changes and compactions (of
+acknowledged batches written again, unchanged): after a restart every acknowledged document and
+model change is there and searchable, and a batch is there whole or not at all. CORDON_CRASH_TRIALS sets the number of trials (3 here); CORDON_CRASH_POINT_TRIALS the trials at
 each chosen point inside the server's writes (chunk and model writes; 2 by default)."""
 import json
 import os
@@ -32,7 +32,7 @@ def test_kill_during_bulk_and_model_writes(tmp_path):
     st, _, _ = s.request("PUT", "/c", {"mappings": {"properties": {
         "t": {"type": "text"}, "b": {"type": "long"}}}})
     assert st == 200
-    acked_batches, acked_subjects = [], []
+    acked_batches, acked_subjects, merges = [], [], []
     for trial in range(TRIALS):
         stop = threading.Event()
         next_start = [len(acked_batches) * 1000 + trial * 100000]
@@ -60,7 +60,23 @@ def test_kill_during_bulk_and_model_writes(tmp_path):
                     acked_subjects.append(sid)
                 i += 1
 
-        threads = [threading.Thread(target=writer), threading.Thread(target=modeller)]
+        def compactor():
+            crng = random.Random(trial)
+            while not stop.is_set():
+                done = list(acked_batches)
+                if not done:
+                    time.sleep(0.01)
+                    continue
+                try:  # the same documents again: rows for the compaction to give back
+                    s.request("POST", "/_bulk", raw=batch(crng.choice(done), 50), headers=NDJSON)
+                    st, _, _ = s.request("POST", "/c/_forcemerge")
+                except OSError:
+                    return
+                if st == 200:
+                    merges.append(trial)
+
+        threads = [threading.Thread(target=writer), threading.Thread(target=modeller),
+                   threading.Thread(target=compactor)]
         for t in threads:
             t.start()
         time.sleep(0.3 + rng.random() * 0.7)
@@ -83,7 +99,7 @@ def test_kill_during_bulk_and_model_writes(tmp_path):
         st, _, m = s.request("GET", "/v1/model")
         have = {x["id"] for x in m["subjects"]}
         assert set(acked_subjects) <= have
-    assert acked_batches and acked_subjects  # the kills did land among acknowledged writes
+    assert acked_batches and acked_subjects and merges  # the kills landed among them
     assert s.stop() == 0, s.stderr
 
 
@@ -107,12 +123,16 @@ def vbatch(start, n, group):
 def server_writes(s, rng, acked, inflight):
     """Writes through every route that writes chunks until the server dies: _bulk batches of
     vectors and text, single documents, ACL changes of a whole earlier batch, deletes of part of
-    one. acked gets each acknowledged write, inflight the one being sent."""
+    one, and compactions. acked gets each acknowledged write, inflight the one being sent."""
     n = len(acked)
     while True:
         r = rng.random()
         start = 100000 + 1000 * n
         try:
+            if 0.45 <= r < 0.5 and acked:  # a compaction: rows renumbered, nothing changed
+                st, _, b = s.request("POST", "/v/_forcemerge")
+                assert st == 200, b
+                continue
             if r < 0.5 or not acked:
                 op = ("batch", start, 20, rng.choice(["eng", "hr"]))
                 op += (tuple("d%d" % i for i in range(start, start + 20)),)
@@ -199,13 +219,14 @@ def check_store(s, acked, inflight):
 
 def test_kill_at_points_inside_server_writes(tmp_path):
     """cordon serve killed (CORDON_CRASH_AT) at the n-th pass of a point inside its writes: a
-    batch's vectors written and not synced, a write committed and memory not yet told, and (at
-    the orderly stop's checkpoint of the graph, codes and text index, or a key file) a file
-    written under its temporary name; then restarted: acknowledged writes all there, the one in
+    batch's vectors written and not synced, a write committed and memory not yet told, a
+    compaction's new files written and nothing committed, and (at the orderly stop's checkpoint
+    of the graph, codes and text index, or a key file) a file written under its temporary name;
+    then restarted: acknowledged writes all there, the one in
     flight whole or absent, the indexes agreeing with the store."""
     rng = random.Random(17)
     kills = 0
-    for point in ("vectors_unsynced", "committed", "file_written"):
+    for point in ("vectors_unsynced", "committed", "file_written", "compact_written"):
         data = str(tmp_path / point)
         s = Server(data)
         people_model(s)
@@ -216,7 +237,8 @@ def test_kill_at_points_inside_server_writes(tmp_path):
         assert s.stop() == 0, s.stderr
         acked, inflight = [], []
         for trial in range(POINT_TRIALS):
-            n = rng.randint(1, 2) if point == "file_written" else rng.randint(2, 40)
+            n = rng.randint(1, 2) if point in ("file_written", "compact_written") else \
+                rng.randint(2, 40)
             s = Server(data, env={"CORDON_CRASH_AT": "%s:%d" % (point, n)})
             if point == "file_written":  # writes, then the stop's checkpoints die mid-way
                 for _ in range(3):
@@ -248,7 +270,7 @@ def test_kill_at_points_inside_server_writes(tmp_path):
                     acked.append(op)
                 inflight.clear()
             assert s.stop() == 0, s.stderr
-    assert kills == 3 * POINT_TRIALS
+    assert kills == 4 * POINT_TRIALS
 
 
 def test_bad_crash_at_is_refused(tmp_path):

@@ -93,18 +93,22 @@ void es_cat_indices(http_ctx_t *ctx, http_req_t *req, http_resp_t *resp)
         /* docs.count is the readable count a subject would get from _count; here the server's
          * own figure, shown only to those who may search the index. */
         uint64_t bytes = c->vector_bytes + c->graph_bytes + c->codes_bytes + c->acl_bytes;
-        char count[32], size[32];
+        char count[32], size[32], deleted[32];
         snprintf(count, sizeof count, "%llu", (unsigned long long)c->chunks);
+        /* The rows deleted and replaced documents left, until a compaction (_forcemerge) gives
+         * them back: what Elasticsearch's deleted documents awaiting a merge are. */
+        snprintf(deleted, sizeof deleted, "%llu",
+                 (unsigned long long)(c->rows > c->chunks ? c->rows - c->chunks : 0));
         snprintf(size, sizeof size, "%llub", (unsigned long long)bytes);
         if (json)
             json_array_append_new(
                 arr, json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:s}", "health",
                                "green", "status", "open", "index", c->name, "uuid", c->name, "pri",
-                               "1", "rep", "0", "docs.count", count, "docs.deleted", "0",
+                               "1", "rep", "0", "docs.count", count, "docs.deleted", deleted,
                                "store.size", size, "pri.store.size", size));
         else
-            cdn_buf_printf(&resp->body, "green open %s %s 1 0 %s 0 %s %s\n", c->name, c->name,
-                           count, size, size);
+            cdn_buf_printf(&resp->body, "green open %s %s 1 0 %s %s %s %s\n", c->name, c->name,
+                           count, deleted, size, size);
     }
     cordon_free(list);
     if (only && !shown && !strchr(only, '*')) { /* a named index that is missing or hidden */

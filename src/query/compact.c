@@ -108,6 +108,18 @@ static int copy_indexes(const char *dir, coll_t *c, const coll_config_t *cfg2, c
     return CDN_OK;
 }
 
+/* The text index checkpoint of the next generation: the current index written with its doc
+ * ids renumbered, so that the copy loads it instead of analysing every chunk's text again. */
+static int copy_text(const char *dir, coll_t *c, const coll_config_t *cfg2, const uint32_t *map,
+                     uint32_t n_old, uint32_t n_new, cdn_err_t *err)
+{
+    char path[4096];
+    int rc = coll_file_path(dir, cfg2->id, cfg2->gen, "text", path, sizeof path);
+    if (rc)
+        return cdn_err_set(err, rc, "data directory path too long");
+    return textidx_save_mapped(c->text, path, n_new, map, n_old, err);
+}
+
 /* Renumbers the live rows in t: the row and ACL records move to their new keys and each chunk
  * record names its new row. Ascending order keeps every move onto a free key: a live row's new
  * number is at most its old one, and the rows below it have already moved. */
@@ -181,6 +193,8 @@ static int compact_locked(engine_t *e, coll_t *c, const uint32_t *map, uint32_t 
     coll_files_remove(e->dir, &cfg2); /* a compaction that died before its commit */
     if (c->vf && ((rc = copy_vectors(e->dir, c, &cfg2, map, n_old, err)) != 0 ||
                   (rc = copy_indexes(e->dir, c, &cfg2, map, n_old, n_new, err)) != 0))
+        goto fail;
+    if ((rc = copy_text(e->dir, c, &cfg2, map, n_old, n_new, err)) != 0)
         goto fail;
     cdn_hook_run(CDN_HOOK_COMPACT_WRITTEN);
     if ((rc = store_txn_begin(e->store, 1, &t, err)) != 0)

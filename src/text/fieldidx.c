@@ -316,6 +316,14 @@ int fieldidx_parse_date(const char *s, size_t len, double *ms)
 static void put_bitmap(textio_w_t *w, const roaring_bitmap_t *b, const roaring_bitmap_t *live)
 {
     roaring_bitmap_t *x = roaring_bitmap_and(b, live);
+    if (x && w->map) { /* renumbered: the same docs under their new ids */
+        roaring_bitmap_t *m = roaring_bitmap_create();
+        roaring_uint32_iterator_t it;
+        for (roaring_init_iterator(x, &it); m && it.has_value; roaring_advance_uint32_iterator(&it))
+            roaring_bitmap_add(m, textio_doc(w, it.current_value));
+        roaring_bitmap_free(x);
+        x = m;
+    }
     if (!x) {
         w->failed = 1;
         return;
@@ -374,7 +382,7 @@ void fieldidx_save(const fieldidx_t *fi, const roaring_bitmap_t *live, textio_w_
             const fieldidx_nv_t *e = k < f->nsorted ? &f->sorted[k] : &f->tail[k - f->nsorted];
             if (roaring_bitmap_contains(live, e->doc)) {
                 textio_put_f64(w, e->v);
-                textio_put_var(w, e->doc);
+                textio_put_var(w, textio_doc(w, e->doc));
             }
         }
     }

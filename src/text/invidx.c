@@ -481,9 +481,10 @@ void invidx_save(const invidx_t *ix, textio_w_t *w)
     roaring_uint32_iterator_t it;
     uint32_t prev = 0;
     for (roaring_init_iterator(ix->live, &it); it.has_value; roaring_advance_uint32_iterator(&it)) {
-        textio_put_var(w, it.current_value - prev);
+        uint32_t doc = textio_doc(w, it.current_value);
+        textio_put_var(w, doc - prev);
         textio_put_var(w, ix->dl[it.current_value]);
-        prev = it.current_value;
+        prev = doc;
     }
     uint32_t nlive = 0;
     for (uint32_t t = 0; t < ix->nterms; t++)
@@ -499,8 +500,9 @@ void invidx_save(const invidx_t *ix, textio_w_t *w)
         for (uint32_t i = 0; i < p->n; i++) {
             if (!roaring_bitmap_contains(ix->live, p->docs[i]))
                 continue;
-            textio_put_var(w, p->docs[i] - prev);
-            prev = p->docs[i];
+            uint32_t doc = textio_doc(w, p->docs[i]);
+            textio_put_var(w, doc - prev);
+            prev = doc;
             textio_put_var(w, p->tfs[i]);
             size_t s = p->poff[i], e = s;
             for (uint32_t k = 0; k < p->tfs[i]; k++) {

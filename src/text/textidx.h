@@ -127,6 +127,12 @@ int textidx_filter(const textidx_t *ti, const textq_t *q, roaring_bitmap_t *allo
 /* Writes the whole index to path (temp file + fsync + rename + directory fsync), tagged with
  * revision. 0 or CDN_ERR_IO / NOMEM. */
 int textidx_save(const textidx_t *ti, const char *path, uint64_t revision, cdn_err_t *err);
+/* The same with every doc id written as map[id] (a compaction's renumbering: ascending on the
+ * live docs, which must all be below n_map and mapped, not UINT32_MAX; dead docs are dropped
+ * as by any save). Reads ti only: searches may run meanwhile. CDN_ERR_INVALID for a map that
+ * leaves out a live doc. */
+int textidx_save_mapped(const textidx_t *ti, const char *path, uint64_t revision,
+                        const uint32_t *map, uint32_t n_map, cdn_err_t *err);
 /* Reads an index written by textidx_save without re-analyzing any document. 0 with *out
  * (free with textidx_free) and *revision; CDN_ERR_IO (cannot read), CDN_ERR_CORRUPT (bad
  * magic, version, checksum, truncation or contents) or NOMEM. */

@@ -18,15 +18,29 @@
 
 static void put_bitmap(textio_w_t *w, const roaring_bitmap_t *b)
 {
+    roaring_bitmap_t *m = NULL;
+    if (w->map) { /* renumbered: the same docs under their new ids */
+        roaring_uint32_iterator_t it;
+        m = roaring_bitmap_create();
+        for (roaring_init_iterator(b, &it); m && it.has_value; roaring_advance_uint32_iterator(&it))
+            roaring_bitmap_add(m, textio_doc(w, it.current_value));
+        if (!m) {
+            w->failed = 1;
+            return;
+        }
+        b = m;
+    }
     size_t n = roaring_bitmap_portable_size_in_bytes(b);
     char *buf = cdn_malloc(n ? n : 1);
-    if (!buf) {
+    if (!buf)
         w->failed = 1;
-        return;
+    else {
+        roaring_bitmap_portable_serialize(b, buf);
+        textio_put_str(w, buf, n);
     }
-    roaring_bitmap_portable_serialize(b, buf);
-    textio_put_str(w, buf, n);
     cdn_free(buf);
+    if (m)
+        roaring_bitmap_free(m);
 }
 
 static void put_payload(const textidx_t *ti, textio_w_t *w)
@@ -49,7 +63,19 @@ static void put_payload(const textidx_t *ti, textio_w_t *w)
 
 int textidx_save(const textidx_t *ti, const char *path, uint64_t revision, cdn_err_t *err)
 {
-    textio_w_t w = {0};
+    return textidx_save_mapped(ti, path, revision, NULL, 0, err);
+}
+
+int textidx_save_mapped(const textidx_t *ti, const char *path, uint64_t revision,
+                        const uint32_t *map, uint32_t n_map, cdn_err_t *err)
+{
+    textio_w_t w = {.map = map, .n_map = n_map};
+    roaring_uint32_iterator_t it;
+    for (roaring_init_iterator(ti->live, &it); map && it.has_value;
+         roaring_advance_uint32_iterator(&it))
+        if (it.current_value >= n_map || map[it.current_value] == UINT32_MAX)
+            return cdn_err_set(err, CDN_ERR_INVALID, "the map leaves out live doc %u",
+                               it.current_value);
     uint8_t hdr[TEXTIDX_HEADER] = {0};
     textio_put(&w, hdr, sizeof hdr); /* placeholder, filled once the payload is known */
     put_payload(ti, &w);

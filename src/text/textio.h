@@ -13,7 +13,20 @@ typedef struct textio_w {
     uint8_t *p;
     size_t len, cap;
     int failed; /* sticky: an allocation failed; check once at the end */
+    /* Doc ids are written as map[doc] when map is set (a compaction's renumbering: ascending,
+     * defined for every live doc, so sorted lists stay sorted); NULL writes them as they are. */
+    const uint32_t *map;
+    uint32_t n_map;
 } textio_w_t;
+
+/* A doc id as the writer writes it (textio_w_t.map). A doc past the map is written as
+ * UINT32_MAX, which no reader takes: the caller's map must cover every live doc. */
+static inline uint32_t textio_doc(const textio_w_t *w, uint32_t doc)
+{
+    if (!w->map)
+        return doc;
+    return doc < w->n_map ? w->map[doc] : UINT32_MAX;
+}
 
 typedef struct textio_r {
     const uint8_t *p;

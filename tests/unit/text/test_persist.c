@@ -133,6 +133,63 @@ static void test_save_load_round_trip_gives_identical_results(void **state)
     textidx_free(back);
 }
 
+/* textidx_save_mapped: the index saved with its live docs renumbered 0..live-1 (a compaction)
+ * loads into one that answers every query with the same hits, scores and totals under the new
+ * ids, filters on keyword and number fields included; a map that leaves out a live doc is
+ * refused. */
+static void test_saved_renumbered_gives_the_same_results_under_new_ids(void **state)
+{
+    (void)state;
+    textidx_t *ti = build(), *back;
+    uint32_t map[400], back_of[400], n_new = 0;
+    uint64_t rev = 0;
+    for (uint32_t d = 0; d < 400; d++) {
+        map[d] = d % 7 ? n_new : UINT32_MAX; /* build() deleted every seventh */
+        if (d % 7)
+            back_of[n_new++] = d;
+    }
+    uint32_t keep = map[8];
+    map[8] = UINT32_MAX;
+    assert_int_equal(textidx_save_mapped(ti, path, n_new, map, 400, NULL), CDN_ERR_INVALID);
+    map[8] = keep;
+    assert_int_equal(textidx_save_mapped(ti, path, n_new, map, 400, NULL), 0);
+    assert_int_equal(textidx_load(path, &back, &rev, NULL), 0);
+    assert_int_equal(rev, n_new);
+    assert_int_equal(textidx_doc_count(back), textidx_doc_count(ti));
+    textq_t *qs[4];
+    queries(qs);
+    roaring_bitmap_t *a_old = roaring_bitmap_create(), *a_new = roaring_bitmap_create();
+    for (uint32_t d = 0; d < 400; d += 2)
+        if (map[d] != UINT32_MAX) {
+            roaring_bitmap_add(a_old, d);
+            roaring_bitmap_add(a_new, map[d]);
+        }
+    for (int i = 0; i < 4; i++)
+        for (int a = 0; a < 4; a++) {
+            textidx_search_opts_t ox = {a & 1 ? a_old : NULL, 15, a >> 1, NULL, 0};
+            textidx_search_opts_t oy = {a & 1 ? a_new : NULL, 15, a >> 1, NULL, 0};
+            textidx_result_t rx, ry;
+            assert_int_equal(textidx_search(ti, qs[i], &ox, &rx, NULL), 0);
+            assert_int_equal(textidx_search(back, qs[i], &oy, &ry, NULL), 0);
+            assert_true(rx.n > 0);
+            assert_int_equal(rx.n, ry.n);
+            if (a >> 1)
+                assert_int_equal(rx.total, ry.total);
+            for (size_t h = 0; h < rx.n; h++) {
+                assert_int_equal(rx.hits[h].id, back_of[ry.hits[h].id]);
+                assert_true(rx.hits[h].score == ry.hits[h].score);
+            }
+            textidx_result_free(&rx);
+            textidx_result_free(&ry);
+        }
+    for (int i = 0; i < 4; i++)
+        textq_free(qs[i]);
+    roaring_bitmap_free(a_old);
+    roaring_bitmap_free(a_new);
+    textidx_free(ti);
+    textidx_free(back);
+}
+
 static uint8_t *slurp(size_t *n)
 {
     FILE *f = fopen(path, "rb");
@@ -247,6 +304,7 @@ int main(void)
     snprintf(path, sizeof path, "/tmp/cordon-test-text-%ld.idx", (long)getpid());
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_save_load_round_trip_gives_identical_results),
+        cmocka_unit_test(test_saved_renumbered_gives_the_same_results_under_new_ids),
         cmocka_unit_test(test_file_holds_terms_not_document_text),
         cmocka_unit_test(test_truncated_or_altered_file_is_corrupt),
         cmocka_unit_test(test_decoder_survives_altered_payload_with_valid_checksum),

@@ -1,17 +1,20 @@
 /* compact.c: renumbering a collection's rows to close the gaps that deletes and replaces leave.
- * A replace appends a row and leaves the old one dead; the vector file, the 8-bit codes and the
- * graph keep every row ever written. A compaction writes the next generation of the
- * collection's files with the live rows only, numbered 0..live-1 in their old order, renumbers
- * the rows in the store and switches to the new files in the same commit.
- * Relies on coll.h (files, rows), vector/ (graph and codes copies), write_int.h (the commit).
+ * A replace appends a row and leaves the old one dead; the vector file, the 8-bit codes, the
+ * graph and the text index keep every row ever written. A compaction writes the next
+ * generation of the collection's files with the live rows only, numbered 0..live-1 in their old
+ * order (copies renumbered, nothing re-encoded or re-analysed), renumbers the rows in the store
+ * and switches to the new files in the same commit.
+ * Relies on coll.h (files, rows), vector/ (graph and codes copies), text/ (the text index's
+ * renumbered save), write_int.h (the commit).
  *
  * Why nothing is lost or half seen:
  * - The next generation's files are written and synced under names no open reads
  *   (coll_file_path with gen + 1) before anything is committed; a crash before the commit
  *   leaves them as orphans that the next open removes (coll_files_sweep), a crash after it
  *   leaves the old generation's files as orphans. The store's commit is the one switch.
- * - Writers wait on the engine's write lock for the whole compaction, so the rows copied are
- *   the rows committed; searches go on against the old copy meanwhile.
+ * - Writers wait on the engine's write lock from the copies on (the graph repair runs before,
+ *   beside them), so the rows copied are the rows committed; searches go on against the old
+ *   copy meanwhile.
  * - The commit happens under the old copy's write lock, and marks it superseded there: a
  *   reader that takes its read lock afterwards moves to the new copy (engine_coll_rdlock)
  *   before reading any row number from the store, so a row number of one generation is never

@@ -203,25 +203,39 @@ void es_index_put(http_ctx_t *ctx, http_req_t *req, http_resp_t *resp)
     json_decref(body);
 }
 
-void es_index_delete(http_ctx_t *ctx, http_req_t *req, http_resp_t *resp)
+/* 1 when the index req->seg[0] exists, the caller sees it and may manage it (an admin action,
+ * named in the refusal as Elasticsearch names it); else resp holds the 404 or 403. */
+static int may_manage(http_ctx_t *ctx, http_req_t *req, http_resp_t *resp, const char *action)
 {
     es_index_t ix;
+    if (es_index_open(ctx, req, resp, &ix))
+        return 0;
+    es_index_release(&ix);
+    if (es_allowed(ctx, req, req->seg[0], "manage"))
+        return 1;
+    es_error(resp, 403, "security_exception",
+             "action [%s] is unauthorized for API key [%s] on index [%s]", action,
+             req->caller.key.id, req->seg[0]);
+    return 0;
+}
+
+/* Answers a failed call on the index req->seg[0]: 404 when it went meanwhile. */
+static void index_failed(http_req_t *req, http_resp_t *resp, int rc, const cordon_error *err)
+{
+    if (rc == CORDON_ERR_NOT_FOUND)
+        es_error_index(resp, req->seg[0]);
+    else
+        es_error_cordon(resp, rc, err, NULL);
+}
+
+void es_index_delete(http_ctx_t *ctx, http_req_t *req, http_resp_t *resp)
+{
     cordon_error err = {0};
     int rc;
-    if (es_index_open(ctx, req, resp, &ix))
+    if (!may_manage(ctx, req, resp, "indices:admin/delete"))
         return;
-    es_index_release(&ix);
-    if (!es_allowed(ctx, req, req->seg[0], "manage")) {
-        es_error(resp, 403, "security_exception",
-                 "action [indices:admin/delete] is unauthorized for API key [%s] on index [%s]",
-                 req->caller.key.id, req->seg[0]);
-        return;
-    }
     if ((rc = cordon_collection_drop(ctx->db, req->seg[0], &err)) != 0) {
-        if (rc == CORDON_ERR_NOT_FOUND)
-            es_error_index(resp, req->seg[0]);
-        else
-            es_error_cordon(resp, rc, &err, NULL);
+        index_failed(req, resp, rc, &err);
         return;
     }
     es_ack(resp, NULL);
@@ -275,27 +289,15 @@ void es_refresh(http_ctx_t *ctx, http_req_t *req, http_resp_t *resp)
 
 void es_forcemerge(http_ctx_t *ctx, http_req_t *req, http_resp_t *resp)
 {
-    es_index_t ix;
     cordon_error err = {0};
     int rc;
     /* Elasticsearch merges segments and expunges deleted documents; here the one thing to
      * give back is the rows deletes and replaces left: cordon_collection_compact. Its
      * parameters (max_num_segments, only_expunge_deletes, flush) change nothing here. */
-    if (es_index_open(ctx, req, resp, &ix))
+    if (!may_manage(ctx, req, resp, "indices:admin/forcemerge"))
         return;
-    es_index_release(&ix);
-    if (!es_allowed(ctx, req, req->seg[0], "manage")) {
-        es_error(resp, 403, "security_exception",
-                 "action [indices:admin/forcemerge] is unauthorized for API key [%s] on index "
-                 "[%s]",
-                 req->caller.key.id, req->seg[0]);
-        return;
-    }
     if ((rc = cordon_collection_compact(ctx->db, req->seg[0], NULL, &err)) != 0) {
-        if (rc == CORDON_ERR_NOT_FOUND)
-            es_error_index(resp, req->seg[0]);
-        else
-            es_error_cordon(resp, rc, &err, NULL);
+        index_failed(req, resp, rc, &err);
         return;
     }
     es_reply(resp, 200,

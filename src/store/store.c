@@ -6,6 +6,7 @@
 
 #include <errno.h>
 #include <lmdb.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
@@ -20,16 +21,36 @@ static const char *const table_names[STORE_NTABLES] = {
 };
 
 struct store {
-    MDB_env *env;
+    MDB_env *env; /* NULL after a store_trim failed to open it again */
     MDB_dbi dbi[STORE_TABLES_MAX];
     int ntables;
     _Atomic uint64_t last_commit_us; /* the last time store_revision_set recorded */
+    /* What store_trim needs to open the environment again. */
+    char *dir;
+    uint64_t map_size;
+    const char *const *names;
+    /* Open transactions, counted so that store_trim can close the environment when none is:
+     * mu guards env, txns and draining; cv signals a transaction's end and a drain's end. */
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    long txns;
+    int draining;
+    int trim_wanted; /* a large write transaction committed since the last trim */
+    uint64_t trims;
 };
 
 struct store_txn {
     store_t *s;
     MDB_txn *txn;
+    size_t written; /* bytes of keys and values put or deleted */
+    size_t writes;  /* records put or deleted */
 };
+
+/* A write transaction that put or deleted this many bytes, or this many records (each may
+ * dirty a page of its own), has LMDB keep megabytes of pages after its commit: the environment
+ * is opened again when no transaction is open. */
+#define TRIM_WRITTEN (8u << 20)
+#define TRIM_WRITES 20000u
 
 /* The fault hook's countdown: the only process-wide state here, and only tests set it. */
 static atomic_long fault_countdown = -1;
@@ -66,45 +87,129 @@ int store_open(const char *dir, uint64_t map_size, store_t **out, cdn_err_t *err
     return rc;
 }
 
+/* Creates and opens s->env with s's tables; on failure s->env is NULL and the LMDB code
+ * returned. */
+static int env_open(store_t *s)
+{
+    MDB_txn *txn = NULL;
+    int rc;
+    if ((rc = mdb_env_create(&s->env)) != 0) {
+        s->env = NULL;
+        return rc;
+    }
+    mdb_env_set_maxdbs(s->env, (MDB_dbi)s->ntables + 2);
+    mdb_env_set_maxreaders(s->env, 512);
+    if ((rc = mdb_env_set_mapsize(s->env, s->map_size)) != 0)
+        goto fail;
+    /* MDB_NOTLS: read transactions are not tied to threads, so a pool of HTTP threads works. */
+    if ((rc = mdb_env_open(s->env, s->dir, MDB_NOTLS, CDN_FILE_MODE)) != 0)
+        goto fail;
+    if ((rc = mdb_txn_begin(s->env, NULL, 0, &txn)) != 0)
+        goto fail;
+    for (int i = 0; i < s->ntables; i++)
+        if ((rc = mdb_dbi_open(txn, s->names[i], MDB_CREATE, &s->dbi[i])) != 0)
+            goto fail;
+    rc = mdb_txn_commit(txn);
+    txn = NULL;
+    if (rc == 0)
+        return 0;
+fail:
+    if (txn)
+        mdb_txn_abort(txn);
+    mdb_env_close(s->env);
+    s->env = NULL;
+    return rc;
+}
+
 int store_open_tables(const char *dir, uint64_t map_size, const char *const *names, int ntables,
                       store_t **out, cdn_err_t *err)
 {
     store_t *s;
-    MDB_txn *txn = NULL;
     int rc;
     if (ntables < 1 || ntables > STORE_TABLES_MAX)
         return cdn_err_set(err, CDN_ERR_INTERNAL, "a store has 1 to %d tables", STORE_TABLES_MAX);
-    if (!(s = cdn_calloc(1, sizeof *s)))
+    if (!(s = cdn_calloc(1, sizeof *s)) || !(s->dir = cdn_strdup(dir))) {
+        cdn_free(s);
         return cdn_err_set(err, CDN_ERR_NOMEM, "out of memory opening the store");
+    }
     s->ntables = ntables;
-    if ((rc = mdb_env_create(&s->env)) != 0)
-        goto fail;
-    mdb_env_set_maxdbs(s->env, (MDB_dbi)ntables + 2);
-    mdb_env_set_maxreaders(s->env, 512);
-    if ((rc = mdb_env_set_mapsize(s->env, map_size ? map_size : (64ull << 30))) != 0)
-        goto fail;
-    /* MDB_NOTLS: read transactions are not tied to threads, so a pool of HTTP threads works. */
-    if ((rc = mdb_env_open(s->env, dir, MDB_NOTLS, CDN_FILE_MODE)) != 0)
-        goto fail;
-    if ((rc = mdb_txn_begin(s->env, NULL, 0, &txn)) != 0)
-        goto fail;
-    for (int i = 0; i < ntables; i++)
-        if ((rc = mdb_dbi_open(txn, names[i], MDB_CREATE, &s->dbi[i])) != 0)
-            goto fail;
-    if ((rc = mdb_txn_commit(txn)) != 0) {
-        txn = NULL;
-        goto fail;
+    s->names = names;
+    s->map_size = map_size ? map_size : (64ull << 30);
+    pthread_mutex_init(&s->mu, NULL);
+    pthread_cond_init(&s->cv, NULL);
+    if ((rc = env_open(s)) != 0) {
+        rc = lmdb_err(err, rc, "cannot open the data directory's database");
+        store_close(s);
+        return rc;
     }
     *out = s;
     return CDN_OK;
-fail:
-    if (txn)
-        mdb_txn_abort(txn);
-    lmdb_err(err, rc, "cannot open the data directory's database");
-    if (s->env)
-        mdb_env_close(s->env);
-    cdn_free(s);
-    return err ? err->code : CDN_ERR_IO;
+}
+
+/* txn_open's answer when a store_trim could not open the environment again. */
+#define NO_ENV (-1)
+#define NO_ENV_MSG                                                                                 \
+    "the database could not be opened again after handing back its memory: reopen the data "       \
+    "directory"
+
+/* Begins an LMDB transaction counted in s->txns; waits while store_trim drains them. Returns an
+ * LMDB code or NO_ENV. */
+static int txn_open(store_t *s, unsigned flags, MDB_txn **txn)
+{
+    int rc;
+    pthread_mutex_lock(&s->mu);
+    while (s->draining)
+        pthread_cond_wait(&s->cv, &s->mu);
+    if (!s->env) {
+        pthread_mutex_unlock(&s->mu);
+        return NO_ENV;
+    }
+    s->txns++;
+    pthread_mutex_unlock(&s->mu);
+    if ((rc = mdb_txn_begin(s->env, NULL, flags, txn)) != 0) {
+        pthread_mutex_lock(&s->mu);
+        s->txns--;
+        pthread_cond_broadcast(&s->cv);
+        pthread_mutex_unlock(&s->mu);
+    }
+    return rc;
+}
+
+/* Closes and opens the environment again, with s->mu held and no transaction open. Returns an
+ * LMDB code; on failure s->env is NULL. */
+static int reopen_locked(store_t *s)
+{
+    /* Nothing points into the map and nothing can begin; every commit was synced, so closing
+     * loses nothing. */
+    mdb_env_close(s->env);
+    s->env = NULL;
+    s->trim_wanted = 0;
+    s->trims++;
+    return store_fault_hit() ? EIO : env_open(s);
+}
+
+uint64_t store_trims(store_t *s)
+{
+    pthread_mutex_lock(&s->mu);
+    uint64_t n = s->trims;
+    pthread_mutex_unlock(&s->mu);
+    return n;
+}
+
+/* The end of a transaction txn_open began (after its commit or abort); large is 1 for a
+ * committed write transaction that wrote TRIM_WRITTEN or more. The last transaction to end
+ * after a large one opens the environment again (store_trim). */
+static void txn_closed(store_t *s, int large)
+{
+    pthread_mutex_lock(&s->mu);
+    s->trim_wanted |= large;
+    if (--s->txns == 0) {
+        if (s->draining)
+            pthread_cond_broadcast(&s->cv); /* store_trim does it */
+        else if (s->trim_wanted)
+            (void)reopen_locked(s); /* a failure shows at the next transaction's begin */
+    }
+    pthread_mutex_unlock(&s->mu);
 }
 
 /* An address inside the map: the first key of any table (a read transaction's keys and values
@@ -115,7 +220,7 @@ static uintptr_t map_address(store_t *s)
     MDB_cursor *cur;
     MDB_val k, v;
     uintptr_t p = 0;
-    if (mdb_txn_begin(s->env, NULL, MDB_RDONLY, &txn))
+    if (txn_open(s, MDB_RDONLY, &txn))
         return 0;
     for (int i = 0; i < s->ntables && !p; i++) {
         if (mdb_cursor_open(txn, s->dbi[i], &cur))
@@ -125,6 +230,7 @@ static uintptr_t map_address(store_t *s)
         mdb_cursor_close(cur);
     }
     mdb_txn_abort(txn);
+    txn_closed(s, 0);
     return p;
 }
 
@@ -152,18 +258,55 @@ void store_release_pages(store_t *s)
         fclose(f);
 }
 
+int store_trim(store_t *s, int wait_ms, int *trimmed, cdn_err_t *err)
+{
+    struct timespec until;
+    int rc = 0, ret = CDN_OK;
+    *trimmed = 0;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += wait_ms / 1000;
+    until.tv_nsec += (long)(wait_ms % 1000) * 1000000L;
+    if (until.tv_nsec >= 1000000000L) {
+        until.tv_sec++;
+        until.tv_nsec -= 1000000000L;
+    }
+    pthread_mutex_lock(&s->mu);
+    if (s->draining || !s->env) {
+        pthread_mutex_unlock(&s->mu);
+        return s->env ? CDN_OK : cdn_err_set(err, CDN_ERR_IO, NO_ENV_MSG);
+    }
+    s->draining = 1;
+    while (s->txns > 0 && rc != ETIMEDOUT)
+        rc = pthread_cond_timedwait(&s->cv, &s->mu, &until);
+    if (s->txns == 0) {
+        if ((rc = reopen_locked(s)) != 0)
+            ret = lmdb_err(err, rc, "cannot open the data directory's database again");
+        *trimmed = rc == 0;
+    }
+    s->draining = 0;
+    pthread_cond_broadcast(&s->cv);
+    pthread_mutex_unlock(&s->mu);
+    return ret;
+}
+
 void store_close(store_t *s)
 {
     if (!s)
         return;
-    mdb_env_close(s->env);
+    if (s->env)
+        mdb_env_close(s->env);
+    pthread_cond_destroy(&s->cv);
+    pthread_mutex_destroy(&s->mu);
+    cdn_free(s->dir);
     cdn_free(s);
 }
 
 int store_check(store_t *s, cdn_err_t *err)
 {
     MDB_txn *txn;
-    int rc = mdb_txn_begin(s->env, NULL, MDB_RDONLY, &txn);
+    int rc = txn_open(s, MDB_RDONLY, &txn);
+    if (rc == NO_ENV)
+        return cdn_err_set(err, CDN_ERR_IO, NO_ENV_MSG);
     if (rc == MDB_PANIC)
         return cdn_err_set(err, CDN_ERR_IO,
                            "the database refuses all use since a write or sync of its meta page "
@@ -172,6 +315,7 @@ int store_check(store_t *s, cdn_err_t *err)
     if (rc)
         return lmdb_err(err, rc, "cannot start a transaction");
     mdb_txn_abort(txn);
+    txn_closed(s, 0);
     return CDN_OK;
 }
 
@@ -182,9 +326,12 @@ int store_txn_begin(store_t *s, int write, store_txn_t **out, cdn_err_t *err)
     if (!t)
         return cdn_err_set(err, CDN_ERR_NOMEM, "out of memory starting a transaction");
     t->s = s;
-    rc = mdb_txn_begin(s->env, NULL, write ? 0 : MDB_RDONLY, &t->txn);
+    t->written = t->writes = 0;
+    rc = txn_open(s, write ? 0 : MDB_RDONLY, &t->txn);
     if (rc) {
         cdn_free(t);
+        if (rc == NO_ENV)
+            return cdn_err_set(err, CDN_ERR_IO, NO_ENV_MSG);
         return lmdb_err(err, rc, "cannot start a transaction");
     }
     *out = t;
@@ -200,6 +347,7 @@ int store_txn_commit(store_txn_t *t, cdn_err_t *err)
     } else {
         rc = mdb_txn_commit(t->txn);
     }
+    txn_closed(t->s, rc == 0 && (t->written >= TRIM_WRITTEN || t->writes >= TRIM_WRITES));
     cdn_free(t);
     return rc ? lmdb_err(err, rc, "cannot commit") : CDN_OK;
 }
@@ -209,6 +357,7 @@ void store_txn_abort(store_txn_t *t)
     if (!t)
         return;
     mdb_txn_abort(t->txn);
+    txn_closed(t->s, 0);
     cdn_free(t);
 }
 
@@ -231,6 +380,8 @@ int store_put(store_txn_t *t, store_table_t tb, const void *key, size_t klen, co
 {
     MDB_val k = {klen, (void *)key}, v = {vlen, (void *)val};
     int rc = store_fault_hit() ? EIO : mdb_put(t->txn, t->s->dbi[tb], &k, &v, 0);
+    t->written += klen + vlen;
+    t->writes++;
     if (rc == MDB_MAP_FULL || rc == MDB_TXN_FULL)
         return CDN_ERR_LIMIT;
     return rc ? CDN_ERR_IO : CDN_OK;
@@ -240,6 +391,8 @@ int store_del(store_txn_t *t, store_table_t tb, const void *key, size_t klen)
 {
     MDB_val k = {klen, (void *)key};
     int rc = store_fault_hit() ? EIO : mdb_del(t->txn, t->s->dbi[tb], &k, NULL);
+    t->written += klen;
+    t->writes++;
     if (rc == MDB_NOTFOUND)
         return CDN_ERR_NOT_FOUND;
     return rc ? CDN_ERR_IO : CDN_OK;
@@ -329,6 +482,8 @@ int store_del_prefix(store_txn_t *t, store_table_t tb, const void *prefix, size_
         return CDN_ERR_IO;
     rc = mdb_cursor_get(c, &k, &v, plen ? MDB_SET_RANGE : MDB_FIRST);
     while (rc == 0 && k.mv_size >= plen && memcmp(k.mv_data, prefix, plen) == 0) {
+        t->written += k.mv_size + v.mv_size;
+        t->writes++;
         if ((rc = mdb_cursor_del(c, 0)) != 0)
             break;
         k.mv_size = plen; /* seek again: simpler than reasoning about a cursor after delete */

@@ -58,8 +58,25 @@ int store_check(store_t *s, cdn_err_t *err);
  * Safe at any time (LMDB's map is read-only and shared: no data is lost, only mappings). */
 void store_release_pages(store_t *s);
 
+/* Memory after large writes. LMDB keeps every single page a write transaction dirtied on a
+ * list of its own for reuse and frees the list only when the environment closes: a compaction's
+ * renumbering dirties most of the database (10 MB at 50,000 chunks, hundreds at a million), a
+ * drop or a large batch alike. So after a commit that put or deleted 8 MiB or 20,000 records,
+ * the store closes and opens the environment again as the last open transaction ends (the
+ * thread ending it pays 0.2 - 6 ms at 1M chunks). store_trim does it now: new transactions
+ * wait (store_txn_begin blocks) while open ones drain, for at most wait_ms. *trimmed is 1 when it
+ * was done, 0 when transactions were still open after wait_ms (nothing changed; try again later) or
+ * another trim was under way. Both return or leave CDN_ERR_IO when the environment could not be
+ * opened again: every later transaction then fails with CDN_ERR_IO, as store_check does, until the
+ * data directory is reopened. A thread that holds a transaction must not call store_trim. */
+int store_trim(store_t *s, int wait_ms, int *trimmed, cdn_err_t *err);
+/* How many times the environment was opened again since store_open (for tests and metrics). */
+uint64_t store_trims(store_t *s);
+
 /* Begins a transaction: write != 0 for the single writer. Returns 0 or CDN_ERR_IO. A
- * transaction is used by one thread and ends with exactly one of commit or abort. */
+ * transaction is used by one thread and ends with exactly one of commit or abort. Waits while
+ * a store_trim drains transactions (a thread already holding one waits until the trim gives
+ * up). */
 int store_txn_begin(store_t *s, int write, store_txn_t **out, cdn_err_t *err);
 /* Makes a write durable (fsync) before returning 0; CDN_ERR_IO if the disk refused. The
  * transaction is gone either way. */

@@ -32,6 +32,10 @@
 #include "query/chunkrec.h"
 #include "query/write_int.h"
 
+/* How long a compaction lets searches drain so that the store can close its environment and
+ * hand back the pages the renumbering dirtied (store_trim); searches begun meanwhile wait. */
+#define COMPACT_DRAIN_MS 200
+
 #define COMPACT_COPY_ROWS 1024 /* vector rows gathered into one write */
 
 /* The vector file of the next generation: the live rows in order, synced. */
@@ -295,15 +299,23 @@ int engine_coll_compact(engine_t *e, const char *name, engine_compact_stats_t *s
                          name, (unsigned long long)c->live, n_new);
         goto done;
     }
+    uint64_t trims_before = store_trims(e->store);
     if ((rc = compact_locked(e, c, map, n_old, n_new, &n2, err)) != 0)
         goto done;
     /* Committed: the old generation's files are orphans now; searches still reading the old
      * copy keep their own mapping of them. */
     c->hnsw_dirty = c->text_dirty = 0;
     coll_files_remove(e->dir, &c->cfg);
-    /* As after an open: the pages of the database file the renumbering and the load read,
-     * and the float rows the copy's searches re-score, mapped as an open maps them. */
-    store_release_pages(e->store);
+    /* The renumbering dirtied most of the database, pages LMDB keeps until its environment
+     * closes: the store opens it again as the last transaction ends, or here, waiting a little
+     * for searches to drain. Either way the pages of the file the renumbering and the load read
+     * are no longer mapped; if searches held on, they are unmapped as after an open. Then the
+     * float rows the copy's searches re-score are mapped as an open maps them. */
+    int trimmed = store_trims(e->store) > trims_before;
+    if (!trimmed) /* an error is kept: the compaction committed, the database is now closed */
+        rc = store_trim(e->store, COMPACT_DRAIN_MS, &trimmed, err);
+    if (!trimmed)
+        store_release_pages(e->store);
     coll_map_rows(n2);
     st->rows_after = n_new;
     st->compacted = 1;

@@ -175,17 +175,23 @@ static int txn_open(store_t *s, unsigned flags, MDB_txn **txn)
     return rc;
 }
 
-/* Closes and opens the environment again, with s->mu held and no transaction open. Returns an
- * LMDB code; on failure s->env is NULL. */
-static int reopen_locked(store_t *s)
+/* Closes and opens the environment again. Called with s->mu held, s->draining set and no
+ * transaction open; returns with s->mu held, an LMDB code, and s->env NULL on failure. The
+ * mutex is let go meanwhile, so that no lock of LMDB's is ever taken under it; transactions
+ * cannot begin while draining is set. */
+static int reopen(store_t *s)
 {
-    /* Nothing points into the map and nothing can begin; every commit was synced, so closing
-     * loses nothing. */
-    mdb_env_close(s->env);
+    MDB_env *old = s->env;
     s->env = NULL;
     s->trim_wanted = 0;
     s->trims++;
-    return store_fault_hit() ? EIO : env_open(s);
+    pthread_mutex_unlock(&s->mu);
+    /* Nothing points into the map and nothing can begin; every commit was synced, so closing
+     * loses nothing. */
+    mdb_env_close(old);
+    int rc = store_fault_hit() ? EIO : env_open(s);
+    pthread_mutex_lock(&s->mu);
+    return rc;
 }
 
 uint64_t store_trims(store_t *s)
@@ -204,10 +210,14 @@ static void txn_closed(store_t *s, int large)
     pthread_mutex_lock(&s->mu);
     s->trim_wanted |= large;
     if (--s->txns == 0) {
-        if (s->draining)
+        if (s->draining) {
             pthread_cond_broadcast(&s->cv); /* store_trim does it */
-        else if (s->trim_wanted)
-            (void)reopen_locked(s); /* a failure shows at the next transaction's begin */
+        } else if (s->trim_wanted) {
+            s->draining = 1;
+            (void)reopen(s); /* a failure shows at the next transaction's begin */
+            s->draining = 0;
+            pthread_cond_broadcast(&s->cv);
+        }
     }
     pthread_mutex_unlock(&s->mu);
 }
@@ -279,7 +289,7 @@ int store_trim(store_t *s, int wait_ms, int *trimmed, cdn_err_t *err)
     while (s->txns > 0 && rc != ETIMEDOUT)
         rc = pthread_cond_timedwait(&s->cv, &s->mu, &until);
     if (s->txns == 0) {
-        if ((rc = reopen_locked(s)) != 0)
+        if ((rc = reopen(s)) != 0)
             ret = lmdb_err(err, rc, "cannot open the data directory's database again");
         *trimmed = rc == 0;
     }

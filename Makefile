@@ -54,7 +54,8 @@ TEST_BIN  := $(TEST_SRC:%.c=$(BUILD)/%)
 TSAN_TESTS := api/test_audit api/test_asof api/test_compact_race api/test_race_states api/test_adversarial_race api/test_model api/test_leak_hunt \
               authz/test_authz_concurrency vector/test_hnsw_concurrency vector/test_hnsw_lists vector/test_hnsw_repair \
               vector/test_quant vector/test_quant_bits acl/test_acl_index text/test_bm25 \
-              base/test_pool http/test_keys http/test_metrics http/test_index_cache store/test_store_trim
+              base/test_pool http/test_keys http/test_metrics http/test_index_cache store/test_store_trim \
+              store/test_store_compact
 TSAN_BIN  := $(TSAN_TESTS:%=$(BUILD)/tests/unit/%)
 # libFuzzer targets (MODE=fuzz, clang): a fixed set of inputs each in make test.
 FUZZ_SRC  := $(wildcard tests/fuzz/fuzz_*.c)

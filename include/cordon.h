@@ -252,6 +252,9 @@ typedef struct cordon_compact_stats {
     int compacted;         /* 0: no row was dead, nothing was rewritten */
     double ms;             /* how long it took, the wait for other writers included */
     double writes_held_ms; /* of it, how long writes to the data directory waited */
+    /* The database file in use before and after: rewritten without its free pages when a
+     * quarter or more of it was free (a compaction frees the pages of the records it moves). */
+    uint64_t db_bytes_before, db_bytes_after;
 } cordon_compact_stats;
 
 /* Gives back the space of deleted and replaced chunks: the collection's live rows are
@@ -261,7 +264,8 @@ typedef struct cordon_compact_stats {
  * the collection as it was until the new copy commits, then against the copy: no result changes.
  * Takes about as long as copying the live vectors plus reloading the collection
  * (docs/internals/compact.md); it needs room on disk for a second copy of the collection's files
- * meanwhile. A crash at any point leaves the collection as before or as after. stats may be NULL.
+ * meanwhile, and for a copy of the database file when it is rewritten. A crash at any point
+ * leaves the collection as before or as after. stats may be NULL.
  * CORDON_ERR_NOT_FOUND for no such collection, CORDON_ERR_IO or CORDON_ERR_LIMIT (disk or database
  * full: nothing changed). */
 int cordon_collection_compact(cordon_t *db, const char *name, cordon_compact_stats *stats,

@@ -238,8 +238,8 @@ int cordon_collection_compact(cordon_t *db, const char *name, cordon_compact_sta
     NEED(db && name, "cordon_collection_compact needs a name");
     int rc = engine_coll_compact(db->e, name, &st, &e);
     if (stats)
-        *stats = (cordon_compact_stats){st.rows_before, st.rows_after, st.compacted, st.ms,
-                                        st.locked_ms};
+        *stats = (cordon_compact_stats){st.rows_before, st.rows_after,      st.compacted,     st.ms,
+                                        st.locked_ms,   st.db_bytes_before, st.db_bytes_after};
     return api_ret(rc, &e, err);
 }
 

@@ -236,8 +236,10 @@ static int compact_one(cordon_t *db, const char *name)
     if (cordon_collection_compact(db, name, &st, &err))
         return cli_fail("compact", &err);
     if (st.compacted)
-        printf("%-24s %llu rows -> %llu (%.1f s, writes held %.1f s)\n", name,
-               (unsigned long long)st.rows_before, (unsigned long long)st.rows_after, st.ms / 1e3,
+        printf("%-24s %llu rows -> %llu, database file %.1f -> %.1f MB (%.1f s, writes held "
+               "%.1f s)\n",
+               name, (unsigned long long)st.rows_before, (unsigned long long)st.rows_after,
+               (double)st.db_bytes_before / 1e6, (double)st.db_bytes_after / 1e6, st.ms / 1e3,
                st.writes_held_ms / 1e3);
     else
         printf("%-24s %llu rows, none dead: nothing to do\n", name,

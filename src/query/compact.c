@@ -35,6 +35,8 @@
 /* How long a compaction lets searches drain so that the store can close its environment and
  * hand back the pages the renumbering dirtied (store_trim); searches begun meanwhile wait. */
 #define COMPACT_DRAIN_MS 200
+/* A database file smaller than this is not rewritten for its free pages. */
+#define COMPACT_FILE_MIN (1u << 20)
 
 #define COMPACT_COPY_ROWS 1024 /* vector rows gathered into one write */
 
@@ -262,6 +264,37 @@ static void repair_first(engine_t *e, const char *name)
     coll_unref(c);
 }
 
+/* After the commit: the renumbering dirtied most of the database, pages LMDB keeps in memory
+ * until its environment closes, and the pages it replaced are free in the file, which LMDB
+ * never shrinks. When a quarter of the file or more is free (and it is 1 MiB or more), the store
+ * writes it anew without them; otherwise it only opens the environment again, which it has
+ * done on its own if no search was open as the commit ended. Both wait a little for searches
+ * to drain; if they held on, the file's pages the renumbering and the load read are unmapped
+ * as after an open. An error is returned only when the database could not be opened again
+ * (the compaction itself committed). */
+static int give_back(engine_t *e, uint64_t trims_before, engine_compact_stats_t *st, cdn_err_t *err)
+{
+    uint64_t used = 0, free_bytes = 0;
+    int done = 0, rc = CDN_OK;
+    cdn_err_t ignored = {0, ""};
+    (void)store_file_bytes(e->store, &used, &free_bytes);
+    st->db_bytes_before = st->db_bytes_after = used;
+    if (used >= COMPACT_FILE_MIN && free_bytes * 4 >= used) {
+        /* a copy that failed (a full disk) changed nothing: the file stays as it is */
+        if (store_compact_file(e->store, COMPACT_DRAIN_MS, &done, &ignored) != CDN_OK &&
+            store_check(e->store, err) != CDN_OK)
+            return err->code;
+        if (done && store_file_bytes(e->store, &used, &free_bytes) == CDN_OK)
+            st->db_bytes_after = used;
+    }
+    if (!done && store_trims(e->store) == trims_before &&
+        (rc = store_trim(e->store, COMPACT_DRAIN_MS, &done, err)) != CDN_OK)
+        return rc;
+    if (!done)
+        store_release_pages(e->store);
+    return CDN_OK;
+}
+
 int engine_coll_compact(engine_t *e, const char *name, engine_compact_stats_t *st, cdn_err_t *err)
 {
     coll_t *c = NULL, *n2 = NULL;
@@ -306,16 +339,7 @@ int engine_coll_compact(engine_t *e, const char *name, engine_compact_stats_t *s
      * copy keep their own mapping of them. */
     c->hnsw_dirty = c->text_dirty = 0;
     coll_files_remove(e->dir, &c->cfg);
-    /* The renumbering dirtied most of the database, pages LMDB keeps until its environment
-     * closes: the store opens it again as the last transaction ends, or here, waiting a little
-     * for searches to drain. Either way the pages of the file the renumbering and the load read
-     * are no longer mapped; if searches held on, they are unmapped as after an open. Then the
-     * float rows the copy's searches re-score are mapped as an open maps them. */
-    int trimmed = store_trims(e->store) > trims_before;
-    if (!trimmed) /* an error is kept: the compaction committed, the database is now closed */
-        rc = store_trim(e->store, COMPACT_DRAIN_MS, &trimmed, err);
-    if (!trimmed)
-        store_release_pages(e->store);
+    rc = give_back(e, trims_before, st, err);
     coll_map_rows(n2);
     st->rows_after = n_new;
     st->compacted = 1;

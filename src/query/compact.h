@@ -6,11 +6,13 @@
 #include "query/engine.h"
 
 typedef struct engine_compact_stats {
-    uint32_t rows_before; /* rows the files held (live and dead) */
-    uint32_t rows_after;  /* rows they hold now: the live ones when compacted */
-    int compacted;        /* 0: there was no dead row, nothing was written */
-    double ms;            /* wall time, the wait for the writer lock included */
-    double locked_ms;     /* of it, the time writers were held off */
+    uint32_t rows_before;                     /* rows the files held (live and dead) */
+    uint32_t rows_after;                      /* rows they hold now: the live ones when compacted */
+    int compacted;                            /* 0: there was no dead row, nothing was written */
+    double ms;                                /* wall time, the wait for the writer lock included */
+    double locked_ms;                         /* of it, the time writers were held off */
+    uint64_t db_bytes_before, db_bytes_after; /* the database file in use, rewritten without
+                                                 its free pages when a quarter or more was */
 } engine_compact_stats_t;
 
 /* Renumbers the collection's live rows 0..live-1 (their order kept) and replaces its vector

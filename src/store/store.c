@@ -5,6 +5,7 @@
 #include "base/mem.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <lmdb.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -13,6 +14,7 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 _Static_assert(STORE_NTABLES <= STORE_TABLES_MAX, "the data's tables must fit a store");
 static const char *const table_names[STORE_NTABLES] = {
@@ -33,15 +35,17 @@ struct store {
      * mu guards env, txns and draining; cv signals a transaction's end and a drain's end. */
     pthread_mutex_t mu;
     pthread_cond_t cv;
-    long txns;
-    int draining;
-    int trim_wanted; /* a large write transaction committed since the last trim */
+    long txns, wtxns; /* open transactions, and of them write transactions */
+    int draining;     /* no transaction may begin: store_trim or store_compact_file */
+    int writes_held;  /* no write transaction may begin: store_compact_file copies the file */
+    int trim_wanted;  /* a large write transaction committed since the last trim */
     uint64_t trims;
 };
 
 struct store_txn {
     store_t *s;
     MDB_txn *txn;
+    int write;
     size_t written; /* bytes of keys and values put or deleted */
     size_t writes;  /* records put or deleted */
 };
@@ -137,6 +141,10 @@ int store_open_tables(const char *dir, uint64_t map_size, const char *const *nam
     s->map_size = map_size ? map_size : (64ull << 30);
     pthread_mutex_init(&s->mu, NULL);
     pthread_cond_init(&s->cv, NULL);
+    /* a store_compact_file that died before its switch */
+    char tmp[4096];
+    if (snprintf(tmp, sizeof tmp, "%s/" STORE_COMPACT_TMP, dir) < (int)sizeof tmp)
+        (void)unlink(tmp);
     if ((rc = env_open(s)) != 0) {
         rc = lmdb_err(err, rc, "cannot open the data directory's database");
         store_close(s);
@@ -152,26 +160,26 @@ int store_open_tables(const char *dir, uint64_t map_size, const char *const *nam
     "the database could not be opened again after handing back its memory: reopen the data "       \
     "directory"
 
-/* Begins an LMDB transaction counted in s->txns; waits while store_trim drains them. Returns an
- * LMDB code or NO_ENV. */
-static int txn_open(store_t *s, unsigned flags, MDB_txn **txn)
+static void txn_closed(store_t *s, int write, int large);
+
+/* Begins an LMDB transaction counted in s->txns (and s->wtxns); waits while store_trim or
+ * store_compact_file drains them. Returns an LMDB code or NO_ENV. */
+static int txn_open(store_t *s, int write, MDB_txn **txn)
 {
     int rc;
     pthread_mutex_lock(&s->mu);
-    while (s->draining)
+    while (s->draining || (write && s->writes_held))
         pthread_cond_wait(&s->cv, &s->mu);
-    if (!s->env) {
+    MDB_env *env = s->env;
+    if (!env) {
         pthread_mutex_unlock(&s->mu);
         return NO_ENV;
     }
     s->txns++;
+    s->wtxns += write != 0;
     pthread_mutex_unlock(&s->mu);
-    if ((rc = mdb_txn_begin(s->env, NULL, flags, txn)) != 0) {
-        pthread_mutex_lock(&s->mu);
-        s->txns--;
-        pthread_cond_broadcast(&s->cv);
-        pthread_mutex_unlock(&s->mu);
-    }
+    if ((rc = mdb_txn_begin(env, NULL, write ? 0 : MDB_RDONLY, txn)) != 0)
+        txn_closed(s, write, 0);
     return rc;
 }
 
@@ -202,23 +210,22 @@ uint64_t store_trims(store_t *s)
     return n;
 }
 
-/* The end of a transaction txn_open began (after its commit or abort); large is 1 for a
- * committed write transaction that wrote TRIM_WRITTEN or more. The last transaction to end
- * after a large one opens the environment again (store_trim). */
-static void txn_closed(store_t *s, int large)
+/* The end of a transaction txn_open began (after its commit or abort, or its failed begin);
+ * large is 1 for a committed write transaction that wrote TRIM_WRITTEN or TRIM_WRITES. The last
+ * transaction to end after a large one opens the environment again (store_trim). */
+static void txn_closed(store_t *s, int write, int large)
 {
     pthread_mutex_lock(&s->mu);
     s->trim_wanted |= large;
-    if (--s->txns == 0) {
-        if (s->draining) {
-            pthread_cond_broadcast(&s->cv); /* store_trim does it */
-        } else if (s->trim_wanted) {
-            s->draining = 1;
-            (void)reopen(s); /* a failure shows at the next transaction's begin */
-            s->draining = 0;
-            pthread_cond_broadcast(&s->cv);
-        }
+    s->wtxns -= write != 0;
+    if (--s->txns == 0 && !s->draining && !s->writes_held && s->trim_wanted) {
+        s->draining = 1;
+        (void)reopen(s); /* a failure shows at the next transaction's begin */
+        s->draining = 0;
     }
+    /* store_trim or store_compact_file may be waiting for this */
+    if (s->txns == 0 || (s->wtxns == 0 && s->writes_held))
+        pthread_cond_broadcast(&s->cv);
     pthread_mutex_unlock(&s->mu);
 }
 
@@ -230,7 +237,7 @@ static uintptr_t map_address(store_t *s)
     MDB_cursor *cur;
     MDB_val k, v;
     uintptr_t p = 0;
-    if (txn_open(s, MDB_RDONLY, &txn))
+    if (txn_open(s, 0, &txn))
         return 0;
     for (int i = 0; i < s->ntables && !p; i++) {
         if (mdb_cursor_open(txn, s->dbi[i], &cur))
@@ -240,7 +247,7 @@ static uintptr_t map_address(store_t *s)
         mdb_cursor_close(cur);
     }
     mdb_txn_abort(txn);
-    txn_closed(s, 0);
+    txn_closed(s, 0, 0);
     return p;
 }
 
@@ -268,22 +275,30 @@ void store_release_pages(store_t *s)
         fclose(f);
 }
 
+/* The realtime clock wait_ms from now, for pthread_cond_timedwait. */
+static struct timespec deadline(int wait_ms)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_REALTIME, &t);
+    t.tv_sec += wait_ms / 1000;
+    t.tv_nsec += (long)(wait_ms % 1000) * 1000000L;
+    if (t.tv_nsec >= 1000000000L) {
+        t.tv_sec++;
+        t.tv_nsec -= 1000000000L;
+    }
+    return t;
+}
+
 int store_trim(store_t *s, int wait_ms, int *trimmed, cdn_err_t *err)
 {
-    struct timespec until;
+    struct timespec until = deadline(wait_ms);
     int rc = 0, ret = CDN_OK;
     *trimmed = 0;
-    clock_gettime(CLOCK_REALTIME, &until);
-    until.tv_sec += wait_ms / 1000;
-    until.tv_nsec += (long)(wait_ms % 1000) * 1000000L;
-    if (until.tv_nsec >= 1000000000L) {
-        until.tv_sec++;
-        until.tv_nsec -= 1000000000L;
-    }
     pthread_mutex_lock(&s->mu);
-    if (s->draining || !s->env) {
+    if (s->draining || s->writes_held || !s->env) {
+        int gone = !s->env;
         pthread_mutex_unlock(&s->mu);
-        return s->env ? CDN_OK : cdn_err_set(err, CDN_ERR_IO, NO_ENV_MSG);
+        return gone ? cdn_err_set(err, CDN_ERR_IO, NO_ENV_MSG) : CDN_OK;
     }
     s->draining = 1;
     while (s->txns > 0 && rc != ETIMEDOUT)
@@ -296,6 +311,127 @@ int store_trim(store_t *s, int wait_ms, int *trimmed, cdn_err_t *err)
     s->draining = 0;
     pthread_cond_broadcast(&s->cv);
     pthread_mutex_unlock(&s->mu);
+    return ret;
+}
+
+int store_file_bytes(store_t *s, uint64_t *used, uint64_t *free_bytes)
+{
+    MDB_txn *txn;
+    MDB_cursor *cur;
+    MDB_envinfo info;
+    MDB_stat st;
+    MDB_val k, v;
+    uint64_t free_pages = 0;
+    int rc = txn_open(s, 0, &txn);
+    *used = *free_bytes = 0;
+    if (rc)
+        return CDN_ERR_IO;
+    mdb_env_info(mdb_txn_env(txn), &info);
+    mdb_env_stat(mdb_txn_env(txn), &st);
+    /* The free list (LMDB's table 0): per freeing transaction a list of page numbers whose
+     * first word is its length. */
+    if ((rc = mdb_cursor_open(txn, 0, &cur)) == 0) {
+        while ((rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)) == 0)
+            if (v.mv_size >= sizeof(size_t))
+                free_pages += *(const size_t *)v.mv_data;
+        mdb_cursor_close(cur);
+    }
+    *used = (uint64_t)(info.me_last_pgno + 1) * st.ms_psize;
+    *free_bytes = free_pages * st.ms_psize;
+    mdb_txn_abort(txn);
+    txn_closed(s, 0, 0);
+    return rc == 0 || rc == MDB_NOTFOUND ? CDN_OK : CDN_ERR_IO;
+}
+
+/* 1 when another process has the environment open: LMDB holds a shared lock on the first
+ * byte of lock.mdb in every process that has it open (ours is closed). *fd is left open,
+ * holding our own lock on that byte, so that no process opens the file being replaced; closing
+ * it lets go. */
+static int other_process(const char *dir, int *fd)
+{
+    char path[4096];
+    struct flock fl = {.l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = 0, .l_len = 1};
+    snprintf(path, sizeof path, "%s/lock.mdb", dir);
+    *fd = open(path, O_RDWR | O_CLOEXEC);
+    return *fd < 0 || fcntl(*fd, F_SETLK, &fl) != 0;
+}
+
+/* Writes the compacted copy of s's database into path, synced. Returns an LMDB or errno code. */
+static int write_copy(store_t *s, const char *path)
+{
+    int rc, fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, CDN_FILE_MODE);
+    if (fd < 0)
+        return errno;
+    rc = store_fault_hit() ? EIO : mdb_env_copyfd2(s->env, fd, MDB_CP_COMPACT);
+    if (rc == 0 && fsync(fd) != 0)
+        rc = errno;
+    close(fd);
+    return rc;
+}
+
+int store_compact_file(store_t *s, int wait_ms, int *done, cdn_err_t *err)
+{
+    struct timespec until = deadline(wait_ms);
+    char tmp[4096], path[4096];
+    int rc = 0, ret = CDN_OK, lockfd = -1;
+    *done = 0;
+    snprintf(tmp, sizeof tmp, "%s/" STORE_COMPACT_TMP, s->dir);
+    snprintf(path, sizeof path, "%s/data.mdb", s->dir);
+    pthread_mutex_lock(&s->mu);
+    if (s->draining || s->writes_held || !s->env) {
+        int gone = !s->env;
+        pthread_mutex_unlock(&s->mu);
+        return gone ? cdn_err_set(err, CDN_ERR_IO, NO_ENV_MSG) : CDN_OK;
+    }
+    /* 1. No write may begin, and open ones end: the copy is then the database until the swap. */
+    s->writes_held = 1;
+    while (s->wtxns > 0 && rc != ETIMEDOUT)
+        rc = pthread_cond_timedwait(&s->cv, &s->mu, &until);
+    if (s->wtxns > 0)
+        goto out;
+    /* 2. The copy, beside readers: it reads through a transaction of its own, counted so that
+     * nothing closes the environment under it. */
+    s->txns++;
+    pthread_mutex_unlock(&s->mu);
+    rc = write_copy(s, tmp);
+    pthread_mutex_lock(&s->mu);
+    s->txns--;
+    if (rc) {
+        ret = cdn_err_set(err, rc == ENOSPC ? CDN_ERR_LIMIT : CDN_ERR_IO,
+                          "cannot write a compacted copy of the database: %s", mdb_strerror(rc));
+        goto out;
+    }
+    /* 3. Readers drain; then the environment closes, the copy replaces the file and opens. */
+    s->draining = 1;
+    rc = 0;
+    while (s->txns > 0 && rc != ETIMEDOUT)
+        rc = pthread_cond_timedwait(&s->cv, &s->mu, &until);
+    if (s->txns > 0) {
+        s->draining = 0;
+        goto out;
+    }
+    MDB_env *old = s->env;
+    s->env = NULL;
+    s->trim_wanted = 0;
+    s->trims++;
+    pthread_mutex_unlock(&s->mu);
+    mdb_env_close(old);
+    if (!other_process(s->dir, &lockfd) && !store_fault_hit() && rename(tmp, path) == 0) {
+        (void)cdn_file_fsync_dir_of(path);
+        *done = 1;
+    }
+    if (lockfd >= 0)
+        close(lockfd); /* before LMDB opens lock.mdb: closing it later would drop LMDB's lock */
+    if ((rc = env_open(s)) != 0)
+        ret = lmdb_err(err, rc, "cannot open the data directory's database again");
+    pthread_mutex_lock(&s->mu);
+    s->draining = 0;
+out:
+    s->writes_held = 0;
+    pthread_cond_broadcast(&s->cv);
+    pthread_mutex_unlock(&s->mu);
+    if (!*done)
+        unlink(tmp);
     return ret;
 }
 
@@ -314,7 +450,7 @@ void store_close(store_t *s)
 int store_check(store_t *s, cdn_err_t *err)
 {
     MDB_txn *txn;
-    int rc = txn_open(s, MDB_RDONLY, &txn);
+    int rc = txn_open(s, 0, &txn);
     if (rc == NO_ENV)
         return cdn_err_set(err, CDN_ERR_IO, NO_ENV_MSG);
     if (rc == MDB_PANIC)
@@ -325,7 +461,7 @@ int store_check(store_t *s, cdn_err_t *err)
     if (rc)
         return lmdb_err(err, rc, "cannot start a transaction");
     mdb_txn_abort(txn);
-    txn_closed(s, 0);
+    txn_closed(s, 0, 0);
     return CDN_OK;
 }
 
@@ -337,7 +473,8 @@ int store_txn_begin(store_t *s, int write, store_txn_t **out, cdn_err_t *err)
         return cdn_err_set(err, CDN_ERR_NOMEM, "out of memory starting a transaction");
     t->s = s;
     t->written = t->writes = 0;
-    rc = txn_open(s, write ? 0 : MDB_RDONLY, &t->txn);
+    t->write = write != 0;
+    rc = txn_open(s, t->write, &t->txn);
     if (rc) {
         cdn_free(t);
         if (rc == NO_ENV)
@@ -357,7 +494,7 @@ int store_txn_commit(store_txn_t *t, cdn_err_t *err)
     } else {
         rc = mdb_txn_commit(t->txn);
     }
-    txn_closed(t->s, rc == 0 && (t->written >= TRIM_WRITTEN || t->writes >= TRIM_WRITES));
+    txn_closed(t->s, t->write, rc == 0 && (t->written >= TRIM_WRITTEN || t->writes >= TRIM_WRITES));
     cdn_free(t);
     return rc ? lmdb_err(err, rc, "cannot commit") : CDN_OK;
 }
@@ -367,7 +504,7 @@ void store_txn_abort(store_txn_t *t)
     if (!t)
         return;
     mdb_txn_abort(t->txn);
-    txn_closed(t->s, 0);
+    txn_closed(t->s, t->write, 0);
     cdn_free(t);
 }
 

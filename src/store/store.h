@@ -73,6 +73,23 @@ int store_trim(store_t *s, int wait_ms, int *trimmed, cdn_err_t *err);
 /* How many times the environment was opened again since store_open (for tests and metrics). */
 uint64_t store_trims(store_t *s);
 
+/* The database file in bytes: *used, its extent in use (up to its last page), and of that
+ * *free_bytes, free pages LMDB will reuse. 0 or CDN_ERR_IO. */
+int store_file_bytes(store_t *s, uint64_t *used, uint64_t *free_bytes);
+
+/* Gives back the database file's free pages to the disk: LMDB reuses them but never shrinks its
+ * file. Writes a copy without them (STORE_COMPACT_TMP, synced) while reads go on and new write
+ * transactions wait; then, as store_trim, waits for open transactions to end, closes the
+ * environment, renames the copy over data.mdb and opens it (which also hands back the memory
+ * store_trim does). Open write transactions are waited for, and readers drained, for at most
+ * wait_ms in all (the copy's own time aside); past that, or when another process has the
+ * database open, nothing changes and *done is 0. A failed copy (CDN_ERR_LIMIT for a full disk,
+ * CDN_ERR_IO) changes nothing; a failure to open again is as store_trim's. A kill at any point
+ * leaves the old file or the new one, whole: open removes a copy left behind. A thread that
+ * holds a transaction must not call it. */
+#define STORE_COMPACT_TMP "data.mdb.compact"
+int store_compact_file(store_t *s, int wait_ms, int *done, cdn_err_t *err);
+
 /* Begins a transaction: write != 0 for the single writer. Returns 0 or CDN_ERR_IO. A
  * transaction is used by one thread and ends with exactly one of commit or abort. Waits while
  * a store_trim drains transactions (a thread already holding one waits until the trim gives

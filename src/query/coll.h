@@ -179,6 +179,10 @@ int coll_graph_save(const char *dir, coll_t *c, cdn_err_t *err);
  * write lock, so no writer moves c meanwhile; searches go on. Without it a collection loaded
  * into a running server searched at the default breadth until a restart. */
 void coll_graph_calibrate_grown(const char *dir, coll_t *c);
+/* The same measurement whatever the rows of the last one (when c has COLL_CALIB_MIN_ROWS live
+ * rows and leaves its ef to cordon): after a compaction, whose graph is the repaired one, not
+ * the one measured. The caller holds the engine's write lock. */
+void coll_graph_calibrate(const char *dir, coll_t *c);
 #define COLL_CALIB_MIN_ROWS 20000
 #define COLL_CALIB_TARGET 0.99
 #define COLL_CALIB_QUERIES 64

@@ -256,7 +256,7 @@ static int efauto_file(const char *dir, const coll_t *c, const hnsw_calib_t *cal
     return fclose(f) == 0 ? 0 : -1;
 }
 
-void coll_graph_calibrate_grown(const char *dir, coll_t *c)
+void coll_graph_calibrate(const char *dir, coll_t *c)
 {
     hnsw_calib_t cal;
     vec_view_t v;
@@ -264,8 +264,7 @@ void coll_graph_calibrate_grown(const char *dir, coll_t *c)
         return; /* an ef the collection fixed is not measured for */
     const roaring_bitmap_t *live = acl_index_live(c->acl);
     uint32_t rows = c->next_row;
-    if (roaring_bitmap_get_cardinality(live) < COLL_CALIB_MIN_ROWS ||
-        (c->ef_auto_rows && rows < (uint64_t)c->ef_auto_rows * 2))
+    if (roaring_bitmap_get_cardinality(live) < COLL_CALIB_MIN_ROWS)
         return;
     coll_view(c, &v);
     if (hnsw_calibrate(c->hnsw, &v, coll_codes(c), live, COLL_CALIB_QUERIES, COLL_CALIB_TARGET,
@@ -275,6 +274,12 @@ void coll_graph_calibrate_grown(const char *dir, coll_t *c)
     pthread_rwlock_wrlock(&c->lock);
     calib_take(c, &cal, rows);
     pthread_rwlock_unlock(&c->lock);
+}
+
+void coll_graph_calibrate_grown(const char *dir, coll_t *c)
+{
+    if (!c->ef_auto_rows || c->next_row >= (uint64_t)c->ef_auto_rows * 2)
+        coll_graph_calibrate(dir, c);
 }
 
 /* Measures and records the calibrated ef; a failure only leaves the default in place. */

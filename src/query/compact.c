@@ -340,6 +340,9 @@ int engine_coll_compact(engine_t *e, const char *name, engine_compact_stats_t *s
     c->hnsw_dirty = c->text_dirty = 0;
     coll_files_remove(e->dir, &c->cfg);
     rc = give_back(e, trims_before, st, err);
+    /* The repair changed the graph the copied calibration measured (at 1M x 128 with 30%
+     * replaced, recall@10 0.992 at the old ef against 0.998 for a fresh build): measure anew. */
+    coll_graph_calibrate(e->dir, n2);
     coll_map_rows(n2);
     st->rows_after = n_new;
     st->compacted = 1;

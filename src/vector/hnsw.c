@@ -210,9 +210,20 @@ static void link_back(hnsw_t *h, const hnsw_scorer_t *src, uint32_t s, uint32_t 
     float d[2 * HNSW_M_MAX + 1];
     hnsw_scorer_t ss = scorer_for(src, s);
     hnsw_score_src(h, &ss, ids, n + 1, d);
+    /* Live members first, deleted ones after (each part nearest first): a deleted member only
+     * keeps its place while the live ones leave room. Chosen together, a deleted node near the
+     * newcomer pushed it out, and the repair that later drops the deleted node fills the place
+     * from that node's own list: at 1M x 128 with 30% replaced, recall@10 fell to 0.987. */
+    uint32_t nl = 0, nd = 0;
+    uint8_t dead[2 * HNSW_M_MAX + 1]; /* read once: a delete may land meanwhile */
+    for (uint32_t i = 0; i <= n; i++) {
+        dead[i] = (hnsw_flags(h, ids[i]) & HNSW_F_DELETED) != 0;
+        nl += !dead[i];
+    }
     for (uint32_t i = 0; i <= n; i++)
-        scratch[i] = (hnsw_hit_t){ids[i], d[i]};
-    hnsw_sort_hits(scratch, n + 1);
+        scratch[dead[i] ? nl + nd++ : i - nd] = (hnsw_hit_t){ids[i], d[i]};
+    hnsw_sort_hits(scratch, nl);
+    hnsw_sort_hits(scratch + nl, nd);
     uint32_t kept = select_diverse(h, src, scratch, n + 1, cap);
     for (uint32_t i = 0; i < kept; i++)
         ids[i] = scratch[i].id;

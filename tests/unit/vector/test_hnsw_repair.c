@@ -1,6 +1,7 @@
 /* test_hnsw_repair.c: hnsw_repair unlinks deleted nodes: no live list names one afterwards, a
  * deleted entry point is replaced, recall over the live rows holds while searches visit fewer
- * nodes, inserts after it do not link to deleted nodes, and it runs alongside searches and
+ * nodes, inserts after it do not link to deleted nodes (nor lose their back-links to deleted
+ * ones before it), and it runs alongside searches and
  * inserts (also under ThreadSanitizer), in slices ends as one repair, and the count of deletes
  * it unlinked is saved with the graph. Relies on cmocka, pthreads and vector/hnsw_int.h. */
 /* cmocka.h needs these four first. */
@@ -197,6 +198,38 @@ static void test_inserts_do_not_link_to_deleted_nodes(void **state)
     double vis;
     assert_true(recall_live(h, &f->view, f->queries, del, 24, &vis) >= 0.95);
     roaring_bitmap_free(del);
+    hnsw_free(h);
+}
+
+/* A full list offered a newcomer while it still names deleted nodes (inserts between repair
+ * sweeps) gives up the deleted ones first. On a line: s at 0 lists 1.0, 1.1 (both deleted),
+ * -1.0 and -1.1; a newcomer at 1.05 links to s. Chosen together, the deleted node at 1.0 would
+ * shadow the newcomer (nearer to it than s is) and keep its place; live first, the newcomer
+ * takes it, and the deleted nodes have no room left. */
+static void test_a_full_list_gives_up_deleted_members_for_a_newcomer(void **state)
+{
+    (void)state;
+    static const float pts[] = {0.0f, 1.0f, 1.1f, -1.0f, -1.1f, 1.05f};
+    vec_view_t v = {pts, 1, 1, 6};
+    hnsw_params_t p = hnsw_params_default();
+    hnsw_t *h;
+    uint32_t list[2 * HNSW_M_MAX + 1];
+    p.m = 2; /* level-0 lists hold 4 */
+    assert_int_equal(hnsw_create(p, VEC_METRIC_L2, 1, &h), 0);
+    for (uint32_t id = 0; id < 5; id++)
+        assert_int_equal(hnsw_insert(h, &v, id), 0);
+    const uint32_t full[] = {1, 2, 3, 4};
+    hnsw_list_store(h, 0, 0, full, 4);
+    assert_int_equal(hnsw_delete(h, 1), 0);
+    assert_int_equal(hnsw_delete(h, 2), 0);
+    assert_int_equal(hnsw_insert(h, &v, 5), 0);
+    uint32_t n = hnsw_read_list(h, 0, 0, list), has_new = 0, deleted = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        has_new += list[i] == 5;
+        deleted += list[i] == 1 || list[i] == 2;
+    }
+    assert_int_equal(has_new, 1);
+    assert_int_equal(deleted, 0);
     hnsw_free(h);
 }
 
@@ -434,6 +467,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_repair_unlinks_deleted_nodes_and_keeps_recall),
         cmocka_unit_test(test_inserts_do_not_link_to_deleted_nodes),
+        cmocka_unit_test(test_a_full_list_gives_up_deleted_members_for_a_newcomer),
         cmocka_unit_test(test_repair_runs_alongside_searches_and_inserts),
         cmocka_unit_test(test_repair_in_slices_ends_as_one_repair),
         cmocka_unit_test(test_repaired_count_survives_save_and_load),

@@ -401,8 +401,10 @@ int store_compact_file(store_t *s, int wait_ms, int *done, cdn_err_t *err)
                           "cannot write a compacted copy of the database: %s", mdb_strerror(rc));
         goto out;
     }
-    /* 3. Readers drain; then the environment closes, the copy replaces the file and opens. */
+    /* 3. Readers drain (a wait of its own: the copy may have taken longer than wait_ms); then
+     * the environment closes, the copy replaces the file and opens. */
     s->draining = 1;
+    until = deadline(wait_ms);
     rc = 0;
     while (s->txns > 0 && rc != ETIMEDOUT)
         rc = pthread_cond_timedwait(&s->cv, &s->mu, &until);

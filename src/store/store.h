@@ -81,8 +81,8 @@ int store_file_bytes(store_t *s, uint64_t *used, uint64_t *free_bytes);
  * file. Writes a copy without them (STORE_COMPACT_TMP, synced) while reads go on and new write
  * transactions wait; then, as store_trim, waits for open transactions to end, closes the
  * environment, renames the copy over data.mdb and opens it (which also hands back the memory
- * store_trim does). Open write transactions are waited for, and readers drained, for at most
- * wait_ms in all (the copy's own time aside); past that, or when another process has the
+ * store_trim does). Open write transactions are waited for at most wait_ms before the copy, and
+ * readers drained at most wait_ms after it; past either, or when another process has the
  * database open, nothing changes and *done is 0. A failed copy (CDN_ERR_LIMIT for a full disk,
  * CDN_ERR_IO) changes nothing; a failure to open again is as store_trim's. A kill at any point
  * leaves the old file or the new one, whole: open removes a copy left behind. A thread that

@@ -169,8 +169,9 @@ static uint32_t level_for(const hnsw_t *h, uint32_t id)
 
 /* Heuristic 4 of the HNSW paper: walk candidates nearest first and keep one only if it is
  * nearer to the base than to every neighbour kept so far, so links spread over directions
- * instead of piling into one cluster. cand must be sorted ascending; keeps up to `max` in
- * place at the front; returns how many. (hnsw_repair.c applies the same rule to fill a list
+ * instead of piling into one cluster. cand is walked in order: nearest first (link_back puts
+ * the live members, nearest first, before the deleted ones); keeps up to `max` in place at the
+ * front; returns how many. (hnsw_repair.c applies the same rule to fill a list
  * whose live neighbours stay.) */
 static uint32_t select_diverse(const hnsw_t *h, const hnsw_scorer_t *s, hnsw_hit_t *cand,
                                uint32_t n, uint32_t max)

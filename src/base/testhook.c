@@ -53,6 +53,7 @@ int cdn_hook_kill_at(const char *spec)
                   {"committed", CDN_HOOK_COMMITTED},
                   {"file_written", CDN_HOOK_FILE_WRITTEN},
                   {"compact_written", CDN_HOOK_COMPACT_WRITTEN},
+                  {"store_copied", CDN_HOOK_STORE_COPIED},
                   {"model_applied", CDN_HOOK_MODEL_APPLIED},
                   {"model_stored", CDN_HOOK_MODEL_STORED}};
     const char *colon = strchr(spec, ':');

@@ -22,6 +22,9 @@ typedef enum cdn_hook_point {
     CDN_HOOK_FILE_WRITTEN,
     /* a compaction has written and synced its new files, nothing committed yet; */
     CDN_HOOK_COMPACT_WRITTEN,
+    /* the store's copy of its database file without free pages is written and synced, the
+     * environment closed, the copy not yet renamed over the file; */
+    CDN_HOOK_STORE_COPIED,
     /* a permission-model change is installed in memory, nothing of it stored yet; */
     CDN_HOOK_MODEL_APPLIED,
     /* a permission-model change (its log record and history) is committed, not yet
@@ -45,8 +48,8 @@ void cdn_hook_kill_after(cdn_hook_point_t point, long n);
 
 /* Crash trials of a whole program (`cordon serve` reads CORDON_CRASH_AT): spec is
  * "<point>:<n>", point one of vectors_unsynced, committed, file_written, compact_written,
- * model_applied, model_stored, for cdn_hook_kill_after. 0, or -1 for a spec that is not of that
- * form (nothing installed). */
+ * store_copied, model_applied, model_stored, for cdn_hook_kill_after. 0, or -1 for a spec that is
+ * not of that form (nothing installed). */
 int cdn_hook_kill_at(const char *spec);
 
 #endif

@@ -150,11 +150,13 @@ int cli_serve(int argc, char **argv)
      * engine's writes, counted from here (the open's own writes are not). */
     const char *crash_at = getenv("CORDON_CRASH_AT");
     if (crash_at && *crash_at && cdn_hook_kill_at(crash_at) != 0) {
-        fprintf(stderr,
-                "cordon serve: CORDON_CRASH_AT takes POINT:N, POINT one of vectors_unsynced, "
-                "committed, file_written, compact_written, model_applied, model_stored and N at "
-                "least 1 (got '%s')\n",
-                crash_at);
+        fprintf(
+            stderr,
+            "cordon serve: CORDON_CRASH_AT takes POINT:N, POINT one of vectors_unsynced, "
+            "committed, file_written, compact_written, store_copied, model_applied, model_stored "
+            "and N at "
+            "least 1 (got '%s')\n",
+            crash_at);
         cordon_close(db);
         return 2;
     }

@@ -3,6 +3,7 @@
 #include "store/store.h"
 #include "base/fileio.h"
 #include "base/mem.h"
+#include "base/testhook.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -418,6 +419,7 @@ int store_compact_file(store_t *s, int wait_ms, int *done, cdn_err_t *err)
     s->trims++;
     pthread_mutex_unlock(&s->mu);
     mdb_env_close(old);
+    cdn_hook_run(CDN_HOOK_STORE_COPIED);
     if (!other_process(s->dir, &lockfd) && !store_fault_hit() && rename(tmp, path) == 0) {
         (void)cdn_file_fsync_dir_of(path);
         *done = 1;

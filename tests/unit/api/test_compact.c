@@ -18,6 +18,7 @@
 #include "base/mem.h"
 #include "base/testhook.h"
 #include "compact_testutil.h"
+#include "store/store.h"
 
 static char before[1 << 17], after[1 << 17];
 
@@ -136,6 +137,9 @@ static void crash_at(cdn_hook_point_t point, int committed)
     assert_int_equal(cordon_open(dir, NULL, &db, NULL), 0);
     assert_int_equal(rows_of(db), committed ? (uint64_t)live_count() : rows0);
     assert_int_equal(file_gens(dir), committed ? 1u << 1 : 1u); /* the other one swept */
+    char left[300];
+    snprintf(left, sizeof left, "%s/" STORE_COMPACT_TMP, dir);
+    assert_int_equal(access(left, F_OK), -1); /* a database copy left by the kill is removed */
     answers(db, after, sizeof after);
     assert_string_equal(before, after);
     api_db_close(dir, db);
@@ -153,6 +157,9 @@ static void test_compact_survives_a_kill_after_its_commit(void **state)
     (void)state;
     make_vectors();
     crash_at(CDN_HOOK_COMMITTED, 1);
+    /* later, with the database file's copy written and the environment closed, not renamed:
+     * the open removes the copy and reads the file, compacted collection and all */
+    crash_at(CDN_HOOK_STORE_COPIED, 1);
 }
 
 /* Allocation failures at steps spread over the whole compaction (every step up to 64, then

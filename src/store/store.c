@@ -184,11 +184,14 @@ static int txn_open(store_t *s, int write, MDB_txn **txn)
     return rc;
 }
 
-/* Closes and opens the environment again. Called with s->mu held, s->draining set and no
- * transaction open; returns with s->mu held, an LMDB code, and s->env NULL on failure. The
- * mutex is let go meanwhile, so that no lock of LMDB's is ever taken under it; transactions
- * cannot begin while draining is set. */
-static int reopen(store_t *s)
+static int other_process(const char *dir, int *fd);
+
+/* Closes and opens the environment again; with copy, renames that file over data.mdb in between
+ * (*swapped 1 when it did). Called with s->mu held, s->draining set and no transaction open;
+ * returns with s->mu held, an LMDB code, and s->env NULL on failure. The mutex is let go
+ * meanwhile, so that no lock of LMDB's is ever taken under it; transactions cannot begin while
+ * draining is set. */
+static int reopen(store_t *s, const char *copy, int *swapped)
 {
     MDB_env *old = s->env;
     s->env = NULL;
@@ -198,6 +201,18 @@ static int reopen(store_t *s)
     /* Nothing points into the map and nothing can begin; every commit was synced, so closing
      * loses nothing. */
     mdb_env_close(old);
+    if (copy) {
+        char path[4096];
+        int lockfd = -1;
+        cdn_hook_run(CDN_HOOK_STORE_COPIED);
+        snprintf(path, sizeof path, "%s/data.mdb", s->dir);
+        if (!other_process(s->dir, &lockfd) && !store_fault_hit() && rename(copy, path) == 0) {
+            (void)cdn_file_fsync_dir_of(path);
+            *swapped = 1;
+        }
+        if (lockfd >= 0)
+            close(lockfd); /* before LMDB opens lock.mdb: closing it later drops LMDB's lock */
+    }
     int rc = store_fault_hit() ? EIO : env_open(s);
     pthread_mutex_lock(&s->mu);
     return rc;
@@ -221,7 +236,7 @@ static void txn_closed(store_t *s, int write, int large)
     s->wtxns -= write != 0;
     if (--s->txns == 0 && !s->draining && !s->writes_held && s->trim_wanted) {
         s->draining = 1;
-        (void)reopen(s); /* a failure shows at the next transaction's begin */
+        (void)reopen(s, NULL, NULL); /* a failure shows at the next transaction's begin */
         s->draining = 0;
     }
     /* store_trim or store_compact_file may be waiting for this */
@@ -290,22 +305,40 @@ static struct timespec deadline(int wait_ms)
     return t;
 }
 
-int store_trim(store_t *s, int wait_ms, int *trimmed, cdn_err_t *err)
+/* With s->mu held: waits until *count is 0 or wait_ms have passed; 1 when it is 0. */
+static int drained(store_t *s, const long *count, int wait_ms)
 {
     struct timespec until = deadline(wait_ms);
-    int rc = 0, ret = CDN_OK;
-    *trimmed = 0;
-    pthread_mutex_lock(&s->mu);
-    if (s->draining || s->writes_held || !s->env) {
-        int gone = !s->env;
-        pthread_mutex_unlock(&s->mu);
-        return gone ? cdn_err_set(err, CDN_ERR_IO, NO_ENV_MSG) : CDN_OK;
-    }
-    s->draining = 1;
-    while (s->txns > 0 && rc != ETIMEDOUT)
+    int rc = 0;
+    while (*count > 0 && rc != ETIMEDOUT)
         rc = pthread_cond_timedwait(&s->cv, &s->mu, &until);
-    if (s->txns == 0) {
-        if ((rc = reopen(s)) != 0)
+    return *count == 0;
+}
+
+/* Takes s->mu for store_trim or store_compact_file: 1 with it held; 0 with it let go when one
+ * of them is under way (*rc CDN_OK) or the environment is gone (*rc CDN_ERR_IO). */
+static int lock_idle(store_t *s, int *rc, cdn_err_t *err)
+{
+    pthread_mutex_lock(&s->mu);
+    *rc = CDN_OK;
+    if (!s->draining && !s->writes_held && s->env)
+        return 1;
+    int gone = !s->env;
+    pthread_mutex_unlock(&s->mu);
+    if (gone)
+        *rc = cdn_err_set(err, CDN_ERR_IO, NO_ENV_MSG);
+    return 0;
+}
+
+int store_trim(store_t *s, int wait_ms, int *trimmed, cdn_err_t *err)
+{
+    int rc, ret = CDN_OK;
+    *trimmed = 0;
+    if (!lock_idle(s, &rc, err))
+        return rc;
+    s->draining = 1;
+    if (drained(s, &s->txns, wait_ms)) {
+        if ((rc = reopen(s, NULL, NULL)) != 0)
             ret = lmdb_err(err, rc, "cannot open the data directory's database again");
         *trimmed = rc == 0;
     }
@@ -372,23 +405,15 @@ static int write_copy(store_t *s, const char *path)
 
 int store_compact_file(store_t *s, int wait_ms, int *done, cdn_err_t *err)
 {
-    struct timespec until = deadline(wait_ms);
-    char tmp[4096], path[4096];
-    int rc = 0, ret = CDN_OK, lockfd = -1;
+    char tmp[4096];
+    int rc, ret = CDN_OK;
     *done = 0;
     snprintf(tmp, sizeof tmp, "%s/" STORE_COMPACT_TMP, s->dir);
-    snprintf(path, sizeof path, "%s/data.mdb", s->dir);
-    pthread_mutex_lock(&s->mu);
-    if (s->draining || s->writes_held || !s->env) {
-        int gone = !s->env;
-        pthread_mutex_unlock(&s->mu);
-        return gone ? cdn_err_set(err, CDN_ERR_IO, NO_ENV_MSG) : CDN_OK;
-    }
+    if (!lock_idle(s, &rc, err))
+        return rc;
     /* 1. No write may begin, and open ones end: the copy is then the database until the swap. */
     s->writes_held = 1;
-    while (s->wtxns > 0 && rc != ETIMEDOUT)
-        rc = pthread_cond_timedwait(&s->cv, &s->mu, &until);
-    if (s->wtxns > 0)
+    if (!drained(s, &s->wtxns, wait_ms))
         goto out;
     /* 2. The copy, beside readers: it reads through a transaction of its own, counted so that
      * nothing closes the environment under it. */
@@ -405,30 +430,8 @@ int store_compact_file(store_t *s, int wait_ms, int *done, cdn_err_t *err)
     /* 3. Readers drain (a wait of its own: the copy may have taken longer than wait_ms); then
      * the environment closes, the copy replaces the file and opens. */
     s->draining = 1;
-    until = deadline(wait_ms);
-    rc = 0;
-    while (s->txns > 0 && rc != ETIMEDOUT)
-        rc = pthread_cond_timedwait(&s->cv, &s->mu, &until);
-    if (s->txns > 0) {
-        s->draining = 0;
-        goto out;
-    }
-    MDB_env *old = s->env;
-    s->env = NULL;
-    s->trim_wanted = 0;
-    s->trims++;
-    pthread_mutex_unlock(&s->mu);
-    mdb_env_close(old);
-    cdn_hook_run(CDN_HOOK_STORE_COPIED);
-    if (!other_process(s->dir, &lockfd) && !store_fault_hit() && rename(tmp, path) == 0) {
-        (void)cdn_file_fsync_dir_of(path);
-        *done = 1;
-    }
-    if (lockfd >= 0)
-        close(lockfd); /* before LMDB opens lock.mdb: closing it later would drop LMDB's lock */
-    if ((rc = env_open(s)) != 0)
+    if (drained(s, &s->txns, wait_ms) && (rc = reopen(s, tmp, done)) != 0)
         ret = lmdb_err(err, rc, "cannot open the data directory's database again");
-    pthread_mutex_lock(&s->mu);
     s->draining = 0;
 out:
     s->writes_held = 0;

@@ -16,10 +16,11 @@
 
 #include "store/store.h"
 #include "store/vecfile.h"
+#include "store_testutil.h"
 #include "testutil.h"
 
 #define NREC 3000
-#define VLEN 1000
+#define VLEN STU_VLEN
 
 /* Resident kB of the mapping of dir/data.mdb. */
 static long mapped_kb(const char *dir)
@@ -27,31 +28,6 @@ static long mapped_kb(const char *dir)
     char want[128];
     snprintf(want, sizeof want, "%s/data.mdb", dir);
     return tu_smaps_kb("Rss:", 0, 0, want);
-}
-
-static void fill(unsigned char *v, uint32_t i)
-{
-    for (size_t j = 0; j < VLEN; j++)
-        v[j] = (unsigned char)(i * 31 + j);
-}
-
-/* Reads every record back and checks it; returns how many matched. */
-static int read_all(store_t *s)
-{
-    store_txn_t *t;
-    unsigned char key[4], want[VLEN];
-    int ok = 0;
-    assert_int_equal(store_txn_begin(s, 0, &t, NULL), 0);
-    for (uint32_t i = 0; i < NREC; i++) {
-        const void *v;
-        size_t vlen;
-        store_be32(key, i);
-        fill(want, i);
-        ok += store_get(t, STORE_CHUNKS, key, 4, &v, &vlen) == 0 && vlen == VLEN &&
-              !memcmp(v, want, VLEN);
-    }
-    store_txn_abort(t);
-    return ok;
 }
 
 static void test_released_pages_stop_counting_and_records_read_back(void **state)
@@ -66,11 +42,11 @@ static void test_released_pages_stop_counting_and_records_read_back(void **state
     assert_int_equal(store_txn_begin(s, 1, &t, NULL), 0);
     for (uint32_t i = 0; i < NREC; i++) {
         store_be32(key, i);
-        fill(val, i);
+        stu_fill(val, i);
         assert_int_equal(store_put(t, STORE_CHUNKS, key, 4, val, VLEN), 0);
     }
     assert_int_equal(store_txn_commit(t, NULL), 0);
-    assert_int_equal(read_all(s), NREC); /* maps the file's pages */
+    assert_int_equal((int)stu_read_back(s, NREC), NREC); /* maps the file's pages */
     long before = mapped_kb(dir);
     store_release_pages(s);
     long after = mapped_kb(dir);
@@ -78,12 +54,13 @@ static void test_released_pages_stop_counting_and_records_read_back(void **state
                   after);
     assert_true(before >= 1024); /* about 3 MB of records were read through the map */
     assert_true(after < before / 8);
-    assert_int_equal(read_all(s), NREC); /* nothing lost: the pages come back on reading */
+    assert_int_equal((int)stu_read_back(s, NREC),
+                     NREC); /* nothing lost: the pages come back on reading */
     store_close(s);
     tu_rmrf(dir);
 }
 
-/* Writes records lo..lo+n-1 (each fill(i)), deletes record 0 unless lo is 0, and sets revision
+/* Writes records lo..lo+n-1 (each stu_fill(i)), deletes record 0 unless lo is 0, and sets revision
  * rev, in one transaction; returns the status of the write or commit that failed, or 0. */
 static int write_batch(store_t *s, uint32_t lo, uint32_t n, uint64_t rev)
 {
@@ -94,7 +71,7 @@ static int write_batch(store_t *s, uint32_t lo, uint32_t n, uint64_t rev)
         return rc;
     for (uint32_t i = lo; rc == 0 && i < lo + n; i++) {
         store_be32(key, i);
-        fill(val, i);
+        stu_fill(val, i);
         rc = store_put(t, STORE_CHUNKS, key, 4, val, VLEN);
     }
     if (rc == 0 && lo > 0) {

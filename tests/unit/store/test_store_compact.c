@@ -22,49 +22,12 @@
 #include <unistd.h>
 
 #include "store/store.h"
+#include "store_testutil.h"
 #include "testutil.h"
 
 #define NREC 20000
 #define KEPT 2000 /* records [0, KEPT) stay; the others are deleted */
-#define VLEN 1000
-
-static void fill(unsigned char *v, uint32_t i)
-{
-    for (size_t j = 0; j < VLEN; j++)
-        v[j] = (unsigned char)(i * 31 + j);
-}
-
-static void put_range(store_t *s, uint32_t from, uint32_t to)
-{
-    store_txn_t *t;
-    unsigned char key[4], v[VLEN];
-    assert_int_equal(store_txn_begin(s, 1, &t, NULL), 0);
-    for (uint32_t i = from; i < to; i++) {
-        store_be32(key, i);
-        fill(v, i);
-        assert_int_equal(store_put(t, STORE_CHUNKS, key, 4, v, VLEN), 0);
-    }
-    assert_int_equal(store_txn_commit(t, NULL), 0);
-}
-
-/* How many of records [0, n) read back as written. */
-static uint32_t read_back(store_t *s, uint32_t n)
-{
-    store_txn_t *t;
-    unsigned char key[4], want[VLEN];
-    uint32_t ok = 0;
-    assert_int_equal(store_txn_begin(s, 0, &t, NULL), 0);
-    for (uint32_t i = 0; i < n; i++) {
-        const void *v;
-        size_t vlen;
-        store_be32(key, i);
-        fill(want, i);
-        ok += store_get(t, STORE_CHUNKS, key, 4, &v, &vlen) == 0 && vlen == VLEN &&
-              !memcmp(v, want, VLEN);
-    }
-    store_txn_abort(t);
-    return ok;
-}
+#define VLEN STU_VLEN
 
 /* 1 when record i is absent. */
 static int absent(store_t *s, uint32_t i)
@@ -95,7 +58,7 @@ static store_t *make_sparse(const char *dir)
     store_txn_t *t;
     unsigned char key[4];
     assert_int_equal(store_open(dir, 0, &s, NULL), 0);
-    put_range(s, 0, NREC);
+    stu_put_range(s, 0, NREC);
     assert_int_equal(store_txn_begin(s, 1, &t, NULL), 0);
     for (uint32_t i = KEPT; i < NREC; i++) {
         store_be32(key, i);
@@ -126,13 +89,13 @@ static void test_the_file_shrinks_and_keeps_every_record(void **state)
     assert_true(after * 4 < before);
     assert_true(used2 <= used - free_bytes + 8 * 4096);
     assert_int_equal(file_bytes(dir, STORE_COMPACT_TMP), -1);
-    assert_int_equal(read_back(s, KEPT), KEPT);
+    assert_int_equal(stu_read_back(s, KEPT), KEPT);
     assert_true(absent(s, KEPT) && absent(s, NREC - 1));
     /* writes go on, and with everything else survive a reopen */
-    put_range(s, NREC, NREC + 10);
+    stu_put_range(s, NREC, NREC + 10);
     store_close(s);
     assert_int_equal(store_open(dir, 0, &s, NULL), 0);
-    assert_int_equal(read_back(s, KEPT), KEPT);
+    assert_int_equal(stu_read_back(s, KEPT), KEPT);
     assert_true(absent(s, KEPT));
     store_txn_t *t;
     const void *v;
@@ -156,7 +119,7 @@ static void *write_during(void *arg)
     writer_t *w = arg;
     while (!atomic_load(&w->go))
         usleep(100);
-    put_range(w->s, NREC, NREC + 1); /* begins during the copy or after the switch */
+    stu_put_range(w->s, NREC, NREC + 1); /* begins during the copy or after the switch */
     atomic_store(&w->wrote, 1);
     return NULL;
 }
@@ -178,7 +141,7 @@ static void test_a_write_during_the_copy_waits_and_survives(void **state)
     store_close(s);
     /* whether the write landed before the copy began or waited for the switch, it is there */
     assert_int_equal(store_open(dir, 0, &s, NULL), 0);
-    assert_int_equal(read_back(s, KEPT), KEPT);
+    assert_int_equal(stu_read_back(s, KEPT), KEPT);
     assert_false(absent(s, NREC));
     store_close(s);
     tu_rmrf(dir);
@@ -220,8 +183,8 @@ static void test_nothing_changes_while_a_reader_stays_open(void **state)
     assert_int_equal(file_bytes(dir, STORE_COMPACT_TMP), -1);
     atomic_store(&r.release, 1);
     pthread_join(th, NULL);
-    assert_int_equal(read_back(s, KEPT), KEPT);
-    put_range(s, NREC, NREC + 1); /* writes were let go */
+    assert_int_equal(stu_read_back(s, KEPT), KEPT);
+    stu_put_range(s, NREC, NREC + 1); /* writes were let go */
     store_close(s);
     tu_rmrf(dir);
 }
@@ -245,14 +208,14 @@ static void test_nothing_changes_while_another_process_has_it_open(void **state)
             _exit(2);
         if (write(ready[1], "r", 1) != 1 || read(quit[0], &c, 1) != 1)
             _exit(3);
-        _exit(read_back(other, KEPT) == KEPT ? 0 : 4); /* still reads its file */
+        _exit(stu_read_back(other, KEPT) == KEPT ? 0 : 4); /* still reads its file */
     }
     assert_int_equal(read(ready[0], &c, 1), 1);
     assert_int_equal(store_compact_file(s, 1000, &done, NULL), 0);
     assert_int_equal(done, 0);
     assert_int_equal(file_bytes(dir, "data.mdb"), before);
     assert_int_equal(file_bytes(dir, STORE_COMPACT_TMP), -1);
-    assert_int_equal(read_back(s, KEPT), KEPT);
+    assert_int_equal(stu_read_back(s, KEPT), KEPT);
     assert_int_equal(write(quit[1], "q", 1), 1);
     int status = -1;
     assert_int_equal(waitpid(pid, &status, 0), pid);
@@ -265,7 +228,7 @@ static void test_nothing_changes_while_another_process_has_it_open(void **state)
     /* once it has gone, the compaction goes ahead */
     assert_int_equal(store_compact_file(s, 1000, &done, NULL), 0);
     assert_int_equal(done, 1);
-    assert_int_equal(read_back(s, KEPT), KEPT);
+    assert_int_equal(stu_read_back(s, KEPT), KEPT);
     store_close(s);
     tu_rmrf(dir);
 }
@@ -289,8 +252,8 @@ static void test_a_failed_copy_or_switch_changes_nothing(void **state)
             assert_non_null(strstr(err.msg, "compacted copy"));
         assert_int_equal(file_bytes(dir, "data.mdb"), before);
         assert_int_equal(file_bytes(dir, STORE_COMPACT_TMP), -1);
-        assert_int_equal(read_back(s, KEPT), KEPT);
-        put_range(s, NREC + (uint32_t)n, NREC + (uint32_t)n + 1);
+        assert_int_equal(stu_read_back(s, KEPT), KEPT);
+        stu_put_range(s, NREC + (uint32_t)n, NREC + (uint32_t)n + 1);
     }
     store_close(s);
     tu_rmrf(dir);
@@ -310,7 +273,7 @@ static void test_a_copy_left_by_a_kill_is_removed_at_open(void **state)
     fclose(f);
     assert_int_equal(store_open(dir, 0, &s, NULL), 0);
     assert_int_equal(file_bytes(dir, STORE_COMPACT_TMP), -1);
-    assert_int_equal(read_back(s, KEPT), KEPT);
+    assert_int_equal(stu_read_back(s, KEPT), KEPT);
     store_close(s);
     tu_rmrf(dir);
 }

@@ -21,10 +21,11 @@
 #include <unistd.h>
 
 #include "store/store.h"
+#include "store_testutil.h"
 #include "testutil.h"
 
 #define NREC 20000
-#define VLEN 1000
+#define VLEN STU_VLEN
 
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
 #define SANITIZED 1
@@ -48,45 +49,6 @@ static size_t heap_in_use(void)
 }
 #endif
 
-static void fill(unsigned char *v, uint32_t i)
-{
-    for (size_t j = 0; j < VLEN; j++)
-        v[j] = (unsigned char)(i * 31 + j);
-}
-
-/* Writes records [from, to) in one transaction. */
-static void write_range(store_t *s, uint32_t from, uint32_t to)
-{
-    store_txn_t *t;
-    unsigned char key[4], v[VLEN];
-    assert_int_equal(store_txn_begin(s, 1, &t, NULL), 0);
-    for (uint32_t i = from; i < to; i++) {
-        store_be32(key, i);
-        fill(v, i);
-        assert_int_equal(store_put(t, STORE_CHUNKS, key, 4, v, VLEN), 0);
-    }
-    assert_int_equal(store_txn_commit(t, NULL), 0);
-}
-
-/* How many of records [0, n) read back as written. */
-static uint32_t read_back(store_t *s, uint32_t n)
-{
-    store_txn_t *t;
-    unsigned char key[4], want[VLEN];
-    uint32_t ok = 0;
-    assert_int_equal(store_txn_begin(s, 0, &t, NULL), 0);
-    for (uint32_t i = 0; i < n; i++) {
-        const void *v;
-        size_t vlen;
-        store_be32(key, i);
-        fill(want, i);
-        ok += store_get(t, STORE_CHUNKS, key, 4, &v, &vlen) == 0 && vlen == VLEN &&
-              !memcmp(v, want, VLEN);
-    }
-    store_txn_abort(t);
-    return ok;
-}
-
 static void test_a_large_commit_hands_back_its_pages(void **state)
 {
     (void)state;
@@ -96,16 +58,16 @@ static void test_a_large_commit_hands_back_its_pages(void **state)
     assert_int_equal(store_open(dir, 0, &s, NULL), 0);
     /* small transactions leave the environment as it is */
     for (uint32_t i = 0; i < 100; i++)
-        write_range(s, i * 10, i * 10 + 10);
+        stu_put_range(s, i * 10, i * 10 + 10);
     assert_int_equal(store_trims(s), 0);
     size_t before = heap_in_use();
-    write_range(s, 0, NREC); /* about 20 MB of records: 5,000 dirty pages and more */
+    stu_put_range(s, 0, NREC); /* about 20 MB of records: 5,000 dirty pages and more */
     size_t after = heap_in_use();
     printf("heap in use: %zu kB before the large transaction, %zu kB after it\n", before / 1024,
            after / 1024);
     assert_int_equal(store_trims(s), 1);
     assert_true(after < before + (size_t)NREC * VLEN / 20);
-    assert_int_equal(read_back(s, NREC), NREC);
+    assert_int_equal(stu_read_back(s, NREC), NREC);
     /* many small records count as much as many bytes: each may dirty a page of its own */
     store_txn_t *t;
     unsigned char key[8];
@@ -118,10 +80,10 @@ static void test_a_large_commit_hands_back_its_pages(void **state)
     assert_int_equal(store_txn_commit(t, NULL), 0);
     assert_int_equal(store_trims(s), 2);
     /* the environment opened again takes writes, and they reach the disk */
-    write_range(s, NREC, NREC + 10);
+    stu_put_range(s, NREC, NREC + 10);
     store_close(s);
     assert_int_equal(store_open(dir, 0, &s, NULL), 0);
-    assert_int_equal(read_back(s, NREC + 10), NREC + 10);
+    assert_int_equal(stu_read_back(s, NREC + 10), NREC + 10);
     store_close(s);
     tu_rmrf(dir);
 }
@@ -171,7 +133,7 @@ static void test_an_open_transaction_makes_the_trim_give_up(void **state)
     int trimmed = -1;
     tu_tmpdir(dir, sizeof dir);
     assert_int_equal(store_open(dir, 0, &s, NULL), 0);
-    write_range(s, 0, 100);
+    stu_put_range(s, 0, 100);
     holder_t h = {.s = s};
     assert_int_equal(pthread_create(&th, NULL, hold, &h), 0);
     while (!atomic_load(&h.begun))
@@ -183,7 +145,7 @@ static void test_an_open_transaction_makes_the_trim_give_up(void **state)
     assert_int_equal(h.read, 1);
     assert_int_equal(store_trim(s, 50, &trimmed, NULL), 0);
     assert_int_equal(trimmed, 1);
-    assert_int_equal(read_back(s, 100), 100);
+    assert_int_equal(stu_read_back(s, 100), 100);
     store_close(s);
     tu_rmrf(dir);
 }
@@ -196,13 +158,13 @@ static void test_the_pages_go_back_when_the_last_reader_ends(void **state)
     pthread_t th;
     tu_tmpdir(dir, sizeof dir);
     assert_int_equal(store_open(dir, 0, &s, NULL), 0);
-    write_range(s, 0, 100);
+    stu_put_range(s, 0, 100);
     holder_t h = {.s = s};
     assert_int_equal(pthread_create(&th, NULL, hold, &h), 0);
     while (!atomic_load(&h.begun))
         usleep(1000);
     size_t before = heap_in_use();
-    write_range(s, 0, NREC);
+    stu_put_range(s, 0, NREC);
     size_t kept = heap_in_use();
     assert_int_equal(store_trims(s), 0); /* not under the reader */
     atomic_store(&h.release, 1);
@@ -214,7 +176,7 @@ static void test_the_pages_go_back_when_the_last_reader_ends(void **state)
     assert_int_equal(store_trims(s), 1);
     assert_true(kept > before + (size_t)NREC * VLEN / 2);
     assert_true(after < before + (size_t)NREC * VLEN / 20);
-    assert_int_equal(read_back(s, NREC), NREC);
+    assert_int_equal(stu_read_back(s, NREC), NREC);
     store_close(s);
     tu_rmrf(dir);
 }
@@ -227,7 +189,7 @@ static void test_transactions_begun_during_a_trim_wait_for_it(void **state)
     pthread_t th_hold, th_trim;
     tu_tmpdir(dir, sizeof dir);
     assert_int_equal(store_open(dir, 0, &s, NULL), 0);
-    write_range(s, 0, 100);
+    stu_put_range(s, 0, 100);
     holder_t h = {.s = s};
     assert_int_equal(pthread_create(&th_hold, NULL, hold, &h), 0);
     while (!atomic_load(&h.begun))
@@ -236,12 +198,12 @@ static void test_transactions_begun_during_a_trim_wait_for_it(void **state)
     usleep(20000); /* the trim is draining now, or soon: either way the reads below are whole */
     atomic_store(&h.release, 1);
     /* begun while the trim drains or after it: on the environment opened again */
-    assert_int_equal(read_back(s, 100), 100);
-    write_range(s, 100, 110);
+    assert_int_equal(stu_read_back(s, 100), 100);
+    stu_put_range(s, 100, 110);
     pthread_join(th_trim, NULL);
     pthread_join(th_hold, NULL);
     assert_int_equal(h.read, 1);
-    assert_int_equal(read_back(s, 110), 110);
+    assert_int_equal(stu_read_back(s, 110), 110);
     store_close(s);
     tu_rmrf(dir);
 }
@@ -256,7 +218,7 @@ static void test_an_environment_not_opened_again_fails_later_transactions(void *
     int trimmed = -1;
     tu_tmpdir(dir, sizeof dir);
     assert_int_equal(store_open(dir, 0, &s, NULL), 0);
-    write_range(s, 0, 100);
+    stu_put_range(s, 0, 100);
     store_fail_after(0); /* the open after the close */
     assert_int_equal(store_trim(s, 50, &trimmed, &err), CDN_ERR_IO);
     store_fail_after(-1);
@@ -270,7 +232,7 @@ static void test_an_environment_not_opened_again_fails_later_transactions(void *
     store_close(s);
     /* nothing was lost: the directory opens and every record is there */
     assert_int_equal(store_open(dir, 0, &s, NULL), 0);
-    assert_int_equal(read_back(s, 100), 100);
+    assert_int_equal(stu_read_back(s, 100), 100);
     store_close(s);
     tu_rmrf(dir);
 }

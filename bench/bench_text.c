@@ -44,6 +44,7 @@ typedef struct run {
     size_t *nranked;
     double build_s[2], build_mb[2]; /* index build: cordon's textidx, FTS5 (seconds, MB) */
     int no_fts5;                    /* --no-fts5: the engine's rows only (profiling) */
+    int layouts;                    /* --readable: bit i runs layout i (100, 10, 1 %) */
 } run_t;
 
 /* Closes a configuration: means over queries and latency percentiles into a new row. */
@@ -403,10 +404,27 @@ static void usage(FILE *f)
                "       cordon bench text --generated N [--queries Q (300)] [--k K (10)] ...\n"
                "  --generated: N generated documents (Zipf words), Q queries of 2-4 words, no\n"
                "  judgements (quality columns are 0), no analyzer variants. --no-fts5: no peer.\n"
+               "  --readable 100,10,1: the BM25 layouts to run (default all three; profiling)\n"
                "  --analyzer: main rows (default " DEFAULT_ANALYZER "); --analyzers: variant rows\n"
                "  at 100%% readable (default " DEFAULT_VARIANTS ")\n"
                "  DIR in BEIR layout: corpus.jsonl, queries.jsonl, qrels/test.tsv, optional\n"
                "  use-lite/ vectors. --quick skips analyzer variants and FTS5 filtered rows.\n");
+}
+
+/* "100,10,1" or a part of it as layout bits (1, 2, 4); -1 for anything else. */
+static int parse_layouts(const char *s)
+{
+    int bits = 0;
+    while (*s) {
+        char *end;
+        long v = strtol(s, &end, 10);
+        int bit = v == 100 ? 1 : v == 10 ? 2 : v == 1 ? 4 : 0;
+        if (end == s || !bit || (*end && *end != ','))
+            return -1;
+        bits |= bit;
+        s = *end ? end + 1 : end;
+    }
+    return bits ? bits : -1;
 }
 
 /* Analyzer variants run at k1 0.9, b 0.4, all readable (comma-separated --analyzers). */
@@ -454,6 +472,8 @@ static int bench_corpus(run_t *r, int quick, const char *analyzer, const char *v
     r->build_mb[1] = (double)sqlite3_memory_used() / 1048576.0;
     int rc = ti && (db || r->no_fts5) ? 0 : -1;
     for (int i = 0; i < 3 && !rc; i++) {
+        if (!(r->layouts & 1 << i))
+            continue;
         rc = run_cordon(r, ti, 0.9f, 0.4f, lay[i], 0, 0);
         add_row(r, "cordon", "bm25", c09, fracs[i], lay[i]);
         /* collection-wide statistics (bm25_global_stats), the cost of the default's beside */
@@ -466,7 +486,7 @@ static int bench_corpus(run_t *r, int quick, const char *analyzer, const char *v
             add_row(r, "fts5", "bm25", "porter unicode61 (k1=1.2 b=0.75)", fracs[i], lay[i]);
         }
     }
-    if (!rc) {
+    if (!rc && r->layouts & 1) {
         rc = run_cordon(r, ti, 0.9f, 0.4f, lay[0], 1, 0);
         snprintf(cfg, sizeof cfg, "%s no pruning", c09);
         add_row(r, "cordon", "bm25", cfg, 1.0, lay[0]);
@@ -499,7 +519,7 @@ int bench_text_main(int argc, char **argv)
     const char *dirs[8];
     int nd = 0, json = 0, quick = 0, reps = 3;
     size_t generated = 0, nqueries = 300, k = 0;
-    run_t r = {0};
+    run_t r = {.layouts = 7};
     const char *variants = DEFAULT_VARIANTS, *analyzer = DEFAULT_ANALYZER;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--corpus") && i + 1 < argc && nd < 8)
@@ -522,12 +542,15 @@ int bench_text_main(int argc, char **argv)
             nqueries = strtoul(argv[++i], NULL, 10);
         else if (!strcmp(argv[i], "--k") && i + 1 < argc)
             k = strtoul(argv[++i], NULL, 10);
+        else if (!strcmp(argv[i], "--readable") && i + 1 < argc)
+            r.layouts = parse_layouts(argv[++i]);
         else {
             usage(strcmp(argv[i], "--help") ? stderr : stdout);
             return strcmp(argv[i], "--help") ? 2 : 0;
         }
     }
-    if ((!nd && !generated) || (nd && generated) || reps < 1 || k > TOPK || !nqueries) {
+    if ((!nd && !generated) || (nd && generated) || reps < 1 || k > TOPK || !nqueries ||
+        r.layouts < 0) {
         usage(stderr);
         return 2;
     }

@@ -266,6 +266,13 @@ static void window_batch(run_t *r, uint32_t hi, const roaring_bitmap_t *filter)
             uint32_t dt = i < p->n && p->docs[i] <= hi ? p->docs[i] : INVIDX_END;
             if (dc == INVIDX_END && dt == INVIDX_END)
                 break;
+            /* a doc the filter refuses is never a candidate: neither scored nor copied */
+            while (dt < dc && filter && !roaring_bitmap_contains(filter, dt)) {
+                i++;
+                dt = i < p->n && p->docs[i] <= hi ? p->docs[i] : INVIDX_END;
+            }
+            if (dc == INVIDX_END && dt == INVIDX_END)
+                break;
             if (dc <= dt) {
                 cand_copy(a, c++, b, m, n);
             } else {
@@ -285,16 +292,12 @@ static void window_batch(run_t *r, uint32_t hi, const roaring_bitmap_t *filter)
         nc = m;
     }
     merged = nc;
-    if (filter) { /* the allowed candidates that the other terms could lift above theta */
+    if (filter) { /* the candidates (all allowed) that the other terms could lift above theta */
         size_t keep = 0;
         float lift = ne ? w->cum[ne - 1] : 0;
         for (size_t c = 0; c < nc; c++) {
             if (a->sum[c] + lift <= r->theta)
                 continue; /* pruned: the count becomes a lower bound below */
-            if (!roaring_bitmap_contains(filter, a->doc[c])) {
-                merged--; /* not a match at all: the count stays exact */
-                continue;
-            }
             if (keep != c)
                 cand_copy(a, c, a, keep, n);
             keep++;

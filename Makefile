@@ -53,7 +53,7 @@ TEST_BIN  := $(TEST_SRC:%.c=$(BUILD)/%)
 # The tests that run threads against each other, also run under ThreadSanitizer (MODE=tsan).
 TSAN_TESTS := api/test_audit api/test_asof api/test_compact_race api/test_race_states api/test_adversarial_race api/test_model api/test_leak_hunt \
               authz/test_authz_concurrency vector/test_hnsw_concurrency vector/test_hnsw_lists vector/test_hnsw_repair \
-              vector/test_quant vector/test_quant_bits acl/test_acl_index text/test_bm25 \
+              vector/test_quant vector/test_quant_bits acl/test_acl_index text/test_bm25 text/test_fscache \
               base/test_pool http/test_keys http/test_metrics http/test_index_cache store/test_store_trim \
               store/test_store_compact
 TSAN_BIN  := $(TSAN_TESTS:%=$(BUILD)/tests/unit/%)

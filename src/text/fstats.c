@@ -3,9 +3,46 @@
  * Relies on invidx postings (sorted doc arrays) and CRoaring for the sets. */
 #include "text/fstats.h"
 
+#include <pthread.h>
 #include <string.h>
 
 #include "base/mem.h"
+
+/* Document frequencies counted so far: an open-addressed table of term id + 1 (0: free slot),
+ * twice the terms it keeps so probes stay short. */
+typedef struct fstats_memo {
+    pthread_mutex_t mu;
+    uint32_t n;
+    uint32_t key[2 * FSTATS_MEMO];
+    uint64_t df[2 * FSTATS_MEMO];
+} fstats_memo_t;
+
+int fstats_memo_start(fstats_t *fs)
+{
+    if (fs->memo)
+        return CDN_OK;
+    fstats_memo_t *m = cdn_calloc(1, sizeof *m);
+    if (!m)
+        return CDN_ERR_NOMEM;
+    pthread_mutex_init(&m->mu, NULL);
+    fs->memo = m;
+    return CDN_OK;
+}
+
+/* The slot of tid in m: its own, or the free one where it would go. Called with m->mu held. */
+static size_t memo_slot(const fstats_memo_t *m, uint32_t tid)
+{
+    size_t mask = 2 * FSTATS_MEMO - 1, i = (tid * 2654435761u) & mask;
+    while (m->key[i] && m->key[i] != tid + 1)
+        i = (i + 1) & mask;
+    return i;
+}
+
+size_t fstats_bytes(const fstats_t *fs)
+{
+    return sizeof *fs + (fs->memo ? sizeof *fs->memo : 0) + fs->n_cnt * sizeof *fs->cnt +
+           (fs->side ? roaring_bitmap_size_in_bytes(fs->side) : 0);
+}
 
 /* The documents of s as a sorted array (caller frees) and the sum of their field lengths. An
  * array, not the bitmap: counting postings against it is a merge of two sorted arrays, about
@@ -56,6 +93,11 @@ int fstats_init(fstats_t *fs, const invidx_t *ix, const roaring_bitmap_t *over)
 
 void fstats_free(fstats_t *fs)
 {
+    if (fs->memo) {
+        pthread_mutex_destroy(&fs->memo->mu);
+        cdn_free(fs->memo);
+        fs->memo = NULL;
+    }
     cdn_free(fs->cnt);
     fs->cnt = NULL;
     if (fs->side)
@@ -113,8 +155,29 @@ uint64_t fstats_df(const fstats_t *fs, uint32_t tid)
     const invidx_plist_t *pl = &fs->ix->pl[tid];
     if (!fs->cnt || pl->df == 0)
         return pl->df;
+    fstats_memo_t *m = fs->memo;
+    if (m) {
+        pthread_mutex_lock(&m->mu);
+        size_t i = memo_slot(m, tid);
+        uint64_t df = m->df[i];
+        int known = m->key[i] != 0;
+        pthread_mutex_unlock(&m->mu);
+        if (known)
+            return df;
+    }
     /* a long list has its docs as a bitmap: an intersection of bitmaps, not a merge */
     uint64_t n = pl->rb ? roaring_bitmap_and_cardinality(pl->rb, fs->side)
                         : count_common(pl->docs, pl->n, fs->cnt, fs->n_cnt);
-    return fs->subtract ? pl->df - n : n;
+    n = fs->subtract ? pl->df - n : n;
+    if (m) {
+        pthread_mutex_lock(&m->mu);
+        size_t i = memo_slot(m, tid);
+        if (!m->key[i] && m->n < FSTATS_MEMO) {
+            m->key[i] = tid + 1;
+            m->df[i] = n;
+            m->n++;
+        }
+        pthread_mutex_unlock(&m->mu);
+    }
+    return n;
 }

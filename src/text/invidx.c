@@ -298,6 +298,7 @@ int invidx_add(invidx_t *ix, uint32_t doc, const analyzer_tokens_t *toks)
 {
     if (doc == INVIDX_END)
         return CDN_ERR_INVALID;
+    ix->gen++;
     if (roaring_bitmap_contains(ix->live, doc))
         return CDN_ERR_EXISTS;
     if (!toks->n)
@@ -388,6 +389,7 @@ int invidx_delete(invidx_t *ix, uint32_t doc)
 {
     if (!roaring_bitmap_contains(ix->live, doc))
         return CDN_OK;
+    ix->gen++;
     roaring_bitmap_remove(ix->live, doc);
     roaring_bitmap_add(ix->dead, doc);
     ix->doc_count--;
@@ -417,6 +419,7 @@ uint64_t invidx_dead_postings(const invidx_t *ix)
 
 void invidx_compact(invidx_t *ix)
 {
+    ix->gen++;
     for (uint32_t t = 0; t < ix->nterms && ix->dead_postings; t++)
         if (ix->pl[t].n != ix->pl[t].df)
             plist_compact(&ix->pl[t], ix);

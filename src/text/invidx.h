@@ -65,6 +65,7 @@ typedef struct invidx {
     uint64_t doc_count;     /* cardinality of live */
     uint64_t sum_dl;        /* total length over live docs */
     uint64_t dead_postings; /* postings of deleted docs still stored */
+    uint64_t gen;           /* changes with every add, delete and compaction (caches' stamp) */
 } invidx_t;
 
 /* Cursor over one posting list. */

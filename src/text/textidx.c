@@ -39,6 +39,7 @@ void textidx_free(textidx_t *ti)
         cdn_free(ti->tf[i].name);
         analyzer_destroy(&ti->tf[i].an);
         invidx_destroy(&ti->tf[i].ix);
+        fscache_free(ti->tf[i].stats);
     }
     cdn_free(ti->tf);
     fieldidx_destroy(&ti->fi);
@@ -60,6 +61,10 @@ static int add_text_field(textidx_t *ti, const char *name, const analyzer_spec_t
     int rc = analyzer_init(&f->an, spec, err);
     if (!rc && (rc = invidx_init(&f->ix)))
         analyzer_destroy(&f->an);
+    if (!rc && (rc = fscache_create(&f->stats))) {
+        invidx_destroy(&f->ix);
+        analyzer_destroy(&f->an);
+    }
     if (rc) {
         cdn_free(f->name);
         return rc == CDN_ERR_NOMEM ? cdn_err_set(err, rc, "out of memory mapping '%s'", name) : rc;

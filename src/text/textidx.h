@@ -14,6 +14,7 @@
 #include "text/analyzer.h"
 #include "text/bm25.h"
 #include "text/fieldidx.h"
+#include "text/fscache.h"
 #include "text/invidx.h"
 #include "text/textq.h"
 
@@ -46,6 +47,7 @@ typedef struct textidx_tfield {
     char *name;
     analyzer_t an;
     invidx_t ix;
+    fscache_t *stats; /* its statistics over recent readable sets (owned) */
 } textidx_tfield_t;
 
 typedef struct textidx {

@@ -14,9 +14,11 @@ typedef struct ectx {
     bm25_stats_t st;
     cdn_err_t *err;
     /* BM25 statistics per text field, made on first use over stats_over (NULL: the fields'
-     * own); fs[i] belongs to ti->tf[i] once fs_ready[i]. */
+     * own) or found in the field's cache; fs[i] or shared[i] belongs to ti->tf[i] once
+     * fs_ready[i]. */
     const roaring_bitmap_t *stats_over;
-    fstats_t *fs;
+    fstats_t *fs;            /* the fields' own (stats_over NULL) */
+    const fstats_t **shared; /* from the fields' caches (stats_over set), released at the end */
     unsigned char *fs_ready;
 } ectx_t;
 
@@ -43,9 +45,12 @@ static int field_stats(ectx_t *x, const textidx_tfield_t *f, const fstats_t **ou
 {
     size_t i = (size_t)(f - x->ti->tf);
     int rc = CDN_OK;
-    if (!x->fs_ready[i] && (rc = fstats_init(&x->fs[i], &f->ix, x->stats_over)) == CDN_OK)
+    if (!x->fs_ready[i])
+        rc = x->stats_over ? fscache_get(f->stats, &f->ix, x->stats_over, &x->shared[i])
+                           : fstats_init(&x->fs[i], &f->ix, NULL);
+    if (rc == CDN_OK)
         x->fs_ready[i] = 1;
-    *out = &x->fs[i];
+    *out = x->stats_over ? x->shared[i] : &x->fs[i];
     return rc;
 }
 
@@ -738,9 +743,12 @@ out:
 static void ectx_release(ectx_t *x)
 {
     for (size_t i = 0; x->fs_ready && i < x->ti->ntf; i++)
-        if (x->fs_ready[i])
+        if (x->fs_ready[i] && x->stats_over)
+            fscache_release(x->ti->tf[i].stats, x->shared[i]);
+        else if (x->fs_ready[i])
             fstats_free(&x->fs[i]);
     cdn_free(x->fs);
+    cdn_free(x->shared);
     cdn_free(x->fs_ready);
 }
 
@@ -825,12 +833,12 @@ static int set_narrow(ectx_t *x, const textq_t *q, roaring_bitmap_t *in)
 int textq_filter(const textidx_t *ti, const textq_t *q, roaring_bitmap_t *inout, cdn_err_t *err)
 {
     if (settable(ti, q)) { /* sets only: no docsets, no scores */
-        ectx_t sx = {ti, {0, 0}, err, NULL, NULL, NULL};
+        ectx_t sx = {.ti = ti, .err = err};
         roaring_bitmap_and_inplace(inout, ti->live);
         int src = set_narrow(&sx, q, inout);
         return src == CDN_ERR_NOMEM ? cdn_err_set(err, src, "out of memory filtering") : src;
     }
-    ectx_t x = {ti, {0, 0}, err, NULL, NULL, NULL};
+    ectx_t x = {.ti = ti, .err = err};
     bm25_docset_t s = {0};
     roaring_bitmap_t *m = NULL;
     x.fs = cdn_calloc(ti->ntf ? ti->ntf : 1, sizeof *x.fs);
@@ -854,12 +862,13 @@ int textq_exec(const textidx_t *ti, const textq_t *q, const roaring_bitmap_t *ba
                textidx_result_t *res, cdn_err_t *err)
 {
     size_t k = o->k;
-    ectx_t x = {ti, {0, 0}, err, stats_over, NULL, NULL};
+    ectx_t x = {.ti = ti, .err = err, .stats_over = stats_over};
     res->hits = cdn_calloc(k ? k : 1, sizeof *res->hits);
     x.fs = cdn_calloc(ti->ntf ? ti->ntf : 1, sizeof *x.fs);
+    x.shared = cdn_calloc(ti->ntf ? ti->ntf : 1, sizeof *x.shared);
     x.fs_ready = cdn_calloc(ti->ntf ? ti->ntf : 1, 1);
     int done = 1, rc = CDN_ERR_NOMEM;
-    if (res->hits && x.fs && x.fs_ready)
+    if (res->hits && x.fs && x.shared && x.fs_ready)
         rc = exec_fast(&x, q, base, o, res, &done);
     if (!rc && !done) {
         bm25_docset_t s = {0};

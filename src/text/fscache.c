@@ -14,8 +14,8 @@ typedef struct entry {
     uint64_t gen;           /* the field's generation they were computed at */
     uint64_t used;          /* the cache's clock at the last lookup that found it */
     size_t bytes;
-    unsigned refs;   /* searches holding it */
-    int evicted;     /* out of the cache, freed by its last release */
+    unsigned refs; /* searches holding it */
+    int evicted;   /* out of the cache, freed by its last release */
 } entry_t;
 
 struct fscache {

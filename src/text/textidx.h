@@ -1,7 +1,8 @@
 /* textidx.h: one collection's text layer: its text fields (analyzer + inverted index each), its
  * metadata field index, the live set, search with permissions, and persistence.
  * Relies on invidx, fieldidx, bm25 and textq. Callers serialise writers against searchers
- * (the engine's collection rwlock); searches never mutate the index. */
+ * (the engine's collection rwlock); searches never mutate the index (only the fields'
+ * statistics caches, which lock their own). */
 #ifndef CDN_TEXTIDX_H
 #define CDN_TEXTIDX_H
 

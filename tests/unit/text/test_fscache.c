@@ -85,8 +85,8 @@ static void same_as_small(textidx_t *big, textidx_t *small, const roaring_bitmap
     for (size_t i = 0; i < a.n; i++) {
         assert_int_equal(a.hits[i].id, b.hits[i].id);
         if (memcmp(&a.hits[i].score, &b.hits[i].score, sizeof(float)))
-            fail_msg("query \"%s\" rank %zu: %.9g against %.9g", query, i,
-                     (double)b.hits[i].score, (double)a.hits[i].score);
+            fail_msg("query \"%s\" rank %zu: %.9g against %.9g", query, i, (double)b.hits[i].score,
+                     (double)a.hits[i].score);
     }
     textidx_result_free(&a);
     textidx_result_free(&b);

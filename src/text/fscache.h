@@ -17,7 +17,7 @@
 
 /* Limits per field: at most this many sets, and this many bytes of kept bitmaps, doc arrays
  * and document frequencies (the least recently used go first). */
-#define FSCACHE_ENTRIES 16
+#define FSCACHE_ENTRIES 64
 #define FSCACHE_BYTES (32u << 20)
 
 typedef struct fscache fscache_t;

@@ -270,6 +270,7 @@ static void test_a_failed_allocation_fails_the_search_and_keeps_nothing_half_mad
 /* Threads searching as different readers at once (more sets than the cache holds, so entries
  * are evicted while others use them) each get the answer a lone search gives. */
 #define THREADS 4
+#define SEARCHES 600 /* each */
 #define TSETS (FSCACHE_ENTRIES + 4)
 #define TQUERIES 3
 static const char *tqueries[TQUERIES] = {"w0 w1 w2", "w3 w8", "w9 w4 w5 w6"};
@@ -304,7 +305,7 @@ static void *searcher(void *arg)
     shared_t *sh = arg;
     static _Thread_local uint64_t s;
     s = (uint64_t)(uintptr_t)&s | 1;
-    for (int i = 0; i < 300; i++) {
+    for (int i = 0; i < SEARCHES; i++) {
         s ^= s << 13;
         s ^= s >> 7;
         s ^= s << 17;
@@ -331,16 +332,17 @@ static void test_concurrent_searches_get_their_own_sets_answers(void **state)
             if (rnd(TSETS + 1) <= (uint32_t)i) /* none holds every doc */
                 roaring_bitmap_add(sh.r[i], d);
     }
-    /* the answers of lone searches, each from an index with an empty cache */
-    for (int i = 0; i < TSETS; i++)
+    /* the answers of lone searches, each set's from an index whose cache held no other set */
+    for (int i = 0; i < TSETS; i++) {
+        textidx_t *fresh = new_index();
+        for (uint32_t d = 0; d < NDOCS; d++)
+            add(fresh, d, 0);
         for (int qi = 0; qi < TQUERIES; qi++) {
-            textidx_t *fresh = new_index();
-            for (uint32_t d = 0; d < NDOCS; d++)
-                add(fresh, d, 0);
             search_into(fresh, sh.r[i], qi, sh.want[i][qi], &sh.nwant[i][qi]);
             assert_true(sh.nwant[i][qi] > 0);
-            textidx_free(fresh);
         }
+        textidx_free(fresh);
+    }
     pthread_t th[THREADS];
     for (int t = 0; t < THREADS; t++)
         assert_int_equal(pthread_create(&th[t], NULL, searcher, &sh), 0);
@@ -348,7 +350,7 @@ static void test_concurrent_searches_get_their_own_sets_answers(void **state)
         pthread_join(th[t], NULL);
     assert_int_equal(sh.bad, 0);
     fscache_stats_t s = stats_of(sh.ti);
-    assert_int_equal(s.hits + s.misses, THREADS * 300);
+    assert_int_equal(s.hits + s.misses, THREADS * SEARCHES);
     assert_true(s.hits > 0);
     assert_true(s.entries <= FSCACHE_ENTRIES);
     for (int i = 0; i < TSETS; i++)

@@ -93,18 +93,27 @@ static void same_as_small(textidx_t *big, textidx_t *small, const roaring_bitmap
     textq_free(q);
 }
 
+/* big holds every doc, small and r every `every`-th one: the readable docs of a subject. */
+static void build_pair(textidx_t **big, textidx_t **small, roaring_bitmap_t **r, uint32_t every)
+{
+    *big = new_index();
+    *small = new_index();
+    *r = roaring_bitmap_create();
+    for (uint32_t d = 0; d < NDOCS; d++) {
+        add(*big, d, 0);
+        if (d % every == 0) {
+            add(*small, d, 0);
+            roaring_bitmap_add(*r, d);
+        }
+    }
+}
+
 static void test_a_set_is_counted_once_and_equal_sets_share_it(void **state)
 {
     (void)state;
-    textidx_t *big = new_index(), *small = new_index();
-    roaring_bitmap_t *r = roaring_bitmap_create();
-    for (uint32_t d = 0; d < NDOCS; d++) {
-        add(big, d, 0);
-        if (d % 7 == 0) {
-            add(small, d, 0);
-            roaring_bitmap_add(r, d);
-        }
-    }
+    textidx_t *big, *small;
+    roaring_bitmap_t *r;
+    build_pair(&big, &small, &r, 7);
     same_as_small(big, small, r, "w1 w2 w3");
     fscache_stats_t s = stats_of(big);
     assert_int_equal(s.misses, 1);
@@ -149,18 +158,13 @@ static void test_no_kept_statistics_outlive_a_write(void **state)
 {
     (void)state;
     static const char *queries[] = {"w0 w1", "w2 w3 w4", "w5 w9 w0 w7", "w8"};
-    textidx_t *big = new_index(), *small = new_index();
-    roaring_bitmap_t *r = roaring_bitmap_create();
+    textidx_t *big, *small;
+    roaring_bitmap_t *r;
     uint32_t version[NDOCS] = {0};
-    int live[NDOCS] = {0};
-    for (uint32_t d = 0; d < NDOCS; d++) {
-        add(big, d, 0);
+    int live[NDOCS];
+    build_pair(&big, &small, &r, 5);
+    for (uint32_t d = 0; d < NDOCS; d++)
         live[d] = 1;
-        if (d % 5 == 0) {
-            add(small, d, 0);
-            roaring_bitmap_add(r, d);
-        }
-    }
     for (int step = 0; step < 300; step++) {
         same_as_small(big, small, r, queries[step % 4]);
         uint32_t d = rnd(NDOCS);
@@ -228,15 +232,9 @@ static void test_the_cache_keeps_within_its_limits(void **state)
 static void test_a_failed_allocation_fails_the_search_and_keeps_nothing_half_made(void **state)
 {
     (void)state;
-    textidx_t *big = new_index(), *small = new_index();
-    roaring_bitmap_t *r = roaring_bitmap_create();
-    for (uint32_t d = 0; d < NDOCS; d++) {
-        add(big, d, 0);
-        if (d % 3 == 0) {
-            add(small, d, 0);
-            roaring_bitmap_add(r, d);
-        }
-    }
+    textidx_t *big, *small;
+    roaring_bitmap_t *r;
+    build_pair(&big, &small, &r, 3);
     int failures = 0, done = 0;
     for (long n = 0; n < 100 && !done; n++) {
         textq_t *q;

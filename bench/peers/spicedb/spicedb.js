@@ -355,7 +355,12 @@ async function run(spec) {
         for (const op of ops.slice(before)) out.ops.push(await writeOp(P, op, opUs));
         for (const [name, us] of Object.entries(opUs)) out.stats[name] = stats(us);
     } finally {
-        if (!abandoned) db.close();
+        if (!abandoned) {
+            db.close();
+        } else {
+            // Undisposed, SpiceDB leaves its streaming socket behind: remove it, if it is a file.
+            try { fs.unlinkSync(db.streamingAddress()); } catch (e) { /* a TCP address */ }
+        }
     }
     return out;
 }

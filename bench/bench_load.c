@@ -359,7 +359,7 @@ static int usage(FILE *f, int rc)
         "                         [--no-overhead] [--authz-batch C]\n"
         "                         [--url http://H:P --key ID:SECRET] [--index NAME]\n"
         "                         [--dir PATH] [--keep] [--seed S] [--format table|json]\n"
-        "                         [--leak-selftest]\n"
+        "                         [--reuse] [--leak-selftest]\n"
         "  Starts `cordon serve` (the binary beside cordon-bench) on a temporary data directory\n"
         "  under --dir, or targets the server at --url with the admin key --key. For the\n"
         "  search targets it creates an index (dense_vector D cosine int8_hnsw, text fields\n"
@@ -389,6 +389,9 @@ static int usage(FILE *f, int rc)
         "  any decision was wrong or any request failed. --leak-selftest: the knn and hybrid\n"
         "  users search with the keys of subjects that read everything while their hits are\n"
         "  checked against the partial ACLs, so the run must report leaks (the check is live).\n"
+        "  --reuse: an index of that name already holding N documents (a server started on a\n"
+        "  data directory a run with --keep left, with --url) is searched as it is, not\n"
+        "  loaded again; the same --size, --dim, --readable and --seed give the same ACLs.\n"
         "  defaults: --target knn,match,hybrid,bulk,overhead --size 100000 --dim 384\n"
         "  --readable 0.01 --users 1,2,4,8,16,32 --seconds 10 --batch 1000 --writers 1,2,4\n"
         "  --bulk-docs 20000 --load-writers 2 --source no-vector --authz-batch 1000\n"
@@ -513,6 +516,10 @@ static int parse_opts(int argc, char **argv, load_opts_t *o)
             o->keep = 1;
             continue;
         }
+        if (!strcmp(a, "--reuse")) {
+            o->reuse = 1;
+            continue;
+        }
         if (!strcmp(a, "--no-overhead")) {
             o->targets &= ~LOAD_T_OVERHEAD;
             continue;
@@ -596,6 +603,7 @@ static int setup(load_run_t *r, bench_http_t *admin)
     const load_opts_t *o = &r->o;
     load_row_t row;
     size_t lo = (size_t)-1, hi = 0;
+    long count = -1;
     if (load_docs_init(&r->docs, 'c', o->size, o->batch, o->dim, o->readable, o->seed, &r->gen) ||
         load_docs_init(&r->bulk, 'b', o->bulk_docs, o->batch, o->dim, o->readable,
                        o->seed ^ 0xb01cull, &r->gen)) {
@@ -608,6 +616,19 @@ static int setup(load_run_t *r, bench_http_t *admin)
         return -1;
     if (!(o->targets & LOAD_T_CORPUS))
         return 0;
+    if (o->reuse && (count = load_index_count(r, admin, o->index)) == (long)o->size) {
+        if (!o->json)
+            printf("# %zu documents already in %s (--reuse); server %s:%s\n", o->size, o->index,
+                   r->srv.host, r->srv.port);
+        return 0;
+    }
+    if (count == -2)
+        return -1;
+    if (count >= 0) {
+        fprintf(stderr, "cordon bench load: --reuse: %s holds %ld documents, not %zu\n", o->index,
+                count, o->size);
+        return -1;
+    }
     if (load_index_create(r, admin, o->index))
         return -1;
     for (int s = 0; s < LOAD_SUBJECTS; s++) {

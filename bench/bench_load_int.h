@@ -27,7 +27,7 @@ typedef struct load_opts {
     int targets;        /* LOAD_T_* bits */
     size_t authz_batch; /* checks per authz-batch request */
     const char *url, *key, *dir, *index, *source;
-    int keep, json, leak_selftest;
+    int keep, reuse, json, leak_selftest;
     uint64_t seed;
 } load_opts_t;
 
@@ -157,6 +157,9 @@ double load_server_cpu_s(const load_server_t *s);
  * printing what the server said. body may be NULL. */
 json_t *load_admin(load_server_t *s, bench_http_t *c, const char *method, const char *path,
                    const char *body);
+/* The documents index name holds, as a subject reading everything sees them (after
+ * load_setup_subjects); -1 when it does not exist, -2 after printing any other answer. */
+long load_index_count(load_run_t *r, bench_http_t *c, const char *name);
 /* Creates index name with the vector, title, text and ACL mappings. */
 int load_index_create(load_run_t *r, bench_http_t *c, const char *name);
 /* The permission model and one key per subject (r->auth). */

@@ -214,6 +214,28 @@ json_t *load_admin(load_server_t *s, bench_http_t *c, const char *method, const 
     return j;
 }
 
+long load_index_count(load_run_t *r, bench_http_t *c, const char *name)
+{
+    char path[CORDON_NAME_MAX + 16];
+    bench_http_resp_t resp;
+    snprintf(path, sizeof path, "/%s/_count", name);
+    /* the admin key acts for no subject: count as one of the subjects that read everything */
+    if (bench_http_request(c, "GET", path, r->auth[1][0], NULL, 0, &resp)) {
+        fprintf(stderr, "cordon bench load: GET %s: %s\n", path, c->err);
+        return -2;
+    }
+    if (resp.status == 404)
+        return -1;
+    json_t *j = json_loadb(resp.body, resp.body_len, 0, NULL);
+    json_t *n = json_object_get(j, "count");
+    long count = resp.status == 200 && json_is_integer(n) ? (long)json_integer_value(n) : -2;
+    json_decref(j);
+    if (count == -2)
+        fprintf(stderr, "cordon bench load: GET %s: status %d: %.400s\n", path, resp.status,
+                resp.body);
+    return count;
+}
+
 int load_index_create(load_run_t *r, bench_http_t *c, const char *name)
 {
     char path[CORDON_NAME_MAX + 2], body[512];

@@ -471,6 +471,9 @@ typedef struct cordon_query {
     /* What the audit calls this search ("context" for prompt-context assembly); NULL =
      * "search". At most 16 bytes of [a-z_]. */
     const char *audit_kind;
+    /* With with_records: 1 leaves cordon_record.vector NULL (dim 0), and the hits' rows of the
+     * vector file are not read, for a caller that does not show the vectors. */
+    int records_without_vectors;
 } cordon_query;
 
 typedef struct cordon_hit {

@@ -277,7 +277,8 @@ int cordon_search(cordon_t *db, const char *coll, const cordon_subject *subject,
                            q->after_id,
                            q->after_score,
                            q->from,
-                           k};
+                           k,
+                           q->records_without_vectors};
         if (hybrid)
             s.rank_window = rank0;
         if ((rc = search_knn(db->e, coll, &who, &s, &r, &e)) != 0) {

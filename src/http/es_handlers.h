@@ -57,6 +57,9 @@ void es_delete_by_query(http_ctx_t *ctx, http_req_t *req, http_resp_t *resp);
  * {"includes", "excludes"} (NULL = everything). Returns a new reference, or NULL for "no _source".
  */
 json_t *es_source_filter(json_t *src, json_t *spec);
+/* 0 when spec surely drops path (an exclude matches it or an object above it, or includes are
+ * given and none does), else 1. */
+int es_source_wants(json_t *spec, const char *path);
 /* The _source of record r of index ix as spec shows it: es_source_filter of es_source_of, without
  * rendering the vector when spec drops it. New reference, or NULL for "no _source". */
 json_t *es_source_shown(const es_index_t *ix, const cordon_record *r, json_t *spec);

@@ -329,6 +329,9 @@ static int plan_read(http_ctx_t *ctx, const es_index_t *ix, json_t *body, const 
     p->q.query_json = p->query_json;
     p->q.filter_json = p->filter_json;
     p->q.with_records = !json_is_false(p->source_spec); /* records only to show them */
+    /* nor the vectors (a row of the vector file a hit) when the _source drops them */
+    p->q.records_without_vectors =
+        ix->vector_field && !es_source_wants(p->source_spec, ix->vector_field);
     p->q.count_total = p->track_total;
     p->q.total_max = p->total_max;
     p->q.from = p->from;

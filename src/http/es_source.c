@@ -87,7 +87,7 @@ json_t *es_source_filter(json_t *src, json_t *spec)
 
 /* 0 when spec surely drops path: an exclude matches it or an object above it, or includes are
  * given and none matches it or an object above it (filter_obj's rules, leaf by leaf). */
-static int wants(json_t *spec, const char *path)
+int es_source_wants(json_t *spec, const char *path)
 {
     json_t *inc = NULL, *exc = NULL;
     char pre[512];
@@ -124,7 +124,7 @@ json_t *es_source_shown(const es_index_t *ix, const cordon_record *r, json_t *sp
     cordon_record lean;
     if (json_is_false(spec))
         return NULL;
-    if (r->vector && ix->vector_field && !wants(spec, ix->vector_field)) {
+    if (r->vector && ix->vector_field && !es_source_wants(spec, ix->vector_field)) {
         lean = *r; /* the vector is the bulk of a _source: skip rendering it to drop it */
         lean.vector = NULL;
         r = &lean;

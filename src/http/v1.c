@@ -244,6 +244,7 @@ int v1_retrieve_read(const es_index_t *ix, json_t *body, const es_qvec_t *qv,
         return -1;
     }
     r->q.with_records = 1;
+    r->q.records_without_vectors = 1; /* the answers show text, metadata and scores only */
     return 0;
 }
 

@@ -117,7 +117,7 @@ static int read_bodies(engine_t *e, coll_t *c, const search_knn_t *q, search_res
                 cdn_err_set(err, CDN_ERR_INTERNAL, "chunk \"%s\" of a result has no record", h->id);
             break;
         }
-        if (c->vf) {
+        if (c->vf && !q->bodies_without_vectors) {
             if (!(h->vec = cdn_malloc(c->cfg.dim * sizeof(float))))
                 rc = cdn_err_set(err, CDN_ERR_NOMEM, "out of memory");
             else

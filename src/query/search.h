@@ -49,6 +49,7 @@ typedef struct search_knn {
     const char *after_id;
     float after_score;
     size_t page_from, page_k;
+    int bodies_without_vectors; /* with_bodies: leave search_hit_t.vec NULL, reading no row */
 } search_knn_t;
 
 typedef struct search_hit {

@@ -4,6 +4,7 @@
 #include "base/arena.h"
 #include "base/fileio.h"
 #include "base/mem.h"
+#include "store/dirlock.h"
 #include "store/history.h"
 
 #include <errno.h>
@@ -280,6 +281,11 @@ int engine_open(const char *dir, uint64_t map_size, int must_exist, engine_t **o
         cdn_free(e);
         return cdn_err_set(err, CDN_ERR_NOMEM, "out of memory");
     }
+    if ((rc = dirlock_take(dir, &e->dirlock, err)) != 0) {
+        cdn_free(e->dir);
+        cdn_free(e);
+        return rc;
+    }
     pthread_mutex_init(&e->write_lock, NULL);
     pthread_rwlock_init(&e->meta_lock, NULL);
     pthread_rwlock_init(&e->model_gate, NULL);
@@ -358,6 +364,7 @@ void engine_close(engine_t *e)
     engine_objcache_free(e->objcache);
     authz_model_free(e->model);
     store_close(e->store);
+    dirlock_release(e->dirlock); /* last: every checkpoint above is written */
     pthread_mutex_destroy(&e->write_lock);
     pthread_rwlock_destroy(&e->meta_lock);
     pthread_rwlock_destroy(&e->model_gate);

@@ -24,6 +24,7 @@ void engine_objcache_free(engine_objcache_t *c);
 
 typedef struct engine {
     char *dir;
+    int dirlock; /* the directory's lock (store/dirlock.h), -1 when not taken */
     store_t *store;
     pthread_mutex_t write_lock;  /* one writer at a time, as LMDB allows */
     pthread_rwlock_t meta_lock;  /* the collection list and the principal table */

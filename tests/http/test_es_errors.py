@@ -218,6 +218,23 @@ def test_sigterm_exits_zero_and_data_survives(tmp_path):
         assert s.stop() == 0
 
 
+def test_a_second_server_on_the_same_directory_is_refused(tmp_path):
+    """Two engines on one directory would each answer from indexes missing the other's writes:
+    the second exits 1 naming the first's process, and the first goes on serving."""
+    from wire import Server
+    s = Server(str(tmp_path / "data"))
+    try:
+        make_docs(s)
+        binary = os.environ.get("CORDON_BIN", os.path.join(ROOT, "build/release/cordon"))
+        p = subprocess.run([binary, "serve", "--data", str(tmp_path / "data"), "--listen",
+                            "127.0.0.1:0"], capture_output=True, text=True, timeout=60)
+        assert p.returncode == 1
+        assert f"is open in another cordon (process {s.proc.pid})" in p.stderr, p.stderr
+        assert count_as(s, "alice") == 1
+    finally:
+        assert s.stop() == 0
+
+
 def test_metrics_pass_promtool(server):
     import shutil
     import subprocess

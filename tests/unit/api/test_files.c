@@ -1,11 +1,15 @@
 /* test_files.c: the data directory holds protected text, so only its owner may read it: the
  * directory is created 0700 and every file in it 0600 whatever the umask, and an existing
- * directory open to others is still opened (with a warning). Relies on cmocka and nftw. */
+ * directory open to others is still opened (with a warning). One handle at a time opens a
+ * directory, in this process or another. Relies on cmocka and nftw. */
 #include <setjmp.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
 #include <cmocka.h>
 
 #include "cordon.h"
@@ -97,11 +101,65 @@ static void test_existing_directory_open_to_others_still_opens(void **state)
     tu_rmrf(dir);
 }
 
+/* A second handle on an open directory (in this process, or in another) is refused, naming the
+ * process that holds it; closing the first, or killing its process, lets the next one open. */
+static void test_a_directory_opens_in_one_handle_at_a_time(void **state)
+{
+    (void)state;
+    char parent[64], dir[128], pid[32];
+    cordon_t *db, *second = NULL;
+    cordon_error err;
+    int status, go[2], ready[2];
+    assert_non_null(tu_tmpdir(parent, sizeof parent));
+    snprintf(dir, sizeof dir, "%s/data", parent);
+    assert_int_equal(cordon_open(dir, NULL, &db, NULL), 0);
+    fill(db);
+    assert_int_equal(cordon_open(dir, NULL, &second, &err), CORDON_ERR_CONFLICT);
+    assert_null(second);
+    snprintf(pid, sizeof pid, "process %ld", (long)getpid());
+    assert_non_null(strstr(err.message, pid));
+    pid_t child = fork();
+    assert_true(child >= 0);
+    if (child == 0) { /* another process: refused too */
+        cordon_t *c = NULL;
+        _exit(cordon_open(dir, NULL, &c, NULL) == CORDON_ERR_CONFLICT && !c ? 0 : 1);
+    }
+    assert_int_equal(waitpid(child, &status, 0), child);
+    assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    cordon_close(db);
+
+    /* a process that holds it and is killed leaves it free */
+    assert_int_equal(pipe(go), 0);
+    assert_int_equal(pipe(ready), 0);
+    child = fork();
+    assert_true(child >= 0);
+    if (child == 0) {
+        cordon_t *c = NULL;
+        char b = cordon_open(dir, NULL, &c, NULL) == 0 ? 'y' : 'n';
+        if (write(ready[1], &b, 1) != 1 || read(go[0], &b, 1) < 0)
+            _exit(1);
+        _exit(0);
+    }
+    char b = 0;
+    assert_int_equal(read(ready[0], &b, 1), 1);
+    assert_int_equal(b, 'y');
+    assert_int_equal(cordon_open(dir, NULL, &second, &err), CORDON_ERR_CONFLICT);
+    assert_int_equal(kill(child, SIGKILL), 0);
+    assert_int_equal(waitpid(child, &status, 0), child);
+    assert_int_equal(cordon_open(dir, NULL, &db, NULL), 0);
+    cordon_close(db);
+    for (int i = 0; i < 2; i++) {
+        close(go[i]);
+        close(ready[i]);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_data_directory_and_files_are_private_whatever_the_umask),
         cmocka_unit_test(test_existing_directory_open_to_others_still_opens),
+        cmocka_unit_test(test_a_directory_opens_in_one_handle_at_a_time),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -229,6 +229,7 @@ static int read_response(bench_http_t *c, bench_http_resp_t *r, int head, int *c
     c->in[hl + len] = '\0';
     r->body = c->in + hl;
     r->body_len = len;
+    eoh = c->in + hl - 4; /* reading the body may have moved c->in */
     const char *conn = header(c->in, eoh, "Connection", &n);
     c->served++;
     if (conn && n == 5 && !strncasecmp(conn, "close", 5)) {

@@ -189,6 +189,13 @@ static int knn_locked(engine_t *e, coll_t *c, const engine_subject_t *who, const
             /* the ranking already met that many matches: no need to count the rest */
             out->total = q->total_max;
             out->total_capped = 1;
+        } else if (q->vector && out->total_exact) {
+            /* the text side counted its matches exactly: the union with the vector side's
+             * hits needs only which of those few the text query does not match (counting
+             * the union anew scored every match of the query) */
+            uint64_t extra = 0;
+            rc = search_count_unmatched_locked(e, c, q, hits, counted, &extra, err);
+            out->total += extra;
         } else if (q->vector || !out->total_exact)
             rc = search_count_locked(e, c, q, allowed, hits, q->vector ? counted : 0, &out->total,
                                      err);

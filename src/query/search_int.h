@@ -32,6 +32,11 @@ int search_filter_locked(engine_t *e, coll_t *c, const char *filter_json, roarin
 int search_count_locked(engine_t *e, coll_t *c, const search_knn_t *q,
                         const roaring_bitmap_t *allowed, const topk_hit_t *hits, size_t nhits,
                         uint64_t *total, cdn_err_t *err);
+/* How many of hits[0..nhits) (distinct rows) q's text query does not match (search_text.c):
+ * what a hybrid's vector side adds to an exact count of the text matches. */
+int search_count_unmatched_locked(engine_t *e, coll_t *c, const search_knn_t *q,
+                                  const topk_hit_t *hits, size_t nhits, uint64_t *n,
+                                  cdn_err_t *err);
 
 /* Text or hybrid (search_hybrid.c): *hits (cdn_free) receives up to k hits whose .dist holds
  * the score. allowed holds the candidates (readable, narrowed by a filter); readable the whole

@@ -185,3 +185,24 @@ int search_count_locked(engine_t *e, coll_t *c, const search_knn_t *q,
     textidx_result_free(&res);
     return CDN_OK;
 }
+
+int search_count_unmatched_locked(engine_t *e, coll_t *c, const search_knn_t *q,
+                                  const topk_hit_t *hits, size_t nhits, uint64_t *n, cdn_err_t *err)
+{
+    roaring_bitmap_t *b = roaring_bitmap_create();
+    textq_t *tq = NULL;
+    int rc;
+    *n = 0;
+    if (!b)
+        return cdn_err_set(err, CDN_ERR_NOMEM, "out of memory");
+    for (size_t i = 0; i < nhits; i++)
+        roaring_bitmap_add(b, hits[i].id);
+    uint64_t all = roaring_bitmap_get_cardinality(b);
+    if ((rc = build_query(e, c, q, &tq, err)) == CDN_OK)
+        rc = textidx_filter(c->text, tq, b, err);
+    textq_free(tq);
+    if (rc == CDN_OK)
+        *n = all - roaring_bitmap_get_cardinality(b);
+    roaring_bitmap_free(b);
+    return rc;
+}

@@ -395,10 +395,20 @@ static void test_total_of_vector_and_hybrid_queries(void **state)
     r = search_ok(f->db, "cnt", &s, &vq);
     assert_int_equal(r->total, 0);
     cordon_result_free(r);
-    /* Hybrid: every readable text match, plus the hits only the vector side brought. */
+    /* Hybrid: every readable text match, plus the hits only the vector side brought, whether
+     * the text side is a plain match (ranked by MaxScore) or a tree evaluated in full, with a
+     * cap on the count or without. */
     size_t ks[] = {5, 10, 150};
-    for (size_t t = 0; t < 3; t++) {
-        cordon_query hq = {.vector = qv, .text = "apple", .k = ks[t], .count_total = 1};
+    const char *text_queries[] = {NULL, "{\"match\":{\"body\":\"apple\"}}",
+                                  "{\"bool\":{\"should\":[{\"match\":{\"body\":\"apple\"}},"
+                                  "{\"match_phrase\":{\"body\":\"apple\"}}]}}"};
+    for (size_t t = 0; t < 3 * 3 * 2; t++) {
+        cordon_query hq = {.vector = qv,
+                           .text = text_queries[t / 3 % 3] ? NULL : "apple",
+                           .query_json = text_queries[t / 3 % 3],
+                           .k = ks[t % 3],
+                           .count_total = 1,
+                           .total_max = t / 9 ? 10000 : 0};
         r = search_ok(f->db, "cnt", &s, &hq);
         uint64_t vector_only = 0;
         for (size_t h = 0; h < r->n_hits; h++) {

@@ -18,6 +18,9 @@
 #define FILTER_FIRST 4
 #endif
 
+/* How many postings ahead window_batch prefetches a document length. */
+#define BM25_DL_AHEAD 16
+
 /* Upper bounds are inflated by this factor so that float rounding in a different summation
  * order can never make a bound smaller than a real score (which would lose exactness). */
 #define UB_SLACK 1.0001f
@@ -262,6 +265,10 @@ static void window_batch(run_t *r, uint32_t hi, const roaring_bitmap_t *filter)
         uint32_t i = e->cur.i, start = i;
         size_t c = 0, m = 0;
         for (;; m++) {
+            /* the length of a doc a few postings on: a posting's dl[] entry is a cache miss of
+             * its own (4 bytes a doc, scattered), and the next ones are known */
+            if (i + BM25_DL_AHEAD < p->n)
+                __builtin_prefetch(&e->dl[p->docs[i + BM25_DL_AHEAD]]);
             uint32_t dc = c < nc ? a->doc[c] : INVIDX_END;
             uint32_t dt = i < p->n && p->docs[i] <= hi ? p->docs[i] : INVIDX_END;
             if (dc == INVIDX_END && dt == INVIDX_END)
@@ -614,6 +621,8 @@ int bm25_clause_docset(const bm25_clause_t *c, const roaring_bitmap_t *filter, b
             }
         }
         st->postings++;
+        if (!filter && t.cur.i + BM25_DL_AHEAD < t.cur.pl->n) /* as in window_batch */
+            __builtin_prefetch(&t.dl[t.cur.pl->docs[t.cur.i + BM25_DL_AHEAD]]);
         if (bm25_docset_push(out, d, ts_score(&t, t.cur.pl->tfs[t.cur.i], t.dl[d])))
             return CDN_ERR_NOMEM;
         t.cur.i++;

@@ -150,7 +150,8 @@ int load_server_start(load_server_t *s, const char *dir);
 int load_server_remote(load_server_t *s, const char *url, const char *key);
 /* Stops our child and removes its directory (unless keep); nothing for a remote server. */
 void load_server_stop(load_server_t *s, int keep);
-/* The child's CPU seconds (user + system) so far; -1 for a remote server. */
+/* The server's CPU seconds (user + system) so far: our child's from /proc, a remote one's from
+ * its metrics (cordon_process_cpu_seconds_total); -1 unknown. */
 double load_server_cpu_s(const load_server_t *s);
 
 /* One admin request; the parsed body (decref it) when the status is 2xx, else NULL after

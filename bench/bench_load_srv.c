@@ -178,12 +178,31 @@ void load_server_stop(load_server_t *s, int keep)
     s->base[0] = '\0';
 }
 
+/* A server this run did not start: its own count, from GET /metrics (admin key). */
+static double remote_cpu_s(const load_server_t *s)
+{
+    static const char name[] = "\ncordon_process_cpu_seconds_total ";
+    bench_http_t c;
+    bench_http_resp_t r;
+    double cpu = -1;
+    if (!s->host[0] || !s->admin[0])
+        return -1;
+    bench_http_init(&c, s->host, s->port);
+    if (!bench_http_request(&c, "GET", "/metrics", s->admin, NULL, 0, &r) && r.status == 200) {
+        const char *at = strstr(r.body, name);
+        if (at)
+            cpu = strtod(at + sizeof name - 1, NULL);
+    }
+    bench_http_free(&c);
+    return cpu;
+}
+
 double load_server_cpu_s(const load_server_t *s)
 {
     char path[64], buf[1024];
     unsigned long long ut = 0, st = 0;
     if (s->pid <= 0)
-        return -1;
+        return remote_cpu_s(s);
     snprintf(path, sizeof path, "/proc/%d/stat", (int)s->pid);
     FILE *f = fopen(path, "r");
     size_t n = f ? fread(buf, 1, sizeof buf - 1, f) : 0;

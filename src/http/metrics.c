@@ -12,6 +12,7 @@
 #include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 /* The statuses that get a series of their own; the last slot is "other". */
@@ -349,6 +350,9 @@ static void render_gauges(const metrics_gauges_t *g, out_t *o)
                "Of the resident memory, the pages of files mapped from the page cache (float "
                "rows read to re-score, database pages), which the kernel may take back.");
     put_sample(o, "cordon_process_resident_file_memory_bytes", NULL, NULL, g->resident_file_bytes);
+    put_family(o, "cordon_process_cpu_seconds_total", "counter",
+               "CPU time the server process has used, user and system, in seconds.");
+    putf(o, "cordon_process_cpu_seconds_total %.3f\n", g->cpu_seconds);
     put_family(o, "cordon_authorizer_answers_total", "counter",
                "Answers of outside authorizers, by authorizer and outcome: allowed, denied, "
                "filtered (what the service answered), cached (served from the cache), "
@@ -403,4 +407,13 @@ uint64_t metrics_resident_bytes(uint64_t *file)
     if (got < 2 || page <= 0)
         return 0;
     return (uint64_t)resident * (uint64_t)page;
+}
+
+double metrics_cpu_seconds(void)
+{
+    struct rusage u;
+    if (getrusage(RUSAGE_SELF, &u))
+        return 0;
+    return (double)u.ru_utime.tv_sec + (double)u.ru_utime.tv_usec / 1e6 +
+           (double)u.ru_stime.tv_sec + (double)u.ru_stime.tv_usec / 1e6;
 }

@@ -49,6 +49,7 @@ typedef struct metrics_gauges {
     uint64_t revision;
     uint64_t resident_bytes;      /* metrics_resident_bytes(), usually */
     uint64_t resident_file_bytes; /* of which file-backed: metrics_resident_bytes(&file) */
+    double cpu_seconds;           /* metrics_cpu_seconds(), usually */
     size_t in_flight;             /* requests being answered, this scrape included */
     const metrics_collection_t *colls;
     size_t n_colls;
@@ -69,5 +70,7 @@ int metrics_render(metrics_t *m, const metrics_gauges_t *g, cdn_buf_t *out);
  * collection with codes re-scored, the database's pages, the binary), which the kernel may
  * take back under memory pressure. */
 uint64_t metrics_resident_bytes(uint64_t *file);
+/* CPU time this process has used, user and system, in seconds (getrusage); 0 if unknown. */
+double metrics_cpu_seconds(void);
 
 #endif

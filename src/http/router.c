@@ -238,6 +238,7 @@ static void metrics_route(http_ctx_t *ctx, http_req_t *req, http_resp_t *resp)
     metrics_gauges_t g = {cordon_revision(ctx->db),
                           resident,
                           file,
+                          metrics_cpu_seconds(),
                           (size_t)atomic_load(&ctx->in_flight),
                           cs,
                           cs ? n : 0,

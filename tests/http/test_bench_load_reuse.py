@@ -1,6 +1,7 @@
 """`cordon bench load --url ... --reuse`: a second run against a server whose index a first run
 kept searches that index as it is (no load) with the same ACLs, so nothing is reported as
-leaked; an index of another size is refused."""
+leaked, and the server's CPU a request comes from its metrics; an index of another size is
+refused."""
 import json
 import os
 import subprocess
@@ -32,6 +33,8 @@ def test_reuse_searches_the_kept_index_without_loading_it(tmp_path):
         assert doc["load_s"] == 0  # nothing was loaded
         for row in doc["rows"]:
             assert row["chunks_checked"] > 0 and row["leaks"] == 0 and row["errors"] == 0, row
+            # the server's CPU a request, read from its metrics (it is not the bench's child)
+            assert 0 < row["server_cpu_ms_per_request"] < 1000, row
 
         other = bench(server, "--size", "900", "--reuse")
         assert other.returncode != 0

@@ -77,6 +77,7 @@ static void test_counts_after_known_calls_are_exact(void **state)
     metrics_gauges_t g = {.revision = 42,
                           .resident_bytes = 1 << 20,
                           .resident_file_bytes = 1 << 18,
+                          .cpu_seconds = 12.25,
                           .in_flight = 3,
                           .colls = colls,
                           .n_colls = 2,
@@ -105,6 +106,7 @@ static void test_counts_after_known_calls_are_exact(void **state)
     assert_true(sample(t, "cordon_search_readable_chunks_sum") == 61);
     assert_true(sample(t, "cordon_search_readable_chunks_count") == 4);
     assert_true(sample(t, "cordon_revision") == 42);
+    assert_true(sample(t, "cordon_process_cpu_seconds_total") == 12.25);
     assert_true(sample(t, "cordon_collection_chunks{collection=\"docs\"}") == 12);
     assert_true(sample(t, "cordon_collection_bytes{collection=\"docs\"}") == 3400);
     assert_true(sample(t, "cordon_collection_chunks{collection=\"logs\"}") == 0);
@@ -125,8 +127,8 @@ static void test_counts_after_known_calls_are_exact(void **state)
                      1);
     assert_int_equal(lines_starting(t, "# TYPE cordon_search_readable_chunks histogram\n"), 1);
     assert_int_equal(lines_starting(t, "# TYPE cordon_collection_bytes gauge\n"), 1);
-    assert_int_equal(lines_starting(t, "# HELP "), 13);
-    assert_int_equal(lines_starting(t, "# TYPE "), 13);
+    assert_int_equal(lines_starting(t, "# HELP "), 14);
+    assert_int_equal(lines_starting(t, "# TYPE "), 14);
     cdn_buf_free(&b);
     metrics_free(m);
 }
@@ -352,6 +354,20 @@ static void test_resident_bytes_reads_statm(void **state)
     assert_true(metrics_resident_bytes(NULL) > 0);
 }
 
+static void test_cpu_seconds_count_this_process_work(void **state)
+{
+    (void)state;
+    double before = metrics_cpu_seconds();
+    volatile uint64_t x = 1;
+    while (metrics_cpu_seconds() < before + 0.05) /* spins until the clock has seen it */
+        for (int i = 0; i < 100000; i++)
+            x = x * 6364136223846793005ull + 1;
+    double after = metrics_cpu_seconds();
+    assert_true(before >= 0);
+    assert_true(after >= before + 0.05);
+    assert_true(after < before + 60); /* and not absurd */
+}
+
 static const char *promtool_path(void)
 {
     static char found[4096];
@@ -422,6 +438,7 @@ int main(void)
         cmocka_unit_test(test_plan_table_holds_32_names_then_counts_other),
         cmocka_unit_test(test_render_past_the_buffer_maximum_leaves_it_unchanged),
         cmocka_unit_test(test_resident_bytes_reads_statm),
+        cmocka_unit_test(test_cpu_seconds_count_this_process_work),
         cmocka_unit_test(test_rendered_output_passes_promtool_check_metrics),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

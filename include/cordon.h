@@ -474,6 +474,10 @@ typedef struct cordon_query {
     /* With with_records: 1 leaves cordon_record.vector NULL (dim 0), and the hits' rows of the
      * vector file are not read, for a caller that does not show the vectors. */
     int records_without_vectors;
+    /* Hybrid: how many of the vector side's best hits enter the fusion, as the k of an
+     * Elasticsearch knn retriever inside rrf (its k nearest, not rank_window_size of them);
+     * at most rank_window_size. 0 = rank_window_size. */
+    size_t vector_k;
 } cordon_query;
 
 typedef struct cordon_hit {

@@ -278,7 +278,8 @@ int cordon_search(cordon_t *db, const char *coll, const cordon_subject *subject,
                            q->after_score,
                            q->from,
                            k,
-                           q->records_without_vectors};
+                           q->records_without_vectors,
+                           q->vector_k};
         if (hybrid)
             s.rank_window = rank0;
         if ((rc = search_knn(db->e, coll, &who, &s, &r, &e)) != 0) {

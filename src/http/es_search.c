@@ -339,6 +339,8 @@ static int plan_read(http_ctx_t *ctx, const es_index_t *ix, json_t *body, const 
     if (p->has_knn && !p->has_query) { /* the knn's k nearest, then size of them */
         size_t window = p->knn_k < p->from + p->size ? p->knn_k : p->from + p->size;
         p->q.k = window > p->from ? window - p->from : 0;
+    } else if (p->has_knn) { /* with a query, the knn's k nearest join the fusion */
+        p->q.vector_k = p->knn_k;
     }
     if (p->search_after) {
         json_t *id = json_array_get(p->search_after, 1);

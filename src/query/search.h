@@ -50,6 +50,7 @@ typedef struct search_knn {
     float after_score;
     size_t page_from, page_k;
     int bodies_without_vectors; /* with_bodies: leave search_hit_t.vec NULL, reading no row */
+    size_t vector_window;       /* hybrid: the vector side's hits, at most rank_window; 0 = it */
 } search_knn_t;
 
 typedef struct search_hit {

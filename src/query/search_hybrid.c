@@ -61,12 +61,14 @@ int search_hybrid_locked(engine_t *e, coll_t *c, const search_knn_t *q, const fl
     }
     tcomplete = out->complete;
     out->plan[0] = '\0';
-    if (!(vh = cdn_malloc(window * sizeof *vh)) || !(*hits = cdn_malloc(k * sizeof **hits))) {
+    /* the vector side's list: its own k (as a knn retriever's) when smaller than the window */
+    size_t vwin = q->vector_window && q->vector_window < window ? q->vector_window : window;
+    if (!(vh = cdn_malloc(vwin * sizeof *vh)) || !(*hits = cdn_malloc(k * sizeof **hits))) {
         cdn_free(th);
         cdn_free(vh);
         return cdn_err_set(err, CDN_ERR_NOMEM, "out of memory");
     }
-    rc = search_vector_locked(e, c, q, query, allowed, window, vh, &nv, out);
+    rc = search_vector_locked(e, c, q, query, allowed, vwin, vh, &nv, out);
     for (size_t i = 0; i < nv; i++)
         vh[i].dist = vec_score_from_dist(c->cfg.metric, vh[i].dist);
     if (rc == CDN_OK)

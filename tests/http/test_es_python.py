@@ -349,23 +349,25 @@ def test_rrf_fuses_the_readable_sides(corpus, who, mode):
     # Every match of one body word scores alike; ties in a retriever's ranking follow index
     # order (Elasticsearch's _doc order), which the sequential bulk made id order.
     text_side = sorted(corpus.readable_ids(who, lambda d: word in tokens(d["body"])))[:window]
-    knn_side = [i for _, i in sorted(((cosine(qv, corpus.docs[i]["emb"]), i)
-                                      for i in corpus.readable_ids(who)), reverse=True)][:window]
-    fused = {}
-    for side in (text_side, knn_side):
-        for rank, i in enumerate(side, 1):
-            fused[i] = fused.get(i, 0) + 1 / (60 + rank)
-    r = corpus.call(who, mode, "search", index=INDEX, body={"size": 20, "retriever": {"rrf": {
-        "retrievers": [{"standard": {"query": {"match": {"body": word}}}},
-                       {"knn": {"field": "emb", "query_vector": qv, "k": window,
-                                "num_candidates": 100}}],
-        "rank_window_size": window, "rank_constant": 60}}})
-    ids = check_hits(corpus, who, r)
-    assert set(ids) <= set(fused)
-    best = sorted(fused.values(), reverse=True)[:20]
-    assert [fused[i] for i in ids] == pytest.approx(best, abs=1e-6)
-    for h in r["hits"]["hits"]:
-        assert h["_score"] == pytest.approx(fused[h["_id"]], abs=1e-6)
+    nearest = [i for _, i in sorted(((cosine(qv, corpus.docs[i]["emb"]), i)
+                                     for i in corpus.readable_ids(who)), reverse=True)]
+    # The knn retriever brings its k nearest (as in Elasticsearch), the window at most.
+    for k in (window, 7):
+        fused = {}
+        for side in (text_side, nearest[:k]):
+            for rank, i in enumerate(side, 1):
+                fused[i] = fused.get(i, 0) + 1 / (60 + rank)
+        r = corpus.call(who, mode, "search", index=INDEX, body={"size": 20, "retriever": {"rrf": {
+            "retrievers": [{"standard": {"query": {"match": {"body": word}}}},
+                           {"knn": {"field": "emb", "query_vector": qv, "k": k,
+                                    "num_candidates": 100}}],
+            "rank_window_size": window, "rank_constant": 60}}})
+        ids = check_hits(corpus, who, r)
+        assert set(ids) <= set(fused)
+        best = sorted(fused.values(), reverse=True)[:20]
+        assert [fused[i] for i in ids] == pytest.approx(best, abs=1e-6)
+        for h in r["hits"]["hits"]:
+            assert h["_score"] == pytest.approx(fused[h["_id"]], abs=1e-6)
 
 
 @pytest.mark.parametrize("who,mode", CALLERS)

@@ -421,6 +421,18 @@ static void test_total_of_vector_and_hybrid_queries(void **state)
         assert_true(r->total <= readable);
         cordon_result_free(r);
     }
+    /* vector_k: the vector side brings its k nearest only, so at most that many hits the text
+     * does not match, where the whole window brings more. */
+    size_t vector_only[2] = {0, 0};
+    for (int with_k = 0; with_k < 2; with_k++) {
+        cordon_query hq = {.vector = qv, .text = "apple", .k = 150, .vector_k = with_k ? 1 : 0};
+        r = search_ok(f->db, "cnt", &s, &hq);
+        for (size_t h = 0; h < r->n_hits; h++)
+            vector_only[with_k] += !docs[id_num(r->hits[h].id)].apple;
+        cordon_result_free(r);
+    }
+    assert_true(vector_only[0] > 1);
+    assert_true(vector_only[1] <= 1);
 }
 
 /* Concatenates the ids of pages of k (by from, or by search_after when after) of query q into

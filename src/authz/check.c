@@ -356,10 +356,10 @@ static XXH128_hash_t request_key(const creq_t *c)
  * releases after its acquiring CAS. A reader that reads any field a writer stored therefore
  * sees that writer's odd seq on the second look and discards the slot. No fences: ThreadSanitizer
  * follows acquire and release but not fences, and on x86 these orders cost nothing. */
-static bool cache_get(authz_model_t *m, XXH128_hash_t k, uint64_t rev, authz_reason_t *reason,
+static bool cache_get(az_dslot_t *cache, XXH128_hash_t k, uint64_t rev, authz_reason_t *reason,
                       match_t *mt)
 {
-    az_dslot_t *s = &m->dcache[k.low64 & (AZ_DCACHE_SLOTS - 1)];
+    az_dslot_t *s = &cache[k.low64 & (AZ_DCACHE_SLOTS - 1)];
     uint64_t s1 = atomic_load_explicit(&s->seq, memory_order_acquire);
     if (s1 & 1)
         return false;
@@ -381,10 +381,10 @@ static bool cache_get(authz_model_t *m, XXH128_hash_t k, uint64_t rev, authz_rea
 
 /* Entries hold pointers into the state; they are only trusted at the same revision, and the
  * state cannot change while the reader holds the read lock. */
-static void cache_put(authz_model_t *m, XXH128_hash_t k, uint64_t rev, authz_reason_t reason,
+static void cache_put(az_dslot_t *cache, XXH128_hash_t k, uint64_t rev, authz_reason_t reason,
                       const match_t *mt)
 {
-    az_dslot_t *s = &m->dcache[k.low64 & (AZ_DCACHE_SLOTS - 1)];
+    az_dslot_t *s = &cache[k.low64 & (AZ_DCACHE_SLOTS - 1)];
     uint64_t s0 = atomic_load_explicit(&s->seq, memory_order_relaxed);
     if ((s0 & 1) || !atomic_compare_exchange_strong_explicit(
                         &s->seq, &s0, s0 + 1, memory_order_acq_rel, memory_order_relaxed))
@@ -396,6 +396,21 @@ static void cache_put(authz_model_t *m, XXH128_hash_t k, uint64_t rev, authz_rea
     atomic_store_explicit(&s->perm, (uintptr_t)mt->perm, memory_order_release);
     atomic_store_explicit(&s->grant, (uintptr_t)mt->grant, memory_order_release);
     atomic_store_explicit(&s->seq, s0 + 2, memory_order_release);
+}
+
+/* The model's decision cache, allocated on first use by whichever reader gets there first (the
+ * others free theirs); NULL for a slice, or when it cannot be allocated: decisions are then
+ * evaluated every time, which is slower but the same. */
+static az_dslot_t *cache_of(authz_model_t *m)
+{
+    az_dslot_t *c = atomic_load_explicit(&m->dcache, memory_order_acquire), *fresh;
+    if (c || !m->dcache_wanted || !(fresh = cdn_calloc(AZ_DCACHE_SLOTS, sizeof *fresh)))
+        return c;
+    if (atomic_compare_exchange_strong_explicit(&m->dcache, &c, fresh, memory_order_acq_rel,
+                                                memory_order_acquire))
+        return fresh;
+    cdn_free(fresh);
+    return c;
 }
 
 static void decide_locked(authz_model_t *m, const authz_request_t *req, authz_decision_t *out,
@@ -420,16 +435,17 @@ static void decide_locked(authz_model_t *m, const authz_request_t *req, authz_de
     bool hit = false;
     /* A slice has no cache; a model with validity windows decides by the time as well, which
      * the cache's key does not hold. */
-    bool cached = req->cache != AUTHZ_CACHE_BYPASS && m->dcache && !st->windows;
-    if (cached) {
+    az_dslot_t *cache =
+        req->cache != AUTHZ_CACHE_BYPASS && !st->windows && m->dcache_wanted ? cache_of(m) : NULL;
+    if (cache) {
         key = request_key(&c);
         if (req->cache == AUTHZ_CACHE_USE)
-            hit = cache_get(m, key, rev, &reason, &mt);
+            hit = cache_get(cache, key, rev, &reason, &mt);
     }
     if (!hit) {
         reason = evaluate(st, s, &c, &mt);
-        if (cached)
-            cache_put(m, key, rev, reason, &mt);
+        if (cache)
+            cache_put(cache, key, rev, reason, &mt);
     }
     decision_reset(out, reason, rev);
     out->cached = hit;

@@ -158,7 +158,10 @@ struct authz_model {
     _Atomic(authz_view_t *) *views; /* per subject index, current revision only */
     uint32_t nviews;
     _Atomic uint32_t views_cached;
-    az_dslot_t *dcache; /* NULL for a slice: decisions are not cached */
+    /* The decision cache, allocated by the first check that may use it (a model that is only
+     * written, exported or copied never pays its megabyte); never for a slice. */
+    bool dcache_wanted;
+    _Atomic(az_dslot_t *) dcache;
     int64_t at_us;      /* authz_model_set_time: the moment windows are judged at, 0 = now */
     bool track;         /* authz_model_track: record what each change touches */
     az_names_t touched; /* since the last authz_changes; written by writers only */

@@ -378,16 +378,15 @@ int az_model_alloc(bool decision_cache, authz_model_t **out)
     if (!m)
         return CDN_ERR_NOMEM;
     m->st = az_state_new();
-    m->dcache = decision_cache ? cdn_calloc(AZ_DCACHE_SLOTS, sizeof(az_dslot_t)) : NULL;
+    m->dcache_wanted = decision_cache;
     pthread_rwlockattr_t attr;
     pthread_rwlockattr_init(&attr);
     /* Writers must not starve behind a stream of checks: revocation is meant to land now. */
     pthread_rwlockattr_setkind_np(&attr, PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
     int rc = pthread_rwlock_init(&m->lock, &attr);
     pthread_rwlockattr_destroy(&attr);
-    if (!m->st || (decision_cache && !m->dcache) || rc) {
+    if (!m->st || rc) {
         az_state_free(m->st);
-        cdn_free(m->dcache);
         if (!rc)
             pthread_rwlock_destroy(&m->lock);
         cdn_free(m);
@@ -450,7 +449,7 @@ void authz_model_free(authz_model_t *m)
     cdn_free(m->views);
     az_state_free(m->st);
     az_names_free(&m->touched);
-    cdn_free(m->dcache);
+    cdn_free(atomic_load(&m->dcache));
     pthread_rwlock_destroy(&m->lock);
     cdn_free(m);
 }

@@ -123,11 +123,36 @@ static void test_out_of_memory_during_import_keeps_the_old_model(void **state)
     authz_model_free(src);
 }
 
+/* The decision cache is allocated by the first check; when that allocation fails the check is
+ * decided all the same (uncached), and a later check that can allocate it caches. */
+static void test_a_decision_cache_that_cannot_be_allocated_only_costs_speed(void **state)
+{
+    (void)state;
+    authz_model_t *m = setup();
+    authz_request_t r = {.subject = "alice", .resource = "doc:1", .action = "read"};
+    authz_decision_t d;
+    for (int i = 0; i < 2; i++) {
+        cdn_mem_fail_after(0);
+        int rc = authz_is_authorized(m, &r, &d, NULL);
+        cdn_mem_fail_after(-1);
+        assert_int_equal(rc, 0);
+        assert_true(d.authorized);
+        assert_false(d.cached);
+    }
+    assert_int_equal(authz_is_authorized(m, &r, &d, NULL), 0); /* allocates it, fills a slot */
+    assert_false(d.cached);
+    assert_int_equal(authz_is_authorized(m, &r, &d, NULL), 0);
+    assert_true(d.authorized);
+    assert_true(d.cached);
+    authz_model_free(m);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_out_of_memory_in_an_op_never_half_applies_silently),
         cmocka_unit_test(test_out_of_memory_during_import_keeps_the_old_model),
+        cmocka_unit_test(test_a_decision_cache_that_cannot_be_allocated_only_costs_speed),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

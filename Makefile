@@ -22,6 +22,13 @@ CC := clang
 CFLAGS_MODE := -O1 -g -fsanitize=address,undefined,fuzzer-no-link -fno-omit-frame-pointer \
                -fno-sanitize-recover=all -DCDN_DEBUG=1
 LDFLAGS_MODE := -fsanitize=address,undefined,fuzzer
+else ifeq ($(MODE),fuzz-ubsan)
+# The fuzz targets under UBSan alone, for long runs: several times the inputs a second of the
+# ASan build where a target allocates much (docs/reliability.md, "Long fuzz runs").
+CC := clang
+CFLAGS_MODE := -O1 -g -fsanitize=undefined,fuzzer-no-link -fno-omit-frame-pointer \
+               -fno-sanitize-recover=all -DCDN_DEBUG=1
+LDFLAGS_MODE := -fsanitize=undefined,fuzzer
 else ifeq ($(MODE),debug)
 CFLAGS_MODE := -O0 -g -DCDN_DEBUG=1
 else

@@ -22,11 +22,13 @@
  * makes a fresh one for the next input, so that every input starts from the same state.
  * Inputs that name a URL are skipped: an index's embedder could send them to the network.
  * Relies on libFuzzer (clang -fsanitize=fuzzer), jansson, cordon.h and src/http. */
+#include <ftw.h>
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "base/mem.h"
@@ -107,15 +109,22 @@ static json_t *setup(const char *method, const char *url, const char *body)
     return j;
 }
 
+static int remove_one(const char *path, const struct stat *st, int type, struct FTW *ftw)
+{
+    (void)st;
+    (void)ftw;
+    return type == FTW_DP ? rmdir(path) : unlink(path);
+}
+
 static void world_close(void)
 {
     if (!w.ready)
         return;
     http_ctx_close(&w.ctx);
     cordon_close(w.db);
-    char cmd[300];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", w.dir);
-    if (system(cmd) != 0)
+    /* In process: a fork of this process (its sanitizer's address space) for `rm -rf` cost
+     * more than the whole rebuild */
+    if (nftw(w.dir, remove_one, 16, FTW_DEPTH | FTW_PHYS) != 0)
         abort();
     w.ready = 0;
 }

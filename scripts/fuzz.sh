@@ -18,9 +18,9 @@ for t in "$@"; do
     if [ $fixed = 1 ]; then
         corpus=build/fuzz/fixed-corpus/$name
         rm -rf "$corpus"
-        # The model target runs each input through export and import twice, the HTTP target
-        # through a real data directory (rebuilt after every write): fewer inputs.
-        case $name in fuzz_model) runs=4000 ;; fuzz_http) runs=6000 ;; *) runs=150000 ;; esac
+        # The model target exports each input's model after every line and imports it, the
+        # HTTP target runs a real data directory (rebuilt after every write): fewer inputs.
+        case $name in fuzz_model) runs=12000 ;; fuzz_http) runs=15000 ;; *) runs=150000 ;; esac
         how=(-seed=1 -runs=$runs)
         what="fixed, seed 1"
     else

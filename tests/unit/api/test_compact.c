@@ -5,13 +5,17 @@
  * compaction work afterwards; a kill before or after its commit leaves the collection as before
  * or as after, with no stray files. Searches beside a compaction: test_compact_race.c.
  * Relies on cmocka, fork and the test hooks (base/testhook.h). */
+#include <dirent.h>
 #include <fcntl.h>
 #include <setjmp.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 #include <cmocka.h>
 
@@ -306,12 +310,138 @@ static void test_compact_a_collection_without_vectors(void **state)
     api_db_close(dir, db);
 }
 
+/* Copies the files of directory from (and of its subdirectories) into to, which is created. */
+static void copy_dir(const char *from, const char *to)
+{
+    DIR *d = opendir(from);
+    struct dirent *de;
+    assert_non_null(d);
+    assert_int_equal(mkdir(to, 0700), 0);
+    while ((de = readdir(d)) != NULL) {
+        char src[512], dst[512];
+        struct stat st;
+        if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+            continue;
+        snprintf(src, sizeof src, "%s/%s", from, de->d_name);
+        snprintf(dst, sizeof dst, "%s/%s", to, de->d_name);
+        assert_int_equal(stat(src, &st), 0);
+        if (S_ISDIR(st.st_mode)) {
+            copy_dir(src, dst);
+            continue;
+        }
+        int in = open(src, O_RDONLY), out = open(dst, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+        assert_true(in >= 0 && out >= 0);
+        char buf[1 << 16];
+        ssize_t got;
+        while ((got = read(in, buf, sizeof buf)) > 0)
+            assert_int_equal(write(out, buf, (size_t)got), got);
+        assert_int_equal(got, 0);
+        close(in);
+        close(out);
+    }
+    closedir(d);
+}
+
+/* Forks a process that opens dir and compacts "docs"; kills it delay_us after the compaction
+ * began (never, when negative). Returns its wait status; *span_us (if not NULL) the time from
+ * the compaction's start to the process's end. */
+static int compact_in_child(const char *dir, long delay_us, long *span_us)
+{
+    int pfd[2];
+    assert_int_equal(pipe(pfd), 0);
+    fflush(NULL);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        cordon_t *cdb = NULL;
+        close(pfd[0]);
+        if (cordon_open(dir, NULL, &cdb, NULL) || write(pfd[1], "c", 1) != 1 ||
+            cordon_collection_compact(cdb, "docs", NULL, NULL))
+            _exit(3);
+        _exit(0); /* no close: the compaction's commit is what must last */
+    }
+    close(pfd[1]);
+    char c;
+    struct timespec t0, t1;
+    ssize_t got = read(pfd[0], &c, 1); /* the open is done: the compaction begins */
+    close(pfd[0]);
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    if (got == 1 && delay_us >= 0) {
+        usleep((useconds_t)delay_us);
+        kill(pid, SIGKILL);
+    }
+    int status;
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    if (span_us)
+        *span_us = (t1.tv_sec - t0.tv_sec) * 1000000L + (t1.tv_nsec - t0.tv_nsec) / 1000;
+    return status;
+}
+
+/* SIGKILL at random moments of a compaction (spread over the time one takes, from its start
+ * to its process's end), then a reopen: the collection is
+ * exactly as before (generation 0's files, every dead row) or exactly as after (generation 1's,
+ * the live rows), every answer the same, no database copy left. CORDON_COMPACT_KILL_TRIALS sets
+ * the trials (6 by default; a failure prints its seed). */
+static void test_compact_survives_kills_at_random_moments(void **state)
+{
+    (void)state;
+    char tmpl[200], dir[256];
+    cordon_t *db = NULL;
+    const char *env = getenv("CORDON_COMPACT_KILL_TRIALS");
+    int trials = env ? atoi(env) : 6, outcome[2] = {0, 0}, killed = 0;
+    uint64_t seed = 0x6b696c6cu;
+    make_vectors();
+    api_db_open(tmpl, sizeof tmpl, &db);
+    fill(db);
+    uint64_t rows0 = rows_of(db);
+    answers(db, before, sizeof before);
+    cordon_close(db);
+    /* How long a compaction takes here: the kills are spread over it. */
+    snprintf(dir, sizeof dir, "%s-t", tmpl);
+    copy_dir(tmpl, dir);
+    long span_us = 0;
+    int status = compact_in_child(dir, -1, &span_us);
+    assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    tu_rmrf(dir);
+    for (int t = 0; t < trials; t++) {
+        uint64_t trial_seed = seed + (uint64_t)t;
+        long delay = (long)(tu_rand(&trial_seed) % (uint64_t)(span_us + 1));
+        copy_dir(tmpl, dir);
+        status = compact_in_child(dir, delay, NULL);
+        if (WIFSIGNALED(status))
+            killed++;
+        else
+            assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+        assert_int_equal(cordon_open(dir, NULL, &db, NULL), 0);
+        uint64_t rows = rows_of(db);
+        unsigned gens = file_gens(dir);
+        if (!((rows == rows0 && gens == 1u) || (rows == (uint64_t)live_count() && gens == 2u)))
+            fail_msg("trial %d (kill after %ld us): %llu rows, generations %#x", t, delay,
+                     (unsigned long long)rows, gens);
+        outcome[gens == 2u]++;
+        char left[400];
+        snprintf(left, sizeof left, "%s/" STORE_COMPACT_TMP, dir);
+        assert_int_equal(access(left, F_OK), -1);
+        answers(db, after, sizeof after);
+        if (strcmp(before, after))
+            fail_msg("trial %d (kill after %ld us): the answers changed", t, delay);
+        api_db_close(dir, db);
+    }
+    tu_rmrf(tmpl);
+    print_message("compact: %d kills at random moments (of %d trials, %ld us each), %d found "
+                  "as before, %d as after\n",
+                  killed, trials, span_us, outcome[0], outcome[1]);
+    assert_true(trials == 0 || killed > 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_compact_keeps_every_answer),
         cmocka_unit_test(test_compact_survives_a_kill_before_its_commit),
         cmocka_unit_test(test_compact_survives_a_kill_after_its_commit),
+        cmocka_unit_test(test_compact_survives_kills_at_random_moments),
         cmocka_unit_test(test_compact_under_allocation_failures),
         cmocka_unit_test(test_compact_a_collection_without_vectors),
     };

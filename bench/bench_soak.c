@@ -32,6 +32,7 @@ typedef struct opts {
     uint32_t dim;
     const char *dir;
     int json, replace;
+    unsigned compact_dead; /* percent of dead rows that makes the replacer compact; 0: never */
 } opts_t;
 
 /* A reader's latencies since the last report, as a histogram of fixed size (the benchmark's
@@ -65,6 +66,7 @@ typedef struct soak {
     float *queries;
     atomic_int stop;
     atomic_long writes, errors;
+    atomic_long compactions, compact_ms; /* done by the replacer, and their time */
     lat_t lat[READERS_MAX];
 } soak_t;
 
@@ -179,7 +181,28 @@ static void *reader_main(void *arg)
     return NULL;
 }
 
-/* Replaces chunks in place, in batches, round and round the collection. */
+/* With --compact-dead P, compacts the collection once its dead rows (replaced chunks' old
+ * rows) are at least P% of its rows, as `cordon serve` does on its own (compact_dead_percent). */
+static int maybe_compact(soak_t *s)
+{
+    cordon_collection_info info;
+    cordon_error e;
+    if (!s->o->compact_dead || cordon_collection_info_get(s->db, "soak", &info, NULL) ||
+        (info.rows - info.chunks) * 100 < (uint64_t)s->o->compact_dead * info.rows)
+        return 0;
+    double t0 = now_s();
+    int rc = cordon_collection_compact(s->db, "soak", NULL, &e);
+    if (rc) {
+        fprintf(stderr, "cordon bench soak: compact: %s\n", e.message);
+        return rc;
+    }
+    atomic_fetch_add(&s->compactions, 1);
+    atomic_fetch_add(&s->compact_ms, (long)((now_s() - t0) * 1e3));
+    return 0;
+}
+
+/* Replaces chunks in place, in batches, round and round the collection (compacting it when
+ * --compact-dead says so). */
 static void *replacer_main(void *arg)
 {
     soak_t *s = arg;
@@ -194,6 +217,8 @@ static void *replacer_main(void *arg)
             atomic_fetch_add(&s->errors, 1);
         else
             atomic_fetch_add(&s->writes, REPLACE_BATCH);
+        if (maybe_compact(s))
+            atomic_fetch_add(&s->errors, 1);
     }
     bench_gen_free(&g);
     free(rows);
@@ -225,7 +250,7 @@ static void *perm_main(void *arg)
 typedef struct row {
     double minute, rss_mb, anon_mb, file_mb, reads_per_s, p50, p99, writes_per_s;
     uint64_t rows, live, vector_bytes, graph_bytes;
-    long errors;
+    long errors, compactions;
 } row_t;
 
 /* Takes the readers' latencies since the last report: how many, and p50 and p99 (the upper
@@ -259,23 +284,26 @@ static size_t drain(soak_t *s, double *p50, double *p99)
 static void print_row(const opts_t *o, const row_t *w)
 {
     if (o->json) {
-        json_t *j = json_pack("{s:f, s:f, s:f, s:f, s:I, s:I, s:I, s:I, s:f, s:f, s:f, s:f, s:I}",
+        json_t *j = json_pack("{s:f, s:f, s:f, s:f, s:I, s:I, s:I, s:I, s:f, s:f, s:f, s:f, s:I, "
+                              "s:I}",
                               "minute", w->minute, "rss_mb", w->rss_mb, "rss_anon_mb", w->anon_mb,
                               "rss_file_mb", w->file_mb, "rows", (json_int_t)w->rows, "chunks",
                               (json_int_t)w->live, "vector_bytes", (json_int_t)w->vector_bytes,
                               "graph_bytes", (json_int_t)w->graph_bytes, "searches_per_s",
                               w->reads_per_s, "p50_ms", w->p50, "p99_ms", w->p99, "writes_per_s",
-                              w->writes_per_s, "errors", (json_int_t)w->errors);
+                              w->writes_per_s, "errors", (json_int_t)w->errors, "compactions",
+                              (json_int_t)w->compactions);
         char *t = json_dumps(j, JSON_COMPACT | JSON_REAL_PRECISION(6));
         printf("%s\n", t ? t : "{}");
         free(t);
         json_decref(j);
     } else {
-        printf("%7.1f %8.1f %7.1f %7.1f %10llu %8llu %10.1f %9.1f %10.0f %8.3f %8.3f %9.0f %6ld\n",
+        printf("%7.1f %8.1f %7.1f %7.1f %10llu %8llu %10.1f %9.1f %10.0f %8.3f %8.3f %9.0f %6ld "
+               "%8ld\n",
                w->minute, w->rss_mb, w->anon_mb, w->file_mb, (unsigned long long)w->rows,
                (unsigned long long)w->live, (double)w->vector_bytes / 1048576.0,
                (double)w->graph_bytes / 1048576.0, w->reads_per_s, w->p50, w->p99, w->writes_per_s,
-               w->errors);
+               w->errors, w->compactions);
     }
     fflush(stdout);
 }
@@ -284,8 +312,8 @@ static int usage(FILE *f, int rc)
 {
     fprintf(f,
             "usage: cordon bench soak [--minutes M] [--interval S] [--size N] [--dim D]\n"
-            "                         [--readers R] [--no-replace] [--dir PATH]\n"
-            "                         [--format table|json]\n"
+            "                         [--readers R] [--no-replace] [--compact-dead P]\n"
+            "                         [--dir PATH] [--format table|json]\n"
             "  Loads N generated chunks (D dimensions, one text field, each readable by one of\n"
             "  %d subjects' groups) into a fresh data directory under PATH, then for M minutes\n"
             "  runs R reader threads (kNN, a quarter BM25, k 10, as subjects of the model), a\n"
@@ -295,7 +323,10 @@ static int usage(FILE *f, int rc)
             "  graph sizes (MB), searches/s with p50 and p99, writes/s and errors; at the end\n"
             "  the growth of resident memory after the first sixth of the run (at least one\n"
             "  interval). --no-replace: no replacing writer, so the rows stay as loaded and\n"
-            "  resident memory must stay flat. Exits 1 on any failed request.\n"
+            "  resident memory must stay flat. --compact-dead P: the replacing writer compacts\n"
+            "  the collection whenever its dead rows are at least P%% of its rows (1 to 99), as\n"
+            "  cordon serve's compact_dead_percent does; each row then counts the compactions.\n"
+            "  Exits 1 on any failed request.\n"
             "  defaults: --minutes 1 --interval 10 --size 20000 --dim 128 --readers 2 --dir /tmp\n",
             SUBJECTS, REPLACE_BATCH);
     return rc;
@@ -335,9 +366,12 @@ static int parse(int argc, char **argv, opts_t *o)
             o->dim = (uint32_t)v;
         else if (!strcmp(a, "--dir"))
             o->dir = val;
+        else if (!strcmp(a, "--compact-dead") && !(rc = bench_parse_u64("soak", a, val, 1, 99, &v)))
+            o->compact_dead = (unsigned)v;
         else if (!strcmp(a, "--format") && (!strcmp(val, "json") || !strcmp(val, "table")))
             o->json = !strcmp(val, "json");
-        else if (strcmp(a, "--minutes") && strcmp(a, "--interval") && strcmp(a, "--dim"))
+        else if (strcmp(a, "--minutes") && strcmp(a, "--interval") && strcmp(a, "--dim") &&
+                 strcmp(a, "--compact-dead"))
             return usage(stderr, 2);
         if (rc)
             return rc;
@@ -378,7 +412,7 @@ int bench_soak_main(int argc, char **argv)
         printf("# %zu chunks x %u loaded in %.1f s into %s; %zu readers, %s a permission "
                "writer; a row every %.0f s\n"
                "# minute   rss_MB anon_MB file_MB       rows   chunks  vectors_MB  graph_MB  "
-               "searches/s   p50_ms   p99_ms  writes/s errors\n",
+               "searches/s   p50_ms   p99_ms  writes/s errors compacted\n",
                o.size, o.dim, now_s() - t0, dir, o.readers,
                o.replace ? "a writer replacing chunks in batches of 100," : "", o.interval_s);
     for (size_t i = 0; i < o.readers; i++) {
@@ -417,6 +451,7 @@ int bench_soak_main(int argc, char **argv)
         w.p50 = p50;
         w.p99 = p99;
         w.errors = atomic_load(&s.errors);
+        w.compactions = atomic_load(&s.compactions);
         print_row(&o, &w);
         if (!rss_warm && t - start >= (end - start) / 6)
             rss_warm = w.rss_mb;
@@ -435,6 +470,9 @@ int bench_soak_main(int argc, char **argv)
         printf("# resident memory %.1f MB after the warm-up (the first sixth), %.1f MB at the end: "
                "%+.1f%%; %ld errors\n",
                rss_warm, rss_end, (rss_end - rss_warm) * 100 / rss_warm, errors);
+    if (!o.json && atomic_load(&s.compactions))
+        printf("# %ld compactions, %.1f s in all\n", atomic_load(&s.compactions),
+               (double)atomic_load(&s.compact_ms) / 1e3);
     cordon_close(s.db);
     for (size_t i = 0; i < o.readers; i++)
         pthread_mutex_destroy(&s.lat[i].lock);

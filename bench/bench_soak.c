@@ -284,15 +284,15 @@ static size_t drain(soak_t *s, double *p50, double *p99)
 static void print_row(const opts_t *o, const row_t *w)
 {
     if (o->json) {
-        json_t *j = json_pack("{s:f, s:f, s:f, s:f, s:I, s:I, s:I, s:I, s:f, s:f, s:f, s:f, s:I, "
-                              "s:I}",
-                              "minute", w->minute, "rss_mb", w->rss_mb, "rss_anon_mb", w->anon_mb,
-                              "rss_file_mb", w->file_mb, "rows", (json_int_t)w->rows, "chunks",
-                              (json_int_t)w->live, "vector_bytes", (json_int_t)w->vector_bytes,
-                              "graph_bytes", (json_int_t)w->graph_bytes, "searches_per_s",
-                              w->reads_per_s, "p50_ms", w->p50, "p99_ms", w->p99, "writes_per_s",
-                              w->writes_per_s, "errors", (json_int_t)w->errors, "compactions",
-                              (json_int_t)w->compactions);
+        json_t *j =
+            json_pack("{s:f, s:f, s:f, s:f, s:I, s:I, s:I, s:I, s:f, s:f, s:f, s:f, s:I, "
+                      "s:I}",
+                      "minute", w->minute, "rss_mb", w->rss_mb, "rss_anon_mb", w->anon_mb,
+                      "rss_file_mb", w->file_mb, "rows", (json_int_t)w->rows, "chunks",
+                      (json_int_t)w->live, "vector_bytes", (json_int_t)w->vector_bytes,
+                      "graph_bytes", (json_int_t)w->graph_bytes, "searches_per_s", w->reads_per_s,
+                      "p50_ms", w->p50, "p99_ms", w->p99, "writes_per_s", w->writes_per_s, "errors",
+                      (json_int_t)w->errors, "compactions", (json_int_t)w->compactions);
         char *t = json_dumps(j, JSON_COMPACT | JSON_REAL_PRECISION(6));
         printf("%s\n", t ? t : "{}");
         free(t);

@@ -119,10 +119,64 @@ static void test_revocation_is_visible_to_next_check_under_concurrent_readers(vo
     authz_model_free(sh.m);
 }
 
+/* The decision cache is allocated by the first check that uses it: threads that all make their
+ * first check at once race to install it (one wins, the others free theirs), and every one of
+ * them is answered, and cached from then on. Under ThreadSanitizer this is the race's test. */
+typedef struct first {
+    authz_model_t *m;
+    pthread_barrier_t go;
+    _Atomic int granted, cached;
+} first_t;
+
+static void *first_checker(void *arg)
+{
+    first_t *f = arg;
+    authz_request_t r = {.subject = "alice", .resource = "collection:hr", .action = "search"};
+    authz_decision_t d;
+    pthread_barrier_wait(&f->go);
+    for (int i = 0; i < 3; i++)
+        if (authz_is_authorized(f->m, &r, &d, NULL) == 0 && d.authorized) {
+            atomic_fetch_add(&f->granted, 1);
+            atomic_fetch_add(&f->cached, d.cached);
+        }
+    return NULL;
+}
+
+static void test_first_checks_race_to_install_the_decision_cache(void **state)
+{
+    (void)state;
+    enum { THREADS = 4 };
+    for (int round = 0; round < 20; round++) {
+        first_t f = {0};
+        assert_int_equal(authz_model_new(&f.m, NULL), 0);
+        assert_int_equal(authz_apply(f.m, "{\"op\":\"put_subject\",\"id\":\"alice\"}", NULL), 0);
+        assert_int_equal(authz_apply(f.m,
+                                     "{\"op\":\"grant\",\"to\":\"alice\",\"permission\":"
+                                     "{\"resource\":\"collection:hr\",\"action\":\"search\"}}",
+                                     NULL),
+                         0);
+        pthread_barrier_init(&f.go, NULL, THREADS);
+        pthread_t t[THREADS];
+        for (int i = 0; i < THREADS; i++)
+            pthread_create(&t[i], NULL, first_checker, &f);
+        for (int i = 0; i < THREADS; i++)
+            pthread_join(t[i], NULL);
+        pthread_barrier_destroy(&f.go);
+        assert_int_equal(atomic_load(&f.granted), THREADS * 3);
+        assert_true(atomic_load(&f.cached) > 0); /* one cache, filled and hit */
+        authz_request_t r = {.subject = "alice", .resource = "collection:hr", .action = "search"};
+        authz_decision_t d;
+        assert_int_equal(authz_is_authorized(f.m, &r, &d, NULL), 0);
+        assert_true(d.authorized && d.cached);
+        authz_model_free(f.m);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_revocation_is_visible_to_next_check_under_concurrent_readers),
+        cmocka_unit_test(test_first_checks_race_to_install_the_decision_cache),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

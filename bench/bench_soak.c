@@ -32,7 +32,8 @@ typedef struct opts {
     uint32_t dim;
     const char *dir;
     int json, replace;
-    unsigned compact_dead; /* percent of dead rows that makes the replacer compact; 0: never */
+    unsigned compact_dead;   /* percent of dead rows that makes the replacer compact; 0: never */
+    uint64_t history_keep_s; /* the permission history kept, in seconds; 0: all of it */
 } opts_t;
 
 /* A reader's latencies since the last report, as a histogram of fixed size (the benchmark's
@@ -253,6 +254,23 @@ typedef struct row {
     long errors, compactions;
 } row_t;
 
+/* Forgets the permission history older than --history-keep seconds. */
+static int prune_history(soak_t *s)
+{
+    struct timespec now;
+    cordon_error e;
+    clock_gettime(CLOCK_REALTIME, &now);
+    uint64_t us = (uint64_t)now.tv_sec * 1000000u, keep = s->o->history_keep_s * 1000000u;
+    if (us <= keep)
+        return 0;
+    int rc = cordon_history_prune(s->db, 0, us - keep, NULL, NULL, &e);
+    if (rc && rc != CORDON_ERR_NOT_FOUND) { /* NOT_FOUND: nothing that old yet */
+        fprintf(stderr, "cordon bench soak: history prune: %s\n", e.message);
+        return rc;
+    }
+    return 0;
+}
+
 /* Takes the readers' latencies since the last report: how many, and p50 and p99 (the upper
  * edges of their buckets). */
 static size_t drain(soak_t *s, double *p50, double *p99)
@@ -313,7 +331,7 @@ static int usage(FILE *f, int rc)
     fprintf(f,
             "usage: cordon bench soak [--minutes M] [--interval S] [--size N] [--dim D]\n"
             "                         [--readers R] [--no-replace] [--compact-dead P]\n"
-            "                         [--dir PATH] [--format table|json]\n"
+            "                         [--history-keep S] [--dir PATH] [--format table|json]\n"
             "  Loads N generated chunks (D dimensions, one text field, each readable by one of\n"
             "  %d subjects' groups) into a fresh data directory under PATH, then for M minutes\n"
             "  runs R reader threads (kNN, a quarter BM25, k 10, as subjects of the model), a\n"
@@ -326,6 +344,9 @@ static int usage(FILE *f, int rc)
             "  resident memory must stay flat. --compact-dead P: the replacing writer compacts\n"
             "  the collection whenever its dead rows are at least P%% of its rows (1 to 99), as\n"
             "  cordon serve's compact_dead_percent does; each row then counts the compactions.\n"
+            "  --history-keep S: at every row the permission history older than S seconds is\n"
+            "  pruned (cordon_history_prune), as history_retain_days does in days; without it\n"
+            "  the history of every ACL change and replace is kept and grows.\n"
             "  Exits 1 on any failed request.\n"
             "  defaults: --minutes 1 --interval 10 --size 20000 --dim 128 --readers 2 --dir /tmp\n",
             SUBJECTS, REPLACE_BATCH);
@@ -368,10 +389,13 @@ static int parse(int argc, char **argv, opts_t *o)
             o->dir = val;
         else if (!strcmp(a, "--compact-dead") && !(rc = bench_parse_u64("soak", a, val, 1, 99, &v)))
             o->compact_dead = (unsigned)v;
+        else if (!strcmp(a, "--history-keep") &&
+                 !(rc = bench_parse_u64("soak", a, val, 1, 86400 * 365, &v)))
+            o->history_keep_s = v;
         else if (!strcmp(a, "--format") && (!strcmp(val, "json") || !strcmp(val, "table")))
             o->json = !strcmp(val, "json");
         else if (strcmp(a, "--minutes") && strcmp(a, "--interval") && strcmp(a, "--dim") &&
-                 strcmp(a, "--compact-dead"))
+                 strcmp(a, "--compact-dead") && strcmp(a, "--history-keep"))
             return usage(stderr, 2);
         if (rc)
             return rc;
@@ -433,6 +457,8 @@ int bench_soak_main(int argc, char **argv)
         }
         double p50, p99;
         size_t n = drain(&s, &p50, &p99);
+        if (o.history_keep_s && prune_history(&s) != 0)
+            atomic_fetch_add(&s.errors, 1);
         double t = now_s();
         cordon_collection_info info;
         row_t w = {.minute = (t - start) / 60,

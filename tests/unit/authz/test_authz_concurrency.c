@@ -60,6 +60,12 @@ static void *reader(void *arg)
     return NULL;
 }
 
+/* Applies one model operation, which must succeed. */
+static void apply(authz_model_t *m, const char *op)
+{
+    assert_int_equal(authz_apply(m, op, NULL), 0);
+}
+
 /* Holds a stable phase until some reader has verified a check in it (bounded, so a starved
  * reader cannot hang the test; the final assertion needs only some verified checks). */
 static void let_readers_look(shared_t *sh)
@@ -75,18 +81,12 @@ static void test_revocation_is_visible_to_next_check_under_concurrent_readers(vo
     shared_t sh;
     memset(&sh, 0, sizeof(sh));
     assert_int_equal(authz_model_new(&sh.m, NULL), 0);
-    assert_int_equal(authz_apply(sh.m, "{\"op\":\"put_subject\",\"id\":\"alice\"}", NULL), 0);
-    assert_int_equal(authz_apply(sh.m, "{\"op\":\"put_group\",\"id\":\"hr\"}", NULL), 0);
-    assert_int_equal(authz_apply(sh.m,
-                                 "{\"op\":\"put_role\",\"id\":\"searcher\",\"permissions\":"
-                                 "[{\"resource\":\"collection:*\",\"action\":\"search\"}]}",
-                                 NULL),
-                     0);
-    assert_int_equal(authz_apply(sh.m,
-                                 "{\"op\":\"grant\",\"to\":\"hr\",\"to_kind\":\"group\","
-                                 "\"role\":\"searcher\"}",
-                                 NULL),
-                     0);
+    apply(sh.m, "{\"op\":\"put_subject\",\"id\":\"alice\"}");
+    apply(sh.m, "{\"op\":\"put_group\",\"id\":\"hr\"}");
+    apply(sh.m, "{\"op\":\"put_role\",\"id\":\"searcher\",\"permissions\":"
+                "[{\"resource\":\"collection:*\",\"action\":\"search\"}]}");
+    apply(sh.m, "{\"op\":\"grant\",\"to\":\"hr\",\"to_kind\":\"group\","
+                "\"role\":\"searcher\"}");
     atomic_store(&sh.phase, 1);
     pthread_t th[READERS];
     for (int i = 0; i < READERS; i++)
@@ -98,13 +98,13 @@ static void test_revocation_is_visible_to_next_check_under_concurrent_readers(vo
     long writer_wrong = 0;
     for (long i = 0; i < TOGGLES; i++) {
         atomic_store(&sh.phase, 4 * i + 2);
-        assert_int_equal(authz_apply(sh.m, add, NULL), 0);
+        apply(sh.m, add);
         atomic_store(&sh.phase, 4 * i + 3);
         authz_is_authorized(sh.m, &r, &d, NULL);
         writer_wrong += !d.authorized;
         let_readers_look(&sh);
         atomic_store(&sh.phase, 4 * i + 4);
-        assert_int_equal(authz_apply(sh.m, del, NULL), 0);
+        apply(sh.m, del);
         atomic_store(&sh.phase, 4 * i + 5);
         authz_is_authorized(sh.m, &r, &d, NULL); /* the very next check after the revoke */
         writer_wrong += d.authorized;
@@ -149,12 +149,9 @@ static void test_first_checks_race_to_install_the_decision_cache(void **state)
     for (int round = 0; round < 20; round++) {
         first_t f = {0};
         assert_int_equal(authz_model_new(&f.m, NULL), 0);
-        assert_int_equal(authz_apply(f.m, "{\"op\":\"put_subject\",\"id\":\"alice\"}", NULL), 0);
-        assert_int_equal(authz_apply(f.m,
-                                     "{\"op\":\"grant\",\"to\":\"alice\",\"permission\":"
-                                     "{\"resource\":\"collection:hr\",\"action\":\"search\"}}",
-                                     NULL),
-                         0);
+        apply(f.m, "{\"op\":\"put_subject\",\"id\":\"alice\"}");
+        apply(f.m, "{\"op\":\"grant\",\"to\":\"alice\",\"permission\":"
+                   "{\"resource\":\"collection:hr\",\"action\":\"search\"}}");
         pthread_barrier_init(&f.go, NULL, THREADS);
         pthread_t t[THREADS];
         for (int i = 0; i < THREADS; i++)

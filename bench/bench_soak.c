@@ -448,6 +448,9 @@ int bench_soak_main(int argc, char **argv)
         pthread_create(&wt[0], NULL, replacer_main, &s);
     pthread_create(&wt[1], NULL, perm_main, &s);
     double start = now_s(), end = start + o.minutes * 60, last = start, rss_warm = 0, rss_end = 0;
+    /* Peaks of the second sixth and of the last: compactions make memory a saw, so that two
+     * single rows compare wherever each fell in its cycle. [0] resident, [1] anonymous. */
+    double peak_early[2] = {0, 0}, peak_late[2] = {0, 0};
     long writes_last = 0;
     for (int k = 1; now_s() < end; k++) {
         double next = start + k * o.interval_s;
@@ -482,6 +485,13 @@ int bench_soak_main(int argc, char **argv)
         if (!rss_warm && t - start >= (end - start) / 6)
             rss_warm = w.rss_mb;
         rss_end = w.rss_mb;
+        double *peak = t - start <= (end - start) / 3 && t - start > (end - start) / 6 ? peak_early
+                       : t - start >= (end - start) * 5 / 6                            ? peak_late
+                                                                                       : NULL;
+        if (peak) {
+            peak[0] = w.rss_mb > peak[0] ? w.rss_mb : peak[0];
+            peak[1] = w.anon_mb > peak[1] ? w.anon_mb : peak[1];
+        }
         last = t;
         writes_last = writes;
     }
@@ -496,6 +506,11 @@ int bench_soak_main(int argc, char **argv)
         printf("# resident memory %.1f MB after the warm-up (the first sixth), %.1f MB at the end: "
                "%+.1f%%; %ld errors\n",
                rss_warm, rss_end, (rss_end - rss_warm) * 100 / rss_warm, errors);
+    if (!o.json && peak_early[0] > 0 && peak_late[0] > 0)
+        printf("# peaks, the second sixth against the last: resident %.1f -> %.1f MB (%+.1f%%), "
+               "anonymous %.1f -> %.1f MB (%+.1f%%)\n",
+               peak_early[0], peak_late[0], (peak_late[0] - peak_early[0]) * 100 / peak_early[0],
+               peak_early[1], peak_late[1], (peak_late[1] - peak_early[1]) * 100 / peak_early[1]);
     if (!o.json && atomic_load(&s.compactions))
         printf("# %ld compactions, %.1f s in all\n", atomic_load(&s.compactions),
                (double)atomic_load(&s.compact_ms) / 1e3);

@@ -9,6 +9,7 @@
 #include "bench_puts.h"
 #include "bench_quant.h"
 #include "bench_rebac.h"
+#include "bench_repair.h"
 #include "bench_scan.h"
 #include "bench_soak.h"
 #include "bench_text.h"
@@ -36,6 +37,8 @@ static const struct bench_entry {
     {"soak", bench_soak_main, "mixed reads and writes for a set time: memory, sizes, latency"},
     {"churn", bench_churn_main,
      "replacing chunks over time: recall, latency, sizes vs a fresh build"},
+    {"repair", bench_repair_main,
+     "the graph alone under replaces: repaired vs fresh, recall and visits at each ef"},
     {"puts", bench_puts_main, "batches of writes into an existing data directory, timed"},
     {"rebac", bench_rebac_main,
      "relationship tuples: check, lookup-resources, share, unshare, move at scale"},

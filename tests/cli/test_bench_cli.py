@@ -117,6 +117,22 @@ def test_bench_churn_reports_growth_per_checkpoint_a_compaction_and_a_fresh_base
     assert compact[0]["recall_at_10"] >= 0.9 and doc["compact_s"] > 0
 
 
+def test_bench_repair_compares_a_replaced_graph_with_a_fresh_one(cordon):
+    p = cordon("bench", "repair", "--size", "5000", "--dim", "16", "--queries", "30",
+               "--codes", "--format", "json")
+    assert p.returncode == 0, (p.stdout, p.stderr)
+    doc = json.loads(p.stdout)
+    # 30% of 5,000 replaced: 1,500 new nodes, the 1,500 old ones deleted and all unlinked
+    assert doc["nodes"] == 6500 and doc["deleted"] == 1500 and doc["deleted_linked"] == 0
+    assert doc["codes"] == 1 and doc["churn_s"] > 0
+    for graph in ("replaced", "fresh"):
+        rows = [r for r in doc["rows"] if r["graph"] == graph]
+        assert [r["ef"] for r in rows] == [32, 64, 128, 192, 256]
+        assert all(0 <= r["recall_at_10"] <= 1 and r["p50_ms"] > 0 for r in rows), rows
+        assert rows[-1]["recall_at_10"] >= 0.95 and rows[-1]["visited"] > rows[0]["visited"]
+    assert cordon("bench", "repair", "--replace", "1.5").returncode == 2
+
+
 def test_bench_rebac_prints_its_rows_and_verifies_its_writes(cordon):
     p = cordon("bench", "rebac", "--tuples", "20000", "--checks", "200", "--chunks", "3000",
                "--format", "json", check=0)

@@ -41,27 +41,26 @@ typedef struct rep_run {
 
 static void usage(FILE *f)
 {
-    fprintf(f,
-            "usage: cordon bench repair [--size N] [--dim D] [--replace F] [--queries Q]\n"
-            "                           [--seed S] [--threads T] [--codes]\n"
-            "                           [--format table|json]\n"
-            "  Builds an HNSW graph over N generated unit vectors (topics, cosine), then\n"
-            "  replaces F x N of them one at a time (a new row inserted, the old node\n"
-            "  deleted), repairing the whole graph whenever an eighth of it (and at least\n"
-            "  1,000 nodes) was deleted since the last repair, and once more at the end;\n"
-            "  then builds a fresh graph of the same live rows. Both are searched at ef\n"
-            "  32 to 256 with Q held-out queries: recall@10 against the exact scan of the\n"
-            "  live rows, nodes visited and p50, and the replaced graph's ratios to the\n"
-            "  fresh one. --codes: traversals scored from 8-bit codes, as a collection\n"
-            "  with int8_scan searches.\n"
-            "  defaults: --size 200000 --dim 128 --replace 0.3 --queries 200 --seed 42\n"
-            "            --threads 2\n");
+    fprintf(f, "usage: cordon bench repair [--size N] [--dim D] [--replace F] [--queries Q]\n"
+               "                           [--seed S] [--threads T] [--codes]\n"
+               "                           [--format table|json]\n"
+               "  Builds an HNSW graph over N generated unit vectors (topics, cosine), then\n"
+               "  replaces F x N of them one at a time (a new row inserted, the old node\n"
+               "  deleted), repairing the whole graph whenever an eighth of it (and at least\n"
+               "  1,000 nodes) was deleted since the last repair, and once more at the end;\n"
+               "  then builds a fresh graph of the same live rows. Both are searched at ef\n"
+               "  32 to 256 with Q held-out queries: recall@10 against the exact scan of the\n"
+               "  live rows, nodes visited and p50, and the replaced graph's ratios to the\n"
+               "  fresh one. --codes: traversals scored from 8-bit codes, as a collection\n"
+               "  with int8_scan searches.\n"
+               "  defaults: --size 200000 --dim 128 --replace 0.3 --queries 200 --seed 42\n"
+               "            --threads 2\n");
 }
 
 static int parse(int argc, char **argv, rep_opts_t *o)
 {
-    *o = (rep_opts_t){.size = 200000, .dim = 128, .queries = 200, .seed = 42, .threads = 2,
-                      .replace = 0.3};
+    *o = (rep_opts_t){
+        .size = 200000, .dim = 128, .queries = 200, .seed = 42, .threads = 2, .replace = 0.3};
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         char *end = NULL;
@@ -90,8 +89,9 @@ static int parse(int argc, char **argv, rep_opts_t *o)
         else if (!strcmp(a, "--replace")) {
             o->replace = v ? strtod(v, &end) : -1;
             if (!v || *end || !(o->replace >= 0) || o->replace > 1) {
-                fprintf(stderr, "cordon bench repair: --replace needs a share from 0 to 1 "
-                                "(got '%s')\n",
+                fprintf(stderr,
+                        "cordon bench repair: --replace needs a share from 0 to 1 "
+                        "(got '%s')\n",
                         v ? v : "");
                 rc = 2;
             }
@@ -154,8 +154,8 @@ static void measure(rep_run_t *r, hnsw_t *h, rep_row_t *out)
             hnsw_stats_t st;
             uint32_t n = 0;
             uint64_t t0 = cdn_clock_ns();
-            hnsw_search_codes(h, &r->view, r->codes, r->queries + q * r->o.dim, RK, ladder[s],
-                              NULL, HNSW_MODE_UNFILTERED, 0, &st, hits, &n);
+            hnsw_search_codes(h, &r->view, r->codes, r->queries + q * r->o.dim, RK, ladder[s], NULL,
+                              HNSW_MODE_UNFILTERED, 0, &st, hits, &n);
             r->lat[q] = (double)(cdn_clock_ns() - t0) / 1e6;
             visited += (double)st.visited;
             for (size_t i = 0; i < r->n_truth[q]; i++)
@@ -166,8 +166,8 @@ static void measure(rep_run_t *r, hnsw_t *h, rep_row_t *out)
                     }
         }
         qsort(r->lat, r->o.queries, sizeof *r->lat, bench_cmp_double);
-        out[s] = (rep_row_t){found / (double)(r->o.queries * RK),
-                             visited / (double)r->o.queries, r->lat[r->o.queries / 2]};
+        out[s] = (rep_row_t){found / (double)(r->o.queries * RK), visited / (double)r->o.queries,
+                             r->lat[r->o.queries / 2]};
     }
 }
 
@@ -224,8 +224,8 @@ static int fail(const char *what, int rc)
     return 1;
 }
 
-static void print_table(const rep_run_t *r, const rep_row_t *a, const rep_row_t *b,
-                        double build_s, double churn_s, double fresh_s)
+static void print_table(const rep_run_t *r, const rep_row_t *a, const rep_row_t *b, double build_s,
+                        double churn_s, double fresh_s)
 {
     printf("repair benchmark: generated topics %zu x %zu (cosine), %.0f%% replaced one at a "
            "time, %zu queries, %s traversal\n"
@@ -241,8 +241,8 @@ static void print_table(const rep_run_t *r, const rep_row_t *a, const rep_row_t 
                b[s].visited > 0 ? a[s].visited / b[s].visited : 0);
 }
 
-static void print_json(const rep_run_t *r, hnsw_t *churned, const rep_row_t *a,
-                       const rep_row_t *b, double build_s, double churn_s, double fresh_s)
+static void print_json(const rep_run_t *r, hnsw_t *churned, const rep_row_t *a, const rep_row_t *b,
+                       double build_s, double churn_s, double fresh_s)
 {
     hnsw_info_t info;
     hnsw_get_info(churned, &info);

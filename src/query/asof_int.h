@@ -43,7 +43,7 @@ void asof_model_release(asof_t *a, model_ref_t *ref);
 /* The model a question about one subject at rev needs (a slice of its fragments, or, before
  * the fragments start, the whole model: *whole 1, and then it holds the tuples too). Validity
  * windows are judged at at_us, or at the revision's own moment when it is 0. */
-int asof_subject_model(asof_t *a, store_txn_t *t, const char *subject, uint64_t rev,
-                       uint64_t at_us, model_ref_t *ref, int *whole, cdn_err_t *err);
+int asof_subject_model(asof_t *a, store_txn_t *t, const char *subject, uint64_t rev, uint64_t at_us,
+                       model_ref_t *ref, int *whole, cdn_err_t *err);
 
 #endif

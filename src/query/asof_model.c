@@ -2,8 +2,8 @@
  * from the history's checkpoints and records and kept in a small cache, and the slice of
  * fragments a question about one subject needs. Relies on query/engine (the model log's
  * record kinds), query/asof_cache and store/history. */
-#include "query/asof_int.h"
 #include "base/mem.h"
+#include "query/asof_int.h"
 
 #include <string.h>
 
@@ -162,8 +162,8 @@ void asof_model_release(asof_t *a, model_ref_t *ref)
 /* The model a question about one subject needs: a slice (authz.h) of the model's fragments
  * as they stood after rev, a handful of reads; before the fragments start, the whole model
  * then (model_at). */
-int asof_subject_model(asof_t *a, store_txn_t *t, const char *subject, uint64_t rev,
-                         uint64_t at_us, model_ref_t *ref, int *whole, cdn_err_t *err)
+int asof_subject_model(asof_t *a, store_txn_t *t, const char *subject, uint64_t rev, uint64_t at_us,
+                       model_ref_t *ref, int *whole, cdn_err_t *err)
 {
     int rc;
     authz_slice_t *s;

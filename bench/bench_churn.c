@@ -34,6 +34,7 @@
 #define CHURN_PASSES_MAX 10 /* --replace: at most ten passes over the collection */
 #define CHURN_CHECKPOINTS_MAX 100
 #define CHURN_BAD_MSGS 5
+#define CHURN_EFS_MAX 8 /* --efs: breadths measured beside the calibrated one */
 
 typedef struct churn_opts {
     size_t size, dim, batch, checkpoints, queries;
@@ -41,6 +42,8 @@ typedef struct churn_opts {
     uint64_t seed;
     const char *data;
     int keep, json, reopen_each;
+    uint32_t efs[CHURN_EFS_MAX]; /* --efs: the compacted and fresh collections at these too */
+    size_t n_efs;
 } churn_opts_t;
 
 /* One measurement: a checkpoint of the replacing, or the fresh build. */
@@ -52,6 +55,11 @@ typedef struct churn_point {
     uint64_t disk_bytes;
     char plans[160];
 } churn_point_t;
+
+/* The compacted collection (0) and the fresh build (1) at the breadths of --efs. */
+typedef struct churn_sweep {
+    double recall[2][CHURN_EFS_MAX], p50_ms[2][CHURN_EFS_MAX];
+} churn_sweep_t;
 
 typedef struct churn_run {
     churn_opts_t o;
@@ -68,13 +76,14 @@ typedef struct churn_run {
     cordon_t *db;
     char root[4096], dir[2][4200]; /* dir[0] churned, dir[1] the fresh build */
     size_t bad_hits;
+    churn_sweep_t sweep;
 } churn_run_t;
 
 static void usage(FILE *f)
 {
     fprintf(f, "usage: cordon bench churn [--size N] [--dim D] [--replace F] [--batch B]\n"
                "           [--checkpoints C] [--queries Q] [--seed S] [--reopen-each]\n"
-               "           [--data DIR] [--keep] [--format table|json]\n"
+               "           [--efs E1,E2,...] [--data DIR] [--keep] [--format table|json]\n"
                "  Loads N generated chunks (topics, cosine, ACL group:all), reopens, then\n"
                "  replaces F x N chunks with new vectors (same ids), B a put, in a random order\n"
                "  (a new permutation each pass: at most once per chunk for F <= 1). After the\n"
@@ -86,10 +95,35 @@ static void usage(FILE *f)
                "  last checkpoint and of the compacted collection.\n"
                "  Exits 1 on an engine error or a hit that is not a live chunk.\n"
                "  --reopen-each: close and reopen before every checkpoint (what a restart sees).\n"
+               "  --efs E1,E2,...: the compacted collection and the fresh build measured again\n"
+               "  at each of these search breadths (up to 8, each 1 to 4096): a graph against\n"
+               "  a graph at equal breadth, apart from the breadths their calibrations chose.\n"
                "  --data DIR: use and keep DIR/churn and DIR/fresh (default: a temporary\n"
                "  directory, removed unless --keep).\n"
                "  defaults: --size 100000 --dim 128 --replace 0.3 --batch 1000 --checkpoints 6\n"
                "            --queries 200 --seed 42\n");
+}
+
+/* --efs: a comma-separated list of breadths. */
+static int parse_efs(churn_opts_t *o, const char *v)
+{
+    const char *p = v ? v : "";
+    o->n_efs = 0;
+    for (;;) {
+        char *end;
+        unsigned long ef = strtoul(p, &end, 10);
+        if (end == p || ef < 1 || ef > 4096 || (*end && *end != ',') || o->n_efs == CHURN_EFS_MAX) {
+            fprintf(stderr,
+                    "cordon bench churn: --efs needs up to %d breadths from 1 to 4096, comma-"
+                    "separated (got '%s')\n",
+                    CHURN_EFS_MAX, v ? v : "");
+            return 2;
+        }
+        o->efs[o->n_efs++] = (uint32_t)ef;
+        if (!*end)
+            return 0;
+        p = end + 1; /* past the comma: another breadth must follow */
+    }
 }
 
 static int parse_one(churn_opts_t *o, const char *a, const char *v)
@@ -115,6 +149,8 @@ static int parse_one(churn_opts_t *o, const char *a, const char *v)
         rc = bench_parse_size("churn", a, v, 1, 100000, &o->queries);
     else if (!strcmp(a, "--seed"))
         rc = bench_parse_u64("churn", a, v, 0, UINT64_MAX, &o->seed);
+    else if (!strcmp(a, "--efs"))
+        rc = parse_efs(o, v);
     else if (!strcmp(a, "--data") && v)
         o->data = v;
     else if (!strcmp(a, "--format") && v && (!strcmp(v, "json") || !strcmp(v, "table")))
@@ -255,9 +291,10 @@ static void plan_count(char names[CHURN_PLANS][32], size_t counts[CHURN_PLANS], 
     counts[i]++;
 }
 
-/* Runs every query, one at a time, timing cordon_search only. A first pass, not measured, warms
- * the pages a reopen left cold, so that every point (and the fresh build) is a steady state. */
-static int run_queries(churn_run_t *r, churn_point_t *p)
+/* Runs every query, one at a time, timing cordon_search only, at breadth ef (0: the
+ * collection's). A first pass, not measured, warms the pages a reopen left cold, so that every
+ * point (and the fresh build) is a steady state. */
+static int run_queries(churn_run_t *r, uint32_t ef, churn_point_t *p)
 {
     const char *pr[1] = {CHURN_ALL};
     cordon_subject subj = {.principals = pr, .n_principals = 1};
@@ -267,7 +304,7 @@ static int run_queries(churn_run_t *r, churn_point_t *p)
     truth_compute(r);
     for (size_t i = 0; i < 2 * nq; i++) {
         size_t q = i % nq;
-        cordon_query qq = {.vector = r->queries + q * r->o.dim, .k = CHURN_K};
+        cordon_query qq = {.vector = r->queries + q * r->o.dim, .k = CHURN_K, .ef_search = ef};
         cordon_result *res = NULL;
         cordon_error e = {0};
         uint64_t t0 = cdn_clock_ns();
@@ -309,10 +346,18 @@ static double engine_rss(const churn_run_t *r)
     return bench_rss_mb() - own;
 }
 
-static int measure(churn_run_t *r, int fresh, churn_point_t *p)
+/* Measures the open collection of dir[fresh] as point p; swept: also at the breadths of --efs
+ * (the compacted collection and the fresh build). */
+static int measure(churn_run_t *r, int fresh, int swept, churn_point_t *p)
 {
     cordon_error e = {0};
-    int rc = run_queries(r, p);
+    int rc = run_queries(r, 0, p);
+    for (size_t i = 0; rc == CORDON_OK && swept && i < r->o.n_efs; i++) {
+        churn_point_t at = {0};
+        rc = run_queries(r, r->o.efs[i], &at);
+        r->sweep.recall[fresh][i] = at.recall;
+        r->sweep.p50_ms[fresh][i] = at.p50_ms;
+    }
     if (rc == CORDON_OK && (rc = cordon_collection_info_get(r->db, CHURN_COLL, &p->info, &e)))
         fprintf(stderr, "cordon bench churn: collection info: %s\n", e.message);
     if (rc)
@@ -374,7 +419,7 @@ static int load_measure(churn_run_t *r, int fresh, double share, churn_point_t *
         rc = put_batch(r, NULL, at, r->o.size - at < r->o.batch ? r->o.size - at : r->o.batch);
     p->puts_per_s = (double)r->o.size / ((double)(cdn_clock_ns() - t0) / 1e9);
     rc = rc ? rc : reopen(r, r->dir[fresh], &p->reopen_s);
-    rc = rc ? rc : measure(r, fresh, p);
+    rc = rc ? rc : measure(r, fresh, fresh, p);
     p->share = share;
     return rc;
 }
@@ -421,7 +466,7 @@ static int run_churn(churn_run_t *r, churn_point_t *pts)
         pts[c].puts_per_s = secs > 0 ? (double)(done - from) / secs : 0;
         if (rc == CORDON_OK && o->reopen_each)
             rc = reopen(r, r->dir[0], &pts[c].reopen_s);
-        rc = rc ? rc : measure(r, 0, &pts[c]);
+        rc = rc ? rc : measure(r, 0, 0, &pts[c]);
         pts[c].share = (double)done / (double)o->size;
         if (!o->json && isatty(2))
             fprintf(stderr, "\rcheckpoint %zu / %zu", c, o->checkpoints);
@@ -442,7 +487,7 @@ static int compact_measure(churn_run_t *r, const churn_point_t *last, churn_poin
         return rc;
     }
     p->compact_s = st.ms / 1e3;
-    rc = measure(r, 0, p);
+    rc = measure(r, 0, 1, p);
     p->phase = "compact";
     p->share = last->share;
     return rc;
@@ -509,6 +554,14 @@ static void print_table(const churn_run_t *r, const churn_point_t *pts, size_t n
     printf("\ncompaction %.2f s\n", pts[n - 2].compact_s);
     print_ratios("last checkpoint", &pts[n - 3], &pts[n - 1]);
     print_ratios("compacted", &pts[n - 2], &pts[n - 1]);
+    if (o->n_efs)
+        printf("\nat equal breadth (calibrated: compacted ef %u, fresh ef %u)\n"
+               "%5s %17s %17s %17s %17s\n",
+               pts[n - 2].info.hnsw_ef_calibrated, pts[n - 1].info.hnsw_ef_calibrated, "ef",
+               "compacted_recall", "fresh_recall", "compacted_p50_ms", "fresh_p50_ms");
+    for (size_t i = 0; i < o->n_efs; i++)
+        printf("%5u %17.4f %17.4f %17.3f %17.3f\n", o->efs[i], r->sweep.recall[0][i],
+               r->sweep.recall[1][i], r->sweep.p50_ms[0][i], r->sweep.p50_ms[1][i]);
 }
 
 static json_t *json_point(const churn_point_t *p)
@@ -535,17 +588,31 @@ static json_t *json_ratios(const churn_point_t *p, const churn_point_t *fresh)
     return rat;
 }
 
+/* --efs: [{ef, compacted_recall, fresh_recall, compacted_p50_ms, fresh_p50_ms}]. */
+static json_t *json_sweep(const churn_run_t *r)
+{
+    json_t *a = json_array();
+    for (size_t i = 0; a && i < r->o.n_efs; i++)
+        json_array_append_new(
+            a, json_pack("{s:I, s:f, s:f, s:f, s:f}", "ef", (json_int_t)r->o.efs[i],
+                         "compacted_recall", r->sweep.recall[0][i], "fresh_recall",
+                         r->sweep.recall[1][i], "compacted_p50_ms", r->sweep.p50_ms[0][i],
+                         "fresh_p50_ms", r->sweep.p50_ms[1][i]));
+    return a;
+}
+
 static int print_json(const churn_run_t *r, const churn_point_t *pts, size_t n)
 {
     json_t *rows = json_array();
     for (size_t i = 0; i < n; i++)
         json_array_append_new(rows, json_point(&pts[i]));
     json_t *doc =
-        json_pack("{s:I, s:I, s:f, s:I, s:b, s:o, s:o, s:o, s:f}", "size", (json_int_t)r->o.size,
-                  "dim", (json_int_t)r->o.dim, "replace", r->o.replace, "batch",
-                  (json_int_t)r->o.batch, "reopen_each", r->o.reopen_each, "rows", rows, "ratios",
-                  json_ratios(&pts[n - 3], &pts[n - 1]), "ratios_compacted",
-                  json_ratios(&pts[n - 2], &pts[n - 1]), "compact_s", pts[n - 2].compact_s);
+        json_pack("{s:I, s:I, s:f, s:I, s:b, s:o, s:o, s:o, s:f, s:o}", "size",
+                  (json_int_t)r->o.size, "dim", (json_int_t)r->o.dim, "replace", r->o.replace,
+                  "batch", (json_int_t)r->o.batch, "reopen_each", r->o.reopen_each, "rows", rows,
+                  "ratios", json_ratios(&pts[n - 3], &pts[n - 1]), "ratios_compacted",
+                  json_ratios(&pts[n - 2], &pts[n - 1]), "compact_s", pts[n - 2].compact_s,
+                  "ef_sweep", json_sweep(r));
     char *t = doc ? json_dumps(doc, JSON_REAL_PRECISION(6)) : NULL;
     if (t)
         printf("%s\n", t);

@@ -89,7 +89,7 @@ def test_bench_audit_runs_and_prints_its_rows(cordon):
 
 def test_bench_churn_reports_growth_per_checkpoint_a_compaction_and_a_fresh_baseline(cordon):
     p = cordon("bench", "churn", "--size", "3000", "--dim", "16", "--queries", "20",
-               "--checkpoints", "2", "--format", "json")
+               "--checkpoints", "2", "--efs", "16,64", "--format", "json")
     assert p.returncode == 0, (p.stdout, p.stderr)
     doc = json.loads(p.stdout)
     churn = [r for r in doc["rows"] if r["phase"] == "churn"]
@@ -115,6 +115,14 @@ def test_bench_churn_reports_growth_per_checkpoint_a_compaction_and_a_fresh_base
     assert doc["ratios_compacted"]["vector_bytes"] == 1.0
     assert doc["ratios_compacted"]["graph_bytes"] <= 1.05
     assert compact[0]["recall_at_10"] >= 0.9 and doc["compact_s"] > 0
+    # --efs: both collections measured again at each breadth given
+    assert [s["ef"] for s in doc["ef_sweep"]] == [16, 64]
+    for s in doc["ef_sweep"]:
+        assert 0.9 <= s["compacted_recall"] <= 1 and 0.9 <= s["fresh_recall"] <= 1, s
+        assert s["compacted_p50_ms"] > 0 and s["fresh_p50_ms"] > 0, s
+    for bad in ("0", "16,", "a", "1,2,3,4,5,6,7,8,9", "5000"):
+        p = cordon("bench", "churn", "--size", "3000", "--efs", bad)
+        assert p.returncode == 2 and "--efs needs" in p.stderr, (bad, p.stderr)
 
 
 def test_bench_repair_compares_a_replaced_graph_with_a_fresh_one(cordon):

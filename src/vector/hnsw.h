@@ -140,13 +140,17 @@ int hnsw_build_bf16(hnsw_t *h, const vec_view_t *view, const hnsw_bf16_rows_t *b
 typedef struct hnsw_repair_stats {
     uint64_t lists_relinked;
     uint64_t lists_emptied;
-    uint32_t next; /* hnsw_repair_range: where the sweep goes on, 0 when it has ended */
+    uint32_t next;            /* hnsw_repair_range: where the sweep goes on, 0 when it has ended */
+    uint64_t nodes_linked_in; /* hnsw_repair: live nodes linked in again (few in-links left) */
 } hnsw_repair_stats_t;
 
 /* Unlinks the deleted nodes: every live node whose list at some level names a deleted node keeps
  * its live neighbours and gives the deleted ones' places to the nearest live neighbours of
  * those deleted nodes (through up to three deleted hops) that the insert heuristic admits,
- * scored in float on view (the rows the nodes were inserted from). Afterwards no live node links to
+ * scored in float on view (the rows the nodes were inserted from). Then every live node left
+ * with fewer than m/2 in-links at level 0 is linked in again from its nearest neighbours, as an
+ * insert links a new node (not done by hnsw_repair_range: a whole-graph count of in-links).
+ * Afterwards no live node links to
  * a node deleted before the call, and a deleted entry point is replaced by a live one; deleted
  * nodes keep their own lists (a search in flight may stand on one) and their ids. Safe alongside
  * searches, inserts and deletes (as an insert, it holds each list's stripe while re-choosing it); a

@@ -269,7 +269,100 @@ int hnsw_repair_range(hnsw_t *h, const vec_view_t *view, uint32_t first, uint32_
     return rc;
 }
 
+/* ---------- linking in the nodes the deletes left with few in-links ---------- */
+
+/* A live node with fewer in-links than this at level 0 (from live nodes) is linked in again
+ * after a whole-graph repair. The repair re-chooses the lists that named deleted nodes, but a
+ * node whose in-links came from deleted nodes only gets new ones where a repaired list admits
+ * it: at 1M x 128 with 30% replaced and compacted, 1,182 nodes had at most 4 in-links (371 in a
+ * fresh build of the same rows), 8 none, and searches missed every true answer among them at
+ * any breadth (recall@10 0.9938 against 0.9986 at ef 192). */
+#define LINK_IN_MIN(h) ((h)->p.m / 2)
+
+typedef struct link_in_job {
+    hnsw_t *h;
+    const vec_view_t *view;
+    const uint32_t *ids;
+    uint32_t n;
+    _Atomic uint32_t next;
+    _Atomic int first_err;
+} link_in_job_t;
+
+static void *link_in_worker(void *arg)
+{
+    link_in_job_t *j = arg;
+    for (;;) {
+        uint32_t i = atomic_fetch_add(&j->next, 1);
+        if (i >= j->n || atomic_load(&j->first_err))
+            break;
+        int rc = hnsw_link_in_locked(j->h, j->view, j->ids[i]), zero = 0;
+        if (rc)
+            atomic_compare_exchange_strong(&j->first_err, &zero, rc);
+    }
+    return NULL;
+}
+
+/* The live nodes below span with fewer than min in-links from live nodes at level 0: a new
+ * array in *out (the caller frees it), *n of them. */
+static int weak_nodes(hnsw_t *h, uint32_t span, uint32_t min, uint32_t **out, uint32_t *n)
+{
+    uint16_t *in = cdn_calloc(span ? span : 1, sizeof *in);
+    uint32_t buf[2 * HNSW_M_MAX + 1];
+    size_t cap = 0;
+    int rc = in ? CDN_OK : CDN_ERR_NOMEM;
+    *out = NULL;
+    *n = 0;
+    for (uint32_t p = 0; p < span && rc == CDN_OK; p++) {
+        uint8_t f = hnsw_flags(h, p);
+        if (!(f & HNSW_F_PRESENT) || (f & HNSW_F_DELETED))
+            continue;
+        uint32_t c = hnsw_read_list(h, p, 0, buf);
+        for (uint32_t i = 0; i < c; i++)
+            if (buf[i] < span && in[buf[i]] < UINT16_MAX)
+                in[buf[i]]++;
+    }
+    for (uint32_t p = 0; p < span && rc == CDN_OK; p++) {
+        uint8_t f = hnsw_flags(h, p);
+        if (!(f & HNSW_F_PRESENT) || (f & HNSW_F_DELETED) || in[p] >= min)
+            continue;
+        void *a = *out;
+        if (*n == cap && cdn_grow(&a, &cap, (size_t)*n + 1, sizeof(uint32_t))) {
+            rc = CDN_ERR_NOMEM;
+            break;
+        }
+        *out = a;
+        (*out)[(*n)++] = p;
+    }
+    cdn_free(in);
+    return rc;
+}
+
+/* Links in again every live node with fewer than LINK_IN_MIN in-links at level 0. */
+static int link_in_weak(hnsw_t *h, const vec_view_t *view, unsigned threads,
+                        hnsw_repair_stats_t *stats)
+{
+    uint32_t *ids = NULL, n = 0;
+    pthread_rwlock_rdlock(&h->write_gate);
+    pthread_rwlock_rdlock(&h->grow_lock);
+    uint32_t span = view->count < h->span ? view->count : h->span;
+    int rc = weak_nodes(h, span, LINK_IN_MIN(h), &ids, &n);
+    if (rc == CDN_OK && n) {
+        link_in_job_t j = {.h = h, .view = view, .ids = ids, .n = n};
+        atomic_init(&j.next, 0);
+        atomic_init(&j.first_err, 0);
+        hnsw_run_threads(threads, link_in_worker, &j);
+        rc = atomic_load(&j.first_err);
+    }
+    pthread_rwlock_unlock(&h->grow_lock);
+    pthread_rwlock_unlock(&h->write_gate);
+    cdn_free(ids);
+    if (stats && rc == CDN_OK)
+        stats->nodes_linked_in = n;
+    return rc;
+}
+
 int hnsw_repair(hnsw_t *h, const vec_view_t *view, unsigned threads, hnsw_repair_stats_t *stats)
 {
-    return hnsw_repair_range(h, view, 0, UINT32_MAX, threads, stats);
+    int rc = hnsw_repair_range(h, view, 0, UINT32_MAX, threads, stats);
+    return rc ? rc : link_in_weak(h, view, threads, stats);
 }

@@ -1,9 +1,9 @@
 /* test_hnsw_repair.c: hnsw_repair unlinks deleted nodes: no live list names one afterwards, a
  * deleted entry point is replaced, recall over the live rows holds while searches visit fewer
- * nodes, inserts after it do not link to deleted nodes (nor lose their back-links to deleted
- * ones before it), and it runs alongside searches and
- * inserts (also under ThreadSanitizer), in slices ends as one repair, and the count of deletes
- * it unlinked is saved with the graph. Relies on cmocka, pthreads and vector/hnsw_int.h. */
+ * nodes, the nodes left with few in-links are linked in again, inserts after it do not link to
+ * deleted nodes (nor lose their back-links to deleted ones before it), and it runs alongside
+ * searches and inserts (also under ThreadSanitizer), in slices ends as one repair, and the count of
+ * deletes it unlinked is saved with the graph. Relies on cmocka, pthreads and vector/hnsw_int.h. */
 /* cmocka.h needs these four first. */
 // clang-format off
 #include <setjmp.h>
@@ -179,6 +179,80 @@ static void test_repair_unlinks_deleted_nodes_and_keeps_recall(void **state)
     hnsw_free(h);
 }
 
+/* Live nodes with fewer than `min` in-links from live nodes at level 0. */
+static uint32_t weak_live(hnsw_t *h, uint32_t min)
+{
+    uint32_t *in = calloc(h->span, sizeof *in), buf[2 * HNSW_M_MAX + 1], weak = 0;
+    for (uint32_t p = 0; p < h->span; p++) {
+        uint8_t f = hnsw_flags(h, p);
+        if (!(f & HNSW_F_PRESENT) || (f & HNSW_F_DELETED))
+            continue;
+        uint32_t n = hnsw_read_list(h, p, 0, buf);
+        for (uint32_t i = 0; i < n; i++)
+            in[buf[i]]++;
+    }
+    for (uint32_t p = 0; p < h->span; p++) {
+        uint8_t f = hnsw_flags(h, p);
+        weak += (f & HNSW_F_PRESENT) && !(f & HNSW_F_DELETED) && in[p] < min;
+    }
+    free(in);
+    return weak;
+}
+
+/* Live nodes a walk of level 0 from the entry point does not reach. */
+static uint32_t unreached_live(hnsw_t *h)
+{
+    uint8_t *seen = calloc(h->span, 1);
+    uint32_t *queue = malloc(sizeof(uint32_t) * h->span), head = 0, tail = 0, missed = 0;
+    uint32_t buf[2 * HNSW_M_MAX + 1], e = (uint32_t)atomic_load(&h->entry);
+    seen[e] = 1;
+    queue[tail++] = e;
+    while (head < tail) {
+        uint32_t n = hnsw_read_list(h, queue[head++], 0, buf);
+        for (uint32_t i = 0; i < n; i++)
+            if (!seen[buf[i]])
+                seen[buf[i]] = 1, queue[tail++] = buf[i];
+    }
+    for (uint32_t p = 0; p < h->span; p++) {
+        uint8_t f = hnsw_flags(h, p);
+        missed += (f & HNSW_F_PRESENT) && !(f & HNSW_F_DELETED) && !seen[p];
+    }
+    free(seen);
+    free(queue);
+    return missed;
+}
+
+/* A node whose in-links came from deleted nodes is linked in again by the whole-graph repair:
+ * with most of the graph deleted, the lists re-chosen alone (hnsw_repair_range) leave live nodes
+ * with fewer than m/2 in-links; hnsw_repair links each of them in from its nearest neighbours,
+ * which leaves fewer such nodes and every live node reachable. */
+static void test_repair_links_in_the_nodes_left_with_few_in_links(void **state)
+{
+    fixture_t *f = *state;
+    hnsw_t *h;
+    assert_int_equal(tu_build_graph(&f->view, VEC_METRIC_L2, 100, 2, &h), 0);
+    roaring_bitmap_t *del = delete_share(h, 0.7, 11);
+    hnsw_repair_stats_t st;
+    assert_int_equal(hnsw_repair_range(h, &f->view, 0, UINT32_MAX, 2, &st), 0);
+    assert_int_equal(st.next, 0);
+    assert_int_equal(st.nodes_linked_in, 0); /* the sliced sweep does not link in */
+    uint32_t min = h->p.m / 2, weak = weak_live(h, min);
+    print_message("70%% deleted, lists re-chosen: %u live nodes with fewer than %u in-links, %u "
+                  "unreached\n",
+                  weak, min, unreached_live(h));
+    assert_true(weak > 0);
+    assert_int_equal(hnsw_repair(h, &f->view, 2, &st), 0);
+    assert_int_equal(st.lists_relinked, 0); /* nothing left naming a deleted node */
+    assert_int_equal(st.nodes_linked_in, weak);
+    uint32_t after = weak_live(h, min);
+    print_message("linked in: %u left with fewer than %u in-links\n", after, min);
+    assert_true(after < weak / 2);
+    assert_int_equal(unreached_live(h), 0);
+    assert_int_equal(live_links_to_deleted(h), 0);
+    roaring_bitmap_free(del);
+    hnsw_free(h);
+}
+
 /* Inserts after a delete route through deleted nodes but do not link to them. */
 static void test_inserts_do_not_link_to_deleted_nodes(void **state)
 {
@@ -348,7 +422,7 @@ static void test_repair_rejects_bad_arguments(void **state)
 {
     fixture_t *f = *state;
     hnsw_t *h;
-    hnsw_repair_stats_t st = {7, 7, 7};
+    hnsw_repair_stats_t st = {7, 7, 7, 7};
     assert_int_equal(hnsw_create(hnsw_params_default(), VEC_METRIC_L2, DIM + 1, &h), 0);
     assert_int_equal(hnsw_repair(NULL, &f->view, 1, &st), CDN_ERR_INVALID);
     assert_int_equal(st.lists_relinked, 0);
@@ -466,6 +540,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_repair_unlinks_deleted_nodes_and_keeps_recall),
+        cmocka_unit_test(test_repair_links_in_the_nodes_left_with_few_in_links),
         cmocka_unit_test(test_inserts_do_not_link_to_deleted_nodes),
         cmocka_unit_test(test_a_full_list_gives_up_deleted_members_for_a_newcomer),
         cmocka_unit_test(test_repair_runs_alongside_searches_and_inserts),

@@ -300,34 +300,43 @@ static void insert_ctx_free(insert_ctx_t *c)
     cdn_free(c->scratch);
 }
 
-int hnsw_link_in_locked(hnsw_t *h, const vec_view_t *view, uint32_t id)
+/* hnsw_link_in_locked for one node, with the workspace c. */
+static int link_in_one(hnsw_t *h, const hnsw_scorer_t *src, uint32_t id, insert_ctx_t *c)
 {
-    hnsw_scorer_t src = {.view = view};
     uint64_t e = atomic_load(&h->entry);
     if (e == HNSW_NO_ENTRY || (uint32_t)e == id)
         return CDN_OK;
+    hnsw_scorer_t sq = scorer_for(src, id);
+    uint32_t ep = (uint32_t)e, top = (uint32_t)(e >> 32);
+    float ep_dist = pair_dist(h, src, id, ep);
+    uint64_t nd = 0;
+    if (top > 0)
+        hnsw_descend_src(h, &sq, top, 0, &ep, &ep_dist, &nd);
+    c->eps[0] = (hnsw_hit_t){ep, ep_dist};
+    int rc = hnsw_search_layer_build(h, &sq, 0, c->eps, 1, h->p.ef_construction, &c->found);
+    if (rc)
+        return rc;
+    hnsw_heap_sort_heap(&c->found);
+    uint32_t w = 0;
+    for (uint32_t i = 0; i < c->found.n; i++)
+        if (c->found.a[i].id != id && !(hnsw_flags(h, c->found.a[i].id) & HNSW_F_DELETED))
+            c->found.a[w++] = c->found.a[i];
+    uint32_t kept = select_diverse(h, src, c->found.a, w, h->p.m);
+    for (uint32_t i = 0; i < kept; i++)
+        link_back(h, src, c->found.a[i].id, id, 0, c->scratch);
+    return CDN_OK;
+}
+
+int hnsw_link_in_locked(hnsw_t *h, const vec_view_t *view, const uint32_t *ids, uint32_t n,
+                        _Atomic uint32_t *next)
+{
+    hnsw_scorer_t src = {.view = view};
     insert_ctx_t c;
     int rc = insert_ctx_init(h, &c);
-    if (rc == CDN_OK) {
-        hnsw_scorer_t sq = scorer_for(&src, id);
-        uint32_t ep = (uint32_t)e, top = (uint32_t)(e >> 32);
-        float ep_dist = pair_dist(h, &src, id, ep);
-        uint64_t nd = 0;
-        if (top > 0)
-            hnsw_descend_src(h, &sq, top, 0, &ep, &ep_dist, &nd);
-        c.eps[0] = (hnsw_hit_t){ep, ep_dist};
-        rc = hnsw_search_layer_build(h, &sq, 0, c.eps, 1, h->p.ef_construction, &c.found);
-    }
-    if (rc == CDN_OK) {
-        hnsw_heap_sort_heap(&c.found);
-        uint32_t w = 0;
-        for (uint32_t i = 0; i < c.found.n; i++)
-            if (c.found.a[i].id != id && !(hnsw_flags(h, c.found.a[i].id) & HNSW_F_DELETED))
-                c.found.a[w++] = c.found.a[i];
-        uint32_t kept = select_diverse(h, &src, c.found.a, w, h->p.m);
-        for (uint32_t i = 0; i < kept; i++)
-            link_back(h, &src, c.found.a[i].id, id, 0, c.scratch);
-    }
+    for (uint32_t i; rc == CDN_OK && (i = atomic_fetch_add(next, 1)) < n;)
+        rc = link_in_one(h, &src, ids[i], &c);
+    if (rc)
+        atomic_store(next, n); /* the other threads stop too */
     insert_ctx_free(&c);
     return rc;
 }

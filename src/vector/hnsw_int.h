@@ -222,12 +222,15 @@ void hnsw_descend_src(hnsw_t *h, const hnsw_scorer_t *s, uint32_t top, uint32_t 
 int hnsw_search_layer_build(hnsw_t *h, const hnsw_scorer_t *s, uint32_t level,
                             const hnsw_hit_t *eps, uint32_t n_eps, uint32_t ef, hnsw_heap_t *out);
 
-/* Links live node id in again at level 0 (hnsw_repair.c: a node the deletes around it left with
- * few in-links, which searches then hardly reach): searches for its row as an insert does (from
- * the entry point, at ef_construction) and adds id to the lists of the live neighbours the
- * insert heuristic picks (link_back: a full list re-chooses and may still leave it out). Its own
- * lists stay as they are. The caller holds write_gate and grow_lock for reading; safe alongside
- * searches and inserts as an insert is. Returns 0 or CDN_ERR_NOMEM. */
-int hnsw_link_in_locked(hnsw_t *h, const vec_view_t *view, uint32_t id);
+/* Links live nodes in again at level 0 (hnsw_repair.c: nodes the deletes around them left with
+ * few in-links, which searches then hardly reach): takes ids[i] for the next i of *next (shared
+ * by the threads of one pass) until n, and for each searches for its row as an insert does
+ * (from the entry point, at ef_construction) and adds it to the lists of the live neighbours
+ * the insert heuristic picks (link_back: a full list re-chooses and may still leave it out).
+ * Its own lists stay as they are. One workspace per call. The caller holds write_gate and
+ * grow_lock for reading; safe alongside searches and inserts as an insert is. Returns 0 or
+ * CDN_ERR_NOMEM (then *next is set to n, so the other threads stop as well). */
+int hnsw_link_in_locked(hnsw_t *h, const vec_view_t *view, const uint32_t *ids, uint32_t n,
+                        _Atomic uint32_t *next);
 
 #endif

@@ -291,14 +291,9 @@ typedef struct link_in_job {
 static void *link_in_worker(void *arg)
 {
     link_in_job_t *j = arg;
-    for (;;) {
-        uint32_t i = atomic_fetch_add(&j->next, 1);
-        if (i >= j->n || atomic_load(&j->first_err))
-            break;
-        int rc = hnsw_link_in_locked(j->h, j->view, j->ids[i]), zero = 0;
-        if (rc)
-            atomic_compare_exchange_strong(&j->first_err, &zero, rc);
-    }
+    int rc = hnsw_link_in_locked(j->h, j->view, j->ids, j->n, &j->next), zero = 0;
+    if (rc)
+        atomic_compare_exchange_strong(&j->first_err, &zero, rc);
     return NULL;
 }
 

@@ -254,6 +254,32 @@ static inline unsigned file_gens(const char *dir)
     return gens;
 }
 
+/* The one generation whose collection files dir holds (0 for coll-ID.*), or -1 when it holds
+ * files of two generations or none: file_gens for any number of generations. */
+static inline long file_gen_only(const char *dir)
+{
+    long gen = -1;
+    DIR *d = opendir(dir);
+    struct dirent *de;
+    assert_non_null(d);
+    while ((de = readdir(d)) != NULL) {
+        unsigned id = 0, g = 0;
+        char c = 0;
+        if (sscanf(de->d_name, "coll-%u-g%u.", &id, &g) != 2) {
+            if (sscanf(de->d_name, "coll-%u%c", &id, &c) != 2 || c != '.')
+                continue;
+            g = 0;
+        }
+        if (gen != -1 && gen != (long)g) {
+            gen = -2;
+            break;
+        }
+        gen = g;
+    }
+    closedir(d);
+    return gen < 0 ? -1 : gen;
+}
+
 static inline uint64_t rows_of(cordon_t *db)
 {
     cordon_collection_info ci;

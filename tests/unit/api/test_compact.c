@@ -196,7 +196,7 @@ static void test_compact_under_allocation_failures(void **state)
     uint64_t rows0 = rows_of(db);
     answers(db, before, sizeof before);
     int failed = 0, absorbed = 0, done = 0, gen = 0;
-    for (long n = 0; !done && n < 10000000; n = n < 64 ? n + 1 : n + n / 8) {
+    for (long n = 0; !done && n < 10000000; n = n < 64 ? n + 1 : n + n / 32) {
         cordon_compact_stats st;
         cordon_error e;
         cdn_mem_fail_after(n);
@@ -223,7 +223,9 @@ static void test_compact_under_allocation_failures(void **state)
         failed++;
         assert_int_equal(rc, CORDON_ERR_NOMEM);
         assert_int_equal(rows_of(db), rows0);
-        assert_int_equal(file_gens(dir), 1u << gen);
+        /* One generation's files, whatever its number: every failure the repair before the
+         * writer lock absorbed made a compaction that succeeded. */
+        assert_int_equal(file_gen_only(dir), gen);
         answers(db, after, sizeof after);
         assert_string_equal(before, after);
     }

@@ -226,23 +226,31 @@ static inline void check_graph_searches(cordon_t *db)
         }
 }
 
+/* 1 when name is a collection file (coll-ID.* or coll-ID-gG.*), with its generation in *g (0 for
+ * coll-ID.*); else 0. */
+static inline int coll_file_gen(const char *name, unsigned *g)
+{
+    unsigned id = 0;
+    char c = 0;
+    if (sscanf(name, "coll-%u-g%u.", &id, g) == 2)
+        return 1;
+    *g = 0;
+    return sscanf(name, "coll-%u%c", &id, &c) == 2 && c == '.';
+}
+
 /* The generation numbers of the collection files in dir (the tests keep one collection):
- * bit g set for coll-ID[-gG].* ; each must be owner-only. */
+ * bit g set for coll-ID[-gG].* (g below 32); each must be owner-only. */
 static inline unsigned file_gens(const char *dir)
 {
-    unsigned gens = 0;
+    unsigned gens = 0, g;
     DIR *d = opendir(dir);
     struct dirent *de;
     assert_non_null(d);
     while ((de = readdir(d)) != NULL) {
-        unsigned id = 0, g = 0;
-        char c = 0;
-        if (sscanf(de->d_name, "coll-%u-g%u.", &id, &g) == 2 && g < 32)
-            gens |= 1u << g;
-        else if (sscanf(de->d_name, "coll-%u%c", &id, &c) == 2 && c == '.')
-            gens |= 1;
-        else
+        if (!coll_file_gen(de->d_name, &g))
             continue;
+        if (g < 32)
+            gens |= 1u << g;
         char path[512];
         struct stat st;
         snprintf(path, sizeof path, "%s/%s", dir, de->d_name);
@@ -254,22 +262,18 @@ static inline unsigned file_gens(const char *dir)
     return gens;
 }
 
-/* The one generation whose collection files dir holds (0 for coll-ID.*), or -1 when it holds
- * files of two generations or none: file_gens for any number of generations. */
+/* The one generation whose collection files dir holds, or -1 when it holds files of two
+ * generations or none: file_gens for any number of generations. */
 static inline long file_gen_only(const char *dir)
 {
     long gen = -1;
+    unsigned g;
     DIR *d = opendir(dir);
     struct dirent *de;
     assert_non_null(d);
     while ((de = readdir(d)) != NULL) {
-        unsigned id = 0, g = 0;
-        char c = 0;
-        if (sscanf(de->d_name, "coll-%u-g%u.", &id, &g) != 2) {
-            if (sscanf(de->d_name, "coll-%u%c", &id, &c) != 2 || c != '.')
-                continue;
-            g = 0;
-        }
+        if (!coll_file_gen(de->d_name, &g))
+            continue;
         if (gen != -1 && gen != (long)g) {
             gen = -2;
             break;

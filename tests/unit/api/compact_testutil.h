@@ -238,19 +238,23 @@ static inline int coll_file_gen(const char *name, unsigned *g)
     return sscanf(name, "coll-%u%c", &id, &c) == 2 && c == '.';
 }
 
-/* The generation numbers of the collection files in dir (the tests keep one collection):
- * bit g set for coll-ID[-gG].* (g below 32); each must be owner-only. */
-static inline unsigned file_gens(const char *dir)
+/* Walks the collection files in dir (the tests keep one collection), each of which must be
+ * owner-only: returns the generations below 32 as bits (bit g for coll-ID[-gG].*), and the
+ * lowest and highest generation of any number in *lo and *hi (both -1 when there is none). */
+static inline unsigned coll_gens_scan(const char *dir, long *lo, long *hi)
 {
     unsigned gens = 0, g;
     DIR *d = opendir(dir);
     struct dirent *de;
     assert_non_null(d);
+    *lo = *hi = -1;
     while ((de = readdir(d)) != NULL) {
         if (!coll_file_gen(de->d_name, &g))
             continue;
         if (g < 32)
             gens |= 1u << g;
+        *lo = *lo == -1 || (long)g < *lo ? (long)g : *lo;
+        *hi = (long)g > *hi ? (long)g : *hi;
         char path[512];
         struct stat st;
         snprintf(path, sizeof path, "%s/%s", dir, de->d_name);
@@ -262,26 +266,20 @@ static inline unsigned file_gens(const char *dir)
     return gens;
 }
 
+/* The generation numbers of the collection files in dir: bit g set for coll-ID[-gG].*. */
+static inline unsigned file_gens(const char *dir)
+{
+    long lo, hi;
+    return coll_gens_scan(dir, &lo, &hi);
+}
+
 /* The one generation whose collection files dir holds, or -1 when it holds files of two
  * generations or none: file_gens for any number of generations. */
 static inline long file_gen_only(const char *dir)
 {
-    long gen = -1;
-    unsigned g;
-    DIR *d = opendir(dir);
-    struct dirent *de;
-    assert_non_null(d);
-    while ((de = readdir(d)) != NULL) {
-        if (!coll_file_gen(de->d_name, &g))
-            continue;
-        if (gen != -1 && gen != (long)g) {
-            gen = -2;
-            break;
-        }
-        gen = g;
-    }
-    closedir(d);
-    return gen < 0 ? -1 : gen;
+    long lo, hi;
+    coll_gens_scan(dir, &lo, &hi);
+    return lo == hi ? lo : -1;
 }
 
 static inline uint64_t rows_of(cordon_t *db)

@@ -127,9 +127,9 @@ typedef struct cordon_collection_spec {
                                       Elasticsearch API; NULL = "allowed_groups" */
     uint32_t hnsw_m;               /* 0 = default */
     uint32_t hnsw_ef_construction; /* 0 = default */
-    uint32_t hnsw_ef_search;       /* 0 = chosen by cordon: 64, raised at each checkpoint
-                                      to the smallest ef measured to reach recall@10 0.99
-                                      (docs/internals/query.md) */
+    uint32_t hnsw_ef_search;       /* 0 = chosen by cordon: 64, then at each checkpoint
+                                      the smallest ef measured to reach recall@10 0.99
+                                      with confidence (docs/internals/query.md) */
     /* Analyzer of every text field (and of the catch-all field "_all" that a plain text query
      * searches): "standard" (default), "english", "english:snowball", "whitespace",
      * "keyword". */

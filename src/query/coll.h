@@ -10,6 +10,7 @@
 
 #include "acl/acl.h"
 #include "base/err.h"
+#include "query/plan.h"
 #include "store/store.h"
 #include "store/vecfile.h"
 #include "text/textidx.h"
@@ -49,17 +50,19 @@ typedef struct coll_config {
 
 typedef struct coll {
     coll_config_t cfg;
-    vecfile_t *vf;             /* NULL when cfg.dim == 0 */
-    hnsw_t *hnsw;              /* graph over the live rows; NULL when cfg.dim == 0 */
-    uint32_t hnsw_saved;       /* rows the checkpoint on disk reflects (0 = none) */
-    int hnsw_dirty;            /* changed since the checkpoint */
-    uint32_t repair_next;      /* where the graph repair's sweep goes on (0: none under way) */
-    uint32_t ef_auto;          /* calibrated search breadth when cfg.hnsw_ef is 0 (0 = none) */
-    uint32_t ef_auto_filtered; /* the same for filtered traversals (seeded: smaller) */
-    uint32_t ef_auto_dense;    /* filtered traversals of nearly every row (0 = not measured) */
-    uint32_t ef_auto_rows;     /* rows the graph held when ef_auto was measured */
-    double ef_auto_recall;     /* the unfiltered recall@10 measured at ef_auto (0 = unknown) */
-    float d10;                 /* median distance of a row to its 10th neighbour (0 = unknown) */
+    vecfile_t *vf;              /* NULL when cfg.dim == 0 */
+    hnsw_t *hnsw;               /* graph over the live rows; NULL when cfg.dim == 0 */
+    uint32_t hnsw_saved;        /* rows the checkpoint on disk reflects (0 = none) */
+    int hnsw_dirty;             /* changed since the checkpoint */
+    uint32_t repair_next;       /* where the graph repair's sweep goes on (0: none under way) */
+    uint32_t ef_auto;           /* calibrated search breadth when cfg.hnsw_ef is 0 (0 = none) */
+    uint32_t ef_auto_filtered;  /* the same for filtered traversals (seeded: smaller) */
+    uint32_t ef_auto_dense;     /* filtered traversals of nearly every row (0 = not measured) */
+    uint32_t ef_auto_rows;      /* rows the graph held when ef_auto was measured */
+    double ef_auto_recall;      /* the unfiltered recall@10 measured at ef_auto (0 = unknown) */
+    uint32_t ef_auto_deep;      /* unfiltered breadth measured at COLL_CALIB_DEEP (0 = none) */
+    double ef_auto_deep_recall; /* the recall@10 measured there */
+    float d10;                  /* median distance of a row to its 10th neighbour (0 = unknown) */
     /* bfloat16 copy of rows 0..bf_rows-1 (room for bf_cap) that batch inserts build the graph
      * on (coll_graph.c), or NULL; touched only by the writer */
     uint16_t *bf;
@@ -185,7 +188,15 @@ void coll_graph_calibrate_grown(const char *dir, coll_t *c);
 void coll_graph_calibrate(const char *dir, coll_t *c);
 #define COLL_CALIB_MIN_ROWS 20000
 #define COLL_CALIB_TARGET 0.99
+/* Rows asked: as many as the exact scans of 64 over a million 384-d rows allow (the figure a
+ * calibration at that size costs, 5 - 8 s), from 64 up to 256. Smaller collections get more:
+ * 640 answers tell 0.990 from 0.995 only roughly, and the bound (vector/hnsw.h) then asks for
+ * 0.9953 measured where 2,560 answers need 0.9918. */
 #define COLL_CALIB_QUERIES 64
+#define COLL_CALIB_QUERIES_MAX 256
+#define COLL_CALIB_SCAN_BUDGET (64ull * 1000000 * 384)
+/* The unfiltered recall the plans reading deep into the list need (query/plan.h). */
+#define COLL_CALIB_DEEP PLAN_POOL_MIN_RECALL
 
 /* The search breadth a query without its own ef uses: the collection's, else the calibrated
  * one for the traversal (COLL_EF_*), else the graph's default. */

@@ -151,32 +151,38 @@ static int catch_up(coll_t *c, uint32_t from)
     return CDN_OK;
 }
 
-/* The calibration file: one line, "cordon-efauto 5 rows R ef E recall X queries Q d10 D efq F
- * recallq Y efd G recalld Z dense B" (efq: filtered traversals; efd: filtered, every row
- * allowed; dense 1: that traversal is cheaper than the unfiltered one at their efs). It
+/* The calibration file: one line, "cordon-efauto 6 rows R ef E recall X queries Q d10 D efq F
+ * recallq Y efd G recalld Z dense B efp P recallp W" (efq: filtered traversals; efd: filtered,
+ * every row allowed; dense 1: that traversal is cheaper than the unfiltered one at their efs;
+ * efp: the unfiltered breadth measured at COLL_CALIB_DEEP, 0 for none). Version 5 files, whose
+ * breadths came from a coarser ladder with a step of margin, are measured again. It
  * applies while the graph holds at most a quarter more rows than it was measured on; a file
  * that does not parse is measured again at the next checkpoint. */
 static void efauto_read(const char *dir, coll_t *c)
 {
     char path[4096], line[256];
-    unsigned rows = 0, ef = 0, nq = 0, efq = 0, efd = 0, dense = 0;
-    double recall = 0, d10 = 0, recallq = 0, recalld = 0;
+    unsigned rows = 0, ef = 0, nq = 0, efq = 0, efd = 0, dense = 0, efp = 0;
+    double recall = 0, d10 = 0, recallq = 0, recalld = 0, recallp = 0;
     FILE *f;
     if (coll_file_path(dir, c->cfg.id, c->cfg.gen, "efauto", path, sizeof path) ||
         !(f = fopen(path, "r")))
         return;
     if (fgets(line, sizeof line, f) &&
         sscanf(line,
-               "cordon-efauto 5 rows %u ef %u recall %lf queries %u d10 %lf efq %u recallq %lf "
-               "efd %u recalld %lf dense %u",
-               &rows, &ef, &recall, &nq, &d10, &efq, &recallq, &efd, &recalld, &dense) == 10 &&
+               "cordon-efauto 6 rows %u ef %u recall %lf queries %u d10 %lf efq %u recallq %lf "
+               "efd %u recalld %lf dense %u efp %u recallp %lf",
+               &rows, &ef, &recall, &nq, &d10, &efq, &recallq, &efd, &recalld, &dense, &efp,
+               &recallp) == 12 &&
         ef > 0 && ef <= HNSW_EF_MAX && efq > 0 && efq <= HNSW_EF_MAX && efd > 0 &&
-        efd <= HNSW_EF_MAX && rows > 0 && (uint64_t)rows * 5 / 4 >= c->next_row) {
+        efd <= HNSW_EF_MAX && efp <= HNSW_EF_MAX && rows > 0 &&
+        (uint64_t)rows * 5 / 4 >= c->next_row) {
         c->ef_auto_filtered = efq;
         c->ef_auto_dense = dense ? efd : 0;
         c->ef_auto = ef;
         c->ef_auto_rows = rows;
         c->ef_auto_recall = recall >= 0 && recall <= 1 ? recall : 0;
+        c->ef_auto_deep = efp;
+        c->ef_auto_deep_recall = efp && recallp >= 0 && recallp <= 1 ? recallp : 0;
         c->d10 = d10 > 0 && d10 < 1e30 ? (float)d10 : 0;
     }
     fclose(f);
@@ -221,7 +227,7 @@ uint32_t coll_search_ef(const coll_t *c, int kind)
                                               : c->ef_auto;
     if (c->cfg.hnsw_ef)
         return c->cfg.hnsw_ef;
-    return cal > def ? cal : def;
+    return cal ? cal : def;
 }
 
 /* Takes a measurement's results (under c's write lock when searches may run). */
@@ -232,6 +238,8 @@ static void calib_take(coll_t *c, const hnsw_calib_t *cal, uint32_t rows)
     c->ef_auto_dense = cal->cost_dense < cal->cost ? cal->ef_dense : 0;
     c->ef_auto_rows = rows;
     c->ef_auto_recall = cal->recall;
+    c->ef_auto_deep = cal->ef_deep;
+    c->ef_auto_deep_recall = cal->recall_deep;
     c->d10 = cal->d10 > 0 ? cal->d10 : 0;
 }
 
@@ -249,11 +257,21 @@ static int efauto_file(const char *dir, const coll_t *c, const hnsw_calib_t *cal
         return -1;
     }
     fprintf(f,
-            "cordon-efauto 5 rows %u ef %u recall %.4f queries %u d10 %.9g efq %u recallq %.4f "
-            "efd %u recalld %.4f dense %d\n",
+            "cordon-efauto 6 rows %u ef %u recall %.4f queries %u d10 %.9g efq %u recallq %.4f "
+            "efd %u recalld %.4f dense %d efp %u recallp %.4f\n",
             rows, cal->ef, cal->recall, cal->queries, (double)cal->d10, cal->ef_filtered,
-            cal->recall_filtered, cal->ef_dense, cal->recall_dense, cal->cost_dense < cal->cost);
+            cal->recall_filtered, cal->ef_dense, cal->recall_dense, cal->cost_dense < cal->cost,
+            cal->ef_deep, cal->recall_deep);
     return fclose(f) == 0 ? 0 : -1;
+}
+
+/* Rows a calibration of c asks (COLL_CALIB_QUERIES ... COLL_CALIB_QUERIES_MAX). */
+static uint32_t calib_queries(const coll_t *c, uint64_t live)
+{
+    uint64_t q = COLL_CALIB_SCAN_BUDGET / ((live ? live : 1) * (c->cfg.dim ? c->cfg.dim : 1));
+    return q < COLL_CALIB_QUERIES       ? COLL_CALIB_QUERIES
+           : q > COLL_CALIB_QUERIES_MAX ? COLL_CALIB_QUERIES_MAX
+                                        : (uint32_t)q;
 }
 
 void coll_graph_calibrate(const char *dir, coll_t *c)
@@ -264,11 +282,13 @@ void coll_graph_calibrate(const char *dir, coll_t *c)
         return; /* an ef the collection fixed is not measured for */
     const roaring_bitmap_t *live = acl_index_live(c->acl);
     uint32_t rows = c->next_row;
-    if (roaring_bitmap_get_cardinality(live) < COLL_CALIB_MIN_ROWS)
+    uint64_t n_live = roaring_bitmap_get_cardinality(live);
+    if (n_live < COLL_CALIB_MIN_ROWS)
         return;
     coll_view(c, &v);
-    if (hnsw_calibrate(c->hnsw, &v, coll_codes(c), live, COLL_CALIB_QUERIES, COLL_CALIB_TARGET,
-                       hnsw_params_default().ef_search, &cal) != CDN_OK)
+    if (hnsw_calibrate(c->hnsw, &v, coll_codes(c), live, calib_queries(c, n_live),
+                       COLL_CALIB_TARGET, COLL_CALIB_DEEP, hnsw_params_default().ef_search,
+                       &cal) != CDN_OK)
         return;
     efauto_file(dir, c, &cal, rows); /* kept for the next open; memory uses it either way */
     pthread_rwlock_wrlock(&c->lock);
@@ -288,12 +308,13 @@ static void efauto_write(const char *dir, coll_t *c)
     hnsw_calib_t cal;
     vec_view_t v;
     const roaring_bitmap_t *live = acl_index_live(c->acl);
-    if (roaring_bitmap_get_cardinality(live) < COLL_CALIB_MIN_ROWS ||
-        (uint64_t)c->ef_auto_rows * 5 / 4 >= c->next_row)
+    uint64_t n_live = roaring_bitmap_get_cardinality(live);
+    if (n_live < COLL_CALIB_MIN_ROWS || (uint64_t)c->ef_auto_rows * 5 / 4 >= c->next_row)
         return;
     coll_view(c, &v);
-    if (hnsw_calibrate(c->hnsw, &v, coll_codes(c), live, COLL_CALIB_QUERIES, COLL_CALIB_TARGET,
-                       hnsw_params_default().ef_search, &cal) != CDN_OK)
+    if (hnsw_calibrate(c->hnsw, &v, coll_codes(c), live, calib_queries(c, n_live),
+                       COLL_CALIB_TARGET, COLL_CALIB_DEEP, hnsw_params_default().ef_search,
+                       &cal) != CDN_OK)
         return;
     if (efauto_file(dir, c, &cal, c->next_row) == 0)
         calib_take(c, &cal, c->next_row);

@@ -13,11 +13,19 @@ const char *plan_name(plan_kind_t k)
     }
 }
 
-/* The breadth for a kind of traversal: the query's, else the collection's; never below k. */
+/* The breadth for a kind of traversal: the query's, else the collection's, which was measured
+ * for 10 answers and is raised to PLAN_EF_PER_K x k for more; never below k. */
 static uint32_t breadth(const plan_in_t *in, uint32_t collection_ef)
 {
-    uint32_t ef = in->ef_query ? in->ef_query : collection_ef;
-    return ef < in->k ? (uint32_t)in->k : ef;
+    uint64_t ef = in->ef_query ? in->ef_query : collection_ef;
+    uint64_t wide = in->ef_query ? in->k : (uint64_t)in->k * PLAN_EF_PER_K_NUM / PLAN_EF_PER_K_DEN;
+    return (uint32_t)(ef < wide ? wide : ef);
+}
+
+/* The unfiltered breadth a search reading deep into the list uses (pool first, the probe). */
+static uint32_t deep_ef(const plan_in_t *in)
+{
+    return in->ef_deep ? in->ef_deep : in->ef_unfiltered;
 }
 
 /* Pool first for a filtered auto plan, where it pays (PLAN_POOL_SHARE, PLAN_POOL_EF_RATIO,
@@ -28,7 +36,7 @@ static void consider_pool_first(const plan_in_t *in, plan_t *out)
         (in->recall_unfiltered > 0 && in->recall_unfiltered < PLAN_POOL_MIN_RECALL))
         return;
     size_t pool = (size_t)(2.0 * (double)in->k * (double)in->live / (double)in->readable) + 1;
-    uint32_t ef = breadth(in, in->ef_unfiltered);
+    uint32_t ef = breadth(in, deep_ef(in));
     if ((ef > pool ? ef : pool) > (size_t)PLAN_POOL_EF_RATIO * out->ef)
         return;
     out->pool_first = 1;
@@ -41,7 +49,7 @@ static void consider_pool_first(const plan_in_t *in, plan_t *out)
  * its list (first_pool = ef / 2). */
 static void consider_probe(const plan_in_t *in, plan_t *out)
 {
-    uint32_t ef = in->ef_unfiltered;
+    uint32_t ef = deep_ef(in) > PLAN_PROBE_MIN_EF ? deep_ef(in) : PLAN_PROBE_MIN_EF;
     if (in->ask != PLAN_ASK_AUTO || in->ef_query || in->readable <= in->k ||
         (double)in->readable < PLAN_PROBE_SHARE * (double)in->live ||
         in->readable * (uint64_t)in->dim < PLAN_PROBE_MIN_FLOATS ||

@@ -44,15 +44,24 @@ typedef struct plan_in {
     uint64_t exact_floats;  /* the exact-scan threshold (0 = PLAN_EXACT_FLOATS) */
     uint32_t ef_query;      /* the query's ef_search (0 = none) */
     uint32_t ef_unfiltered; /* the unfiltered descent's breadth */
-    uint32_t ef_filtered;   /* the filtered traversal's (seeded: smaller) */
+    /* The unfiltered breadth calibration measured at PLAN_POOL_MIN_RECALL or more, for plans
+     * that read deep into its list (0: ef_unfiltered, with recall_unfiltered its recall). */
+    uint32_t ef_deep;
+    uint32_t ef_filtered; /* the filtered traversal's (seeded: smaller) */
     /* The filtered traversal of every row's breadth, where calibration found it cheaper than
      * the unfiltered one at equal recall (0: it was not, or ef was set at creation). */
     uint32_t ef_dense;
-    /* Recall@10 calibration measured for the unfiltered traversal at ef_unfiltered (0: not
-     * measured). Pool first reads deep into that traversal's list: it needs headroom there. */
+    /* Recall@10 calibration measured for the unfiltered traversal at ef_deep (or ef_unfiltered;
+     * 0: not measured). Pool first reads deep into that traversal's list: it needs headroom. */
     double recall_unfiltered;
     int bits; /* 1-bit codes cover the rows (vector/quant.h): the bit scan is possible */
 } plan_in_t;
+
+/* The collection's breadths are measured for 10 answers and go as low as 16 where the graph
+ * allows; a search for more gets at least 1.5 candidates an answer (Elasticsearch's default
+ * num_candidates for a knn search is the same 1.5 x k). A query's own ef is raised to k. */
+#define PLAN_EF_PER_K_NUM 3
+#define PLAN_EF_PER_K_DEN 2
 
 /* Exact scan when the readable rows hold at most this many floats (rows x dim, 48 MiB): below
  * it a SIMD scan costs a few ms at most and is always complete. Raised from 4 Mi floats by
@@ -91,6 +100,10 @@ typedef struct plan_in {
  * lost the probe's time (200k x 384, ef 96: about 0.1 ms). */
 #define PLAN_PROBE_SHARE 0.02
 #define PLAN_PROBE_MIN_FLOATS (3u << 20)
+/* ... at this breadth at least: the list's first half must be long enough to hold k readable
+ * hits, whatever breadth reaches the recall (Fashion-MNIST, 20% random: with a calibrated
+ * breadth under 96, 17% of the probes held them against 37% at 96; the rest pay probe and scan). */
+#define PLAN_PROBE_MIN_EF 96
 
 /* The bit scan (auto, where 1-bit codes exist) for readable sets too large for the exact scan
  * and below PLAN_UNFILTERED_SHARE: it reads 64 bytes a row (384-d) whatever the layout, where

@@ -131,7 +131,10 @@ int search_vector_locked(engine_t *e, coll_t *c, const search_knn_t *q, const fl
                     .exact_floats = e->plan_exact_floats,
                     .ef_query = q->ef_search,
                     .ef_unfiltered = coll_search_ef(c, COLL_EF_UNFILTERED),
-                    .recall_unfiltered = c->cfg.hnsw_ef ? 0 : c->ef_auto_recall,
+                    .ef_deep = c->cfg.hnsw_ef ? 0 : c->ef_auto_deep,
+                    .recall_unfiltered = c->cfg.hnsw_ef    ? 0
+                                         : c->ef_auto_deep ? c->ef_auto_deep_recall
+                                                           : c->ef_auto_recall,
                     .ef_filtered = coll_search_ef(c, COLL_EF_FILTERED),
                     .ef_dense =
                         c->ef_auto_dense && !c->cfg.hnsw_ef ? coll_search_ef(c, COLL_EF_DENSE) : 0,

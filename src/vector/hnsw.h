@@ -224,10 +224,14 @@ int hnsw_load(const char *path, hnsw_t **out, uint64_t *revision);
 
 /* The outcome of hnsw_calibrate. */
 typedef struct hnsw_calib {
-    uint32_t ef;      /* the smallest ef of the ladder reaching the target (else the largest) */
+    uint32_t ef;      /* the ladder's first ef confidently reaching the target (else the top) */
     double recall;    /* recall@10 measured at that ef */
     uint32_t queries; /* rows asked */
     float d10;        /* median distance from a row to its 10th nearest other row */
+    /* The first unfiltered ef whose measured recall reaches `deep` (0: none up to the top),
+     * and that recall: a search reading far down the unfiltered list needs it. */
+    uint32_t ef_deep;
+    double recall_deep;
     /* The same for FILTERED searches under a random tenth of the live rows: seeded from the
      * allowed set, they need a smaller ef than the plain descent does. */
     uint32_t ef_filtered;
@@ -243,16 +247,20 @@ typedef struct hnsw_calib {
     double cost, cost_dense;
 } hnsw_calib_t;
 
-/* Measures unfiltered recall@10 at a ladder of ef values (32 ... 512) with `queries` live rows
- * (spread over `live`'s ranks, on level 0 only) as queries, each hidden from its own
- * traversal, against the exact scan of `live`; out->ef is the smallest ef >= floor_ef whose
- * recall reaches `target`. Costs `queries` exact scans. ef_filtered: the same measured with
- * FILTERED searches allowed a fixed random tenth of the live rows (truth: the exact scan of that
- * tenth). codes (may be NULL): the traversals are measured as hnsw_search_codes runs them with
- * these codes, and the exact answers come from their 8-bit scan. Returns 0, CDN_ERR_INVALID (fewer
- * than 12 live rows, NULL arguments) or CDN_ERR_NOMEM. Safe alongside searches and inserts. */
+/* Measures recall@10 with `queries` live rows (spread over `live`'s ranks, on level 0 only) as
+ * queries, each hidden from its own traversal, against the exact scan of `live`, climbing a
+ * ladder of ef values (16 ... 512, steps of 14 - 25%) until the recall is at `target` with
+ * confidence (the upper bound of the miss rate, not the rate measured, within 1 - target).
+ * out->ef: the unfiltered traversal's step; out->ef_deep: the unfiltered step measured at
+ * `deep` or more; out->ef_dense: FILTERED searches allowed every live row, one step past their
+ * confident one; out->ef_filtered: FILTERED searches allowed a fixed random tenth of the live
+ * rows (truth: the exact scan of that tenth), never below floor_ef (that tenth stands for every
+ * layout a subject's rows may have). codes (may be NULL): the traversals are measured as
+ * hnsw_search_codes runs them with these codes, and the exact answers come from their 8-bit
+ * scan. Costs 2 x `queries` exact scans. Returns 0, CDN_ERR_INVALID (fewer than 12 live rows,
+ * NULL arguments) or CDN_ERR_NOMEM. Safe alongside searches and inserts. */
 int hnsw_calibrate(hnsw_t *h, const vec_view_t *view, const quant_t *codes,
-                   const roaring_bitmap_t *live, uint32_t queries, double target, uint32_t floor_ef,
-                   hnsw_calib_t *out);
+                   const roaring_bitmap_t *live, uint32_t queries, double target, double deep,
+                   uint32_t floor_ef, hnsw_calib_t *out);
 
 #endif

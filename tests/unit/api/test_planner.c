@@ -358,23 +358,25 @@ static void test_checkpoint_measures_recall_and_drop_removes_it(void **state)
     assert_non_null(fgets(line, sizeof line, fp));
     fclose(fp);
     unsigned rows = 0, ef = 0, nq = 0;
-    unsigned efq = 0, efd = 0, dense = 9;
-    double recall = 0, d10 = 0, recallq = 0, recalld = 0;
+    unsigned efq = 0, efd = 0, dense = 9, efp = 9999;
+    double recall = 0, d10 = 0, recallq = 0, recalld = 0, recallp = 0;
     assert_int_equal(sscanf(line,
-                            "cordon-efauto 5 rows %u ef %u recall %lf queries %u d10 %lf efq %u "
-                            "recallq %lf efd %u recalld %lf dense %u",
-                            &rows, &ef, &recall, &nq, &d10, &efq, &recallq, &efd, &recalld, &dense),
-                     10);
+                            "cordon-efauto 6 rows %u ef %u recall %lf queries %u d10 %lf efq %u "
+                            "recallq %lf efd %u recalld %lf dense %u efp %u recallp %lf",
+                            &rows, &ef, &recall, &nq, &d10, &efq, &recallq, &efd, &recalld, &dense,
+                            &efp, &recallp),
+                     12);
     assert_true(dense <= 1);
-    assert_true(efd >= 64 && efd <= 512);
+    assert_true(efd >= 16 && efd <= 512);
     assert_true(recalld >= 0.99 || efd == 512);
     assert_true(d10 > 0);
-    assert_true(efq >= 64 && efq <= 512);
+    assert_true(efq >= 64 && efq <= 512); /* the filtered breadth keeps the default's floor */
     assert_true(recallq >= 0.99 || efq == 512);
     assert_int_equal(rows, CN);
-    assert_true(ef >= 64 && ef <= 512);
+    assert_true(ef >= 16 && ef <= 512);
     assert_true(recall >= 0.99 || ef == 512);
-    assert_true(nq > 0);
+    assert_true(efp == 0 || (efp >= ef && efp <= 512 && recallp >= 0.997));
+    assert_int_equal(nq, 256); /* small rows: the most a calibration asks (coll.h) */
     assert_int_equal(cordon_open(f->dir, &opts, &f->db, NULL), 0);
     assert_int_equal(cordon_collection_drop(f->db, "cal", NULL), 0);
     assert_int_equal(count_suffix(f->dir, ".efauto", path, sizeof path), 0);

@@ -116,9 +116,14 @@ static void test_probe_before_big_scans_of_mid_shares(void **state)
     plan_choose(&in, &p);
     assert_int_equal(p.kind, PLAN_EXACT);
     assert_true(p.pool_first);
-    assert_int_equal(p.first_ef, 64);
-    assert_int_equal(p.first_pool, 32); /* k readable within the first half */
-    in.recall_unfiltered = 0.992;       /* no headroom */
+    assert_int_equal(p.first_ef, 96);   /* the calibrated 64, raised to PLAN_PROBE_MIN_EF */
+    assert_int_equal(p.first_pool, 48); /* k readable within the first half */
+    in.ef_deep = 128;
+    plan_choose(&in, &p);
+    assert_int_equal(p.first_ef, 128);
+    assert_int_equal(p.first_pool, 64);
+    in.ef_deep = 0;
+    in.recall_unfiltered = 0.992; /* no headroom */
     plan_choose(&in, &p);
     assert_false(p.pool_first);
     in.recall_unfiltered = 0; /* never calibrated */
@@ -162,11 +167,42 @@ static void test_forced_strategies_and_breadth_never_below_k(void **state)
     in.ask = PLAN_ASK_EXACT;
     plan_choose(&in, &p);
     assert_int_equal(p.kind, PLAN_EXACT);
+    /* The collection's breadth, measured for 10 answers, is raised to 1.5 k: 450 for 300; a
+     * query's own ef is only raised to k. */
     in = base(200000);
-    in.k = 300; /* every breadth is raised to k */
+    in.k = 300;
     in.ask = PLAN_ASK_PREFILTER;
     plan_choose(&in, &p);
+    assert_int_equal(p.ef, 450);
+    in.k = 11; /* the extra hit a page asks for: the calibrated breadth stands */
+    plan_choose(&in, &p);
+    assert_int_equal(p.ef, 96);
+    in.k = 300;
+    in.ef_query = 50;
+    plan_choose(&in, &p);
     assert_int_equal(p.ef, 300);
+    in.ef_query = 400;
+    plan_choose(&in, &p);
+    assert_int_equal(p.ef, 400);
+}
+
+/* Plans that read deep into the unfiltered list (pool first, the probe) use the breadth
+ * calibration measured at PLAN_POOL_MIN_RECALL, and that breadth's recall decides. */
+static void test_deep_plans_use_the_deep_breadth(void **state)
+{
+    (void)state;
+    plan_t p;
+    plan_in_t in = base(200000); /* 20%: pool first */
+    in.ef_unfiltered = 48;
+    in.ef_deep = 96;
+    in.recall_unfiltered = 0.998;
+    plan_choose(&in, &p);
+    assert_true(p.pool_first);
+    assert_int_equal(p.first_ef, 96);
+    in.ef_deep = 0; /* never measured that high: the unfiltered breadth and its recall */
+    in.recall_unfiltered = 0.995;
+    plan_choose(&in, &p);
+    assert_false(p.pool_first);
 }
 
 /* With 1-bit codes, auto scans them for readable sets above the exact budget and below the
@@ -211,6 +247,7 @@ int main(void)
         cmocka_unit_test(test_pool_first_only_for_mid_shares_where_it_is_not_broader_nor_short),
         cmocka_unit_test(test_probe_before_big_scans_of_mid_shares),
         cmocka_unit_test(test_forced_strategies_and_breadth_never_below_k),
+        cmocka_unit_test(test_deep_plans_use_the_deep_breadth),
         cmocka_unit_test(test_bit_scan_between_the_exact_budget_and_the_unfiltered_share),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -184,7 +184,7 @@ static void test_calibration_on_codes_reaches_its_target(void **state)
     roaring_bitmap_t *live = roaring_bitmap_create();
     roaring_bitmap_add_range(live, 0, N);
     hnsw_calib_t cal;
-    assert_int_equal(hnsw_calibrate(f->h, &f->view, f->codes, live, 40, 0.95, 32, &cal), 0);
+    assert_int_equal(hnsw_calibrate(f->h, &f->view, f->codes, live, 40, 0.95, 0.99, 32, &cal), 0);
     print_message("calibrated on codes: ef %u recall %.3f, filtered ef %u recall %.3f\n", cal.ef,
                   cal.recall, cal.ef_filtered, cal.recall_filtered);
     assert_int_equal(cal.queries, 40);

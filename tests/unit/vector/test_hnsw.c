@@ -441,8 +441,9 @@ static size_t ladder_step(const uint32_t *ladder, size_t n, uint32_t ef)
  * queries (400 answers) a target of 0.99 allows 2 misses (upper bound of the miss rate 0.0100;
  * 3 misses give 0.0132). The recall it reports is the one an independent brute force measures
  * at its ef, the step below it does not meet the bound, the deep breadth is the first step
- * measured at the deep recall, the filtered breadth keeps its floor, and an unreachable target
- * gets the top of the ladder. */
+ * measured at the deep recall, the filtered breadth keeps its floor; a target the answers can
+ * never show with confidence gets the first step measured there and two more, and an
+ * unreachable target the top of the ladder. */
 static void test_calibration_climbs_until_the_target_is_confidently_reached(void **state)
 {
     fixture_t *f = *state;
@@ -475,6 +476,19 @@ static void test_calibration_climbs_until_the_target_is_confidently_reached(void
     assert_true(ladder_step(ladder, steps, cal.ef_dense) < steps);
     assert_true(cal.cost > 0 && cal.cost_dense > 0);
 
+    /* 400 answers can never show 0.999 with confidence (no miss: bound 0.0025): the first
+     * step measured at 0.999, two steps more. */
+    assert_int_equal(hnsw_calibrate(f->h, &f->view, NULL, live, nq, 0.999, 0.999, 32, &cal), 0);
+    size_t first = 0;
+    while (first < steps && rows_recall(f, nq, ladder[first]) < 0.999 - 1e-9)
+        first++;
+    print_message("target 0.999: first measured there %u, calibrated %u\n",
+                  first < steps ? ladder[first] : 0, cal.ef);
+    if (first + 2 < steps)
+        assert_int_equal(cal.ef, ladder[first + 2]);
+    else
+        assert_int_equal(cal.ef, 512);
+    assert_int_equal(cal.ef_deep, first < steps ? ladder[first] : 0);
     assert_int_equal(hnsw_calibrate(f->h, &f->view, NULL, live, nq, 1.01, 1.01, 32, &cal), 0);
     assert_int_equal(cal.ef, 512);
     assert_int_equal(cal.ef_dense, 512);

@@ -14,7 +14,7 @@ const char *plan_name(plan_kind_t k)
 }
 
 /* The breadth for a kind of traversal: the query's, else the collection's, which was measured
- * for 10 answers and is raised to PLAN_EF_PER_K x k for more; never below k. */
+ * for 10 answers and is raised to 1.5 k for more (PLAN_EF_PER_K_*); never below k. */
 static uint32_t breadth(const plan_in_t *in, uint32_t collection_ef)
 {
     uint64_t ef = in->ef_query ? in->ef_query : collection_ef;

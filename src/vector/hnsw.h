@@ -250,7 +250,8 @@ typedef struct hnsw_calib {
 /* Measures recall@10 with `queries` live rows (spread over `live`'s ranks, on level 0 only) as
  * queries, each hidden from its own traversal, against the exact scan of `live`, climbing a
  * ladder of ef values (16 ... 512, steps of 14 - 25%) until the recall is at `target` with
- * confidence (the upper bound of the miss rate, not the rate measured, within 1 - target).
+ * confidence (the upper bound of the miss rate, not the rate measured, within 1 - target;
+ * where no step gets there, the first step measured at target and two more).
  * out->ef: the unfiltered traversal's step; out->ef_deep: the unfiltered step measured at
  * `deep` or more; out->ef_dense: FILTERED searches allowed every live row, one step past their
  * confident one; out->ef_filtered: FILTERED searches allowed a fixed random tenth of the live

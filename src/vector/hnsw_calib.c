@@ -169,9 +169,9 @@ typedef struct pick {
  * With deep_out, the climb goes on to the first step whose measured recall reaches deep and
  * reports it there (ef 0: no step did). */
 static int climb(hnsw_t *h, const vec_view_t *view, const quant_t *codes, const probe_t *pr,
-                 uint32_t np, const roaring_bitmap_t *live, const roaring_bitmap_t *tenth,
-                 int kind, double target, uint32_t floor_ef, size_t extra, pick_t *out,
-                 double deep, pick_t *deep_out)
+                 uint32_t np, const roaring_bitmap_t *live, const roaring_bitmap_t *tenth, int kind,
+                 double target, uint32_t floor_ef, size_t extra, pick_t *out, double deep,
+                 pick_t *deep_out)
 {
     const size_t none = CALIB_STEPS, last = CALIB_STEPS - 1;
     pick_t at[CALIB_STEPS];

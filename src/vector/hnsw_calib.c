@@ -162,9 +162,9 @@ typedef struct pick {
 /* Climbs the ladder from the first step >= floor_ef until the kind's recall is confidently at
  * target, then `extra` steps more, and reports that step. Where no step is confident the
  * recall has levelled off too near the target for the answers asked to show it (1M x 384,
- * 640 answers: 0.9938 from ef 256 to 512, held out 0.9950: ties and answers no breadth
- * reaches): then the first step measured at target, `extra` + 2 steps more (about the one
- * step of the coarser ladder that served before the bound: 1M, 96 -> 128, 0.993 held out),
+ * 640 answers: 0.9938 at ef 512, held out 0.9950: ties and answers no breadth reaches):
+ * then the first step measured at target, `extra` + 2 steps more (about the one step of the
+ * coarser ladder that served before the bound: 1M, 96 -> 128, 0.992 held out),
  * else the top.
  * With deep_out, the climb goes on to the first step whose measured recall reaches deep and
  * reports it there (ef 0: no step did). */

@@ -251,9 +251,9 @@ typedef struct hnsw_calib {
  * queries, each hidden from its own traversal, against the exact scan of `live`, climbing a
  * ladder of ef values (16 ... 512, steps of 14 - 25%) until the recall is at `target` with
  * confidence (the upper bound of the miss rate, not the rate measured, within 1 - target;
- * where no step gets there, the first step measured at target and two more).
- * out->ef: the unfiltered traversal's step; out->ef_deep: the unfiltered step measured at
- * `deep` or more; out->ef_dense: FILTERED searches allowed every live row, one step past their
+ * where no step gets there, the first step measured at target), and reports the step after
+ * it. out->ef: the unfiltered traversal's; out->ef_deep: the unfiltered step measured at
+ * `deep` or more; out->ef_dense: FILTERED searches allowed every live row, two steps past their
  * confident one; out->ef_filtered: FILTERED searches allowed a fixed random tenth of the live
  * rows (truth: the exact scan of that tenth), never below floor_ef (that tenth stands for every
  * layout a subject's rows may have). codes (may be NULL): the traversals are measured as

@@ -274,21 +274,29 @@ static uint32_t calib_queries(const coll_t *c, uint64_t live)
                                         : (uint32_t)q;
 }
 
+/* Measures c's live rows into *cal: 0, or -1 when they are too few or the measurement failed. */
+static int calib_measure(coll_t *c, hnsw_calib_t *cal)
+{
+    vec_view_t v;
+    const roaring_bitmap_t *live = acl_index_live(c->acl);
+    uint64_t n_live = roaring_bitmap_get_cardinality(live);
+    if (n_live < COLL_CALIB_MIN_ROWS)
+        return -1;
+    coll_view(c, &v);
+    return hnsw_calibrate(c->hnsw, &v, coll_codes(c), live, calib_queries(c, n_live),
+                          COLL_CALIB_TARGET, COLL_CALIB_DEEP, hnsw_params_default().ef_search,
+                          cal) == CDN_OK
+               ? 0
+               : -1;
+}
+
 void coll_graph_calibrate(const char *dir, coll_t *c)
 {
     hnsw_calib_t cal;
-    vec_view_t v;
+    uint32_t rows = c->next_row;
     if (!c->hnsw || c->cfg.hnsw_ef || atomic_load(&c->broken))
         return; /* an ef the collection fixed is not measured for */
-    const roaring_bitmap_t *live = acl_index_live(c->acl);
-    uint32_t rows = c->next_row;
-    uint64_t n_live = roaring_bitmap_get_cardinality(live);
-    if (n_live < COLL_CALIB_MIN_ROWS)
-        return;
-    coll_view(c, &v);
-    if (hnsw_calibrate(c->hnsw, &v, coll_codes(c), live, calib_queries(c, n_live),
-                       COLL_CALIB_TARGET, COLL_CALIB_DEEP, hnsw_params_default().ef_search,
-                       &cal) != CDN_OK)
+    if (calib_measure(c, &cal))
         return;
     efauto_file(dir, c, &cal, rows); /* kept for the next open; memory uses it either way */
     pthread_rwlock_wrlock(&c->lock);
@@ -306,15 +314,7 @@ void coll_graph_calibrate_grown(const char *dir, coll_t *c)
 static void efauto_write(const char *dir, coll_t *c)
 {
     hnsw_calib_t cal;
-    vec_view_t v;
-    const roaring_bitmap_t *live = acl_index_live(c->acl);
-    uint64_t n_live = roaring_bitmap_get_cardinality(live);
-    if (n_live < COLL_CALIB_MIN_ROWS || (uint64_t)c->ef_auto_rows * 5 / 4 >= c->next_row)
-        return;
-    coll_view(c, &v);
-    if (hnsw_calibrate(c->hnsw, &v, coll_codes(c), live, calib_queries(c, n_live),
-                       COLL_CALIB_TARGET, COLL_CALIB_DEEP, hnsw_params_default().ef_search,
-                       &cal) != CDN_OK)
+    if ((uint64_t)c->ef_auto_rows * 5 / 4 >= c->next_row || calib_measure(c, &cal))
         return;
     if (efauto_file(dir, c, &cal, c->next_row) == 0)
         calib_take(c, &cal, c->next_row);

@@ -248,6 +248,43 @@ static void cand_copy(const cands_t *from, size_t c, cands_t *to, size_t m, size
     memcpy(to->part + m * n, from->part + c * n, n * sizeof *to->part);
 }
 
+/* window_batch's pass over the postings of e in the window up to hi when it is the only
+ * essential term (the usual case once theta has risen): each allowed doc is scored and kept
+ * as a candidate in *to only when the non-essential terms' bounds could lift it above theta,
+ * as their merge would decide, but without writing and re-reading the candidates it drops.
+ * Returns the posting index after the window; *m the candidates kept. */
+static uint32_t window_single(run_t *r, const term_scorer_t *e, uint32_t hi,
+                              const roaring_bitmap_t *filter, cands_t *to, size_t *m)
+{
+    const window_t *w = &r->w;
+    const invidx_plist_t *p = e->cur.pl;
+    size_t n = r->n, kept = 0;
+    float lift = w->ne ? w->cum[w->ne - 1] : 0, theta = r->theta;
+    uint32_t i = e->cur.i;
+    int dropped = 0;
+    for (; i < p->n && p->docs[i] <= hi; i++) {
+        if (i + BM25_DL_AHEAD < p->n)
+            __builtin_prefetch(&e->dl[p->docs[i + BM25_DL_AHEAD]]);
+        uint32_t d = p->docs[i];
+        if (filter && !roaring_bitmap_contains(filter, d))
+            continue;
+        float x = ts_score(e, p->tfs[i], e->dl[d]);
+        if (x + lift <= theta) {
+            dropped = 1;
+            continue;
+        }
+        to->doc[kept] = d;
+        to->sum[kept] = x;
+        for (size_t o = 0; o < n; o++) /* a few floats: cheaper than a call to memset */
+            to->part[kept * n + o] = o == e->ord ? x : 0;
+        kept++;
+    }
+    if (dropped)
+        r->exact = 0;
+    *m = kept;
+    return i;
+}
+
 /* A window, a block at a time (queries of up to BATCH_TERMS terms): the essential terms'
  * postings in it are scored in one pass each and merged into candidates; those the non-essential
  * terms' bounds could lift above theta and the filter allows stay; then each non-essential term,
@@ -264,6 +301,13 @@ static void window_batch(run_t *r, uint32_t hi, const roaring_bitmap_t *filter)
         const invidx_plist_t *p = e->cur.pl;
         uint32_t i = e->cur.i, start = i;
         size_t c = 0, m = 0;
+        if (j == n - 1 && nc == 0) { /* the only essential term: nothing to merge with */
+            i = window_single(r, e, hi, filter, b, &m);
+            r->st->postings += i - start;
+            e->cur.i = i;
+            nc = m;
+            continue;
+        }
         for (;; m++) {
             /* the length of a doc a few postings on: a posting's dl[] entry is a cache miss of
              * its own (4 bytes a doc, scattered), and the next ones are known */
@@ -338,8 +382,13 @@ static void window_batch(run_t *r, uint32_t hi, const roaring_bitmap_t *filter)
     }
     if (nc < merged)
         r->exact = 0;
+    /* One short of theta whatever the order of its sum (run_push adds the parts in clause
+     * order) cannot enter: it is not pushed, and the count of matches is no longer exact. */
     for (size_t c = 0; c < nc; c++)
-        run_push(r, a->doc[c], a->part + c * n);
+        if (a->sum[c] * UB_SLACK < r->theta)
+            r->exact = 0;
+        else
+            run_push(r, a->doc[c], a->part + c * n);
 }
 
 /* Postings first: windows of doc ids, each cursor leapfrogging the filter (when there is one,

@@ -558,26 +558,37 @@ int store_scan_prefix(store_txn_t *t, store_table_t tb, const void *prefix, size
     return store_scan_from(t, tb, prefix, plen, prefix, plen, fn, ctx);
 }
 
-int store_scan_from(store_txn_t *t, store_table_t tb, const void *prefix, size_t plen,
-                    const void *start, size_t slen, store_iter_fn fn, void *ctx)
+/* The walk of store_scan_from and store_scan_back: from the entry (*k, *v) the cursor c is on
+ * (rc its positioning's result), each key under prefix handed to fn, one step at a time
+ * (MDB_NEXT or MDB_PREV), until a key leaves the prefix, the table ends or fn returns non-zero
+ * (that value is returned). Closes c. */
+static int scan_walk(MDB_cursor *c, MDB_val *k, MDB_val *v, int rc, const void *prefix, size_t plen,
+                     MDB_cursor_op step, store_iter_fn fn, void *ctx)
 {
-    MDB_cursor *c;
-    MDB_val k = {slen, (void *)start}, v;
-    int rc = mdb_cursor_open(t->txn, t->s->dbi[tb], &c), ret = CDN_OK;
-    if (rc)
-        return CDN_ERR_IO;
-    rc = mdb_cursor_get(c, &k, &v, slen ? MDB_SET_RANGE : MDB_FIRST);
+    int ret = CDN_OK;
     while (rc == 0) {
-        if (k.mv_size < plen || (plen && memcmp(k.mv_data, prefix, plen) != 0))
+        if (k->mv_size < plen || (plen && memcmp(k->mv_data, prefix, plen) != 0))
             break;
-        if ((ret = fn(ctx, k.mv_data, k.mv_size, v.mv_data, v.mv_size)) != 0)
+        if ((ret = fn(ctx, k->mv_data, k->mv_size, v->mv_data, v->mv_size)) != 0)
             break;
-        rc = mdb_cursor_get(c, &k, &v, MDB_NEXT);
+        rc = mdb_cursor_get(c, k, v, step);
     }
     mdb_cursor_close(c);
     if (ret)
         return ret;
     return (rc == 0 || rc == MDB_NOTFOUND) ? CDN_OK : CDN_ERR_IO;
+}
+
+int store_scan_from(store_txn_t *t, store_table_t tb, const void *prefix, size_t plen,
+                    const void *start, size_t slen, store_iter_fn fn, void *ctx)
+{
+    MDB_cursor *c;
+    MDB_val k = {slen, (void *)start}, v;
+    int rc = mdb_cursor_open(t->txn, t->s->dbi[tb], &c);
+    if (rc)
+        return CDN_ERR_IO;
+    rc = mdb_cursor_get(c, &k, &v, slen ? MDB_SET_RANGE : MDB_FIRST);
+    return scan_walk(c, &k, &v, rc, prefix, plen, MDB_NEXT, fn, ctx);
 }
 
 int store_last(store_txn_t *t, store_table_t tb, const void **key, size_t *klen, const void **val,
@@ -606,7 +617,7 @@ int store_scan_back(store_txn_t *t, store_table_t tb, const void *prefix, size_t
 {
     MDB_cursor *c;
     MDB_val k = {slen, (void *)start}, v;
-    int rc = mdb_cursor_open(t->txn, t->s->dbi[tb], &c), ret = CDN_OK;
+    int rc = mdb_cursor_open(t->txn, t->s->dbi[tb], &c);
     if (rc)
         return CDN_ERR_IO;
     rc = mdb_cursor_get(c, &k, &v, MDB_SET_RANGE);
@@ -614,17 +625,7 @@ int store_scan_back(store_txn_t *t, store_table_t tb, const void *prefix, size_t
         rc = mdb_cursor_get(c, &k, &v, MDB_LAST);
     else if (rc == 0 && (k.mv_size != slen || memcmp(k.mv_data, start, slen) != 0))
         rc = mdb_cursor_get(c, &k, &v, MDB_PREV); /* past start: the one before */
-    while (rc == 0) {
-        if (k.mv_size < plen || (plen && memcmp(k.mv_data, prefix, plen) != 0))
-            break;
-        if ((ret = fn(ctx, k.mv_data, k.mv_size, v.mv_data, v.mv_size)) != 0)
-            break;
-        rc = mdb_cursor_get(c, &k, &v, MDB_PREV);
-    }
-    mdb_cursor_close(c);
-    if (ret)
-        return ret;
-    return (rc == 0 || rc == MDB_NOTFOUND) ? CDN_OK : CDN_ERR_IO;
+    return scan_walk(c, &k, &v, rc, prefix, plen, MDB_PREV, fn, ctx);
 }
 
 int store_del_prefix(store_txn_t *t, store_table_t tb, const void *prefix, size_t plen)

@@ -301,43 +301,39 @@ static void window_batch(run_t *r, uint32_t hi, const roaring_bitmap_t *filter)
         const invidx_plist_t *p = e->cur.pl;
         uint32_t i = e->cur.i, start = i;
         size_t c = 0, m = 0;
-        if (j == n - 1 && nc == 0) { /* the only essential term: nothing to merge with */
+        if (j == n - 1 && nc == 0) /* the only essential term: nothing to merge with */
             i = window_single(r, e, hi, filter, b, &m);
-            r->st->postings += i - start;
-            e->cur.i = i;
-            nc = m;
-            continue;
-        }
-        for (;; m++) {
-            /* the length of a doc a few postings on: a posting's dl[] entry is a cache miss of
-             * its own (4 bytes a doc, scattered), and the next ones are known */
-            if (i + BM25_DL_AHEAD < p->n)
-                __builtin_prefetch(&e->dl[p->docs[i + BM25_DL_AHEAD]]);
-            uint32_t dc = c < nc ? a->doc[c] : INVIDX_END;
-            uint32_t dt = i < p->n && p->docs[i] <= hi ? p->docs[i] : INVIDX_END;
-            if (dc == INVIDX_END && dt == INVIDX_END)
-                break;
-            /* a doc the filter refuses is never a candidate: neither scored nor copied */
-            while (dt < dc && filter && !roaring_bitmap_contains(filter, dt)) {
-                i++;
-                dt = i < p->n && p->docs[i] <= hi ? p->docs[i] : INVIDX_END;
+        else
+            for (;; m++) {
+                /* the length of a doc a few postings on: a posting's dl[] entry is a cache miss of
+                 * its own (4 bytes a doc, scattered), and the next ones are known */
+                if (i + BM25_DL_AHEAD < p->n)
+                    __builtin_prefetch(&e->dl[p->docs[i + BM25_DL_AHEAD]]);
+                uint32_t dc = c < nc ? a->doc[c] : INVIDX_END;
+                uint32_t dt = i < p->n && p->docs[i] <= hi ? p->docs[i] : INVIDX_END;
+                if (dc == INVIDX_END && dt == INVIDX_END)
+                    break;
+                /* a doc the filter refuses is never a candidate: neither scored nor copied */
+                while (dt < dc && filter && !roaring_bitmap_contains(filter, dt)) {
+                    i++;
+                    dt = i < p->n && p->docs[i] <= hi ? p->docs[i] : INVIDX_END;
+                }
+                if (dc == INVIDX_END && dt == INVIDX_END)
+                    break;
+                if (dc <= dt) {
+                    cand_copy(a, c++, b, m, n);
+                } else {
+                    b->doc[m] = dt;
+                    b->sum[m] = 0;
+                    memset(b->part + m * n, 0, n * sizeof *b->part);
+                }
+                if (dt <= dc) {
+                    float x = ts_score(e, p->tfs[i], e->dl[dt]);
+                    b->part[m * n + e->ord] = x;
+                    b->sum[m] += x;
+                    i++;
+                }
             }
-            if (dc == INVIDX_END && dt == INVIDX_END)
-                break;
-            if (dc <= dt) {
-                cand_copy(a, c++, b, m, n);
-            } else {
-                b->doc[m] = dt;
-                b->sum[m] = 0;
-                memset(b->part + m * n, 0, n * sizeof *b->part);
-            }
-            if (dt <= dc) {
-                float x = ts_score(e, p->tfs[i], e->dl[dt]);
-                b->part[m * n + e->ord] = x;
-                b->sum[m] += x;
-                i++;
-            }
-        }
         r->st->postings += i - start;
         e->cur.i = i;
         nc = m;

@@ -45,7 +45,8 @@ static void usage(FILE *f)
         "           [--efc EF] [--ef EF] [--max-candidates N] [--exact-floats N]\n"
         "           [--int8-scan|--no-int8-scan] [--cold] [--warmup]"
         "           [--data DIR] [--keep]"
-        " [--strategy auto,prefilter,...] [--dump DIR] [--format table|json]\n"
+        " [--strategy auto,prefilter,...] [--shares 0.1,1,5,20,100]\n"
+        "           [--dump DIR] [--format table|json]"
         "           [--json-out FILE] [--selftest]\n"
         "  Every chunk belongs to one of 1,000 teams (10 to a department, 10 departments to a\n"
         "  division); its ACL names its team, department and division. Subjects read 0.1%%,\n"
@@ -66,6 +67,8 @@ static void usage(FILE *f)
         "  restart) and time the first searches, one row per share, apart.\n"
         "  --warmup: run every row once before the measured pass (the steady state of a\n"
         "  long-running process: float rows it re-scores already mapped).\n"
+        "  --shares P,...: measure only the rows of these readable shares, in percent (the\n"
+        "  ground truth of every share is still computed).\n"
         "  --json-out FILE: also write the JSON object to FILE (with the table on stdout).\n"
         "  --dump DIR writes vectors, teams, subjects and ground truth for bench/peers/peers.py.\n"
         "  --selftest: generated 3000 x 16, 40 queries, low exact threshold; also fails if\n"
@@ -92,28 +95,47 @@ static int parse_flag(const char *a, perm_opts_t *o)
     return 1;
 }
 
-/* --strategy a,b,...: measure only these (default all five). */
-static int parse_strategy(const char *v, perm_opts_t *o)
+/* The bits of one --strategy name (0: not a strategy). */
+static unsigned strategy_bits(const char *t, size_t len)
 {
-    o->strat_mask = 0;
+    for (int i = 0; i < PERM_STRATS; i++)
+        if (strlen(perm_strat_names[i]) == len && !strncmp(t, perm_strat_names[i], len))
+            return 1u << i;
+    return 0;
+}
+
+/* The bits of one --shares percentage (0: not a share). */
+static unsigned share_bits(const char *t, size_t len)
+{
+    char buf[32] = {0}, *end = NULL;
+    if (len >= sizeof buf)
+        return 0;
+    memcpy(buf, t, len);
+    double pct = strtod(buf, &end);
+    for (int i = 0; end != buf && !*end && i < PERM_SHARES; i++)
+        if (fabs(perm_shares[i].frac * 100 - pct) < 1e-9)
+            return 1u << i;
+    return 0;
+}
+
+/* A comma-separated list for `opt` (--strategy: these strategies; --shares: these readable
+ * shares, in percent) into *mask, each item through bits(); `valid` names the items allowed. */
+static int parse_mask(const char *v, const char *opt, const char *valid,
+                      unsigned (*bits)(const char *, size_t), unsigned *mask)
+{
+    *mask = 0;
     for (const char *t = v; *t;) {
         size_t len = strcspn(t, ",");
-        int found = 0;
-        for (int i = 0; i < PERM_STRATS; i++)
-            if (strlen(perm_strat_names[i]) == len && !strncmp(t, perm_strat_names[i], len)) {
-                o->strat_mask |= 1u << i;
-                found = 1;
-            }
-        if (!found) {
-            fprintf(stderr,
-                    "cordon bench permissions: --strategy '%.*s' is not one of auto, "
-                    "prefilter, postfilter, naive, unprotected\n",
-                    (int)len, t);
+        unsigned b = bits(t, len);
+        if (!b) {
+            fprintf(stderr, "cordon bench permissions: %s '%.*s' is not one of %s\n", opt, (int)len,
+                    t, valid);
             return 2;
         }
+        *mask |= b;
         t += len + (t[len] == ',');
     }
-    return o->strat_mask ? 0 : 2;
+    return *mask ? 0 : 2;
 }
 
 static int parse_opts(int argc, char **argv, perm_opts_t *o)
@@ -123,7 +145,8 @@ static int parse_opts(int argc, char **argv, perm_opts_t *o)
                        .dim = 128,
                        .seed = 42,
                        .max_candidates = 1000,
-                       .strat_mask = (1u << PERM_STRATS) - 1};
+                       .strat_mask = (1u << PERM_STRATS) - 1,
+                       .share_mask = (1u << PERM_SHARES) - 1};
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         uint64_t x = 0;
@@ -167,7 +190,12 @@ static int parse_opts(int argc, char **argv, perm_opts_t *o)
             o->data_dir = v;
         else if (!strcmp(a, "--dump") && v)
             o->dump_dir = v;
-        else if (!strcmp(a, "--strategy") && v && !(rc = parse_strategy(v, o)))
+        else if (!strcmp(a, "--strategy") && v &&
+                 !(rc = parse_mask(v, a, "auto, prefilter, postfilter, naive, unprotected",
+                                   strategy_bits, &o->strat_mask)))
+            ;
+        else if (!strcmp(a, "--shares") && v &&
+                 !(rc = parse_mask(v, a, "0.1, 1, 5, 20, 100", share_bits, &o->share_mask)))
             ;
         else if (!strcmp(a, "--json-out") && v)
             o->json_out = v;
@@ -193,7 +221,8 @@ static int parse_opts(int argc, char **argv, perm_opts_t *o)
                            .json = o->json,
                            .json_out = o->json_out,
                            .selftest = 1,
-                           .strat_mask = (1u << PERM_STRATS) - 1};
+                           .strat_mask = (1u << PERM_STRATS) - 1,
+                           .share_mask = (1u << PERM_SHARES) - 1};
     o->progress = !o->json && !o->selftest && isatty(2);
     return 0;
 }
@@ -466,7 +495,7 @@ static int run_all(perm_run_t *r, perm_row_t *rows, size_t *n)
     for (int l = 0; l < PERM_LAYOUTS && rc == CORDON_OK; l++)
         for (int s = 0; s < PERM_SHARES && rc == CORDON_OK; s++)
             for (int st = 0; st < PERM_STRATS && rc == CORDON_OK; st++) {
-                if (!(r->w.o.strat_mask & (1u << st)))
+                if (!(r->w.o.strat_mask & (1u << st)) || !(r->w.o.share_mask & (1u << s)))
                     continue;
                 perm_row_t *row = &rows[(*n)++];
                 *row = (perm_row_t){.layout = l, .share = s, .strat = st};

@@ -51,6 +51,7 @@ typedef struct perm_opts {
     uint64_t seed, exact_floats;
     size_t max_candidates;
     unsigned strat_mask; /* bit i: measure perm_strat_names[i] */
+    unsigned share_mask; /* bit i: measure the rows of perm_shares[i] */
     int json, selftest, keep, progress;
     int int8_scan;        /* cordon_collection_spec.int8_scan: 0 automatic, 1 always, -1 never */
     int cold;             /* drop the data directory from the page cache before the reopen */

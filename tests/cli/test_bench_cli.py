@@ -171,3 +171,15 @@ def test_bench_puts_writes_timed_batches_into_an_existing_directory(cordon, tmp_
     assert "nope" in missing.stderr, missing.stderr
     cordon("bench", "puts", "--batches", "1", check=2)  # no --data
     cordon("bench", "puts", "--data", data, "--batch", "0", check=2)
+
+
+def test_bench_permissions_measures_only_the_shares_asked(cordon, tmp_path):
+    p = cordon("bench", "permissions", "--corpus", "generated", "--size", "2000", "--dim", "16",
+               "--queries", "5", "--strategy", "auto", "--shares", "20,0.1", "--format", "json",
+               check=0)
+    rows = json.loads(p.stdout)["rows"]
+    assert sorted({r["readable"] for r in rows}) == [0.001, 0.2], rows
+    assert len(rows) == 6 and all(r["leaks"] == 0 for r in rows)  # three layouts each
+    bad = cordon("bench", "permissions", "--shares", "30", check=2)
+    assert "--shares '30'" in bad.stderr and "0.1, 1, 5, 20, 100" in bad.stderr
+    cordon("bench", "permissions", "--shares", "", check=2)

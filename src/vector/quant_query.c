@@ -118,7 +118,7 @@ void quant_query_score(const quant_query_t *qq, const uint32_t *ids, uint32_t n,
 
 /* Into L2 (hint 1): a traversal prefetches every unvisited neighbour's codes at once, and
  * into L1 they would fill the core's miss buffers (quant_scan.c's prefetch_row). At 1M x 384,
- * 100% readable (the unfiltered traversal at ef 128): p50 0.32 - 0.34 -> 0.23 - 0.26 ms. */
+ * 100% readable (the unfiltered traversal at ef 128): p50 0.32 - 0.34 -> 0.23 - 0.27 ms. */
 void quant_query_prefetch(const quant_query_t *qq, uint32_t id)
 {
     if (id >= qq->r.count)

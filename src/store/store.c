@@ -558,20 +558,30 @@ int store_scan_prefix(store_txn_t *t, store_table_t tb, const void *prefix, size
     return store_scan_from(t, tb, prefix, plen, prefix, plen, fn, ctx);
 }
 
-/* The walk of store_scan_from and store_scan_back: from the entry (*k, *v) the cursor c is on
- * (rc its positioning's result), each key under prefix handed to fn, one step at a time
- * (MDB_NEXT or MDB_PREV), until a key leaves the prefix, the table ends or fn returns non-zero
- * (that value is returned). Closes c. */
-static int scan_walk(MDB_cursor *c, MDB_val *k, MDB_val *v, int rc, const void *prefix, size_t plen,
-                     MDB_cursor_op step, store_iter_fn fn, void *ctx)
+/* store_scan_from (back = 0) and store_scan_back (back = 1): the cursor is placed on the first
+ * key at or after start (forward; the table's first key when slen is 0) or the last key at or
+ * before it (backward), then each key under prefix is handed to fn, one step at a time, until
+ * a key leaves the prefix, the table ends or fn returns non-zero (that value is returned). */
+static int scan_dir(store_txn_t *t, store_table_t tb, const void *prefix, size_t plen,
+                    const void *start, size_t slen, int back, store_iter_fn fn, void *ctx)
 {
+    MDB_cursor *c;
+    MDB_val k = {slen, (void *)start}, v;
+    int rc = mdb_cursor_open(t->txn, t->s->dbi[tb], &c);
+    if (rc)
+        return CDN_ERR_IO;
+    rc = mdb_cursor_get(c, &k, &v, slen || back ? MDB_SET_RANGE : MDB_FIRST);
+    if (back && rc == MDB_NOTFOUND) /* every key is before start */
+        rc = mdb_cursor_get(c, &k, &v, MDB_LAST);
+    else if (back && rc == 0 && (k.mv_size != slen || memcmp(k.mv_data, start, slen) != 0))
+        rc = mdb_cursor_get(c, &k, &v, MDB_PREV); /* past start: the one before */
     int ret = CDN_OK;
     while (rc == 0) {
-        if (k->mv_size < plen || (plen && memcmp(k->mv_data, prefix, plen) != 0))
+        if (k.mv_size < plen || (plen && memcmp(k.mv_data, prefix, plen) != 0))
             break;
-        if ((ret = fn(ctx, k->mv_data, k->mv_size, v->mv_data, v->mv_size)) != 0)
+        if ((ret = fn(ctx, k.mv_data, k.mv_size, v.mv_data, v.mv_size)) != 0)
             break;
-        rc = mdb_cursor_get(c, k, v, step);
+        rc = mdb_cursor_get(c, &k, &v, back ? MDB_PREV : MDB_NEXT);
     }
     mdb_cursor_close(c);
     if (ret)
@@ -582,13 +592,7 @@ static int scan_walk(MDB_cursor *c, MDB_val *k, MDB_val *v, int rc, const void *
 int store_scan_from(store_txn_t *t, store_table_t tb, const void *prefix, size_t plen,
                     const void *start, size_t slen, store_iter_fn fn, void *ctx)
 {
-    MDB_cursor *c;
-    MDB_val k = {slen, (void *)start}, v;
-    int rc = mdb_cursor_open(t->txn, t->s->dbi[tb], &c);
-    if (rc)
-        return CDN_ERR_IO;
-    rc = mdb_cursor_get(c, &k, &v, slen ? MDB_SET_RANGE : MDB_FIRST);
-    return scan_walk(c, &k, &v, rc, prefix, plen, MDB_NEXT, fn, ctx);
+    return scan_dir(t, tb, prefix, plen, start, slen, 0, fn, ctx);
 }
 
 int store_last(store_txn_t *t, store_table_t tb, const void **key, size_t *klen, const void **val,
@@ -615,17 +619,7 @@ int store_last(store_txn_t *t, store_table_t tb, const void **key, size_t *klen,
 int store_scan_back(store_txn_t *t, store_table_t tb, const void *prefix, size_t plen,
                     const void *start, size_t slen, store_iter_fn fn, void *ctx)
 {
-    MDB_cursor *c;
-    MDB_val k = {slen, (void *)start}, v;
-    int rc = mdb_cursor_open(t->txn, t->s->dbi[tb], &c);
-    if (rc)
-        return CDN_ERR_IO;
-    rc = mdb_cursor_get(c, &k, &v, MDB_SET_RANGE);
-    if (rc == MDB_NOTFOUND) /* every key is before start */
-        rc = mdb_cursor_get(c, &k, &v, MDB_LAST);
-    else if (rc == 0 && (k.mv_size != slen || memcmp(k.mv_data, start, slen) != 0))
-        rc = mdb_cursor_get(c, &k, &v, MDB_PREV); /* past start: the one before */
-    return scan_walk(c, &k, &v, rc, prefix, plen, MDB_PREV, fn, ctx);
+    return scan_dir(t, tb, prefix, plen, start, slen, 1, fn, ctx);
 }
 
 int store_del_prefix(store_txn_t *t, store_table_t tb, const void *prefix, size_t plen)

@@ -186,16 +186,12 @@ static inline uint32_t pop_soft(uint64_t x)
     return (uint32_t)((x * 0x0101010101010101ull) >> 56);
 }
 
-/* Rows ahead are fetched into L2 (hint 1), not L1: a scan of 200,000 scattered lines keeps
- * BITS_PREFETCH misses in flight all the time, and prefetches into L1 hold the core's few L1
- * miss buffers until their lines arrive, so the loads of the rows being scored wait behind
- * them. At 1M x 384, 20% readable, the scan's p50 went 1.8 - 2.2 -> 1.5 - 1.7 ms (5% unchanged
- * within noise); 16 or 24 rows ahead into L1 did half as well, 64 into L2 worse. */
+/* 32 rows ahead (quant_prefetch): 16 or 24 did half as well, 64 worse. */
 CDN_PREFETCH_HELPER void prefetch_ahead(const quant_snap_t *r, const uint32_t *ids, size_t n,
                                         size_t i)
 {
     if (i + BITS_PREFETCH < n)
-        __builtin_prefetch(quant_row_bits(r, ids[i + BITS_PREFETCH]), 0, 1);
+        quant_prefetch(quant_row_bits(r, ids[i + BITS_PREFETCH]));
 }
 
 CDN_PREFETCH_HELPER void prefetch_first(const quant_snap_t *r, const uint32_t *ids, size_t n)

@@ -4,9 +4,21 @@
 #ifndef CDN_QUANT_INT_H
 #define CDN_QUANT_INT_H
 
+#include "base/mem.h"
 #include "vector/quant.h"
 
 #include <math.h>
+
+/* Starts fetching a code row the scans or a traversal will score soon, into L2 (hint 1), not
+ * L1: scattered rows keep tens of misses in flight all the time, and prefetches into L1 hold
+ * the core's few L1 miss buffers until their lines arrive, so the loads of the rows being
+ * scored queue behind them. At 1M x 384 (docs/benchmarks.md): the 1-bit filter at 20%
+ * readable 1.8 - 2.2 -> 1.5 - 1.7 ms p50, the 8-bit scan at 1% 0.49 - 0.63 -> 0.30 - 0.35, the
+ * traversal on codes at 100% 0.32 - 0.34 -> 0.23 - 0.27. */
+CDN_PREFETCH_HELPER void quant_prefetch(const void *p)
+{
+    __builtin_prefetch(p, 0, 1);
+}
 
 /* Directories retired by growth: it doubles from 8 chunks, so 2^32 rows need at most 20. */
 #define QUANT_MAX_RETIRED 24

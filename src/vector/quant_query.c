@@ -116,15 +116,12 @@ void quant_query_score(const quant_query_t *qq, const uint32_t *ids, uint32_t n,
     }
 }
 
-/* Into L2 (hint 1): a traversal prefetches every unvisited neighbour's codes at once, and
- * into L1 they would fill the core's miss buffers (quant_scan.c's prefetch_row). At 1M x 384,
- * 100% readable (the unfiltered traversal at ef 128): p50 0.32 - 0.34 -> 0.23 - 0.27 ms. */
 void quant_query_prefetch(const quant_query_t *qq, uint32_t id)
 {
     if (id >= qq->r.count)
         return;
     const char *p = (const char *)quant_row_codes(&qq->r, id);
     for (uint32_t off = 0; off < qq->r.stride; off += 64)
-        __builtin_prefetch(p + off, 0, 1);
-    __builtin_prefetch(quant_row_meta(&qq->r, id), 0, 1); /* e_r and r_r share a line */
+        quant_prefetch(p + off);
+    quant_prefetch(quant_row_meta(&qq->r, id)); /* e_r and r_r share a line */
 }

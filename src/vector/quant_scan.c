@@ -164,10 +164,7 @@ static int judge_row(qscan_t *c, uint32_t id, int32_t s, float e)
 }
 
 /* Prefetches the codes of ids[j] (unless it directly follows ids[j - 1]: a run of consecutive
- * rows is one stream the hardware follows) and its e_r / r_r, in its 1-bit row's line. Into L2
- * (hint 1), as quant_bits.c does and for the same reason: eight rows of seven lines ahead
- * fetched into L1 fill the core's L1 miss buffers and the kernel's own loads wait behind them
- * (1M x 384, 1% readable, 10,000 rows: p50 0.49 - 0.63 -> 0.30 - 0.35 ms). */
+ * rows is one stream the hardware follows) and its e_r / r_r, in its 1-bit row's line. */
 CDN_PREFETCH_HELPER void prefetch_row(const qscan_t *c, const uint32_t *ids, size_t j, size_t n)
 {
     if (j >= n)
@@ -175,9 +172,9 @@ CDN_PREFETCH_HELPER void prefetch_row(const qscan_t *c, const uint32_t *ids, siz
     if (j == 0 || ids[j] != ids[j - 1] + 1) {
         const char *p = (const char *)quant_row_codes(&c->r, ids[j]);
         for (size_t off = 0; off < c->q->stride; off += 64)
-            __builtin_prefetch(p + off, 0, 1);
+            quant_prefetch(p + off);
     }
-    __builtin_prefetch(quant_row_meta(&c->r, ids[j]), 0, 1); /* e_r and r_r: one line */
+    quant_prefetch(quant_row_meta(&c->r, ids[j])); /* e_r and r_r: one line */
 }
 
 /* Lowers T to the other half's, when the scan is split and that is smaller. */

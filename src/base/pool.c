@@ -1,15 +1,33 @@
 /* pool.c: worker threads that take the parts of queued jobs, and callers that take parts of
  * their own job while they wait. Relies on pthreads; one mutex guards the queue and counters. */
 #include "base/pool.h"
+#include "base/clock.h"
 #include "base/err.h"
 #include "base/mem.h"
 
 #include <pthread.h>
 #include <unistd.h>
 
-/* A caller's job, on the caller's stack: it stays valid until `done` reaches n, and every
- * access to its counters is under the pool's lock, so the caller may return as soon as it sees
- * done == n. */
+/* How long an idle worker polls for the next job before it sleeps on the condition variable.
+ * Waking a sleeping thread costs tens of microseconds (more in a virtual machine, where the idle
+ * processor itself may have been parked), which a split scan of a few thousand rows pays on
+ * every query; a worker that finished a part moments ago is usually needed again within a
+ * query's length. The poll reads one flag, so its cost is the processor time it holds. */
+#define POOL_SPIN_NS 100000u
+
+#if defined(__x86_64__) || defined(__i386__)
+#define POOL_PAUSE() __builtin_ia32_pause()
+#elif defined(__aarch64__)
+#define POOL_PAUSE() __asm__ __volatile__("yield")
+#else
+#define POOL_PAUSE() ((void)0)
+#endif
+
+/* A caller's job, on the caller's stack: it stays valid until `done` reaches n. Its counters
+ * change only under the pool's lock, and the caller returns only after it has seen done == n
+ * with the lock held (a worker counts its part and signals under the lock, so by then no worker
+ * touches the job). `done` is also written and read atomically, so the caller may poll it
+ * without the lock first. */
 typedef struct job {
     cdn_pool_fn fn;
     void *arg;
@@ -23,6 +41,8 @@ struct cdn_pool {
     pthread_cond_t work; /* a job was queued, or the pool is stopping */
     job_t *head, *tail;
     int stopping;
+    size_t
+        queued; /* head != NULL, also written atomically: idle workers poll it without the lock */
     unsigned n;
     pthread_t *threads;
 };
@@ -40,6 +60,7 @@ static size_t claim(cdn_pool_t *p, job_t *j)
         *pp = j->qnext;
         if (p->tail == j)
             p->tail = prev;
+        __atomic_store_n(&p->queued, p->head != NULL, __ATOMIC_RELEASE);
     }
     return i;
 }
@@ -52,8 +73,19 @@ static void run_part(cdn_pool_t *p, job_t *j, size_t i)
     pthread_mutex_unlock(&p->lock);
     fn(arg, i);
     pthread_mutex_lock(&p->lock);
-    if (++j->done == j->n)
+    if (__atomic_add_fetch(&j->done, 1, __ATOMIC_RELEASE) == j->n)
         pthread_cond_signal(&j->finished); /* under the lock: the caller cannot have left */
+}
+
+/* Polls *flag, without the lock, until it is at least want or POOL_SPIN_NS have passed. */
+static void poll_for(const size_t *flag, size_t want)
+{
+    uint64_t until = cdn_clock_ns() + POOL_SPIN_NS;
+    for (unsigned i = 1; __atomic_load_n(flag, __ATOMIC_ACQUIRE) < want; i++) {
+        POOL_PAUSE();
+        if (i % 64 == 0 && cdn_clock_ns() > until)
+            return;
+    }
 }
 
 static void *worker(void *arg)
@@ -61,6 +93,11 @@ static void *worker(void *arg)
     cdn_pool_t *p = arg;
     pthread_mutex_lock(&p->lock);
     for (;;) {
+        if (!p->head && !p->stopping) {
+            pthread_mutex_unlock(&p->lock);
+            poll_for(&p->queued, 1);
+            pthread_mutex_lock(&p->lock);
+        }
         while (!p->head && !p->stopping)
             pthread_cond_wait(&p->work, &p->lock);
         if (!p->head)
@@ -127,10 +164,16 @@ void cdn_pool_run(cdn_pool_t *p, size_t n_tasks, cdn_pool_fn fn, void *arg)
     else
         p->head = &j;
     p->tail = &j;
+    __atomic_store_n(&p->queued, 1, __ATOMIC_RELEASE);
     for (size_t i = 1; i < n_tasks && i <= p->n; i++) /* the caller takes one part itself */
         pthread_cond_signal(&p->work);
     while (j.next < j.n)
         run_part(p, &j, claim(p, &j));
+    if (j.done < j.n) { /* the workers' parts are still running: they end soon, usually */
+        pthread_mutex_unlock(&p->lock);
+        poll_for(&j.done, j.n);
+        pthread_mutex_lock(&p->lock);
+    }
     while (j.done < j.n)
         pthread_cond_wait(&j.finished, &p->lock);
     pthread_mutex_unlock(&p->lock);

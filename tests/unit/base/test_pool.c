@@ -1,5 +1,6 @@
 /* test_pool.c: the worker pool (base/pool.h): every task runs exactly once and before its
- * caller returns, with many callers at once, nested jobs and no workers. Relies on cmocka and
+ * caller returns, with many callers at once, callers waiting on a worker's part, nested jobs
+ * and no workers. Relies on cmocka and
  * pthreads; also run under ThreadSanitizer (Makefile TSAN_TESTS). */
 #include <pthread.h>
 #include <setjmp.h>
@@ -98,6 +99,33 @@ static void nested(void *arg, size_t task)
     outer->ran[task] += ok;
 }
 
+/* Task 1 works a while, so the caller finishes its own part first and polls for the worker's end
+ * (the job's counters read without the lock); task 0 returns at once. */
+static void slow_second(void *arg, size_t task)
+{
+    marks_t *m = arg;
+    volatile unsigned spin = 0;
+    for (unsigned i = 0; task == 1 && i < 20000; i++)
+        spin += i;
+    m->ran[task]++;
+}
+
+/* Jobs run back to back from one stack frame: every job record lands at the same address, so a
+ * worker still touching the last one after its caller returned would corrupt the next one's
+ * counts (and TSan would report the access). */
+static void test_pool_caller_waits_for_the_workers_part(void **state)
+{
+    (void)state;
+    cdn_pool_t *p;
+    assert_int_equal(cdn_pool_create(1, &p), 0);
+    for (int j = 0; j < 2000; j++) {
+        marks_t m = {{0}, p};
+        cdn_pool_run(p, 2, slow_second, &m);
+        check_each_once(&m, 2);
+    }
+    cdn_pool_free(p);
+}
+
 static void test_pool_job_inside_a_task_completes(void **state)
 {
     (void)state;
@@ -138,6 +166,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_pool_runs_every_task_once_before_returning),
         cmocka_unit_test(test_pool_serves_many_callers_at_once),
+        cmocka_unit_test(test_pool_caller_waits_for_the_workers_part),
         cmocka_unit_test(test_pool_job_inside_a_task_completes),
         cmocka_unit_test(test_pool_without_workers_runs_tasks_on_the_caller),
         cmocka_unit_test(test_shared_pool_is_one_per_process),

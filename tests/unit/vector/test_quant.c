@@ -201,8 +201,8 @@ static void test_quant_prunes_most_rows_of_clustered_384d_data(void **state)
     free(x);
 }
 
-/* Every instruction set this CPU has gives the exact result, and its code kernel agrees with
- * the scalar one exactly (integer arithmetic). */
+/* Every instruction set this CPU has gives the exact result, its code kernel agrees with the
+ * scalar one exactly (integer arithmetic), and it re-ranks the same rows. */
 static void test_quant_every_isa_matches_scalar_and_exact(void **state)
 {
     (void)state;
@@ -231,8 +231,12 @@ static void test_quant_every_isa_matches_scalar_and_exact(void **state)
             for (int m = 0; m <= VEC_METRIC_L2; m++) {
                 roaring_bitmap_t *a = make_allowed(n, 0.2, &s);
                 assert_same(q, &v, (vec_metric_t)m, (vec_isa_t)isa, query, a, 10, NULL);
-                assert_same(q, &v, (vec_metric_t)m, (vec_isa_t)isa, query, NULL, 5, NULL);
                 roaring_bitmap_free(a);
+                /* Same integer sums, same bounds: the same rows re-ranked in float. */
+                quant_stats_t st, ref_st;
+                assert_same(q, &v, (vec_metric_t)m, (vec_isa_t)isa, query, NULL, 5, &st);
+                assert_same(q, &v, (vec_metric_t)m, VEC_ISA_SCALAR, query, NULL, 5, &ref_st);
+                assert_int_equal(st.reranked, ref_st.reranked);
             }
         }
         quant_free(q);
@@ -421,14 +425,14 @@ static void test_quant_rejects_bad_arguments_with_messages(void **state)
     quant_free(NULL);
 }
 
-/* Scans of QUANT_PAR_MIN_ROWS rows or more run on two threads, each half with its own bounds;
- * the merged answer must still be exactly the float scan's, and a failed allocation in either
- * half must surface as NOMEM, never as a short answer. */
+/* Scans of QUANT_PAR_MIN_BYTES of codes or more (1 MiB: here 40,000 or 24,000 rows of 64 bytes) run
+ * on two threads, each half with its own bounds; the merged answer must still be exactly the float
+ * scan's, and a failed allocation in either half must surface as NOMEM, never as a short answer. */
 static void test_quant_two_thread_scan_matches_exact_search(void **state)
 {
     (void)state;
     uint64_t s = 4242;
-    const uint32_t dim = 48, n = 24000;
+    const uint32_t dim = 48, n = 40000;
     for (int m = 0; m <= VEC_METRIC_L2; m++) {
         float *x = make_rows(n + 3, dim, DATA_CLUSTERED, (vec_metric_t)m, &s);
         vec_view_t v = {x, dim, dim, n};

@@ -252,7 +252,8 @@ static void test_bits_rows_read_in_8_bits_are_few(void **state)
 {
     (void)state;
     uint64_t s = 41;
-    const uint32_t dim = 384, n = 8000; /* one thread: below QUANT_PAR_MIN_ROWS */
+    const uint32_t dim = 384,
+                   n = 8000; /* one thread: 8,000 1-bit rows are below QUANT_PAR_MIN_BYTES */
     for (int m = 0; m <= VEC_METRIC_L2; m++) {
         float *x = make_rows_around(n + 10, dim, (vec_metric_t)m, 400, 0.3f, &s);
         vec_view_t v = {x, dim, dim, n};

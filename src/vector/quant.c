@@ -161,8 +161,8 @@ static float encode_row(const quant_t *q, const float *x, uint8_t *c, float *r)
             continue;
         }
         if (s > 0) {
-            code = nearbyint((xj - lo) / s);
-            code = code < 0 ? 0 : code > 255 ? 255 : code;
+            code = (xj - lo) / s;
+            code = quant_round_even(code < 0 ? 0 : code > 255 ? 255 : code);
         }
         c[j] = (uint8_t)code;
         r2 += (s * code) * (s * code);

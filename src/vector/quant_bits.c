@@ -466,7 +466,7 @@ static void prepare(quant_bits_query_t *bq, const float *query, float *buf)
     double dl = hi > lo ? ((double)hi - lo) / 15.0 : 0, sum = 0;
     memset(bq->planes, 0, (size_t)BITS_PLANES * bq->pstride * 8);
     for (uint32_t i = 0; i < q->bdim; i++) {
-        uint32_t u = dl > 0 ? (uint32_t)nearbyint((w[i] - lo) / dl) : 0;
+        uint32_t u = dl > 0 ? (uint32_t)quant_round_even((w[i] - lo) / dl) : 0;
         u = u > 15 ? 15 : u;
         sum += lo + dl * u;
         for (uint32_t j = 0; j < BITS_PLANES; j++)

@@ -425,7 +425,8 @@ int quant_weigh(const quant_t *q, const float *query, int l2, quant_weights_t *o
         if (!isfinite(x))
             return 1;
         double om = l2 ? (x - lo) * s : x * s;
-        maxw = fmax(maxw, fabs(om));
+        if (fabs(om) > maxw) /* as fmax: om is finite, and a comparison costs no call */
+            maxw = fabs(om);
         qn2 += x * x;
         c0 += x * lo;
         pmag += fabs(x) * (fabs(lo) + 255.0 * s);
@@ -435,7 +436,7 @@ int quant_weigh(const quant_t *q, const float *query, int l2, quant_weights_t *o
     double sigma = maxw > 0 ? maxw / wmax : 0;
     for (uint32_t j = 0; j < q->dim && sigma > 0; j++) {
         double x = query[j], om = l2 ? (x - q->lo[j]) * q->s[j] : x * q->s[j];
-        double r = nearbyint(om / sigma);
+        double r = quant_round_even(om / sigma);
         out->w[j] = (int16_t)(r > wmax ? wmax : r < -wmax ? -wmax : r);
     }
     out->sigma = sigma;

@@ -22,6 +22,7 @@
 #include "unit/vector/quant_testutil.h"
 #include "vector/exact.h"
 #include "vector/quant.h"
+#include "vector/quant_int.h"
 
 static uint64_t rng_next(uint64_t *s)
 {
@@ -463,6 +464,29 @@ static void test_quant_two_thread_scan_matches_exact_search(void **state)
     }
 }
 
+/* quant_round_even stands in for nearbyint in the weights and the codes: equal on every value
+ * those take (|v| <= 32,767 for weights, [0, 255] for codes), ties included; a negative
+ * fraction may round to +0 where nearbyint gives -0, which converts to the same integer. */
+static void test_quant_round_even_is_nearbyint(void **state)
+{
+    (void)state;
+    uint64_t s = 5;
+    for (int i = 0; i < 200000; i++) {
+        double v;
+        switch (i % 4) {
+        case 0: v = ((double)(rng_next(&s) % 65536) - 32768.0) / 2.0; break; /* halves: ties */
+        case 1: v = ((double)(rng_next(&s) >> 11) * 0x1p-53 - 0.5) * 65534.0; break;
+        case 2: v = (double)(rng_next(&s) % 512) / 2.0; break; /* the codes' range */
+        default: v = ((double)(rng_next(&s) >> 11) * 0x1p-53 - 0.5) * 4.0; break; /* near 0 */
+        }
+        double want = nearbyint(v), got = quant_round_even(v);
+        if (memcmp(&want, &got, sizeof want) != 0 && !(want == 0 && got == 0))
+            fail_msg("quant_round_even(%.17g) = %.17g, nearbyint gives %.17g", v, got, want);
+    }
+    assert_true(quant_round_even(2.5) == 2.0 && quant_round_even(3.5) == 4.0);
+    assert_true(quant_round_even(-2.5) == -2.0 && quant_round_even(32767.4) == 32767.0);
+}
+
 static void test_quant_reports_nomem_when_allocation_fails(void **state)
 {
     (void)state;
@@ -558,6 +582,7 @@ int main(void)
         cmocka_unit_test(test_quant_stays_exact_with_a_large_common_offset),
         cmocka_unit_test(test_quant_searches_stay_exact_while_rows_are_appended),
         cmocka_unit_test(test_quant_rejects_bad_arguments_with_messages),
+        cmocka_unit_test(test_quant_round_even_is_nearbyint),
         cmocka_unit_test(test_quant_reports_nomem_when_allocation_fails),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

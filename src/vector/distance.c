@@ -52,8 +52,13 @@ static void l2sq4_scalar(const float *q, const float *const r[4], size_t n, floa
         out[j] = l2sq_scalar(q, r[j], n);
 }
 
+/* The scalar 4-row kernels already score the rows one after another. */
+#define dot4s_scalar dot4_scalar
+#define l2sq4s_scalar l2sq4_scalar
+
 /* Cosine (on unit vectors) and dot product distances, derived from the dot kernel of one ISA
- * so that every metric shares the same tested inner loop. */
+ * so that every metric shares the same tested inner loop; likewise for the 4-row kernels that
+ * read their rows one after another (dot4s). */
 #define DERIVED_KERNELS(isa, attr)                                                                 \
     attr static float cos_##isa(const float *a, const float *b, size_t n)                          \
     {                                                                                              \
@@ -73,6 +78,19 @@ static void l2sq4_scalar(const float *q, const float *const r[4], size_t n, floa
                                    float out[4])                                                   \
     {                                                                                              \
         dot4_##isa(q, r, n, out);                                                                  \
+        for (int j = 0; j < 4; j++)                                                                \
+            out[j] = -out[j];                                                                      \
+    }                                                                                              \
+    attr static void cos4s_##isa(const float *q, const float *const r[4], size_t n, float out[4])  \
+    {                                                                                              \
+        dot4s_##isa(q, r, n, out);                                                                 \
+        for (int j = 0; j < 4; j++)                                                                \
+            out[j] = 1.0f - out[j];                                                                \
+    }                                                                                              \
+    attr static void negdot4s_##isa(const float *q, const float *const r[4], size_t n,             \
+                                    float out[4])                                                  \
+    {                                                                                              \
+        dot4s_##isa(q, r, n, out);                                                                 \
         for (int j = 0; j < 4; j++)                                                                \
             out[j] = -out[j];                                                                      \
     }
@@ -183,6 +201,32 @@ AVX2_FN static inline void four_avx2(const float *q, const float *const r[4], si
     out[3] = hsum_avx2(s3);
 }
 
+/* One row as four_avx2 scores each of its rows: the same steps in the same order, so that the
+ * two 4-row forms give the same bits. */
+AVX2_FN static inline float row_avx2(const float *q, const float *x, size_t n, int l2)
+{
+    __m256 s = _mm256_setzero_ps();
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        s = acc_avx2(_mm256_loadu_ps(q + i), _mm256_loadu_ps(x + i), s, l2);
+    if (i < n) {
+        __m256i m = tail_mask_avx2(n - i);
+        s = acc_avx2(_mm256_maskload_ps(q + i, m), _mm256_maskload_ps(x + i, m), s, l2);
+    }
+    return hsum_avx2(s);
+}
+
+AVX2_FN static void dot4s_avx2(const float *q, const float *const r[4], size_t n, float out[4])
+{
+    for (int j = 0; j < 4; j++)
+        out[j] = row_avx2(q, r[j], n, 0);
+}
+AVX2_FN static void l2sq4s_avx2(const float *q, const float *const r[4], size_t n, float out[4])
+{
+    for (int j = 0; j < 4; j++)
+        out[j] = row_avx2(q, r[j], n, 1);
+}
+
 AVX2_FN static void dot4_avx2(const float *q, const float *const r[4], size_t n, float out[4])
 {
     four_avx2(q, r, n, out, 0);
@@ -276,6 +320,31 @@ AVX512_FN static inline void four_avx512(const float *q, const float *const r[4]
     out[3] = _mm512_reduce_add_ps(s3);
 }
 
+/* One row as four_avx512 scores each of its rows (same steps, same order, same bits). */
+AVX512_FN static inline float row_avx512(const float *q, const float *x, size_t n, int l2)
+{
+    __m512 s = _mm512_setzero_ps();
+    size_t i = 0;
+    for (; i + 16 <= n; i += 16)
+        s = acc_avx512(_mm512_loadu_ps(q + i), _mm512_loadu_ps(x + i), s, l2);
+    if (i < n) {
+        __mmask16 m = tail_mask_avx512(n - i);
+        s = acc_avx512(_mm512_maskz_loadu_ps(m, q + i), _mm512_maskz_loadu_ps(m, x + i), s, l2);
+    }
+    return _mm512_reduce_add_ps(s);
+}
+
+AVX512_FN static void dot4s_avx512(const float *q, const float *const r[4], size_t n, float out[4])
+{
+    for (int j = 0; j < 4; j++)
+        out[j] = row_avx512(q, r[j], n, 0);
+}
+AVX512_FN static void l2sq4s_avx512(const float *q, const float *const r[4], size_t n, float out[4])
+{
+    for (int j = 0; j < 4; j++)
+        out[j] = row_avx512(q, r[j], n, 1);
+}
+
 AVX512_FN static void dot4_avx512(const float *q, const float *const r[4], size_t n, float out[4])
 {
     four_avx512(q, r, n, out, 0);
@@ -296,19 +365,23 @@ typedef struct kernel_set {
     vec_dist_fn dot;
     vec_dist_fn one[3];
     vec_dist4_fn four[3];
+    vec_dist4_fn four_seq[3];
 } kernel_set_t;
 
 static const kernel_set_t kernel_sets[3] = {
     [VEC_ISA_SCALAR] = {dot_scalar,
                         {cos_scalar, negdot_scalar, l2sq_scalar},
-                        {cos4_scalar, negdot4_scalar, l2sq4_scalar}},
+                        {cos4_scalar, negdot4_scalar, l2sq4_scalar},
+                        {cos4s_scalar, negdot4s_scalar, l2sq4s_scalar}},
 #ifdef CDN_HAVE_X86
     [VEC_ISA_AVX2] = {dot_avx2,
                       {cos_avx2, negdot_avx2, l2sq_avx2},
-                      {cos4_avx2, negdot4_avx2, l2sq4_avx2}},
+                      {cos4_avx2, negdot4_avx2, l2sq4_avx2},
+                      {cos4s_avx2, negdot4s_avx2, l2sq4s_avx2}},
     [VEC_ISA_AVX512] = {dot_avx512,
                         {cos_avx512, negdot_avx512, l2sq_avx512},
-                        {cos4_avx512, negdot4_avx512, l2sq4_avx512}},
+                        {cos4_avx512, negdot4_avx512, l2sq4_avx512},
+                        {cos4s_avx512, negdot4s_avx512, l2sq4s_avx512}},
 #endif
 };
 
@@ -364,6 +437,13 @@ vec_dist4_fn vec_dist4_for_isa(vec_metric_t m, vec_isa_t isa)
     if (!metric_valid(m) || !isa_usable(isa))
         return NULL;
     return kernel_sets[isa].four[m];
+}
+
+vec_dist4_fn vec_dist4_seq_for_isa(vec_metric_t m, vec_isa_t isa)
+{
+    if (!metric_valid(m) || !isa_usable(isa))
+        return NULL;
+    return kernel_sets[isa].four_seq[m];
 }
 
 vec_dist_fn vec_dist_for(vec_metric_t m)

@@ -49,6 +49,13 @@ typedef void (*vec_dist4_fn)(const float *q, const float *const rows[4], size_t 
 vec_dist4_fn vec_dist4_for(vec_metric_t m);
 vec_dist4_fn vec_dist4_for_isa(vec_metric_t m, vec_isa_t isa);
 
+/* The same as vec_dist4_for_isa's kernel, bit for bit, for four rows that lie one after another
+ * in memory: it reads them one after another rather than side by side. Side by side keeps four
+ * misses in flight for scattered rows; on consecutive rows it is four interleaved streams, which
+ * the hardware prefetcher follows badly (200k x 384 float scan, all rows, AMD EPYC: 30 ms
+ * against 16 ms). NULL if the CPU lacks isa. */
+vec_dist4_fn vec_dist4_seq_for_isa(vec_metric_t m, vec_isa_t isa);
+
 /* Dot product and squared L2 with the best instruction set. */
 float vec_dot(const float *a, const float *b, size_t n);
 float vec_l2sq(const float *a, const float *b, size_t n);

@@ -17,7 +17,7 @@
 typedef struct scan {
     const float *q;
     const vec_view_t *v;
-    vec_dist4_fn four;
+    vec_dist4_fn four, four_seq; /* scattered rows / four consecutive rows */
     topk_t top;
     uint64_t scanned;
 } scan_t;
@@ -58,7 +58,10 @@ static void scan_ids(scan_t *s, const uint32_t *ids, size_t n)
         for (size_t j = 0; j < 4; j++)
             rows[j] = vec_row(s->v, ids[i + (j < group ? j : group - 1)]);
         float d[4];
-        s->four(s->q, rows, s->v->dim, d);
+        if (group == 4 && ids[i + 3] == ids[i] + 3)
+            s->four_seq(s->q, rows, s->v->dim, d);
+        else
+            s->four(s->q, rows, s->v->dim, d);
         for (size_t j = 0; j < group; j++)
             topk_push(&s->top, ids[i + j], d[j]);
     }
@@ -117,7 +120,8 @@ static int scan_begin(scan_t *s, const vec_view_t *v, vec_metric_t m, vec_isa_t 
         (v->count && (!v->base || v->stride < v->dim)))
         return CDN_ERR_INVALID;
     s->four = vec_dist4_for_isa(m, isa);
-    if (!s->four)
+    s->four_seq = vec_dist4_seq_for_isa(m, isa);
+    if (!s->four || !s->four_seq)
         return CDN_ERR_UNSUPPORTED;
     s->q = query;
     s->v = v;

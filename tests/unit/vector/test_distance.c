@@ -154,6 +154,47 @@ static void test_four_row_kernel_equals_single_row_kernel(void **state)
     free(rows);
 }
 
+/* The kernel for consecutive rows reads them in another order but computes each one with the
+ * same steps: its results equal the side-by-side kernel's bit for bit, on any rows. */
+static void test_consecutive_row_kernel_gives_the_same_bits(void **state)
+{
+    (void)state;
+    uint64_t s = 7;
+    float *q = malloc(MAX_LEN * sizeof(float)), *rows = malloc(4 * MAX_LEN * sizeof(float));
+    for (int isa = VEC_ISA_SCALAR; isa <= VEC_ISA_AVX512; isa++) {
+        if (!vec_dist4_for_isa(VEC_METRIC_L2, (vec_isa_t)isa)) {
+            assert_null(vec_dist4_seq_for_isa(VEC_METRIC_L2, (vec_isa_t)isa));
+            continue;
+        }
+        for (size_t li = 0; li < N_LENGTHS; li++) {
+            size_t n = length_at(li);
+            fill(q, n, &s);
+            fill(rows, 4 * n, &s);
+            const float *seq[4] = {rows, rows + n, rows + 2 * n, rows + 3 * n};
+            const float *mixed[4] = {rows + 2 * n, rows, rows + 3 * n, rows + n};
+            for (int m = VEC_METRIC_COSINE; m <= VEC_METRIC_L2; m++) {
+                vec_dist4_fn side = vec_dist4_for_isa((vec_metric_t)m, (vec_isa_t)isa);
+                vec_dist4_fn one_by_one = vec_dist4_seq_for_isa((vec_metric_t)m, (vec_isa_t)isa);
+                assert_non_null(one_by_one);
+                for (int order = 0; order < 2; order++) {
+                    const float *const *r = order ? mixed : seq;
+                    float a[4], b[4];
+                    side(q, r, n, a);
+                    one_by_one(q, r, n, b);
+                    if (memcmp(a, b, sizeof a) != 0)
+                        fail_msg("isa %s metric %d n %zu: side by side %.9g %.9g %.9g %.9g, one "
+                                 "by one %.9g %.9g %.9g %.9g",
+                                 vec_isa_name((vec_isa_t)isa), m, n, a[0], a[1], a[2], a[3], b[0],
+                                 b[1], b[2], b[3]);
+                }
+            }
+        }
+    }
+    assert_null(vec_dist4_seq_for_isa((vec_metric_t)7, VEC_ISA_SCALAR));
+    free(q);
+    free(rows);
+}
+
 /* A row that ends exactly at an unreadable page: any load past its last float faults. */
 static void test_kernels_never_read_past_the_last_element(void **state)
 {
@@ -177,6 +218,8 @@ static void test_kernels_never_read_past_the_last_element(void **state)
             const float *r[4] = {a, a, a, a};
             float out[4];
             f4(a, r, n, out);
+            assert_float_equal(out[3], 0.0f, 0.0f);
+            vec_dist4_seq_for_isa(VEC_METRIC_L2, (vec_isa_t)isa)(a, r, n, out);
             assert_float_equal(out[3], 0.0f, 0.0f);
         }
     }
@@ -250,6 +293,7 @@ int main(void)
         cmocka_unit_test(test_threads_racing_for_the_first_choice_all_get_the_best_kernel),
         cmocka_unit_test(test_every_available_isa_matches_reference_for_all_lengths),
         cmocka_unit_test(test_four_row_kernel_equals_single_row_kernel),
+        cmocka_unit_test(test_consecutive_row_kernel_gives_the_same_bits),
         cmocka_unit_test(test_kernels_never_read_past_the_last_element),
         cmocka_unit_test(test_best_isa_kernels_are_the_ones_handed_out),
         cmocka_unit_test(test_metric_names_round_trip_and_unknown_is_rejected),

@@ -244,29 +244,31 @@ static size_t split_kept(qscan_t *c, uint32_t *known, size_t n, const float *lo,
     return now;
 }
 
-/* Scores ids[0..n) (all < v->count): ids without a code slot become candidates outright; with
- * the 1-bit filter, rows it rules out stop here and the rest are judged now or deferred
- * (split_kept); the rows judged now go through the 8-bit stage (code_pass). */
-static int scan_ids(qscan_t *c, const uint32_t *ids, size_t n)
+/* Scores ids[0..n) (all < v->count; the caller's scratch, reordered here): ids without a code
+ * slot become candidates outright; with the 1-bit filter, rows it rules out stop here and the
+ * rest are judged now or deferred (split_kept); the rows judged now go through the 8-bit stage
+ * (code_pass). */
+static int scan_ids(qscan_t *c, uint32_t *ids, size_t n)
 {
-    uint32_t known[QUANT_BLOCK];
     float lo[QUANT_BLOCK], est[QUANT_BLOCK];
+    const uint32_t count = c->r.count;
     size_t nk = 0;
     int rc = CDN_OK;
-    for (size_t i = 0; rc == CDN_OK && i < n; i++) {
-        if (ids[i] < c->r.count)
-            known[nk++] = ids[i];
-        else
-            rc = add_cand(c, ids[i], -INFINITY);
+    for (size_t i = 0; i < n; i++) { /* those with a slot move to the front, in order */
+        uint32_t id = ids[i];
+        if (id < count)
+            ids[nk++] = id;
+        else if (rc == CDN_OK)
+            rc = add_cand(c, id, -INFINITY);
     }
     take_peer_t(c);
     if (c->bq && rc == CDN_OK) {
-        size_t kept = quant_bits_filter(c->bq, &c->r, known, nk, c->t, lo, est);
+        size_t kept = quant_bits_filter(c->bq, &c->r, ids, nk, c->t, lo, est);
         c->st.filtered += nk - kept;
-        nk = split_kept(c, known, kept, lo, est, &rc);
+        nk = split_kept(c, ids, kept, lo, est, &rc);
     }
     if (rc == CDN_OK)
-        rc = code_pass(c, known, nk);
+        rc = code_pass(c, ids, nk);
     c->st.scanned += n;
     return rc;
 }

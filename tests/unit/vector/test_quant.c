@@ -440,11 +440,20 @@ static void test_quant_two_thread_scan_matches_exact_search(void **state)
         quant_t *q = make_quant(&v, 2000);
         for (int qi = 0; qi < 3; qi++) {
             const float *query = x + (size_t)(n + qi) * dim;
-            assert_same(q, &v, (vec_metric_t)m, vec_isa_best(), query, NULL, 10, NULL);
+            quant_stats_t st;
+            assert_same(q, &v, (vec_metric_t)m, vec_isa_best(), query, NULL, 10, &st);
+            assert_int_equal(st.scanned, n); /* the halves cover every row once */
             assert_same(q, &v, (vec_metric_t)m, vec_isa_best(), query, NULL, 100, NULL);
             roaring_bitmap_t *a = make_allowed(n, 0.6, &s);
-            assert_same(q, &v, (vec_metric_t)m, vec_isa_best(), query, a, 10, NULL);
+            assert_same(q, &v, (vec_metric_t)m, vec_isa_best(), query, a, 10, &st);
+            assert_int_equal(st.scanned, roaring_bitmap_get_cardinality(a));
             roaring_bitmap_free(a);
+            /* allowed ids in one band that runs past the last row: the second half scans nothing
+             * there */
+            roaring_bitmap_t *band = roaring_bitmap_from_range(n - 12000, n + 20000, 1);
+            assert_same(q, &v, (vec_metric_t)m, vec_isa_best(), query, band, 10, &st);
+            assert_int_equal(st.scanned, 12000);
+            roaring_bitmap_free(band);
         }
         topk_hit_t out[10];
         size_t got;

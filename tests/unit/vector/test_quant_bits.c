@@ -202,6 +202,37 @@ static void test_bits_scan_finds_the_top_10_and_prunes(void **state)
     }
 }
 
+/* From 1 MiB of 1-bit rows (16,384 at 384-d) the bit scan runs in two halves on two threads:
+ * every readable row is estimated exactly once, and the hits are as good as one thread's. */
+static void test_bits_scan_on_two_threads_reads_each_row_once(void **state)
+{
+    (void)state;
+    uint64_t s = 17;
+    const uint32_t dim = 384, n = 40000;
+    for (int m = 0; m <= VEC_METRIC_L2; m++) {
+        float *x = make_rows(n + 5, dim, (vec_metric_t)m, &s);
+        vec_view_t v = {x, dim, dim, n};
+        quant_t *q = make_quant(&v, 5000);
+        size_t hit = 0, total = 0;
+        for (int qi = 0; qi < 5; qi++) {
+            const float *query = x + (size_t)(n + qi) * dim;
+            roaring_bitmap_t *sets[3] = {NULL, random_rows(n, 0.6, &s),
+                                         far_rows(&v, (vec_metric_t)m, query, 0.5)};
+            for (int a = 0; a < 3; a++) {
+                quant_stats_t st;
+                hit += found(q, &v, (vec_metric_t)m, vec_isa_best(), query, sets[a], 10, &st);
+                total += 10;
+                assert_int_equal(st.scanned, sets[a] ? roaring_bitmap_get_cardinality(sets[a]) : n);
+                if (sets[a])
+                    roaring_bitmap_free(sets[a]);
+            }
+        }
+        assert_true((double)hit >= 0.99 * (double)total);
+        quant_free(q);
+        free(x);
+    }
+}
+
 /* The portable, popcnt and VPOPCNTQ filters keep the same rows, hence the same hits: at 200
  * dimensions (4 words: the AVX-512 kernel's masked tail) and 384 (6 words, the row's numbers in
  * the same line), every metric, readable sets whose sizes are no multiple of 8. */
@@ -412,6 +443,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_bits_rotation_keeps_lengths),
         cmocka_unit_test(test_bits_scan_finds_the_top_10_and_prunes),
+        cmocka_unit_test(test_bits_scan_on_two_threads_reads_each_row_once),
         cmocka_unit_test(test_bits_every_isa_agrees),
         cmocka_unit_test(test_bits_rows_read_in_8_bits_are_few),
         cmocka_unit_test(test_bits_rows_without_codes_are_found),

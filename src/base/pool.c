@@ -6,6 +6,7 @@
 #include "base/mem.h"
 
 #include <pthread.h>
+#include <sched.h>
 #include <unistd.h>
 
 /* How long an idle worker polls for the next job before it sleeps on the condition variable.
@@ -41,8 +42,8 @@ struct cdn_pool {
     pthread_cond_t work; /* a job was queued, or the pool is stopping */
     job_t *head, *tail;
     int stopping;
-    size_t
-        queued; /* head != NULL, also written atomically: idle workers poll it without the lock */
+    /* head != NULL, also written atomically: idle workers poll it without the lock */
+    size_t queued;
     unsigned n;
     pthread_t *threads;
 };
@@ -77,14 +78,19 @@ static void run_part(cdn_pool_t *p, job_t *j, size_t i)
         pthread_cond_signal(&j->finished); /* under the lock: the caller cannot have left */
 }
 
-/* Polls *flag, without the lock, until it is at least want or POOL_SPIN_NS have passed. */
+/* Polls *flag, without the lock, until it is at least want or POOL_SPIN_NS have passed. Every
+ * 64 polls it yields the processor: where the thread it waits for shares this processor (more
+ * threads than processors, a CPU quota), that thread then runs instead of waiting out the poll. */
 static void poll_for(const size_t *flag, size_t want)
 {
     uint64_t until = cdn_clock_ns() + POOL_SPIN_NS;
     for (unsigned i = 1; __atomic_load_n(flag, __ATOMIC_ACQUIRE) < want; i++) {
         POOL_PAUSE();
-        if (i % 64 == 0 && cdn_clock_ns() > until)
-            return;
+        if (i % 64 == 0) {
+            if (cdn_clock_ns() > until)
+                return;
+            sched_yield();
+        }
     }
 }
 
@@ -187,9 +193,19 @@ static cdn_pool_t *shared_pool; /* written once under shared_once, read-only aft
 static cdn_pool_t no_workers = {.lock = PTHREAD_MUTEX_INITIALIZER,
                                 .work = PTHREAD_COND_INITIALIZER};
 
+/* The processors this process may run on: its affinity mask (taskset, a container's cpuset),
+ * else every online one. */
+static long usable_cpus(void)
+{
+    cpu_set_t set;
+    if (sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0)
+        return CPU_COUNT(&set);
+    return sysconf(_SC_NPROCESSORS_ONLN);
+}
+
 static void shared_start(void)
 {
-    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    long cpus = usable_cpus();
     unsigned n = cpus > 1 ? (unsigned)(cpus - 1) : 0;
     if (n > CDN_POOL_MAX_WORKERS)
         n = CDN_POOL_MAX_WORKERS;

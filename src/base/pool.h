@@ -2,13 +2,13 @@
  * that a server under load does not create a thread per request. Relies on pthreads.
  *
  * Where the pool lives: one per process, created on first use by cdn_pool_shared (pthread_once)
- * and sized from the machine's processor count. That is process configuration in DESIGN's
- * sense: fixed once, never changed, and what the threads hold between calls is only the queue
- * of parts in flight, nothing a request can observe. An engine-owned pool was the other choice;
- * it would have to be passed through query/ into every vector call, and two engines in one
- * process (or a test that opens many) would each start a pool as large as the machine, where
- * one process-wide set of workers is what the processors can actually run. cdn_pool_create
- * makes a private pool for tests and for callers that want their own.
+ * and sized from the processors the process may run on (its affinity mask). That is process
+ * configuration in DESIGN's sense: fixed once, never changed, and what the threads hold between
+ * calls is only the queue of parts in flight, nothing a request can observe. An engine-owned pool
+ * was the other choice; it would have to be passed through query/ into every vector call, and two
+ * engines in one process (or a test that opens many) would each start a pool as large as the
+ * machine, where one process-wide set of workers is what the processors can actually run.
+ * cdn_pool_create makes a private pool for tests and for callers that want their own.
  *
  * Waiting: a worker that finds no job polls for one for 100 us before it sleeps, and a caller
  * whose job has parts still running on workers polls for their end before it sleeps, so jobs
@@ -34,9 +34,9 @@ int cdn_pool_create(unsigned n_workers, cdn_pool_t **out);
  * may be in progress. NULL is a no-op. */
 void cdn_pool_free(cdn_pool_t *p);
 
-/* The process's pool: one worker per online processor but one (the caller is the other), at
- * most CDN_POOL_MAX_WORKERS; created on the first call, never freed. Never NULL: if it cannot
- * be created, a pool without workers stands in, so tasks run on their callers. */
+/* The process's pool: one worker per usable processor (the affinity mask) but one (the caller
+ * is the other), at most CDN_POOL_MAX_WORKERS; created on the first call, never freed. Never NULL:
+ * if it cannot be created, a pool without workers stands in, so tasks run on their callers. */
 cdn_pool_t *cdn_pool_shared(void);
 #define CDN_POOL_MAX_WORKERS 64
 

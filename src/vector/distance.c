@@ -56,9 +56,25 @@ static void l2sq4_scalar(const float *q, const float *const r[4], size_t n, floa
 #define dot4s_scalar dot4_scalar
 #define l2sq4s_scalar l2sq4_scalar
 
+/* The cosine and negated-dot 4-row kernels named cos4 and negdot4, from the 4-row dot kernel
+ * dot4. */
+#define DERIVED_FOUR(cos4, negdot4, dot4, attr)                                                    \
+    attr static void cos4(const float *q, const float *const r[4], size_t n, float out[4])         \
+    {                                                                                              \
+        dot4(q, r, n, out);                                                                        \
+        for (int j = 0; j < 4; j++)                                                                \
+            out[j] = 1.0f - out[j];                                                                \
+    }                                                                                              \
+    attr static void negdot4(const float *q, const float *const r[4], size_t n, float out[4])      \
+    {                                                                                              \
+        dot4(q, r, n, out);                                                                        \
+        for (int j = 0; j < 4; j++)                                                                \
+            out[j] = -out[j];                                                                      \
+    }
+
 /* Cosine (on unit vectors) and dot product distances, derived from the dot kernel of one ISA
- * so that every metric shares the same tested inner loop; likewise for the 4-row kernels that
- * read their rows one after another (dot4s). */
+ * so that every metric shares the same tested inner loop; likewise for both 4-row kernels (rows
+ * side by side, dot4, and one after another, dot4s). */
 #define DERIVED_KERNELS(isa, attr)                                                                 \
     attr static float cos_##isa(const float *a, const float *b, size_t n)                          \
     {                                                                                              \
@@ -68,32 +84,8 @@ static void l2sq4_scalar(const float *q, const float *const r[4], size_t n, floa
     {                                                                                              \
         return -dot_##isa(a, b, n);                                                                \
     }                                                                                              \
-    attr static void cos4_##isa(const float *q, const float *const r[4], size_t n, float out[4])   \
-    {                                                                                              \
-        dot4_##isa(q, r, n, out);                                                                  \
-        for (int j = 0; j < 4; j++)                                                                \
-            out[j] = 1.0f - out[j];                                                                \
-    }                                                                                              \
-    attr static void negdot4_##isa(const float *q, const float *const r[4], size_t n,              \
-                                   float out[4])                                                   \
-    {                                                                                              \
-        dot4_##isa(q, r, n, out);                                                                  \
-        for (int j = 0; j < 4; j++)                                                                \
-            out[j] = -out[j];                                                                      \
-    }                                                                                              \
-    attr static void cos4s_##isa(const float *q, const float *const r[4], size_t n, float out[4])  \
-    {                                                                                              \
-        dot4s_##isa(q, r, n, out);                                                                 \
-        for (int j = 0; j < 4; j++)                                                                \
-            out[j] = 1.0f - out[j];                                                                \
-    }                                                                                              \
-    attr static void negdot4s_##isa(const float *q, const float *const r[4], size_t n,             \
-                                    float out[4])                                                  \
-    {                                                                                              \
-        dot4s_##isa(q, r, n, out);                                                                 \
-        for (int j = 0; j < 4; j++)                                                                \
-            out[j] = -out[j];                                                                      \
-    }
+    DERIVED_FOUR(cos4_##isa, negdot4_##isa, dot4_##isa, attr)                                      \
+    DERIVED_FOUR(cos4s_##isa, negdot4s_##isa, dot4s_##isa, attr)
 
 DERIVED_KERNELS(scalar, )
 

@@ -56,6 +56,20 @@ static void l2sq4_scalar(const float *q, const float *const r[4], size_t n, floa
 #define dot4s_scalar dot4_scalar
 #define l2sq4s_scalar l2sq4_scalar
 
+/* The 4-row dot and squared-L2 kernels that read their rows one after another (dot4s_##isa,
+ * l2sq4s_##isa), from the ISA's one-row form of its side-by-side kernel (row_##isa). */
+#define ROWS_ONE_BY_ONE(isa, attr)                                                                 \
+    attr static void dot4s_##isa(const float *q, const float *const r[4], size_t n, float out[4])  \
+    {                                                                                              \
+        for (int j = 0; j < 4; j++)                                                                \
+            out[j] = row_##isa(q, r[j], n, 0);                                                     \
+    }                                                                                              \
+    attr static void l2sq4s_##isa(const float *q, const float *const r[4], size_t n, float out[4]) \
+    {                                                                                              \
+        for (int j = 0; j < 4; j++)                                                                \
+            out[j] = row_##isa(q, r[j], n, 1);                                                     \
+    }
+
 /* The cosine and negated-dot 4-row kernels named cos4 and negdot4, from the 4-row dot kernel
  * dot4. */
 #define DERIVED_FOUR(cos4, negdot4, dot4, attr)                                                    \
@@ -208,16 +222,7 @@ AVX2_FN static inline float row_avx2(const float *q, const float *x, size_t n, i
     return hsum_avx2(s);
 }
 
-AVX2_FN static void dot4s_avx2(const float *q, const float *const r[4], size_t n, float out[4])
-{
-    for (int j = 0; j < 4; j++)
-        out[j] = row_avx2(q, r[j], n, 0);
-}
-AVX2_FN static void l2sq4s_avx2(const float *q, const float *const r[4], size_t n, float out[4])
-{
-    for (int j = 0; j < 4; j++)
-        out[j] = row_avx2(q, r[j], n, 1);
-}
+ROWS_ONE_BY_ONE(avx2, AVX2_FN)
 
 AVX2_FN static void dot4_avx2(const float *q, const float *const r[4], size_t n, float out[4])
 {
@@ -326,16 +331,7 @@ AVX512_FN static inline float row_avx512(const float *q, const float *x, size_t 
     return _mm512_reduce_add_ps(s);
 }
 
-AVX512_FN static void dot4s_avx512(const float *q, const float *const r[4], size_t n, float out[4])
-{
-    for (int j = 0; j < 4; j++)
-        out[j] = row_avx512(q, r[j], n, 0);
-}
-AVX512_FN static void l2sq4s_avx512(const float *q, const float *const r[4], size_t n, float out[4])
-{
-    for (int j = 0; j < 4; j++)
-        out[j] = row_avx512(q, r[j], n, 1);
-}
+ROWS_ONE_BY_ONE(avx512, AVX512_FN)
 
 AVX512_FN static void dot4_avx512(const float *q, const float *const r[4], size_t n, float out[4])
 {

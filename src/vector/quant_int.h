@@ -24,7 +24,8 @@ CDN_PREFETCH_HELPER void quant_prefetch(const void *p)
  * query, one a dimension: about 2 us of a SciFact query at 512 dimensions): adding 1.5 * 2^52
  * leaves no fraction bits, so the sum is v rounded to an integer (ties to even), and
  * subtracting it again is exact. C's floating-point rules keep the compiler from folding the
- * two steps (the project is never built with -ffast-math). Callers clamp v first. */
+ * two steps (the project is never built with -ffast-math). Every caller's v is small: weights
+ * at most wmax by construction, codes clamped to 0..255 first, 1-bit query planes 0..15. */
 static inline double quant_round_even(double v)
 {
     const double big = 6755399436890112.0;

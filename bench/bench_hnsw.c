@@ -84,7 +84,7 @@ static void usage(FILE *f)
             "usage: cordon bench hnsw [--size N] [--dim D] [--queries Q] [--seed S]\n"
             "                         [--threads T] [--m M] [--efc EF] [--dir PATH]\n"
             "                         [--generator topics|isotropic] [--format table|json]\n"
-            "                         [--build-precision auto|float|bf16] [--codes]\n"
+            "                         [--build-precision auto|float|bf16|i8] [--codes]\n"
             "  builds HNSW over N generated unit vectors (cosine, bench_gen.h), saves and\n"
             "  loads it under PATH, then measures recall@%d and p50 latency unfiltered and\n"
             "  under random allowed sets of 0.1, 1, 5, 20 and 100%%, beside the exact scan.\n"
@@ -130,9 +130,11 @@ static int parse_opts(int argc, char **argv, hb_opts_t *o)
         else if (!strcmp(a, "--format") && v && (!strcmp(v, "json") || !strcmp(v, "table")))
             o->json = !strcmp(v, "json");
         else if (!strcmp(a, "--build-precision") && v &&
-                 (!strcmp(v, "auto") || !strcmp(v, "float") || !strcmp(v, "bf16")))
+                 (!strcmp(v, "auto") || !strcmp(v, "float") || !strcmp(v, "bf16") ||
+                  !strcmp(v, "i8")))
             o->prec = !strcmp(v, "float")  ? HNSW_BUILD_FLOAT
                       : !strcmp(v, "bf16") ? HNSW_BUILD_BF16
+                      : !strcmp(v, "i8")   ? HNSW_BUILD_I8
                                            : HNSW_BUILD_AUTO;
         else if (!rc) {
             fprintf(stderr, "cordon bench hnsw: unknown option or missing value '%s'\n", a);
@@ -397,6 +399,7 @@ static void print_table(const hb_run_t *r)
            r->build_s, o->threads, (double)o->size / r->build_s,
            o->prec == HNSW_BUILD_FLOAT  ? "float"
            : o->prec == HNSW_BUILD_BF16 ? "bf16"
+           : o->prec == HNSW_BUILD_I8   ? "i8"
                                         : "auto");
     printf("memory (VmRSS): vectors %.0f MB, graph %.0f MB (index counts %.0f MB)\n",
            r->rss_data_mb, r->rss_graph_mb, r->graph_mb);

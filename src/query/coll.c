@@ -350,7 +350,7 @@ void coll_unref(coll_t *c)
     cdn_free(c->id_bytes);
     acl_index_free(c->acl);
     hnsw_free(c->hnsw);
-    coll_graph_bf16_drop(c);
+    coll_graph_copy_drop(c);
     quant_free(c->quant);
     textidx_free(c->text);
     vecfile_close(c->vf);

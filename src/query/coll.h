@@ -15,6 +15,7 @@
 #include "store/vecfile.h"
 #include "text/textidx.h"
 #include "vector/distance.h"
+#include "vector/distance_i8.h"
 #include "vector/hnsw.h"
 #include "vector/quant.h"
 
@@ -63,10 +64,11 @@ typedef struct coll {
     uint32_t ef_auto_deep;      /* unfiltered breadth measured at COLL_CALIB_DEEP (0 = none) */
     double ef_auto_deep_recall; /* the recall@10 measured there */
     float d10;                  /* median distance of a row to its 10th neighbour (0 = unknown) */
-    /* bfloat16 copy of rows 0..bf_rows-1 (room for bf_cap) that batch inserts build the graph
-     * on (coll_graph.c), or NULL; touched only by the writer */
-    uint16_t *bf;
-    uint32_t bf_rows, bf_cap;
+    /* 8-bit copy of rows 0..i8_rows-1 under i8_map (room for i8_cap) that batch inserts build
+     * the graph on (coll_graph.c), or NULL; touched only by the writer */
+    int8_t *i8;
+    uint32_t i8_rows, i8_cap;
+    vec_i8_map_t i8_map;
     quant_t *quant;       /* 8-bit codes of the rows (cfg.int8_scan), or NULL */
     uint32_t quant_saved; /* rows the codes file on disk holds (0 = none) */
     textidx_t *text;      /* text fields, "_all", metadata filters; always present */
@@ -142,8 +144,9 @@ void coll_checkpoints_remove(const char *dir, uint32_t id, uint32_t gen, int wit
 int coll_graph_open(const char *dir, coll_t *c, cdn_err_t *err);
 /* Inserts rows (already in the vector file) into the graph, in parallel for large batches. */
 int coll_graph_insert(coll_t *c, const uint32_t *rows, size_t n);
-/* Frees c's bf16 copy (the graph's batch inserts make it again when they need it). */
-void coll_graph_bf16_drop(coll_t *c);
+/* Frees c's 8-bit copy of its rows (the graph's batch inserts make it again when they need
+ * it). */
+void coll_graph_copy_drop(coll_t *c);
 /* After a write: unlinks deleted graph nodes (hnsw_repair_range) once enough have gathered
  * since the last repair, a slice of the graph per write so that no write waits for a whole
  * pass. Called by the writer without the collection's lock: searches go on meanwhile (the

@@ -5,7 +5,7 @@
 #include "base/fileio.h"
 #include "base/mem.h"
 #include "query/coll.h"
-#include "vector/distance_bf16.h"
+#include "vector/distance_i8.h"
 
 #include <fcntl.h>
 #include <stdio.h>
@@ -22,50 +22,76 @@
 /* Node ids a write's slice of the repair covers: ~0.35 s at 384 dimensions (22 us a node
  * with two threads at 343,000 nodes), so a sweep of a million nodes spreads over 61 writes. */
 #define GRAPH_REPAIR_SLICE 16384
-/* The most bytes a collection's bf16 copy of its rows may take (about 680,000 rows of 384
+/* The most bytes a collection's 8-bit copy of its rows may take (about 680,000 rows of 384
  * values); past it, batches build as hnsw_build chooses (float, or a copy made for one large
  * batch). */
-#define GRAPH_BF16_MAX ((size_t)512 << 20)
+#define GRAPH_COPY_MAX ((size_t)256 << 20)
+/* The copy's range is the rows' range this much wider, so that rows written later rarely fall
+ * outside it (one that does makes the whole copy again under a wider range). */
+#define GRAPH_COPY_HEADROOM 1.25f
 
-/* Bytes of bf16 copy a row takes at c's dimension. */
-static size_t bf16_row_bytes(const coll_t *c)
+void coll_graph_copy_drop(coll_t *c)
 {
-    return vec_bf16_padded(c->cfg.dim) * sizeof(uint16_t);
+    cdn_map_free(c->i8, (size_t)c->i8_cap * vec_i8_padded(c->cfg.dim));
+    c->i8 = NULL;
+    c->i8_rows = c->i8_cap = 0;
 }
 
-void coll_graph_bf16_drop(coll_t *c)
+/* A map holding every value of v's rows [0, count) and those the copy's map holds, with
+ * GRAPH_COPY_HEADROOM to spare; cosine rows are unit rows, whose values never pass 1. */
+static vec_i8_map_t copy_map(const coll_t *c, const vec_view_t *v)
 {
-    cdn_map_free(c->bf, (size_t)c->bf_cap * bf16_row_bytes(c));
-    c->bf = NULL;
-    c->bf_rows = c->bf_cap = 0;
+    float lo = 0.0f, hi = 0.0f;
+    for (uint32_t r = 0; r < v->count; r++) {
+        const float *x = vec_row(v, r);
+        for (uint32_t d = 0; d < v->dim; d++) {
+            lo = x[d] < lo ? x[d] : lo;
+            hi = x[d] > hi ? x[d] : hi;
+        }
+    }
+    float mid = c->cfg.metric == VEC_METRIC_L2 ? lo / 2.0f + hi / 2.0f : 0.0f;
+    lo = mid - (mid - lo) * GRAPH_COPY_HEADROOM;
+    hi = mid + (hi - mid) * GRAPH_COPY_HEADROOM;
+    if (c->cfg.metric == VEC_METRIC_COSINE) {
+        lo = lo < -1.0f ? -1.0f : lo;
+        hi = hi > 1.0f ? 1.0f : hi;
+    }
+    return vec_i8_map_for(c->cfg.metric, lo, hi);
 }
 
-/* Brings c's bf16 copy up to the view's rows, converting only the rows it lacks: rows below
- * the view's count are committed and never change. The copy is a mapping (base/mem.h): grown
- * without copying the rows it holds, read at random by every insert. 0, or -1 (the copy
- * dropped) when it would pass GRAPH_BF16_MAX or cannot grow. */
-static int bf16_extend(coll_t *c, const vec_view_t *v)
+/* Brings c's 8-bit copy up to the view's rows, converting only the rows it lacks: rows below
+ * the view's count are committed and never change. A row outside the copy's range makes the
+ * whole copy again under a range that holds it, so no code saturates. The copy is a mapping
+ * (base/mem.h): grown without copying the rows it holds, read at random by every insert. 0, or
+ * -1 (the copy dropped) when it would pass GRAPH_COPY_MAX or cannot grow. */
+static int copy_extend(coll_t *c, const vec_view_t *v)
 {
-    size_t stride = vec_bf16_padded(v->dim), row_bytes = bf16_row_bytes(c);
-    if ((size_t)v->count * row_bytes > GRAPH_BF16_MAX) {
-        coll_graph_bf16_drop(c);
+    size_t stride = vec_i8_padded(v->dim);
+    if ((size_t)v->count * stride > GRAPH_COPY_MAX) {
+        coll_graph_copy_drop(c);
         return -1;
     }
-    if (v->count > c->bf_cap) {
-        size_t cap = c->bf_cap ? c->bf_cap : 4096;
+    if (v->count > c->i8_cap) {
+        size_t cap = c->i8_cap ? c->i8_cap : 4096;
         while (cap < v->count)
             cap *= 2;
-        if (cap * row_bytes > GRAPH_BF16_MAX)
-            cap = GRAPH_BF16_MAX / row_bytes;
-        if (cdn_map_resize((void **)&c->bf, (size_t)c->bf_cap * row_bytes, cap * row_bytes)) {
-            coll_graph_bf16_drop(c);
+        if (cap * stride > GRAPH_COPY_MAX)
+            cap = GRAPH_COPY_MAX / stride;
+        if (cdn_map_resize((void **)&c->i8, (size_t)c->i8_cap * stride, cap * stride)) {
+            coll_graph_copy_drop(c);
             return -1;
         }
-        c->bf_cap = (uint32_t)cap;
+        c->i8_cap = (uint32_t)cap;
     }
-    for (uint32_t r = c->bf_rows; r < v->count; r++)
-        vec_bf16_from_f32(vec_row(v, r), v->dim, c->bf + (size_t)r * stride, stride);
-    c->bf_rows = v->count;
+    if (c->i8_rows == 0)
+        c->i8_map = copy_map(c, v);
+    for (uint32_t r = c->i8_rows; r < v->count; r++) {
+        if (vec_i8_from_f32(vec_row(v, r), v->dim, c->i8_map, c->i8 + (size_t)r * stride, stride)) {
+            c->i8_map = copy_map(c, v); /* holds row r now: start again from row 0 */
+            r = UINT32_MAX;             /* the loop's r++ makes it 0 */
+        }
+    }
+    c->i8_rows = v->count;
     return 0;
 }
 
@@ -77,14 +103,13 @@ int coll_graph_insert(coll_t *c, const uint32_t *rows, size_t n)
         return CDN_OK;
     coll_view(c, &v);
     v.count = rows[n - 1] + 1 > v.count ? rows[n - 1] + 1 : v.count;
-    /* Batches build on bf16 rows where the CPU has the kernels, as hnsw_build does for large
-     * ones (half the bytes a distance; the links see bf16 rounding, searches score floats):
-     * keeping the copy makes that pay for batches of any size, not only those a quarter of the
-     * collection. */
-    if (n >= GRAPH_PARALLEL_MIN && vec_bf16_isa_best() != VEC_BF16_SCALAR &&
-        bf16_extend(c, &v) == 0) {
-        hnsw_bf16_rows_t bf = {c->bf, vec_bf16_padded(v.dim), c->bf_rows};
-        rc = hnsw_build_bf16(c->hnsw, &v, &bf, rows, n, 0);
+    /* Batches build on 8-bit rows where the CPU has the kernels, as hnsw_build does for large
+     * ones (a quarter of the bytes a distance; the links see the codes' rounding, searches
+     * score floats): keeping the copy makes that pay for batches of any size, not only those a
+     * quarter of the collection. */
+    if (n >= GRAPH_PARALLEL_MIN && vec_i8_isa_best() != VEC_I8_SCALAR && copy_extend(c, &v) == 0) {
+        hnsw_i8_rows_t kept = {c->i8, vec_i8_padded(v.dim), c->i8_rows, c->i8_map};
+        rc = hnsw_build_i8(c->hnsw, &v, &kept, rows, n, 0);
     } else if (n >= GRAPH_PARALLEL_MIN)
         rc = hnsw_build(c->hnsw, &v, rows, n, 0);
     else

@@ -138,6 +138,8 @@ static int ensure_span(hnsw_t *h, uint32_t id)
 /* The distance between two rows through a scorer's source. */
 static float pair_dist(const hnsw_t *h, const hnsw_scorer_t *s, uint32_t a, uint32_t b)
 {
+    if (s->i8)
+        return s->idist(hnsw_i8_row(s, a), hnsw_i8_row(s, b), s->i8_stride, s->i8_unit);
     if (s->bf)
         return s->bdist(hnsw_bf_row(s, a), hnsw_bf_row(s, b), s->bf_stride);
     return h->dist(vec_row(s->view, a), vec_row(s->view, b), h->dim);
@@ -148,6 +150,7 @@ static hnsw_scorer_t scorer_for(const hnsw_scorer_t *base, uint32_t id)
 {
     hnsw_scorer_t s = *base;
     s.q = vec_row(s.view, id);
+    s.qi = s.i8 ? hnsw_i8_row(&s, id) : NULL;
     s.qb = s.bf ? hnsw_bf_row(&s, id) : NULL;
     return s;
 }
@@ -393,7 +396,7 @@ static int insert_locked(hnsw_t *h, const hnsw_scorer_t *src, uint32_t id)
     return rc;
 }
 
-/* hnsw_insert with the construction distances taken from src (float rows or a bf16 copy). */
+/* hnsw_insert with the construction distances taken from src (float rows or a copy). */
 static int insert_from(hnsw_t *h, const hnsw_scorer_t *src, uint32_t id)
 {
     const vec_view_t *view = src->view;
@@ -418,9 +421,9 @@ int hnsw_insert(hnsw_t *h, const vec_view_t *view, uint32_t id)
 
 /* ---------- parallel build ---------- */
 
-/* AUTO builds in bf16 from this many inserts on, when they are at least a quarter of the view's
- * rows (the copy covers every row, since the search reaches nodes inserted earlier). */
-#define HNSW_BF16_MIN_BATCH 4096u
+/* AUTO builds on an 8-bit copy from this many inserts on, when they are at least a quarter of
+ * the view's rows (the copy covers every row, since the search reaches nodes inserted earlier). */
+#define HNSW_COPY_MIN_BATCH 4096u
 
 typedef struct build_job {
     hnsw_t *h;
@@ -446,42 +449,78 @@ static void *build_worker(void *arg)
     return NULL;
 }
 
-/* Fills j->src with a bf16 copy of every row of the view when prec asks for it (AUTO: a large
- * batch on a CPU with AVX-512). Returns 0 or CDN_ERR_NOMEM; the caller frees j->src.bf. */
-static int make_bf16_copy(build_job_t *j, hnsw_build_precision_t prec)
+/* The scorer's 8-bit source: rows under map, `stride` codes apart. */
+static void use_i8(hnsw_scorer_t *src, vec_metric_t m, const int8_t *rows, size_t stride,
+                   vec_i8_map_t map)
+{
+    vec_i8_isa_t isa = vec_i8_isa_best();
+    src->i8 = rows;
+    src->i8_stride = stride;
+    src->i8_unit = map.unit;
+    src->idist = vec_i8_dist_for_isa(m, isa);
+    src->idist4 = vec_i8_dist4_for_isa(m, isa);
+}
+
+/* The map that holds every value of v's rows without saturating. */
+static vec_i8_map_t i8_map_of(const vec_view_t *v, vec_metric_t m)
+{
+    float lo = 0.0f, hi = 0.0f;
+    for (uint32_t r = 0; r < v->count; r++) {
+        const float *x = vec_row(v, r);
+        for (uint32_t d = 0; d < v->dim; d++) {
+            lo = x[d] < lo ? x[d] : lo;
+            hi = x[d] > hi ? x[d] : hi;
+        }
+    }
+    return vec_i8_map_for(m, lo, hi);
+}
+
+/* Fills j->src with a copy of every row of the view (8-bit or bf16) when prec asks for one
+ * (AUTO: a large batch on a CPU with AVX-512BW). Returns 0 or CDN_ERR_NOMEM; the caller frees
+ * the copy (j->src.i8 or j->src.bf). */
+static int make_copy(build_job_t *j, hnsw_build_precision_t prec)
 {
     const vec_view_t *v = j->src.view;
-    vec_bf16_isa_t isa = vec_bf16_isa_best();
     if (prec == HNSW_BUILD_AUTO)
-        prec = isa != VEC_BF16_SCALAR && j->n >= HNSW_BF16_MIN_BATCH && 4 * j->n >= v->count
-                   ? HNSW_BUILD_BF16
+        prec = vec_i8_isa_best() != VEC_I8_SCALAR && j->n >= HNSW_COPY_MIN_BATCH &&
+                       4 * j->n >= v->count
+                   ? HNSW_BUILD_I8
                    : HNSW_BUILD_FLOAT;
-    if (prec != HNSW_BUILD_BF16 || v->count == 0)
+    if (prec == HNSW_BUILD_FLOAT || v->count == 0)
         return CDN_OK;
-    size_t stride = vec_bf16_padded(v->dim);
-    size_t bytes = (size_t)v->count * stride * sizeof(uint16_t);
-    uint16_t *bf = cdn_aligned_alloc(CDN_HUGE_PAGE, bytes);
-    if (!bf)
+    size_t stride = prec == HNSW_BUILD_I8 ? vec_i8_padded(v->dim) : vec_bf16_padded(v->dim);
+    size_t bytes = (size_t)v->count * stride * (prec == HNSW_BUILD_I8 ? 1 : sizeof(uint16_t));
+    void *rows = cdn_aligned_alloc(CDN_HUGE_PAGE, bytes);
+    if (!rows)
         return CDN_ERR_NOMEM;
-    cdn_advise_huge(bf, bytes); /* read at random by every insert */
+    cdn_advise_huge(rows, bytes); /* read at random by every insert */
+    if (prec == HNSW_BUILD_I8) {
+        vec_i8_map_t map = i8_map_of(v, j->h->metric);
+        for (uint32_t r = 0; r < v->count; r++)
+            vec_i8_from_f32(vec_row(v, r), v->dim, map, (int8_t *)rows + (size_t)r * stride,
+                            stride);
+        use_i8(&j->src, j->h->metric, rows, stride, map);
+        return CDN_OK;
+    }
+    vec_bf16_isa_t isa = vec_bf16_isa_best();
     for (uint32_t r = 0; r < v->count; r++)
-        vec_bf16_from_f32(vec_row(v, r), v->dim, bf + (size_t)r * stride, stride);
-    j->src.bf = bf;
+        vec_bf16_from_f32(vec_row(v, r), v->dim, (uint16_t *)rows + (size_t)r * stride, stride);
+    j->src.bf = rows;
     j->src.bf_stride = stride;
     j->src.bdist = vec_bf16_dist_for_isa(j->h->metric, isa);
     j->src.bdist4 = vec_bf16_dist4_for_isa(j->h->metric, isa);
     return CDN_OK;
 }
 
-/* The build of hnsw_build_ex and hnsw_build_bf16: construction distances on the caller's
- * bf16 rows when `kept` is given, else as prec says. */
+/* The build of hnsw_build_ex and hnsw_build_i8: construction distances on the caller's 8-bit
+ * rows when `kept` is given, else as prec says. */
 static int build_run(hnsw_t *h, const vec_view_t *view, const uint32_t *ids, size_t n,
-                     unsigned threads, hnsw_build_precision_t prec, const hnsw_bf16_rows_t *kept)
+                     unsigned threads, hnsw_build_precision_t prec, const hnsw_i8_rows_t *kept)
 {
-    if (!h || !view || (n && !ids) || view->dim != h->dim || (unsigned)prec > HNSW_BUILD_BF16)
+    if (!h || !view || (n && !ids) || view->dim != h->dim || (unsigned)prec > HNSW_BUILD_I8)
         return CDN_ERR_INVALID;
-    if (kept &&
-        (!kept->rows || kept->count < view->count || kept->stride != vec_bf16_padded(view->dim)))
+    if (kept && (!kept->rows || kept->count < view->count ||
+                 kept->stride != vec_i8_padded(view->dim) || !(kept->map.unit > 0.0f)))
         return CDN_ERR_INVALID;
     uint32_t max_id = 0;
     for (size_t i = 0; i < n; i++)
@@ -497,18 +536,16 @@ static int build_run(hnsw_t *h, const vec_view_t *view, const uint32_t *ids, siz
     build_job_t j = {.h = h, .src = {.view = view}, .ids = ids, .n = n};
     atomic_init(&j.next, 0);
     atomic_init(&j.first_err, 0);
-    if (kept) {
-        vec_bf16_isa_t isa = vec_bf16_isa_best();
-        j.src.bf = kept->rows;
-        j.src.bf_stride = kept->stride;
-        j.src.bdist = vec_bf16_dist_for_isa(h->metric, isa);
-        j.src.bdist4 = vec_bf16_dist4_for_isa(h->metric, isa);
-    } else if (make_bf16_copy(&j, prec)) {
+    if (kept)
+        use_i8(&j.src, h->metric, kept->rows, kept->stride, kept->map);
+    else if (make_copy(&j, prec)) {
         return CDN_ERR_NOMEM;
     }
     hnsw_run_threads(threads, build_worker, &j);
-    if (!kept)
+    if (!kept) {
+        cdn_free((void *)j.src.i8);
         cdn_free((void *)j.src.bf);
+    }
     return atomic_load(&j.first_err);
 }
 
@@ -523,12 +560,12 @@ int hnsw_build(hnsw_t *h, const vec_view_t *view, const uint32_t *ids, size_t n,
     return hnsw_build_ex(h, view, ids, n, threads, HNSW_BUILD_AUTO);
 }
 
-int hnsw_build_bf16(hnsw_t *h, const vec_view_t *view, const hnsw_bf16_rows_t *bf,
-                    const uint32_t *ids, size_t n, unsigned threads)
+int hnsw_build_i8(hnsw_t *h, const vec_view_t *view, const hnsw_i8_rows_t *rows,
+                  const uint32_t *ids, size_t n, unsigned threads)
 {
-    if (!bf)
+    if (!rows)
         return CDN_ERR_INVALID;
-    return build_run(h, view, ids, n, threads, HNSW_BUILD_BF16, bf);
+    return build_run(h, view, ids, n, threads, HNSW_BUILD_I8, rows);
 }
 
 /* ---------- delete and info ---------- */

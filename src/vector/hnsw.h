@@ -10,6 +10,7 @@
 
 #include "base/topk.h"
 #include "vector/distance.h"
+#include "vector/distance_i8.h"
 #include "vector/quant.h"
 
 /* Build and search parameters. m: links per node on upper levels (level 0 gets 2*m);
@@ -103,37 +104,41 @@ int hnsw_insert(hnsw_t *h, const vec_view_t *view, uint32_t id);
  * Same as hnsw_build_ex with HNSW_BUILD_AUTO. */
 int hnsw_build(hnsw_t *h, const vec_view_t *view, const uint32_t *ids, size_t n, unsigned threads);
 
-/* The precision of construction distances. FLOAT: the float rows. BF16: a bfloat16 copy of every
- * row of the view (2 bytes a value, allocated for the build and freed before it returns), which
- * halves the memory read per distance; searches always use float. AUTO: BF16 when the CPU has
- * AVX-512 and the batch is large (>= 4096 ids and >= a quarter of the view's rows), else FLOAT. */
+/* The precision of construction distances. FLOAT: the float rows. I8: an 8-bit copy of every
+ * row of the view under one scale (distance_i8.h: a byte a value, allocated for the build and
+ * freed before it returns), a quarter of the memory read per distance. BF16: a bfloat16 copy
+ * (2 bytes a value). Searches always use float (or the quantizer's codes). AUTO: I8 when the CPU
+ * has AVX-512BW and the batch is large (>= 4096 ids and >= a quarter of the view's rows), else
+ * FLOAT. */
 typedef enum hnsw_build_precision {
     HNSW_BUILD_AUTO = 0,
     HNSW_BUILD_FLOAT = 1,
     HNSW_BUILD_BF16 = 2,
+    HNSW_BUILD_I8 = 3,
 } hnsw_build_precision_t;
 
 /* hnsw_build with a chosen construction precision. Returns as hnsw_build; CDN_ERR_INVALID also
- * for an unknown precision, CDN_ERR_NOMEM if the bf16 copy cannot be allocated. */
+ * for an unknown precision, CDN_ERR_NOMEM if the copy cannot be allocated. */
 int hnsw_build_ex(hnsw_t *h, const vec_view_t *view, const uint32_t *ids, size_t n,
                   unsigned threads, hnsw_build_precision_t prec);
 
-/* A bfloat16 copy of a view's rows kept by the caller across builds: rows 0..count-1, each
- * vec_bf16_from_f32 of the float row, `stride` (vec_bf16_padded(dim)) elements apart. Only a
- * caller whose rows never change once written may keep one (the engine's rows are
- * append-only); then a build converts nothing. */
-typedef struct hnsw_bf16_rows {
-    const uint16_t *rows;
+/* An 8-bit copy of a view's rows kept by the caller across builds: rows 0..count-1, each
+ * vec_i8_from_f32 of the float row under `map` with no value saturated, `stride`
+ * (vec_i8_padded(dim)) codes apart. Only a caller whose rows never change once written may keep
+ * one (the engine's rows are append-only); then a build converts nothing. */
+typedef struct hnsw_i8_rows {
+    const int8_t *rows;
     size_t stride;
     uint32_t count;
-} hnsw_bf16_rows_t;
+    vec_i8_map_t map;
+} hnsw_i8_rows_t;
 
-/* hnsw_build with every construction distance on bf instead of a copy made for the build (as
- * HNSW_BUILD_BF16 computes them). bf must cover the view (bf->count >= view->count) and hold
- * the same values. Returns as hnsw_build; CDN_ERR_INVALID also for a bf that does not cover
- * the view or has another stride. */
-int hnsw_build_bf16(hnsw_t *h, const vec_view_t *view, const hnsw_bf16_rows_t *bf,
-                    const uint32_t *ids, size_t n, unsigned threads);
+/* hnsw_build with every construction distance on rows instead of a copy made for the build (as
+ * HNSW_BUILD_I8 computes them). rows must cover the view (rows->count >= view->count). Returns
+ * as hnsw_build; CDN_ERR_INVALID also for rows that do not cover the view or have another
+ * stride. */
+int hnsw_build_i8(hnsw_t *h, const vec_view_t *view, const hnsw_i8_rows_t *rows,
+                  const uint32_t *ids, size_t n, unsigned threads);
 
 /* What one hnsw_repair did: lists re-chosen (a live node's list at one level that named a
  * deleted node), and of them those left empty (every candidate deleted). */

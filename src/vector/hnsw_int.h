@@ -10,6 +10,7 @@
 
 #include "base/mem.h"
 #include "vector/distance_bf16.h"
+#include "vector/distance_i8.h"
 #include "vector/hnsw.h"
 #include "vector/quant.h"
 
@@ -171,12 +172,19 @@ int hnsw_visited_get(hnsw_t *h, hnsw_visited_t **out);
 void hnsw_visited_put(hnsw_t *h, hnsw_visited_t *v);
 
 /* Where a traversal's distances come from: the float rows of view, or (construction by
- * hnsw_build) a bf16 copy of them, bf16 rows of bf_stride elements, scored with bdist, or (a
- * query search given 8-bit codes) estimates from the codes, through codes. q / qb: the query as
- * float (always) and as a bf16 row (when bf is set). */
+ * hnsw_build) a copy of them, 8-bit rows of i8_stride codes under i8_unit scored with idist, or
+ * bf16 rows of bf_stride elements scored with bdist, or (a query search given 8-bit codes)
+ * estimates from the quantizer's codes, through codes. q / qi / qb: the query as float
+ * (always), as an 8-bit row (when i8 is set) and as a bf16 row (when bf is set). */
 typedef struct hnsw_scorer {
     const vec_view_t *view;
     const float *q;
+    const int8_t *i8;
+    size_t i8_stride;
+    float i8_unit;
+    vec_i8_dist_fn idist;
+    vec_i8_dist4_fn idist4;
+    const int8_t *qi;
     const uint16_t *bf;
     size_t bf_stride;
     vec_bf16_dist_fn bdist;
@@ -185,12 +193,17 @@ typedef struct hnsw_scorer {
     const quant_query_t *codes;
 } hnsw_scorer_t;
 
+static inline const int8_t *hnsw_i8_row(const hnsw_scorer_t *s, uint32_t id)
+{
+    return s->i8 + (size_t)id * s->i8_stride;
+}
+
 static inline const uint16_t *hnsw_bf_row(const hnsw_scorer_t *s, uint32_t id)
 {
     return s->bf + (size_t)id * s->bf_stride;
 }
 
-/* hnsw_score through a scorer: bf16 rows when it has them, else float. */
+/* hnsw_score through a scorer: 8-bit or bf16 rows when it has them, else float. */
 void hnsw_score_src(const hnsw_t *h, const hnsw_scorer_t *s, const uint32_t *ids, uint32_t n,
                     float *out);
 
@@ -198,6 +211,10 @@ static inline void hnsw_prefetch_src(const hnsw_scorer_t *s, uint32_t id)
 {
     if (s->codes) {
         quant_query_prefetch(s->codes, id);
+    } else if (s->i8) {
+        const char *p = (const char *)hnsw_i8_row(s, id);
+        for (uint32_t b = 0; b < HNSW_PREFETCH_BYTES; b += 64)
+            __builtin_prefetch(p + b, 0, 3);
     } else if (s->bf) {
         const char *p = (const char *)hnsw_bf_row(s, id);
         for (uint32_t b = 0; b < HNSW_PREFETCH_BYTES; b += 64)

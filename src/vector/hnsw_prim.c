@@ -164,6 +164,24 @@ void hnsw_score_src(const hnsw_t *h, const hnsw_scorer_t *s, const uint32_t *ids
         quant_query_score(s->codes, ids, n, out);
         return;
     }
+    if (s->i8) {
+        uint32_t i = 0;
+        for (; i + 4 <= n; i += 4) {
+            const int8_t *r[4] = {hnsw_i8_row(s, ids[i]), hnsw_i8_row(s, ids[i + 1]),
+                                  hnsw_i8_row(s, ids[i + 2]), hnsw_i8_row(s, ids[i + 3])};
+            s->idist4(s->qi, r, s->i8_stride, s->i8_unit, out + i);
+        }
+        if (i < n) { /* as hnsw_score: the rest in one 4-row call */
+            const int8_t *r[4];
+            float d[4];
+            for (uint32_t j = 0; j < 4; j++)
+                r[j] = hnsw_i8_row(s, ids[i + j < n ? i + j : n - 1]);
+            s->idist4(s->qi, r, s->i8_stride, s->i8_unit, d);
+            for (uint32_t j = 0; i + j < n; j++)
+                out[i + j] = d[j];
+        }
+        return;
+    }
     if (!s->bf) {
         hnsw_score(h, s->view, s->q, ids, n, out);
         return;

@@ -12,7 +12,7 @@
 
 #include "base/err.h"
 #include "query/coll.h"
-#include "vector/distance_bf16.h"
+#include "vector/distance_i8.h"
 
 #include <unistd.h>
 
@@ -133,40 +133,50 @@ static void remove_dir(const char *dir)
     assert_int_equal(system(cmd), 0);
 }
 
-/* Batch inserts build on a bf16 copy of the rows that the collection keeps: each batch adds
- * only its own rows to it, converted from the rows as written, and the graph takes them all. */
-static void test_graph_batches_extend_the_kept_bf16_copy_row_by_row(void **state)
+/* Batch inserts build on an 8-bit copy of the rows that the collection keeps: each batch adds
+ * only its own rows to it, converted from the rows as written, and the graph takes them all. A
+ * batch whose values fall outside the copy's range makes the whole copy again under a range
+ * that holds them, so no code is saturated. */
+static void test_graph_batches_extend_the_kept_i8_copy_row_by_row(void **state)
 {
     (void)state;
     const uint32_t dim = 16, batch = 300;
-    char dir[] = "/tmp/cordon-coll-bf16-XXXXXX";
-    coll_t *c = vector_coll(dir, "bf", 3, dim, VEC_METRIC_COSINE);
-    float *data = malloc(sizeof(float) * 2 * batch * dim);
-    const float **rows = malloc(sizeof(float *) * 2 * batch);
-    uint32_t ids[2 * 300];
-    for (uint32_t i = 0; i < 2 * batch * dim; i++)
+    char dir[] = "/tmp/cordon-coll-i8-XXXXXX";
+    coll_t *c = vector_coll(dir, "i8", 3, dim, VEC_METRIC_L2);
+    float *data = malloc(sizeof(float) * 3 * batch * dim);
+    const float **rows = malloc(sizeof(float *) * 3 * batch);
+    uint32_t ids[3 * 300];
+    for (uint32_t i = 0; i < 3 * batch * dim; i++) {
         data[i] = (float)((i * 2654435761u) % 1000) / 1000.0f - 0.5f;
-    for (uint32_t r = 0; r < 2 * batch; r++) {
-        vec_normalize(data + (size_t)r * dim, dim);
+        if (i >= 2 * batch * dim)
+            data[i] *= 40.0f; /* the third batch: far outside the first two's range */
+    }
+    for (uint32_t r = 0; r < 3 * batch; r++) {
         rows[r] = data + (size_t)r * dim;
         ids[r] = r;
     }
-    int kept = vec_bf16_isa_best() != VEC_BF16_SCALAR;
-    size_t stride = vec_bf16_padded(dim);
-    uint16_t want[64];
-    for (uint32_t b = 0; b < 2; b++) {
+    int kept = vec_i8_isa_best() != VEC_I8_SCALAR;
+    size_t stride = vec_i8_padded(dim);
+    int8_t want[64];
+    float scales[3] = {0, 0, 0};
+    for (uint32_t b = 0; b < 3; b++) {
         assert_int_equal(vecfile_write(c->vf, b * batch, rows + b * batch, batch, NULL), 0);
         assert_int_equal(coll_graph_insert(c, ids + b * batch, batch), 0);
         c->next_row = (b + 1) * batch; /* as apply_put does after the insert */
-        assert_int_equal(c->bf_rows, kept ? (b + 1) * batch : 0);
+        assert_int_equal(c->i8_rows, kept ? (b + 1) * batch : 0);
+        scales[b] = c->i8_map.scale;
+        for (uint32_t r = 0; kept && r < (b + 1) * batch; r++) {
+            assert_int_equal(vec_i8_from_f32(rows[r], dim, c->i8_map, want, stride), 0);
+            assert_memory_equal(c->i8 + (size_t)r * stride, want, stride);
+        }
+    }
+    if (kept) {
+        assert_float_equal(scales[1], scales[0], 0); /* the second batch fit the range */
+        assert_true(scales[2] < scales[1] / 10);     /* the third one widened it */
     }
     hnsw_info_t info;
     hnsw_get_info(c->hnsw, &info);
-    assert_int_equal(info.nodes, 2 * batch);
-    for (uint32_t r = 0; kept && r < 2 * batch; r++) {
-        vec_bf16_from_f32(rows[r], dim, want, stride);
-        assert_memory_equal(c->bf + (size_t)r * stride, want, stride * sizeof(uint16_t));
-    }
+    assert_int_equal(info.nodes, 3 * batch);
     coll_unref(c);
     free(rows);
     free(data);
@@ -229,7 +239,7 @@ int main(void)
         cmocka_unit_test(test_config_round_trips),
         cmocka_unit_test(test_record_from_before_later_keys_opens_with_defaults),
         cmocka_unit_test(test_row_ids_survive_clears_compaction_and_the_limit),
-        cmocka_unit_test(test_graph_batches_extend_the_kept_bf16_copy_row_by_row),
+        cmocka_unit_test(test_graph_batches_extend_the_kept_i8_copy_row_by_row),
         cmocka_unit_test(test_graph_repair_waits_for_enough_deletes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

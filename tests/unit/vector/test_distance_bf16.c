@@ -145,62 +145,12 @@ static void test_bf16_build_recall_matches_float_build(void **state)
     free(data);
 }
 
-/* Batches built on a bf16 copy the caller keeps (the engine's way of adding rows) route as well
- * as batches built in float; a copy that does not cover the view is refused. */
-static void test_batches_on_a_kept_bf16_copy_route_as_well_as_float_batches(void **state)
-{
-    (void)state;
-    const uint32_t n = 4000, dim = 48, batch = 500;
-    float *data = tu_clustered(n, dim, 20, 3.0f, 12, 1, NULL);
-    size_t stride = vec_bf16_padded(dim);
-    uint16_t *copy = calloc((size_t)n * stride, sizeof *copy);
-    uint32_t *ids = malloc(sizeof(uint32_t) * n);
-    for (uint32_t i = 0; i < n; i++) {
-        ids[i] = i;
-        vec_bf16_from_f32(data + (size_t)i * dim, dim, copy + (size_t)i * stride, stride);
-    }
-    hnsw_params_t p = hnsw_params_default();
-    p.ef_construction = 64;
-    hnsw_t *fl, *bf;
-    assert_int_equal(hnsw_create(p, VEC_METRIC_COSINE, dim, &fl), 0);
-    assert_int_equal(hnsw_create(p, VEC_METRIC_COSINE, dim, &bf), 0);
-    for (uint32_t at = 0; at < n; at += batch) {
-        vec_view_t grown = {data, dim, dim, at + batch}; /* the rows written so far */
-        hnsw_bf16_rows_t kept = {copy, stride, at + batch};
-        assert_int_equal(hnsw_build_ex(fl, &grown, ids + at, batch, 2, HNSW_BUILD_FLOAT), 0);
-        assert_int_equal(hnsw_build_bf16(bf, &grown, &kept, ids + at, batch, 2), 0);
-    }
-    vec_view_t v = {data, dim, dim, n};
-    double rf = recall_at(fl, &v, n, 10), rb = recall_at(bf, &v, n, 10);
-    print_message("recall@10 ef 10: float batches %.4f, kept bf16 batches %.4f\n", rf, rb);
-    assert_true(rf >= 0.95); /* spread clusters, ef 10: a graph that routes badly shows */
-    assert_true(rb >= rf - 0.01);
-    hnsw_info_t info;
-    hnsw_get_info(bf, &info);
-    assert_int_equal(info.nodes, n);
-    hnsw_t *h;
-    assert_int_equal(hnsw_create(p, VEC_METRIC_COSINE, dim, &h), 0);
-    hnsw_bf16_rows_t shorter = {copy, stride, n - 1}, narrow = {copy, dim, n};
-    assert_int_equal(hnsw_build_bf16(h, &v, &shorter, ids, 10, 1), CDN_ERR_INVALID);
-    assert_int_equal(hnsw_build_bf16(h, &v, &narrow, ids, 10, 1), CDN_ERR_INVALID);
-    assert_int_equal(hnsw_build_bf16(h, &v, NULL, ids, 10, 1), CDN_ERR_INVALID);
-    hnsw_get_info(h, &info);
-    assert_int_equal(info.nodes, 0);
-    hnsw_free(h);
-    hnsw_free(fl);
-    hnsw_free(bf);
-    free(ids);
-    free(copy);
-    free(data);
-}
-
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_bf16_conversion_rounds_to_nearest_even_and_pads_with_zeros),
         cmocka_unit_test(test_bf16_kernels_agree_with_float_and_every_isa_with_the_portable_one),
         cmocka_unit_test(test_bf16_build_recall_matches_float_build),
-        cmocka_unit_test(test_batches_on_a_kept_bf16_copy_route_as_well_as_float_batches),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,266 @@
+/* distance_i8.c: 8-bit codes of float rows and distance kernels over them (scalar, AVX-512BW,
+ * AVX-512 VNNI), chosen once at run time. Relies on distance_i8.h, GCC target attributes and
+ * __builtin_cpu_supports. Every kernel sums products of codes as integers, exactly: a row of
+ * up to 16,384 codes cannot overflow a 32-bit sum (each product at most 254^2), so all kernels
+ * return the same bits and the one-row and four-row forms agree. */
+#include "vector/distance_i8.h"
+
+#include <math.h>
+#include <pthread.h>
+
+#include "vector/quant_int.h"
+
+size_t vec_i8_padded(uint32_t dim)
+{
+    return ((size_t)dim + VEC_I8_BLOCK - 1) / VEC_I8_BLOCK * VEC_I8_BLOCK;
+}
+
+vec_i8_map_t vec_i8_map_for(vec_metric_t m, float lo, float hi)
+{
+    float half, offset = 0.0f;
+    if (m == VEC_METRIC_L2) {
+        offset = lo / 2.0f + hi / 2.0f; /* halves first: lo + hi may overflow */
+        half = hi / 2.0f - lo / 2.0f;
+    } else {
+        half = fmaxf(fabsf(lo), fabsf(hi));
+    }
+    float scale = half > 0.0f && isfinite(half) ? 127.0f / half : 1.0f;
+    return (vec_i8_map_t){scale, offset, 1.0f / (scale * scale)};
+}
+
+size_t vec_i8_from_f32(const float *in, size_t n, vec_i8_map_t map, int8_t *out, size_t padded)
+{
+    size_t saturated = 0;
+    for (size_t i = 0; i < n; i++) {
+        float x = (in[i] - map.offset) * map.scale;
+        /* Past +-127.5 the nearest code is out of reach (a range's own ends may land a rounding
+         * error past 127, and still round to it). */
+        if (!(x >= -127.5f && x <= 127.5f)) /* also NaN */
+            saturated++;
+        x = x > 127.0f ? 127.0f : x >= -127.0f ? x : -127.0f; /* NaN to -127 */
+        out[i] = (int8_t)quant_round_even(x);
+    }
+    for (size_t i = n; i < padded; i++)
+        out[i] = 0;
+    return saturated;
+}
+
+/* ---- portable kernels: the reference the SIMD ones are tested against ---- */
+
+static int32_t dot_scalar(const int8_t *a, const int8_t *b, size_t n)
+{
+    int32_t s = 0;
+    for (size_t i = 0; i < n; i++)
+        s += (int32_t)a[i] * b[i];
+    return s;
+}
+
+static int32_t l2sq_scalar(const int8_t *a, const int8_t *b, size_t n)
+{
+    int32_t s = 0;
+    for (size_t i = 0; i < n; i++) {
+        int32_t d = (int32_t)a[i] - b[i];
+        s += d * d;
+    }
+    return s;
+}
+
+/* The distance of metric m from an integer sum (dot product, or squared L2 for L2). */
+static inline float finish(vec_metric_t m, int32_t sum, float unit)
+{
+    float v = (float)sum * unit;
+    return m == VEC_METRIC_COSINE ? 1.0f - v : m == VEC_METRIC_DOT ? -v : v;
+}
+
+/* The metric kernels of one ISA from its integer kernels: dot and dot4 sum products, l2 and
+ * l24 squared differences (one row, four rows). */
+#define METRIC_KERNELS(isa, dot, dot4, l2, l24, attr)                                              \
+    attr static float cos_##isa(const int8_t *a, const int8_t *b, size_t n, float unit)            \
+    {                                                                                              \
+        return finish(VEC_METRIC_COSINE, dot(a, b, n), unit);                                      \
+    }                                                                                              \
+    attr static float negdot_##isa(const int8_t *a, const int8_t *b, size_t n, float unit)         \
+    {                                                                                              \
+        return finish(VEC_METRIC_DOT, dot(a, b, n), unit);                                         \
+    }                                                                                              \
+    attr static float l2_##isa(const int8_t *a, const int8_t *b, size_t n, float unit)             \
+    {                                                                                              \
+        return finish(VEC_METRIC_L2, l2(a, b, n), unit);                                           \
+    }                                                                                              \
+    attr static void cos4_##isa(const int8_t *q, const int8_t *const r[4], size_t n, float unit,   \
+                                float out[4])                                                      \
+    {                                                                                              \
+        int32_t s[4];                                                                              \
+        dot4(q, r, n, s);                                                                          \
+        for (int j = 0; j < 4; j++)                                                                \
+            out[j] = finish(VEC_METRIC_COSINE, s[j], unit);                                        \
+    }                                                                                              \
+    attr static void negdot4_##isa(const int8_t *q, const int8_t *const r[4], size_t n,            \
+                                   float unit, float out[4])                                       \
+    {                                                                                              \
+        int32_t s[4];                                                                              \
+        dot4(q, r, n, s);                                                                          \
+        for (int j = 0; j < 4; j++)                                                                \
+            out[j] = finish(VEC_METRIC_DOT, s[j], unit);                                           \
+    }                                                                                              \
+    attr static void l24_##isa(const int8_t *q, const int8_t *const r[4], size_t n, float unit,    \
+                               float out[4])                                                       \
+    {                                                                                              \
+        int32_t s[4];                                                                              \
+        l24(q, r, n, s);                                                                           \
+        for (int j = 0; j < 4; j++)                                                                \
+            out[j] = finish(VEC_METRIC_L2, s[j], unit);                                            \
+    }
+
+static void dot4_scalar(const int8_t *q, const int8_t *const r[4], size_t n, int32_t s[4])
+{
+    for (int j = 0; j < 4; j++)
+        s[j] = dot_scalar(q, r[j], n);
+}
+
+static void l24_scalar_sum(const int8_t *q, const int8_t *const r[4], size_t n, int32_t s[4])
+{
+    for (int j = 0; j < 4; j++)
+        s[j] = l2sq_scalar(q, r[j], n);
+}
+
+METRIC_KERNELS(scalar, dot_scalar, dot4_scalar, l2sq_scalar, l24_scalar_sum, )
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#define CDN_I8_X86 1
+#include <immintrin.h>
+
+#define AVX512_FN __attribute__((target("avx512f,avx512bw")))
+#define VNNI_FN __attribute__((target("avx512f,avx512bw,avx512vnni")))
+
+/* 32 codes at p widened to 16 bits. */
+#define WIDEN(p) _mm512_cvtepi8_epi16(_mm256_loadu_si256((const __m256i *)(p)))
+
+/* The integer kernels of one ISA; ACC(s, x, y) adds the pairwise products of x and y (16-bit
+ * lanes) into the 32-bit lanes of s. Two steps of 32 codes a block of 64. */
+#define INT_KERNELS(isa, attr, ACC)                                                                \
+    attr static int32_t dot_##isa(const int8_t *a, const int8_t *b, size_t n)                      \
+    {                                                                                              \
+        __m512i s0 = _mm512_setzero_si512(), s1 = s0;                                              \
+        for (size_t i = 0; i < n; i += 64) {                                                       \
+            s0 = ACC(s0, WIDEN(a + i), WIDEN(b + i));                                              \
+            s1 = ACC(s1, WIDEN(a + i + 32), WIDEN(b + i + 32));                                    \
+        }                                                                                          \
+        return _mm512_reduce_add_epi32(_mm512_add_epi32(s0, s1));                                  \
+    }                                                                                              \
+    attr static int32_t l2sq_##isa(const int8_t *a, const int8_t *b, size_t n)                     \
+    {                                                                                              \
+        __m512i s0 = _mm512_setzero_si512(), s1 = s0;                                              \
+        for (size_t i = 0; i < n; i += 64) {                                                       \
+            __m512i d0 = _mm512_sub_epi16(WIDEN(a + i), WIDEN(b + i));                             \
+            __m512i d1 = _mm512_sub_epi16(WIDEN(a + i + 32), WIDEN(b + i + 32));                   \
+            s0 = ACC(s0, d0, d0);                                                                  \
+            s1 = ACC(s1, d1, d1);                                                                  \
+        }                                                                                          \
+        return _mm512_reduce_add_epi32(_mm512_add_epi32(s0, s1));                                  \
+    }                                                                                              \
+    /* Four rows side by side against one query (the query widened once a step). */              \
+    attr static inline void four_##isa(const int8_t *q, const int8_t *const r[4], size_t n,       \
+                                       int32_t out[4], int l2)                                     \
+    {                                                                                              \
+        const int8_t *r0 = r[0], *r1 = r[1], *r2 = r[2], *r3 = r[3];                               \
+        __m512i s0 = _mm512_setzero_si512(), s1 = s0, s2 = s0, s3 = s0;                            \
+        for (size_t i = 0; i < n; i += 32) {                                                       \
+            __m512i qv = WIDEN(q + i);                                                             \
+            __m512i x0 = WIDEN(r0 + i), x1 = WIDEN(r1 + i), x2 = WIDEN(r2 + i),                    \
+                    x3 = WIDEN(r3 + i);                                                            \
+            if (l2) {                                                                              \
+                x0 = _mm512_sub_epi16(qv, x0);                                                     \
+                x1 = _mm512_sub_epi16(qv, x1);                                                     \
+                x2 = _mm512_sub_epi16(qv, x2);                                                     \
+                x3 = _mm512_sub_epi16(qv, x3);                                                     \
+                s0 = ACC(s0, x0, x0);                                                              \
+                s1 = ACC(s1, x1, x1);                                                              \
+                s2 = ACC(s2, x2, x2);                                                              \
+                s3 = ACC(s3, x3, x3);                                                              \
+            } else {                                                                               \
+                s0 = ACC(s0, qv, x0);                                                              \
+                s1 = ACC(s1, qv, x1);                                                              \
+                s2 = ACC(s2, qv, x2);                                                              \
+                s3 = ACC(s3, qv, x3);                                                              \
+            }                                                                                      \
+        }                                                                                          \
+        out[0] = _mm512_reduce_add_epi32(s0);                                                      \
+        out[1] = _mm512_reduce_add_epi32(s1);                                                      \
+        out[2] = _mm512_reduce_add_epi32(s2);                                                      \
+        out[3] = _mm512_reduce_add_epi32(s3);                                                      \
+    }                                                                                              \
+    attr static void dot4_##isa(const int8_t *q, const int8_t *const r[4], size_t n,               \
+                                int32_t out[4])                                                    \
+    {                                                                                              \
+        four_##isa(q, r, n, out, 0);                                                               \
+    }                                                                                              \
+    attr static void l24_##isa##_sum(const int8_t *q, const int8_t *const r[4], size_t n,          \
+                                     int32_t out[4])                                               \
+    {                                                                                              \
+        four_##isa(q, r, n, out, 1);                                                               \
+    }
+
+#define ACC_MADD(s, x, y) _mm512_add_epi32((s), _mm512_madd_epi16((x), (y)))
+#define ACC_VNNI(s, x, y) _mm512_dpwssd_epi32((s), (x), (y))
+
+INT_KERNELS(avx512, AVX512_FN, ACC_MADD)
+INT_KERNELS(vnni, VNNI_FN, ACC_VNNI)
+METRIC_KERNELS(avx512, dot_avx512, dot4_avx512, l2sq_avx512, l24_avx512_sum, AVX512_FN)
+METRIC_KERNELS(vnni, dot_vnni, dot4_vnni, l2sq_vnni, l24_vnni_sum, VNNI_FN)
+#endif
+
+/* Indexed by vec_i8_isa_t, then vec_metric_t (cosine, dot, L2). */
+static const vec_i8_dist_fn kernels[3][3] = {
+    [VEC_I8_SCALAR] = {cos_scalar, negdot_scalar, l2_scalar},
+#ifdef CDN_I8_X86
+    [VEC_I8_AVX512] = {cos_avx512, negdot_avx512, l2_avx512},
+    [VEC_I8_AVX512_VNNI] = {cos_vnni, negdot_vnni, l2_vnni},
+#endif
+};
+
+static const vec_i8_dist4_fn kernels4[3][3] = {
+    [VEC_I8_SCALAR] = {cos4_scalar, negdot4_scalar, l24_scalar},
+#ifdef CDN_I8_X86
+    [VEC_I8_AVX512] = {cos4_avx512, negdot4_avx512, l24_avx512},
+    [VEC_I8_AVX512_VNNI] = {cos4_vnni, negdot4_vnni, l24_vnni},
+#endif
+};
+
+/* What the CPU offers, probed once per process (pthread_once: callers on many threads agree). */
+static pthread_once_t probe_once = PTHREAD_ONCE_INIT;
+static vec_i8_isa_t probe_best = VEC_I8_SCALAR;
+
+static void probe(void)
+{
+    vec_i8_isa_t best = VEC_I8_SCALAR;
+#ifdef CDN_I8_X86
+    __builtin_cpu_init();
+    if (vec_isa_best() == VEC_ISA_AVX512 && __builtin_cpu_supports("avx512bw")) {
+        best = VEC_I8_AVX512;
+        if (__builtin_cpu_supports("avx512vnni"))
+            best = VEC_I8_AVX512_VNNI;
+    }
+#endif
+    probe_best = best;
+}
+
+vec_i8_isa_t vec_i8_isa_best(void)
+{
+    pthread_once(&probe_once, probe);
+    return probe_best;
+}
+
+vec_i8_dist_fn vec_i8_dist_for_isa(vec_metric_t m, vec_i8_isa_t isa)
+{
+    if ((unsigned)m > VEC_METRIC_L2 || (unsigned)isa > (unsigned)vec_i8_isa_best())
+        return NULL;
+    return kernels[isa][m];
+}
+
+vec_i8_dist4_fn vec_i8_dist4_for_isa(vec_metric_t m, vec_i8_isa_t isa)
+{
+    if ((unsigned)m > VEC_METRIC_L2 || (unsigned)isa > (unsigned)vec_i8_isa_best())
+        return NULL;
+    return kernels4[isa][m];
+}

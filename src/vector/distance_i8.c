@@ -1,5 +1,6 @@
-/* distance_i8.c: 8-bit codes of float rows and distance kernels over them (scalar, AVX-512BW,
- * AVX-512 VNNI), chosen once at run time. Relies on distance_i8.h, GCC target attributes and
+/* distance_i8.c: 8-bit codes of float rows and distance kernels over them (scalar, AVX2,
+ * AVX-512BW, AVX-512 VNNI), chosen once at run time. Relies on distance_i8.h, GCC target attributes
+ * and
  * __builtin_cpu_supports. Every kernel sums products of codes as integers, exactly: a row of
  * up to 16,384 codes cannot overflow a 32-bit sum (each product at most 254^2), so all kernels
  * return the same bits and the one-row and four-row forms agree. */
@@ -130,50 +131,65 @@ METRIC_KERNELS(scalar, dot_scalar, dot4_scalar, l2sq_scalar, l24_scalar_sum, )
 #define CDN_I8_X86 1
 #include <immintrin.h>
 
+#define AVX2_FN __attribute__((target("avx2")))
 #define AVX512_FN __attribute__((target("avx512f,avx512bw")))
 #define VNNI_FN __attribute__((target("avx512f,avx512bw,avx512vnni")))
 
-/* 32 codes at p widened to 16 bits. */
-#define WIDEN(p) _mm512_cvtepi8_epi16(_mm256_loadu_si256((const __m256i *)(p)))
+/* Codes at p widened to 16 bits: 16 of them (AVX2), 32 (AVX-512). */
+#define WIDEN_256(p) _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)(p)))
+#define WIDEN_512(p) _mm512_cvtepi8_epi16(_mm256_loadu_si256((const __m256i *)(p)))
 
-/* The integer kernels of one ISA; ACC(s, x, y) adds the pairwise products of x and y (16-bit
- * lanes) into the 32-bit lanes of s. Two steps of 32 codes a block of 64. */
-#define INT_KERNELS(isa, attr, ACC)                                                                \
+/* Adds the pairwise products of x and y (16-bit lanes) into the 32-bit lanes of s. */
+#define ACC_AVX2(s, x, y) _mm256_add_epi32((s), _mm256_madd_epi16((x), (y)))
+#define ACC_MADD(s, x, y) _mm512_add_epi32((s), _mm512_madd_epi16((x), (y)))
+#define ACC_VNNI(s, x, y) _mm512_dpwssd_epi32((s), (x), (y))
+
+AVX2_FN static inline int32_t reduce_256(__m256i v)
+{
+    __m128i s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0x4e));
+    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0xb1));
+    return _mm_cvtsi128_si32(s);
+}
+
+/* The integer kernels of one ISA: vector type V, STEP codes a step (WIDEN loads and widens
+ * them), ZERO, ADD and SUB on its lanes, ACC as above, REDUCE to one sum. The one-row kernels
+ * take two steps at a time into two sums; a block of 64 codes is a whole number of both. */
+#define INT_KERNELS(isa, attr, V, STEP, WIDEN, ZERO, ADD, SUB, ACC, REDUCE)                        \
     attr static int32_t dot_##isa(const int8_t *a, const int8_t *b, size_t n)                      \
     {                                                                                              \
-        __m512i s0 = _mm512_setzero_si512(), s1 = s0;                                              \
-        for (size_t i = 0; i < n; i += 64) {                                                       \
+        V s0 = ZERO, s1 = s0;                                                                      \
+        for (size_t i = 0; i < n; i += 2 * STEP) {                                                 \
             s0 = ACC(s0, WIDEN(a + i), WIDEN(b + i));                                              \
-            s1 = ACC(s1, WIDEN(a + i + 32), WIDEN(b + i + 32));                                    \
+            s1 = ACC(s1, WIDEN(a + i + STEP), WIDEN(b + i + STEP));                                \
         }                                                                                          \
-        return _mm512_reduce_add_epi32(_mm512_add_epi32(s0, s1));                                  \
+        return REDUCE(ADD(s0, s1));                                                                \
     }                                                                                              \
     attr static int32_t l2sq_##isa(const int8_t *a, const int8_t *b, size_t n)                     \
     {                                                                                              \
-        __m512i s0 = _mm512_setzero_si512(), s1 = s0;                                              \
-        for (size_t i = 0; i < n; i += 64) {                                                       \
-            __m512i d0 = _mm512_sub_epi16(WIDEN(a + i), WIDEN(b + i));                             \
-            __m512i d1 = _mm512_sub_epi16(WIDEN(a + i + 32), WIDEN(b + i + 32));                   \
+        V s0 = ZERO, s1 = s0;                                                                      \
+        for (size_t i = 0; i < n; i += 2 * STEP) {                                                 \
+            V d0 = SUB(WIDEN(a + i), WIDEN(b + i));                                                \
+            V d1 = SUB(WIDEN(a + i + STEP), WIDEN(b + i + STEP));                                  \
             s0 = ACC(s0, d0, d0);                                                                  \
             s1 = ACC(s1, d1, d1);                                                                  \
         }                                                                                          \
-        return _mm512_reduce_add_epi32(_mm512_add_epi32(s0, s1));                                  \
+        return REDUCE(ADD(s0, s1));                                                                \
     }                                                                                              \
-    /* Four rows side by side against one query (the query widened once a step). */              \
-    attr static inline void four_##isa(const int8_t *q, const int8_t *const r[4], size_t n,       \
+    /* Four rows side by side against one query (the query widened once a step). */                \
+    attr static inline void four_##isa(const int8_t *q, const int8_t *const r[4], size_t n,        \
                                        int32_t out[4], int l2)                                     \
     {                                                                                              \
         const int8_t *r0 = r[0], *r1 = r[1], *r2 = r[2], *r3 = r[3];                               \
-        __m512i s0 = _mm512_setzero_si512(), s1 = s0, s2 = s0, s3 = s0;                            \
-        for (size_t i = 0; i < n; i += 32) {                                                       \
-            __m512i qv = WIDEN(q + i);                                                             \
-            __m512i x0 = WIDEN(r0 + i), x1 = WIDEN(r1 + i), x2 = WIDEN(r2 + i),                    \
-                    x3 = WIDEN(r3 + i);                                                            \
+        V s0 = ZERO, s1 = s0, s2 = s0, s3 = s0;                                                    \
+        for (size_t i = 0; i < n; i += STEP) {                                                     \
+            V qv = WIDEN(q + i);                                                                   \
+            V x0 = WIDEN(r0 + i), x1 = WIDEN(r1 + i), x2 = WIDEN(r2 + i), x3 = WIDEN(r3 + i);      \
             if (l2) {                                                                              \
-                x0 = _mm512_sub_epi16(qv, x0);                                                     \
-                x1 = _mm512_sub_epi16(qv, x1);                                                     \
-                x2 = _mm512_sub_epi16(qv, x2);                                                     \
-                x3 = _mm512_sub_epi16(qv, x3);                                                     \
+                x0 = SUB(qv, x0);                                                                  \
+                x1 = SUB(qv, x1);                                                                  \
+                x2 = SUB(qv, x2);                                                                  \
+                x3 = SUB(qv, x3);                                                                  \
                 s0 = ACC(s0, x0, x0);                                                              \
                 s1 = ACC(s1, x1, x1);                                                              \
                 s2 = ACC(s2, x2, x2);                                                              \
@@ -185,10 +201,10 @@ METRIC_KERNELS(scalar, dot_scalar, dot4_scalar, l2sq_scalar, l24_scalar_sum, )
                 s3 = ACC(s3, qv, x3);                                                              \
             }                                                                                      \
         }                                                                                          \
-        out[0] = _mm512_reduce_add_epi32(s0);                                                      \
-        out[1] = _mm512_reduce_add_epi32(s1);                                                      \
-        out[2] = _mm512_reduce_add_epi32(s2);                                                      \
-        out[3] = _mm512_reduce_add_epi32(s3);                                                      \
+        out[0] = REDUCE(s0);                                                                       \
+        out[1] = REDUCE(s1);                                                                       \
+        out[2] = REDUCE(s2);                                                                       \
+        out[3] = REDUCE(s3);                                                                       \
     }                                                                                              \
     attr static void dot4_##isa(const int8_t *q, const int8_t *const r[4], size_t n,               \
                                 int32_t out[4])                                                    \
@@ -201,27 +217,31 @@ METRIC_KERNELS(scalar, dot_scalar, dot4_scalar, l2sq_scalar, l24_scalar_sum, )
         four_##isa(q, r, n, out, 1);                                                               \
     }
 
-#define ACC_MADD(s, x, y) _mm512_add_epi32((s), _mm512_madd_epi16((x), (y)))
-#define ACC_VNNI(s, x, y) _mm512_dpwssd_epi32((s), (x), (y))
-
-INT_KERNELS(avx512, AVX512_FN, ACC_MADD)
-INT_KERNELS(vnni, VNNI_FN, ACC_VNNI)
+INT_KERNELS(avx2, AVX2_FN, __m256i, 16, WIDEN_256, _mm256_setzero_si256(), _mm256_add_epi32,
+            _mm256_sub_epi16, ACC_AVX2, reduce_256)
+INT_KERNELS(avx512, AVX512_FN, __m512i, 32, WIDEN_512, _mm512_setzero_si512(), _mm512_add_epi32,
+            _mm512_sub_epi16, ACC_MADD, _mm512_reduce_add_epi32)
+INT_KERNELS(vnni, VNNI_FN, __m512i, 32, WIDEN_512, _mm512_setzero_si512(), _mm512_add_epi32,
+            _mm512_sub_epi16, ACC_VNNI, _mm512_reduce_add_epi32)
+METRIC_KERNELS(avx2, dot_avx2, dot4_avx2, l2sq_avx2, l24_avx2_sum, AVX2_FN)
 METRIC_KERNELS(avx512, dot_avx512, dot4_avx512, l2sq_avx512, l24_avx512_sum, AVX512_FN)
 METRIC_KERNELS(vnni, dot_vnni, dot4_vnni, l2sq_vnni, l24_vnni_sum, VNNI_FN)
 #endif
 
 /* Indexed by vec_i8_isa_t, then vec_metric_t (cosine, dot, L2). */
-static const vec_i8_dist_fn kernels[3][3] = {
+static const vec_i8_dist_fn kernels[4][3] = {
     [VEC_I8_SCALAR] = {cos_scalar, negdot_scalar, l2_scalar},
 #ifdef CDN_I8_X86
+    [VEC_I8_AVX2] = {cos_avx2, negdot_avx2, l2_avx2},
     [VEC_I8_AVX512] = {cos_avx512, negdot_avx512, l2_avx512},
     [VEC_I8_AVX512_VNNI] = {cos_vnni, negdot_vnni, l2_vnni},
 #endif
 };
 
-static const vec_i8_dist4_fn kernels4[3][3] = {
+static const vec_i8_dist4_fn kernels4[4][3] = {
     [VEC_I8_SCALAR] = {cos4_scalar, negdot4_scalar, l24_scalar},
 #ifdef CDN_I8_X86
+    [VEC_I8_AVX2] = {cos4_avx2, negdot4_avx2, l24_avx2},
     [VEC_I8_AVX512] = {cos4_avx512, negdot4_avx512, l24_avx512},
     [VEC_I8_AVX512_VNNI] = {cos4_vnni, negdot4_vnni, l24_vnni},
 #endif
@@ -236,6 +256,8 @@ static void probe(void)
     vec_i8_isa_t best = VEC_I8_SCALAR;
 #ifdef CDN_I8_X86
     __builtin_cpu_init();
+    if (vec_isa_best() >= VEC_ISA_AVX2)
+        best = VEC_I8_AVX2;
     if (vec_isa_best() == VEC_ISA_AVX512 && __builtin_cpu_supports("avx512bw")) {
         best = VEC_I8_AVX512;
         if (__builtin_cpu_supports("avx512vnni"))

@@ -1,5 +1,5 @@
 /* distance_i8.h: 8-bit integer copies of float rows and distance kernels over them (scalar,
- * AVX-512BW, AVX-512 VNNI), for scoring that may trade precision for a quarter of the memory
+ * AVX2, AVX-512BW, AVX-512 VNNI), for scoring that may trade precision for a quarter of the memory
  * traffic (HNSW construction). One map (a scale and, for L2, an offset) holds for a whole copy,
  * so the distance between two stored rows is an exact integer sum times one factor: the kernels
  * give every pair of rows the same value whichever is the query. Relies on distance.h for
@@ -20,12 +20,13 @@
  * need no tails and rows start on a line (zeros add nothing to a dot product or a difference). */
 #define VEC_I8_BLOCK 64u
 
-/* Kernels in order of preference. AVX512 widens to 16 bits and multiplies pairs
- * (vpmaddwd, AVX-512BW); AVX512_VNNI fuses the multiply and the sum (vpdpwssd). */
+/* Kernels in order of preference. AVX2 and AVX512 widen to 16 bits and multiply pairs
+ * (vpmaddwd; AVX-512BW for 512 bits); AVX512_VNNI fuses the multiply and the sum (vpdpwssd). */
 typedef enum vec_i8_isa {
     VEC_I8_SCALAR = 0,
-    VEC_I8_AVX512 = 1,
-    VEC_I8_AVX512_VNNI = 2,
+    VEC_I8_AVX2 = 1,
+    VEC_I8_AVX512 = 2,
+    VEC_I8_AVX512_VNNI = 3,
 } vec_i8_isa_t;
 
 /* How a copy's codes stand for floats: x ~ offset + code / scale, codes in [-127, 127].

@@ -476,7 +476,7 @@ static vec_i8_map_t i8_map_of(const vec_view_t *v, vec_metric_t m)
 }
 
 /* Fills j->src with a copy of every row of the view (8-bit or bf16) when prec asks for one
- * (AUTO: a large batch on a CPU with AVX-512BW). Returns 0 or CDN_ERR_NOMEM; the caller frees
+ * (AUTO: a large batch on a CPU with AVX2 or AVX-512). Returns 0 or CDN_ERR_NOMEM; the caller frees
  * the copy (j->src.i8 or j->src.bf). */
 static int make_copy(build_job_t *j, hnsw_build_precision_t prec)
 {

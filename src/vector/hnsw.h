@@ -108,8 +108,8 @@ int hnsw_build(hnsw_t *h, const vec_view_t *view, const uint32_t *ids, size_t n,
  * row of the view under one scale (distance_i8.h: a byte a value, allocated for the build and
  * freed before it returns), a quarter of the memory read per distance. BF16: a bfloat16 copy
  * (2 bytes a value). Searches always use float (or the quantizer's codes). AUTO: I8 when the CPU
- * has AVX-512BW and the batch is large (>= 4096 ids and >= a quarter of the view's rows), else
- * FLOAT. */
+ * has AVX2 or AVX-512 and the batch is large (>= 4096 ids and >= a quarter of the view's rows),
+ * else FLOAT. */
 typedef enum hnsw_build_precision {
     HNSW_BUILD_AUTO = 0,
     HNSW_BUILD_FLOAT = 1,

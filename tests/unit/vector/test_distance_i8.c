@@ -157,7 +157,8 @@ static void test_code_distances_follow_float_distances(void **state)
                 }
                 na = sqrtf(na);
                 nb = sqrtf(nb);
-                float tol = ms[m] == VEC_METRIC_L2 ? 0.01f * (na + nb) * (na + nb) : 0.01f * na * nb;
+                float tol =
+                    ms[m] == VEC_METRIC_L2 ? 0.01f * (na + nb) * (na + nb) : 0.01f * na * nb;
                 worst = fmaxf(worst, fabsf(got - want) / tol);
                 assert_true(fabsf(got - want) <= tol);
             }

@@ -9,7 +9,10 @@ directory and prints, for every layout and share (100 subjects each):
            (spherical k-means, n/256 clusters), to hold the whole readable top-10;
   part128  rows to re-score when rows are ranked by their first 128 dimensions only;
   bit1     rows to re-score when rows are ranked by 1-bit codes of randomly rotated vectors
-           (sign of each rotated coordinate; inner product estimated as <code, q> / <code, x>).
+           (sign of each rotated coordinate; inner product estimated as <code, q> / <code, x>);
+  bit128   the same with the first 128 rotated coordinates only (a code of 16 bytes, four rows
+           to a cache line: a first pass that would read fewer lines than one a row);
+  pca128   signs of the first 128 principal components (centred rows), ranked by <code, q>.
 
 Each column gives p50 / p90 / p99 over the subjects. Relies on Debian python3-numpy and
 python3-faiss (k-means); run with /usr/bin/python3:
@@ -62,13 +65,17 @@ def main():
     y = x @ rot
     codes = np.where(y > 0, 1.0, -1.0).astype(np.float32) / np.sqrt(dim)
     code_dot_x = (codes * y).sum(axis=1)  # <code, x>: unit rows, so x's own norm is 1
+    mu = x.mean(axis=0)
+    _, vecs = np.linalg.eigh(np.cov((x[::4] - mu).T))
+    pca = vecs[:, ::-1][:, :128].astype(np.float32)
+    pcodes = np.where((x - mu) @ pca > 0, 1.0, -1.0).astype(np.float32)
     print(f"{'layout':10s} {'share':>6s} {'readable':>8s}  {'rank10':>18s}  {'ivf':>20s}  "
-          f"{'part128':>20s}  {'bit1':>18s}")
+          f"{'part128':>20s}  {'bit1':>18s}  {'bit128':>20s}  {'pca128':>20s}")
     for li, lname in enumerate(d.meta["layouts"]):
         for si, sh in enumerate(d.meta["shares"]):
             if sh["readable"] >= 1.0 and li > 0:
                 continue
-            r10, ivf, part, bit = [], [], [], []
+            r10, ivf, part, bit, b128, p128 = [], [], [], [], [], []
             for q in range(d.nq):
                 ids = np.nonzero(d.readable(li, si, q))[0]
                 qv = d.queries[q]
@@ -81,8 +88,13 @@ def main():
                 part.append(depth(true[np.argsort(-(x[ids, :128] @ qv[:128]))], kth))
                 est = (codes[ids] @ (qv @ rot)) / code_dot_x[ids]
                 bit.append(depth(true[np.argsort(-est)], kth))
+                est = codes[ids, :128] @ (qv @ rot)[:128]
+                b128.append(depth(true[np.argsort(-est, kind="stable")], kth))
+                est = pcodes[ids] @ ((qv - mu) @ pca)
+                p128.append(depth(true[np.argsort(-est, kind="stable")], kth))
             print(f"{lname:10s} {sh['readable']:6.3f} {len(ids):8d}  {pct(r10):>18s}  "
-                  f"{pct(ivf):>20s}  {pct(part):>20s}  {pct(bit):>18s}", flush=True)
+                  f"{pct(ivf):>20s}  {pct(part):>20s}  {pct(bit):>18s}  {pct(b128):>20s}  "
+                  f"{pct(p128):>20s}", flush=True)
 
 
 if __name__ == "__main__":

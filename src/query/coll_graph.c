@@ -37,28 +37,6 @@ void coll_graph_copy_drop(coll_t *c)
     c->i8_rows = c->i8_cap = 0;
 }
 
-/* A map holding every value of v's rows [0, count) and those the copy's map holds, with
- * GRAPH_COPY_HEADROOM to spare; cosine rows are unit rows, whose values never pass 1. */
-static vec_i8_map_t copy_map(const coll_t *c, const vec_view_t *v)
-{
-    float lo = 0.0f, hi = 0.0f;
-    for (uint32_t r = 0; r < v->count; r++) {
-        const float *x = vec_row(v, r);
-        for (uint32_t d = 0; d < v->dim; d++) {
-            lo = x[d] < lo ? x[d] : lo;
-            hi = x[d] > hi ? x[d] : hi;
-        }
-    }
-    float mid = c->cfg.metric == VEC_METRIC_L2 ? lo / 2.0f + hi / 2.0f : 0.0f;
-    lo = mid - (mid - lo) * GRAPH_COPY_HEADROOM;
-    hi = mid + (hi - mid) * GRAPH_COPY_HEADROOM;
-    if (c->cfg.metric == VEC_METRIC_COSINE) {
-        lo = lo < -1.0f ? -1.0f : lo;
-        hi = hi > 1.0f ? 1.0f : hi;
-    }
-    return vec_i8_map_for(c->cfg.metric, lo, hi);
-}
-
 /* Brings c's 8-bit copy up to the view's rows, converting only the rows it lacks: rows below
  * the view's count are committed and never change. A row outside the copy's range makes the
  * whole copy again under a range that holds it, so no code saturates. The copy is a mapping
@@ -84,11 +62,14 @@ static int copy_extend(coll_t *c, const vec_view_t *v)
         c->i8_cap = (uint32_t)cap;
     }
     if (c->i8_rows == 0)
-        c->i8_map = copy_map(c, v);
+        c->i8_map = vec_i8_map_of(v, c->cfg.metric, GRAPH_COPY_HEADROOM);
+    int widened = 0; /* once: a value no range holds (NaN) saturates under any */
     for (uint32_t r = c->i8_rows; r < v->count; r++) {
-        if (vec_i8_from_f32(vec_row(v, r), v->dim, c->i8_map, c->i8 + (size_t)r * stride, stride)) {
-            c->i8_map = copy_map(c, v); /* holds row r now: start again from row 0 */
-            r = UINT32_MAX;             /* the loop's r++ makes it 0 */
+        if (vec_i8_from_f32(vec_row(v, r), v->dim, c->i8_map, c->i8 + (size_t)r * stride, stride) &&
+            !widened) {
+            c->i8_map = vec_i8_map_of(v, c->cfg.metric, GRAPH_COPY_HEADROOM);
+            widened = 1;
+            r = UINT32_MAX; /* holds row r now: the loop's r++ starts again from row 0 */
         }
     }
     c->i8_rows = v->count;

@@ -29,6 +29,27 @@ vec_i8_map_t vec_i8_map_for(vec_metric_t m, float lo, float hi)
     return (vec_i8_map_t){scale, offset, 1.0f / (scale * scale)};
 }
 
+vec_i8_map_t vec_i8_map_of(const vec_view_t *v, vec_metric_t m, float headroom)
+{
+    float lo = INFINITY, hi = -INFINITY;
+    for (uint32_t r = 0; r < v->count; r++) {
+        const float *x = vec_row(v, r);
+        for (uint32_t d = 0; d < v->dim; d++) {
+            lo = x[d] < lo ? x[d] : lo;
+            hi = x[d] > hi ? x[d] : hi;
+        }
+    }
+    if (lo > hi) /* no rows (or NaN only) */
+        lo = hi = 0.0f;
+    float mid = m == VEC_METRIC_L2 ? lo / 2.0f + hi / 2.0f : 0.0f;
+    float wlo = mid - (mid - lo) * headroom, whi = mid + (hi - mid) * headroom;
+    if (m == VEC_METRIC_COSINE) {
+        wlo = fminf(lo, fmaxf(wlo, -1.0f));
+        whi = fmaxf(hi, fminf(whi, 1.0f));
+    }
+    return vec_i8_map_for(m, wlo, whi);
+}
+
 size_t vec_i8_from_f32(const float *in, size_t n, vec_i8_map_t map, int8_t *out, size_t padded)
 {
     size_t saturated = 0;

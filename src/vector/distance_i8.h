@@ -54,6 +54,11 @@ size_t vec_i8_padded(uint32_t dim);
  * dot (a shift would change products). A range of zero width gets scale 1. */
 vec_i8_map_t vec_i8_map_for(vec_metric_t m, float lo, float hi);
 
+/* The map for every value of v's rows under metric m (as vec_i8_map_for their range), the
+ * range widened `headroom` times (1: not at all) around its middle, so that rows written later
+ * mostly fit too; for cosine (unit rows, no value past 1) never past +-1 by the widening. */
+vec_i8_map_t vec_i8_map_of(const vec_view_t *v, vec_metric_t m, float headroom);
+
 /* Writes in[0..n) to out as codes under map (round to nearest, ties to even) and zeros up to
  * out[padded - 1]. padded >= n. Values whose nearest code is past +-127 (and NaN) saturate;
  * returns how many did, so a caller whose range came from other rows can widen it. */

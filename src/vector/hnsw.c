@@ -461,20 +461,6 @@ static void use_i8(hnsw_scorer_t *src, vec_metric_t m, const int8_t *rows, size_
     src->idist4 = vec_i8_dist4_for_isa(m, isa);
 }
 
-/* The map that holds every value of v's rows without saturating. */
-static vec_i8_map_t i8_map_of(const vec_view_t *v, vec_metric_t m)
-{
-    float lo = 0.0f, hi = 0.0f;
-    for (uint32_t r = 0; r < v->count; r++) {
-        const float *x = vec_row(v, r);
-        for (uint32_t d = 0; d < v->dim; d++) {
-            lo = x[d] < lo ? x[d] : lo;
-            hi = x[d] > hi ? x[d] : hi;
-        }
-    }
-    return vec_i8_map_for(m, lo, hi);
-}
-
 /* Fills j->src with a copy of every row of the view (8-bit or bf16) when prec asks for one
  * (AUTO: a large batch on a CPU with AVX2 or AVX-512). Returns 0 or CDN_ERR_NOMEM; the caller frees
  * the copy (j->src.i8 or j->src.bf). */
@@ -495,7 +481,7 @@ static int make_copy(build_job_t *j, hnsw_build_precision_t prec)
         return CDN_ERR_NOMEM;
     cdn_advise_huge(rows, bytes); /* read at random by every insert */
     if (prec == HNSW_BUILD_I8) {
-        vec_i8_map_t map = i8_map_of(v, j->h->metric);
+        vec_i8_map_t map = vec_i8_map_of(v, j->h->metric, 1.0f);
         for (uint32_t r = 0; r < v->count; r++)
             vec_i8_from_f32(vec_row(v, r), v->dim, map, (int8_t *)rows + (size_t)r * stride,
                             stride);
@@ -538,9 +524,8 @@ static int build_run(hnsw_t *h, const vec_view_t *view, const uint32_t *ids, siz
     atomic_init(&j.first_err, 0);
     if (kept)
         use_i8(&j.src, h->metric, kept->rows, kept->stride, kept->map);
-    else if (make_copy(&j, prec)) {
+    else if (make_copy(&j, prec))
         return CDN_ERR_NOMEM;
-    }
     hnsw_run_threads(threads, build_worker, &j);
     if (!kept) {
         cdn_free((void *)j.src.i8);

@@ -39,6 +39,30 @@ static void test_maps_centre_products_on_zero_and_differences_on_the_range(void 
     assert_int_equal(vec_i8_padded(385), 448);
 }
 
+/* A view's map covers its values, widened by the headroom around the middle, and for cosine
+ * the widening stops at +-1 (unit rows) but never cuts a value off. */
+static void test_a_views_map_covers_its_rows_with_headroom(void **state)
+{
+    (void)state;
+    float rows[6] = {-0.3f, 0.5f, 0.1f, 0.2f, 0.0f, -0.1f}; /* 3 rows of 2 */
+    vec_view_t v = {rows, 2, 2, 3};
+    vec_i8_map_t c = vec_i8_map_of(&v, VEC_METRIC_COSINE, 1.25f);
+    assert_float_equal(c.scale, 127.0f / 0.625f, 1e-3);
+    c = vec_i8_map_of(&v, VEC_METRIC_COSINE, 4.0f);
+    assert_float_equal(c.scale, 127.0f, 1e-4);
+    float wide[2] = {1.5f, -0.2f}; /* not a unit row: its own range is kept */
+    vec_view_t w = {wide, 2, 2, 1};
+    assert_float_equal(vec_i8_map_of(&w, VEC_METRIC_COSINE, 2.0f).scale, 127.0f / 1.5f, 1e-4);
+    float l2[4] = {2.0f, 6.0f, 3.0f, 5.0f};
+    vec_view_t l = {l2, 2, 2, 2};
+    vec_i8_map_t m = vec_i8_map_of(&l, VEC_METRIC_L2, 1.5f);
+    assert_float_equal(m.offset, 4.0f, 0);
+    assert_float_equal(m.scale, 127.0f / 3.0f, 1e-4);
+    int8_t out[64];
+    for (uint32_t r = 0; r < 3; r++)
+        assert_int_equal(vec_i8_from_f32(rows + 2 * r, 2, c, out, 64), 0);
+}
+
 static void test_codes_round_to_nearest_even_saturate_and_pad_with_zeros(void **state)
 {
     (void)state;
@@ -194,7 +218,8 @@ static void test_i8_build_recall_matches_float_build(void **state)
         float *data = tu_clustered(n, dim, 20, 0.6f, 12, ms[m] == VEC_METRIC_COSINE, NULL);
         if (ms[m] == VEC_METRIC_L2)
             for (uint32_t i = 0; i < n * dim; i++)
-                data[i] = data[i] + 10.0f; /* all positive, far from zero */
+                data[i] = data[i] + 1000.0f; /* far from zero: codes centred on zero would
+                                              * step by ~8, wider than the clusters */
         vec_view_t v = {data, dim, dim, n};
         uint32_t *ids = malloc(sizeof(uint32_t) * n);
         for (uint32_t i = 0; i < n; i++)
@@ -280,6 +305,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_maps_centre_products_on_zero_and_differences_on_the_range),
+        cmocka_unit_test(test_a_views_map_covers_its_rows_with_headroom),
         cmocka_unit_test(test_codes_round_to_nearest_even_saturate_and_pad_with_zeros),
         cmocka_unit_test(test_every_isa_gives_the_portable_bits_one_row_or_four),
         cmocka_unit_test(test_code_distances_follow_float_distances),

@@ -69,6 +69,7 @@ typedef struct coll {
     int8_t *i8;
     uint32_t i8_rows, i8_cap;
     vec_i8_map_t i8_map;
+    uint32_t i8_unfit;    /* rows when no 8-bit range fitted them (vec_i8_map_fits), or 0 */
     quant_t *quant;       /* 8-bit codes of the rows (cfg.int8_scan), or NULL */
     uint32_t quant_saved; /* rows the codes file on disk holds (0 = none) */
     textidx_t *text;      /* text fields, "_all", metadata filters; always present */

@@ -45,6 +45,8 @@ void coll_graph_copy_drop(coll_t *c)
 static int copy_extend(coll_t *c, const vec_view_t *v)
 {
     size_t stride = vec_i8_padded(v->dim);
+    if (c->i8_unfit && v->count < 2 * (uint64_t)c->i8_unfit)
+        return -1;
     if ((size_t)v->count * stride > GRAPH_COPY_MAX) {
         coll_graph_copy_drop(c);
         return -1;
@@ -61,9 +63,9 @@ static int copy_extend(coll_t *c, const vec_view_t *v)
         }
         c->i8_cap = (uint32_t)cap;
     }
-    if (c->i8_rows == 0)
+    int widened = c->i8_rows == 0; /* once: a value no range holds (NaN) saturates under any */
+    if (widened)
         c->i8_map = vec_i8_map_of(v, c->cfg.metric, GRAPH_COPY_HEADROOM);
-    int widened = 0; /* once: a value no range holds (NaN) saturates under any */
     for (uint32_t r = c->i8_rows; r < v->count; r++) {
         if (vec_i8_from_f32(vec_row(v, r), v->dim, c->i8_map, c->i8 + (size_t)r * stride, stride) &&
             !widened) {
@@ -71,6 +73,13 @@ static int copy_extend(coll_t *c, const vec_view_t *v)
             widened = 1;
             r = UINT32_MAX; /* holds row r now: the loop's r++ starts again from row 0 */
         }
+    }
+    /* A new range may be a few rows far out stretched over the rest: no 8-bit copy then
+     * (hnsw_build chooses bf16 or float), and no new try until the rows have doubled. */
+    if (widened && !vec_i8_map_fits(v, c->i8_map)) {
+        coll_graph_copy_drop(c);
+        c->i8_unfit = v->count;
+        return -1;
     }
     c->i8_rows = v->count;
     return 0;

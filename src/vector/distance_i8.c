@@ -9,6 +9,7 @@
 #include <math.h>
 #include <pthread.h>
 
+#include "base/mem.h"
 #include "vector/quant_int.h"
 
 size_t vec_i8_padded(uint32_t dim)
@@ -48,6 +49,30 @@ vec_i8_map_t vec_i8_map_of(const vec_view_t *v, vec_metric_t m, float headroom)
         whi = fmaxf(hi, fminf(whi, 1.0f));
     }
     return vec_i8_map_for(m, wlo, whi);
+}
+
+int vec_i8_map_fits(const vec_view_t *v, vec_i8_map_t map)
+{
+    if (v->count == 0 || v->dim == 0)
+        return 1;
+    double *mean = cdn_calloc(v->dim, sizeof(double));
+    if (!mean)
+        return 0; /* unknown: the caller's other precisions are always right */
+    for (uint32_t r = 0; r < v->count; r++) {
+        const float *x = vec_row(v, r);
+        for (uint32_t d = 0; d < v->dim; d++)
+            mean[d] += x[d];
+    }
+    for (uint32_t d = 0; d < v->dim; d++)
+        mean[d] /= v->count;
+    double dev = 0.0;
+    for (uint32_t r = 0; r < v->count; r++) {
+        const float *x = vec_row(v, r);
+        for (uint32_t d = 0; d < v->dim; d++)
+            dev += fabs(x[d] - mean[d]);
+    }
+    cdn_free(mean);
+    return dev / ((double)v->count * v->dim) * map.scale >= VEC_I8_MIN_SPAN;
 }
 
 size_t vec_i8_from_f32(const float *in, size_t n, vec_i8_map_t map, int8_t *out, size_t padded)

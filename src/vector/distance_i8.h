@@ -59,6 +59,14 @@ vec_i8_map_t vec_i8_map_for(vec_metric_t m, float lo, float hi);
  * mostly fit too; for cosine (unit rows, no value past 1) never past +-1 by the widening. */
 vec_i8_map_t vec_i8_map_of(const vec_view_t *v, vec_metric_t m, float headroom);
 
+/* Whether map resolves v's rows finely enough to choose links on: a value's mean distance
+ * from its dimension's mean spans VEC_I8_MIN_SPAN codes or more. A few rows far out (one row of
+ * 1000s among rows of size 1) stretch one scale over everything, and the other rows would
+ * share a handful of codes; such data needs a precision with an exponent (bf16, float). Two
+ * passes over the rows; 0 also when it cannot allocate dim doubles. */
+#define VEC_I8_MIN_SPAN 4.0
+int vec_i8_map_fits(const vec_view_t *v, vec_i8_map_t map);
+
 /* Writes in[0..n) to out as codes under map (round to nearest, ties to even) and zeros up to
  * out[padded - 1]. padded >= n. Values whose nearest code is past +-127 (and NaN) saturate;
  * returns how many did, so a caller whose range came from other rows can widen it. */

@@ -474,6 +474,11 @@ static int make_copy(build_job_t *j, hnsw_build_precision_t prec)
                    : HNSW_BUILD_FLOAT;
     if (prec == HNSW_BUILD_FLOAT || v->count == 0)
         return CDN_OK;
+    vec_i8_map_t map = vec_i8_map_of(v, j->h->metric, 1.0f);
+    if (prec == HNSW_BUILD_I8 && !vec_i8_map_fits(v, map)) /* a few rows far out: no scale fits */
+        prec = vec_bf16_isa_best() != VEC_BF16_SCALAR ? HNSW_BUILD_BF16 : HNSW_BUILD_FLOAT;
+    if (prec == HNSW_BUILD_FLOAT)
+        return CDN_OK;
     size_t stride = prec == HNSW_BUILD_I8 ? vec_i8_padded(v->dim) : vec_bf16_padded(v->dim);
     size_t bytes = (size_t)v->count * stride * (prec == HNSW_BUILD_I8 ? 1 : sizeof(uint16_t));
     void *rows = cdn_aligned_alloc(CDN_HUGE_PAGE, bytes);
@@ -481,7 +486,6 @@ static int make_copy(build_job_t *j, hnsw_build_precision_t prec)
         return CDN_ERR_NOMEM;
     cdn_advise_huge(rows, bytes); /* read at random by every insert */
     if (prec == HNSW_BUILD_I8) {
-        vec_i8_map_t map = vec_i8_map_of(v, j->h->metric, 1.0f);
         for (uint32_t r = 0; r < v->count; r++)
             vec_i8_from_f32(vec_row(v, r), v->dim, map, (int8_t *)rows + (size_t)r * stride,
                             stride);

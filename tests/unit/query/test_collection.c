@@ -183,6 +183,44 @@ static void test_graph_batches_extend_the_kept_i8_copy_row_by_row(void **state)
     remove_dir(dir);
 }
 
+/* Rows no 8-bit range fits (one far out) get no kept copy: batches build as hnsw_build chooses,
+ * and the copy is not tried again until the rows have doubled. */
+static void test_graph_batches_keep_no_copy_of_rows_no_range_fits(void **state)
+{
+    (void)state;
+    const uint32_t dim = 16, batch = 300;
+    char dir[] = "/tmp/cordon-coll-unfit-XXXXXX";
+    coll_t *c = vector_coll(dir, "unfit", 3, dim, VEC_METRIC_L2);
+    float *data = malloc(sizeof(float) * 2 * batch * dim);
+    const float **rows = malloc(sizeof(float *) * 2 * batch);
+    uint32_t ids[2 * 300];
+    for (uint32_t i = 0; i < 2 * batch * dim; i++)
+        data[i] = (float)((i * 2654435761u) % 1000) / 1000.0f - 0.5f;
+    for (uint32_t d = 0; d < dim; d++)
+        data[5 * dim + d] = 1e6f;
+    for (uint32_t r = 0; r < 2 * batch; r++) {
+        rows[r] = data + (size_t)r * dim;
+        ids[r] = r;
+    }
+    const uint32_t sizes[2] = {batch, 256}; /* 556 rows: not yet double the first 300 */
+    for (uint32_t b = 0, at = 0; b < 2; at += sizes[b++]) {
+        assert_int_equal(vecfile_write(c->vf, at, rows + at, sizes[b], NULL), 0);
+        assert_int_equal(coll_graph_insert(c, ids + at, sizes[b]), 0);
+        c->next_row = at + sizes[b];
+        assert_null(c->i8);
+        assert_int_equal(c->i8_rows, 0);
+        if (vec_i8_isa_best() != VEC_I8_SCALAR)
+            assert_int_equal(c->i8_unfit, batch); /* the second batch did not try again */
+    }
+    hnsw_info_t info;
+    hnsw_get_info(c->hnsw, &info);
+    assert_int_equal(info.nodes, batch + 256);
+    coll_unref(c);
+    free(rows);
+    free(data);
+    remove_dir(dir);
+}
+
 /* Deleted graph nodes are unlinked once enough have gathered: not for a few hundred; past an
  * eighth of the graph, a slice of the graph per write until the sweep ends, and the graph is
  * marked for the next checkpoint. */
@@ -240,6 +278,7 @@ int main(void)
         cmocka_unit_test(test_record_from_before_later_keys_opens_with_defaults),
         cmocka_unit_test(test_row_ids_survive_clears_compaction_and_the_limit),
         cmocka_unit_test(test_graph_batches_extend_the_kept_i8_copy_row_by_row),
+        cmocka_unit_test(test_graph_batches_keep_no_copy_of_rows_no_range_fits),
         cmocka_unit_test(test_graph_repair_waits_for_enough_deletes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

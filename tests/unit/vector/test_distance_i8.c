@@ -63,6 +63,25 @@ static void test_a_views_map_covers_its_rows_with_headroom(void **state)
         assert_int_equal(vec_i8_from_f32(rows + 2 * r, 2, c, out, 64), 0);
 }
 
+/* Rows spread over their range fit one scale; rows of size 1 with one row of 1000s do not
+ * (the scale the far row needs leaves the rest a fraction of a code apart). */
+static void test_a_few_far_rows_make_a_map_that_does_not_fit(void **state)
+{
+    (void)state;
+    const uint32_t n = 500, dim = 16;
+    float *x = tu_clustered(n, dim, 5, 0.5f, 3, 0, NULL);
+    vec_view_t v = {x, dim, dim, n};
+    assert_true(vec_i8_map_fits(&v, vec_i8_map_of(&v, VEC_METRIC_L2, 1.0f)));
+    assert_true(vec_i8_map_fits(&v, vec_i8_map_of(&v, VEC_METRIC_DOT, 1.25f)));
+    for (uint32_t d = 0; d < dim; d++)
+        x[7 * dim + d] = 1000.0f;
+    assert_false(vec_i8_map_fits(&v, vec_i8_map_of(&v, VEC_METRIC_L2, 1.0f)));
+    assert_false(vec_i8_map_fits(&v, vec_i8_map_of(&v, VEC_METRIC_DOT, 1.0f)));
+    vec_view_t none = {x, dim, dim, 0};
+    assert_true(vec_i8_map_fits(&none, vec_i8_map_of(&none, VEC_METRIC_L2, 1.0f)));
+    free(x);
+}
+
 static void test_codes_round_to_nearest_even_saturate_and_pad_with_zeros(void **state)
 {
     (void)state;
@@ -208,15 +227,19 @@ static double recall_at(hnsw_t *h, const vec_view_t *v, vec_metric_t m, uint32_t
 }
 
 /* A build on an 8-bit copy routes as well as a float one, for cosine and for L2 (where the
- * copy's offset keeps the whole range of codes for values that are all positive). */
+ * copy's offset keeps the whole range of codes for values that are all positive), and so does
+ * one asked for 8 bits over rows no scale fits (one row far out). */
 static void test_i8_build_recall_matches_float_build(void **state)
 {
     (void)state;
     const uint32_t n = 4000, dim = 48;
-    vec_metric_t ms[2] = {VEC_METRIC_COSINE, VEC_METRIC_L2};
-    for (int m = 0; m < 2; m++) {
+    vec_metric_t ms[3] = {VEC_METRIC_COSINE, VEC_METRIC_L2, VEC_METRIC_L2};
+    for (int m = 0; m < 3; m++) {
         float *data = tu_clustered(n, dim, 20, 0.6f, 12, ms[m] == VEC_METRIC_COSINE, NULL);
-        if (ms[m] == VEC_METRIC_L2)
+        if (m == 2) /* one row far out: no scale fits, the build takes another precision */
+            for (uint32_t d = 0; d < dim; d++)
+                data[(size_t)(n / 2) * dim + d] = 1e6f;
+        if (m == 1)
             for (uint32_t i = 0; i < n * dim; i++)
                 data[i] = data[i] + 1000.0f; /* far from zero: codes centred on zero would
                                               * step by ~8, wider than the clusters */
@@ -233,7 +256,10 @@ static void test_i8_build_recall_matches_float_build(void **state)
         assert_int_equal(hnsw_build_ex(i8, &v, ids, n, 2, HNSW_BUILD_I8), 0);
         double rf = recall_at(fl, &v, ms[m], n, 32), ri = recall_at(i8, &v, ms[m], n, 32);
         print_message("recall@10 ef 32 (%s): float build %.4f, i8 build %.4f\n",
-                      ms[m] == VEC_METRIC_L2 ? "l2" : "cosine", rf, ri);
+                      m == 2 ? "l2, a row far out"
+                      : m    ? "l2"
+                             : "cosine",
+                      rf, ri);
         assert_true(rf >= 0.9);
         assert_true(ri >= rf - 0.02);
         hnsw_info_t info;
@@ -306,6 +332,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_maps_centre_products_on_zero_and_differences_on_the_range),
         cmocka_unit_test(test_a_views_map_covers_its_rows_with_headroom),
+        cmocka_unit_test(test_a_few_far_rows_make_a_map_that_does_not_fit),
         cmocka_unit_test(test_codes_round_to_nearest_even_saturate_and_pad_with_zeros),
         cmocka_unit_test(test_every_isa_gives_the_portable_bits_one_row_or_four),
         cmocka_unit_test(test_code_distances_follow_float_distances),

@@ -118,6 +118,24 @@ static inline double tu_recall(const hnsw_hit_t *found, uint32_t nf, const uint3
     return (double)hit / nt;
 }
 
+/* Mean recall@10 of unfiltered searches at ef for 100 of v's first n rows as queries (rows
+ * (i * 389 + 11) % n), against the exact top 10 under metric m; -1 if a search fails. */
+static inline double tu_self_recall(hnsw_t *h, const vec_view_t *v, vec_metric_t m, uint32_t n,
+                                    uint32_t ef)
+{
+    double sum = 0;
+    for (uint32_t qi = 0; qi < 100; qi++) {
+        const float *q = vec_row(v, (qi * 389 + 11) % n);
+        hnsw_hit_t hits[10];
+        uint32_t got, truth[10];
+        if (hnsw_search(h, v, q, 10, ef, NULL, HNSW_MODE_UNFILTERED, 0, NULL, hits, &got))
+            return -1.0;
+        uint32_t nt = tu_exact(v, m, q, n, NULL, NULL, 10, truth);
+        sum += tu_recall(hits, got, truth, nt);
+    }
+    return sum / 100;
+}
+
 /* A graph of every row of v (ids 0 .. v->count - 1), default parameters but ef_construction
  * (0: the default), built with `threads` threads; *out is NULL on failure. Returns 0 or the
  * first error of hnsw_create / hnsw_build. */

@@ -98,21 +98,6 @@ static void test_bf16_kernels_agree_with_float_and_every_isa_with_the_portable_o
     free(f);
 }
 
-static double recall_at(hnsw_t *h, const vec_view_t *v, uint32_t n, uint32_t ef)
-{
-    double sum = 0;
-    for (uint32_t qi = 0; qi < 100; qi++) {
-        const float *q = vec_row(v, (qi * 389 + 11) % n);
-        hnsw_hit_t hits[10];
-        uint32_t got, truth[10];
-        assert_int_equal(
-            hnsw_search(h, v, q, 10, ef, NULL, HNSW_MODE_UNFILTERED, 0, NULL, hits, &got), 0);
-        uint32_t nt = tu_exact(v, VEC_METRIC_COSINE, q, n, NULL, NULL, 10, truth);
-        sum += tu_recall(hits, got, truth, nt);
-    }
-    return sum / 100;
-}
-
 /* A bf16 build routes as well as a float one (its lists are chosen from distances off by about
  * 1e-3); float searches over it find the same neighbours. */
 static void test_bf16_build_recall_matches_float_build(void **state)
@@ -131,7 +116,8 @@ static void test_bf16_build_recall_matches_float_build(void **state)
     assert_int_equal(hnsw_create(p, VEC_METRIC_COSINE, dim, &bf), 0);
     assert_int_equal(hnsw_build_ex(fl, &v, ids, n, 2, HNSW_BUILD_FLOAT), 0);
     assert_int_equal(hnsw_build_ex(bf, &v, ids, n, 2, HNSW_BUILD_BF16), 0);
-    double rf = recall_at(fl, &v, n, 32), rb = recall_at(bf, &v, n, 32);
+    double rf = tu_self_recall(fl, &v, VEC_METRIC_COSINE, n, 32),
+           rb = tu_self_recall(bf, &v, VEC_METRIC_COSINE, n, 32);
     print_message("recall@10 ef 32: float build %.4f, bf16 build %.4f\n", rf, rb);
     assert_true(rf >= 0.9);
     assert_true(rb >= rf - 0.02);

@@ -211,21 +211,6 @@ static void test_code_distances_follow_float_distances(void **state)
     }
 }
 
-static double recall_at(hnsw_t *h, const vec_view_t *v, vec_metric_t m, uint32_t n, uint32_t ef)
-{
-    double sum = 0;
-    for (uint32_t qi = 0; qi < 100; qi++) {
-        const float *q = vec_row(v, (qi * 389 + 11) % n);
-        hnsw_hit_t hits[10];
-        uint32_t got, truth[10];
-        assert_int_equal(
-            hnsw_search(h, v, q, 10, ef, NULL, HNSW_MODE_UNFILTERED, 0, NULL, hits, &got), 0);
-        uint32_t nt = tu_exact(v, m, q, n, NULL, NULL, 10, truth);
-        sum += tu_recall(hits, got, truth, nt);
-    }
-    return sum / 100;
-}
-
 /* A build on an 8-bit copy routes as well as a float one, for cosine and for L2 (where the
  * copy's offset keeps the whole range of codes for values that are all positive), and so does
  * one asked for 8 bits over rows no scale fits (one row far out). */
@@ -254,7 +239,7 @@ static void test_i8_build_recall_matches_float_build(void **state)
         assert_int_equal(hnsw_create(p, ms[m], dim, &i8), 0);
         assert_int_equal(hnsw_build_ex(fl, &v, ids, n, 2, HNSW_BUILD_FLOAT), 0);
         assert_int_equal(hnsw_build_ex(i8, &v, ids, n, 2, HNSW_BUILD_I8), 0);
-        double rf = recall_at(fl, &v, ms[m], n, 32), ri = recall_at(i8, &v, ms[m], n, 32);
+        double rf = tu_self_recall(fl, &v, ms[m], n, 32), ri = tu_self_recall(i8, &v, ms[m], n, 32);
         print_message("recall@10 ef 32 (%s): float build %.4f, i8 build %.4f\n",
                       m == 2 ? "l2, a row far out"
                       : m    ? "l2"
@@ -301,8 +286,8 @@ static void test_batches_on_a_kept_i8_copy_route_as_well_as_float_batches(void *
         assert_int_equal(hnsw_build_i8(i8, &grown, &kept, ids + at, batch, 2), 0);
     }
     vec_view_t v = {data, dim, dim, n};
-    double rf = recall_at(fl, &v, VEC_METRIC_COSINE, n, 10);
-    double ri = recall_at(i8, &v, VEC_METRIC_COSINE, n, 10);
+    double rf = tu_self_recall(fl, &v, VEC_METRIC_COSINE, n, 10);
+    double ri = tu_self_recall(i8, &v, VEC_METRIC_COSINE, n, 10);
     print_message("recall@10 ef 10: float batches %.4f, kept i8 batches %.4f\n", rf, ri);
     assert_true(rf >= 0.95); /* spread clusters, ef 10: a graph that routes badly shows */
     assert_true(ri >= rf - 0.01);

@@ -137,10 +137,11 @@ static inline double tu_self_recall(hnsw_t *h, const vec_view_t *v, vec_metric_t
 }
 
 /* A graph of every row of v (ids 0 .. v->count - 1), default parameters but ef_construction
- * (0: the default), built with `threads` threads; *out is NULL on failure. Returns 0 or the
- * first error of hnsw_create / hnsw_build. */
-static inline int tu_build_graph(const vec_view_t *v, vec_metric_t metric, uint32_t ef_construction,
-                                 uint32_t threads, hnsw_t **out)
+ * (0: the default), built with `threads` threads at construction precision prec; *out is NULL
+ * on failure. Returns 0 or the first error of hnsw_create / hnsw_build_ex. */
+static inline int tu_build_graph_ex(const vec_view_t *v, vec_metric_t metric,
+                                    uint32_t ef_construction, uint32_t threads,
+                                    hnsw_build_precision_t prec, hnsw_t **out)
 {
     hnsw_params_t p = hnsw_params_default();
     uint32_t *ids = (uint32_t *)malloc(sizeof(uint32_t) * (v->count ? v->count : 1));
@@ -152,13 +153,20 @@ static inline int tu_build_graph(const vec_view_t *v, vec_metric_t metric, uint3
     for (uint32_t i = 0; i < v->count; i++)
         ids[i] = i;
     int rc = hnsw_create(p, metric, v->dim, out);
-    rc = rc ? rc : hnsw_build(*out, v, ids, (uint32_t)v->count, threads);
+    rc = rc ? rc : hnsw_build_ex(*out, v, ids, (uint32_t)v->count, threads, prec);
     if (rc) {
         hnsw_free(*out);
         *out = NULL;
     }
     free(ids);
     return rc;
+}
+
+/* tu_build_graph_ex at the precision hnsw_build chooses (AUTO). */
+static inline int tu_build_graph(const vec_view_t *v, vec_metric_t metric, uint32_t ef_construction,
+                                 uint32_t threads, hnsw_t **out)
+{
+    return tu_build_graph_ex(v, metric, ef_construction, threads, HNSW_BUILD_AUTO, out);
 }
 
 /* A random subset of [0, n) holding each id with probability frac (at least one id). */

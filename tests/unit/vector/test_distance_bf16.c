@@ -106,16 +106,9 @@ static void test_bf16_build_recall_matches_float_build(void **state)
     const uint32_t n = 4000, dim = 48;
     float *data = tu_clustered(n, dim, 20, 0.6f, 12, 1, NULL);
     vec_view_t v = {data, dim, dim, n};
-    uint32_t *ids = malloc(sizeof(uint32_t) * n);
-    for (uint32_t i = 0; i < n; i++)
-        ids[i] = i;
-    hnsw_params_t p = hnsw_params_default();
-    p.ef_construction = 64;
     hnsw_t *fl, *bf;
-    assert_int_equal(hnsw_create(p, VEC_METRIC_COSINE, dim, &fl), 0);
-    assert_int_equal(hnsw_create(p, VEC_METRIC_COSINE, dim, &bf), 0);
-    assert_int_equal(hnsw_build_ex(fl, &v, ids, n, 2, HNSW_BUILD_FLOAT), 0);
-    assert_int_equal(hnsw_build_ex(bf, &v, ids, n, 2, HNSW_BUILD_BF16), 0);
+    assert_int_equal(tu_build_graph_ex(&v, VEC_METRIC_COSINE, 64, 2, HNSW_BUILD_FLOAT, &fl), 0);
+    assert_int_equal(tu_build_graph_ex(&v, VEC_METRIC_COSINE, 64, 2, HNSW_BUILD_BF16, &bf), 0);
     double rf = tu_self_recall(fl, &v, VEC_METRIC_COSINE, n, 32),
            rb = tu_self_recall(bf, &v, VEC_METRIC_COSINE, n, 32);
     print_message("recall@10 ef 32: float build %.4f, bf16 build %.4f\n", rf, rb);
@@ -124,10 +117,10 @@ static void test_bf16_build_recall_matches_float_build(void **state)
     hnsw_info_t info;
     hnsw_get_info(bf, &info);
     assert_int_equal(info.nodes, n);
-    assert_int_equal(hnsw_build_ex(bf, &v, ids, 1, 1, (hnsw_build_precision_t)9), CDN_ERR_INVALID);
+    uint32_t id = 0;
+    assert_int_equal(hnsw_build_ex(bf, &v, &id, 1, 1, (hnsw_build_precision_t)9), CDN_ERR_INVALID);
     hnsw_free(fl);
     hnsw_free(bf);
-    free(ids);
     free(data);
 }
 

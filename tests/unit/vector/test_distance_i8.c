@@ -229,16 +229,9 @@ static void test_i8_build_recall_matches_float_build(void **state)
                 data[i] = data[i] + 1000.0f; /* far from zero: codes centred on zero would
                                               * step by ~8, wider than the clusters */
         vec_view_t v = {data, dim, dim, n};
-        uint32_t *ids = malloc(sizeof(uint32_t) * n);
-        for (uint32_t i = 0; i < n; i++)
-            ids[i] = i;
-        hnsw_params_t p = hnsw_params_default();
-        p.ef_construction = 64;
         hnsw_t *fl, *i8;
-        assert_int_equal(hnsw_create(p, ms[m], dim, &fl), 0);
-        assert_int_equal(hnsw_create(p, ms[m], dim, &i8), 0);
-        assert_int_equal(hnsw_build_ex(fl, &v, ids, n, 2, HNSW_BUILD_FLOAT), 0);
-        assert_int_equal(hnsw_build_ex(i8, &v, ids, n, 2, HNSW_BUILD_I8), 0);
+        assert_int_equal(tu_build_graph_ex(&v, ms[m], 64, 2, HNSW_BUILD_FLOAT, &fl), 0);
+        assert_int_equal(tu_build_graph_ex(&v, ms[m], 64, 2, HNSW_BUILD_I8, &i8), 0);
         double rf = tu_self_recall(fl, &v, ms[m], n, 32), ri = tu_self_recall(i8, &v, ms[m], n, 32);
         print_message("recall@10 ef 32 (%s): float build %.4f, i8 build %.4f\n",
                       m == 2 ? "l2, a row far out"
@@ -250,11 +243,11 @@ static void test_i8_build_recall_matches_float_build(void **state)
         hnsw_info_t info;
         hnsw_get_info(i8, &info);
         assert_int_equal(info.nodes, n);
-        assert_int_equal(hnsw_build_ex(i8, &v, ids, 1, 1, (hnsw_build_precision_t)9),
+        uint32_t id = 0;
+        assert_int_equal(hnsw_build_ex(i8, &v, &id, 1, 1, (hnsw_build_precision_t)9),
                          CDN_ERR_INVALID);
         hnsw_free(fl);
         hnsw_free(i8);
-        free(ids);
         free(data);
     }
 }

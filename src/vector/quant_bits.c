@@ -301,12 +301,31 @@ BITS512_FN static inline __m512i sum8_avx512(const __m512i acc[8])
 
 #define FILTER512_FN __attribute__((target("avx512f,avx512vl,avx512dq,avx512vpopcntdq")))
 
+/* row_acc_avx512 for a row of at most eight words (up to 512 dimensions) already loaded (lanes
+ * past the row's words are cleared here), the query's planes held in registers across rows
+ * rather than loaded again for each: the same sums. */
+FILTER512_FN static inline __m512i row_acc_short(__m512i line, __mmask8 k, const __m512i *pl)
+{
+    __m512i x = _mm512_maskz_mov_epi64(k, line);
+    __m512i c0 = _mm512_popcnt_epi64(_mm512_and_si512(x, pl[0]));
+    __m512i c1 = _mm512_popcnt_epi64(_mm512_and_si512(x, pl[1]));
+    __m512i c2 = _mm512_popcnt_epi64(_mm512_and_si512(x, pl[2]));
+    __m512i c3 = _mm512_popcnt_epi64(_mm512_and_si512(x, pl[3]));
+    __m512i sum =
+        _mm512_add_epi64(_mm512_add_epi64(c0, _mm512_slli_epi64(c1, 1)),
+                         _mm512_add_epi64(_mm512_slli_epi64(c2, 2), _mm512_slli_epi64(c3, 3)));
+    return _mm512_add_epi64(_mm512_slli_epi64(sum, BITS_PC_BITS), _mm512_popcnt_epi64(x));
+}
+
 /* The whole filter, eight rows at a time: each row's popcounts stay in a vector (no reduction
  * per row), eight rows are summed together (sum8_avx512), and their estimates computed side by
- * side with bits_low's operations in bits_low's order (so the rows kept are the same). */
-FILTER512_FN static size_t filter_avx512(const quant_bits_query_t *bq, const quant_snap_t *r,
-                                         uint32_t *ids, size_t n, float t_max, float *lo_out,
-                                         float *est_out)
+ * side with bits_low's operations in bits_low's order (so the rows kept are the same). `form` is
+ * a constant in each caller: 0 any row, 1 rows of at most eight words (row_acc_short), 2 rows
+ * of at most seven, whose f and e (the word after the bits) come in the same 64-byte load and
+ * are moved into place in registers instead of through memory (384 dimensions: six words). */
+FILTER512_FN static inline __attribute__((always_inline)) size_t
+filter_avx512_with(const quant_bits_query_t *bq, const quant_snap_t *r, uint32_t *ids, size_t n,
+                   float t_max, float *lo_out, float *est_out, int form)
 {
     const bits_consts_t *k = &bq->k;
     const uint32_t words = bq->q->bwords, ps = bq->pstride;
@@ -316,12 +335,18 @@ FILTER512_FN static size_t filter_avx512(const quant_bits_query_t *bq, const qua
                  vn = _mm256_set1_ps(k->vn), t = _mm256_set1_ps(t_max), dd = _mm256_set1_ps(k->dd),
                  dd1 = _mm256_set1_ps(k->dd1);
     const __m512i low = _mm512_set1_epi64((1u << BITS_PC_BITS) - 1);
+    const __mmask8 kw = words >= 8 ? 0xFF : (__mmask8)((1u << words) - 1);
+    __m512i pl[BITS_PLANES];
+    for (uint32_t j = 0; j < BITS_PLANES; j++)
+        pl[j] = form ? _mm512_maskz_loadu_epi64(kw, p + (size_t)j * ps) : _mm512_setzero_si512();
+    const __m512i meta_at = _mm512_set1_epi64(words); /* form 2: the word holding f and e */
     size_t keep = 0;
     prefetch_first(r, ids, n);
     for (size_t i = 0; i < n; i += 8) {
         size_t m = n - i < 8 ? n - i : 8;
         __m512i acc[8];
         float f[8] = {0}, e[8] = {0};
+        __m512i fe = _mm512_setzero_si512(); /* form 2: lane j = row j's f (low) and e (high) */
         uint32_t id8[8];
         for (size_t j = 0; j < 8; j++) {
             acc[j] = _mm512_setzero_si512();
@@ -330,7 +355,17 @@ FILTER512_FN static size_t filter_avx512(const quant_bits_query_t *bq, const qua
             prefetch_ahead(r, ids, n, i + j);
             id8[j] = ids[i + j];
             const uint64_t *row = (const uint64_t *)quant_row_bits(r, id8[j]);
-            acc[j] = row_acc_avx512(row, p, words, ps);
+            if (form == 0) {
+                acc[j] = row_acc_avx512(row, p, words, ps);
+            } else {
+                __m512i line =
+                    form == 2 ? _mm512_loadu_si512(row) : _mm512_maskz_loadu_epi64(kw, row);
+                acc[j] = row_acc_short(line, kw, pl);
+                if (form == 2) {
+                    fe = _mm512_mask_permutexvar_epi64(fe, (__mmask8)(1u << j), meta_at, line);
+                    continue;
+                }
+            }
             const quant_row_meta_t *mt =
                 (const quant_row_meta_t *)((const uint8_t *)row + r->bmeta);
             f[j] = mt->f;
@@ -339,7 +374,10 @@ FILTER512_FN static size_t filter_avx512(const quant_bits_query_t *bq, const qua
         __m512i sums = sum8_avx512(acc);
         __m256 s = _mm512_cvtepu64_ps(_mm512_srli_epi64(sums, BITS_PC_BITS));
         __m256 pc = _mm512_cvtepu64_ps(_mm512_and_si512(sums, low));
-        __m256 fv = _mm256_loadu_ps(f), ev = _mm256_loadu_ps(e);
+        __m256 fv = form == 2 ? _mm256_castsi256_ps(_mm512_cvtepi64_epi32(fe)) : _mm256_loadu_ps(f);
+        __m256 ev = form == 2
+                        ? _mm256_castsi256_ps(_mm512_cvtepi64_epi32(_mm512_srli_epi64(fe, 32)))
+                        : _mm256_loadu_ps(e);
         __m256 ip = _mm256_mul_ps(
             fv, _mm256_sub_ps(_mm256_add_ps(_mm256_mul_ps(a, s), _mm256_mul_ps(b, pc)), sum));
         __m256 est = _mm256_add_ps(base, _mm256_mul_ps(sign, ip));
@@ -365,6 +403,17 @@ FILTER512_FN static size_t filter_avx512(const quant_bits_query_t *bq, const qua
         }
     }
     return keep;
+}
+
+FILTER512_FN static size_t filter_avx512(const quant_bits_query_t *bq, const quant_snap_t *r,
+                                         uint32_t *ids, size_t n, float t_max, float *lo_out,
+                                         float *est_out)
+{
+    if (bq->q->bwords <= 7 && r->bmeta == bq->q->bwords * 8)
+        return filter_avx512_with(bq, r, ids, n, t_max, lo_out, est_out, 2);
+    if (bq->q->bwords <= 8)
+        return filter_avx512_with(bq, r, ids, n, t_max, lo_out, est_out, 1);
+    return filter_avx512_with(bq, r, ids, n, t_max, lo_out, est_out, 0);
 }
 #endif
 

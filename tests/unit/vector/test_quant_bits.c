@@ -234,14 +234,17 @@ static void test_bits_scan_on_two_threads_reads_each_row_once(void **state)
 }
 
 /* The portable, popcnt and VPOPCNTQ filters keep the same rows, hence the same hits: at 200
- * dimensions (4 words: the AVX-512 kernel's masked tail) and 384 (6 words, the row's numbers in
- * the same line), every metric, readable sets whose sizes are no multiple of 8. */
+ * dimensions (4 words: the AVX-512 kernel's masked tail), 384 (6 words, the row's numbers in
+ * the same line), 512 (8 words) and 768 (12: two loads a row), every metric, readable sets
+ * whose sizes are no multiple of 8. */
 static void test_bits_every_isa_agrees(void **state)
 {
     (void)state;
     uint64_t s = 3;
-    const uint32_t dims[] = {200, 384}, n = 3000;
-    for (size_t di = 0; di < 2; di++)
+    /* the AVX-512 filter's three forms: f and e read in the bits' own load (200 and 384
+     * dimensions: four and six words), rows of eight words (512), rows of more (768) */
+    const uint32_t dims[] = {200, 384, 512, 768}, n = 3000;
+    for (size_t di = 0; di < sizeof dims / sizeof dims[0]; di++)
         for (int m = 0; m <= VEC_METRIC_L2; m++) {
             uint32_t dim = dims[di];
             float *x = make_rows(n + 5, dim, (vec_metric_t)m, &s);

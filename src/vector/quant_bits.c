@@ -243,6 +243,20 @@ __attribute__((target("popcnt"))) static void bits_popcnt(const quant_snap_t *r,
 #include <immintrin.h>
 #define BITS512_FN __attribute__((target("avx512f,avx512vpopcntdq")))
 
+/* What eight words x of a row add to its accumulator against the query's planes p0 .. p3:
+ * lane i holds (S << BITS_PC_BITS) + set bits of word i. */
+BITS512_FN static inline __m512i word_acc(__m512i x, __m512i p0, __m512i p1, __m512i p2, __m512i p3)
+{
+    __m512i c0 = _mm512_popcnt_epi64(_mm512_and_si512(x, p0));
+    __m512i c1 = _mm512_popcnt_epi64(_mm512_and_si512(x, p1));
+    __m512i c2 = _mm512_popcnt_epi64(_mm512_and_si512(x, p2));
+    __m512i c3 = _mm512_popcnt_epi64(_mm512_and_si512(x, p3));
+    __m512i sum =
+        _mm512_add_epi64(_mm512_add_epi64(c0, _mm512_slli_epi64(c1, 1)),
+                         _mm512_add_epi64(_mm512_slli_epi64(c2, 2), _mm512_slli_epi64(c3, 3)));
+    return _mm512_add_epi64(_mm512_slli_epi64(sum, BITS_PC_BITS), _mm512_popcnt_epi64(x));
+}
+
 /* One row's accumulator: lane i holds (S << BITS_PC_BITS) + set bits over words i, i + 8, ...;
  * its lanes' sum is what the sums kernels return. */
 BITS512_FN static inline __m512i row_acc_avx512(const uint64_t *row, const uint64_t *p,
@@ -253,15 +267,9 @@ BITS512_FN static inline __m512i row_acc_avx512(const uint64_t *row, const uint6
         /* masked: nothing is read past the row's bits */
         __mmask8 k = words - w >= 8 ? 0xFF : (__mmask8)((1u << (words - w)) - 1);
         __m512i x = _mm512_maskz_loadu_epi64(k, row + w);
-        __m512i c0 = _mm512_popcnt_epi64(_mm512_and_si512(x, _mm512_loadu_si512(p + w)));
-        __m512i c1 = _mm512_popcnt_epi64(_mm512_and_si512(x, _mm512_loadu_si512(p + ps + w)));
-        __m512i c2 = _mm512_popcnt_epi64(_mm512_and_si512(x, _mm512_loadu_si512(p + 2 * ps + w)));
-        __m512i c3 = _mm512_popcnt_epi64(_mm512_and_si512(x, _mm512_loadu_si512(p + 3 * ps + w)));
-        __m512i sum =
-            _mm512_add_epi64(_mm512_add_epi64(c0, _mm512_slli_epi64(c1, 1)),
-                             _mm512_add_epi64(_mm512_slli_epi64(c2, 2), _mm512_slli_epi64(c3, 3)));
         acc = _mm512_add_epi64(
-            acc, _mm512_add_epi64(_mm512_slli_epi64(sum, BITS_PC_BITS), _mm512_popcnt_epi64(x)));
+            acc, word_acc(x, _mm512_loadu_si512(p + w), _mm512_loadu_si512(p + ps + w),
+                          _mm512_loadu_si512(p + 2 * ps + w), _mm512_loadu_si512(p + 3 * ps + w)));
     }
     return acc;
 }
@@ -306,15 +314,7 @@ BITS512_FN static inline __m512i sum8_avx512(const __m512i acc[8])
  * rather than loaded again for each: the same sums. */
 FILTER512_FN static inline __m512i row_acc_short(__m512i line, __mmask8 k, const __m512i *pl)
 {
-    __m512i x = _mm512_maskz_mov_epi64(k, line);
-    __m512i c0 = _mm512_popcnt_epi64(_mm512_and_si512(x, pl[0]));
-    __m512i c1 = _mm512_popcnt_epi64(_mm512_and_si512(x, pl[1]));
-    __m512i c2 = _mm512_popcnt_epi64(_mm512_and_si512(x, pl[2]));
-    __m512i c3 = _mm512_popcnt_epi64(_mm512_and_si512(x, pl[3]));
-    __m512i sum =
-        _mm512_add_epi64(_mm512_add_epi64(c0, _mm512_slli_epi64(c1, 1)),
-                         _mm512_add_epi64(_mm512_slli_epi64(c2, 2), _mm512_slli_epi64(c3, 3)));
-    return _mm512_add_epi64(_mm512_slli_epi64(sum, BITS_PC_BITS), _mm512_popcnt_epi64(x));
+    return word_acc(_mm512_maskz_mov_epi64(k, line), pl[0], pl[1], pl[2], pl[3]);
 }
 
 /* The whole filter, eight rows at a time: each row's popcounts stay in a vector (no reduction

@@ -133,6 +133,21 @@ static void remove_dir(const char *dir)
     assert_int_equal(system(cmd), 0);
 }
 
+/* n rows of dim values spread over [shift, shift + 1) by a multiplicative hash (malloc'd; the
+ * caller frees it), with rows[r] pointing at row r and ids[r] = r. */
+static float *hashed_rows(uint32_t n, uint32_t dim, float shift, const float **rows, uint32_t *ids)
+{
+    float *data = malloc(sizeof(float) * n * dim);
+    assert_non_null(data);
+    for (uint32_t i = 0; i < n * dim; i++)
+        data[i] = (float)((i * 2654435761u) % 1000) / 1000.0f + shift;
+    for (uint32_t r = 0; r < n; r++) {
+        rows[r] = data + (size_t)r * dim;
+        ids[r] = r;
+    }
+    return data;
+}
+
 /* Batch inserts build on an 8-bit copy of the rows that the collection keeps: each batch adds
  * only its own rows to it, converted from the rows as written, and the graph takes them all. A
  * batch whose values fall outside the copy's range makes the whole copy again under a range
@@ -143,18 +158,11 @@ static void test_graph_batches_extend_the_kept_i8_copy_row_by_row(void **state)
     const uint32_t dim = 16, batch = 300;
     char dir[] = "/tmp/cordon-coll-i8-XXXXXX";
     coll_t *c = vector_coll(dir, "i8", 3, dim, VEC_METRIC_L2);
-    float *data = malloc(sizeof(float) * 3 * batch * dim);
     const float **rows = malloc(sizeof(float *) * 3 * batch);
     uint32_t ids[3 * 300];
-    for (uint32_t i = 0; i < 3 * batch * dim; i++) {
-        data[i] = (float)((i * 2654435761u) % 1000) / 1000.0f - 0.5f;
-        if (i >= 2 * batch * dim)
-            data[i] *= 40.0f; /* the third batch: far outside the first two's range */
-    }
-    for (uint32_t r = 0; r < 3 * batch; r++) {
-        rows[r] = data + (size_t)r * dim;
-        ids[r] = r;
-    }
+    float *data = hashed_rows(3 * batch, dim, -0.5f, rows, ids);
+    for (uint32_t i = 2 * batch * dim; i < 3 * batch * dim; i++)
+        data[i] *= 40.0f; /* the third batch: far outside the first two's range */
     int kept = vec_i8_isa_best() != VEC_I8_SCALAR;
     size_t stride = vec_i8_padded(dim);
     int8_t want[64];
@@ -191,17 +199,11 @@ static void test_graph_batches_keep_no_copy_of_rows_no_range_fits(void **state)
     const uint32_t dim = 16, batch = 300;
     char dir[] = "/tmp/cordon-coll-unfit-XXXXXX";
     coll_t *c = vector_coll(dir, "unfit", 3, dim, VEC_METRIC_L2);
-    float *data = malloc(sizeof(float) * 2 * batch * dim);
     const float **rows = malloc(sizeof(float *) * 2 * batch);
     uint32_t ids[2 * 300];
-    for (uint32_t i = 0; i < 2 * batch * dim; i++)
-        data[i] = (float)((i * 2654435761u) % 1000) / 1000.0f - 0.5f;
+    float *data = hashed_rows(2 * batch, dim, -0.5f, rows, ids);
     for (uint32_t d = 0; d < dim; d++)
         data[5 * dim + d] = 1e6f;
-    for (uint32_t r = 0; r < 2 * batch; r++) {
-        rows[r] = data + (size_t)r * dim;
-        ids[r] = r;
-    }
     const uint32_t sizes[2] = {batch, 256}; /* 556 rows: not yet double the first 300 */
     for (uint32_t b = 0, at = 0; b < 2; at += sizes[b++]) {
         assert_int_equal(vecfile_write(c->vf, at, rows + at, sizes[b], NULL), 0);
@@ -230,15 +232,9 @@ static void test_graph_repair_waits_for_enough_deletes(void **state)
     const uint32_t dim = 8, n = 20000;
     char dir[] = "/tmp/cordon-coll-repair-XXXXXX";
     coll_t *c = vector_coll(dir, "rep", 4, dim, VEC_METRIC_L2);
-    float *data = malloc(sizeof(float) * n * dim);
     const float **rows = malloc(sizeof(float *) * n);
     uint32_t *ids = malloc(sizeof(uint32_t) * n);
-    for (uint32_t i = 0; i < n * dim; i++)
-        data[i] = (float)((i * 2654435761u) % 1000) / 1000.0f;
-    for (uint32_t r = 0; r < n; r++) {
-        rows[r] = data + (size_t)r * dim;
-        ids[r] = r;
-    }
+    float *data = hashed_rows(n, dim, 0.0f, rows, ids);
     assert_int_equal(vecfile_write(c->vf, 0, rows, n, NULL), 0);
     assert_int_equal(coll_graph_insert(c, ids, n), 0);
     c->next_row = n;

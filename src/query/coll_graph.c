@@ -22,10 +22,11 @@
 /* Node ids a write's slice of the repair covers: ~0.35 s at 384 dimensions (22 us a node
  * with two threads at 343,000 nodes), so a sweep of a million nodes spreads over 61 writes. */
 #define GRAPH_REPAIR_SLICE 16384
-/* The most bytes a collection's 8-bit copy of its rows may take (about 680,000 rows of 384
- * values); past it, batches build as hnsw_build chooses (float, or a copy made for one large
- * batch). */
-#define GRAPH_COPY_MAX ((size_t)256 << 20)
+/* The most bytes a collection's 8-bit copy of its rows may take: a million rows of up to 512
+ * values (1.36 million of 384); past it, batches build as hnsw_build chooses (float, or a copy
+ * made for one large batch). At 256 MiB a load of 1M x 384 built its last 320,000 rows in float
+ * and took 245.8 s, against 185.8 s with every row in 8 bits (docs/benchmarks.md). */
+#define GRAPH_COPY_MAX ((size_t)512 << 20)
 /* The copy's range is the rows' range this much wider, so that rows written later rarely fall
  * outside it (one that does makes the whole copy again under a wider range). */
 #define GRAPH_COPY_HEADROOM 1.25f

@@ -82,6 +82,33 @@ static void test_a_few_far_rows_make_a_map_that_does_not_fit(void **state)
     free(x);
 }
 
+/* Past VEC_I8_FIT_SAMPLE rows the spread comes from evenly spaced rows (here every third). Values
+ * uniform in [-1, 1] spread 0.5 from their mean; three unsampled rows at +-F stretch the range
+ * to [-F, F], a code to F / 127, so the spread spans 63.5 / F codes: about 6.4 (fits) at F = 10
+ * and 3.2 (does not) at F = 20, the verdict every row would give. */
+static void test_a_sampled_spread_judges_large_views_as_every_row_would(void **state)
+{
+    (void)state;
+    const uint32_t n = 3 * VEC_I8_FIT_SAMPLE + 7, dim = 4;
+    float *x = malloc((size_t)n * dim * sizeof(float));
+    assert_non_null(x);
+    uint64_t s = 12345;
+    for (size_t i = 0; i < (size_t)n * dim; i++) {
+        s = s * 6364136223846793005ull + 1442695040888963407ull;
+        x[i] = (float)((double)(s >> 11) / 9007199254740992.0 * 2.0 - 1.0);
+    }
+    vec_view_t v = {x, dim, dim, n};
+    const float far[2] = {10.0f, 20.0f};
+    for (int f = 0; f < 2; f++) {
+        for (uint32_t r = 1; r < 10; r += 3) /* rows 1, 4, 7: never sampled */
+            for (uint32_t d = 0; d < dim; d++)
+                x[(size_t)r * dim + d] = (r == 4 ? -1.0f : 1.0f) * far[f];
+        int fits = vec_i8_map_fits(&v, vec_i8_map_of(&v, VEC_METRIC_L2, 1.0f));
+        assert_int_equal(fits, f == 0);
+    }
+    free(x);
+}
+
 static void test_codes_round_to_nearest_even_saturate_and_pad_with_zeros(void **state)
 {
     (void)state;
@@ -311,6 +338,7 @@ int main(void)
         cmocka_unit_test(test_maps_centre_products_on_zero_and_differences_on_the_range),
         cmocka_unit_test(test_a_views_map_covers_its_rows_with_headroom),
         cmocka_unit_test(test_a_few_far_rows_make_a_map_that_does_not_fit),
+        cmocka_unit_test(test_a_sampled_spread_judges_large_views_as_every_row_would),
         cmocka_unit_test(test_codes_round_to_nearest_even_saturate_and_pad_with_zeros),
         cmocka_unit_test(test_every_isa_gives_the_portable_bits_one_row_or_four),
         cmocka_unit_test(test_code_distances_follow_float_distances),

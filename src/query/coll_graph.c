@@ -4,6 +4,7 @@
  * since rows are append-only and numbered in commit order. */
 #include "base/fileio.h"
 #include "base/mem.h"
+#include "base/pool.h"
 #include "query/coll.h"
 #include "vector/distance_i8.h"
 
@@ -38,6 +39,26 @@ void coll_graph_copy_drop(coll_t *c)
     c->i8_rows = c->i8_cap = 0;
 }
 
+/* A first fill (COLL_GRAPH_COPY_SPLIT_MIN rows or more) in parts: its range is taken from every
+ * row, so no row saturates but on NaN, which no range holds, and no part has to start again. */
+typedef struct copy_fill {
+    coll_t *c;
+    const vec_view_t *v;
+    uint32_t from, to;
+    size_t parts;
+} copy_fill_t;
+
+static void fill_part(void *arg, size_t task)
+{
+    const copy_fill_t *f = arg;
+    size_t stride = vec_i8_padded(f->v->dim), n = f->to - f->from;
+    uint32_t lo = f->from + (uint32_t)(n * task / f->parts);
+    uint32_t hi = f->from + (uint32_t)(n * (task + 1) / f->parts);
+    for (uint32_t r = lo; r < hi; r++)
+        vec_i8_from_f32(vec_row(f->v, r), f->v->dim, f->c->i8_map, f->c->i8 + (size_t)r * stride,
+                        stride);
+}
+
 /* Brings c's 8-bit copy up to the view's rows, converting only the rows it lacks: rows below
  * the view's count are committed and never change. A row outside the copy's range makes the
  * whole copy again under a range that holds it, so no code saturates. The copy is a mapping
@@ -67,7 +88,14 @@ static int copy_extend(coll_t *c, const vec_view_t *v)
     int widened = c->i8_rows == 0; /* once: a value no range holds (NaN) saturates under any */
     if (widened)
         c->i8_map = vec_i8_map_of(v, c->cfg.metric, GRAPH_COPY_HEADROOM);
-    for (uint32_t r = c->i8_rows; r < v->count; r++) {
+    uint32_t from = c->i8_rows;
+    if (widened && v->count >= COLL_GRAPH_COPY_SPLIT_MIN) {
+        cdn_pool_t *pool = cdn_pool_shared();
+        copy_fill_t f = {c, v, 0, v->count, (size_t)cdn_pool_workers(pool) + 1};
+        cdn_pool_run(pool, f.parts, fill_part, &f);
+        from = v->count;
+    }
+    for (uint32_t r = from; r < v->count; r++) {
         if (vec_i8_from_f32(vec_row(v, r), v->dim, c->i8_map, c->i8 + (size_t)r * stride, stride) &&
             !widened) {
             c->i8_map = vec_i8_map_of(v, c->cfg.metric, GRAPH_COPY_HEADROOM);

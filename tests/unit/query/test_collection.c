@@ -191,6 +191,44 @@ static void test_graph_batches_extend_the_kept_i8_copy_row_by_row(void **state)
     remove_dir(dir);
 }
 
+/* The first batch after an open fills the copy with every row the file holds (here more than a
+ * split fill takes, COLL_GRAPH_COPY_SPLIT_MIN): the parts converted on the pool's threads hold
+ * exactly the codes one thread writes, every row of them. */
+static void test_graph_first_fill_of_many_rows_converts_every_row(void **state)
+{
+    (void)state;
+    if (vec_i8_isa_best() == VEC_I8_SCALAR) {
+        printf("SKIP: no 8-bit kernels on this CPU, so no kept copy\n");
+        return;
+    }
+    const uint32_t dim = 8, n = COLL_GRAPH_COPY_SPLIT_MIN + 4099, batch = 256;
+    char dir[] = "/tmp/cordon-coll-fill-XXXXXX";
+    coll_t *c = vector_coll(dir, "fill", 3, dim, VEC_METRIC_L2);
+    const float **rows = malloc(sizeof(float *) * n);
+    uint32_t *ids = malloc(sizeof(uint32_t) * n);
+    assert_non_null(rows);
+    assert_non_null(ids);
+    float *data = hashed_rows(n, dim, -0.5f, rows, ids);
+    /* the rows already in the file (as after a reopen), then one batch at its end */
+    assert_int_equal(vecfile_write(c->vf, 0, rows, n, NULL), 0);
+    assert_int_equal(coll_graph_insert(c, ids + n - batch, batch), 0);
+    assert_int_equal(c->i8_rows, n);
+    size_t stride = vec_i8_padded(dim);
+    int8_t want[64];
+    for (uint32_t r = 0; r < n; r++) {
+        assert_int_equal(vec_i8_from_f32(rows[r], dim, c->i8_map, want, stride), 0);
+        assert_memory_equal(c->i8 + (size_t)r * stride, want, stride);
+    }
+    hnsw_info_t info;
+    hnsw_get_info(c->hnsw, &info);
+    assert_int_equal(info.nodes, batch);
+    coll_unref(c);
+    free(rows);
+    free(ids);
+    free(data);
+    remove_dir(dir);
+}
+
 /* Rows no 8-bit range fits (one far out) get no kept copy: batches build as hnsw_build chooses,
  * and the copy is not tried again until the rows have doubled. */
 static void test_graph_batches_keep_no_copy_of_rows_no_range_fits(void **state)
@@ -274,6 +312,7 @@ int main(void)
         cmocka_unit_test(test_record_from_before_later_keys_opens_with_defaults),
         cmocka_unit_test(test_row_ids_survive_clears_compaction_and_the_limit),
         cmocka_unit_test(test_graph_batches_extend_the_kept_i8_copy_row_by_row),
+        cmocka_unit_test(test_graph_first_fill_of_many_rows_converts_every_row),
         cmocka_unit_test(test_graph_batches_keep_no_copy_of_rows_no_range_fits),
         cmocka_unit_test(test_graph_repair_waits_for_enough_deletes),
     };

@@ -44,16 +44,14 @@ void coll_graph_copy_drop(coll_t *c)
 typedef struct copy_fill {
     coll_t *c;
     const vec_view_t *v;
-    uint32_t from, to;
     size_t parts;
 } copy_fill_t;
 
 static void fill_part(void *arg, size_t task)
 {
     const copy_fill_t *f = arg;
-    size_t stride = vec_i8_padded(f->v->dim), n = f->to - f->from;
-    uint32_t lo = f->from + (uint32_t)(n * task / f->parts);
-    uint32_t hi = f->from + (uint32_t)(n * (task + 1) / f->parts);
+    size_t stride = vec_i8_padded(f->v->dim), n = f->v->count;
+    uint32_t lo = (uint32_t)(n * task / f->parts), hi = (uint32_t)(n * (task + 1) / f->parts);
     for (uint32_t r = lo; r < hi; r++)
         vec_i8_from_f32(vec_row(f->v, r), f->v->dim, f->c->i8_map, f->c->i8 + (size_t)r * stride,
                         stride);
@@ -91,7 +89,7 @@ static int copy_extend(coll_t *c, const vec_view_t *v)
     uint32_t from = c->i8_rows;
     if (widened && v->count >= COLL_GRAPH_COPY_SPLIT_MIN) {
         cdn_pool_t *pool = cdn_pool_shared();
-        copy_fill_t f = {c, v, 0, v->count, (size_t)cdn_pool_workers(pool) + 1};
+        copy_fill_t f = {c, v, (size_t)cdn_pool_workers(pool) + 1};
         cdn_pool_run(pool, f.parts, fill_part, &f);
         from = v->count;
     }

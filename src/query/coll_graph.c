@@ -23,11 +23,20 @@
 /* Node ids a write's slice of the repair covers: ~0.35 s at 384 dimensions (22 us a node
  * with two threads at 343,000 nodes), so a sweep of a million nodes spreads over 61 writes. */
 #define GRAPH_REPAIR_SLICE 16384
-/* The most bytes a collection's 8-bit copy of its rows may take: a million rows of up to 512
- * values (1.36 million of 384); past it, batches build as hnsw_build chooses (float, or a copy
- * made for one large batch). At 256 MiB a load of 1M x 384 built its last 320,000 rows in float
- * and took 245.8 s, against 185.8 s with every row in 8 bits (docs/benchmarks.md). */
-#define GRAPH_COPY_MAX ((size_t)512 << 20)
+/* The most bytes a collection's 8-bit copy of its rows may take: a sixteenth of the machine's
+ * memory, at least GRAPH_COPY_MIN and at most GRAPH_COPY_CAP (24 GB: 1.5 GiB, a million rows
+ * of up to 1,536 values); past it, batches build as hnsw_build chooses (float, or a copy made
+ * for one large batch). At 256 MiB a load of 1M x 384 built its last 320,000 rows in float and
+ * took 245.8 s, against 185.8 s with every row in 8 bits (docs/benchmarks.md). */
+#define GRAPH_COPY_MIN ((size_t)256 << 20)
+#define GRAPH_COPY_CAP ((size_t)4 << 30)
+
+static size_t copy_max(void)
+{
+    long pages = sysconf(_SC_PHYS_PAGES), size = sysconf(_SC_PAGESIZE);
+    size_t m = pages > 0 && size > 0 ? (size_t)pages * (size_t)size / 16 : GRAPH_COPY_MIN;
+    return m < GRAPH_COPY_MIN ? GRAPH_COPY_MIN : m > GRAPH_COPY_CAP ? GRAPH_COPY_CAP : m;
+}
 /* The copy's range is the rows' range this much wider, so that rows written later rarely fall
  * outside it (one that does makes the whole copy again under a wider range). */
 #define GRAPH_COPY_HEADROOM 1.25f
@@ -61,13 +70,14 @@ static void fill_part(void *arg, size_t task)
  * the view's count are committed and never change. A row outside the copy's range makes the
  * whole copy again under a range that holds it, so no code saturates. The copy is a mapping
  * (base/mem.h): grown without copying the rows it holds, read at random by every insert. 0, or
- * -1 (the copy dropped) when it would pass GRAPH_COPY_MAX or cannot grow. */
+ * -1 (the copy dropped) when it would pass copy_max() or cannot grow. */
 static int copy_extend(coll_t *c, const vec_view_t *v)
 {
     size_t stride = vec_i8_padded(v->dim);
     if (c->i8_unfit && v->count < 2 * (uint64_t)c->i8_unfit)
         return -1;
-    if ((size_t)v->count * stride > GRAPH_COPY_MAX) {
+    size_t max = copy_max();
+    if ((size_t)v->count * stride > max) {
         coll_graph_copy_drop(c);
         return -1;
     }
@@ -75,8 +85,8 @@ static int copy_extend(coll_t *c, const vec_view_t *v)
         size_t cap = c->i8_cap ? c->i8_cap : 4096;
         while (cap < v->count)
             cap *= 2;
-        if (cap * stride > GRAPH_COPY_MAX)
-            cap = GRAPH_COPY_MAX / stride;
+        if (cap * stride > max)
+            cap = max / stride;
         if (cdn_map_resize((void **)&c->i8, (size_t)c->i8_cap * stride, cap * stride)) {
             coll_graph_copy_drop(c);
             return -1;

@@ -145,9 +145,9 @@ void coll_checkpoints_remove(const char *dir, uint32_t id, uint32_t gen, int wit
 int coll_graph_open(const char *dir, coll_t *c, cdn_err_t *err);
 /* Inserts rows (already in the vector file) into the graph, in parallel for large batches. */
 int coll_graph_insert(coll_t *c, const uint32_t *rows, size_t n);
-/* A first fill of the 8-bit copy (every row, after an open) of this many rows or more is
- * converted on the process's pool (base/pool.h): 1M x 384 is most of a reopened collection's
- * first batch. */
+/* A fill of every row of the 8-bit copy (the first batch after an open, or a batch outside the
+ * copy's range) of this many rows or more is converted on the process's pool (base/pool.h):
+ * 1M x 384 is most of a reopened collection's first batch. */
 #define COLL_GRAPH_COPY_SPLIT_MIN 65536u
 /* Frees c's 8-bit copy of its rows (the graph's batch inserts make it again when they need
  * it). */

@@ -31,15 +31,16 @@
 #define GRAPH_COPY_MIN ((size_t)256 << 20)
 #define GRAPH_COPY_CAP ((size_t)4 << 30)
 
+/* The copy's range is the rows' range this much wider, so that rows written later rarely fall
+ * outside it (one that does makes the whole copy again under a wider range). */
+#define GRAPH_COPY_HEADROOM 1.25f
+
 static size_t copy_max(void)
 {
     long pages = sysconf(_SC_PHYS_PAGES), size = sysconf(_SC_PAGESIZE);
     size_t m = pages > 0 && size > 0 ? (size_t)pages * (size_t)size / 16 : GRAPH_COPY_MIN;
     return m < GRAPH_COPY_MIN ? GRAPH_COPY_MIN : m > GRAPH_COPY_CAP ? GRAPH_COPY_CAP : m;
 }
-/* The copy's range is the rows' range this much wider, so that rows written later rarely fall
- * outside it (one that does makes the whole copy again under a wider range). */
-#define GRAPH_COPY_HEADROOM 1.25f
 
 void coll_graph_copy_drop(coll_t *c)
 {
@@ -48,8 +49,9 @@ void coll_graph_copy_drop(coll_t *c)
     c->i8_rows = c->i8_cap = 0;
 }
 
-/* A first fill (COLL_GRAPH_COPY_SPLIT_MIN rows or more) in parts: its range is taken from every
- * row, so no row saturates but on NaN, which no range holds, and no part has to start again. */
+/* A fill of every row (COLL_GRAPH_COPY_SPLIT_MIN rows or more: in parts): its range is taken
+ * from every row, so no row saturates but on NaN, which no range holds, and no part has to
+ * start again. */
 typedef struct copy_fill {
     coll_t *c;
     const vec_view_t *v;
@@ -93,23 +95,18 @@ static int copy_extend(coll_t *c, const vec_view_t *v)
         }
         c->i8_cap = (uint32_t)cap;
     }
-    int widened = c->i8_rows == 0; /* once: a value no range holds (NaN) saturates under any */
-    if (widened)
+    /* Rows past the copy, under its range; one that falls outside it (or an empty copy) takes
+     * a range from every row and converts them all again (once: a NaN saturates under any). */
+    int widened = c->i8_rows == 0;
+    for (uint32_t r = c->i8_rows; !widened && r < v->count; r++)
+        widened = vec_i8_from_f32(vec_row(v, r), v->dim, c->i8_map, c->i8 + (size_t)r * stride,
+                                  stride) != 0;
+    if (widened) {
         c->i8_map = vec_i8_map_of(v, c->cfg.metric, GRAPH_COPY_HEADROOM);
-    uint32_t from = c->i8_rows;
-    if (widened && v->count >= COLL_GRAPH_COPY_SPLIT_MIN) {
         cdn_pool_t *pool = cdn_pool_shared();
-        copy_fill_t f = {c, v, (size_t)cdn_pool_workers(pool) + 1};
+        copy_fill_t f = {c, v,
+                         v->count >= COLL_GRAPH_COPY_SPLIT_MIN ? cdn_pool_workers(pool) + 1u : 1};
         cdn_pool_run(pool, f.parts, fill_part, &f);
-        from = v->count;
-    }
-    for (uint32_t r = from; r < v->count; r++) {
-        if (vec_i8_from_f32(vec_row(v, r), v->dim, c->i8_map, c->i8 + (size_t)r * stride, stride) &&
-            !widened) {
-            c->i8_map = vec_i8_map_of(v, c->cfg.metric, GRAPH_COPY_HEADROOM);
-            widened = 1;
-            r = UINT32_MAX; /* holds row r now: the loop's r++ starts again from row 0 */
-        }
     }
     /* A new range may be a few rows far out stretched over the rest: no 8-bit copy then
      * (hnsw_build chooses bf16 or float), and no new try until the rows have doubled. */

@@ -240,52 +240,9 @@ out:
 
 typedef struct insert_ctx {
     hnsw_heap_t found;
-    hnsw_heap_t wide;    /* widen's search, HNSW_WIDEN x ef_construction; allocated on first use */
-    hnsw_hit_t *eps;     /* entry points for the next level down (and for widen) */
+    hnsw_hit_t *eps;     /* entry points for the next level down */
     hnsw_hit_t *scratch; /* link_back workspace: m0 + 1 hits */
 } insert_ctx_t;
-
-/* Sorts a finished construction search's list nearest first and keeps, in place, the nodes that
- * may take a link from id (not id itself, not deleted); returns how many. */
-static uint32_t live_others(const hnsw_t *h, hnsw_heap_t *found, uint32_t id)
-{
-    hnsw_heap_sort_heap(found);
-    uint32_t w = 0;
-    for (uint32_t i = 0; i < found->n; i++)
-        if (found->a[i].id != id && !(hnsw_flags(h, found->a[i].id) & HNSW_F_DELETED))
-            found->a[w++] = found->a[i];
-    return w;
-}
-
-/* A level-0 construction search whose list leaves the heuristic fewer than m / 2 neighbours has
- * usually stalled. The row lies far from most others (on 1M x 384 topics, its nearest rows
- * about 0.45 away where most rows are 0.8), its descent ended among rows that are all about
- * 0.8 away, with nothing nearer in reach, and the heuristic keeps few of them because from so
- * far they all lie in one direction. Its true neighbours never hear of it and later rows rarely
- * link to it, so a query next to it cannot find it: such rows were most of what a 1M graph
- * missed at ef 256 and beyond (docs/internals/hnsw.md, "Widening"). Searching again from the
- * whole list with HNSW_WIDEN times the breadth reaches its own neighbourhood. The links are
- * chosen from that search instead (c->found.a[0..*kept)) when it found a node that may take
- * one. n_eps entry points in c->eps. */
-#define HNSW_WIDEN 4u
-static int widen(hnsw_t *h, const hnsw_scorer_t *src, const hnsw_scorer_t *sq, uint32_t id,
-                 insert_ctx_t *c, uint32_t n_eps, uint32_t *kept)
-{
-    if (*kept >= h->p.m / 2)
-        return CDN_OK;
-    uint32_t ef = h->p.ef_construction * HNSW_WIDEN;
-    if (!c->wide.a && hnsw_heap_init(&c->wide, ef + 1))
-        return CDN_ERR_NOMEM;
-    int rc = hnsw_search_layer_build(h, sq, 0, c->eps, n_eps, ef, &c->wide);
-    if (rc)
-        return rc;
-    uint32_t w = live_others(h, &c->wide, id);
-    if (w == 0)
-        return CDN_OK;
-    *kept = select_diverse(h, src, c->wide.a, w, h->p.m);
-    memcpy(c->found.a, c->wide.a, *kept * sizeof(hnsw_hit_t));
-    return CDN_OK;
-}
 
 /* Links id into levels min(level, top) .. 0 starting from entry point ep. */
 static int insert_levels(hnsw_t *h, const hnsw_scorer_t *src, uint32_t id, uint32_t level,
@@ -317,8 +274,6 @@ static int insert_levels(hnsw_t *h, const hnsw_scorer_t *src, uint32_t id, uint3
                 (!live || !(hnsw_flags(h, c->found.a[i].id) & HNSW_F_DELETED)))
                 c->found.a[w++] = c->found.a[i];
         uint32_t kept = select_diverse(h, src, c->found.a, w, h->p.m), ids[HNSW_M_MAX];
-        if (lc == 0 && (rc = widen(h, src, &sq, id, c, n_eps, &kept)) != CDN_OK)
-            return rc;
         for (uint32_t i = 0; i < kept; i++)
             ids[i] = c->found.a[i].id;
         pthread_mutex_t *mu = hnsw_stripe(h, id);
@@ -344,7 +299,6 @@ static int insert_ctx_init(hnsw_t *h, insert_ctx_t *c)
 static void insert_ctx_free(insert_ctx_t *c)
 {
     hnsw_heap_free(&c->found);
-    hnsw_heap_free(&c->wide);
     cdn_free(c->eps);
     cdn_free(c->scratch);
 }
@@ -365,12 +319,12 @@ static int link_in_one(hnsw_t *h, const hnsw_scorer_t *src, uint32_t id, insert_
     int rc = hnsw_search_layer_build(h, &sq, 0, c->eps, 1, h->p.ef_construction, &c->found);
     if (rc)
         return rc;
-    uint32_t n_eps = c->found.n; /* widen's entry points: any order */
-    memcpy(c->eps, c->found.a, n_eps * sizeof(hnsw_hit_t));
-    uint32_t w = live_others(h, &c->found, id);
+    hnsw_heap_sort_heap(&c->found);
+    uint32_t w = 0;
+    for (uint32_t i = 0; i < c->found.n; i++)
+        if (c->found.a[i].id != id && !(hnsw_flags(h, c->found.a[i].id) & HNSW_F_DELETED))
+            c->found.a[w++] = c->found.a[i];
     uint32_t kept = select_diverse(h, src, c->found.a, w, h->p.m);
-    if ((rc = widen(h, src, &sq, id, c, n_eps, &kept)) != CDN_OK)
-        return rc;
     for (uint32_t i = 0; i < kept; i++)
         link_back(h, src, c->found.a[i].id, id, 0, c->scratch);
     return CDN_OK;

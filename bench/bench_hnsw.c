@@ -55,6 +55,7 @@ typedef struct hb_run {
     hb_row_t out[B_MAX_ROWS];
     size_t n_out;
     double build_s, save_s, load_s, rss_data_mb, rss_graph_mb, graph_mb, file_mb;
+    uint32_t widened, widened_nearer; /* construction searches searched again wider */
     int load_same;
 } hb_run_t;
 
@@ -189,6 +190,8 @@ static int setup_index(hb_run_t *r)
     hnsw_info_t info;
     hnsw_get_info(r->h, &info);
     r->graph_mb = (double)info.memory_bytes / (1024.0 * 1024.0);
+    r->widened = info.widened;
+    r->widened_nearer = info.widened_nearer;
     if (o->codes) { /* as a collection with int8_scan trains and encodes them */
         size_t train = o->size < 100000 ? o->size : 100000;
         rc = quant_create(o->dim, &r->codes, NULL);
@@ -373,10 +376,12 @@ static void print_json(const hb_run_t *r)
     printf("{\"bench\":\"hnsw\",\"size\":%zu,\"dim\":%u,\"queries\":%zu,\"k\":%d,\"m\":%u,"
            "\"ef_construction\":%u,\"threads\":%u,\"seed\":%llu,\"isa\":\"%s\",\"build_s\":%.3f,"
            "\"rss_vectors_mb\":%.1f,\"rss_graph_mb\":%.1f,\"graph_mb\":%.1f,\"file_mb\":%.1f,"
-           "\"save_s\":%.3f,\"load_s\":%.3f,\"load_identical\":%s,\"rows\":[",
+           "\"widened\":%u,\"widened_nearer\":%u,\"save_s\":%.3f,\"load_s\":%.3f,"
+           "\"load_identical\":%s,\"rows\":[",
            o->size, o->dim, o->queries, BK, o->m, o->efc, o->threads, (unsigned long long)o->seed,
            vec_isa_name(vec_isa_best()), r->build_s, r->rss_data_mb, r->rss_graph_mb, r->graph_mb,
-           r->file_mb, r->save_s, r->load_s, r->load_same ? "true" : "false");
+           r->file_mb, r->widened, r->widened_nearer, r->save_s, r->load_s,
+           r->load_same ? "true" : "false");
     for (size_t i = 0; i < r->n_out; i++) {
         const hb_row_t *w = &r->out[i];
         printf("%s{\"plan\":\"%s\",\"allowed_pct\":%g,\"allowed\":%llu,\"ef\":%u,"
@@ -401,6 +406,9 @@ static void print_table(const hb_run_t *r)
            : o->prec == HNSW_BUILD_BF16 ? "bf16"
            : o->prec == HNSW_BUILD_I8   ? "i8"
                                         : "auto");
+    printf("construction searches widened: %u (%.2f%% of inserts), %u of them found a nearer "
+           "row\n",
+           r->widened, 100.0 * r->widened / (double)o->size, r->widened_nearer);
     printf("memory (VmRSS): vectors %.0f MB, graph %.0f MB (index counts %.0f MB)\n",
            r->rss_data_mb, r->rss_graph_mb, r->graph_mb);
     printf("save: %.2f s, file %.0f MB; load: %.2f s; loaded index answers identically: %s\n\n",

@@ -76,6 +76,8 @@ typedef struct hnsw_info {
     hnsw_params_t params;
     size_t memory_bytes;     /* graph memory (not the vectors, which the store owns) */
     uint32_t deleted_linked; /* deleted since the last hnsw_repair began: maybe still linked */
+    uint32_t widened;        /* construction searches searched again wider (since opened) */
+    uint32_t widened_nearer; /* ... where that found a nearer row */
 } hnsw_info_t;
 
 typedef struct hnsw hnsw_t;

@@ -66,8 +66,15 @@ struct hnsw {
     _Atomic uint32_t n_deleted_repaired; /* n_deleted when the last completed repair sweep began */
     _Atomic uint32_t sweep_deleted;      /* n_deleted when the sweep in progress began, or
                                           * UINT32_MAX: none began at node 0 (or one failed) */
-    _Atomic uint64_t upper_words; /* slots allocated for upper-level lists, for info and save */
-    pthread_rwlock_t write_gate;  /* inserts/deletes share it; save takes it alone */
+    /* Construction searches widened (hnsw.c, widen); not saved: a reopened index learns again */
+    _Atomic uint32_t near_mean;      /* float bits: running mean of the nearest distance found */
+    _Atomic uint32_t near_seen;      /* level-0 construction searches that added to it */
+    _Atomic uint32_t widened;        /* wider searches run */
+    _Atomic uint32_t widened_nearer; /* ... that found a row nearer than 0.9 of the first's */
+    _Atomic uint32_t widen_skipped;  /* searches that showed a stall's signs while widening did
+                                      * not pay: every HNSW_WIDEN_PROBE-th is widened */
+    _Atomic uint64_t upper_words;    /* slots allocated for upper-level lists, for info and save */
+    pthread_rwlock_t write_gate;     /* inserts/deletes share it; save takes it alone */
 
     pthread_mutex_t pool_lock;
     hnsw_visited_t *pool;

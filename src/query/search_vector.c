@@ -11,11 +11,9 @@
 #include <string.h>
 
 /* Unfiltered traversal: fetch a pool, keep readable hits, widen while too few survive. */
-/* mode: HNSW_MODE_UNFILTERED, or HNSW_MODE_POOL where allowed rows far from the query should
- * end the traversal early (pool first); either way the allowed hits are kept here. */
 static int run_unfiltered(coll_t *c, const vec_view_t *v, const float *query,
-                          const roaring_bitmap_t *allowed, size_t k, plan_t *p, hnsw_mode_t mode,
-                          topk_hit_t *hits, size_t *nhits, search_result_t *out)
+                          const roaring_bitmap_t *allowed, size_t k, plan_t *p, topk_hit_t *hits,
+                          size_t *nhits, search_result_t *out)
 {
     size_t pool = p->pool;
     int rc = CDN_OK;
@@ -26,15 +24,15 @@ static int run_unfiltered(coll_t *c, const vec_view_t *v, const float *query,
         if (!cand)
             return CDN_ERR_NOMEM;
         rc = hnsw_search_codes(c->hnsw, v, coll_codes(c), query, (uint32_t)pool,
-                               p->ef > pool ? p->ef : (uint32_t)pool,
-                               mode == HNSW_MODE_POOL ? allowed : NULL, mode, 0, &st, cand, &n);
+                               p->ef > pool ? p->ef : (uint32_t)pool, NULL, HNSW_MODE_UNFILTERED, 0,
+                               &st, cand, &n);
         out->work += st.distances;
         *nhits = 0;
         for (uint32_t i = 0; rc == CDN_OK && i < n && *nhits < k; i++)
             if (roaring_bitmap_contains(allowed, cand[i].id))
                 hits[(*nhits)++] = cand[i];
         cdn_free(cand);
-        if (rc || *nhits >= k || pool >= p->max_pool || n < pool || st.allowed_far)
+        if (rc || *nhits >= k || pool >= p->max_pool || n < pool)
             return rc;
         pool = pool * 4 > p->max_pool ? p->max_pool : pool * 4;
     }
@@ -96,8 +94,7 @@ static int hits_far(const coll_t *c, const topk_hit_t *hits, size_t n, uint64_t 
            cand * c->cfg.dim <= SEARCH_FAR_EXACT_FLOATS && hits[0].dist > SEARCH_FAR_RATIO * c->d10;
 }
 
-/* Pool first: one unfiltered traversal for the plan's first pool (plan.h, PLAN_POOL_SHARE),
- * which stops early when its seed sample shows the readable rows away from the query. */
+/* Pool first: one unfiltered traversal for the plan's first pool (plan.h, PLAN_POOL_SHARE). */
 static int run_pool_first(coll_t *c, const vec_view_t *v, const plan_t *p, const float *query,
                           const roaring_bitmap_t *allowed, size_t k, topk_hit_t *hits,
                           size_t *nhits, search_result_t *out)
@@ -106,7 +103,7 @@ static int run_pool_first(coll_t *c, const vec_view_t *v, const plan_t *p, const
     u.pool = u.max_pool = p->first_pool;
     snprintf(out->plan, sizeof out->plan, "%s", plan_name(PLAN_GRAPH_UNFILTERED));
     out->complete = 0;
-    return run_unfiltered(c, v, query, allowed, k, &u, HNSW_MODE_POOL, hits, nhits, out);
+    return run_unfiltered(c, v, query, allowed, k, &u, hits, nhits, out);
 }
 
 int search_vector_locked(engine_t *e, coll_t *c, const search_knn_t *q, const float *query,
@@ -155,7 +152,7 @@ int search_vector_locked(engine_t *e, coll_t *c, const search_knn_t *q, const fl
         return run_bits(c, &v, query, allowed, k, hits, nhits, out);
     snprintf(out->plan, sizeof out->plan, "%s", plan_name(p.kind));
     if (p.kind == PLAN_GRAPH_UNFILTERED) {
-        rc = run_unfiltered(c, &v, query, allowed, k, &p, HNSW_MODE_UNFILTERED, hits, nhits, out);
+        rc = run_unfiltered(c, &v, query, allowed, k, &p, hits, nhits, out);
         out->complete = 0;
         if (rc == CDN_OK && *nhits < k && *nhits < cand && p.fallback_exact)
             return run_exact(c, &v, query, allowed, k, hits, nhits, out);

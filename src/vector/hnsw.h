@@ -32,18 +32,8 @@ typedef struct hnsw_params {
 /* How hnsw_search treats `allowed`:
  *   UNFILTERED: ignores it; the caller re-checks hits (use when nearly everything is allowed).
  *   FILTERED: only allowed, not-deleted nodes enter the results; disallowed nodes still route,
- *   sparse neighbourhoods are crossed by two-hop expansion, and allowed ids seed the search.
- *   POOL: as UNFILTERED (the caller keeps the allowed hits of an unfiltered pool), except that
- *   when the allowed rows lie away from the query, where the pool would come back short, the
- *   search stops before its level-0 traversal with no hits and stats->allowed_far set: fewer
- *   than a quarter of the allowed share of the seed sample's nearest HNSW_POOL_LOOK rows were
- *   allowed. */
-typedef enum hnsw_mode {
-    HNSW_MODE_UNFILTERED = 0,
-    HNSW_MODE_FILTERED = 1,
-    HNSW_MODE_POOL = 2
-} hnsw_mode_t;
-#define HNSW_POOL_LOOK 64u
+ *   sparse neighbourhoods are crossed by two-hop expansion, and allowed ids seed the search. */
+typedef enum hnsw_mode { HNSW_MODE_UNFILTERED = 0, HNSW_MODE_FILTERED = 1 } hnsw_mode_t;
 
 /* One result: the row id and its distance to the query (lower is nearer); the exact scan's
  * hit type, so the planner can hand either path's hits on unchanged. */
@@ -68,7 +58,6 @@ typedef struct hnsw_stats {
      * (hnsw_sample_suspect). */
     uint32_t sampled, sample_closer;
     uint64_t sample_allowed;
-    int allowed_far; /* POOL: stopped early, the allowed rows away from the query */
 } hnsw_stats_t;
 
 /* 1 when st's sample witness makes a complete top-k unlikely: sample_closer reaches the

@@ -126,7 +126,6 @@ typedef struct qctx {
     uint32_t *bridges; /* inadmissible nodes crossed by two-hop expansion, not yet routed */
     size_t n_bridges, cap_bridges, next_bridge;
     const roaring_bitmap_t *allowed; /* NULL: every live node is admissible */
-    const roaring_bitmap_t *pool_of; /* POOL: the caller's filter, for the look at the sample */
     uint64_t *bits; /* allowed as a flat bitset over the span, when worth building */
     uint32_t ef;
     uint64_t max_visits;
@@ -495,27 +494,6 @@ static void seed_unfiltered(qctx_t *c)
         seed_sample(c, c->adm_total, HNSW_UNFILTERED_SEEDS, m, 0);
 }
 
-/* POOL's look (hnsw.h): the sample's nearest rows are a rough neighbourhood of the query (the
- * nearest 64 of 1,000 at 1M: its nearest 6%), and a pool keeps k allowed hits only where the
- * allowed rows are not much rarer there than overall. A subject of 20% of a 1M collection whose
- * documents lie far from the question (generated topics, "misaligned") holds none of them, and
- * its pool of 101 came back short every time, after a traversal of 0.25 ms; one whose rows are
- * spread regardless of the query holds 12.8 on average, and fewer than a quarter of that (3 or
- * fewer) happens to about 1 query in 500. Sets the stop when the look fails. */
-static void look_at_sample(qctx_t *c, const seed_t *near, size_t n)
-{
-    uint64_t look = n < HNSW_POOL_LOOK ? n : HNSW_POOL_LOOK, in = 0;
-    uint64_t card = roaring_bitmap_get_cardinality(c->pool_of);
-    if (look < HNSW_POOL_LOOK || c->adm_total == 0)
-        return; /* too small a sample to say */
-    for (uint64_t i = 0; i < look; i++)
-        in += roaring_bitmap_contains(c->pool_of, near[i].id);
-    if (4 * in * c->adm_total < look * card) {
-        c->st->allowed_far = 1;
-        c->stop = 1;
-    }
-}
-
 static void seed_sample(qctx_t *c, uint64_t card, uint64_t s, uint64_t m, int witness)
 {
     uint64_t off = card ? ((uint64_t)c->h->p.seed * 0x9e3779b97f4a7c15ull) % card : 0;
@@ -549,9 +527,7 @@ static void seed_sample(qctx_t *c, uint64_t card, uint64_t s, uint64_t m, int wi
         if (witness)
             qsort(cand, n, sizeof *cand, seed_cmp);
         else
-            nearest_first(cand, n, c->pool_of && s < HNSW_POOL_LOOK ? HNSW_POOL_LOOK : s);
-        if (c->pool_of && !witness)
-            look_at_sample(c, cand, n);
+            nearest_first(cand, n, s);
         for (size_t i = 0; i < n && i < s && !c->stop; i++)
             if (visit(c, cand[i].id)) {
                 c->st->seeds++;
@@ -622,10 +598,6 @@ static void search_locked(qctx_t *c, hnsw_mode_t mode)
         seed_from_allowed(c);
     else
         seed_unfiltered(c);
-    if (c->st->allowed_far) {
-        c->res.n = 0; /* no pool: the caller's plan for the allowed rows answers */
-        return;
-    }
     search_level0(c);
 }
 
@@ -711,7 +683,6 @@ static int search_impl(hnsw_t *h, const vec_view_t *view, const quant_t *codes, 
                 .st = st,
                 .hide = hide};
     c.allowed = mode == HNSW_MODE_FILTERED ? allowed : NULL;
-    c.pool_of = mode == HNSW_MODE_POOL ? allowed : NULL;
     quant_query_t *qq = NULL;
     if (codes && quant_is_trained(codes)) {
         int qrc = quant_query_new(codes, view, h->metric, query, &qq);

@@ -90,14 +90,24 @@ static void usage(FILE *f)
             "  loads it under PATH, then measures recall@%d and p50 latency unfiltered and\n"
             "  under random allowed sets of 0.1, 1, 5, 20 and 100%%, beside the exact scan.\n"
             "  defaults: --size 1000000 --dim 384 --queries 100 --seed 42 --threads 2\n"
-            "            --m 16 --efc 200 --dir /tmp --generator topics\n",
+            "            --m 16 --efc 160 --dir /tmp --generator topics\n",
             BK);
 }
 
 static int parse_opts(int argc, char **argv, hb_opts_t *o)
 {
-    *o = (hb_opts_t){1000000,         100, 384, 16, 200, 2, 42, 0, "/tmp", BENCH_GEN_TOPICS,
-                     HNSW_BUILD_AUTO, 0};
+    *o = (hb_opts_t){1000000,
+                     100,
+                     384,
+                     16,
+                     hnsw_params_default().ef_construction,
+                     2,
+                     42,
+                     0,
+                     "/tmp",
+                     BENCH_GEN_TOPICS,
+                     HNSW_BUILD_AUTO,
+                     0};
     for (int i = 1; i < argc; i += 2) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         uint64_t x = 0;

@@ -126,7 +126,7 @@ typedef struct cordon_collection_spec {
     const char *acl_field;         /* metadata field holding allowed principals in the
                                       Elasticsearch API; NULL = "allowed_groups" */
     uint32_t hnsw_m;               /* 0 = default */
-    uint32_t hnsw_ef_construction; /* 0 = default */
+    uint32_t hnsw_ef_construction; /* 0 = default (160) */
     uint32_t hnsw_ef_search;       /* 0 = chosen by cordon: 64, then at each checkpoint
                                       the smallest ef measured to reach recall@10 0.99
                                       with confidence (docs/internals/query.md) */

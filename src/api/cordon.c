@@ -7,6 +7,7 @@
 #include "query/compact.h"
 #include "query/search.h"
 #include "query/write.h"
+#include "vector/hnsw.h"
 
 #include <jansson.h>
 #include <string.h>
@@ -130,8 +131,9 @@ int cordon_collection_create(cordon_t *db, const cordon_collection_spec *s, cord
     const char *acl = s->acl_field ? s->acl_field : "allowed_groups";
     NEED(*acl && strlen(acl) <= COLL_NAME_MAX, "acl_field is empty or too long");
     memcpy(cfg.acl_field, acl, strlen(acl) + 1);
-    cfg.hnsw_m = s->hnsw_m ? s->hnsw_m : 16;
-    cfg.hnsw_efc = s->hnsw_ef_construction ? s->hnsw_ef_construction : 200;
+    hnsw_params_t dflt = hnsw_params_default();
+    cfg.hnsw_m = s->hnsw_m ? s->hnsw_m : dflt.m;
+    cfg.hnsw_efc = s->hnsw_ef_construction ? s->hnsw_ef_construction : dflt.ef_construction;
     cfg.hnsw_ef = s->hnsw_ef_search; /* 0: calibrated from measured recall (graph.c) */
     NEED(cfg.hnsw_m >= 2 && cfg.hnsw_m <= 128, "hnsw_m must be 2 to 128");
     NEED(!s->analyzer || strlen(s->analyzer) < COLL_ANALYZER_MAX, "analyzer name too long");

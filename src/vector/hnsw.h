@@ -82,7 +82,7 @@ typedef struct hnsw_info {
 
 typedef struct hnsw hnsw_t;
 
-/* Defaults: m=16, ef_construction=200, ef_search=64, seed=42. */
+/* Defaults: m=16, ef_construction=160, ef_search=64, seed=42. */
 hnsw_params_t hnsw_params_default(void);
 
 /* Creates an empty index for vectors of `dim` floats compared with `metric`.

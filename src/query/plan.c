@@ -29,16 +29,19 @@ static uint32_t deep_ef(const plan_in_t *in)
 }
 
 /* Pool first for a filtered auto plan, where it pays (PLAN_POOL_SHARE, PLAN_POOL_EF_RATIO,
- * PLAN_POOL_MIN_RECALL). */
+ * PLAN_POOL_MIN_RECALL), its list PLAN_POOL_LIST_NUM / _DEN times the pool at least. */
 static void consider_pool_first(const plan_in_t *in, plan_t *out)
 {
     if ((double)in->readable < PLAN_POOL_SHARE * (double)in->live ||
         (in->recall_unfiltered > 0 && in->recall_unfiltered < PLAN_POOL_MIN_RECALL))
         return;
     size_t pool = (size_t)(2.0 * (double)in->k * (double)in->live / (double)in->readable) + 1;
+    size_t list = pool * PLAN_POOL_LIST_NUM / PLAN_POOL_LIST_DEN;
     uint32_t ef = breadth(in, deep_ef(in));
     if ((ef > pool ? ef : pool) > (size_t)PLAN_POOL_EF_RATIO * out->ef)
         return;
+    if (ef < list)
+        ef = (uint32_t)list;
     out->pool_first = 1;
     out->first_pool = pool;
     out->first_ef = ef;

@@ -92,6 +92,14 @@ typedef struct plan_in {
  * at ef 202, 0.991 at ef 303, the last no faster than the filtered plan. 1M on the 8-bit codes
  * (calibrated 0.9953 at ef 128): 20% random 0.978, aligned 0.990, so 0.995 was too low a bar. */
 #define PLAN_POOL_MIN_RECALL 0.997
+/* ... with a list half again as long as the pool (once the rules above chose pool first): a
+ * traversal's list is least right at its tail, where a pool's readable hits may sit. 1M x 384
+ * (calibrated 0.998 at ef 128, stalled construction searches widened), 20% readable, pool 111, 200
+ * queries: recall@10 random / aligned 0.989 / 0.994 at ef 128, 0.9935 / 0.9945 at 160, 0.995 /
+ * 0.997 at 192, each a third of the bit scan's p50 or less. The probe keeps half its list
+ * (first_pool = ef / 2). */
+#define PLAN_POOL_LIST_NUM 3
+#define PLAN_POOL_LIST_DEN 2
 /* A probe before an exact scan, for subjects whose neighbourhood is mostly theirs: where the
  * scan reads at least PLAN_PROBE_MIN_FLOATS (about 8,000 rows at 384-d, 0.4 ms and more) and
  * the subject reads at least PLAN_PROBE_SHARE of the rows, the unfiltered traversal at the

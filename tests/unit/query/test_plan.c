@@ -79,8 +79,8 @@ static void test_pool_first_only_for_mid_shares_where_it_is_not_broader_nor_shor
     assert_int_equal(p.ef, 96);
     assert_true(p.pool_first);
     assert_int_equal(p.first_pool, 101); /* 2 k / share + 1 */
-    assert_int_equal(p.first_ef, 64);
-    in.ef_unfiltered = 384; /* a million-row graph: four times the filtered breadth */
+    assert_int_equal(p.first_ef, 151);   /* the calibrated 64, raised to 1.5 pools */
+    in.ef_unfiltered = 384;              /* a million-row graph: four times the filtered breadth */
     plan_choose(&in, &p);
     assert_false(p.pool_first);
     in = base(100000); /* 10%: pool 201 > 2 x 96 */
@@ -89,6 +89,7 @@ static void test_pool_first_only_for_mid_shares_where_it_is_not_broader_nor_shor
     in.ef_filtered = 128; /* 201 <= 256 */
     plan_choose(&in, &p);
     assert_true(p.pool_first);
+    assert_int_equal(p.first_ef, 301); /* a list of 1.5 pools */
     in = base(200000);
     in.recall_unfiltered = 0.992; /* too little headroom to read 101 deep */
     plan_choose(&in, &p);
@@ -194,11 +195,11 @@ static void test_deep_plans_use_the_deep_breadth(void **state)
     plan_t p;
     plan_in_t in = base(200000); /* 20%: pool first */
     in.ef_unfiltered = 48;
-    in.ef_deep = 96;
+    in.ef_deep = 176;
     in.recall_unfiltered = 0.998;
     plan_choose(&in, &p);
     assert_true(p.pool_first);
-    assert_int_equal(p.first_ef, 96);
+    assert_int_equal(p.first_ef, 176); /* above the pool's 151 */
     in.ef_deep = 0; /* never measured that high: the unfiltered breadth and its recall */
     in.recall_unfiltered = 0.995;
     plan_choose(&in, &p);

@@ -167,6 +167,20 @@ static void test_batched_scores_match_single_row_distances(void **state)
     free(data);
 }
 
+/* A graph of v's rows built in float by one thread (a deterministic build) with params p. */
+static hnsw_t *build_alone(const vec_view_t *v, hnsw_params_t p, vec_metric_t metric)
+{
+    hnsw_t *h;
+    assert_int_equal(hnsw_create(p, metric, v->dim, &h), 0);
+    uint32_t *ids = malloc(sizeof(uint32_t) * v->count);
+    assert_non_null(ids);
+    for (uint32_t i = 0; i < v->count; i++)
+        ids[i] = i;
+    assert_int_equal(hnsw_build_ex(h, v, ids, v->count, 1, HNSW_BUILD_FLOAT), 0);
+    free(ids);
+    return h;
+}
+
 /* A construction search that stalls (its list leaves the heuristic fewer than m / 2 links, the
  * nearest of them far) is widened, so rows keep links into their own neighbourhood. 10,000
  * clustered unit rows, m 8, ef_construction 16 (narrow enough to stall often), one thread (a
@@ -186,13 +200,7 @@ static void test_stalled_construction_searches_widen_into_the_rows_neighbourhood
     p.ef_construction = 16;
     p.ef_search = 16;
     p.seed = 1;
-    hnsw_t *h;
-    assert_int_equal(hnsw_create(p, VEC_METRIC_COSINE, D, &h), 0);
-    uint32_t *ids = malloc(sizeof(uint32_t) * ROWS);
-    assert_non_null(ids);
-    for (uint32_t i = 0; i < ROWS; i++)
-        ids[i] = i;
-    assert_int_equal(hnsw_build_ex(h, &v, ids, ROWS, 1, HNSW_BUILD_FLOAT), 0);
+    hnsw_t *h = build_alone(&v, p, VEC_METRIC_COSINE);
     uint32_t unlinked = 0, lost = 0;
     for (uint32_t i = FROM; i < ROWS; i++) {
         uint32_t truth[11], list[2 * 8 + 1];
@@ -216,7 +224,6 @@ static void test_stalled_construction_searches_widen_into_the_rows_neighbourhood
     hnsw_get_info(h, &info);
     assert_true(info.widened > 0 && info.widened_nearer > 0 && info.widened_nearer <= info.widened);
     hnsw_free(h);
-    free(ids);
     free(data);
 }
 
@@ -245,13 +252,7 @@ static void test_widening_that_finds_nothing_nearer_is_probed_not_repeated(void 
     vec_view_t v = {data, D, D, ROWS};
     hnsw_params_t p = hnsw_params_default();
     p.seed = 3;
-    hnsw_t *h;
-    assert_int_equal(hnsw_create(p, VEC_METRIC_L2, D, &h), 0);
-    uint32_t *ids = malloc(sizeof(uint32_t) * ROWS);
-    assert_non_null(ids);
-    for (uint32_t i = 0; i < ROWS; i++)
-        ids[i] = i;
-    assert_int_equal(hnsw_build_ex(h, &v, ids, ROWS, 1, HNSW_BUILD_FLOAT), 0);
+    hnsw_t *h = build_alone(&v, p, VEC_METRIC_L2);
     hnsw_info_t info;
     hnsw_get_info(h, &info);
     /* Without the count 2,404 searches were widened, none finding a nearer row; with it 181
@@ -259,7 +260,6 @@ static void test_widening_that_finds_nothing_nearer_is_probed_not_repeated(void 
     assert_true(info.widened >= 32 && info.widened <= 300);
     assert_true(info.widened_nearer * 8 < info.widened);
     hnsw_free(h);
-    free(ids);
     free(data);
 }
 

@@ -96,18 +96,16 @@ static void usage(FILE *f)
 
 static int parse_opts(int argc, char **argv, hb_opts_t *o)
 {
-    *o = (hb_opts_t){1000000,
-                     100,
-                     384,
-                     16,
-                     hnsw_params_default().ef_construction,
-                     2,
-                     42,
-                     0,
-                     "/tmp",
-                     BENCH_GEN_TOPICS,
-                     HNSW_BUILD_AUTO,
-                     0};
+    *o = (hb_opts_t){.size = 1000000,
+                     .queries = 100,
+                     .dim = 384,
+                     .m = 16,
+                     .efc = hnsw_params_default().ef_construction,
+                     .threads = 2,
+                     .seed = 42,
+                     .dir = "/tmp",
+                     .gen = BENCH_GEN_TOPICS,
+                     .prec = HNSW_BUILD_AUTO};
     for (int i = 1; i < argc; i += 2) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         uint64_t x = 0;

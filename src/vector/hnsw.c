@@ -267,11 +267,13 @@ static uint32_t live_others(const hnsw_t *h, hnsw_heap_t *found, uint32_t id)
 }
 
 /* Adds d to h's running mean of construction searches' nearest distances (weight 1/64: it
- * follows a collection whose rows drift) and returns the mean before d. Concurrent inserts may
- * lose one another's updates, which a mean over thousands does not notice. */
-static float near_mean_add(hnsw_t *h, float d)
+ * follows a collection whose rows drift) and returns the mean before d; *seen receives how many
+ * had added to it before. Concurrent inserts may lose one another's updates, which a mean over
+ * thousands does not notice. */
+static float near_mean_add(hnsw_t *h, float d, uint32_t *seen_out)
 {
     uint32_t seen = atomic_fetch_add_explicit(&h->near_seen, 1, memory_order_relaxed);
+    *seen_out = seen;
     uint32_t bits = atomic_load_explicit(&h->near_mean, memory_order_relaxed);
     float mean;
     memcpy(&mean, &bits, sizeof(mean));
@@ -313,9 +315,9 @@ static int widen(hnsw_t *h, const hnsw_scorer_t *src, const hnsw_scorer_t *sq, u
 {
     if (h->metric == VEC_METRIC_DOT || *kept == 0)
         return CDN_OK;
-    float mean = near_mean_add(h, d0);
-    if (*kept >= h->p.m / 2 || !(d0 > HNSW_WIDEN_FAR * mean) ||
-        atomic_load_explicit(&h->near_seen, memory_order_relaxed) < HNSW_WIDEN_WARM)
+    uint32_t seen;
+    float mean = near_mean_add(h, d0, &seen);
+    if (*kept >= h->p.m / 2 || !(d0 > HNSW_WIDEN_FAR * mean) || seen < HNSW_WIDEN_WARM)
         return CDN_OK;
     uint32_t tried = atomic_load_explicit(&h->widened, memory_order_relaxed);
     uint32_t nearer = atomic_load_explicit(&h->widened_nearer, memory_order_relaxed);

@@ -12,8 +12,8 @@
 
 /* Unfiltered traversal: fetch a pool, keep readable hits, widen while too few survive. */
 static int run_unfiltered(coll_t *c, const vec_view_t *v, const float *query,
-                          const roaring_bitmap_t *allowed, size_t k, plan_t *p, topk_hit_t *hits,
-                          size_t *nhits, search_result_t *out)
+                          const roaring_bitmap_t *allowed, size_t k, plan_t *p, hnsw_mode_t mode,
+                          topk_hit_t *hits, size_t *nhits, search_result_t *out)
 {
     size_t pool = p->pool;
     int rc = CDN_OK;
@@ -24,8 +24,8 @@ static int run_unfiltered(coll_t *c, const vec_view_t *v, const float *query,
         if (!cand)
             return CDN_ERR_NOMEM;
         rc = hnsw_search_codes(c->hnsw, v, coll_codes(c), query, (uint32_t)pool,
-                               p->ef > pool ? p->ef : (uint32_t)pool, NULL, HNSW_MODE_UNFILTERED, 0,
-                               &st, cand, &n);
+                               p->ef > pool ? p->ef : (uint32_t)pool, allowed, mode, 0, &st, cand,
+                               &n);
         out->work += st.distances;
         *nhits = 0;
         for (uint32_t i = 0; rc == CDN_OK && i < n && *nhits < k; i++)
@@ -103,7 +103,7 @@ static int run_pool_first(coll_t *c, const vec_view_t *v, const plan_t *p, const
     u.pool = u.max_pool = p->first_pool;
     snprintf(out->plan, sizeof out->plan, "%s", plan_name(PLAN_GRAPH_UNFILTERED));
     out->complete = 0;
-    return run_unfiltered(c, v, query, allowed, k, &u, hits, nhits, out);
+    return run_unfiltered(c, v, query, allowed, k, &u, HNSW_MODE_POOL, hits, nhits, out);
 }
 
 int search_vector_locked(engine_t *e, coll_t *c, const search_knn_t *q, const float *query,
@@ -152,7 +152,7 @@ int search_vector_locked(engine_t *e, coll_t *c, const search_knn_t *q, const fl
         return run_bits(c, &v, query, allowed, k, hits, nhits, out);
     snprintf(out->plan, sizeof out->plan, "%s", plan_name(p.kind));
     if (p.kind == PLAN_GRAPH_UNFILTERED) {
-        rc = run_unfiltered(c, &v, query, allowed, k, &p, hits, nhits, out);
+        rc = run_unfiltered(c, &v, query, allowed, k, &p, HNSW_MODE_UNFILTERED, hits, nhits, out);
         out->complete = 0;
         if (rc == CDN_OK && *nhits < k && *nhits < cand && p.fallback_exact)
             return run_exact(c, &v, query, allowed, k, hits, nhits, out);

@@ -32,8 +32,15 @@ typedef struct hnsw_params {
 /* How hnsw_search treats `allowed`:
  *   UNFILTERED: ignores it; the caller re-checks hits (use when nearly everything is allowed).
  *   FILTERED: only allowed, not-deleted nodes enter the results; disallowed nodes still route,
- *   sparse neighbourhoods are crossed by two-hop expansion, and allowed ids seed the search. */
-typedef enum hnsw_mode { HNSW_MODE_UNFILTERED = 0, HNSW_MODE_FILTERED = 1 } hnsw_mode_t;
+ *   sparse neighbourhoods are crossed by two-hop expansion, and allowed ids seed the search.
+ *   POOL: the UNFILTERED traversal, whose hits are then the allowed nodes among the k nearest
+ *   of its list (so fewer than k, often): only those are re-scored in float. For a caller
+ *   that would drop the others (a pool of candidates for a subject). NULL allowed: all. */
+typedef enum hnsw_mode {
+    HNSW_MODE_UNFILTERED = 0,
+    HNSW_MODE_FILTERED = 1,
+    HNSW_MODE_POOL = 2
+} hnsw_mode_t;
 
 /* One result: the row id and its distance to the query (lower is nearer); the exact scan's
  * hit type, so the planner can hand either path's hits on unchanged. */

@@ -632,6 +632,22 @@ static int search_impl(hnsw_t *h, const vec_view_t *view, const quant_t *codes, 
                        uint64_t max_visits, uint32_t hide, hnsw_stats_t *stats,
                        hnsw_hit_t *out_hits, uint32_t *n_out);
 
+/* POOL mode keeps only the allowed nodes among the k nearest of its list (by the traversal's
+ * distances) before they are re-scored in float: the caller drops the others, and each float
+ * row is a cold 1.5 KB read at 384 dimensions (1M x 384, a fifth readable: the list's 166
+ * rows took 0.16 ms a query to re-score, a third of the search). */
+static void keep_pool(qctx_t *c, const roaring_bitmap_t *allowed, uint32_t k)
+{
+    uint32_t w = 0;
+    hnsw_heap_sort(&c->res);
+    if (c->res.n > k)
+        c->res.n = k;
+    for (uint32_t i = 0; i < c->res.n; i++)
+        if (roaring_bitmap_contains(allowed, c->res.a[i].id))
+            c->res.a[w++] = c->res.a[i];
+    c->res.n = w; /* no longer a heap: both paths below sort the list as an array */
+}
+
 int hnsw_search(hnsw_t *h, const vec_view_t *view, const float *query, uint32_t k, uint32_t ef,
                 const roaring_bitmap_t *allowed, hnsw_mode_t mode, uint64_t max_visits,
                 hnsw_stats_t *stats, hnsw_hit_t *out_hits, uint32_t *n_out)
@@ -706,6 +722,8 @@ static int search_impl(hnsw_t *h, const vec_view_t *view, const quant_t *codes, 
         hnsw_visited_put(h, vis);
     }
     pthread_rwlock_unlock(&h->grow_lock);
+    if (!c.rc && mode == HNSW_MODE_POOL && allowed)
+        keep_pool(&c, allowed, k);
     if (!c.rc) {
         float kth = INFINITY;
         if (qq)

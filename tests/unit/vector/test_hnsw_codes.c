@@ -1,7 +1,8 @@
 /* test_hnsw_codes.c: graph traversal scored from 8-bit codes (hnsw_search_codes) and the
  * codes' distance estimates (quant_query_*): recall as the float traversal's, hits carrying
- * float distances, filters obeyed, completeness only when it is proven, rows without codes
- * scored in float, calibration on codes. Relies on cmocka, CRoaring. */
+ * float distances, filters obeyed, a pool's allowed rows kept from the unfiltered list,
+ * completeness only when it is proven, rows without codes scored in float, calibration on
+ * codes. Relies on cmocka, CRoaring. */
 /* cmocka.h needs these four first. */
 // clang-format off
 #include <setjmp.h>
@@ -131,6 +132,71 @@ static void test_complete_only_when_every_allowed_row_was_rescored(void **state)
     roaring_bitmap_free(large);
 }
 
+/* POOL mode returns the allowed rows among the k nearest of the unfiltered traversal's list:
+ * on floats exactly the UNFILTERED search's hits with the others dropped, in order; on codes
+ * only allowed rows, each with its float distance, all from that traversal's list. */
+static void test_pool_mode_keeps_the_allowed_rows_of_the_unfiltered_list(void **state)
+{
+    fixture_t *f = *state;
+    enum { POOL = 50, EF = 80 };
+    vec_dist_fn dist = vec_dist_for(VEC_METRIC_L2);
+    roaring_bitmap_t *allowed = tu_random_set(N, 0.2, 23);
+    uint32_t kept_total = 0;
+    for (uint32_t qi = 0; qi < NQ; qi++) {
+        const float *q = f->queries + (size_t)qi * DIM;
+        hnsw_hit_t all[EF], mine[POOL];
+        uint32_t na = 0, nm = 0, w = 0;
+        assert_int_equal(hnsw_search(f->h, &f->view, q, POOL, EF, allowed, HNSW_MODE_UNFILTERED, 0,
+                                     NULL, all, &na),
+                         0);
+        assert_int_equal(
+            hnsw_search(f->h, &f->view, q, POOL, EF, allowed, HNSW_MODE_POOL, 0, NULL, mine, &nm),
+            0);
+        for (uint32_t i = 0; i < na; i++)
+            if (roaring_bitmap_contains(allowed, all[i].id)) {
+                assert_true(w < nm);
+                assert_int_equal(mine[w].id, all[i].id);
+                assert_true(mine[w].dist == all[i].dist);
+                w++;
+            }
+        assert_int_equal(w, nm);
+        kept_total += nm;
+        /* On codes: the whole list (k = EF) bounds what the pool may return. */
+        assert_int_equal(hnsw_search_codes(f->h, &f->view, f->codes, q, EF, EF, NULL,
+                                           HNSW_MODE_UNFILTERED, 0, NULL, all, &na),
+                         0);
+        assert_int_equal(hnsw_search_codes(f->h, &f->view, f->codes, q, POOL, EF, allowed,
+                                           HNSW_MODE_POOL, 0, NULL, mine, &nm),
+                         0);
+        assert_true(nm > 0 && nm < POOL);
+        for (uint32_t i = 0; i < nm; i++) {
+            assert_true(roaring_bitmap_contains(allowed, mine[i].id));
+            assert_true(mine[i].dist == dist(q, vec_row(&f->view, mine[i].id), DIM));
+            if (i)
+                assert_true(mine[i - 1].dist <= mine[i].dist);
+            int in_list = 0;
+            for (uint32_t j = 0; j < na; j++)
+                in_list |= all[j].id == mine[i].id;
+            assert_true(in_list);
+        }
+    }
+    print_message("pool of %d, 20%% allowed: %.1f allowed hits a query\n", POOL,
+                  (double)kept_total / NQ);
+    /* NULL allowed: every row of the list. */
+    hnsw_hit_t a[K], b[K];
+    uint32_t na = 0, nb = 0;
+    assert_int_equal(hnsw_search_codes(f->h, &f->view, f->codes, f->queries, K, 64, NULL,
+                                       HNSW_MODE_UNFILTERED, 0, NULL, a, &na),
+                     0);
+    assert_int_equal(hnsw_search_codes(f->h, &f->view, f->codes, f->queries, K, 64, NULL,
+                                       HNSW_MODE_POOL, 0, NULL, b, &nb),
+                     0);
+    assert_int_equal(na, nb);
+    for (uint32_t i = 0; i < na; i++)
+        assert_int_equal(a[i].id, b[i].id);
+    roaring_bitmap_free(allowed);
+}
+
 /* The estimate is the distance to the reconstruction: close to the float distance for every
  * metric, and exactly the float distance for rows that have no codes yet. */
 static void test_estimates_track_float_distances_and_uncoded_rows_use_floats(void **state)
@@ -199,6 +265,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_traversal_on_codes_keeps_the_float_recall),
         cmocka_unit_test(test_complete_only_when_every_allowed_row_was_rescored),
+        cmocka_unit_test(test_pool_mode_keeps_the_allowed_rows_of_the_unfiltered_list),
         cmocka_unit_test(test_estimates_track_float_distances_and_uncoded_rows_use_floats),
         cmocka_unit_test(test_calibration_on_codes_reaches_its_target),
     };

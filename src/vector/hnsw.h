@@ -203,8 +203,9 @@ int hnsw_delete(hnsw_t *h, uint32_t id);
 /* Nearest k ids to `query` (dim floats; unit length for cosine). `ef` is the search list size
  * (0 = params.ef_search; raised to k). In FILTERED mode only ids in `allowed` (NULL = all) that
  * are not deleted are returned; in UNFILTERED mode `allowed` is ignored and only deleted ids are
- * dropped. `max_visits` bounds stats->visited (0 = no bound): when reached, the search stops
- * with stats->exhausted_budget set (hits so far are still returned). out_hits (room for k) receives
+ * dropped; in POOL mode the UNFILTERED hits not in `allowed` are dropped (so *n_out < k, often).
+ * `max_visits` bounds stats->visited (0 = no bound): when reached, the search stops with
+ * stats->exhausted_budget set (hits so far are still returned). out_hits (room for k) receives
  * *n_out <= k hits, nearest first. stats may be NULL. Safe alongside inserts and other searches.
  * Returns 0, CDN_ERR_INVALID (dim mismatch, k = 0) or CDN_ERR_NOMEM. */
 int hnsw_search(hnsw_t *h, const vec_view_t *view, const float *query, uint32_t k, uint32_t ef,

@@ -35,7 +35,9 @@ typedef struct hnsw_params {
  *   sparse neighbourhoods are crossed by two-hop expansion, and allowed ids seed the search.
  *   POOL: the UNFILTERED traversal, whose hits are then the allowed nodes among the k nearest
  *   of its list (so fewer than k, often): only those are re-scored in float. For a caller
- *   that would drop the others (a pool of candidates for a subject). NULL allowed: all. */
+ *   that would drop the others (a pool of candidates for a subject). It returns no hit at all
+ *   (stats.pool_far) when the seed sample's nearest rows show the allowed rows lie elsewhere.
+ *   NULL allowed: all. */
 typedef enum hnsw_mode {
     HNSW_MODE_UNFILTERED = 0,
     HNSW_MODE_FILTERED = 1,
@@ -65,6 +67,9 @@ typedef struct hnsw_stats {
      * (hnsw_sample_suspect). */
     uint32_t sampled, sample_closer;
     uint64_t sample_allowed;
+    /* POOL mode: 1 when the unfiltered seed sample's nearest rows held none of the allowed
+     * set (its rows lie elsewhere): the traversal stopped there and returned no hit. */
+    int pool_far;
 } hnsw_stats_t;
 
 /* 1 when st's sample witness makes a complete top-k unlikely: sample_closer reaches the

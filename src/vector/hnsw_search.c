@@ -126,6 +126,7 @@ typedef struct qctx {
     uint32_t *bridges; /* inadmissible nodes crossed by two-hop expansion, not yet routed */
     size_t n_bridges, cap_bridges, next_bridge;
     const roaring_bitmap_t *allowed; /* NULL: every live node is admissible */
+    const roaring_bitmap_t *pool;    /* POOL mode's allowed set, for the seed sample's look */
     uint64_t *bits; /* allowed as a flat bitset over the span, when worth building */
     uint32_t ef;
     uint64_t max_visits;
@@ -458,6 +459,43 @@ static void score_seeds(qctx_t *c, seed_t *cand, size_t n)
  * keep the sample's distances for hnsw_sample_suspect. */
 static void seed_sample(qctx_t *c, uint64_t card, uint64_t s, uint64_t m, int witness);
 
+/* A pool's look at the seed sample. POOL mode asks the unfiltered traversal for the allowed
+ * rows among the nearest of its list; when the subject's rows lie elsewhere (a subject whose
+ * documents are about other things) the list holds too few of them, the traversal was for
+ * nothing, and the caller's next plan answers. The unfiltered seed sample is uniform over the
+ * graph, so its nearest rows show the query's wider neighbourhood: where the allowed share
+ * would leave HNSW_POOL_LOOK_EXPECT allowed rows among the nearest `look` of it and none is
+ * there, the traversal stops before level 0 and returns no hit. Were the allowed rows spread
+ * evenly, that would happen with probability about exp(-6) = 0.25%, and it costs that query
+ * time, not recall (the caller's next plan is at least as exact). */
+#define HNSW_POOL_LOOK_EXPECT 6u
+
+/* How many of a sample of n the look reads: 0 for no look (not POOL, or a share so small that
+ * the look would reach past the sample's nearest quarter). */
+static uint64_t pool_look(const qctx_t *c, size_t n)
+{
+    if (!c->pool || !c->adm_total)
+        return 0;
+    uint64_t card = roaring_bitmap_get_cardinality(c->pool);
+    if (!card)
+        return 0;
+    uint64_t look = (HNSW_POOL_LOOK_EXPECT * c->adm_total + card - 1) / card;
+    return look * 4 <= n ? look : 0;
+}
+
+/* 1 (and the traversal stopped, its results dropped) when none of the sample's `look` nearest
+ * (cand sorted that far) is allowed. */
+static int pool_far(qctx_t *c, const seed_t *cand, uint64_t look)
+{
+    for (uint64_t i = 0; i < look; i++)
+        if (roaring_bitmap_contains(c->pool, cand[i].id))
+            return 0;
+    c->stop = 1;
+    c->st->pool_far = 1;
+    c->res.n = 0;
+    return 1;
+}
+
 /* Seeds the traversal with allowed ids. When the allowed set is no larger than the seed count
  * (max(ef, HNSW_FILTER_SEEDS)), all of it. Otherwise a sample of the set is scored and the
  * nearest become the seeds: when the readable rows form a region far from the query, the
@@ -523,11 +561,16 @@ static void seed_sample(qctx_t *c, uint64_t card, uint64_t s, uint64_t m, int wi
         }
     }
     if (cand) {
+        uint64_t look = witness ? 0 : pool_look(c, n);
         score_seeds(c, cand, n);
         if (witness)
             qsort(cand, n, sizeof *cand, seed_cmp);
         else
-            nearest_first(cand, n, s);
+            nearest_first(cand, n, look > s ? look : s);
+        if (look && pool_far(c, cand, look)) {
+            cdn_free(cand);
+            return;
+        }
         for (size_t i = 0; i < n && i < s && !c->stop; i++)
             if (visit(c, cand[i].id)) {
                 c->st->seeds++;
@@ -699,6 +742,7 @@ static int search_impl(hnsw_t *h, const vec_view_t *view, const quant_t *codes, 
                 .st = st,
                 .hide = hide};
     c.allowed = mode == HNSW_MODE_FILTERED ? allowed : NULL;
+    c.pool = mode == HNSW_MODE_POOL ? allowed : NULL;
     quant_query_t *qq = NULL;
     if (codes && quant_is_trained(codes)) {
         int qrc = quant_query_new(codes, view, h->metric, query, &qq);

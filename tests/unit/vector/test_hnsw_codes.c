@@ -1,6 +1,7 @@
 /* test_hnsw_codes.c: graph traversal scored from 8-bit codes (hnsw_search_codes) and the
  * codes' distance estimates (quant_query_*): recall as the float traversal's, hits carrying
- * float distances, filters obeyed, a pool's allowed rows kept from the unfiltered list,
+ * float distances, filters obeyed, a pool's allowed rows kept from the unfiltered list (and
+ * none when they lie elsewhere),
  * completeness only when it is proven, rows without codes scored in float, calibration on
  * codes. Relies on cmocka, CRoaring. */
 /* cmocka.h needs these four first. */
@@ -197,6 +198,66 @@ static void test_pool_mode_keeps_the_allowed_rows_of_the_unfiltered_list(void **
     roaring_bitmap_free(allowed);
 }
 
+static int float_cmp(const void *a, const void *b)
+{
+    float x = *(const float *)a, y = *(const float *)b;
+    return (x > y) - (x < y);
+}
+
+/* The pool's look at the seed sample: a subject reading the half of the rows farthest from the
+ * query gets no hit at all (the traversal stopped before level 0; the caller's next plan
+ * answers), one reading a random half gets its pool as before. */
+static void test_pool_mode_stops_when_the_allowed_rows_lie_elsewhere(void **state)
+{
+    fixture_t *f = *state;
+    enum { POOL = 40, EF = 80 };
+    vec_dist_fn dist = vec_dist_for(VEC_METRIC_L2);
+    roaring_bitmap_t *random_half = tu_random_set(N, 0.5, 29);
+    float *d = malloc(sizeof(float) * N), *sorted = malloc(sizeof(float) * N);
+    uint32_t far_stops = 0, random_stops = 0;
+    for (uint32_t qi = 0; qi < NQ; qi++) {
+        const float *q = f->queries + (size_t)qi * DIM;
+        for (uint32_t i = 0; i < N; i++)
+            sorted[i] = d[i] = dist(q, vec_row(&f->view, i), DIM);
+        qsort(sorted, N, sizeof(float), float_cmp);
+        roaring_bitmap_t *far = roaring_bitmap_create();
+        for (uint32_t i = 0; i < N; i++)
+            if (d[i] > sorted[N / 2])
+                roaring_bitmap_add(far, i);
+        hnsw_hit_t hits[POOL];
+        hnsw_stats_t st;
+        uint32_t n = 99;
+        assert_int_equal(hnsw_search_codes(f->h, &f->view, f->codes, q, POOL, EF, far,
+                                           HNSW_MODE_POOL, 0, &st, hits, &n),
+                         0);
+        far_stops += (uint32_t)st.pool_far;
+        if (st.pool_far)
+            assert_int_equal(n, 0);
+        assert_int_equal(hnsw_search_codes(f->h, &f->view, f->codes, q, POOL, EF, random_half,
+                                           HNSW_MODE_POOL, 0, &st, hits, &n),
+                         0);
+        random_stops += (uint32_t)st.pool_far;
+        if (!st.pool_far)
+            assert_true(n > 0);
+        /* Other modes never look. */
+        assert_int_equal(hnsw_search_codes(f->h, &f->view, f->codes, q, K, EF, far,
+                                           HNSW_MODE_FILTERED, 0, &st, hits, &n),
+                         0);
+        assert_int_equal(st.pool_far, 0);
+        assert_int_equal(n, K);
+        roaring_bitmap_free(far);
+    }
+    print_message("pool look: %u of %d far subjects stopped, %u of %d random\n", far_stops, NQ,
+                  random_stops, NQ);
+    /* Twelve nearest of a 70-row sample, each allowed with probability 1/2 for the random half:
+     * a stop there is a 1 in 4,096 event a query. */
+    assert_int_equal(far_stops, NQ);
+    assert_true(random_stops <= 1);
+    free(d);
+    free(sorted);
+    roaring_bitmap_free(random_half);
+}
+
 /* The estimate is the distance to the reconstruction: close to the float distance for every
  * metric, and exactly the float distance for rows that have no codes yet. */
 static void test_estimates_track_float_distances_and_uncoded_rows_use_floats(void **state)
@@ -266,6 +327,7 @@ int main(void)
         cmocka_unit_test(test_traversal_on_codes_keeps_the_float_recall),
         cmocka_unit_test(test_complete_only_when_every_allowed_row_was_rescored),
         cmocka_unit_test(test_pool_mode_keeps_the_allowed_rows_of_the_unfiltered_list),
+        cmocka_unit_test(test_pool_mode_stops_when_the_allowed_rows_lie_elsewhere),
         cmocka_unit_test(test_estimates_track_float_distances_and_uncoded_rows_use_floats),
         cmocka_unit_test(test_calibration_on_codes_reaches_its_target),
     };

@@ -384,15 +384,12 @@ static int seed_cmp(const void *a, const void *b)
     return x->d < y->d ? -1 : x->d > y->d ? 1 : (x->id > y->id) - (x->id < y->id);
 }
 
-/* Moves the s nearest of cand[0..n) to its front, ascending (a quickselect, then a sort of the
- * s): the unfiltered sample needs its best 16 of up to 1,024, not the whole order. */
-static void nearest_first(seed_t *cand, size_t n, size_t s)
+/* Moves the s nearest of cand[0..n) to its front, in no order (a quickselect). */
+static void select_nearest(seed_t *cand, size_t n, size_t s)
 {
     size_t lo = 0, hi = n;
-    if (s >= n) {
-        qsort(cand, n, sizeof *cand, seed_cmp);
+    if (s >= n)
         return;
-    }
     while (hi - lo > 1) { /* invariant: the s-th smallest lies in [lo, hi) */
         seed_t pivot = cand[lo + (hi - lo) / 2], t;
         size_t i = lo, j = hi - 1;
@@ -415,7 +412,14 @@ static void nearest_first(seed_t *cand, size_t n, size_t s)
         else
             break;
     }
-    qsort(cand, s, sizeof *cand, seed_cmp);
+}
+
+/* Moves the s nearest of cand[0..n) to its front, ascending: the unfiltered sample needs its
+ * best 16 of up to 1,024, not the whole order. */
+static void nearest_first(seed_t *cand, size_t n, size_t s)
+{
+    select_nearest(cand, n, s);
+    qsort(cand, s < n ? s : n, sizeof *cand, seed_cmp);
 }
 
 /* Takes allowed id `id` as a seed candidate, scored later by score_seeds (or, without room to
@@ -484,7 +488,7 @@ static uint64_t pool_look(const qctx_t *c, size_t n)
 }
 
 /* 1 (and the traversal stopped, its results dropped) when none of the sample's `look` nearest
- * (cand sorted that far) is allowed. */
+ * (cand[0..look), in any order) is allowed. */
 static int pool_far(qctx_t *c, const seed_t *cand, uint64_t look)
 {
     for (uint64_t i = 0; i < look; i++)
@@ -563,10 +567,14 @@ static void seed_sample(qctx_t *c, uint64_t card, uint64_t s, uint64_t m, int wi
     if (cand) {
         uint64_t look = witness ? 0 : pool_look(c, n);
         score_seeds(c, cand, n);
-        if (witness)
+        if (witness) {
             qsort(cand, n, sizeof *cand, seed_cmp);
-        else
-            nearest_first(cand, n, look > s ? look : s);
+        } else if (look > s) { /* the look's rows first, in any order; the seeds among them */
+            select_nearest(cand, n, look);
+            nearest_first(cand, look, s);
+        } else {
+            nearest_first(cand, n, s);
+        }
         if (look && pool_far(c, cand, look)) {
             cdn_free(cand);
             return;

@@ -687,14 +687,14 @@ static int search_impl(hnsw_t *h, const vec_view_t *view, const quant_t *codes, 
  * distances) before they are re-scored in float: the caller drops the others, and each float
  * row is a cold 1.5 KB read at 384 dimensions (1M x 384, a fifth readable: the list's 166
  * rows took 0.16 ms a query to re-score, a third of the search). */
-static void keep_pool(qctx_t *c, const roaring_bitmap_t *allowed, uint32_t k)
+static void keep_pool(qctx_t *c, uint32_t k)
 {
     uint32_t w = 0;
     hnsw_heap_sort(&c->res);
     if (c->res.n > k)
         c->res.n = k;
     for (uint32_t i = 0; i < c->res.n; i++)
-        if (roaring_bitmap_contains(allowed, c->res.a[i].id))
+        if (roaring_bitmap_contains(c->pool, c->res.a[i].id))
             c->res.a[w++] = c->res.a[i];
     c->res.n = w; /* no longer a heap: both paths below sort the list as an array */
 }
@@ -774,8 +774,8 @@ static int search_impl(hnsw_t *h, const vec_view_t *view, const quant_t *codes, 
         hnsw_visited_put(h, vis);
     }
     pthread_rwlock_unlock(&h->grow_lock);
-    if (!c.rc && mode == HNSW_MODE_POOL && allowed)
-        keep_pool(&c, allowed, k);
+    if (!c.rc && c.pool)
+        keep_pool(&c, k);
     if (!c.rc) {
         float kth = INFINITY;
         if (qq)

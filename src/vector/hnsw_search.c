@@ -569,11 +569,11 @@ static void seed_sample(qctx_t *c, uint64_t card, uint64_t s, uint64_t m, int wi
         score_seeds(c, cand, n);
         if (witness) {
             qsort(cand, n, sizeof *cand, seed_cmp);
-        } else if (look > s) { /* the look's rows first, in any order; the seeds among them */
-            select_nearest(cand, n, look);
-            nearest_first(cand, look, s);
-        } else {
-            nearest_first(cand, n, s);
+        } else { /* the look's rows first, in any order; the seeds sorted among them */
+            size_t w = look > s ? look : s;
+            w = w < n ? w : n;
+            select_nearest(cand, n, w);
+            nearest_first(cand, w, s);
         }
         if (look && pool_far(c, cand, look)) {
             cdn_free(cand);

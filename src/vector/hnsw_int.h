@@ -92,9 +92,12 @@ void hnsw_heap_free(hnsw_heap_t *q);
 int hnsw_heap_push(hnsw_heap_t *q, uint32_t id, float dist);
 void hnsw_heap_pop(hnsw_heap_t *q);
 /* Sorts the heap's items ascending by dist in place (the heap is no longer a heap). */
-void hnsw_heap_sort(hnsw_heap_t *q); /* any array: ascending by (dist, id) through qsort */
-/* The same order for q still a max-heap (as pushes and pops leave it), without qsort's calls
- * through a comparator: the construction sorts every level's found list. */
+/* Sorts q ascending by (dist, id), hnsw_hit_cmp's order, in place: hnsw_heap_sort_heap for q
+ * still a max-heap (as pushes and pops leave it), hnsw_heap_sort for any array (made a heap
+ * first). Neither calls a comparator or takes a buffer as qsort does: the construction sorts
+ * every level's found list, and a search its result list twice (at SciFact's 5,183 x 512 and
+ * ef 96, qsort took a sixth of the search). */
+void hnsw_heap_sort(hnsw_heap_t *q);
 void hnsw_heap_sort_heap(hnsw_heap_t *q);
 
 /* qsort order of hits: ascending by dist, ties by id. */

@@ -72,7 +72,11 @@ void hnsw_heap_pop(hnsw_heap_t *q)
 
 void hnsw_heap_sort(hnsw_heap_t *q)
 {
-    qsort(q->a, q->n, sizeof(hnsw_hit_t), hnsw_hit_cmp);
+    uint32_t n = q->n;
+    q->n = 0;
+    for (uint32_t i = 0; i < n; i++) /* in place: the push of a[i] writes at most slot i */
+        hnsw_heap_push(q, q->a[i].id, q->a[i].dist);
+    hnsw_heap_sort_heap(q);
 }
 
 void hnsw_heap_sort_heap(hnsw_heap_t *q)

@@ -290,10 +290,27 @@ static int resume_from_bridges(qctx_t *c)
     return c->cand.n > before;
 }
 
-/* The dense case of search_level0: every unvisited neighbour is scored. */
+/* The dense case of search_level0: every unvisited neighbour is scored. Without a visit
+ * budget the unvisited ones are kept without a branch: whether a neighbour was visited is a
+ * coin toss the predictor loses, and those mispredictions were the largest part of the
+ * traversal's own time at SciFact's size, where every mark is in L1. */
 static void consider_batch(qctx_t *c, uint32_t *buf, uint8_t *adm, uint32_t n)
 {
     uint32_t w = 0;
+    if (!c->max_visits && !c->stop) {
+        uint16_t tag = c->tag, *marks = c->marks;
+        for (uint32_t i = 0; i < n; i++) {
+            uint32_t u = buf[i];
+            uint32_t fresh = marks[u] != tag;
+            marks[u] = tag; /* a repeat of u later in buf reads it visited */
+            adm[w] = adm[i];
+            buf[w] = u;
+            w += fresh;
+        }
+        c->st->visited += w;
+        score_batch(c, buf, adm, w);
+        return;
+    }
     for (uint32_t i = 0; i < n && !c->stop; i++) {
         if (!visit(c, buf[i]))
             continue;
@@ -356,9 +373,16 @@ static void search_level0(qctx_t *c)
             __builtin_prefetch(&c->marks[buf[i]], 1, 3);
             __builtin_prefetch(&c->h->flags[buf[i]], 0, 3);
         }
-        for (uint32_t i = 0; i < n; i++) {
-            adm[i] = (uint8_t)admissible(c, buf[i]);
-            n_adm += adm[i];
+        if (c->allowed) {
+            for (uint32_t i = 0; i < n; i++) {
+                adm[i] = (uint8_t)admissible(c, buf[i]);
+                n_adm += adm[i];
+            }
+        } else { /* admissible() without its call: every live node */
+            for (uint32_t i = 0; i < n; i++) {
+                adm[i] = !(hnsw_flags(c->h, buf[i]) & HNSW_F_DELETED);
+                n_adm += adm[i];
+            }
         }
         if (2 * n_adm < n)
             consider_sparse(c, buf, adm, n, two);
@@ -665,7 +689,8 @@ static void search_locked(qctx_t *c, hnsw_mode_t mode)
  * fewer than k. */
 static float rerank_float(qctx_t *c, const vec_view_t *view, const float *query, uint32_t k)
 {
-    hnsw_heap_sort(&c->res);
+    if (!c->pool) /* keep_pool left it sorted */
+        hnsw_heap_sort_heap(&c->res);
     float kth = c->res.n >= k ? c->res.a[k - 1].dist : INFINITY;
     uint32_t keep = HNSW_RERANK_FACTOR * k;
     if (keep < c->res.n)
@@ -690,13 +715,13 @@ static int search_impl(hnsw_t *h, const vec_view_t *view, const quant_t *codes, 
 static void keep_pool(qctx_t *c, uint32_t k)
 {
     uint32_t w = 0;
-    hnsw_heap_sort(&c->res);
+    hnsw_heap_sort_heap(&c->res);
     if (c->res.n > k)
         c->res.n = k;
     for (uint32_t i = 0; i < c->res.n; i++)
         if (roaring_bitmap_contains(c->pool, c->res.a[i].id))
             c->res.a[w++] = c->res.a[i];
-    c->res.n = w; /* no longer a heap: both paths below sort the list as an array */
+    c->res.n = w; /* no longer a heap, still sorted */
 }
 
 int hnsw_search(hnsw_t *h, const vec_view_t *view, const float *query, uint32_t k, uint32_t ef,
@@ -780,8 +805,8 @@ static int search_impl(hnsw_t *h, const vec_view_t *view, const quant_t *codes, 
         float kth = INFINITY;
         if (qq)
             kth = rerank_float(&c, view, query, k);
-        else
-            hnsw_heap_sort(&c.res);
+        else if (!c.pool)
+            hnsw_heap_sort_heap(&c.res);
         uint32_t n = c.res.n < k ? c.res.n : k;
         memcpy(out_hits, c.res.a, n * sizeof(hnsw_hit_t));
         *n_out = n;

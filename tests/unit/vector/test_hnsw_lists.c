@@ -1,7 +1,7 @@
 /* test_hnsw_lists.c: the lock-free neighbour-list reads (per-stripe seqlock) against concurrent
- * inserts, the four-row scoring helper, and the links a narrow construction search leaves
- * (stalled searches widened, and only where widening pays).
- * Relies on cmocka, pthreads and vector/hnsw_int.h. */
+ * inserts, the four-row scoring helper, the hit sorts, and the links a narrow construction search
+ * leaves (stalled searches widened, and only where widening pays). Relies on cmocka, pthreads and
+ * vector/hnsw_int.h. */
 /* cmocka.h needs these four first. */
 // clang-format off
 #include <setjmp.h>
@@ -13,6 +13,7 @@
 
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdlib.h>
 
 #include "base/err.h"
 #include "unit/vector/hnsw_testutil.h"
@@ -263,12 +264,62 @@ static void test_widening_that_finds_nothing_nearer_is_probed_not_repeated(void 
     free(data);
 }
 
+/* The sorts a search ends with give qsort's order by (dist, id), ties included: for a max-heap
+ * as pushes and pops leave it (hnsw_heap_sort_heap) and for any array (hnsw_heap_sort), in
+ * lists of every length up to a few hundred with distances drawn from a handful of values. */
+static void test_hit_sorts_give_qsort_order_with_ties(void **state)
+{
+    (void)state;
+    uint64_t seed = 5;
+    enum { MAXN = 300 };
+    hnsw_hit_t want[MAXN];
+    for (uint32_t n = 0; n <= MAXN; n += n < 20 ? 1 : 37) {
+        for (int kind = 0; kind < 2; kind++) {
+            hnsw_heap_t q;
+            assert_int_equal(hnsw_heap_init(&q, kind ? n + 1 : 1), 0);
+            for (uint32_t i = 0; i < n; i++) {
+                seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+                uint32_t id = (uint32_t)(seed >> 40) % 1000;
+                float d = (float)((seed >> 20) % 7) * 0.5f;
+                if (kind) { /* a heap, as a traversal's result list: pushes, pops past n/2 */
+                    assert_int_equal(hnsw_heap_push(&q, id, d), 0);
+                    if (q.n > n / 2 + 1)
+                        hnsw_heap_pop(&q);
+                } else {
+                    assert_int_equal(hnsw_heap_push(&q, id, d), 0); /* then scrambled */
+                }
+            }
+            if (!kind)
+                for (uint32_t i = 1; i < q.n; i++) { /* any order: no longer a heap */
+                    seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+                    uint32_t j = (uint32_t)(seed >> 33) % (i + 1);
+                    hnsw_hit_t t = q.a[i];
+                    q.a[i] = q.a[j], q.a[j] = t;
+                }
+            uint32_t m = q.n;
+            memcpy(want, q.a, m * sizeof *want);
+            qsort(want, m, sizeof *want, hnsw_hit_cmp);
+            if (kind)
+                hnsw_heap_sort_heap(&q);
+            else
+                hnsw_heap_sort(&q);
+            assert_int_equal(q.n, m);
+            for (uint32_t i = 0; i < m; i++) {
+                assert_int_equal(q.a[i].id, want[i].id);
+                assert_true(q.a[i].dist == want[i].dist);
+            }
+            hnsw_heap_free(&q);
+        }
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_lock_free_list_reads_under_concurrent_inserts_are_never_torn),
         cmocka_unit_test(test_list_store_then_read_returns_the_stored_ids),
         cmocka_unit_test(test_batched_scores_match_single_row_distances),
+        cmocka_unit_test(test_hit_sorts_give_qsort_order_with_ties),
         cmocka_unit_test(test_stalled_construction_searches_widen_into_the_rows_neighbourhood),
         cmocka_unit_test(test_widening_that_finds_nothing_nearer_is_probed_not_repeated),
     };

@@ -36,7 +36,8 @@ typedef struct hnsw_params {
  *   POOL: the UNFILTERED traversal, whose hits are then the allowed nodes among the k nearest
  *   of its list (so fewer than k, often): only those are re-scored in float. For a caller
  *   that would drop the others (a pool of candidates for a subject). It returns no hit at all
- *   (stats.pool_far) when the seed sample's nearest rows show the allowed rows lie elsewhere.
+ *   (stats.pool_far) when the seed sample's nearest rows, or its list when it first holds ef
+ *   rows, show the allowed rows lie elsewhere.
  *   NULL allowed: all. */
 typedef enum hnsw_mode {
     HNSW_MODE_UNFILTERED = 0,

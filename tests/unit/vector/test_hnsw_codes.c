@@ -206,7 +206,9 @@ static int float_cmp(const void *a, const void *b)
 
 /* The pool's look at the seed sample: a subject reading the half of the rows farthest from the
  * query gets no hit at all (the traversal stopped before level 0; the caller's next plan
- * answers), one reading a random half gets its pool as before. */
+ * answers), one reading a random half gets its pool as before. Its second look, at the list
+ * when it first holds ef rows: a subject reading that far half and one row in 16 of the near
+ * half (so that the sample's twelve nearest often hold one of them) is stopped too. */
 static void test_pool_mode_stops_when_the_allowed_rows_lie_elsewhere(void **state)
 {
     fixture_t *f = *state;
@@ -214,16 +216,19 @@ static void test_pool_mode_stops_when_the_allowed_rows_lie_elsewhere(void **stat
     vec_dist_fn dist = vec_dist_for(VEC_METRIC_L2);
     roaring_bitmap_t *random_half = tu_random_set(N, 0.5, 29);
     float *d = malloc(sizeof(float) * N), *sorted = malloc(sizeof(float) * N);
-    uint32_t far_stops = 0, random_stops = 0;
+    uint32_t far_stops = 0, random_stops = 0, sprinkled_stops = 0;
     for (uint32_t qi = 0; qi < NQ; qi++) {
         const float *q = f->queries + (size_t)qi * DIM;
         for (uint32_t i = 0; i < N; i++)
             sorted[i] = d[i] = dist(q, vec_row(&f->view, i), DIM);
         qsort(sorted, N, sizeof(float), float_cmp);
-        roaring_bitmap_t *far = roaring_bitmap_create();
-        for (uint32_t i = 0; i < N; i++)
+        roaring_bitmap_t *far = roaring_bitmap_create(), *sprinkled = roaring_bitmap_create();
+        for (uint32_t i = 0; i < N; i++) {
             if (d[i] > sorted[N / 2])
                 roaring_bitmap_add(far, i);
+            if (d[i] > sorted[N / 2] || i % 16 == qi % 16)
+                roaring_bitmap_add(sprinkled, i);
+        }
         hnsw_hit_t hits[POOL];
         hnsw_stats_t st;
         uint32_t n = 99;
@@ -239,6 +244,12 @@ static void test_pool_mode_stops_when_the_allowed_rows_lie_elsewhere(void **stat
         random_stops += (uint32_t)st.pool_far;
         if (!st.pool_far)
             assert_true(n > 0);
+        assert_int_equal(hnsw_search_codes(f->h, &f->view, f->codes, q, POOL, EF, sprinkled,
+                                           HNSW_MODE_POOL, 0, &st, hits, &n),
+                         0);
+        sprinkled_stops += (uint32_t)st.pool_far;
+        if (st.pool_far)
+            assert_int_equal(n, 0);
         /* Other modes never look. */
         assert_int_equal(hnsw_search_codes(f->h, &f->view, f->codes, q, K, EF, far,
                                            HNSW_MODE_FILTERED, 0, &st, hits, &n),
@@ -246,13 +257,17 @@ static void test_pool_mode_stops_when_the_allowed_rows_lie_elsewhere(void **stat
         assert_int_equal(st.pool_far, 0);
         assert_int_equal(n, K);
         roaring_bitmap_free(far);
+        roaring_bitmap_free(sprinkled);
     }
-    print_message("pool look: %u of %d far subjects stopped, %u of %d random\n", far_stops, NQ,
-                  random_stops, NQ);
+    print_message("pool look: %u of %d far subjects stopped, %u of %d random, %u of %d sprinkled\n",
+                  far_stops, NQ, random_stops, NQ, sprinkled_stops, NQ);
     /* Twelve nearest of a 70-row sample, each allowed with probability 1/2 for the random half:
      * a stop there is a 1 in 4,096 event a query. */
     assert_int_equal(far_stops, NQ);
     assert_true(random_stops <= 1);
+    /* The sample alone stops the sprinkled subject about (15/16)^12 = 46% of the time; the list
+     * at ef 80 holds about 5 of its rows where a quarter of an even spread is 10.6. */
+    assert_true(sprinkled_stops >= NQ - 15);
     free(d);
     free(sorted);
     roaring_bitmap_free(random_half);

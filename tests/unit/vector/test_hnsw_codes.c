@@ -204,6 +204,24 @@ static int float_cmp(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
+/* A POOL search of 40 at ef 80 for q under allowed: 1 when it stopped (with no hit), 0 when
+ * it returned its pool (with some hit, when `around` says the allowed rows are around q). */
+static uint32_t pool_stopped(fixture_t *f, const float *q, const roaring_bitmap_t *allowed,
+                             int around)
+{
+    hnsw_hit_t hits[40];
+    hnsw_stats_t st;
+    uint32_t n = 99;
+    assert_int_equal(hnsw_search_codes(f->h, &f->view, f->codes, q, 40, 80, allowed, HNSW_MODE_POOL,
+                                       0, &st, hits, &n),
+                     0);
+    if (st.pool_far)
+        assert_int_equal(n, 0);
+    else if (around)
+        assert_true(n > 0);
+    return (uint32_t)st.pool_far;
+}
+
 /* The pool's look at the seed sample: a subject reading the half of the rows farthest from the
  * query gets no hit at all (the traversal stopped before level 0; the caller's next plan
  * answers), one reading a random half gets its pool as before. Its second look, at the list
@@ -212,7 +230,7 @@ static int float_cmp(const void *a, const void *b)
 static void test_pool_mode_stops_when_the_allowed_rows_lie_elsewhere(void **state)
 {
     fixture_t *f = *state;
-    enum { POOL = 40, EF = 80 };
+    enum { EF = 80 };
     vec_dist_fn dist = vec_dist_for(VEC_METRIC_L2);
     roaring_bitmap_t *random_half = tu_random_set(N, 0.5, 29);
     float *d = malloc(sizeof(float) * N), *sorted = malloc(sizeof(float) * N);
@@ -229,28 +247,13 @@ static void test_pool_mode_stops_when_the_allowed_rows_lie_elsewhere(void **stat
             if (d[i] > sorted[N / 2] || i % 16 == qi % 16)
                 roaring_bitmap_add(sprinkled, i);
         }
-        hnsw_hit_t hits[POOL];
+        far_stops += pool_stopped(f, q, far, 0);
+        random_stops += pool_stopped(f, q, random_half, 1);
+        sprinkled_stops += pool_stopped(f, q, sprinkled, 0);
+        /* Other modes never look. */
+        hnsw_hit_t hits[K];
         hnsw_stats_t st;
         uint32_t n = 99;
-        assert_int_equal(hnsw_search_codes(f->h, &f->view, f->codes, q, POOL, EF, far,
-                                           HNSW_MODE_POOL, 0, &st, hits, &n),
-                         0);
-        far_stops += (uint32_t)st.pool_far;
-        if (st.pool_far)
-            assert_int_equal(n, 0);
-        assert_int_equal(hnsw_search_codes(f->h, &f->view, f->codes, q, POOL, EF, random_half,
-                                           HNSW_MODE_POOL, 0, &st, hits, &n),
-                         0);
-        random_stops += (uint32_t)st.pool_far;
-        if (!st.pool_far)
-            assert_true(n > 0);
-        assert_int_equal(hnsw_search_codes(f->h, &f->view, f->codes, q, POOL, EF, sprinkled,
-                                           HNSW_MODE_POOL, 0, &st, hits, &n),
-                         0);
-        sprinkled_stops += (uint32_t)st.pool_far;
-        if (st.pool_far)
-            assert_int_equal(n, 0);
-        /* Other modes never look. */
         assert_int_equal(hnsw_search_codes(f->h, &f->view, f->codes, q, K, EF, far,
                                            HNSW_MODE_FILTERED, 0, &st, hits, &n),
                          0);

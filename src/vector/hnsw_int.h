@@ -91,7 +91,6 @@ void hnsw_heap_free(hnsw_heap_t *q);
 /* Pushes; returns CDN_ERR_NOMEM if it had to grow and could not. */
 int hnsw_heap_push(hnsw_heap_t *q, uint32_t id, float dist);
 void hnsw_heap_pop(hnsw_heap_t *q);
-/* Sorts the heap's items ascending by dist in place (the heap is no longer a heap). */
 /* Sorts q ascending by (dist, id), hnsw_hit_cmp's order, in place: hnsw_heap_sort_heap for q
  * still a max-heap (as pushes and pops leave it), hnsw_heap_sort for any array (made a heap
  * first). Neither calls a comparator or takes a buffer as qsort does: the construction sorts

@@ -137,17 +137,26 @@ typedef struct qctx {
     uint32_t n_sample;
     uint32_t hide; /* a row the traversal must act as if absent (calibration), or UINT32_MAX */
     int stop;
-    int pool_seen; /* POOL mode: pool_thin has looked at the list */
+    int pool_seen;      /* POOL mode: pool_thin has looked at the list */
+    uint64_t pool_card; /* POOL mode: the allowed rows, for the looks' expected share */
     int rc;
 } qctx_t;
 
-static int admissible(const qctx_t *c, uint32_t id)
+/* Whether id is in the allowed set (c->allowed not NULL); kept out of line so that
+ * admissible(), the check every neighbour takes, is small enough to inline: a traversal
+ * whose every row is allowed then pays a flag load, not a call. */
+__attribute__((noinline)) static int allowed_has(const qctx_t *c, uint32_t id)
+{
+    if (c->bits)
+        return (int)(c->bits[id >> 6] >> (id & 63)) & 1;
+    return roaring_bitmap_contains(c->allowed, id);
+}
+
+static inline int admissible(const qctx_t *c, uint32_t id)
 {
     if (hnsw_flags(c->h, id) & HNSW_F_DELETED)
         return 0;
-    if (c->bits)
-        return (int)(c->bits[id >> 6] >> (id & 63)) & 1;
-    return !c->allowed || roaring_bitmap_contains(c->allowed, id);
+    return !c->allowed || allowed_has(c, id);
 }
 
 typedef struct bits_fill {
@@ -345,6 +354,14 @@ static void consider_sparse(qctx_t *c, uint32_t *buf, const uint8_t *adm, uint32
     score_batch(c, two, NULL, n_two);
 }
 
+/* Either look's verdict: the traversal stops, its results dropped, stats.pool_far set. */
+static void pool_stop(qctx_t *c)
+{
+    c->stop = 1;
+    c->st->pool_far = 1;
+    c->res.n = 0;
+}
+
 /* A pool's second look, when its list first holds ef rows (a few hundred distances into level
  * 0, nearly all of it still ahead): those rows are the query's neighbourhood, and were the
  * allowed rows spread evenly they would hold about ef x share of them. Fewer than a quarter of
@@ -358,16 +375,14 @@ static void consider_sparse(qctx_t *c, uint32_t *buf, const uint8_t *adm, uint32
 #define HNSW_POOL_THIN_DIV 4u
 static int pool_thin(qctx_t *c)
 {
-    uint64_t card = roaring_bitmap_get_cardinality(c->pool);
     uint64_t found = 0;
     c->pool_seen = 1;
     for (uint32_t i = 0; i < c->res.n; i++)
         found += roaring_bitmap_contains(c->pool, c->res.a[i].id);
-    if (!c->adm_total || found * HNSW_POOL_THIN_DIV * c->adm_total >= (uint64_t)c->res.n * card)
+    if (!c->adm_total ||
+        found * HNSW_POOL_THIN_DIV * c->adm_total >= (uint64_t)c->res.n * c->pool_card)
         return 0;
-    c->stop = 1;
-    c->st->pool_far = 1;
-    c->res.n = 0;
+    pool_stop(c);
     return 1;
 }
 
@@ -400,16 +415,9 @@ static void search_level0(qctx_t *c)
             __builtin_prefetch(&c->marks[buf[i]], 1, 3);
             __builtin_prefetch(&c->h->flags[buf[i]], 0, 3);
         }
-        if (c->allowed) {
-            for (uint32_t i = 0; i < n; i++) {
-                adm[i] = (uint8_t)admissible(c, buf[i]);
-                n_adm += adm[i];
-            }
-        } else { /* admissible() without its call: every live node */
-            for (uint32_t i = 0; i < n; i++) {
-                adm[i] = !(hnsw_flags(c->h, buf[i]) & HNSW_F_DELETED);
-                n_adm += adm[i];
-            }
+        for (uint32_t i = 0; i < n; i++) {
+            adm[i] = (uint8_t)admissible(c, buf[i]);
+            n_adm += adm[i];
         }
         if (2 * n_adm < n)
             consider_sparse(c, buf, adm, n, two);
@@ -531,10 +539,8 @@ static void seed_sample(qctx_t *c, uint64_t card, uint64_t s, uint64_t m, int wi
  * the look would reach past the sample's nearest quarter). */
 static uint64_t pool_look(const qctx_t *c, size_t n)
 {
-    if (!c->pool || !c->adm_total)
-        return 0;
-    uint64_t card = roaring_bitmap_get_cardinality(c->pool);
-    if (!card)
+    uint64_t card = c->pool_card;
+    if (!c->pool || !c->adm_total || !card)
         return 0;
     uint64_t look = (HNSW_POOL_LOOK_EXPECT * c->adm_total + card - 1) / card;
     return look * 4 <= n ? look : 0;
@@ -547,9 +553,7 @@ static int pool_far(qctx_t *c, const seed_t *cand, uint64_t look)
     for (uint64_t i = 0; i < look; i++)
         if (roaring_bitmap_contains(c->pool, cand[i].id))
             return 0;
-    c->stop = 1;
-    c->st->pool_far = 1;
-    c->res.n = 0;
+    pool_stop(c);
     return 1;
 }
 
@@ -805,6 +809,7 @@ static int search_impl(hnsw_t *h, const vec_view_t *view, const quant_t *codes, 
                 .hide = hide};
     c.allowed = mode == HNSW_MODE_FILTERED ? allowed : NULL;
     c.pool = mode == HNSW_MODE_POOL ? allowed : NULL;
+    c.pool_card = c.pool ? roaring_bitmap_get_cardinality(c.pool) : 0;
     quant_query_t *qq = NULL;
     if (codes && quant_is_trained(codes)) {
         int qrc = quant_query_new(codes, view, h->metric, query, &qq);

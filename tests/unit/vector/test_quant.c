@@ -47,6 +47,12 @@ static float rng_gauss(uint64_t *s)
 
 enum { DATA_RANDOM, DATA_CLUSTERED };
 
+static int cmp_float(const void *a, const void *b)
+{
+    float x = *(const float *)a, y = *(const float *)b;
+    return (x > y) - (x < y);
+}
+
 /* n rows of dim floats: uniform in [-1, 1), or 8 Gaussian clusters; unit length for cosine. */
 static float *make_rows(size_t n, uint32_t dim, int kind, vec_metric_t m, uint64_t *s)
 {
@@ -288,6 +294,74 @@ static void test_quant_stays_exact_for_rows_outside_the_training_range(void **st
         quant_free(q);
         free(x);
     }
+}
+
+/* quant_query_bounds: every float kernel's distance (each instruction set's one-row kernel, and
+ * exact_search's) lies within the row's bounds, for every metric, rows outside the training
+ * range, rows never encoded and ids past the codes (those unbounded); encoded rows get finite
+ * bounds, tight enough on clustered rows to rule out most of a list against its 10th. */
+static void test_quant_bounds_hold_every_float_kernel(void **state)
+{
+    (void)state;
+    uint64_t s = 77;
+    const uint32_t dim = 96, n = 700, nq = 6;
+    for (int m = 0; m <= VEC_METRIC_L2; m++)
+        for (int kind = DATA_RANDOM; kind <= DATA_CLUSTERED; kind++) {
+            float *x = make_rows(n + nq, dim, kind, (vec_metric_t)m, &s);
+            for (uint32_t i = 600; i < 650; i++) /* past the training range */
+                for (uint32_t j = 0; j < dim; j++)
+                    x[i * dim + j] *= m == VEC_METRIC_COSINE ? 1.0f : 3.0f;
+            vec_view_t v = {x, dim, dim, n};
+            quant_t *q = NULL;
+            assert_int_equal(quant_create(dim, &q, NULL), 0);
+            assert_int_equal(quant_train(q, &v, NULL, 400, NULL), 0);
+            assert_int_equal(quant_encode_rows(q, &v, 0, 500, NULL), 0);
+            assert_int_equal(quant_encode_rows(q, &v, 550, 100, NULL), 0); /* 500..549 unknown */
+            uint32_t ids[n + 2];
+            float lo[n + 2], hi[n + 2];
+            for (uint32_t i = 0; i < n; i++)
+                ids[i] = i;
+            ids[n] = 690;     /* in the view, past the codes */
+            ids[n + 1] = 650; /* the first id past the codes */
+            for (uint32_t qi = 0; qi < nq; qi++) {
+                const float *query = x + (size_t)(n + qi) * dim;
+                size_t ruled_out = 0;
+                quant_query_t *qq = NULL;
+                assert_int_equal(quant_query_new(q, &v, (vec_metric_t)m, query, &qq), 0);
+                quant_query_bounds(qq, ids, n + 2, lo, hi);
+                quant_query_free(qq);
+                for (uint32_t i = 0; i < n + 2; i++) {
+                    const float *row = x + (size_t)ids[i] * dim;
+                    int encoded = ids[i] < 650 && (ids[i] < 500 || ids[i] >= 550);
+                    assert_true(encoded ? isfinite(lo[i]) && isfinite(hi[i])
+                                        : lo[i] == -INFINITY && hi[i] == INFINITY);
+                    for (int isa = VEC_ISA_SCALAR; isa <= VEC_ISA_AVX512; isa++) {
+                        vec_dist_fn f = vec_dist_for_isa((vec_metric_t)m, (vec_isa_t)isa);
+                        if (!f)
+                            continue;
+                        float d = f(query, row, dim);
+                        assert_true(lo[i] <= d && d <= hi[i]);
+                    }
+                    topk_hit_t one;
+                    size_t got = 0;
+                    assert_int_equal(exact_search_ids(&v, (vec_metric_t)m, query, &ids[i], 1, 1,
+                                                      &one, &got, NULL),
+                                     0);
+                    assert_int_equal(got, 1);
+                    assert_true(lo[i] <= one.dist && one.dist <= hi[i]);
+                }
+                /* Against the 10th smallest upper bound of the first 40 encoded rows. */
+                float h40[40];
+                memcpy(h40, hi, sizeof h40);
+                qsort(h40, 40, sizeof *h40, cmp_float);
+                for (uint32_t i = 0; i < 40; i++)
+                    ruled_out += lo[i] > h40[9];
+                if (kind == DATA_CLUSTERED && m != VEC_METRIC_DOT)
+                    assert_true(ruled_out >= 10);
+            }
+            quant_free(q);
+            free(x);
+        }
 }
 
 /* Constant dimensions (s_j = 0) later broken, huge, tiny and subnormal magnitudes, non-finite
@@ -587,6 +661,7 @@ int main(void)
         cmocka_unit_test(test_quant_every_isa_matches_scalar_and_exact),
         cmocka_unit_test(test_quant_compact_renumbers_the_kept_rows),
         cmocka_unit_test(test_quant_stays_exact_for_rows_outside_the_training_range),
+        cmocka_unit_test(test_quant_bounds_hold_every_float_kernel),
         cmocka_unit_test(test_quant_stays_exact_on_adversarial_values),
         cmocka_unit_test(test_quant_stays_exact_with_a_large_common_offset),
         cmocka_unit_test(test_quant_searches_stay_exact_while_rows_are_appended),

@@ -135,12 +135,20 @@ void quant_query_bounds(const quant_query_t *qq, const uint32_t *ids, uint32_t n
     for (uint32_t i = 0; i < n; i += 4) {
         uint32_t group = n - i < 4 ? n - i : 4;
         const uint8_t *rows[4];
-        int32_t s[4];
-        for (uint32_t j = 0; j < 4; j++) { /* rows without codes score row 0: unused */
-            uint32_t id = ids[i + (j < group ? j : group - 1)];
-            rows[j] = quant_row_codes(&qq->r, has_codes(qq, id) ? id : 0);
+        int32_t s[4] = {0, 0, 0, 0};
+        uint32_t coded = 0, with = 0;
+        for (uint32_t j = 0; j < group; j++)
+            if (has_codes(qq, ids[i + j])) {
+                coded++;
+                with = ids[i + j];
+            }
+        if (coded) { /* rows without codes score a row that has some: unused */
+            for (uint32_t j = 0; j < 4; j++) {
+                uint32_t id = ids[i + (j < group ? j : group - 1)];
+                rows[j] = quant_row_codes(&qq->r, has_codes(qq, id) ? id : with);
+            }
+            qq->kern4x(rows, qq->w, qq->r.stride, s);
         }
-        qq->kern4x(rows, qq->w, qq->r.stride, s);
         for (uint32_t j = 0; j < group; j++) {
             uint32_t id = ids[i + j];
             double l = -INFINITY, h = INFINITY;

@@ -9,6 +9,7 @@
 
 #include "base/err.h"
 #include "base/mem.h"
+#include "base/topk.h"
 
 /* Entry points sampled from the allowed set in FILTERED mode: they reach allowed regions the
  * greedy descent would miss when the allowed subgraph falls apart into islands. */
@@ -716,32 +717,6 @@ static void search_locked(qctx_t *c, hnsw_mode_t mode)
  * a cold 1.5 KB read at 384 dimensions. */
 #define HNSW_RERANK_FACTOR 4u
 
-/* The k-th smallest of a[0..n) (n >= k >= 1), by a max-heap of the k smallest. */
-static float kth_smallest(const float *a, uint32_t n, uint32_t k, float *heap)
-{
-    for (uint32_t i = 0; i < n; i++) {
-        uint32_t j;
-        if (i < k) { /* sift up */
-            for (j = i; j > 0 && heap[(j - 1) / 2] < a[i]; j = (j - 1) / 2)
-                heap[j] = heap[(j - 1) / 2];
-        } else if (a[i] < heap[0]) { /* replace the largest, sift down */
-            for (j = 0;;) {
-                uint32_t l = 2 * j + 1, m;
-                if (l >= k)
-                    break;
-                m = l + 1 < k && heap[l + 1] > heap[l] ? l + 1 : l;
-                if (!(heap[m] > a[i]))
-                    break;
-                heap[j] = heap[m];
-                j = m;
-            }
-        } else
-            continue;
-        heap[j] = a[i];
-    }
-    return heap[0];
-}
-
 /* Re-scores the best HNSW_RERANK_FACTOR * k of a traversal's ef-list on codes in float and
  * sorts them by the float distance, dropping the rest; returns the k-th estimate of the
  * list as it was ranked (the witness compares the sample's estimates with it), or +inf with
@@ -758,17 +733,24 @@ static float rerank_float(qctx_t *c, const vec_view_t *view, const float *query,
     if (keep < c->res.n)
         c->res.n = keep;
     n = c->res.n;
-    /* b: lower bounds, upper bounds, then the heap kth_smallest works in; lo set only when
-     * the bounds are in. */
-    float *b = n > k ? cdn_malloc((size_t)(3 * n) * sizeof *b) : NULL, t = INFINITY;
-    uint32_t *ids = b ? cdn_malloc(n * sizeof *ids) : NULL;
+    /* One block: the rows' ids, their lower and upper bounds, and the heap (base/topk) that
+     * finds the k-th smallest upper bound; lo is set only once the bounds are in. */
+    uint32_t *ids = n > k ? cdn_malloc((size_t)n * (sizeof(uint32_t) + 2 * sizeof(float)) +
+                                       (size_t)k * sizeof(topk_hit_t))
+                          : NULL;
     const float *lo = NULL;
-    for (uint32_t i = 0; ids && i < n; i++)
-        ids[i] = c->res.a[i].id;
+    float t = INFINITY;
     if (ids) {
-        quant_query_bounds(c->s.codes, ids, n, b, b + n);
-        t = kth_smallest(b + n, n, k, b + 2 * n);
-        lo = b;
+        float *l = (float *)(ids + n), *hi = l + n;
+        topk_t top;
+        topk_init_buf(&top, (topk_hit_t *)(hi + n), k);
+        for (uint32_t i = 0; i < n; i++)
+            ids[i] = c->res.a[i].id;
+        quant_query_bounds(c->s.codes, ids, n, l, hi);
+        for (uint32_t i = 0; i < n; i++)
+            topk_push(&top, ids[i], hi[i]);
+        t = topk_bound(&top);
+        lo = l;
     }
     for (uint32_t i = 0; i < n; i++)
         if (!(lo && lo[i] > t)) {
@@ -781,7 +763,6 @@ static float rerank_float(qctx_t *c, const vec_view_t *view, const float *query,
                                : c->h->dist(query, vec_row(view, c->res.a[i].id), c->h->dim);
     hnsw_heap_sort(&c->res);
     cdn_free(ids);
-    cdn_free(b);
     return kth;
 }
 

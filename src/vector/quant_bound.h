@@ -89,12 +89,13 @@ static inline void quant_bound_l2(const quant_bound_t *c, int32_t s, float e, fl
         *hi = INFINITY;
 }
 
-/* Bounds lo <= d <= hi for a row with integer sum s, error e_r = e and (L2) r_r = r. */
-static inline void quant_bound_row(const quant_bound_t *b, int32_t s, float e, float r, double *lo,
-                                   double *hi)
+/* Bounds lo <= d <= hi for a row with integer sum s, error e_r = e and r_r at *r (read for
+ * L2 only: dot and cosine do not need it). */
+static inline void quant_bound_row(const quant_bound_t *b, int32_t s, float e, const float *r,
+                                   double *lo, double *hi)
 {
     if (b->m == VEC_METRIC_L2)
-        quant_bound_l2(b, s, e, r, lo, hi);
+        quant_bound_l2(b, s, e, *r, lo, hi);
     else
         quant_bound_dot(b, s, e, lo, hi);
 }

@@ -153,7 +153,7 @@ void quant_query_bounds(const quant_query_t *qq, const uint32_t *ids, uint32_t n
             uint32_t id = ids[i + j];
             double l = -INFINITY, h = INFINITY;
             if (has_codes(qq, id))
-                quant_bound_row(&qq->b, s[j], *quant_row_err(&qq->r, id), *quant_row_r(&qq->r, id),
+                quant_bound_row(&qq->b, s[j], *quant_row_err(&qq->r, id), quant_row_r(&qq->r, id),
                                 &l, &h);
             lo[i + j] = round_down_f(l);
             hi[i + j] = isnan(h) ? INFINITY : round_up_f(h);

@@ -100,7 +100,7 @@ static int add_cand(qscan_t *c, uint32_t id, float lb)
 static int judge_row(qscan_t *c, uint32_t id, int32_t s, float e)
 {
     double lo, hi;
-    quant_bound_row(&c->b, s, e, *quant_row_r(&c->r, id), &lo, &hi);
+    quant_bound_row(&c->b, s, e, quant_row_r(&c->r, id), &lo, &hi);
     if (lo > c->t)
         return CDN_OK;
     float ub = round_up_f(hi);

@@ -56,6 +56,7 @@ typedef struct perm_opts {
     int int8_scan;        /* cordon_collection_spec.int8_scan: 0 automatic, 1 always, -1 never */
     int cold;             /* drop the data directory from the page cache before the reopen */
     int warmup;           /* run every row once untimed before the measured pass */
+    int compact;          /* compact the collection after loading (rows numbered by ACL) */
     bench_gen_kind_t gen; /* generator of --corpus generated */
 } perm_opts_t;
 

@@ -249,7 +249,7 @@ int cordon_collection_attrs(cordon_t *db, const char *name, char **json, cordon_
 typedef struct cordon_compact_stats {
     uint64_t rows_before;  /* rows the collection's files held, dead ones included */
     uint64_t rows_after;   /* rows they hold now */
-    int compacted;         /* 0: no row was dead, nothing was rewritten */
+    int compacted;         /* 0: no row was dead or out of order, nothing was rewritten */
     double ms;             /* how long it took, the wait for other writers included */
     double writes_held_ms; /* of it, how long writes to the data directory waited */
     /* The database file in use before and after: rewritten without its free pages when a
@@ -258,11 +258,13 @@ typedef struct cordon_compact_stats {
 } cordon_compact_stats;
 
 /* Gives back the space of deleted and replaced chunks: the collection's live rows are
- * renumbered in order and its vector file, graph, codes and text index rewritten with them
- * only (a replace leaves the old row behind until then). The graph's repair runs first beside
- * writes; then writes to this data directory wait for the rest; searches and gets go on, against
- * the collection as it was until the new copy commits, then against the copy: no result changes.
- * Takes about as long as copying the live vectors plus reloading the collection
+ * renumbered and its vector file, graph, codes and text index rewritten with them only (a
+ * replace leaves the old row behind until then). Rows are numbered by ACL, so that the rows a
+ * group may read lie together and scans of them read streams: a collection whose chunks came
+ * in with their groups interleaved is renumbered even with no row dead. The graph's repair runs
+ * first beside writes; then writes to this data directory wait for the rest; searches and gets go
+ * on, against the collection as it was until the new copy commits, then against the copy: no result
+ * changes. Takes about as long as copying the live vectors plus reloading the collection
  * (docs/internals/compact.md); it needs room on disk for a second copy of the collection's files
  * meanwhile, and for a copy of the database file when it is rewritten. A crash at any point
  * leaves the collection as before or as after. stats may be NULL.

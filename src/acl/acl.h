@@ -151,6 +151,25 @@ uint32_t acl_index_entry_of(const acl_index_t *x, uint32_t row);
 
 /* How many distinct packed ACLs the rows hold (each stored once), for tests and stats. */
 size_t acl_index_distinct(const acl_index_t *x);
+/* Every acl_index_entry_of value is at most this (entries in use or free). */
+uint32_t acl_index_entry_span(const acl_index_t *x);
+/* Every principal id with rows is below this. */
+uint32_t acl_index_principal_span(const acl_index_t *x);
+/* Rows principal allows (its allow bitmap's size; deny entries do not count). */
+uint64_t acl_index_principal_rows(const acl_index_t *x, uint32_t principal);
+
+/* ---- An order of the rows by ACL (order.c). ---- */
+
+/* Rows acl_order_rows leaves out of the numbering. */
+#define ACL_ORDER_GONE UINT32_MAX
+
+/* Numbers the rows r < n with map[r] != ACL_ORDER_GONE as 0, 1, ... so that rows with the same
+ * ACL are adjacent and ACLs sharing their largest groups are next to each other: each ACL is
+ * keyed by its allowed principals ranked by how many rows they allow (most first, ties by id),
+ * then its denied ones, and the keys are sorted; rows of one ACL keep their order. A group of a
+ * hierarchy whose groups nest (division, department, team) then holds one run of rows, which
+ * scans read as a stream. Writes map[r] for those rows; 0 or CDN_ERR_NOMEM (map unchanged). */
+int acl_order_rows(const acl_index_t *x, uint32_t *map, uint32_t n);
 
 /* Bytes the index holds for the rows' ACLs: the row references, the entries, their byte arena
  * and, unless acl_index_compact dropped them, the hash's chain links and buckets, as allocated

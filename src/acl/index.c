@@ -663,6 +663,23 @@ size_t acl_index_distinct(const acl_index_t *x)
     return x->ndistinct;
 }
 
+uint32_t acl_index_entry_span(const acl_index_t *x)
+{
+    return (uint32_t)x->nent;
+}
+
+uint32_t acl_index_principal_span(const acl_index_t *x)
+{
+    return (uint32_t)x->nprin;
+}
+
+uint64_t acl_index_principal_rows(const acl_index_t *x, uint32_t principal)
+{
+    if (principal >= x->nprin || !x->allow[principal])
+        return 0;
+    return roaring_bitmap_get_cardinality(x->allow[principal]);
+}
+
 int acl_index_allowed_ids(const acl_index_t *x, int (*fn)(void *ctx, uint32_t id), void *ctx)
 {
     for (size_t i = 0; i < x->nprin; i++)

@@ -492,47 +492,85 @@ void invidx_cur_positions(const invidx_cursor_t *c, uint32_t *out)
     }
 }
 
+static int cmp_u64(const void *pa, const void *pb)
+{
+    uint64_t a = *(const uint64_t *)pa, b = *(const uint64_t *)pb;
+    return a < b ? -1 : a > b;
+}
+
+/* Sorts ord[0..n), each (written doc id << 32 | what it came from), by written id when the
+ * writer renumbers docs: a compaction's map may number them in any order, and the file keeps
+ * every list ascending. Without a map the ids are written as they are, already in order. */
+static void order_written(const textio_w_t *w, uint64_t *ord, size_t n)
+{
+    if (w->map)
+        qsort(ord, n, sizeof *ord, cmp_u64);
+}
+
+/* The positions of posting i of p, written as one byte string. */
+static void put_positions(const invidx_plist_t *p, uint32_t i, textio_w_t *w)
+{
+    size_t s = p->poff[i], e = s;
+    for (uint32_t k = 0; k < p->tfs[i]; k++) {
+        while (p->pos[e] & 0x80)
+            e++;
+        e++;
+    }
+    textio_put_str(w, (const char *)p->pos + s, e - s);
+}
+
 /* Format: live doc count, (doc gap, length) pairs; term count; per term: bytes, live posting
  * count, then per posting doc gap, tf, position bytes length and bytes. Dead postings are
- * dropped; forward lists and block maxima are rebuilt on load. */
+ * dropped; forward lists and block maxima are rebuilt on load. Docs go out under w's ids. */
 void invidx_save(const invidx_t *ix, textio_w_t *w)
 {
+    size_t cap = 0, n = 0;
+    uint64_t *ord = NULL;
+    if (cdn_grow((void **)&ord, &cap, roaring_bitmap_get_cardinality(ix->live) + 1, sizeof *ord)) {
+        w->failed = 1;
+        return;
+    }
     textio_put_var(w, ix->doc_count);
     roaring_uint32_iterator_t it;
+    for (roaring_init_iterator(ix->live, &it); it.has_value; roaring_advance_uint32_iterator(&it))
+        ord[n++] = (uint64_t)textio_doc(w, it.current_value) << 32 | it.current_value;
+    order_written(w, ord, n);
     uint32_t prev = 0;
-    for (roaring_init_iterator(ix->live, &it); it.has_value; roaring_advance_uint32_iterator(&it)) {
-        uint32_t doc = textio_doc(w, it.current_value);
+    for (size_t i = 0; i < n; i++) {
+        uint32_t doc = (uint32_t)(ord[i] >> 32);
         textio_put_var(w, doc - prev);
-        textio_put_var(w, ix->dl[it.current_value]);
+        textio_put_var(w, ix->dl[(uint32_t)ord[i]]);
         prev = doc;
     }
     uint32_t nlive = 0;
     for (uint32_t t = 0; t < ix->nterms; t++)
         nlive += ix->pl[t].df > 0;
     textio_put_var(w, nlive);
-    for (uint32_t t = 0; t < ix->nterms; t++) {
+    for (uint32_t t = 0; t < ix->nterms && !w->failed; t++) {
         const invidx_plist_t *p = &ix->pl[t];
         if (!p->df)
             continue;
+        if (cdn_grow((void **)&ord, &cap, (size_t)p->n + 1, sizeof *ord)) {
+            w->failed = 1;
+            break;
+        }
         textio_put_str(w, ix->terms + ix->term_off[t], ix->term_len[t]);
         textio_put_var(w, p->df);
+        n = 0;
+        for (uint32_t i = 0; i < p->n; i++)
+            if (roaring_bitmap_contains(ix->live, p->docs[i]))
+                ord[n++] = (uint64_t)textio_doc(w, p->docs[i]) << 32 | i;
+        order_written(w, ord, n);
         prev = 0;
-        for (uint32_t i = 0; i < p->n; i++) {
-            if (!roaring_bitmap_contains(ix->live, p->docs[i]))
-                continue;
-            uint32_t doc = textio_doc(w, p->docs[i]);
+        for (size_t k = 0; k < n; k++) {
+            uint32_t doc = (uint32_t)(ord[k] >> 32), i = (uint32_t)ord[k];
             textio_put_var(w, doc - prev);
             prev = doc;
             textio_put_var(w, p->tfs[i]);
-            size_t s = p->poff[i], e = s;
-            for (uint32_t k = 0; k < p->tfs[i]; k++) {
-                while (p->pos[e] & 0x80)
-                    e++;
-                e++;
-            }
-            textio_put_str(w, (const char *)p->pos + s, e - s);
+            put_positions(p, i, w);
         }
     }
+    cdn_free(ord);
 }
 
 static int load_postings(invidx_t *ix, textio_r_t *r, uint32_t t, uint32_t n)

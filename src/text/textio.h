@@ -13,8 +13,9 @@ typedef struct textio_w {
     uint8_t *p;
     size_t len, cap;
     int failed; /* sticky: an allocation failed; check once at the end */
-    /* Doc ids are written as map[doc] when map is set (a compaction's renumbering: ascending,
-     * defined for every live doc, so sorted lists stay sorted); NULL writes them as they are. */
+    /* Doc ids are written as map[doc] when map is set (a compaction's renumbering: one to one
+     * on the live docs, in any order; writers of sorted lists sort them by the new ids); NULL
+     * writes them as they are. */
     const uint32_t *map;
     uint32_t n_map;
 } textio_w_t;

@@ -83,12 +83,14 @@ static int rank_principals(const acl_index_t *x, uint32_t np, uint32_t *rank)
     return rc;
 }
 
-/* Each used entry's key into keys (grown as needed); rep[e] is a row holding entry e. */
+/* Each used entry's key into keys (grown as needed), where it starts in off[e] and how many
+ * allowed and denied principals it has in n_al[e] and n_den[e]; rep[e] is a row holding entry
+ * e, UINT32_MAX for an entry no kept row holds. */
 static int build_keys(const acl_index_t *x, const uint32_t *rank, uint32_t np, const uint32_t *rep,
-                      uint32_t span, order_ctx_t *c, uint32_t **keys, size_t *cap)
+                      uint32_t span, uint32_t *off, uint32_t *n_al, uint32_t *n_den,
+                      uint32_t **keys, size_t *cap)
 {
-    uint32_t buf[2 + ACL_MAX_PRINCIPALS], *off = (uint32_t *)c->off, *n_al = (uint32_t *)c->n_al,
-                                          *n_den = (uint32_t *)c->n_den;
+    uint32_t buf[2 + ACL_MAX_PRINCIPALS];
     size_t len = 0;
     for (uint32_t e = 0; e <= span; e++) {
         off[e] = (uint32_t)len;
@@ -128,7 +130,7 @@ int acl_order_rows(const acl_index_t *x, uint32_t *map, uint32_t n)
             if (map[r] != ACL_ORDER_GONE && e <= span && rep[e] == UINT32_MAX)
                 rep[e] = r, ent[used++] = e;
         }
-        rc = build_keys(x, rank, np, rep, span, &c, &keys, &cap);
+        rc = build_keys(x, rank, np, rep, span, arr, arr + ne, arr + 2 * ne, &keys, &cap);
     }
     if (rc == CDN_OK) {
         c.keys = keys;

@@ -43,13 +43,13 @@ static uint32_t check_one_to_one(const uint32_t *map, uint32_t n)
     return kept;
 }
 
-/* How many runs of consecutive new numbers the kept rows matching want() occupy. */
-static uint32_t runs_of(const uint32_t *map, uint32_t n, uint32_t kept,
-                        int (*want)(uint32_t row, uint32_t arg), uint32_t arg)
+/* How many runs of consecutive new numbers the kept rows with label[r] == value occupy. */
+static uint32_t runs_of(const uint32_t *map, uint32_t n, uint32_t kept, const uint32_t *label,
+                        uint32_t value)
 {
     uint8_t *at = calloc(kept + 1, 1);
     for (uint32_t r = 0; r < n; r++)
-        if (map[r] != ACL_ORDER_GONE && want(r, arg))
+        if (map[r] != ACL_ORDER_GONE && label[r] == value)
             at[map[r]] = 1;
     uint32_t runs = 0;
     for (uint32_t i = 0; i < kept; i++)
@@ -60,20 +60,7 @@ static uint32_t runs_of(const uint32_t *map, uint32_t n, uint32_t kept,
 
 /* One hierarchy, written in a shuffled order: row r belongs to team t(r) of 60, in department
  * t / 6 and division t / 30; its ACL lists team, division, department (not by size). */
-static uint32_t team[ROWS];
-
-static int in_team(uint32_t r, uint32_t t)
-{
-    return team[r] == t;
-}
-static int in_dept(uint32_t r, uint32_t d)
-{
-    return team[r] / 6 == d;
-}
-static int in_div(uint32_t r, uint32_t v)
-{
-    return team[r] / 30 == v;
-}
+static uint32_t team[ROWS], dept[ROWS], div_of[ROWS];
 
 static void test_nested_groups_are_one_run_each(void **state)
 {
@@ -84,6 +71,8 @@ static void test_nested_groups_are_one_run_each(void **state)
     assert_int_equal(acl_index_create(&x), 0);
     for (uint32_t r = 0; r < ROWS; r++) {
         team[r] = (uint32_t)(next_rand(&s) % 60);
+        dept[r] = team[r] / 6;
+        div_of[r] = team[r] / 30;
         uint32_t p[5] = {3, 0, 100 + team[r], 300 + team[r] / 30, 200 + team[r] / 6};
         assert_int_equal(acl_index_set(x, r, p), 0);
     }
@@ -93,11 +82,11 @@ static void test_nested_groups_are_one_run_each(void **state)
     uint32_t kept = check_one_to_one(map, ROWS);
     assert_int_equal(kept, ROWS - ROWS / 10);
     for (uint32_t t = 0; t < 60; t++)
-        assert_int_equal(runs_of(map, ROWS, kept, in_team, t), 1);
+        assert_int_equal(runs_of(map, ROWS, kept, team, t), 1);
     for (uint32_t d = 0; d < 10; d++)
-        assert_int_equal(runs_of(map, ROWS, kept, in_dept, d), 1);
+        assert_int_equal(runs_of(map, ROWS, kept, dept, d), 1);
     for (uint32_t v = 0; v < 2; v++)
-        assert_int_equal(runs_of(map, ROWS, kept, in_div, v), 1);
+        assert_int_equal(runs_of(map, ROWS, kept, div_of, v), 1);
     /* a team's rows keep their old order */
     for (uint32_t a = 0; a < ROWS; a++)
         for (uint32_t b = a + 1; b < ROWS && b < a + 200; b++)
@@ -106,7 +95,7 @@ static void test_nested_groups_are_one_run_each(void **state)
     /* the rows as they were written scatter every team */
     for (uint32_t r = 0; r < ROWS; r++)
         map[r] = r;
-    assert_true(runs_of(map, ROWS, ROWS, in_div, 0) > 100);
+    assert_true(runs_of(map, ROWS, ROWS, div_of, 0) > 100);
     acl_index_free(x);
     free(map);
 }
@@ -116,15 +105,6 @@ static void test_nested_groups_are_one_run_each(void **state)
  * the second's is one run inside each of them. A deny splits an ACL from the same allows
  * without it, which still sits next to it. */
 static uint32_t first_div[ROWS], second_div[ROWS];
-
-static int in_first(uint32_t r, uint32_t v)
-{
-    return first_div[r] == v;
-}
-static int in_second(uint32_t r, uint32_t v)
-{
-    return second_div[r] == v;
-}
 
 static void test_crossing_hierarchies_keep_the_larger_groups_whole(void **state)
 {
@@ -145,9 +125,9 @@ static void test_crossing_hierarchies_keep_the_larger_groups_whole(void **state)
     uint32_t kept = check_one_to_one(map, ROWS);
     assert_int_equal(kept, ROWS);
     for (uint32_t v = 0; v < 4; v++)
-        assert_int_equal(runs_of(map, ROWS, kept, in_first, v), 1);
+        assert_int_equal(runs_of(map, ROWS, kept, first_div, v), 1);
     for (uint32_t v = 0; v < 10; v++)
-        assert_int_equal(runs_of(map, ROWS, kept, in_second, v), 4);
+        assert_int_equal(runs_of(map, ROWS, kept, second_div, v), 4);
     /* within one (first, second) cell, the rows without the deny come first, in order */
     for (uint32_t a = 0; a < ROWS; a++)
         for (uint32_t b = 0; b < ROWS; b += 97)

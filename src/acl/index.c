@@ -4,6 +4,7 @@
  * concurrently). */
 #include "acl/acl.h"
 #include "acl/enc.h"
+#include "base/cmp.h"
 #include "base/mem.h"
 
 #include <pthread.h>
@@ -469,12 +470,6 @@ void acl_index_remove(acl_index_t *x, uint32_t row)
     roaring_bitmap_remove(x->live, row);
 }
 
-static int u32_cmp(const void *a, const void *b)
-{
-    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
-    return (x > y) - (x < y);
-}
-
 /* A reference to the memo's set for the sorted view key[0..n), or NULL. */
 static acl_allowed_t *memo_get(acl_memo_t *m, const uint32_t *key, size_t n)
 {
@@ -562,7 +557,7 @@ int acl_index_allowed_shared(const acl_index_t *x, const uint32_t *view, size_t 
     acl_allowed_t *res = NULL;
     if (memo) {
         memcpy(key, view, n * sizeof *key);
-        qsort(key, n, sizeof *key, u32_cmp);
+        qsort(key, n, sizeof *key, cdn_cmp_u32);
         res = memo_get(x->memo, key, n);
     }
     if (!res && (res = compute_allowed(x, view, n)) != NULL && memo)

@@ -1,6 +1,6 @@
 /* order.c: an order of a collection's rows by their ACLs (acl_order_rows), for the compaction
  * that numbers the live rows so that the rows a group may read lie in runs (query/compact.c).
- * Relies on acl.h (the index's entries and bitmaps), base/mem.h and glibc's qsort_r.
+ * Relies on acl.h (the index's entries and bitmaps), base/cmp.h, base/mem.h and glibc's qsort_r.
  *
  * Why by ACL and not by vector. Rows keep the numbers they were written with, so a group whose
  * chunks arrived among everyone else's has its rows scattered over every file: a scan of them
@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/cmp.h"
 #include "base/mem.h"
 
 /* What the comparators read. */
@@ -32,12 +33,6 @@ static int cmp_principal(const void *pa, const void *pb, void *arg)
     uint32_t a = *(const uint32_t *)pa, b = *(const uint32_t *)pb;
     if (c->rows[a] != c->rows[b])
         return c->rows[a] > c->rows[b] ? -1 : 1;
-    return a < b ? -1 : a > b;
-}
-
-static int cmp_u32(const void *pa, const void *pb)
-{
-    uint32_t a = *(const uint32_t *)pa, b = *(const uint32_t *)pb;
     return a < b ? -1 : a > b;
 }
 
@@ -106,8 +101,8 @@ static int build_keys(const acl_index_t *x, const uint32_t *rank, uint32_t np, c
             (*keys)[len + i - 2] = buf[i] < np ? rank[buf[i]] : np + (buf[i] - np);
         n_al[e] = buf[0];
         n_den[e] = buf[1];
-        qsort(*keys + len, buf[0], sizeof **keys, cmp_u32);
-        qsort(*keys + len + buf[0], buf[1], sizeof **keys, cmp_u32);
+        qsort(*keys + len, buf[0], sizeof **keys, cdn_cmp_u32);
+        qsort(*keys + len + buf[0], buf[1], sizeof **keys, cdn_cmp_u32);
         len += w - 2;
     }
     return CDN_OK;

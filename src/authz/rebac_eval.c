@@ -7,6 +7,7 @@
  * the object; expand writes the tree. Relies on rebac.h, internal.h and jansson. */
 #include "authz/internal.h"
 #include "authz/rebac.h"
+#include "base/cmp.h"
 #include "base/mem.h"
 
 #include <stdio.h>
@@ -619,17 +620,11 @@ typedef struct oset {
     size_t n, cap;
 } oset_t;
 
-static int cmp_u32(const void *a, const void *b)
-{
-    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
-    return x < y ? -1 : x > y;
-}
-
 static void oset_norm(oset_t *s)
 {
     size_t j = 0;
     if (s->n)
-        qsort(s->v, s->n, sizeof *s->v, cmp_u32);
+        qsort(s->v, s->n, sizeof *s->v, cdn_cmp_u32);
     for (size_t i = 0; i < s->n; i++)
         if (!j || s->v[j - 1] != s->v[i])
             s->v[j++] = s->v[i];
@@ -650,7 +645,7 @@ static int oset_add(oset_t *s, uint32_t x)
 
 static bool oset_has(const oset_t *s, uint32_t x)
 {
-    return s->n && bsearch(&x, s->v, s->n, sizeof *s->v, cmp_u32);
+    return s->n && bsearch(&x, s->v, s->n, sizeof *s->v, cdn_cmp_u32);
 }
 
 typedef struct lx {

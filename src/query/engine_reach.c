@@ -12,6 +12,7 @@
  * naming a new object, written before the request read the ACLs) are judged one by one when the
  * request reads its ids (engine_subject_ids). Relies on engine.h, acl/ and authz/. */
 #include "base/arena.h"
+#include "base/cmp.h"
 #include "base/mem.h"
 #include "query/engine.h"
 
@@ -128,18 +129,12 @@ static void oc_put(engine_objcache_t *c, const char *self, size_t nperms, uint64
     cdn_free(copy);
 }
 
-static int cmp_u32(const void *a, const void *b)
-{
-    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
-    return (x > y) - (x < y);
-}
-
 /* Sorts ids and drops repeats; the new count. */
 static size_t sort_unique(uint32_t *ids, size_t n)
 {
     size_t j = 0;
     if (n > 1)
-        qsort(ids, n, sizeof *ids, cmp_u32);
+        qsort(ids, n, sizeof *ids, cdn_cmp_u32);
     for (size_t i = 0; i < n; i++)
         if (j == 0 || ids[j - 1] != ids[i])
             ids[j++] = ids[i];

@@ -3,6 +3,7 @@
  * Relies on query/engine, store/ and jansson for the chunk record. */
 #include "query/write.h"
 #include "base/arena.h"
+#include "base/cmp.h"
 #include "base/mem.h"
 #include "base/testhook.h"
 #include "base/utf8.h"
@@ -208,16 +209,10 @@ int write_check(engine_t *e, const char *name, const write_chunk_t *chunk, cdn_e
     return rc;
 }
 
-static int cmp_u32(const void *x, const void *y)
-{
-    uint32_t a = *(const uint32_t *)x, b = *(const uint32_t *)y;
-    return a < b ? -1 : a > b;
-}
-
 static uint32_t sort_unique(uint32_t *v, uint32_t n)
 {
     uint32_t j = 0;
-    qsort(v, n, sizeof *v, cmp_u32);
+    qsort(v, n, sizeof *v, cdn_cmp_u32);
     for (uint32_t i = 0; i < n; i++)
         if (j == 0 || v[j - 1] != v[i])
             v[j++] = v[i];

@@ -6,6 +6,7 @@
 #include <string.h>
 #include <xxhash.h>
 
+#include "base/cmp.h"
 #include "base/mem.h"
 
 int invidx_init(invidx_t *ix)
@@ -492,19 +493,13 @@ void invidx_cur_positions(const invidx_cursor_t *c, uint32_t *out)
     }
 }
 
-static int cmp_u64(const void *pa, const void *pb)
-{
-    uint64_t a = *(const uint64_t *)pa, b = *(const uint64_t *)pb;
-    return a < b ? -1 : a > b;
-}
-
 /* Sorts ord[0..n), each (written doc id << 32 | what it came from), by written id when the
  * writer renumbers docs: a compaction's map may number them in any order, and the file keeps
  * every list ascending. Without a map the ids are written as they are, already in order. */
 static void order_written(const textio_w_t *w, uint64_t *ord, size_t n)
 {
     if (w->map)
-        qsort(ord, n, sizeof *ord, cmp_u64);
+        qsort(ord, n, sizeof *ord, cdn_cmp_u64);
 }
 
 /* The positions of posting i of p, written as one byte string. */

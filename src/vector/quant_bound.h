@@ -90,35 +90,70 @@ static inline void quant_bound_l2(const quant_bound_t *c, int32_t s, float e, fl
         *hi = INFINITY;
 }
 
-/* The inverse of quant_bound_dot's lower end, for the exact scan, whose rows mostly end on it:
- * an integer sum s below the result, from a row whose e_r is at most e_max, has a lower bound
- * above t, so the row can be dropped on one integer comparison instead of the bound's dozen
- * double operations (SciFact, every row readable: 98% of the rows a query scans). INT32_MIN
- * (nothing dropped) for L2, whose bound also depends on the row's r_r, and whenever the
- * reasoning below does not apply.
- * Why it holds. In exact arithmetic lo = C - sigma s - A(e) - eps sigma |s|, with C = (1 or 0) -
- * c0 and A(e) the rest of the slack (increasing in e): lo falls as s or e grows (sigma > 0, eps <
- * 1), so for e <= e_max it is at least lo(s, e_max), which exceeds t + margin for every s below
- * the root solved here, rounded down by one more. The margin, 1e-9 (1 + |t|), is far above the
- * rounding of either side's double arithmetic (their terms are below FLT_MAX / 8, checked, and
- * each carries a relative error of a few 2^-53), so quant_bound_dot's computed lo exceeds t
- * too; and mag stays below FLT_MAX / 4 for every int32 s, so that lo is never its -inf. */
-static inline int32_t quant_bound_drop_below(const quant_bound_t *b, double e_max, double t)
+/* The exact scan's shortcut: most of its rows end on their lower bound, and for the running
+ * threshold t the rows whose bound is above it can be told from their integer sum (and, for
+ * L2, their r_r) by one comparison instead of the bound's dozen double operations and a square
+ * root (SciFact, every row readable: 98% of the rows a query scans). A row passes the test
+ * only if its bound, as quant_bound_dot or quant_bound_l2 computes it, is above t, provided
+ * its e_r is at most the e_max the test was set for; every other row is judged as before.
+ * Why it holds. In exact arithmetic the lower bound falls as the sum or e_r grows (sigma >= 0,
+ * eps, epsd < 1) and, for L2, rises with r_r, so the test solves the bound's formula for the
+ * sum (dot, cosine: lo = C - sigma s - A(e) - eps sigma |s|, C = (1 or 0) - c0) or for the
+ * squared distance under the root (L2: a - delta, affine in r_r, s and |s|, must exceed
+ * ((tau + e) / (1 - 2^-50))^2, tau = sqrt((t + tiny) / (1 - eps))) with e = e_max and a margin
+ * of 1e-9 relative to every term involved, far above the few 2^-53 of rounding either side's
+ * doubles carry; the dot test also gives up one more unit of the sum. Magnitudes that could
+ * reach the bounds' -inf (mag near FLT_MAX, a non-finite r_r) are never passed. */
+typedef struct quant_drop {
+    int kind;                  /* 0 nothing passes; 1 dot and cosine; 2 L2 */
+    int32_t below;             /* dot: sums below it pass */
+    double cr, sig2, sig2e, k; /* L2: r cr - sig2 s - sig2e |s| > k passes */
+} quant_drop_t;
+
+static inline void quant_bound_drop_set(quant_drop_t *d, const quant_bound_t *b, double e_max,
+                                        double t)
 {
-    if (b->m == VEC_METRIC_L2 || !(b->sigma > 0) || !(e_max >= 0) || !(e_max < INFINITY) ||
+    d->kind = 0;
+    if (!(b->sigma >= 0) || !(b->sigma < 1e30) || !(e_max >= 0) || !(e_max < INFINITY) ||
         !(fabs(t) < FLT_MAX))
-        return INT32_MIN;
+        return;
+    if (b->m == VEC_METRIC_L2) {
+        if (!(t >= 0) || !(b->qq < 1e300))
+            return;
+        double tau = sqrt((t + b->tiny) / (1 - b->eps));
+        double q = (tau + e_max) / (1 - 0x1p-50);
+        q = q * q;
+        d->cr = 1 - 0x1p-23 - b->epsd - 1e-9;
+        d->sig2 = 2 * b->sigma;
+        d->sig2e = 2 * b->sigma * (b->epsd + 1e-9);
+        d->k = q * (1 + 1e-9) + 2 * b->dw - b->qq * (1 - b->epsd) + 1e-9 * (1 + b->qq);
+        d->kind = 2;
+        return;
+    }
+    if (!(b->sigma > 0))
+        return;
     double mag = b->pmag + b->qn * e_max + fabs(b->c0) + 1.0 + b->dw + b->sigma * 0x1p31;
     if (!(mag < FLT_MAX / 8))
-        return INT32_MIN;
+        return;
     double a = b->dw + b->qn * e_max * (1 + b->eps) +
                b->eps * (b->pmag + b->qn * e_max + fabs(b->c0) + 1.0 + b->dw) + 2 * b->tiny;
     double x = (b->m == VEC_METRIC_COSINE ? 1.0 : 0.0) - b->c0 - a - t - 1e-9 * (1 + fabs(t));
     /* sigma s (1 + eps) < x for s >= 0, sigma s (1 - eps) < x for s < 0 */
     double root = x >= 0 ? x / (b->sigma * (1 + b->eps)) : x / (b->sigma * (1 - b->eps));
     if (!(root > -0x1p31 + 2))
-        return INT32_MIN;
-    return root >= 0x1p31 ? INT32_MAX : (int32_t)(floor(root) - 1);
+        return;
+    d->below = root >= 0x1p31 ? INT32_MAX : (int32_t)(floor(root) - 1);
+    d->kind = 1;
+}
+
+/* Whether a row with integer sum s and r_r = r (read for L2 only) passes the test set by
+ * quant_bound_drop_set: its lower bound is above t, if its e_r is at most that e_max. */
+static inline int quant_bound_drops(const quant_drop_t *d, int32_t s, float r)
+{
+    if (d->kind == 1)
+        return s < d->below;
+    return d->kind == 2 && r <= FLT_MAX &&
+           (double)r * d->cr - d->sig2 * (double)s - d->sig2e * fabs((double)s) > d->k;
 }
 
 /* Bounds lo <= d <= hi for a row with integer sum s, error e_r = e and r_r at *r (read for

@@ -53,12 +53,12 @@ typedef struct qscan {
     quant_kern4_fn kern4, kern4x; /* four consecutive rows / four scattered rows */
     int16_t *w;                   /* per-query integer weights, stride entries, pads zero */
     quant_bound_t b;              /* what turns a row's integer sum into its bounds */
-    /* The integer shortcut (quant_bound_drop_below): a row whose e_r is at most e_in and whose
-     * sum is below s_drop is dropped unjudged; s_drop was computed for t_drop and is renewed
-     * when t changes. e_in is half a step in every dimension, the error of a row inside the
-     * trained range; rows outside it (larger e_r) are judged as before. */
+    /* The shortcut (quant_bound_drop_set): a row whose e_r is at most e_in and which passes
+     * `drop` is dropped unjudged; drop was set for t_drop and is set again when t changes.
+     * e_in is half a step in every dimension, the error of a row inside the trained range;
+     * rows outside it (larger e_r) are judged as before. */
     double e_in, t_drop;
-    int32_t s_drop;
+    quant_drop_t drop;
     double t; /* the running threshold T: topk_bound(&ub), or the other half's if smaller */
     /* A scan split in two (scan_split): each half publishes its T in `mine` and reads the
      * other's in `peer` (either is an upper bound on k distances, so either may drop rows of
@@ -168,11 +168,12 @@ static int code_pass(qscan_t *c, const uint32_t *ids, size_t n)
             c->kern4x(rows, c->w, q->stride, d);
         if (c->t != c->t_drop) {
             c->t_drop = c->t;
-            c->s_drop = quant_bound_drop_below(&c->b, c->e_in, c->t);
+            quant_bound_drop_set(&c->drop, &c->b, c->e_in, c->t);
         }
         for (size_t j = 0; rc == CDN_OK && j < group; j++) {
-            float e = *quant_row_err(&c->r, ids[i + j]);
-            if (d[j] < c->s_drop && e <= c->e_in)
+            const quant_row_meta_t *mt = quant_row_meta(&c->r, ids[i + j]);
+            float e = mt->e_r;
+            if (e <= c->e_in && quant_bound_drops(&c->drop, d[j], mt->r_r))
                 continue; /* its lower bound is above t: most rows end here */
             rc = e < INFINITY ? judge_row(c, ids[i + j], d[j], e)
                               : add_cand(c, ids[i + j], -INFINITY);
@@ -423,8 +424,8 @@ static int prepare(qscan_t *c, const float *query)
     for (uint32_t j = 0; j < q->dim; j++)
         s2 += (double)q->s[j] * q->s[j];
     c->e_in = 0.5 * sqrt(s2);
-    c->t_drop = NAN; /* renewed at the first rows */
-    c->s_drop = INT32_MIN;
+    c->t_drop = NAN; /* set at the first rows */
+    c->drop.kind = 0;
     return 0;
 }
 

@@ -1,7 +1,8 @@
-/* test_quant_bound.c: the exact scan's integer shortcut (quant_bound_drop_below) never drops a
- * row whose lower bound (quant_bound_dot, as the scan's judgement computes it) is not above the
- * threshold, on real quantizers' weights and rows, at the edges of its reasoning and on
- * adversarial thresholds; and it drops most rows of a clustered scan, so it is not idle.
+/* test_quant_bound.c: the exact scan's shortcut (quant_bound_drop_set, quant_bound_drops) never
+ * passes a row whose lower bound (quant_bound_row, as the scan's judgement computes it) is not
+ * above the threshold, for every metric, on real quantizers' weights and rows, at the edges of
+ * its reasoning and on adversarial thresholds; and it passes most rows of a clustered scan, so
+ * it is not idle.
  * Relies on cmocka, vector/quant.h and the quantizer's internal headers. */
 /* cmocka.h needs these four first. */
 // clang-format off
@@ -81,42 +82,55 @@ static void weigh(fixture_t *f, const float *query, vec_metric_t m)
     f->e_in = 0.5 * sqrt(s2);
 }
 
-/* Every sum below the shortcut's threshold, with any e_r up to e_in, has a lower bound above t:
- * the sums just below it, a spread far below, and the extremes of int32. */
-static void assert_sound(const quant_bound_t *b, double e_in, double t, int32_t r, uint64_t *s)
+static double lower(const quant_bound_t *b, int32_t sum, float e, float r)
 {
-    if (r == INT32_MIN)
-        return;
+    double lo, hi;
+    quant_bound_row(b, sum, e, &r, &lo, &hi);
+    return lo;
+}
+
+/* Every row the test passes, with any e_r up to e_in, has a lower bound above t: sums just
+ * below and above where the test turns (for dot and cosine its threshold, for L2 the sum where
+ * it turns at this r_r), a spread far from it, and the extremes of int32. */
+static void assert_sound(const quant_bound_t *b, const quant_drop_t *d, double e_in, double t,
+                         float r, uint64_t *s)
+{
+    double turn = d->kind == 1   ? (double)d->below
+                  : d->kind == 2 ? ((double)r * d->cr - d->k) / (d->sig2 + d->sig2e)
+                                 : 0;
     const float es[] = {0.0f, (float)(e_in * 0.5), nextafterf((float)e_in, 0.0f)};
-    for (int k = 0; k < 260; k++) {
-        int64_t v = k < 60    ? (int64_t)r - 1 - k
-                    : k < 250 ? (int64_t)r - 1 - (int64_t)(rng_next(s) % (1ull << (k % 31)))
-                    : k < 255 ? INT32_MIN + (k - 250)
-                              : (int64_t)r - 1 - (int64_t)(rng_next(s) % 1000000007ull);
-        if (v >= r || v < INT32_MIN)
+    for (int k = 0; k < 320; k++) {
+        double v = k < 60    ? floor(turn) - 30 + k
+                   : k < 250 ? floor(turn) - (double)(rng_next(s) % (1ull << (k % 31)))
+                   : k < 255 ? (double)INT32_MIN + (k - 250)
+                   : k < 260 ? (double)INT32_MAX - (k - 255)
+                             : floor(turn) + (double)(rng_next(s) % (1ull << (k % 31)));
+        if (!(v >= INT32_MIN && v <= INT32_MAX))
+            continue;
+        int32_t sum = (int32_t)v;
+        if (!quant_bound_drops(d, sum, r))
             continue;
         for (size_t i = 0; i < 3; i++) {
-            double lo, hi;
             if (!((double)es[i] <= e_in))
                 continue;
-            quant_bound_dot(b, (int32_t)v, es[i], &lo, &hi);
+            double lo = lower(b, sum, es[i], r);
             if (!(lo > t))
-                fail_msg("sum %lld below %d with e %g: lo %.17g not above t %.17g", (long long)v,
-                         r, (double)es[i], lo, t);
+                fail_msg("metric %d: sum %d r %g e %g passes, but lo %.17g is not above t %.17g",
+                         (int)b->m, sum, (double)r, (double)es[i], lo, t);
         }
     }
 }
 
-/* On real weights and rows: dot and cosine, 64 and 384 dimensions, thresholds from the rows'
- * own bounds (the k-th smallest upper bound of the first k rows a scan sees, the quartiles of
- * the lower bounds). Every row the shortcut drops has its bound above t, and against the 10th
- * smallest upper bound of all rows it drops at least half of them. */
-static void test_drop_below_is_sound_on_real_rows(void **state)
+/* On real weights and rows: every metric, 64 and 384 dimensions, thresholds from the rows' own
+ * bounds (the k-th smallest upper bound of the first k rows a scan sees, the quartiles of the
+ * lower bounds). Every row the test passes has its bound above t, and against the 10th
+ * smallest upper bound of all rows it passes at least half of them. */
+static void test_drop_is_sound_on_real_rows(void **state)
 {
     (void)state;
     uint64_t s = 4242;
     const uint32_t dims[] = {64, 384}, n = 1500, nq = 4;
-    for (int m = VEC_METRIC_COSINE; m <= VEC_METRIC_DOT; m++)
+    for (int m = 0; m <= VEC_METRIC_L2; m++)
         for (size_t di = 0; di < 2; di++) {
             uint32_t dim = dims[di];
             float *x = clustered_rows(n + nq, dim, (vec_metric_t)m, &s);
@@ -128,15 +142,16 @@ static void test_drop_below_is_sound_on_real_rows(void **state)
             f.w = cdn_aligned_alloc(64, f.q->stride * sizeof(int16_t));
             double *lo = malloc(n * sizeof(double)), *hi = malloc(n * sizeof(double));
             int32_t *sum = malloc(n * sizeof(int32_t));
-            float *e = malloc(n * sizeof(float));
-            assert_true(f.w && lo && hi && sum && e);
+            float *e = malloc(n * sizeof(float)), *rr = malloc(n * sizeof(float));
+            assert_true(f.w && lo && hi && sum && e && rr);
             quant_snap_t r = quant_snap(f.q);
             for (uint32_t qi = 0; qi < nq; qi++) {
                 weigh(&f, x + (size_t)(n + qi) * dim, (vec_metric_t)m);
                 for (uint32_t i = 0; i < n; i++) {
                     assert_int_equal(quant_code_dot(f.q, VEC_ISA_SCALAR, f.w, i, &sum[i]), 0);
                     e[i] = *quant_row_err(&r, i);
-                    quant_bound_dot(&f.b, sum[i], e[i], &lo[i], &hi[i]);
+                    rr[i] = *quant_row_r(&r, i);
+                    quant_bound_row(&f.b, sum[i], e[i], &rr[i], &lo[i], &hi[i]);
                 }
                 double sorted[1500];
                 memcpy(sorted, hi, n * sizeof(double));
@@ -150,11 +165,14 @@ static void test_drop_below_is_sound_on_real_rows(void **state)
                 const double ts[] = {sorted[9], first10[9], lq[n / 4], lq[n / 2], lq[3 * n / 4]};
                 for (size_t ti = 0; ti < 5; ti++) {
                     double t = ts[ti];
-                    int32_t thr = quant_bound_drop_below(&f.b, f.e_in, t);
-                    assert_sound(&f.b, f.e_in, t, thr, &s);
+                    quant_drop_t d;
+                    quant_bound_drop_set(&d, &f.b, f.e_in, t);
+                    assert_int_equal(d.kind, m == VEC_METRIC_L2 ? 2 : 1);
+                    for (uint32_t i = 0; i < n; i += 97)
+                        assert_sound(&f.b, &d, f.e_in, t, rr[i], &s);
                     uint32_t dropped = 0;
                     for (uint32_t i = 0; i < n; i++)
-                        if (sum[i] < thr && e[i] <= f.e_in) {
+                        if (e[i] <= f.e_in && quant_bound_drops(&d, sum[i], rr[i])) {
                             dropped++;
                             assert_true(lo[i] > t);
                         }
@@ -167,17 +185,18 @@ static void test_drop_below_is_sound_on_real_rows(void **state)
             free(hi);
             free(sum);
             free(e);
+            free(rr);
             cdn_free(f.w);
             quant_free(f.q);
             free(x);
         }
 }
 
-/* Where the reasoning does not apply, nothing is dropped: L2, a zero scale (a zero query),
- * non-finite or huge thresholds, an unknown e_max; a threshold below every bound drops every
- * sum (and soundly); thresholds swept across the bounds' range stay sound on made-up weights
- * with tiny and large scales. */
-static void test_drop_below_edges(void **state)
+/* Where the reasoning does not apply, nothing passes: a zero or huge scale for dot and cosine,
+ * non-finite or huge thresholds, a negative one for L2, an unknown e_max; a non-finite r_r
+ * never passes; a threshold below every bound passes every sum (and soundly); thresholds swept
+ * across the bounds' range stay sound on made-up weights with tiny and large scales. */
+static void test_drop_edges(void **state)
 {
     (void)state;
     uint64_t s = 99;
@@ -187,32 +206,52 @@ static void test_drop_below_edges(void **state)
                        .qn = 1.0,
                        .c0 = 0.25,
                        .pmag = 3.0,
+                       .qq = 2.0,
                        .eps = 2.0 * 392.0 * QUANT_U,
                        .epsd = 392.0 * 0x1p-50,
                        .tiny = 392.0 * 0x1p-140};
     const double e_in = 0.01;
-    quant_bound_t l2 = b;
-    l2.m = VEC_METRIC_L2;
-    assert_int_equal(quant_bound_drop_below(&l2, e_in, 0.5), INT32_MIN);
-    quant_bound_t zero = b;
+    quant_drop_t d;
+    quant_bound_t zero = b, huge = b, l2 = b;
     zero.sigma = 0;
-    assert_int_equal(quant_bound_drop_below(&zero, e_in, 0.5), INT32_MIN);
-    const double bad_t[] = {INFINITY, -INFINITY, NAN, 1e300, -1e300};
-    for (size_t i = 0; i < 5; i++)
-        assert_int_equal(quant_bound_drop_below(&b, e_in, bad_t[i]), INT32_MIN);
-    assert_int_equal(quant_bound_drop_below(&b, INFINITY, 0.5), INT32_MIN);
-    assert_int_equal(quant_bound_drop_below(&b, NAN, 0.5), INT32_MIN);
-    assert_int_equal(quant_bound_drop_below(&b, -1.0, 0.5), INT32_MIN);
-    /* far below every bound: every int32 sum is dropped, and each one soundly */
-    assert_int_equal(quant_bound_drop_below(&b, e_in, -1e30), INT32_MAX);
-    assert_sound(&b, e_in, -1e30, INT32_MAX, &s);
-    /* a scale so large that mag could near FLT_MAX: nothing dropped */
-    quant_bound_t huge = b;
     huge.sigma = 1e30;
-    assert_int_equal(quant_bound_drop_below(&huge, e_in, 0.5), INT32_MIN);
-    /* sweeps, both metrics, scales from tiny to large */
+    l2.m = VEC_METRIC_L2;
+    quant_bound_drop_set(&d, &zero, e_in, 0.5);
+    assert_int_equal(d.kind, 0);
+    quant_bound_drop_set(&d, &huge, e_in, 0.5);
+    assert_int_equal(d.kind, 0);
+    quant_bound_drop_set(&d, &l2, e_in, -0.5);
+    assert_int_equal(d.kind, 0);
+    const double bad_t[] = {INFINITY, -INFINITY, NAN, 1e300, -1e300};
+    for (int m = 0; m <= VEC_METRIC_L2; m++) {
+        quant_bound_t c = b;
+        c.m = (vec_metric_t)m;
+        for (size_t i = 0; i < 5; i++) {
+            quant_bound_drop_set(&d, &c, e_in, bad_t[i]);
+            assert_int_equal(d.kind, 0);
+            assert_false(quant_bound_drops(&d, INT32_MIN, 1.0f));
+        }
+        const double bad_e[] = {INFINITY, NAN, -1.0};
+        for (size_t i = 0; i < 3; i++) {
+            quant_bound_drop_set(&d, &c, bad_e[i], 0.5);
+            assert_int_equal(d.kind, 0);
+        }
+    }
+    /* L2: a non-finite r_r is never passed, whatever the sum */
+    quant_bound_drop_set(&d, &l2, e_in, 0.5);
+    assert_int_equal(d.kind, 2);
+    assert_true(quant_bound_drops(&d, INT32_MIN, 100.0f));
+    assert_false(quant_bound_drops(&d, INT32_MIN, INFINITY));
+    assert_false(quant_bound_drops(&d, INT32_MIN, NAN));
+    /* dot: far below every bound, every int32 sum passes, each one soundly */
+    quant_bound_drop_set(&d, &b, e_in, -1e30);
+    assert_int_equal(d.kind, 1);
+    assert_int_equal(d.below, INT32_MAX);
+    assert_sound(&b, &d, e_in, -1e30, 0.0f, &s);
+    /* sweeps, every metric, scales from tiny to large, r_r from zero to large */
     const double sigmas[] = {1e-12, 1e-6, 1e-3, 1.0, 1e6};
-    for (int m = VEC_METRIC_COSINE; m <= VEC_METRIC_DOT; m++)
+    const float rs[] = {0.0f, 1e-3f, 1.0f, 2.5f, 1e6f};
+    for (int m = 0; m <= VEC_METRIC_L2; m++)
         for (size_t si = 0; si < 5; si++) {
             quant_bound_t c = b;
             c.m = (vec_metric_t)m;
@@ -220,9 +259,10 @@ static void test_drop_below_edges(void **state)
             int live = 0;
             for (int k = -40; k <= 40; k++) {
                 double t = k * (k % 2 ? 0.37 : 1e3) * (1 + rng_uniform(&s) * 0.01);
-                int32_t r = quant_bound_drop_below(&c, e_in, t);
-                assert_sound(&c, e_in, t, r, &s);
-                live += r != INT32_MIN;
+                quant_bound_drop_set(&d, &c, e_in, t);
+                for (size_t ri = 0; ri < 5; ri++)
+                    assert_sound(&c, &d, e_in, t, rs[ri], &s);
+                live += d.kind != 0;
             }
             assert_true(live > 0);
         }
@@ -231,8 +271,8 @@ static void test_drop_below_edges(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_drop_below_is_sound_on_real_rows),
-        cmocka_unit_test(test_drop_below_edges),
+        cmocka_unit_test(test_drop_is_sound_on_real_rows),
+        cmocka_unit_test(test_drop_edges),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

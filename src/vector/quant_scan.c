@@ -147,7 +147,7 @@ static void take_peer_t(qscan_t *c)
 
 /* The 8-bit stage for ids[0..n) (all encoded slots, < r.count): the 4-row kernel (the last
  * group padded with repeats); rows never encoded (e_r = +inf, codes zero) become candidates,
- * the others go to judge_row. */
+ * rows the shortcut passes are dropped, the others go to judge_row. */
 static int code_pass(qscan_t *c, const uint32_t *ids, size_t n)
 {
     const quant_t *q = c->q;

@@ -129,7 +129,8 @@ static void test_drop_is_sound_on_real_rows(void **state)
 {
     (void)state;
     uint64_t s = 4242;
-    const uint32_t dims[] = {64, 384}, n = 1500, nq = 4;
+    enum { N = 1500 }; /* rows */
+    const uint32_t dims[] = {64, 384}, n = N, nq = 4;
     for (int m = 0; m <= VEC_METRIC_L2; m++)
         for (size_t di = 0; di < 2; di++) {
             uint32_t dim = dims[di];
@@ -153,13 +154,13 @@ static void test_drop_is_sound_on_real_rows(void **state)
                     rr[i] = *quant_row_r(&r, i);
                     quant_bound_row(&f.b, sum[i], e[i], &rr[i], &lo[i], &hi[i]);
                 }
-                double sorted[1500];
+                double sorted[N];
                 memcpy(sorted, hi, n * sizeof(double));
                 qsort(sorted, n, sizeof(double), cmp_double);
                 double first10[10];
                 memcpy(first10, hi, sizeof first10);
                 qsort(first10, 10, sizeof(double), cmp_double);
-                double lq[1500];
+                double lq[N];
                 memcpy(lq, lo, n * sizeof(double));
                 qsort(lq, n, sizeof(double), cmp_double);
                 const double ts[] = {sorted[9], first10[9], lq[n / 4], lq[n / 2], lq[3 * n / 4]};

@@ -132,11 +132,12 @@ static inline void quant_bound_drop_set(quant_drop_t *d, const quant_bound_t *b,
     }
     if (!(b->sigma > 0))
         return;
-    double mag = b->pmag + b->qn * e_max + fabs(b->c0) + 1.0 + b->dw + b->sigma * 0x1p31;
-    if (!(mag < FLT_MAX / 8))
+    /* quant_bound_dot's mag without its |sum| term, at e_max; with the largest |sum| it must
+     * stay far from FLT_MAX */
+    double mag0 = b->pmag + b->qn * e_max + fabs(b->c0) + 1.0 + b->dw;
+    if (!(mag0 + b->sigma * 0x1p31 < FLT_MAX / 8))
         return;
-    double a = b->dw + b->qn * e_max * (1 + b->eps) +
-               b->eps * (b->pmag + b->qn * e_max + fabs(b->c0) + 1.0 + b->dw) + 2 * b->tiny;
+    double a = b->dw + b->qn * e_max * (1 + b->eps) + b->eps * mag0 + 2 * b->tiny;
     double x = (b->m == VEC_METRIC_COSINE ? 1.0 : 0.0) - b->c0 - a - t - 1e-9 * (1 + fabs(t));
     /* sigma s (1 + eps) < x for s >= 0, sigma s (1 - eps) < x for s < 0 */
     double root = x >= 0 ? x / (b->sigma * (1 + b->eps)) : x / (b->sigma * (1 - b->eps));

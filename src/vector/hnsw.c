@@ -144,26 +144,6 @@ static int ensure_span(hnsw_t *h, uint32_t id)
 
 /* ---------- construction helpers ---------- */
 
-/* The distance between two rows through a scorer's source. */
-static float pair_dist(const hnsw_t *h, const hnsw_scorer_t *s, uint32_t a, uint32_t b)
-{
-    if (s->i8)
-        return s->idist(hnsw_i8_row(s, a), hnsw_i8_row(s, b), s->i8_stride, s->i8_unit);
-    if (s->bf)
-        return s->bdist(hnsw_bf_row(s, a), hnsw_bf_row(s, b), s->bf_stride);
-    return h->dist(vec_row(s->view, a), vec_row(s->view, b), h->dim);
-}
-
-/* The scorer for row id as the query, from the same source as `base`. */
-static hnsw_scorer_t scorer_for(const hnsw_scorer_t *base, uint32_t id)
-{
-    hnsw_scorer_t s = *base;
-    s.q = vec_row(s.view, id);
-    s.qi = s.i8 ? hnsw_i8_row(&s, id) : NULL;
-    s.qb = s.bf ? hnsw_bf_row(&s, id) : NULL;
-    return s;
-}
-
 /* The level of a node: -ln(U) * mL with U drawn from splitmix64(seed, id), so the graph's
  * shape does not depend on which thread inserted what first. */
 static uint32_t level_for(const hnsw_t *h, uint32_t id)
@@ -192,7 +172,7 @@ static uint32_t select_diverse(const hnsw_t *h, const hnsw_scorer_t *s, hnsw_hit
     for (uint32_t i = 0; i < n && kept < max; i++) {
         int good = 1;
         for (uint32_t j = 0; j < kept && good; j++)
-            if (pair_dist(h, s, cand[i].id, cand[j].id) < cand[i].dist)
+            if (hnsw_pair_dist(h, s, cand[i].id, cand[j].id) < cand[i].dist)
                 good = 0;
         if (good)
             cand[kept++] = cand[i];
@@ -221,7 +201,7 @@ static void link_back(hnsw_t *h, const hnsw_scorer_t *src, uint32_t s, uint32_t 
         goto out;
     }
     float d[2 * HNSW_M_MAX + 1];
-    hnsw_scorer_t ss = scorer_for(src, s);
+    hnsw_scorer_t ss = hnsw_scorer_for(src, s);
     hnsw_score_src(h, &ss, ids, n + 1, d);
     /* Live members first, deleted ones after (each part nearest first): a deleted member only
      * keeps its place while the live ones leave room. Chosen together, a deleted node near the
@@ -346,8 +326,8 @@ static int widen(hnsw_t *h, const hnsw_scorer_t *src, const hnsw_scorer_t *sq, u
 static int insert_levels(hnsw_t *h, const hnsw_scorer_t *src, uint32_t id, uint32_t level,
                          uint32_t top, uint32_t ep, insert_ctx_t *c)
 {
-    hnsw_scorer_t sq = scorer_for(src, id);
-    float ep_dist = pair_dist(h, src, id, ep);
+    hnsw_scorer_t sq = hnsw_scorer_for(src, id);
+    float ep_dist = hnsw_pair_dist(h, src, id, ep);
     uint64_t nd = 0;
     if (top > level)
         hnsw_descend_src(h, &sq, top, level, &ep, &ep_dist, &nd);
@@ -411,9 +391,9 @@ static int link_in_one(hnsw_t *h, const hnsw_scorer_t *src, uint32_t id, insert_
     uint64_t e = atomic_load(&h->entry);
     if (e == HNSW_NO_ENTRY || (uint32_t)e == id)
         return CDN_OK;
-    hnsw_scorer_t sq = scorer_for(src, id);
+    hnsw_scorer_t sq = hnsw_scorer_for(src, id);
     uint32_t ep = (uint32_t)e, top = (uint32_t)(e >> 32);
-    float ep_dist = pair_dist(h, src, id, ep);
+    float ep_dist = hnsw_pair_dist(h, src, id, ep);
     uint64_t nd = 0;
     if (top > 0)
         hnsw_descend_src(h, &sq, top, 0, &ep, &ep_dist, &nd);
@@ -633,7 +613,26 @@ static int build_run(hnsw_t *h, const vec_view_t *view, const uint32_t *ids, siz
         use_i8(&j.src, h->metric, kept->rows, kept->stride, kept->map);
     else if (make_copy(&j, prec))
         return CDN_ERR_NOMEM;
-    hnsw_run_threads(threads, build_worker, &j);
+    /* A large batch goes in chunk by chunk, each grouped by region (hnsw_order.c); without
+     * memory for that it goes in as given. */
+    uint32_t *order = n >= HNSW_ORDER_MIN_BATCH ? cdn_malloc(n * sizeof(uint32_t)) : NULL;
+    hnsw_order_t *centres = NULL;
+    if (order) {
+        memcpy(order, ids, n * sizeof(uint32_t));
+        (void)hnsw_order_create(h, view, ids, n, threads, &centres);
+    }
+    size_t chunk = order ? HNSW_ORDER_CHUNK : n;
+    for (size_t at = 0; at < n && atomic_load(&j.first_err) == 0; at += chunk) {
+        size_t len = n - at < chunk ? n - at : chunk;
+        j.ids = order ? order + at : ids + at;
+        j.n = len;
+        atomic_store(&j.next, 0);
+        if (centres && atomic_load(&h->n_nodes) >= len)
+            (void)hnsw_order_chunk(centres, view, order + at, len, threads);
+        hnsw_run_threads(threads, build_worker, &j);
+    }
+    hnsw_order_free(centres);
+    cdn_free(order);
     if (!kept) {
         cdn_free((void *)j.src.i8);
         cdn_free((void *)j.src.bf);

@@ -216,6 +216,12 @@ static inline const uint16_t *hnsw_bf_row(const hnsw_scorer_t *s, uint32_t id)
 void hnsw_score_src(const hnsw_t *h, const hnsw_scorer_t *s, const uint32_t *ids, uint32_t n,
                     float *out);
 
+/* The distance between stored rows a and b through a scorer's source. */
+float hnsw_pair_dist(const hnsw_t *h, const hnsw_scorer_t *s, uint32_t a, uint32_t b);
+
+/* The scorer for stored row id as the query, from the same source as `base`. */
+hnsw_scorer_t hnsw_scorer_for(const hnsw_scorer_t *base, uint32_t id);
+
 static inline void hnsw_prefetch_src(const hnsw_scorer_t *s, uint32_t id)
 {
     if (s->codes) {
@@ -247,6 +253,34 @@ void hnsw_descend_src(hnsw_t *h, const hnsw_scorer_t *s, uint32_t top, uint32_t 
  * ones included. `out` is cleared and filled (a max-heap). Returns 0 or CDN_ERR_NOMEM. */
 int hnsw_search_layer_build(hnsw_t *h, const hnsw_scorer_t *s, uint32_t level,
                             const hnsw_hit_t *eps, uint32_t n_eps, uint32_t ef, hnsw_heap_t *out);
+
+/* The order in which a large batch is inserted (hnsw_order.c): HNSW_ORDER_CENTRES centres of
+ * the batch's rows (HNSW_ORDER_ROUNDS rounds of k-means over HNSW_ORDER_SAMPLE of them), then
+ * each chunk grouped by nearest centre, the groups along a chain of near centres, so that rows
+ * near each other go in one after another. hnsw_build inserts batches of HNSW_ORDER_MIN_BATCH
+ * rows or more in chunks of HNSW_ORDER_CHUNK, each grouped so once the graph holds as many
+ * nodes as the chunk has rows (into a smaller graph, rows sorted by region would link mostly
+ * among themselves). */
+#define HNSW_ORDER_CENTRES 256u
+#define HNSW_ORDER_SAMPLE 8192u
+#define HNSW_ORDER_ROUNDS 4u
+#define HNSW_ORDER_MIN_BATCH 32768u
+#define HNSW_ORDER_CHUNK 65536u
+typedef struct hnsw_order hnsw_order_t;
+
+/* Centres for the rows ids[0..n) of view under h's metric (cosine: cosine; otherwise L2),
+ * computed on `threads` threads (as hnsw_run_threads). *out is NULL (and 0 returned) when the
+ * batch has fewer than 4 rows a centre. Returns 0 or CDN_ERR_NOMEM. The caller frees *out with
+ * hnsw_order_free. */
+int hnsw_order_create(const hnsw_t *h, const vec_view_t *view, const uint32_t *ids, size_t n,
+                      unsigned threads, hnsw_order_t **out);
+void hnsw_order_free(hnsw_order_t *o);
+
+/* Sorts ids[0..n) by the chain position of each row's nearest centre, stably, on `threads`
+ * threads. o NULL: leaves them. Reads only the rows of view, not the graph. Returns 0 or
+ * CDN_ERR_NOMEM (ids unchanged). */
+int hnsw_order_chunk(const hnsw_order_t *o, const vec_view_t *view, uint32_t *ids, size_t n,
+                     unsigned threads);
 
 /* Links live nodes in again at level 0 (hnsw_repair.c: nodes the deletes around them left with
  * few in-links, which searches then hardly reach): takes ids[i] for the next i of *next (shared

@@ -52,6 +52,7 @@ int hnsw_create(hnsw_params_t p, vec_metric_t metric, uint32_t dim, hnsw_t **out
         atomic_init(&h->seq[i], 0);
     pthread_mutex_init(&h->top_lock, NULL);
     pthread_mutex_init(&h->pool_lock, NULL);
+    pthread_mutex_init(&h->order_lock, NULL);
     atomic_init(&h->entry, HNSW_NO_ENTRY);
     atomic_init(&h->n_nodes, 0);
     atomic_init(&h->n_deleted, 0);
@@ -88,6 +89,8 @@ void hnsw_free(hnsw_t *h)
         pthread_mutex_destroy(&h->stripes[i]);
     pthread_mutex_destroy(&h->top_lock);
     pthread_mutex_destroy(&h->pool_lock);
+    pthread_mutex_destroy(&h->order_lock);
+    hnsw_order_free(h->order);
     pthread_rwlock_destroy(&h->grow_lock);
     pthread_rwlock_destroy(&h->write_gate);
     cdn_free(h);
@@ -619,7 +622,7 @@ static int build_run(hnsw_t *h, const vec_view_t *view, const uint32_t *ids, siz
     hnsw_order_t *centres = NULL;
     if (order) {
         memcpy(order, ids, n * sizeof(uint32_t));
-        (void)hnsw_order_create(h, view, ids, n, threads, &centres);
+        (void)hnsw_order_for_batch(h, view, ids, n, threads, &centres);
     }
     size_t chunk = order ? HNSW_ORDER_CHUNK : n;
     for (size_t at = 0; at < n && atomic_load(&j.first_err) == 0; at += chunk) {

@@ -78,6 +78,12 @@ struct hnsw {
 
     pthread_mutex_t pool_lock;
     hnsw_visited_t *pool;
+
+    /* The centres large batches are grouped by (hnsw_order.c), kept for the batches after the
+     * one they were computed from until the graph has doubled; under order_lock. */
+    pthread_mutex_t order_lock;
+    struct hnsw_order *order;
+    uint32_t order_nodes; /* nodes when they were computed */
 };
 
 /* A bounded binary max-heap of hits (by dist). A min-heap stores negated distances. */
@@ -264,7 +270,7 @@ int hnsw_search_layer_build(hnsw_t *h, const hnsw_scorer_t *s, uint32_t level,
 #define HNSW_ORDER_CENTRES 256u
 #define HNSW_ORDER_SAMPLE 8192u
 #define HNSW_ORDER_ROUNDS 4u
-#define HNSW_ORDER_MIN_BATCH 32768u
+#define HNSW_ORDER_MIN_BATCH 8192u
 #define HNSW_ORDER_CHUNK 65536u
 typedef struct hnsw_order hnsw_order_t;
 
@@ -274,7 +280,15 @@ typedef struct hnsw_order hnsw_order_t;
  * hnsw_order_free. */
 int hnsw_order_create(const hnsw_t *h, const vec_view_t *view, const uint32_t *ids, size_t n,
                       unsigned threads, hnsw_order_t **out);
+/* A copy of o (NULL for NULL) into *out; returns 0 or CDN_ERR_NOMEM. */
+int hnsw_order_copy(const hnsw_order_t *o, hnsw_order_t **out);
 void hnsw_order_free(hnsw_order_t *o);
+
+/* The centres for a batch ids[0..n) about to go into h: h's kept ones, computed again from
+ * this batch first when there are none or the graph has doubled since (and the batch has the
+ * rows for it). *out is a copy the caller frees with hnsw_order_free, or NULL. */
+int hnsw_order_for_batch(hnsw_t *h, const vec_view_t *view, const uint32_t *ids, size_t n,
+                         unsigned threads, hnsw_order_t **out);
 
 /* Sorts ids[0..n) by the chain position of each row's nearest centre, stably, on `threads`
  * threads. o NULL: leaves them. Reads only the rows of view, not the graph. Returns 0 or

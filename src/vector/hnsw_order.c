@@ -4,12 +4,13 @@
  * An insert's construction search reads a few thousand rows and their lists at random. At a
  * million rows of 384 values (384 MB of 8-bit rows, 132 MB of lists) few of them are in any
  * cache, and the build waits on memory. Rows near each other search the same region, so when
- * they go in one after the other each finds much of what it reads still in cache. So the
- * batch's rows are clustered first (a few rounds of k-means on a sample of them), and each
- * chunk of the batch is grouped by nearest centre before it goes in, the groups taken along a
- * chain of centres that steps from each to the nearest one not yet taken. Chunks keep the
- * batch's order between them, so every region grows a little in every chunk rather than one
- * region being filled at once (a 200k build sorted whole by a hash of its rows lost recall).
+ * they go in one after the other each finds much of what it reads still in cache. So rows are
+ * clustered (a few rounds of k-means on a sample of a batch; the index keeps the centres for
+ * the batches after until it has doubled), and each chunk of a batch is grouped by nearest
+ * centre before it goes in, the groups taken along a chain of centres that steps from each to
+ * the nearest one not yet taken. Chunks keep the batch's order between them, so every region
+ * grows a little in every chunk rather than one region being filled at once (a 200k build
+ * sorted whole by a hash of its rows lost recall).
  *
  * Groups must be small: their rows' neighbourhoods have to fit in cache together. On 300k
  * generated topics, 16 or 32 centres bought nothing and 64 to 256 cut the build by 10 - 30%; at
@@ -259,4 +260,47 @@ int hnsw_order_chunk(const hnsw_order_t *o, const vec_view_t *view, uint32_t *id
     cdn_free(sorted);
     cdn_free(start);
     return CDN_OK;
+}
+
+int hnsw_order_copy(const hnsw_order_t *o, hnsw_order_t **out)
+{
+    *out = NULL;
+    if (!o)
+        return CDN_OK;
+    hnsw_order_t *c = cdn_malloc(sizeof(*c));
+    float *centres = cdn_malloc((size_t)o->k * o->dim * sizeof(float));
+    float *bias = cdn_malloc(o->k * sizeof(float));
+    if (!c || !centres || !bias) {
+        cdn_free(c);
+        cdn_free(centres);
+        cdn_free(bias);
+        return CDN_ERR_NOMEM;
+    }
+    *c = *o;
+    c->centres = memcpy(centres, o->centres, (size_t)o->k * o->dim * sizeof(float));
+    c->bias = memcpy(bias, o->bias, o->k * sizeof(float));
+    *out = c;
+    return CDN_OK;
+}
+
+int hnsw_order_for_batch(hnsw_t *h, const vec_view_t *view, const uint32_t *ids, size_t n,
+                         unsigned threads, hnsw_order_t **out)
+{
+    *out = NULL;
+    pthread_mutex_lock(&h->order_lock);
+    uint32_t nodes = atomic_load(&h->n_nodes);
+    int rc = CDN_OK;
+    if (!h->order || nodes >= 2 * (uint64_t)h->order_nodes) {
+        hnsw_order_t *fresh = NULL;
+        rc = hnsw_order_create(h, view, ids, n, threads, &fresh);
+        if (fresh) { /* too small a batch keeps the old ones */
+            hnsw_order_free(h->order);
+            h->order = fresh;
+            h->order_nodes = nodes > n ? nodes : (uint32_t)n;
+        }
+    }
+    if (rc == CDN_OK)
+        rc = hnsw_order_copy(h->order, out);
+    pthread_mutex_unlock(&h->order_lock);
+    return rc;
 }

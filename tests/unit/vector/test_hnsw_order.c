@@ -12,6 +12,7 @@
 // clang-format on
 
 #include <stdlib.h>
+#include <string.h>
 
 #include "base/err.h"
 #include "unit/vector/hnsw_testutil.h"
@@ -26,15 +27,29 @@ static int cmp_u32(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
-/* A graph of rows [0, n) of v, built by `threads` threads. */
-static hnsw_t *graph_of(const vec_view_t *v, uint32_t n, unsigned threads, hnsw_params_t p)
+/* 0, 1, ... n - 1; caller frees. */
+static uint32_t *identity(uint32_t n)
 {
-    hnsw_t *h;
-    assert_int_equal(hnsw_create(p, VEC_METRIC_COSINE, v->dim, &h), 0);
     uint32_t *ids = malloc(sizeof(uint32_t) * n);
     assert_non_null(ids);
     for (uint32_t i = 0; i < n; i++)
         ids[i] = i;
+    return ids;
+}
+
+/* An empty cosine graph of dim dimensions with params p. */
+static hnsw_t *empty_graph(uint32_t dim, hnsw_params_t p)
+{
+    hnsw_t *h;
+    assert_int_equal(hnsw_create(p, VEC_METRIC_COSINE, dim, &h), 0);
+    return h;
+}
+
+/* A graph of rows [0, n) of v, built by `threads` threads. */
+static hnsw_t *graph_of(const vec_view_t *v, uint32_t n, unsigned threads, hnsw_params_t p)
+{
+    hnsw_t *h = empty_graph(v->dim, p);
+    uint32_t *ids = identity(n);
     assert_int_equal(hnsw_build_ex(h, v, ids, n, threads, HNSW_BUILD_FLOAT), 0);
     free(ids);
     return h;
@@ -61,12 +76,8 @@ static void test_a_chunk_is_grouped_by_region_and_keeps_every_id(void **state)
     float *data = tu_clustered(ROWS, D, CLUSTERS, 0.5f, 21, 1, cluster_of);
     assert_non_null(data);
     vec_view_t v = {data, D, D, ROWS};
-    hnsw_t *h;
-    assert_int_equal(hnsw_create(hnsw_params_default(), VEC_METRIC_COSINE, D, &h), 0);
-    uint32_t *all = malloc(sizeof(uint32_t) * ROWS);
-    assert_non_null(all);
-    for (uint32_t i = 0; i < ROWS; i++)
-        all[i] = i;
+    hnsw_t *h = empty_graph(D, hnsw_params_default());
+    uint32_t *all = identity(ROWS);
     hnsw_order_t *o;
     assert_int_equal(hnsw_order_create(h, &v, all, ROWS, 2, &o), CDN_OK);
     assert_non_null(o);
@@ -96,11 +107,10 @@ static void test_a_small_batch_keeps_the_order_as_given(void **state)
     float *data = tu_clustered(ROWS, D, CLUSTERS, 0.5f, 22, 1, NULL);
     assert_non_null(data);
     vec_view_t v = {data, D, D, ROWS};
-    hnsw_t *h;
-    assert_int_equal(hnsw_create(hnsw_params_default(), VEC_METRIC_COSINE, D, &h), 0);
+    hnsw_t *h = empty_graph(D, hnsw_params_default());
     uint32_t ids[ROWS];
     for (uint32_t i = 0; i < ROWS; i++)
-        ids[i] = ROWS - 1 - i; /* descending: any sort would change it */
+        ids[i] = ROWS - 1 - i;              /* descending: any sort would change it */
     hnsw_order_t *o = (hnsw_order_t *)&ids; /* must be overwritten */
     assert_int_equal(hnsw_order_create(h, &v, ids, ROWS, 2, &o), CDN_OK);
     assert_null(o);
@@ -108,6 +118,47 @@ static void test_a_small_batch_keeps_the_order_as_given(void **state)
     for (uint32_t i = 0; i < ROWS; i++)
         assert_int_equal(ids[i], ROWS - 1 - i);
     hnsw_free(h);
+    free(data);
+}
+
+/* The centres are computed from the first large batch and kept for the batches after it until
+ * the graph has doubled: then computed again from the batch at hand. What a batch gets is a
+ * copy that groups a chunk exactly as the kept centres do. */
+static void test_centres_are_kept_until_the_graph_doubles(void **state)
+{
+    (void)state;
+    enum { STEP = 10000, ROWS = 3 * STEP };
+    float *data = tu_clustered(ROWS, D, CLUSTERS, 0.5f, 26, 1, NULL);
+    assert_non_null(data);
+    vec_view_t v = {data, D, D, ROWS};
+    hnsw_t *h = empty_graph(D, hnsw_params_default());
+    uint32_t *ids = identity(ROWS);
+
+    hnsw_order_t *copy;
+    assert_int_equal(hnsw_order_for_batch(h, &v, ids, STEP, 2, &copy), CDN_OK);
+    assert_true(copy && h->order && copy != h->order);
+    assert_int_equal(h->order_nodes, STEP); /* an empty graph: counted as the batch */
+    hnsw_order_t *kept = h->order;
+    uint32_t a[STEP], b[STEP];
+    memcpy(a, ids + STEP, sizeof a);
+    memcpy(b, ids + STEP, sizeof b);
+    assert_int_equal(hnsw_order_chunk(copy, &v, a, STEP, 2), CDN_OK);
+    assert_int_equal(hnsw_order_chunk(h->order, &v, b, STEP, 1), CDN_OK);
+    assert_memory_equal(a, b, sizeof a);
+    hnsw_order_free(copy);
+
+    /* 10,000 nodes, then 20,000: kept at the first, computed again at the second. */
+    assert_int_equal(hnsw_build_ex(h, &v, ids, STEP, 2, HNSW_BUILD_FLOAT), 0);
+    assert_int_equal(hnsw_order_for_batch(h, &v, ids + STEP, STEP, 2, &copy), CDN_OK);
+    assert_true(copy && h->order == kept && h->order_nodes == STEP);
+    hnsw_order_free(copy);
+    assert_int_equal(hnsw_build_ex(h, &v, ids + STEP, STEP, 2, HNSW_BUILD_FLOAT), 0);
+    assert_int_equal(hnsw_order_for_batch(h, &v, ids + 2 * STEP, STEP, 2, &copy), CDN_OK);
+    assert_non_null(copy);
+    assert_int_equal(h->order_nodes, 2 * STEP);
+    hnsw_order_free(copy);
+    hnsw_free(h);
+    free(ids);
     free(data);
 }
 
@@ -142,10 +193,7 @@ static void test_a_grouped_batch_builds_a_graph_as_good_as_the_order_given(void 
     for (uint32_t i = 0; i < NQ * D; i++) /* no query is a row */
         queries[i] += 0.05f * tu_gauss(&r);
     vec_view_t v = {data, D, D, ALL};
-    uint32_t *ids = malloc(sizeof(uint32_t) * ALL);
-    assert_non_null(ids);
-    for (uint32_t i = 0; i < ALL; i++)
-        ids[i] = i;
+    uint32_t *ids = identity(ALL);
     hnsw_t *grouped = graph_of(&v, FIRST, 2, hnsw_params_default());
     hnsw_t *given = graph_of(&v, FIRST, 2, hnsw_params_default());
     hnsw_order_t *o;
@@ -188,12 +236,8 @@ static void test_a_batch_of_several_chunks_inserts_every_row(void **state)
     hnsw_params_t p = hnsw_params_default();
     p.m = 8;
     p.ef_construction = 32;
-    hnsw_t *h;
-    assert_int_equal(hnsw_create(p, VEC_METRIC_COSINE, SMALL, &h), 0);
-    uint32_t *ids = malloc(sizeof(uint32_t) * ROWS);
-    assert_non_null(ids);
-    for (uint32_t i = 0; i < ROWS; i++)
-        ids[i] = i;
+    hnsw_t *h = empty_graph(SMALL, p);
+    uint32_t *ids = identity(ROWS);
     assert_int_equal(hnsw_build_ex(h, &v, ids, ROWS, 2, HNSW_BUILD_FLOAT), 0);
     hnsw_info_t info;
     hnsw_get_info(h, &info);
@@ -222,6 +266,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_a_chunk_is_grouped_by_region_and_keeps_every_id),
         cmocka_unit_test(test_a_small_batch_keeps_the_order_as_given),
+        cmocka_unit_test(test_centres_are_kept_until_the_graph_doubles),
         cmocka_unit_test(test_a_grouped_batch_builds_a_graph_as_good_as_the_order_given),
         cmocka_unit_test(test_a_batch_of_several_chunks_inserts_every_row),
     };

@@ -625,7 +625,8 @@ static int build_run(hnsw_t *h, const vec_view_t *view, const uint32_t *ids, siz
         (void)hnsw_order_for_batch(h, view, ids, n, threads, &centres);
     }
     size_t chunk = order ? HNSW_ORDER_CHUNK : n;
-    for (size_t at = 0; at < n && atomic_load(&j.first_err) == 0; at += chunk) {
+    /* A failed insert stops no other: the later chunks go in too, as the rest of one do. */
+    for (size_t at = 0; at < n; at += chunk) {
         size_t len = n - at < chunk ? n - at : chunk;
         j.ids = order ? order + at : ids + at;
         j.n = len;

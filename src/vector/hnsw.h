@@ -117,9 +117,10 @@ int hnsw_reserve(hnsw_t *h, uint32_t id_span);
  * view or view dim differs), CDN_ERR_EXISTS (id already inserted), CDN_ERR_NOMEM. */
 int hnsw_insert(hnsw_t *h, const vec_view_t *view, uint32_t id);
 
-/* Inserts ids[0..n) with `threads` worker threads (0 = every online CPU). Returns the first
- * error any insert met (the others still ran), or 0. Ids already present count as errors.
- * Same as hnsw_build_ex with HNSW_BUILD_AUTO. */
+/* Inserts ids[0..n) with `threads` worker threads (0 = every online CPU); a large batch in an
+ * order of its own, rows of one region together. Returns the first error any insert met (the
+ * others still ran), or 0. Ids already present count as errors. Same as hnsw_build_ex with
+ * HNSW_BUILD_AUTO. */
 int hnsw_build(hnsw_t *h, const vec_view_t *view, const uint32_t *ids, size_t n, unsigned threads);
 
 /* The precision of construction distances. FLOAT: the float rows. I8: an 8-bit copy of every

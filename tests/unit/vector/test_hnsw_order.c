@@ -224,7 +224,9 @@ static void test_a_grouped_batch_builds_a_graph_as_good_as_the_order_given(void 
 }
 
 /* A batch of more than one chunk (HNSW_ORDER_CHUNK rows) inserts every row exactly once, and
- * each row asked as a query finds itself. Small rows and a narrow build keep it quick. */
+ * each row asked as a query finds itself; an id given twice in the first chunk fails that
+ * insert alone, and every later chunk still goes in. Small rows and a narrow build keep it
+ * quick. */
 static void test_a_batch_of_several_chunks_inserts_every_row(void **state)
 {
     (void)state;
@@ -238,8 +240,13 @@ static void test_a_batch_of_several_chunks_inserts_every_row(void **state)
     p.ef_construction = 32;
     hnsw_t *h = empty_graph(SMALL, p);
     uint32_t *ids = identity(ROWS);
-    assert_int_equal(hnsw_build_ex(h, &v, ids, ROWS, 2, HNSW_BUILD_FLOAT), 0);
+    ids[1] = 0; /* row 1 left out, row 0 twice */
+    assert_int_equal(hnsw_build_ex(h, &v, ids, ROWS, 2, HNSW_BUILD_FLOAT), CDN_ERR_EXISTS);
     hnsw_info_t info;
+    hnsw_get_info(h, &info);
+    assert_int_equal(info.nodes, ROWS - 1);
+    assert_false(hnsw_flags(h, 1) & HNSW_F_CLAIMED);
+    assert_int_equal(hnsw_insert(h, &v, 1), 0);
     hnsw_get_info(h, &info);
     assert_int_equal(info.nodes, ROWS);
     for (uint32_t i = 0; i < ROWS; i++)

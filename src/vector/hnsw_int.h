@@ -222,11 +222,26 @@ static inline const uint16_t *hnsw_bf_row(const hnsw_scorer_t *s, uint32_t id)
 void hnsw_score_src(const hnsw_t *h, const hnsw_scorer_t *s, const uint32_t *ids, uint32_t n,
                     float *out);
 
-/* The distance between stored rows a and b through a scorer's source. */
-float hnsw_pair_dist(const hnsw_t *h, const hnsw_scorer_t *s, uint32_t a, uint32_t b);
+/* The distance between stored rows a and b through a scorer's source (inline: the insert
+ * heuristic calls it for every pair it compares). */
+static inline float hnsw_pair_dist(const hnsw_t *h, const hnsw_scorer_t *s, uint32_t a, uint32_t b)
+{
+    if (s->i8)
+        return s->idist(hnsw_i8_row(s, a), hnsw_i8_row(s, b), s->i8_stride, s->i8_unit);
+    if (s->bf)
+        return s->bdist(hnsw_bf_row(s, a), hnsw_bf_row(s, b), s->bf_stride);
+    return h->dist(vec_row(s->view, a), vec_row(s->view, b), h->dim);
+}
 
 /* The scorer for stored row id as the query, from the same source as `base`. */
-hnsw_scorer_t hnsw_scorer_for(const hnsw_scorer_t *base, uint32_t id);
+static inline hnsw_scorer_t hnsw_scorer_for(const hnsw_scorer_t *base, uint32_t id)
+{
+    hnsw_scorer_t s = *base;
+    s.q = vec_row(s.view, id);
+    s.qi = s.i8 ? hnsw_i8_row(&s, id) : NULL;
+    s.qb = s.bf ? hnsw_bf_row(&s, id) : NULL;
+    return s;
+}
 
 static inline void hnsw_prefetch_src(const hnsw_scorer_t *s, uint32_t id)
 {

@@ -32,7 +32,6 @@
 struct hnsw_order {
     uint32_t k, dim;
     vec_metric_t metric; /* the clustering's: cosine (centres of unit length) or L2 */
-    vec_dist_fn dist;    /* that metric's distance, for the chain */
     vec_dist4_fn dot4;   /* minus the dot products of a row with four centres */
     float *centres;      /* k x dim, in chain order */
     float *bias;         /* per centre: 0 for cosine, half its squared length for L2 */
@@ -40,27 +39,33 @@ struct hnsw_order {
 
 _Static_assert(HNSW_ORDER_CENTRES % 4 == 0, "centres are scored four at a time");
 
-/* The centre nearest to row (the first of equals; a row whose scores are all NaN: 0). Under
- * both metrics that is the least of bias - dot: for cosine the centres have unit length and
- * the row's own length scales every dot alike; for L2, |r - c|^2 / 2 = |r|^2 / 2 - r.c +
- * |c|^2 / 2. Four centres a kernel call, so each pass over the row serves four. */
-static uint32_t nearest(const hnsw_order_t *o, const float *row)
+/* score[c] = bias[c] - row.c for every centre: under both metrics the nearest centre has the
+ * least score (for cosine the centres have unit length and the row's own length scales every
+ * dot alike; for L2, |r - c|^2 / 2 = |r|^2 / 2 - r.c + |c|^2 / 2). Four centres a kernel call,
+ * so each pass over the row serves four. */
+static void score_centres(const hnsw_order_t *o, const float *row, float *score)
 {
-    uint32_t best = 0;
-    float bd = FLT_MAX, d[4];
     for (uint32_t c = 0; c < o->k; c += 4) {
         const float *four[4];
         for (uint32_t i = 0; i < 4; i++)
             four[i] = o->centres + (size_t)(c + i) * o->dim;
-        o->dot4(row, four, o->dim, d);
-        for (uint32_t i = 0; i < 4; i++) {
-            float score = d[i] + o->bias[c + i];
-            if (score < bd) {
-                bd = score;
-                best = c + i;
-            }
-        }
+        o->dot4(row, four, o->dim, score + c);
+        for (uint32_t i = 0; i < 4; i++)
+            score[c + i] += o->bias[c + i];
     }
+}
+
+/* The centre of [from, k) nearest to row (the first of equals; all NaN: from). */
+static uint32_t nearest_from(const hnsw_order_t *o, const float *row, uint32_t from)
+{
+    float score[HNSW_ORDER_CENTRES], best_score = FLT_MAX;
+    uint32_t best = from;
+    score_centres(o, row, score);
+    for (uint32_t c = from; c < o->k; c++)
+        if (score[c] < best_score) {
+            best_score = score[c];
+            best = c;
+        }
     return best;
 }
 
@@ -85,7 +90,7 @@ static void *assign_worker(void *arg)
             break;
         size_t to = from + ASSIGN_STEP < j->n ? from + ASSIGN_STEP : j->n;
         for (size_t i = from; i < to; i++)
-            j->group[i] = nearest(j->o, vec_row(j->view, j->ids[i]));
+            j->group[i] = nearest_from(j->o, vec_row(j->view, j->ids[i]), 0);
     }
     return NULL;
 }
@@ -125,6 +130,8 @@ static void centre_update(hnsw_order_t *o, uint32_t c, const double *sum, uint32
 
 static void swap_centres(hnsw_order_t *o, uint32_t a, uint32_t b, float *tmp)
 {
+    if (a == b)
+        return; /* memcpy onto itself is undefined */
     size_t bytes = o->dim * sizeof(float);
     memcpy(tmp, o->centres + (size_t)a * o->dim, bytes);
     memcpy(o->centres + (size_t)a * o->dim, o->centres + (size_t)b * o->dim, bytes);
@@ -137,19 +144,8 @@ static void swap_centres(hnsw_order_t *o, uint32_t a, uint32_t b, float *tmp)
 /* Puts the centres in chain order: from the first, each next the nearest not yet taken. */
 static void chain(hnsw_order_t *o, float *tmp)
 {
-    for (uint32_t i = 0; i + 2 < o->k; i++) {
-        const float *a = o->centres + (size_t)i * o->dim;
-        uint32_t best = i + 1;
-        float bd = FLT_MAX;
-        for (uint32_t c = i + 1; c < o->k; c++) {
-            float d = o->dist(a, o->centres + (size_t)c * o->dim, o->dim);
-            if (d < bd) {
-                bd = d;
-                best = c;
-            }
-        }
-        swap_centres(o, i + 1, best, tmp);
-    }
+    for (uint32_t i = 0; i + 2 < o->k; i++)
+        swap_centres(o, i + 1, nearest_from(o, o->centres + (size_t)i * o->dim, i + 1), tmp);
 }
 
 /* Lloyd's rounds over the sample's rows; group[] is workspace for the sample's centres. */
@@ -198,7 +194,6 @@ int hnsw_order_create(const hnsw_t *h, const vec_view_t *view, const uint32_t *i
     if (rc == CDN_OK) {
         *o = (hnsw_order_t){.k = k, .dim = view->dim, .centres = centres, .bias = bias};
         o->metric = h->metric == VEC_METRIC_COSINE ? VEC_METRIC_COSINE : VEC_METRIC_L2;
-        o->dist = vec_dist_for(o->metric);
         o->dot4 = vec_dist4_for(VEC_METRIC_DOT);
         for (size_t i = 0; i < s; i++) /* spread evenly over the batch */
             sample[i] = ids[i * n / s];

@@ -161,24 +161,6 @@ void hnsw_score(const hnsw_t *h, const vec_view_t *view, const float *q, const u
     }
 }
 
-float hnsw_pair_dist(const hnsw_t *h, const hnsw_scorer_t *s, uint32_t a, uint32_t b)
-{
-    if (s->i8)
-        return s->idist(hnsw_i8_row(s, a), hnsw_i8_row(s, b), s->i8_stride, s->i8_unit);
-    if (s->bf)
-        return s->bdist(hnsw_bf_row(s, a), hnsw_bf_row(s, b), s->bf_stride);
-    return h->dist(vec_row(s->view, a), vec_row(s->view, b), h->dim);
-}
-
-hnsw_scorer_t hnsw_scorer_for(const hnsw_scorer_t *base, uint32_t id)
-{
-    hnsw_scorer_t s = *base;
-    s.q = vec_row(s.view, id);
-    s.qi = s.i8 ? hnsw_i8_row(&s, id) : NULL;
-    s.qb = s.bf ? hnsw_bf_row(&s, id) : NULL;
-    return s;
-}
-
 void hnsw_score_src(const hnsw_t *h, const hnsw_scorer_t *s, const uint32_t *ids, uint32_t n,
                     float *out)
 {

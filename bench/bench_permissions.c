@@ -31,6 +31,7 @@ typedef struct perm_run {
     char dir[256];
     double load_s, reopen_s, rss_mb, engine_rss_open_mb, engine_rss_end_mb, file_open_mb;
     perm_cold_t cold;
+    perm_memcg_t memcg;
     int reused; /* the --data directory already held the corpus */
     size_t failures;
     double *lat;
@@ -45,6 +46,7 @@ static void usage(FILE *f)
         "           [--efc EF] [--ef EF] [--max-candidates N] [--exact-floats N]\n"
         "           [--int8-scan|--no-int8-scan] [--cold] [--warmup] [--compact] [--data DIR] "
         "[--keep]\n"
+        "           [--memory-limit MB]\n"
         "           [--strategy auto,prefilter,...] [--shares 0.1,1,5,20,100]\n"
         "           [--dump DIR] [--format table|json] [--json-out FILE] [--selftest]\n"
         "  Every chunk belongs to one of 1,000 teams (10 to a department, 10 departments to a\n"
@@ -66,6 +68,9 @@ static void usage(FILE *f)
         "  restart) and time the first searches, one row per share, apart.\n"
         "  --warmup: run every row once before the measured pass (the steady state of a\n"
         "  long-running process: float rows it re-scores already mapped).\n"
+        "  --memory-limit MB: reopen the engine in a memory cgroup of MB (needs root and a\n"
+        "  memory cgroup; implies --cold): its memory and the page cache it reads are charged\n"
+        "  to the group, the benchmark's own arrays are not; prints the group's peak.\n"
         "  --compact: compact the collection after loading it (cordon_collection_compact:\n"
         "  rows numbered by ACL, so each group's rows lie in runs); a no-op when they are.\n"
         "  --shares P,...: measure only the rows of these readable shares, in percent (the\n"
@@ -170,6 +175,9 @@ static int parse_opts(int argc, char **argv, perm_opts_t *o)
         else if (!strcmp(a, "--queries") &&
                  !(rc = bench_parse_u64("permissions", a, v, 1, 100000, &x)))
             o->queries = x;
+        else if (!strcmp(a, "--memory-limit") &&
+                 !(rc = bench_parse_u64("permissions", a, v, 64, 1u << 30, &x)))
+            o->memory_limit_mb = (double)x;
         else if (!strcmp(a, "--seed") &&
                  !(rc = bench_parse_u64("permissions", a, v, 0, UINT64_MAX, &x)))
             o->seed = x;
@@ -354,7 +362,16 @@ static int load_engine(perm_run_t *r)
     if (rc == CORDON_OK) {
         cordon_close(r->db);
         r->db = NULL;
-        if (o->cold) {
+#ifdef __GLIBC__
+        malloc_trim(0); /* heap pages the reopen would reuse stay charged where they were */
+#endif
+        cdn_err_t ce = {0};
+        if (o->memory_limit_mb > 0 &&
+            (rc = perm_memcg_enter(&r->memcg, o->memory_limit_mb, &ce)) != 0)
+            fprintf(stderr, "cordon bench permissions: %s\n", ce.msg);
+    }
+    if (rc == CORDON_OK) {
+        if (o->cold || o->memory_limit_mb > 0) {
             perm_evict_dir(r->dir, &r->cold.cached_mb, &r->cold.left_mb);
             r->cold.ran = 1;
         }
@@ -606,7 +623,9 @@ int bench_permissions_main(int argc, char **argv)
                              engine_rss(&r),
                              r.file_open_mb,
                              bench_status_mb("RssFile"),
-                             &r.cold};
+                             &r.cold,
+                             &r.memcg};
+        perm_memcg_read(&r.memcg);
         if (r.w.o.selftest)
             selftest_recall(&r, rows, n);
         perm_print(&r.w, &rep);
@@ -617,6 +636,7 @@ int bench_permissions_main(int argc, char **argv)
         rc = 2;
     }
     cordon_close(r.db);
+    perm_memcg_leave(&r.memcg);
     if (!r.w.o.keep && !r.w.o.data_dir)
         bench_rmtree(r.dir);
     world_free(&r.w);

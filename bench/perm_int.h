@@ -53,11 +53,12 @@ typedef struct perm_opts {
     unsigned strat_mask; /* bit i: measure perm_strat_names[i] */
     unsigned share_mask; /* bit i: measure the rows of perm_shares[i] */
     int json, selftest, keep, progress;
-    int int8_scan;        /* cordon_collection_spec.int8_scan: 0 automatic, 1 always, -1 never */
-    int cold;             /* drop the data directory from the page cache before the reopen */
-    int warmup;           /* run every row once untimed before the measured pass */
-    int compact;          /* compact the collection after loading (rows numbered by ACL) */
-    bench_gen_kind_t gen; /* generator of --corpus generated */
+    int int8_scan;          /* cordon_collection_spec.int8_scan: 0 automatic, 1 always, -1 never */
+    int cold;               /* drop the data directory from the page cache before the reopen */
+    int warmup;             /* run every row once untimed before the measured pass */
+    int compact;            /* compact the collection after loading (rows numbered by ACL) */
+    double memory_limit_mb; /* > 0: reopen the engine in a memory cgroup of this size */
+    bench_gen_kind_t gen;   /* generator of --corpus generated */
 } perm_opts_t;
 
 typedef struct perm_corpus {
@@ -150,6 +151,21 @@ typedef struct perm_cold {
     perm_row_t rows[PERM_SHARES];
 } perm_cold_t;
 
+/* perm_memcg.c: the engine's own memory cgroup (--memory-limit). perm_memcg_enter makes a
+ * group limited to limit_mb and moves the process into it: what the process allocates or
+ * reads into the page cache from then on is charged to it. perm_memcg_read fills peak_mb,
+ * end_mb (-1 where the kernel does not say) and hits (times the limit was reached);
+ * perm_memcg_leave moves the process back and removes the group. */
+typedef struct perm_memcg {
+    int on, v2;
+    char root[64], dir[128], procs[32];
+    double limit_mb, peak_mb, end_mb;
+    uint64_t hits;
+} perm_memcg_t;
+int perm_memcg_enter(perm_memcg_t *m, double limit_mb, cdn_err_t *err);
+void perm_memcg_read(perm_memcg_t *m);
+void perm_memcg_leave(perm_memcg_t *m);
+
 /* perm_out.c */
 int perm_dump(const perm_world_t *w, const char *dir, cdn_err_t *err);
 /* Results of one run, for printing. load_s < 0: the data directory was reused. */
@@ -163,6 +179,7 @@ typedef struct perm_report {
      * and how much of it is file pages (float rows mapped from the page cache). */
     double engine_rss_open_mb, engine_rss_end_mb, file_open_mb, file_end_mb;
     const perm_cold_t *cold;
+    const perm_memcg_t *memcg;
 } perm_report_t;
 
 /* Prints the table (or JSON with --format json) to stdout, and JSON to o.json_out if set. */

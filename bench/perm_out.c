@@ -49,6 +49,12 @@ static void print_table(const perm_world_t *w, const perm_report_t *rep)
            "the reopen, %.0f MB after every query; file pages mapped from the page cache %.0f "
            "and %.0f MB of it\n",
            rep->engine_rss_open_mb, rep->engine_rss_end_mb, rep->file_open_mb, rep->file_end_mb);
+    if (rep->memcg->on)
+        printf("engine in a memory cgroup of %.0f MB from the reopen on (its memory and the page "
+               "cache it read): peak %.0f MB, %.0f MB after every query, limit reached %llu "
+               "times\n",
+               rep->memcg->limit_mb, rep->memcg->peak_mb, rep->memcg->end_mb,
+               (unsigned long long)rep->memcg->hits);
     if (rep->cold->ran) {
         printf("cold start: %.0f MB of the data directory dropped from the page cache (%.0f MB "
                "left); the first searches after the reopen:\n",
@@ -112,7 +118,11 @@ static void print_json(FILE *f, const perm_world_t *w, const perm_report_t *rep)
                 rep->cold->cached_mb - rep->cold->left_mb);
         json_rows(f, w, rep->cold->rows, PERM_SHARES);
     }
-    fprintf(f, "],\"unfiltered\":[");
+    if (rep->memcg->on)
+        fprintf(f, "],\"memcg\":{\"limit_mb\":%.0f,\"peak_mb\":%.1f,\"end_mb\":%.1f,\"hits\":%llu",
+                rep->memcg->limit_mb, rep->memcg->peak_mb, rep->memcg->end_mb,
+                (unsigned long long)rep->memcg->hits);
+    fprintf(f, "%s,\"unfiltered\":[", rep->memcg->on ? "}" : "]");
     for (size_t i = 0; i < rep->n_sweep; i++)
         fprintf(f,
                 "%s{\"ef\":%u,\"recall_at_10\":%.4f,\"qps\":%.1f,\"p50_ms\":%.4f,"

@@ -4,6 +4,8 @@ import os
 import shutil
 import subprocess
 
+import pytest
+
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
@@ -183,3 +185,34 @@ def test_bench_permissions_measures_only_the_shares_asked(cordon, tmp_path):
     bad = cordon("bench", "permissions", "--shares", "30", check=2)
     assert "--shares '30'" in bad.stderr and "0.1, 1, 5, 20, 100" in bad.stderr
     cordon("bench", "permissions", "--shares", "", check=2)
+
+
+def memory_cgroup_writable():
+    if os.access("/sys/fs/cgroup/memory/memory.limit_in_bytes", os.W_OK):
+        return True
+    try:
+        with open("/sys/fs/cgroup/cgroup.controllers") as f:
+            return "memory" in f.read().split() and os.geteuid() == 0
+    except OSError:
+        return False
+
+
+def test_bench_permissions_runs_the_engine_inside_a_memory_limit(cordon):
+    cordon("bench", "permissions", "--memory-limit", "10", check=2)  # below 64 MB
+    if not memory_cgroup_writable():
+        pytest.skip("no writable memory cgroup (needs root and the memory controller)")
+    def groups():
+        return {os.path.join(root, n) for root in ("/sys/fs/cgroup/memory", "/sys/fs/cgroup")
+                if os.path.isdir(root) for n in os.listdir(root) if n.startswith("cordon-bench-")}
+
+    before = groups()
+    p = cordon("bench", "permissions", "--corpus", "generated", "--size", "3000", "--dim", "32",
+               "--queries", "10", "--strategy", "auto", "--memory-limit", "64", "--format",
+               "json", check=0)
+    d = json.loads(p.stdout)
+    m = d["memcg"]
+    assert m["limit_mb"] == 64, m
+    # the engine's memory was charged to the group (it is not empty) and held under the limit
+    assert 1 < m["peak_mb"] <= 64, m
+    assert all(r["leaks"] == 0 for r in d["rows"]) and len(d["cold"]) == 5, d
+    assert groups() <= before  # the process left its group and removed it

@@ -59,6 +59,7 @@ int hnsw_create(hnsw_params_t p, vec_metric_t metric, uint32_t dim, hnsw_t **out
     atomic_init(&h->n_deleted_repaired, 0);
     atomic_init(&h->sweep_deleted, UINT32_MAX);
     atomic_init(&h->upper_words, 0);
+    atomic_init(&h->order_bytes, 0);
     atomic_init(&h->near_mean, 0);
     atomic_init(&h->near_seen, 0);
     atomic_init(&h->widened, 0);
@@ -697,8 +698,8 @@ void hnsw_get_info(hnsw_t *h, hnsw_info_t *out)
     out->dim = h->dim;
     out->metric = h->metric;
     out->params = h->p;
-    out->memory_bytes = sizeof(*h) +
-                        (size_t)h->span * ((h->m0 + 1) * sizeof(uint32_t) + 2 + sizeof(void *)) +
-                        (size_t)atomic_load(&h->upper_words) * sizeof(uint32_t);
+    out->memory_bytes =
+        sizeof(*h) + (size_t)h->span * ((h->m0 + 1) * sizeof(uint32_t) + 2 + sizeof(void *)) +
+        (size_t)atomic_load(&h->upper_words) * sizeof(uint32_t) + atomic_load(&h->order_bytes);
     pthread_rwlock_unlock(&h->grow_lock);
 }

@@ -90,7 +90,8 @@ typedef struct hnsw_info {
     uint32_t dim;
     vec_metric_t metric;
     hnsw_params_t params;
-    size_t memory_bytes;     /* graph memory (not the vectors, which the store owns) */
+    size_t memory_bytes;     /* graph memory and the centres kept for grouping batches (not
+                                the vectors, which the store owns) */
     uint32_t deleted_linked; /* deleted since the last hnsw_repair began: maybe still linked */
     uint32_t widened;        /* construction searches searched again wider (since opened) */
     uint32_t widened_nearer; /* ... where that found a nearer row */

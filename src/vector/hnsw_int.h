@@ -83,7 +83,8 @@ struct hnsw {
      * one they were computed from until the graph has doubled; under order_lock. */
     pthread_mutex_t order_lock;
     struct hnsw_order *order;
-    uint32_t order_nodes; /* nodes when they were computed */
+    uint32_t order_nodes;      /* nodes when they were computed */
+    atomic_size_t order_bytes; /* their memory, read by hnsw_get_info without the lock */
 };
 
 /* A bounded binary max-heap of hits (by dist). A min-heap stores negated distances. */
@@ -295,6 +296,8 @@ typedef struct hnsw_order hnsw_order_t;
  * hnsw_order_free. */
 int hnsw_order_create(const hnsw_t *h, const vec_view_t *view, const uint32_t *ids, size_t n,
                       unsigned threads, hnsw_order_t **out);
+/* Bytes o holds (0 for NULL). */
+size_t hnsw_order_bytes(const hnsw_order_t *o);
 /* A copy of o (NULL for NULL) into *out; returns 0 or CDN_ERR_NOMEM. */
 int hnsw_order_copy(const hnsw_order_t *o, hnsw_order_t **out);
 void hnsw_order_free(hnsw_order_t *o);

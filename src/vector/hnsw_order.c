@@ -278,6 +278,11 @@ int hnsw_order_copy(const hnsw_order_t *o, hnsw_order_t **out)
     return CDN_OK;
 }
 
+size_t hnsw_order_bytes(const hnsw_order_t *o)
+{
+    return o ? sizeof *o + (size_t)o->k * (o->dim + 1) * sizeof(float) : 0;
+}
+
 int hnsw_order_for_batch(hnsw_t *h, const vec_view_t *view, const uint32_t *ids, size_t n,
                          unsigned threads, hnsw_order_t **out)
 {
@@ -292,6 +297,7 @@ int hnsw_order_for_batch(hnsw_t *h, const vec_view_t *view, const uint32_t *ids,
             hnsw_order_free(h->order);
             h->order = fresh;
             h->order_nodes = nodes > n ? nodes : (uint32_t)n;
+            atomic_store(&h->order_bytes, hnsw_order_bytes(fresh));
         }
     }
     if (rc == CDN_OK)

@@ -268,6 +268,39 @@ static void test_a_batch_of_several_chunks_inserts_every_row(void **state)
     free(data);
 }
 
+/* The centres an index keeps after a large batch count in its memory: the same 12,000 rows
+ * built in one batch (centres kept) and in batches too small for centres differ by their
+ * 256 x (D + 1) floats, and by nothing else (levels and spans follow from the ids). */
+static void test_kept_centres_count_in_the_graph_memory(void **state)
+{
+    (void)state;
+    enum { ROWS = 12000, PART = 4000 };
+    _Static_assert(ROWS >= HNSW_ORDER_MIN_BATCH && PART < HNSW_ORDER_MIN_BATCH, "sizes");
+    float *data = tu_clustered(ROWS, D, CLUSTERS, 0.5f, 26, 1, NULL);
+    assert_non_null(data);
+    vec_view_t v = {data, D, D, ROWS};
+    uint32_t *ids = identity(ROWS);
+    hnsw_t *one = empty_graph(D, hnsw_params_default());
+    hnsw_t *parts = empty_graph(D, hnsw_params_default());
+    assert_int_equal(hnsw_build_ex(one, &v, ids, ROWS, 2, HNSW_BUILD_FLOAT), 0);
+    for (uint32_t at = 0; at < ROWS; at += PART)
+        assert_int_equal(hnsw_build_ex(parts, &v, ids + at, PART, 2, HNSW_BUILD_FLOAT), 0);
+    hnsw_info_t a, b;
+    hnsw_get_info(one, &a);
+    hnsw_get_info(parts, &b);
+    assert_int_equal(a.nodes, ROWS);
+    assert_int_equal(b.nodes, ROWS);
+    assert_non_null(one->order);
+    assert_null(parts->order);
+    size_t centres = (size_t)HNSW_ORDER_CENTRES * (D + 1) * sizeof(float);
+    assert_true(a.memory_bytes >= b.memory_bytes + centres);
+    assert_true(a.memory_bytes <= b.memory_bytes + centres + 256);
+    hnsw_free(one);
+    hnsw_free(parts);
+    free(ids);
+    free(data);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -276,6 +309,7 @@ int main(void)
         cmocka_unit_test(test_centres_are_kept_until_the_graph_doubles),
         cmocka_unit_test(test_a_grouped_batch_builds_a_graph_as_good_as_the_order_given),
         cmocka_unit_test(test_a_batch_of_several_chunks_inserts_every_row),
+        cmocka_unit_test(test_kept_centres_count_in_the_graph_memory),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -155,10 +155,10 @@ typedef struct perm_cold {
  * group limited to limit_mb and moves the process into it: what the process allocates or
  * reads into the page cache from then on is charged to it. perm_memcg_read fills peak_mb,
  * end_mb (-1 where the kernel does not say) and hits (times the limit was reached);
- * perm_memcg_leave moves the process back and removes the group. */
+ * perm_memcg_leave moves the process back to the group it came from and removes its own. */
 typedef struct perm_memcg {
     int on, v2;
-    char root[64], dir[128], procs[32];
+    char home[384], dir[128], procs[32]; /* the group the process came from, its own */
     double limit_mb, peak_mb, end_mb;
     uint64_t hits;
 } perm_memcg_t;

@@ -70,6 +70,27 @@ static int has_memory_v2(void)
     return found;
 }
 
+/* The group this process is in under root (/proc/self/cgroup: "N:memory:/path" in v1,
+ * "0::/path" in v2) into m->home; root itself when the file does not say. */
+static void find_home(perm_memcg_t *m, const char *root)
+{
+    char line[512];
+    const char *want = m->v2 ? "0::" : ":memory:";
+    FILE *f = fopen("/proc/self/cgroup", "r");
+    snprintf(m->home, sizeof m->home, "%s", root);
+    while (f && fgets(line, sizeof line, f)) {
+        char *at = strstr(line, want);
+        if (at && (m->v2 ? at == line : 1)) {
+            at += strlen(want);
+            at[strcspn(at, "\n")] = '\0';
+            snprintf(m->home, sizeof m->home, "%s%s", root, at);
+            break;
+        }
+    }
+    if (f)
+        fclose(f);
+}
+
 int perm_memcg_enter(perm_memcg_t *m, double limit_mb, cdn_err_t *err)
 {
     char text[64];
@@ -89,7 +110,7 @@ int perm_memcg_enter(perm_memcg_t *m, double limit_mb, cdn_err_t *err)
                            "memory controller) and root",
                            V1_ROOT, V2_ROOT);
     }
-    snprintf(m->root, sizeof m->root, "%s", root);
+    find_home(m, root);
     snprintf(m->dir, sizeof m->dir, "%s/cordon-bench-%ld", root, (long)getpid());
     if (mkdir(m->dir, 0755) != 0 && errno != EEXIST)
         return cdn_err_set(err, CDN_ERR_IO, "cannot make the memory cgroup %s: %s", m->dir,
@@ -125,7 +146,7 @@ void perm_memcg_leave(perm_memcg_t *m)
 {
     if (!m->on)
         return;
-    (void)write_file(m->root, "cgroup.procs", m->procs);
+    (void)write_file(m->home, "cgroup.procs", m->procs); /* back where it was */
     (void)rmdir(m->dir); /* what is still charged goes to the parent */
     m->on = 0;
 }

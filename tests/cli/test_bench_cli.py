@@ -201,6 +201,7 @@ def test_bench_permissions_runs_the_engine_inside_a_memory_limit(cordon):
     cordon("bench", "permissions", "--memory-limit", "10", check=2)  # below 64 MB
     if not memory_cgroup_writable():
         pytest.skip("no writable memory cgroup (needs root and the memory controller)")
+
     def groups():
         return {os.path.join(root, n) for root in ("/sys/fs/cgroup/memory", "/sys/fs/cgroup")
                 if os.path.isdir(root) for n in os.listdir(root) if n.startswith("cordon-bench-")}

@@ -90,18 +90,24 @@ double bench_resident_mb(const void *p, size_t bytes)
     return (double)(resident * page) / (1024.0 * 1024.0);
 }
 
-double bench_status_mb(const char *field)
+double bench_file_field(const char *path, const char *key, char sep)
 {
-    FILE *f = fopen("/proc/self/status", "r");
+    FILE *f = fopen(path, "r");
     char line[256];
-    size_t n = strlen(field);
-    double kb = 0;
-    while (f && fgets(line, sizeof line, f))
-        if (!strncmp(line, field, n) && line[n] == ':')
-            kb = strtod(line + n + 1, NULL);
+    size_t n = strlen(key);
+    double v = -1;
+    while (f && v < 0 && fgets(line, sizeof line, f))
+        if (!n || (!strncmp(line, key, n) && line[n] == sep))
+            v = strtod(line + (n ? n + 1 : 0), NULL);
     if (f)
         fclose(f);
-    return kb / 1024.0;
+    return v;
+}
+
+double bench_status_mb(const char *field)
+{
+    double kb = bench_file_field("/proc/self/status", field, ':');
+    return kb < 0 ? 0 : kb / 1024.0;
 }
 
 double bench_rss_mb(void)

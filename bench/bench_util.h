@@ -27,6 +27,9 @@ int bench_cmp_double(const void *a, const void *b);
 uint64_t bench_dir_bytes(const char *dir);
 /* Removes dir and everything under it; best effort. */
 void bench_rmtree(const char *dir);
+/* The number after `key` and the character sep at the start of a line of the file at path
+ * (key "": the first line's number), or -1 when no line has it or the file cannot be read. */
+double bench_file_field(const char *path, const char *key, char sep);
 /* A field of /proc/self/status in MB ("RssAnon": the heap and stacks; "RssFile": mapped
  * files), 0 when /proc cannot tell. */
 double bench_status_mb(const char *field);

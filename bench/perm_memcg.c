@@ -16,6 +16,7 @@
  * reopen (as --cold) so that the pages the engine reads are charged to it.
  * Relies on the cgroup file system (v1 memory controller or v2 with memory enabled at the
  * root), which needs root. */
+#include "bench_util.h"
 #include "perm_int.h"
 
 #include <errno.h>
@@ -39,21 +40,12 @@ static int write_file(const char *dir, const char *name, const char *text)
     return fclose(f) == 0 && ok ? 0 : -1;
 }
 
-/* The first number in dir/name after `key` (key "" = the file's first number); -1 if none. */
+/* The number after `key ` in dir/name (key "": the file's first number); -1 if none. */
 static double read_number(const char *dir, const char *name, const char *key)
 {
-    char path[512], line[256];
-    double v = -1;
+    char path[512];
     snprintf(path, sizeof path, "%s/%s", dir, name);
-    FILE *f = fopen(path, "r");
-    if (!f)
-        return -1;
-    size_t kl = strlen(key);
-    while (v < 0 && fgets(line, sizeof line, f))
-        if (!kl || (!strncmp(line, key, kl) && line[kl] == ' '))
-            v = strtod(line + (kl ? kl + 1 : 0), NULL);
-    fclose(f);
-    return v;
+    return bench_file_field(path, key, ' ');
 }
 
 static int has_memory_v2(void)

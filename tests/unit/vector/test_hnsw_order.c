@@ -280,9 +280,8 @@ static void test_kept_centres_count_in_the_graph_memory(void **state)
     assert_non_null(data);
     vec_view_t v = {data, D, D, ROWS};
     uint32_t *ids = identity(ROWS);
-    hnsw_t *one = empty_graph(D, hnsw_params_default());
+    hnsw_t *one = graph_of(&v, ROWS, 2, hnsw_params_default());
     hnsw_t *parts = empty_graph(D, hnsw_params_default());
-    assert_int_equal(hnsw_build_ex(one, &v, ids, ROWS, 2, HNSW_BUILD_FLOAT), 0);
     for (uint32_t at = 0; at < ROWS; at += PART)
         assert_int_equal(hnsw_build_ex(parts, &v, ids + at, PART, 2, HNSW_BUILD_FLOAT), 0);
     hnsw_info_t a, b;
